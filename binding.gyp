@@ -1,0 +1,40 @@
+{
+  # One addon target. Core C++ (native/core) knows nothing of Node; the binding
+  # (native/binding) is the only code that includes napi.h.
+  "variables": {
+    # `node-gyp rebuild -- -Dsanitize=1` (or npm_config_sanitize) builds with ASan + UBSan.
+    "sanitize%": "<!(node -p \"process.env.npm_config_sanitize || process.env.SPARK_SANITIZE || 0\")"
+  },
+  "targets": [
+    {
+      "target_name": "spark",
+      "sources": [
+        "native/core/status.cc",
+        "native/core/thread_pool.cc",
+        "native/binding/addon.cc",
+        "native/binding/async.cc",
+        "native/binding/errors.cc"
+      ],
+      "include_dirs": [
+        "<!(node -p \"require('node-addon-api').include_dir\")",
+        "native"
+      ],
+      "defines": [
+        "NAPI_VERSION=8",
+        "NODE_ADDON_API_DISABLE_DEPRECATED",
+        "NAPI_CPP_EXCEPTIONS",
+        "_FILE_OFFSET_BITS=64"
+      ],
+      "cflags!": ["-fno-exceptions"],
+      "cflags_cc!": ["-fno-exceptions", "-std=gnu++17"],
+      "cflags_cc": ["-std=c++20", "-fexceptions", "-Wall", "-Wextra", "-Wno-unused-parameter", "-O2"],
+      "ldflags": ["-pthread"],
+      "conditions": [
+        ["sanitize==1", {
+          "cflags_cc": ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=undefined", "-O1", "-g"],
+          "ldflags": ["-fsanitize=address,undefined"]
+        }]
+      ]
+    }
+  ]
+}

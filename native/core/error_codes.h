@@ -1,0 +1,38 @@
+// The one table of error codes shared by the core, the binding and TypeScript.
+// src/native/codes.ts mirrors it; test/codes.test.ts fails when the two disagree.
+// X(name, exit code): exit 1 a check failed, 2 bad usage or input data, 3 environment / I/O.
+#pragma once
+
+#define SPARK_ERROR_CODES(X)            \
+  X(E_USAGE, 2)                         \
+  X(E_INTERNAL, 3)                      \
+  X(E_IO, 3)                            \
+  X(E_NO_SPACE, 3)                      \
+  X(E_ADDON_LOAD, 3)                    \
+  X(E_CHECK_FAILED, 1)                  \
+  X(E_FILE_NOT_FOUND, 2)                \
+  X(E_SAFETENSORS_TRUNCATED, 2)         \
+  X(E_SAFETENSORS_HEADER_SIZE, 2)       \
+  X(E_SAFETENSORS_UTF8, 2)              \
+  X(E_SAFETENSORS_JSON, 2)              \
+  X(E_SAFETENSORS_NESTING, 2)           \
+  X(E_SAFETENSORS_DTYPE, 2)             \
+  X(E_SAFETENSORS_SHAPE, 2)             \
+  X(E_SAFETENSORS_OFFSETS, 2)           \
+  X(E_SAFETENSORS_OVERFLOW, 2)          \
+  X(E_SAFETENSORS_LAYOUT, 2)            \
+  X(E_SAFETENSORS_DATA_LENGTH, 2)       \
+  X(E_SAFETENSORS_DUPLICATE, 2)         \
+  X(E_SAFETENSORS_METADATA, 2)          \
+  X(E_INDEX_JSON, 2)                    \
+  X(E_INDEX_PATH, 2)                    \
+  X(E_INDEX_TENSOR, 2)                  \
+  X(E_SHARD_MISSING, 2)                 \
+  X(E_SHARD_TRUNCATED, 2)               \
+  X(E_SNAPSHOT, 2)                      \
+  X(E_CONFIG, 2)                        \
+  X(E_ENGRAM_NOT_FOUND, 2)              \
+  X(E_ENGRAM_SHAPE, 2)                  \
+  X(E_ENGRAM_DTYPE, 2)                  \
+  X(E_ENGRAM_ROWS, 2)                   \
+  X(E_ROW_RANGE, 2)

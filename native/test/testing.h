@@ -1,0 +1,67 @@
+// A minimal test harness for the standalone C++ tests: CHECK records a failure and goes on;
+// each test binary prints "N passed, N failed" and exits non-zero on any failure.
+#pragma once
+
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace spark_test {
+
+struct Case {
+  const char* name;
+  std::function<void()> fn;
+};
+
+inline std::vector<Case>& Cases() {
+  static std::vector<Case> cases;
+  return cases;
+}
+inline int& Failures() {
+  static int failures = 0;
+  return failures;
+}
+
+struct Register {
+  Register(const char* name, std::function<void()> fn) { Cases().push_back({name, std::move(fn)}); }
+};
+
+inline int RunAll(const char* suite) {
+  int passed = 0, failed = 0;
+  for (auto& c : Cases()) {
+    int before = Failures();
+    c.fn();
+    if (Failures() == before) {
+      ++passed;
+    } else {
+      ++failed;
+      std::printf("FAIL %s: %s\n", suite, c.name);
+    }
+  }
+  std::printf("%s: %d passed, %d failed\n", suite, passed, failed);
+  return failed == 0 ? 0 : 1;
+}
+
+}  // namespace spark_test
+
+#define TEST(name)                                                       \
+  static void name();                                                    \
+  static spark_test::Register register_##name(#name, name);              \
+  static void name()
+
+#define CHECK(cond)                                                                  \
+  do {                                                                               \
+    if (!(cond)) {                                                                   \
+      std::printf("  %s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);         \
+      ++spark_test::Failures();                                                      \
+    }                                                                                \
+  } while (0)
+
+#define CHECK_EQ(a, b)                                                                    \
+  do {                                                                                    \
+    if (!((a) == (b))) {                                                                  \
+      std::printf("  %s:%d: CHECK_EQ failed: %s != %s\n", __FILE__, __LINE__, #a, #b);    \
+      ++spark_test::Failures();                                                           \
+    }                                                                                     \
+  } while (0)

@@ -1,0 +1,49 @@
+// Builds the commander program. Command modules are small and import the addon lazily, so
+// `spark --help` and `spark --version` never load native code.
+import { Command, CommanderError } from 'commander';
+import type { CommandResult, Io } from './io.js';
+import { commandFactories } from './commands/index.js';
+
+export interface CliContext {
+  io: Io;
+  /** Called once by the command that ran, with its result. */
+  emit(result: CommandResult, json: boolean): void;
+}
+
+export const VERSION = '0.1.0';
+
+export function buildProgram(ctx: CliContext): Command {
+  const program = new Command('spark')
+    .description(
+      'Engram row store, packer, range tiling and launch preflight for DeepSeek-V4.1-Flash on DGX Spark clusters.',
+    )
+    .version(VERSION, '-V, --version')
+    .showHelpAfterError('(run with --help for usage)')
+    .addHelpText(
+      'after',
+      `
+Exit codes: 0 ok, 1 a check failed, 2 bad usage or input data, 3 environment or I/O error.
+Every command takes --json for one machine-readable document on stdout.
+
+Example:
+  spark synth /tmp/snap && spark inspect /tmp/snap`,
+    );
+  for (const factory of commandFactories) program.addCommand(factory(ctx));
+  configureAll(program, ctx.io);
+  return program;
+}
+
+/** Output and exit behaviour for every command: errors throw instead of exiting. */
+function configureAll(cmd: Command, io: Io): void {
+  cmd.exitOverride();
+  cmd.configureOutput({ writeOut: (s) => io.stdout(s), writeErr: (s) => io.stderr(s) });
+  for (const sub of cmd.commands) configureAll(sub, io);
+}
+
+/** Help and version are successes; every other commander error is bad usage. */
+export function commanderExitCode(err: CommanderError): 0 | 2 {
+  if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') {
+    return 0;
+  }
+  return err.exitCode === 0 ? 0 : 2;
+}

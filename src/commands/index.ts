@@ -1,0 +1,7 @@
+// Every CLI command, in the order `spark --help` lists them.
+import type { Command } from 'commander';
+import type { CliContext } from '../cli.js';
+
+export type CommandFactory = (ctx: CliContext) => Command;
+
+export const commandFactories: CommandFactory[] = [];

@@ -1,0 +1,40 @@
+// Shared option parsing for commands: integers, lists and environment fallbacks, each failing
+// with a usage error (exit 2) that names the flag or variable and what it accepts.
+import { usageError } from '../errors.js';
+
+/** A non-negative decimal integer (no sign, no exponent), exact up to 2^53. */
+export function parseCount(text: string, what: string, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+  const trimmed = text.trim();
+  if (!/^\d+$/.test(trimmed)) throw usageError(`${what} must be a whole number, got '${text}'`);
+  const n = Number(trimmed);
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    throw usageError(`${what} must be between ${min} and ${max}, got ${trimmed}`);
+  }
+  return n;
+}
+
+/** Comma-separated whole numbers, e.g. "1,8,64". */
+export function parseCountList(text: string, what: string, min = 0, max = Number.MAX_SAFE_INTEGER): number[] {
+  const parts = text.split(',').filter((p) => p.trim() !== '');
+  if (parts.length === 0) throw usageError(`${what} needs at least one number, got '${text}'`);
+  return parts.map((p) => parseCount(p, what, min, max));
+}
+
+/** The flag's value, else the environment variable's (non-empty), else undefined. */
+export function fromEnv(value: string | undefined, env: NodeJS.ProcessEnv, variable: string): string | undefined {
+  if (value !== undefined) return value;
+  const fallback = env[variable];
+  return fallback !== undefined && fallback !== '' ? fallback : undefined;
+}
+
+/** Like fromEnv, but missing in both places is a usage error naming both. */
+export function requireOption(
+  value: string | undefined,
+  env: NodeJS.ProcessEnv,
+  flag: string,
+  variable: string,
+): string {
+  const v = fromEnv(value, env, variable);
+  if (v === undefined) throw usageError(`${flag} is required (or set ${variable})`);
+  return v;
+}

@@ -1,0 +1,39 @@
+// What a command may touch of the outside world, so tests can run commands in-process.
+export interface Io {
+  stdout(text: string): void;
+  stderr(text: string): void;
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  /** stderr is a terminal: progress lines are shown only then. */
+  stderrIsTTY: boolean;
+  /** Colour allowed (a TTY and NO_COLOR unset). */
+  color: boolean;
+}
+
+export function processIo(): Io {
+  const tty = Boolean(process.stderr.isTTY);
+  return {
+    stdout: (t) => process.stdout.write(t),
+    stderr: (t) => process.stderr.write(t),
+    env: process.env,
+    cwd: process.cwd(),
+    stderrIsTTY: tty,
+    color: tty && process.env.NO_COLOR === undefined,
+  };
+}
+
+/** What every command's run function returns; bin.ts turns it into output and an exit code. */
+export interface CommandResult {
+  /** The one JSON document printed with --json. */
+  json: unknown;
+  /** The human report printed without --json. */
+  text: string;
+  /** 0 ok, 1 a check failed. Errors (2, 3) are thrown as SparkError instead. */
+  exitCode: 0 | 1;
+}
+
+/** JSON.stringify that writes BigInts as exact decimal numbers. */
+export function toJson(value: unknown, indent = 2): string {
+  const marked = JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? `__big__${v}` : v), indent);
+  return marked.replace(/"__big__(\d+)"/g, '$1');
+}

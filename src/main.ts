@@ -1,0 +1,29 @@
+// Runs the CLI against an Io and returns the exit code. Shared by bin.ts and the tests.
+import { CommanderError } from 'commander';
+import { buildProgram, commanderExitCode } from './cli.js';
+import { toSparkError } from './errors.js';
+import { toJson, type Io } from './io.js';
+
+export async function runCli(argv: string[], io: Io): Promise<number> {
+  let exitCode = 0;
+  const program = buildProgram({
+    io,
+    emit(result, json) {
+      io.stdout(json ? toJson(result.json) + '\n' : result.text.endsWith('\n') ? result.text : result.text + '\n');
+      exitCode = result.exitCode;
+    },
+  });
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return exitCode;
+  } catch (err) {
+    if (err instanceof CommanderError) return commanderExitCode(err);
+    const e = toSparkError(err);
+    if (argv.includes('--json')) {
+      io.stderr(toJson({ error: { code: e.code, message: e.message, ...e.details } }, 0) + '\n');
+    } else {
+      io.stderr(`spark: ${e.message}\n`);
+    }
+    return e.exitCode;
+  }
+}

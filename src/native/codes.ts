@@ -1,0 +1,43 @@
+// Mirror of native/core/error_codes.h: code -> exit code. test/codes.test.ts keeps them equal.
+// Exit codes: 1 a check failed, 2 bad usage or input data, 3 environment / I/O.
+export const ERROR_CODES = {
+  E_USAGE: 2,
+  E_INTERNAL: 3,
+  E_IO: 3,
+  E_NO_SPACE: 3,
+  E_ADDON_LOAD: 3,
+  E_CHECK_FAILED: 1,
+  E_FILE_NOT_FOUND: 2,
+  E_SAFETENSORS_TRUNCATED: 2,
+  E_SAFETENSORS_HEADER_SIZE: 2,
+  E_SAFETENSORS_UTF8: 2,
+  E_SAFETENSORS_JSON: 2,
+  E_SAFETENSORS_NESTING: 2,
+  E_SAFETENSORS_DTYPE: 2,
+  E_SAFETENSORS_SHAPE: 2,
+  E_SAFETENSORS_OFFSETS: 2,
+  E_SAFETENSORS_OVERFLOW: 2,
+  E_SAFETENSORS_LAYOUT: 2,
+  E_SAFETENSORS_DATA_LENGTH: 2,
+  E_SAFETENSORS_DUPLICATE: 2,
+  E_SAFETENSORS_METADATA: 2,
+  E_INDEX_JSON: 2,
+  E_INDEX_PATH: 2,
+  E_INDEX_TENSOR: 2,
+  E_SHARD_MISSING: 2,
+  E_SHARD_TRUNCATED: 2,
+  E_SNAPSHOT: 2,
+  E_CONFIG: 2,
+  E_ENGRAM_NOT_FOUND: 2,
+  E_ENGRAM_SHAPE: 2,
+  E_ENGRAM_DTYPE: 2,
+  E_ENGRAM_ROWS: 2,
+  E_ROW_RANGE: 2,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+export type ExitCode = 0 | 1 | 2 | 3;
+
+export function exitCodeOf(code: string): ExitCode {
+  return (ERROR_CODES as Record<string, ExitCode>)[code] ?? 3;
+}
