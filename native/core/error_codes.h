@@ -35,4 +35,7 @@
   X(E_ENGRAM_SHAPE, 2)                  \
   X(E_ENGRAM_DTYPE, 2)                  \
   X(E_ENGRAM_ROWS, 2)                   \
-  X(E_ROW_RANGE, 2)
+  X(E_ROW_RANGE, 2)                     \
+  X(E_RECIPE, 2)                        \
+  X(E_CLUSTER, 2)                       \
+  X(E_ENV_FILE, 2)
