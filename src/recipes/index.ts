@@ -14,7 +14,7 @@ export { containerToHost, containerMounts, expandHome, hostPath, hfModelDir } fr
 export type { HostPath } from './paths.js';
 export { stackOf, modelFamily, ENGINE_FLAGS, defaultPort } from './stack.js';
 export type { Stack, ModelFamily, EngineFlags } from './stack.js';
-export { parseDockerSize, formatBytes } from './units.js';
+export { parseDockerSize } from './units.js';
 export { scanToml, pathSegment } from './toml-scan.js';
 export type { TomlLocations, TomlKeyLocation, TomlHeader } from './toml-scan.js';
 export { at } from './fields.js';

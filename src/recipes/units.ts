@@ -10,15 +10,3 @@ export function parseDockerSize(text: string): number | undefined {
   const bytes = Number(m[1]) * UNITS[m[2]!.toLowerCase()]!;
   return Number.isFinite(bytes) ? Math.floor(bytes) : undefined;
 }
-
-/** `47.2 GiB`-style text for messages. */
-export function formatBytes(bytes: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let v = bytes;
-  let u = 0;
-  while (v >= 1024 && u < units.length - 1) {
-    v /= 1024;
-    u++;
-  }
-  return `${u === 0 ? v : v.toFixed(1)} ${units[u]}`;
-}
