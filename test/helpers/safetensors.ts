@@ -46,3 +46,32 @@ export function bytesReadByProcess(): number {
   if (!m) throw new Error('/proc/self/io has no rchar line');
   return Number(m[1]);
 }
+
+const WIDTH: Record<string, number> = { F8_E4M3: 1, F8_E8M0: 1, BF16: 2, F16: 2, F32: 4, U8: 1 };
+
+export interface TensorSpec {
+  name: string;
+  dtype: string;
+  shape: number[];
+}
+
+/** A well-formed file holding these tensors in order, with patterned data bytes. */
+export function writeTensors(path: string, tensors: TensorSpec[]): void {
+  const entries: Record<string, string> = {};
+  let offset = 0;
+  for (const t of tensors) {
+    const bytes = t.shape.reduce((a, b) => a * b, 1) * WIDTH[t.dtype];
+    entries[t.name] = entry(t.dtype, t.shape, offset, offset + bytes);
+    offset += bytes;
+  }
+  const data = Buffer.alloc(offset);
+  for (let i = 0; i < offset; i++) data[i] = i & 0x7e;
+  writeSafetensors(path, header(entries), offset, { data });
+}
+
+export function engramPair(layer: number, rows: number, dim = 64): TensorSpec[] {
+  return [
+    { name: `layers.${layer}.engram.embed.weight`, dtype: 'F8_E4M3', shape: [rows, dim] },
+    { name: `layers.${layer}.engram.embed.scale`, dtype: 'F8_E8M0', shape: [rows, dim / 32] },
+  ];
+}
