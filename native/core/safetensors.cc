@@ -9,6 +9,7 @@
 
 #include "core/checked.h"
 #include "core/json.h"
+#include "core/utf8.h"
 
 namespace spark::safetensors {
 
@@ -60,7 +61,7 @@ using Index = Document::Index;
 
 constexpr const char* kReexport = "re-export or re-download this file";
 
-std::string Quoted(std::string_view name) { return "'" + json::Printable(name, 200) + "'"; }
+std::string Quoted(std::string_view name) { return "'" + Printable(name, 200) + "'"; }
 
 // "[2, 3]", shortened for absurd ranks.
 std::string ShapeText(const std::vector<uint64_t>& shape) {
@@ -84,7 +85,7 @@ class HeaderParser {
 
  private:
   Status Error(Code code, std::string message, std::string_view tensor = {}) const {
-    return Status::Error(code, std::move(message), path_, tensor.empty() ? std::string() : json::Printable(tensor, 200));
+    return Status::Error(code, std::move(message), path_, tensor.empty() ? std::string() : Printable(tensor, 200));
   }
   Status ParseMetadata(Index value);
   Status ParseTensor(std::string_view name, Index value);
@@ -315,7 +316,7 @@ Status HeaderParser::CheckLayout() {
 // inside an entry, and the file offset of the offending byte.
 Status JsonErrorStatus(const json::Error& err, const uint8_t* bytes, size_t len, const std::string& path) {
   std::string tensor;
-  if (!err.path.empty() && err.path[0] != "__metadata__") tensor = json::Printable(err.path[0], 200);
+  if (!err.path.empty() && err.path[0] != "__metadata__") tensor = Printable(err.path[0], 200);
   bool in_metadata = !err.path.empty() && err.path[0] == "__metadata__";
   Status s;
   switch (err.kind) {
@@ -333,7 +334,7 @@ Status JsonErrorStatus(const json::Error& err, const uint8_t* bytes, size_t len,
       } else if (err.path.empty()) {
         s = Status::Error(Code::E_SAFETENSORS_DUPLICATE,
                           "the tensor name appears twice in the header, so readers may disagree on its bytes; " + std::string(kReexport),
-                          path, json::Printable(err.key, 200));
+                          path, Printable(err.key, 200));
       } else if (in_metadata && err.path.size() == 1) {
         s = Status::Error(Code::E_SAFETENSORS_DUPLICATE, "__metadata__ has the key " + Quoted(err.key) + " twice; " + kReexport, path);
       } else {
