@@ -13,6 +13,7 @@
         "native/core/safetensors.cc",
         "native/core/status.cc",
         "native/core/thread_pool.cc",
+        "native/core/utf8.cc",
         "native/binding/addon.cc",
         "native/binding/async.cc",
         "native/binding/errors.cc",
