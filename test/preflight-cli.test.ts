@@ -107,7 +107,7 @@ test('the human report groups findings by severity, each with where and the fix'
   const warnAt = out.indexOf('WARNINGS (1)');
   assert.ok(errorsAt > 0 && warnAt > errorsAt, out);
   assert.match(out.slice(errorsAt, warnAt), /vllm\.cudagraph-capture: .*\n {4}at .*recipe\.toml:\d+\n {4}fix: set --max-cudagraph-capture-size 48/);
-  assert.match(out.slice(warnAt), /memory\.utilization-ceiling: --gpu-memory-utilization 0\.8 is above 0\.78/);
+  assert.match(out.slice(warnAt), /memory\.utilization-ceiling: --gpu-memory-utilization 0\.80 is above 0\.78/);
   assert.match(out, /^1 error, 1 warning, 0 notes; \d+ rules ran, \d+ not checked \(\d+ ms\)$/m);
 });
 
