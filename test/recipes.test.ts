@@ -147,6 +147,23 @@ test('cluster files: required keys, addresses, head and duplicates', () => {
   refused(() => parseCluster(ok.replace('NCCL_NET = "IB"', 'NCCL_NET = 1'), 'c.toml'), 'E_CLUSTER', /^c\.toml:10: nccl\.NCCL_NET must be a string/);
 });
 
+test('a cluster key appended below [nccl] is swallowed, not an NCCL variable', () => {
+  const src = 'name = "c"\n[[nodes]]\nhost = "a"\nfabric_addr = "10.0.0.1"\n[nccl]\nNCCL_NET = "IB"\ndist_port = 20000\nhf_cache = "/hf"\n';
+  const { cluster, diagnostics } = parseCluster(src, 'c.toml');
+  assert.deepEqual(cluster.nccl, { NCCL_NET: 'IB' });
+  assert.equal(cluster.distPort, 25000);
+  assert.equal(cluster.hfCache, undefined);
+  assert.deepEqual(
+    diagnostics.map((d) => [d.kind, d.key, d.line]),
+    [
+      ['swallowed-key', 'nccl.dist_port', 7],
+      ['swallowed-key', 'nccl.hf_cache', 8],
+    ],
+  );
+  assert.match(diagnostics[0]!.message, /^dist_port on line 7 is inside the \[nccl\] table \(header on line 5\)/);
+  refused(() => parseCluster('[[nodes]]\nhost = "a"\nfabric_addr = "10.0.0.1"\nname = "c"\n', 'c.toml'), 'E_CLUSTER', /name on line 4 is inside the \[\[nodes\]\] table/);
+});
+
 test('container paths map back to host paths through the longest mount', async () => {
   const { recipe } = parseRecipe(
     repoFile(DSV41).replace('read_only = true', 'read_only = true\n[[extra_mounts]]\nhost = "~/models"\ncontainer = "/root/.cache/huggingface/hub/x"'),
