@@ -1,10 +1,11 @@
 // `spark preflight` end to end: the users' recipes, the variants that must fail, the report.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Finding, PreflightReport } from '../src/preflight/index.js';
 import { bin, cli } from './helpers/cli.js';
+import { makeSnapshot } from './helpers/synth.js';
 import { DSV41, edit, EUGR, MIA_ENV, world, write, type World } from './helpers/preflight.js';
 
 function args(w: World, recipe: string, extra: string[] = []): string[] {
@@ -27,7 +28,7 @@ test('the dsv41 recipe with a complete DSV4.1-shaped snapshot: no error', async 
   assert.equal(report.snapshot?.how, 'SPARK_ENGRAM_DIR');
   assert.equal(report.snapshot?.dir, w.snapshotDir);
   assert.deepEqual(report.node, { rank: 0, host: 'spark1' });
-  for (const id of ['parallel.tp-divides', 'model.context-length', 'snapshot.engram-dir', 'engram.ranges-source', 'fabric.hca', 'node.ports']) {
+  for (const id of ['snapshot.complete', 'snapshot.engram-tables', 'parallel.tp-divides', 'model.context-length', 'snapshot.engram-dir', 'engram.ranges-source', 'fabric.hca', 'node.ports']) {
     assert.ok(report.ran.includes(id), `${id} ran`);
   }
 });
@@ -94,6 +95,16 @@ test('variants that must fail, each naming the key', async () => {
 
   const three = edit(w.dsv41Text, 'required_nodes = 4', 'required_nodes = 3');
   await mustFail(args(w, w.recipe(three)), 'parallel.nodes', 'required_nodes', new RegExp(`:${lineOf(three, 'tensor_parallel_size = 4')}$`));
+});
+
+test('a snapshot with one shard truncated: exit 1 naming the shard', async () => {
+  const w = await world();
+  const dir = join(w.root, 'snap-cli-truncated');
+  makeSnapshot({ dir });
+  const shard = join(dir, 'model-00002-of-00003.safetensors');
+  truncateSync(shard, statSync(shard).size - 4096);
+  const f = await mustFail(args(w, w.recipe(w.dsv41Text), ['--snapshot', dir]), 'snapshot.complete', 'model-00002-of-00003.safetensors');
+  assert.match(f.message, /E_SHARD_TRUNCATED|E_SAFETENSORS/);
 });
 
 test('the human report groups findings by severity, each with where and the fix', async () => {

@@ -2,9 +2,10 @@
 // (--only) against a world built in a temp dir (test/helpers/preflight.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RULES, type PreflightOptions } from '../src/preflight/index.js';
+import { makeSnapshot } from './helpers/synth.js';
 import { busyPort, edit, MIA_ENV, preflight, REVISION, world, write, type World } from './helpers/preflight.js';
 
 interface RuleCase {
@@ -32,6 +33,31 @@ function fullRange(w: World): string {
   const cfg = JSON.parse(readFileSync(join(w.snapshotDir, 'config.json'), 'utf8')) as { text_config: { engram_num_embeddings: number[] } };
   const [a, b] = cfg.text_config.engram_num_embeddings;
   return `1:0-${a},14:0-${b}`;
+}
+
+/** A copy of the world's snapshot with its first shard one byte short. */
+function truncatedSnapshot(w: World): string {
+  const dir = join(w.root, 'snap-truncated');
+  if (!existsSync(dir)) {
+    makeSnapshot({ dir });
+    const shard = join(dir, 'model-00001-of-00003.safetensors');
+    truncateSync(shard, statSync(shard).size - 1);
+  }
+  return dir;
+}
+
+/** A snapshot whose config names Engram layers 1 and 14 but which holds only layer 1's table. */
+function noEngramSnapshot(w: World): string {
+  const dir = join(w.root, 'snap-one-layer');
+  if (!existsSync(dir)) {
+    makeSnapshot({ dir, layers: [1] });
+    const path = join(dir, 'config.json');
+    const cfg = JSON.parse(readFileSync(path, 'utf8'));
+    const full = JSON.parse(readFileSync(join(w.snapshotDir, 'config.json'), 'utf8'));
+    cfg.text_config = full.text_config;
+    writeFileSync(path, JSON.stringify(cfg));
+  }
+  return dir;
 }
 
 const manifest = (rank: number) =>
@@ -137,6 +163,20 @@ const CASES: RuleCase[] = [
     pass: (w) => w.options(w.recipe(w.dsv41Text)),
     fail: (w) => w.options(w.recipe(edit(w.dsv41Text, '"--context-length", "524288"', '"--context-length", "2M"'))),
     expect: /--context-length 2M is above the model's max_position_embeddings 1048576/,
+  },
+  {
+    rule: 'snapshot.complete',
+    pass: (w) => w.options(w.recipe(w.dsv41Text)),
+    fail: (w) => w.options(w.recipe(w.dsv41Text), { snapshot: truncatedSnapshot(w) }),
+    expect: /model-00001-of-00003\.safetensors/,
+    where: /model-00001-of-00003\.safetensors$|snap-truncated$/,
+  },
+  {
+    rule: 'snapshot.engram-tables',
+    pass: (w) => w.options(w.recipe(w.dsv41Text)),
+    fail: (w) => w.options(w.recipe(w.dsv41Text), { snapshot: noEngramSnapshot(w) }),
+    expect: /lists Engram layer 14 \(engram_layer_ids\), but the snapshot has no table for it.*\[E_ENGRAM_NOT_FOUND\]/,
+    where: /config\.json$/,
   },
   {
     rule: 'snapshot.engram-dir',
