@@ -11,9 +11,12 @@
       "sources": [
         "native/core/status.cc",
         "native/core/thread_pool.cc",
+        "native/core/tiling.cc",
         "native/binding/addon.cc",
         "native/binding/async.cc",
-        "native/binding/errors.cc"
+        "native/binding/errors.cc",
+        "native/binding/exec_binding.cc",
+        "native/binding/tiling_binding.cc"
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",

@@ -7,8 +7,12 @@ namespace spark {
 
 using BindingInit = void (*)(Napi::Env env, Napi::Object exports);
 
+void InitTiling(Napi::Env env, Napi::Object exports);
+void InitExec(Napi::Env env, Napi::Object exports);
+
 inline constexpr BindingInit kBindingModules[] = {
-    nullptr,
+    InitTiling,
+    InitExec,
 };
 
 }  // namespace spark

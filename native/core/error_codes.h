@@ -35,4 +35,7 @@
   X(E_ENGRAM_SHAPE, 2)                  \
   X(E_ENGRAM_DTYPE, 2)                  \
   X(E_ENGRAM_ROWS, 2)                   \
-  X(E_ROW_RANGE, 2)
+  X(E_ROW_RANGE, 2)                     \
+  X(E_ROWS_SPEC, 2)                     \
+  X(E_SYSFS, 3)                         \
+  X(E_EXEC, 3)

@@ -33,6 +33,9 @@ export const ERROR_CODES = {
   E_ENGRAM_DTYPE: 2,
   E_ENGRAM_ROWS: 2,
   E_ROW_RANGE: 2,
+  E_ROWS_SPEC: 2,
+  E_SYSFS: 3,
+  E_EXEC: 3,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
