@@ -2,7 +2,8 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../cli.js';
 import { gidCommand } from './gid.js';
+import { synthCommand } from './synth.js';
 
 export type CommandFactory = (ctx: CliContext) => Command;
 
-export const commandFactories: CommandFactory[] = [gidCommand];
+export const commandFactories: CommandFactory[] = [synthCommand, gidCommand];
