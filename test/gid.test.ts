@@ -207,6 +207,9 @@ test('NCCL_IB_HCA parsing and the policy from the environment', () => {
   assert.equal(p.range?.prefix, 32);
   assert.equal(gidPolicy({ NCCL_IB_ROCE_VERSION_NUM: '' }).roceVersion, 2);
   assert.match(gidPolicy({ NCCL_IB_ADDR_FAMILY: 'ipv4' }).warnings[0]!, /NCCL uses AF_INET/);
+  assert.equal(gidPolicy({ NCCL_IB_ADDR_FAMILY: 'inet6' }).family, 'AF_INET', 'NCCL matches the exact string only');
+  assert.equal(gidPolicy({}, { family: 'inet6' }).family, 'AF_INET6');
+  assert.deepEqual(parseHcaList('a, b').items, [{ name: 'a' }, { name: ' b' }]);
   assert.throws(() => gidPolicy({}, { family: 'ipv4' }), /--family must be AF_INET or AF_INET6/);
   // The scan itself, without the CLI.
   const sysfs = buildSysfs({ a: { 1: typical(NODE_IP) } });

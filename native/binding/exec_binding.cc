@@ -3,9 +3,10 @@
 // engine itself receives docker's signals and its exit status is the container's, and no Node
 // process stays resident (host RAM is GPU memory on these machines).
 //
-// Node leaves state behind that execve would pass on: SIGPIPE and SIGXFSZ ignored (ignored
-// signals survive execve), possibly a non-empty signal mask, and O_NONBLOCK on stdio pipes
-// (libuv). All three are reset right before execve and restored if it fails.
+// Node leaves state behind that would reach the engine: SIGPIPE and SIGXFSZ ignored (ignored
+// signals survive execve), possibly a non-empty signal mask, O_NONBLOCK on stdio pipes
+// (libuv), and FD_CLOEXEC on fds 0-2 (set at startup), which would start the engine with no
+// stdin, stdout or stderr. All are reset right before execve and restored if it fails.
 #include <napi.h>
 
 #include <fcntl.h>
@@ -72,6 +73,7 @@ struct SavedProcessState {
   bool saved[NSIG] = {};
   sigset_t mask;
   int stdio_flags[3] = {-1, -1, -1};
+  int stdio_fd_flags[3] = {-1, -1, -1};
 
   // Everything the engine should start with: default dispositions, nothing blocked, blocking stdio.
   void ResetForExec() {
@@ -89,6 +91,8 @@ struct SavedProcessState {
     for (int fd = 0; fd < 3; ++fd) {
       stdio_flags[fd] = fcntl(fd, F_GETFL);
       if (stdio_flags[fd] >= 0 && (stdio_flags[fd] & O_NONBLOCK)) fcntl(fd, F_SETFL, stdio_flags[fd] & ~O_NONBLOCK);
+      stdio_fd_flags[fd] = fcntl(fd, F_GETFD);
+      if (stdio_fd_flags[fd] >= 0 && (stdio_fd_flags[fd] & FD_CLOEXEC)) fcntl(fd, F_SETFD, stdio_fd_flags[fd] & ~FD_CLOEXEC);
     }
   }
 
@@ -96,6 +100,7 @@ struct SavedProcessState {
   void Restore() {
     for (int fd = 0; fd < 3; ++fd) {
       if (stdio_flags[fd] >= 0) fcntl(fd, F_SETFL, stdio_flags[fd]);
+      if (stdio_fd_flags[fd] >= 0) fcntl(fd, F_SETFD, stdio_fd_flags[fd]);
     }
     pthread_sigmask(SIG_SETMASK, &mask, nullptr);
     for (int sig = 1; sig < NSIG; ++sig) {

@@ -3,7 +3,8 @@ import type { Command } from 'commander';
 import type { CliContext } from '../cli.js';
 import { gidCommand } from './gid.js';
 import { synthCommand } from './synth.js';
+import { wrapperCommand } from './wrapper.js';
 
 export type CommandFactory = (ctx: CliContext) => Command;
 
-export const commandFactories: CommandFactory[] = [synthCommand, gidCommand];
+export const commandFactories: CommandFactory[] = [synthCommand, gidCommand, wrapperCommand];

@@ -38,8 +38,9 @@ export interface GidPolicyOverrides {
 export function gidPolicy(env: NodeJS.ProcessEnv, overrides: GidPolicyOverrides = {}): GidPolicy {
   const warnings: string[] = [];
   let family: AddrFamily = 'AF_INET';
+  // NCCL compares the variable with exact strings; the flag also takes inet / inet6.
   const famText = overrides.family ?? env.NCCL_IB_ADDR_FAMILY ?? '';
-  const fam = famText.toUpperCase().replace(/^(INET6?)$/, 'AF_$1');
+  const fam = overrides.family !== undefined ? famText.toUpperCase().replace(/^(INET6?)$/, 'AF_$1') : famText;
   if (fam === 'AF_INET6') family = 'AF_INET6';
   else if (fam !== '' && fam !== 'AF_INET') {
     if (overrides.family !== undefined) throw new SparkError('E_USAGE', `--family must be AF_INET or AF_INET6, got '${famText}'`);

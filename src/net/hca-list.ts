@@ -14,15 +14,15 @@ export interface HcaList {
   text: string;
 }
 
+// Nothing is trimmed, as in NCCL: "a, b" names " b", which matches no device (and is reported).
 export function parseHcaList(text: string): HcaList {
-  let rest = text.trim();
+  let rest = text;
   const exclude = rest.startsWith('^');
   if (exclude) rest = rest.slice(1);
   const exact = rest.startsWith('=');
   if (exact) rest = rest.slice(1);
   const items: HcaItem[] = [];
-  for (const raw of rest.split(',')) {
-    const entry = raw.trim();
+  for (const entry of rest.split(',')) {
     if (entry === '') continue;
     const colon = entry.indexOf(':');
     if (colon < 0) {

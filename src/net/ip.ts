@@ -16,7 +16,8 @@ export function parseIpv4(text: string): Uint8Array | undefined {
   const out = new Uint8Array(4);
   for (let i = 0; i < 4; i++) {
     const p = parts[i]!;
-    if (!/^\d{1,3}$/.test(p) || Number(p) > 255) return undefined;
+    // No leading zeros: inet_pton (and so NCCL) rejects them.
+    if (!/^(0|[1-9]\d{0,2})$/.test(p) || Number(p) > 255) return undefined;
     out[i] = Number(p);
   }
   return out;
