@@ -178,6 +178,26 @@ spark_match() {
   [ "$spark_hit" != "$spark_hca_exclude" ]
 }
 
+spark_problem() { spark_problems="$spark_problems${'$'}{spark_problems:+; }$*"; }
+
+# spark_unmatched: every item of an include list must select some present port
+spark_unmatched() {
+  spark_oldifs=$IFS; IFS=,; set -f
+  # shellcheck disable=SC2086
+  set -- $spark_hca_items
+  set +f; IFS=$spark_oldifs
+  for spark_want in "$@"; do
+    [ -n "$spark_want" ] || continue
+    spark_found_any=0
+    for spark_pd in "$spark_cls"/*/ports/*; do
+      [ -d "$spark_pd" ] || continue
+      spark_dev=${'$'}{spark_pd%/ports/*}
+      if spark_item_matches "$spark_want" "${'$'}{spark_dev##*/}" "${'$'}{spark_pd##*/}"; then spark_found_any=1; fi
+    done
+    [ "$spark_found_any" = 1 ] || spark_problem "HCA '$spark_want' not found"
+  done
+}
+
 spark_gid_note=
 spark_hcas=${'$'}{B12X_ROCE_HCA:-${'$'}{NCCL_IB_HCA:-}}
 spark_hca_var=NCCL_IB_HCA; [ -n "${'$'}{B12X_ROCE_HCA:-}" ] && spark_hca_var=B12X_ROCE_HCA
@@ -194,22 +214,7 @@ else
   case $spark_hca_items in ^*) spark_hca_exclude=1; spark_hca_items=${'$'}{spark_hca_items#^} ;; esac
   case $spark_hca_items in =*) spark_hca_exact=1; spark_hca_items=${'$'}{spark_hca_items#=} ;; esac
   spark_problems=; spark_ports=; spark_index=; spark_disagree=0; spark_each=
-  spark_problem() { spark_problems="$spark_problems${'$'}{spark_problems:+; }$*"; }
-  if [ "$spark_hca_exclude" = 0 ]; then
-    spark_oldifs=$IFS; IFS=,; set -f
-    for spark_want in $spark_hca_items; do
-      [ -n "$spark_want" ] || continue
-      spark_found_any=0
-      for spark_dev in "$spark_cls"/*; do
-        for spark_pd in "$spark_dev"/ports/*; do
-          [ -d "$spark_pd" ] || continue
-          if spark_item_matches "$spark_want" "${'$'}{spark_dev##*/}" "${'$'}{spark_pd##*/}"; then spark_found_any=1; fi
-        done
-      done
-      [ "$spark_found_any" = 1 ] || spark_problem "HCA '$spark_want' not found"
-    done
-    set +f; IFS=$spark_oldifs
-  fi
+  [ "$spark_hca_exclude" = 1 ] || spark_unmatched
   for spark_dev in "$spark_cls"/*; do
     for spark_pd in "$spark_dev"/ports/*; do
       [ -d "$spark_pd" ] || continue
