@@ -1,10 +1,11 @@
 // Every CLI command, in the order `spark --help` lists them.
 import type { Command } from 'commander';
 import type { CliContext } from '../cli.js';
+import { engramRangesCommand } from './engram-ranges.js';
 import { gidCommand } from './gid.js';
 import { synthCommand } from './synth.js';
 import { wrapperCommand } from './wrapper.js';
 
 export type CommandFactory = (ctx: CliContext) => Command;
 
-export const commandFactories: CommandFactory[] = [synthCommand, gidCommand, wrapperCommand];
+export const commandFactories: CommandFactory[] = [synthCommand, engramRangesCommand, gidCommand, wrapperCommand];

@@ -67,7 +67,12 @@ export async function subTablesFromDir(layers: EngramLayerRows[], dir: string): 
  * The row source at `path`: a packed directory's manifest when it has engram-local.json,
  * otherwise a snapshot's headers. For the heads split, config.json's sub-table sizes too.
  */
-export async function loadLayerSource(path: string, split: SplitRule): Promise<LayerSource> {
+export interface EngramNamePatterns {
+  weightPattern?: RegExp;
+  scalePattern?: RegExp;
+}
+
+export async function loadLayerSource(path: string, split: SplitRule, _patterns: EngramNamePatterns = {}): Promise<LayerSource> {
   const layers = await snapshotLayers(path);
   return { kind: 'snapshot', path, layers: split === 'heads' ? await subTablesFromDir(layers, dirOf(path)) : layers };
 }
