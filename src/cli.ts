@@ -2,7 +2,7 @@
 // `spark --help` and `spark --version` never load native code.
 import { Command, CommanderError } from 'commander';
 import type { CommandResult, Io } from './io.js';
-import { commandFactories } from './commands/index.js';
+import type { CommandFactory } from './commands/index.js';
 
 export interface CliContext {
   io: Io;
@@ -12,7 +12,8 @@ export interface CliContext {
 
 export const VERSION = '0.1.0';
 
-export function buildProgram(ctx: CliContext): Command {
+/** The program with the given commands (see loadCommandFactories). */
+export function buildProgram(ctx: CliContext, factories: CommandFactory[]): Command {
   // Positional options: program options only before the command name, which lets
   // `spark wrapper` pass everything after the engine's name through untouched.
   const program = new Command('spark')
@@ -31,7 +32,7 @@ Every command takes --json for one machine-readable document on stdout.
 Example:
   spark synth /tmp/snap && spark inspect /tmp/snap`,
     );
-  for (const factory of commandFactories) program.addCommand(factory(ctx));
+  for (const factory of factories) program.addCommand(factory(ctx));
   configureAll(program, ctx.io);
   return program;
 }
