@@ -104,23 +104,26 @@ export async function runEngramRanges(o: EngramRangesOptions, io: Io): Promise<C
   const format = parseFormat(o.format, Boolean(o.json));
   // Values may arrive as one argument per rank or whitespace-separated (from --all's output).
   if (o.check !== undefined) return runCheck(o, io, o.check.flatMap((c) => c.split(/\s+/)).filter((c) => c !== ''));
-  const { formatEngramRows, tileLayers } = await import('../engram/ranges.js');
+  const { formatEngramRows } = await import('../engram/ranges.js');
+  const { sourceAllRanges, sourceRankRanges } = await import('../engram/layer-source.js');
   const { parseSplit } = await import('../wrapper/plan.js');
-  const split = parseSplit(o.split ?? fromEnv(undefined, io.env, 'SPARK_ENGRAM_SPLIT'), '--split');
-  const worldText = fromEnv(o.world, io.env, 'SPARK_WORLD_SIZE');
+  const splitText = o.split ?? fromEnv(undefined, io.env, 'SPARK_ENGRAM_SPLIT');
+  let split = parseSplit(splitText, o.split !== undefined ? '--split' : 'SPARK_ENGRAM_SPLIT');
+  const src = (await source(o, io, split, true))!;
+  // A packed directory knows its own rank, world and split; flags and variables must agree.
+  const worldText = fromEnv(o.world, io.env, 'SPARK_WORLD_SIZE') ?? src.packed?.world.toString();
   if (worldText === undefined) throw usageError('--world is required (or set SPARK_WORLD_SIZE)');
   const world = parseCount(worldText, o.world !== undefined ? '--world' : 'SPARK_WORLD_SIZE', 1, 1 << 20);
-  let rank: number | undefined;
-  if (!o.all) {
-    const rankText = fromEnv(o.rank, io.env, 'NODE_RANK');
-    if (rankText === undefined) throw usageError('--rank is required (or set NODE_RANK), or pass --all');
-    rank = parseCount(rankText, o.rank !== undefined ? '--rank' : 'NODE_RANK', 0);
-    if (rank >= world) throw usageError(`rank ${rank} is outside the world of ${world} ranks (ranks are 0-${world - 1})`);
+  if (o.all) {
+    const ranks = sourceAllRanges(src, world, split, splitText !== undefined);
+    return formatAll(ranks, format, world, src.packed?.split ?? split, formatEngramRows);
   }
-  const src = (await source(o, io, split, true))!;
-  const ranks = tileLayers(src.layers, world, split);
-  if (rank === undefined) return formatAll(ranks, format, world, split, formatEngramRows);
-  const layers = ranks[rank]!;
+  const rankText = fromEnv(o.rank, io.env, 'NODE_RANK') ?? src.packed?.rank.toString();
+  if (rankText === undefined) throw usageError('--rank is required (or set NODE_RANK), or pass --all');
+  const rank = parseCount(rankText, o.rank !== undefined ? '--rank' : 'NODE_RANK', 0);
+  if (rank >= world) throw usageError(`rank ${rank} is outside the world of ${world} ranks (ranks are 0-${world - 1})`);
+  const layers = sourceRankRanges(src, rank, world, split, splitText !== undefined);
+  split = src.packed?.split ?? split;
   const value = formatEngramRows(layers);
   const json = { rank, world, split, layers };
   const text = format === 'shell' ? `export SPARK_ENGRAM_ROWS=${shq(value)}` : value;

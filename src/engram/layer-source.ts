@@ -4,17 +4,93 @@
 // engramOnly: the index and the headers of the shards holding Engram tensors, nothing else.
 import { readModelConfig, type ModelConfig } from './config.js';
 import { engramSubTableSizes } from './primes.js';
-import type { EngramLayerRows } from './ranges.js';
+import { formatEngramRows, rankRanges, tileLayers, type EngramLayerRows, type RankLayerRange } from './ranges.js';
 import { dirname } from 'node:path';
 import { statSync } from 'node:fs';
 import { SparkError, usageError } from '../errors.js';
 import type { SplitRule } from '../native/tiling.js';
+
+/** What a packed directory's manifest (engram-local.json) says about its ranges. */
+export interface PackedRanges {
+  rank: number;
+  world: number;
+  split: SplitRule;
+  /** This rank's [start, end) of each table of `rows` rows. */
+  layers: RankLayerRange[];
+}
 
 export interface LayerSource {
   kind: 'snapshot' | 'packed' | 'explicit';
   /** The directory or file read, or the explicit value. */
   path: string;
   layers: EngramLayerRows[];
+  /** Set for a packed directory: its ranges come from the manifest, not from a split rule. */
+  packed?: PackedRanges;
+}
+
+/** A LayerSource for a packed directory, from its manifest's fields. */
+export function packedSource(path: string, manifest: PackedRanges): LayerSource {
+  const layers = [...manifest.layers].sort((a, b) => a.layer - b.layer);
+  return {
+    kind: 'packed',
+    path,
+    layers: layers.map(({ layer, rows }) => ({ layer, rows })),
+    packed: { rank: manifest.rank, world: manifest.world, split: manifest.split, layers },
+  };
+}
+
+/**
+ * One rank's ranges. A packed directory holds one rank's rows: its manifest's ranges are the
+ * answer, provided the rank, world and (when asked for explicitly) split are the pack's.
+ * Otherwise the split rule applied to the row counts.
+ */
+export function sourceRankRanges(
+  source: LayerSource,
+  rank: number,
+  world: number,
+  split: SplitRule,
+  splitGiven: boolean,
+): RankLayerRange[] {
+  const p = source.packed;
+  if (!p) return rankRanges(source.layers, rank, world, split);
+  if (rank !== p.rank || world !== p.world) {
+    throw new SparkError(
+      'E_CHECK_FAILED',
+      `${source.path} holds rank ${p.rank} of ${p.world}'s rows (engram-local.json), not rank ${rank} of ${world}'s: ` +
+        `mount this node's packed directory, or run spark pack --rank ${rank} --world ${world}`,
+      { path: source.path },
+    );
+  }
+  if (splitGiven && split !== p.split) {
+    throw new SparkError(
+      'E_CHECK_FAILED',
+      `${source.path} was packed with the ${p.split} split, not ${split}: drop --split, or re-pack with --split ${split}`,
+      { path: source.path },
+    );
+  }
+  return p.layers.map((l) => ({ ...l }));
+}
+
+/**
+ * Every rank's ranges. For a packed directory the pack's split rule gives the other ranks, and
+ * the manifest's own ranges must be that rule's for its rank.
+ */
+export function sourceAllRanges(source: LayerSource, world: number, split: SplitRule, splitGiven: boolean): RankLayerRange[][] {
+  const p = source.packed;
+  if (!p) return tileLayers(source.layers, world, split);
+  sourceRankRanges(source, p.rank, world, split, splitGiven);
+  if (p.split === 'heads') {
+    throw usageError(`${source.path} was packed with the heads split: --all needs the sub-table sizes, so point it at the snapshot`);
+  }
+  const all = tileLayers(source.layers, world, p.split);
+  if (formatEngramRows(all[p.rank]!) !== formatEngramRows(p.layers)) {
+    throw new SparkError(
+      'E_CHECK_FAILED',
+      `${source.path}: engram-local.json says rank ${p.rank} owns ${formatEngramRows(p.layers)}, but the ${p.split} split gives ${formatEngramRows(all[p.rank]!)}`,
+      { path: source.path },
+    );
+  }
+  return all;
 }
 
 /** `--rows 1:384006168,14:384016682`: explicit row counts per layer. */

@@ -3,7 +3,7 @@
 // found here costs a second; found by the engine it costs a ten-minute boot.
 import { SparkError, usageError } from '../errors.js';
 import { formatEngramRows, parseEngramRows, rankRanges, type RankLayerRange } from '../engram/ranges.js';
-import type { LayerSource } from '../engram/layer-source.js';
+import { sourceRankRanges, type LayerSource } from '../engram/layer-source.js';
 import { gidPolicy, scanGids } from '../net/gid.js';
 import { SPLIT_RULES, type SplitRule } from '../native/tiling.js';
 import { decideRank, decideWorld, type Decided } from './engine-argv.js';
@@ -54,6 +54,7 @@ async function decideRows(
   argv: string[],
   env: NodeJS.ProcessEnv,
   split: SplitRule,
+  splitGiven: boolean,
   load: LayerLoader,
 ): Promise<RowsDecision> {
   const dir = nonEmpty(env.SPARK_ENGRAM_DIR);
@@ -71,7 +72,7 @@ async function decideRows(
     throw usageError(`rank ${rank.value} (${rank.from}) is outside the world of ${world.value} ranks (${world.from})`);
   }
   const source = await load(dir, split);
-  const mine = rankRanges(source.layers, rank.value, world.value, split);
+  const mine = sourceRankRanges(source, rank.value, world.value, split, splitGiven);
   const value = formatEngramRows(mine);
   const where = `rank ${rank.value} of ${world.value} (${describe(rank)}, ${describe(world)})`;
   if (preset && formatEngramRows(parseEngramRows(preset)) !== value) refusePreset(preset, value, mine, source, rank.value, world.value, split);
@@ -80,7 +81,7 @@ async function decideRows(
     value,
     rank: rank.value,
     world: world.value,
-    note: `${where}: SPARK_ENGRAM_ROWS=${value} ${verb} (${split} split of ${source.path})`,
+    note: `${where}: SPARK_ENGRAM_ROWS=${value} ${verb} (${source.packed ? `${source.packed.split} split, from the manifest of ${source.path}` : `${split} split of ${source.path}`})`,
   };
 }
 
@@ -101,7 +102,7 @@ function refusePreset(
   if (full && world > 1) {
     why = '; it is the full table, and a full range on every rank double-counts rows in the all-reduce';
   } else {
-    for (const other of SPLIT_RULES) {
+    for (const other of source.packed ? [] : SPLIT_RULES) {
       if (other === split) continue;
       try {
         if (formatEngramRows(rankRanges(source.layers, rank, world, other)) === formatEngramRows(given)) {
@@ -167,7 +168,8 @@ export async function planWrapper(
     throw usageError('no engine command: spark wrapper -- python3 -m sglang.launch_server ...');
   }
   const split = parseSplit(options.split ?? nonEmpty(env.SPARK_ENGRAM_SPLIT), options.split ? '--split' : 'SPARK_ENGRAM_SPLIT');
-  const rows = await decideRows(engineArgv, env, split, load);
+  const splitGiven = options.split !== undefined || nonEmpty(env.SPARK_ENGRAM_SPLIT) !== undefined;
+  const rows = await decideRows(engineArgv, env, split, splitGiven, load);
   const gid = decideGid(env, options.sysfs ?? nonEmpty(env.SPARK_SYSFS) ?? '/sys', Boolean(options.skipGid));
   const exported: Record<string, string> = {};
   if (rows.value !== undefined) exported.SPARK_ENGRAM_ROWS = rows.value;
