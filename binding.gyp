@@ -9,6 +9,8 @@
     {
       "target_name": "spark",
       "sources": [
+        "native/core/json.cc",
+        "native/core/safetensors.cc",
         "native/core/status.cc",
         "native/core/thread_pool.cc",
         "native/core/tiling.cc",
@@ -16,6 +18,7 @@
         "native/binding/async.cc",
         "native/binding/errors.cc",
         "native/binding/exec_binding.cc",
+        "native/binding/safetensors_binding.cc",
         "native/binding/tiling_binding.cc"
       ],
       "include_dirs": [

@@ -7,6 +7,7 @@ import type { CliContext } from '../cli.js';
 export type CommandFactory = (ctx: CliContext) => Command;
 
 export const commandLoaders: [name: string, load: () => Promise<CommandFactory>][] = [
+  ['inspect', async () => (await import('./inspect.js')).inspectCommand],
   ['synth', async () => (await import('./synth.js')).synthCommand],
   ['engram-ranges', async () => (await import('./engram-ranges.js')).engramRangesCommand],
   ['preflight', async () => (await import('./preflight.js')).preflightCommand],
