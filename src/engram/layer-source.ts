@@ -4,9 +4,8 @@
 // engramOnly: the index and the headers of the shards holding Engram tensors, nothing else.
 import { readModelConfig, type ModelConfig } from './config.js';
 import { engramSubTableSizes } from './primes.js';
+import { openSnapshot } from './snapshot.js';
 import { formatEngramRows, rankRanges, tileLayers, type EngramLayerRows, type RankLayerRange } from './ranges.js';
-import { dirname } from 'node:path';
-import { statSync } from 'node:fs';
 import { SparkError, usageError } from '../errors.js';
 import type { SplitRule } from '../native/tiling.js';
 
@@ -139,30 +138,25 @@ export async function subTablesFromDir(layers: EngramLayerRows[], dir: string): 
   return withSubTables(layers, await readModelConfig(dir), dir);
 }
 
-/**
- * The row source at `path`: a packed directory's manifest when it has engram-local.json,
- * otherwise a snapshot's headers. For the heads split, config.json's sub-table sizes too.
- */
 export interface EngramNamePatterns {
   weightPattern?: RegExp;
   scalePattern?: RegExp;
 }
 
-export async function loadLayerSource(path: string, split: SplitRule, _patterns: EngramNamePatterns = {}): Promise<LayerSource> {
-  const layers = await snapshotLayers(path);
-  return { kind: 'snapshot', path, layers: split === 'heads' ? await subTablesFromDir(layers, dirOf(path)) : layers };
-}
+/**
+ * The row source at `path`: a snapshot's headers (engramOnly: the index plus the shards that
+ * hold Engram tensors). For the heads split, config.json's sub-table sizes too.
+ */
 
-/** The directory holding config.json: the snapshot directory, or a single file's directory. */
-function dirOf(path: string): string {
-  try {
-    return statSync(path).isDirectory() ? path : dirname(path);
-  } catch {
-    return path;
+export async function loadLayerSource(path: string, split: SplitRule, patterns: EngramNamePatterns = {}): Promise<LayerSource> {
+  const snap = await openSnapshot(path, { engramOnly: true, ...patterns });
+  if (snap.engram.length === 0) {
+    throw new SparkError(
+      'E_ENGRAM_NOT_FOUND',
+      `${path}: no Engram tables (layers.L.engram.embed.weight / .scale); other namings need --weight-pattern and --scale-pattern`,
+      { path },
+    );
   }
-}
-
-/** Each Engram layer's row count from the snapshot's headers. */
-async function snapshotLayers(path: string): Promise<EngramLayerRows[]> {
-  throw new SparkError('E_SNAPSHOT', `${path}: reading Engram row counts from a snapshot is not available yet; pass --rows`);
+  const layers = snap.engram.map((t) => ({ layer: t.layer, rows: t.rows }));
+  return { kind: 'snapshot', path, layers: split === 'heads' ? withSubTables(layers, snap.config, path) : layers };
 }
