@@ -104,9 +104,8 @@ export async function runEngramRanges(o: EngramRangesOptions, io: Io): Promise<C
   const format = parseFormat(o.format, Boolean(o.json));
   // Values may arrive as one argument per rank or whitespace-separated (from --all's output).
   if (o.check !== undefined) return runCheck(o, io, o.check.flatMap((c) => c.split(/\s+/)).filter((c) => c !== ''));
-  const { formatEngramRows } = await import('../engram/ranges.js');
+  const { formatEngramRows, parseSplit } = await import('../engram/ranges.js');
   const { sourceAllRanges, sourceRankRanges } = await import('../engram/layer-source.js');
-  const { parseSplit } = await import('../wrapper/plan.js');
   const splitText = o.split ?? fromEnv(undefined, io.env, 'SPARK_ENGRAM_SPLIT');
   let split = parseSplit(splitText, o.split !== undefined ? '--split' : 'SPARK_ENGRAM_SPLIT');
   const src = (await source(o, io, split, true))!;

@@ -8,9 +8,9 @@ import type { CliContext } from '../cli.js';
 import type { CommandResult, Io } from '../io.js';
 import { usageError } from '../errors.js';
 import { loadLayerSource } from '../engram/layer-source.js';
-import { tileLayers } from '../engram/ranges.js';
+import { parseSplit, tileLayers } from '../engram/ranges.js';
 import { emitWrapperSh } from '../wrapper/emit-sh.js';
-import { parseSplit, planWrapper, type LayerLoader, type WrapperPlan } from '../wrapper/plan.js';
+import { planWrapper, type LayerLoader, type WrapperPlan } from '../wrapper/plan.js';
 import { fromEnv, parseCount } from './options.js';
 
 export interface WrapperFlags {

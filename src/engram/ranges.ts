@@ -4,8 +4,8 @@
 //
 //   SPARK_ENGRAM_ROWS = entry ("," entry)*      entry = layer ":" start "-" end
 //   decimal integers, start <= end, layers ascending and unique, half-open [start, end)
-import { SparkError } from '../errors.js';
-import { tileHeads, tileRows, type RowRange, type SplitRule } from '../native/tiling.js';
+import { SparkError, usageError } from '../errors.js';
+import { SPLIT_RULES, tileHeads, tileRows, type RowRange, type SplitRule } from '../native/tiling.js';
 
 export interface LayerRange {
   layer: number;
@@ -24,6 +24,13 @@ export interface EngramLayerRows {
   rows: number;
   /** (order, head) sub-table sizes in table order; their sum must equal `rows`. */
   subTables?: number[];
+}
+
+/** floor, front or heads; undefined is floor. `what` names the flag or variable in the error. */
+export function parseSplit(text: string | undefined, what: string): SplitRule {
+  const s = text ?? 'floor';
+  if (!(SPLIT_RULES as readonly string[]).includes(s)) throw usageError(`${what} must be floor, front or heads, got '${s}'`);
+  return s as SplitRule;
 }
 
 const ENTRY = /^(\d+):(\d+)-(\d+)$/;

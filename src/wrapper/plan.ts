@@ -2,7 +2,7 @@
 // (SPARK_ENGRAM_ROWS) and the RoCE GID index of its HCAs (B12X_ROCE_GID_INDEX). A wrong value
 // found here costs a second; found by the engine it costs a ten-minute boot.
 import { SparkError, usageError } from '../errors.js';
-import { formatEngramRows, parseEngramRows, rankRanges, type RankLayerRange } from '../engram/ranges.js';
+import { formatEngramRows, parseEngramRows, parseSplit, rankRanges, type RankLayerRange } from '../engram/ranges.js';
 import { sourceRankRanges, type LayerSource } from '../engram/layer-source.js';
 import { gidPolicy, scanGids } from '../net/gid.js';
 import { SPLIT_RULES, type SplitRule } from '../native/tiling.js';
@@ -29,12 +29,6 @@ export interface WrapperPlan {
   gidIndex?: number;
   /** The one line logged before the engine starts. */
   log: string;
-}
-
-export function parseSplit(text: string | undefined, what: string): SplitRule {
-  const s = text ?? 'floor';
-  if (!(SPLIT_RULES as readonly string[]).includes(s)) throw usageError(`${what} must be floor, front or heads, got '${s}'`);
-  return s as SplitRule;
 }
 
 const nonEmpty = (v: string | undefined): string | undefined => (v !== undefined && v !== '' ? v : undefined);
