@@ -1,7 +1,7 @@
 // `spark wrapper --emit-sh`: the entrypoint as a self-contained POSIX sh script, for images
 // without Node. Every rank's SPARK_ENGRAM_ROWS is computed here and baked in; the RoCE GID scan
 // runs in the script against sysfs with the same rule as `spark gid` (IPv4 ranges only). It
-// uses shell builtins only (read, printf, test, arithmetic), so it runs under dash and busybox.
+// uses shell builtins only (read, printf, test, arithmetic): any POSIX sh (tested under dash).
 import type { RankLayerRange } from '../engram/ranges.js';
 import { formatEngramRows } from '../engram/ranges.js';
 import type { SplitRule } from '../native/tiling.js';
