@@ -97,6 +97,7 @@ test('--check: the correct four exit 0; a full range on every rank exits 1 namin
   assert.equal(bad.stderr, `spark engram-ranges: ${line}\n`);
   const json = await cli(['engram-ranges', ...ROWS, '--check', ...full, '--json']);
   assert.equal(json.code, 1);
+  assert.deepEqual(JSON.parse(json.stderr), { error: { code: 'E_CHECK_FAILED', message: line } });
   const report = JSON.parse(json.stdout);
   assert.equal(report.ok, false);
   assert.deepEqual({ layer: report.problem.layer, kind: report.problem.kind, row: report.problem.row }, { layer: 1, kind: 'overlap', row: 0 });

@@ -52,7 +52,10 @@ test('IPv4 lost (only fe80 entries): exit 1 listing the candidates', async () =>
     r.report.problems[0],
     /^rocep1s0f0 port 1: no IPv4 RoCE v2 GID entry; candidates: 0 fe80::e42:a1ff:fe2b:6a30 IB\/RoCE v1 enp1s0f0np0 \(link-local \(fe80::\/64\)\); 1 fe80::e42:a1ff:fe2b:6a30 RoCE v2 enp1s0f0np0 \(link-local/,
   );
-  assert.match(r.stderr, /spark gid: rocep1s0f0 port 1: no IPv4 RoCE v2 GID entry/);
+  assert.match(r.stderr, /^\{"error":\{"code":"E_CHECK_FAILED","message":"rocep1s0f0 port 1: no IPv4 RoCE v2 GID entry; candidates: /);
+  assert.equal(r.stderr.split('\n').length, 2, 'one line');
+  const text = await cli(['gid', '--hca', 'rocep1s0f0', '--sysfs', sysfs]);
+  assert.match(text.stderr, /^spark gid: rocep1s0f0 port 1: no IPv4 RoCE v2 GID entry; candidates: 0 fe80::/);
   const only = await cli(['gid', '--hca', 'rocep1s0f0', '--sysfs', sysfs, '--index-only']);
   assert.equal(only.code, 1);
   assert.equal(only.stdout.trim(), '');

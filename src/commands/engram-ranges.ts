@@ -3,7 +3,7 @@
 import { Command } from 'commander';
 import { resolve } from 'node:path';
 import type { CliContext } from '../cli.js';
-import type { CommandResult, Io } from '../io.js';
+import { reportCheckFailure, type CommandResult, type Io } from '../io.js';
 import { usageError } from '../errors.js';
 import type { LayerSource } from '../engram/layer-source.js';
 import type { RankLayerRange, TilingReport } from '../engram/ranges.js';
@@ -87,7 +87,7 @@ async function runCheck(o: EngramRangesOptions, io: Io, specs: string[]): Promis
   const parsed = specs.map((s, rank) => parseEngramRows(s, `rank ${rank}'s SPARK_ENGRAM_ROWS`));
   const src = await source(o, io, 'floor', false);
   const report = checkTiling(parsed, src?.layers);
-  if (!report.ok) io.stderr(`spark engram-ranges: ${report.problem!.message}\n`);
+  if (!report.ok) reportCheckFailure(io, Boolean(o.json) || o.format === 'json', 'engram-ranges', report.problem!.message);
   return { json: report, text: checkText(report, src), exitCode: report.ok ? 0 : 1 };
 }
 

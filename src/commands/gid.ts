@@ -2,7 +2,7 @@
 // serves them all.
 import { Command } from 'commander';
 import type { CliContext } from '../cli.js';
-import type { CommandResult, Io } from '../io.js';
+import { reportCheckFailure, type CommandResult, type Io } from '../io.js';
 import { describeEntry, gidPolicy, scanGids, type GidReport } from '../net/gid.js';
 import { fromEnv, parseCount } from './options.js';
 
@@ -15,6 +15,7 @@ export interface GidOptions {
   roceVersion?: string;
   checkIndex?: string;
   indexOnly?: boolean;
+  json?: boolean;
 }
 
 /** The HCA list: the flag, else NCCL_IB_HCA, else B12X_ROCE_HCA, else every device. */
@@ -53,11 +54,8 @@ export function runGid(options: GidOptions, io: Io): CommandResult {
     ...(options.checkIndex !== undefined ? { checkIndex: parseCount(options.checkIndex, '--check-index', 0, 65535) } : {}),
   });
   if (options.indexOnly && report.ok) return { json: report, text: String(report.index), exitCode: 0 };
-  if (!report.ok) {
-    // Problems go to stderr as well, so a script that only reads stdout still sees why.
-    for (const w of report.warnings) io.stderr(`spark gid: warning: ${w}\n`);
-    for (const p of report.problems) io.stderr(`spark gid: ${p}\n`);
-  }
+  // The reason goes to stderr as well (one line), so a script that only reads stdout still sees why.
+  if (!report.ok) reportCheckFailure(io, Boolean(options.json), 'gid', report.problems.join('; '));
   return { json: report, text: options.indexOnly ? '' : formatGidReport(report), exitCode: report.ok ? 0 : 1 };
 }
 
@@ -83,7 +81,7 @@ Example:
   spark gid --hca rocep1s0f0,roceP2p1s0f0 --addr-range 192.168.200.0/24
   index=$(spark gid --index-only) && export B12X_ROCE_GID_INDEX=$index`,
     )
-    .action((opts: GidOptions & { json?: boolean }) => {
+    .action((opts: GidOptions) => {
       ctx.emit(runGid(opts, ctx.io), Boolean(opts.json));
     });
 }
