@@ -1,22 +1,18 @@
 // Runs the CLI against an Io and returns the exit code. Shared by bin.ts and the tests.
 import { CommanderError } from 'commander';
 import { buildProgram, commanderExitCode } from './cli.js';
-import { loadCommandFactories } from './commands/index.js';
 import { toSparkError } from './errors.js';
 import { toJson, type Io } from './io.js';
 
 export async function runCli(argv: string[], io: Io): Promise<number> {
   let exitCode = 0;
-  const program = buildProgram(
-    {
-      io,
-      emit(result, json) {
-        io.stdout(json ? toJson(result.json) + '\n' : result.text.endsWith('\n') ? result.text : result.text + '\n');
-        exitCode = result.exitCode;
-      },
+  const program = await buildProgram({
+    io,
+    emit(result, json) {
+      io.stdout(json ? toJson(result.json) + '\n' : result.text.endsWith('\n') ? result.text : result.text + '\n');
+      exitCode = result.exitCode;
     },
-    await loadCommandFactories(argv),
-  );
+  }, argv);
   try {
     await program.parseAsync(argv, { from: 'user' });
     return exitCode;

@@ -1,22 +1,45 @@
-// Every CLI command, in the order `spark --help` lists them. Each module is loaded only when
-// needed: `spark engram-ranges` and `spark wrapper` run on every rank's boot path and should not
-// pay for loading the preflight rules or the synthesizer (tens of milliseconds).
+// Every CLI command, in the order `spark --help` lists them. Only the command being run is
+// imported: start-up stays close to Node's own (several commands run on every boot).
 import type { Command } from 'commander';
 import type { CliContext } from '../cli.js';
 
 export type CommandFactory = (ctx: CliContext) => Command;
 
-export const commandLoaders: [name: string, load: () => Promise<CommandFactory>][] = [
-  ['inspect', async () => (await import('./inspect.js')).inspectCommand],
-  ['synth', async () => (await import('./synth.js')).synthCommand],
-  ['engram-ranges', async () => (await import('./engram-ranges.js')).engramRangesCommand],
-  ['preflight', async () => (await import('./preflight.js')).preflightCommand],
-  ['gid', async () => (await import('./gid.js')).gidCommand],
-  ['wrapper', async () => (await import('./wrapper.js')).wrapperCommand],
-];
-
-/** The named command's factory when argv starts with a command name; otherwise all (help, errors). */
-export async function loadCommandFactories(argv: readonly string[]): Promise<CommandFactory[]> {
-  const named = commandLoaders.filter(([name]) => name === argv[0]);
-  return Promise.all((named.length > 0 ? named : commandLoaders).map(([, load]) => load()));
+export interface CommandEntry {
+  name: string;
+  summary: string;
+  load(): Promise<CommandFactory>;
 }
+
+export const commandEntries: CommandEntry[] = [
+  {
+    name: 'inspect',
+    summary: 'validate a snapshot (index, every shard header, file sizes) and report its Engram tables',
+    load: async () => (await import('./inspect.js')).inspectCommand,
+  },
+  {
+    name: 'synth',
+    summary: 'write a small DeepSeek-V4.1-shaped snapshot with checkable Engram rows',
+    load: async () => (await import('./synth.js')).synthCommand,
+  },
+  {
+    name: 'engram-ranges',
+    summary: 'the Engram rows each rank owns (SPARK_ENGRAM_ROWS), or check that given ranges tile every table',
+    load: async () => (await import('./engram-ranges.js')).engramRangesCommand,
+  },
+  {
+    name: 'preflight',
+    summary: 'check a recipe, its cluster and env files, the snapshot and this node before a boot',
+    load: async () => (await import('./preflight.js')).preflightCommand,
+  },
+  {
+    name: 'gid',
+    summary: 'the RoCE GID index NCCL would pick per HCA (exit 1 if none, or if the HCAs disagree)',
+    load: async () => (await import('./gid.js')).gidCommand,
+  },
+  {
+    name: 'wrapper',
+    summary: 'container entrypoint: set SPARK_ENGRAM_ROWS and B12X_ROCE_GID_INDEX for this rank, then exec the engine',
+    load: async () => (await import('./wrapper.js')).wrapperCommand,
+  },
+];

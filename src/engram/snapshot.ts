@@ -82,6 +82,7 @@ async function readIndex(indexPath: string): Promise<WeightMap | undefined> {
     throw new SparkError('E_INDEX_JSON', `${indexPath}: expected an object with a "weight_map" object`, { path: indexPath });
   }
   const map: WeightMap = new Map();
+  const checked = new Set<string>();
   for (const [tensor, file] of Object.entries(weightMap)) {
     if (typeof file !== 'string') {
       throw new SparkError('E_INDEX_JSON', `${indexPath}: weight_map["${tensor}"] must be a file name string`, {
@@ -89,7 +90,11 @@ async function readIndex(indexPath: string): Promise<WeightMap | undefined> {
         tensor,
       });
     }
-    checkShardName(indexPath, tensor, file);
+    // Thousands of tensors share a few dozen shard names: check each name once.
+    if (!checked.has(file)) {
+      checkShardName(indexPath, tensor, file);
+      checked.add(file);
+    }
     map.set(tensor, file);
   }
   return map;
@@ -125,6 +130,15 @@ function engramShardsOf(index: WeightMap, options: OpenSnapshotOptions): string[
   const files = new Set<string>();
   for (const name of tables) files.add(index.get(name)!);
   return [...files].sort();
+}
+
+/** Tensor sizes here are far below 2^53; a larger one is refused rather than rounded. */
+function exactNumber(v: number | bigint, path: string, tensor: string): number {
+  if (typeof v === 'number') return v;
+  throw new SparkError('E_SAFETENSORS_SHAPE', `${path}: tensor '${tensor}': dimension ${v} is past 2^53, which this tool does not handle`, {
+    path,
+    tensor,
+  });
 }
 
 async function exists(path: string): Promise<boolean> {
@@ -186,7 +200,7 @@ async function fromFiles(
   const shards: ShardSummary[] = [];
   headers.forEach((h, i) => {
     const fileName = fileNames[i];
-    shards.push({ file: files[i], fileName, bytes: Number(h.fileSize), tensors: h.tensors.length });
+    shards.push({ file: files[i], fileName, bytes: exactNumber(h.fileSize, files[i], ''), tensors: h.tensors.length });
     for (const t of h.tensors) {
       if (tensors.has(t.name)) {
         throw new SparkError('E_SAFETENSORS_DUPLICATE', `${files[i]}: tensor '${t.name}' also appears in ${tensors.get(t.name)!.fileName}`, {
@@ -204,11 +218,11 @@ async function fromFiles(
       tensors.set(t.name, {
         name: t.name,
         dtype: t.dtype,
-        shape: t.shape.map(Number),
+        shape: t.shape.map((d) => exactNumber(d, files[i], t.name)),
         file: files[i],
         fileName,
-        fileOffset: Number(t.fileOffset),
-        bytes: Number(t.bytes),
+        fileOffset: exactNumber(t.fileOffset, files[i], t.name),
+        bytes: exactNumber(t.bytes, files[i], t.name),
       });
     }
   });
