@@ -14,6 +14,7 @@
         "native/core/status.cc",
         "native/core/thread_pool.cc",
         "native/core/tiling.cc",
+        "native/core/utf8.cc",
         "native/binding/addon.cc",
         "native/binding/async.cc",
         "native/binding/errors.cc",
