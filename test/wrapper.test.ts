@@ -207,3 +207,13 @@ test('an engine that cannot be run is an environment error (exit 3) naming it', 
   assert.equal(dir.code, 3);
   assert.match(dir.stderr, /Permission denied/);
 });
+
+test('help for the boot-path commands has an example and never loads the addon', () => {
+  const forbidAddon = ['--import', 'data:text/javascript,process.dlopen=()=>{throw new Error("addon loaded")}'];
+  for (const command of ['wrapper', 'engram-ranges', 'gid']) {
+    const r = bin([command, '--help'], { nodeArgs: forbidAddon });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, new RegExp(`Usage: spark ${command}`));
+    assert.match(r.stdout, /Examples?:\n {2}/);
+  }
+});
