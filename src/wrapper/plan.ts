@@ -6,7 +6,7 @@ import { formatEngramRows, parseEngramRows, parseSplit, rankRanges, type RankLay
 import { sourceRankRanges, type LayerSource } from '../engram/layer-source.js';
 import { gidPolicy, scanGids } from '../net/gid.js';
 import { SPLIT_RULES, type SplitRule } from '../native/tiling.js';
-import { decideRank, decideWorld, type Decided } from './engine-argv.js';
+import { decideRank, decideWorld } from './engine-argv.js';
 
 export interface WrapperOptions {
   split?: string;
@@ -32,10 +32,6 @@ export interface WrapperPlan {
 }
 
 const nonEmpty = (v: string | undefined): string | undefined => (v !== undefined && v !== '' ? v : undefined);
-
-function describe(d: Decided): string {
-  return d.from;
-}
 
 interface RowsDecision {
   value?: string;
@@ -68,8 +64,8 @@ async function decideRows(
   const source = await load(dir, split);
   const mine = sourceRankRanges(source, rank.value, world.value, split, splitGiven);
   const value = formatEngramRows(mine);
-  const where = `rank ${rank.value} of ${world.value} (${describe(rank)}, ${describe(world)})`;
-  if (preset && formatEngramRows(parseEngramRows(preset)) !== value) refusePreset(preset, value, mine, source, rank.value, world.value, split);
+  const where = `rank ${rank.value} of ${world.value} (${rank.from}, ${world.from})`;
+  if (preset && formatEngramRows(parseEngramRows(preset)) !== value) refusePreset(preset, value, mine, source, rank.value, world.value, source.packed?.split ?? split);
   const verb = preset ? 'checked' : 'set';
   return {
     value,
