@@ -1,6 +1,7 @@
 // safetensors header reading for JS.
 //
-//   readHeaders(paths: string[], threads?: number): Promise<Array<Header | Error>>
+//   readHeaders(paths: string[], threads?: number): Promise<Array<Header | string | Error>>
+//     (a header arrives as its JSON text when every value is a safe integer; see HeaderToJson)
 //     One Promise per call; every header is read on the addon's header pool at once (the
 //     files usually live on NFS, where each read is a network round trip: overlapping them
 //     is the whole point). A failing path yields its Error in place; the call itself only
@@ -95,15 +96,94 @@ Napi::Value HeaderToJs(Napi::Env env, const safetensors::Header& h) {
   return out;
 }
 
+constexpr uint64_t kMaxSafeInteger = (uint64_t{1} << 53) - 1;
+
+void AppendJsonString(std::string& out, const std::string& s) {
+  out += '"';
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      static const char kHex[] = "0123456789abcdef";
+      out += "\\u00";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);  // validated UTF-8 passes through
+    }
+  }
+  out += '"';
+}
+
+// The header as canonical JSON text with the same shape HeaderToJs builds, for JSON.parse on
+// the JS thread: V8 builds thousands of tensor objects from text far faster than one napi
+// call per property. False (and nothing usable in `out`) when a value is past 2^53, which
+// JSON numbers cannot carry exactly; the caller then builds the objects one by one.
+bool HeaderToJson(const safetensors::Header& h, std::string& out) {
+  bool exact = true;
+  auto num = [&](uint64_t v) {
+    if (v > kMaxSafeInteger) exact = false;
+    out += std::to_string(v);
+  };
+  out.reserve(64 + h.tensors.size() * 128);
+  out += "{\"path\":";
+  AppendJsonString(out, h.path);
+  out += ",\"headerLength\":";
+  num(h.header_length);
+  out += ",\"dataStart\":";
+  num(h.data_start);
+  out += ",\"dataLength\":";
+  num(h.data_length);
+  out += ",\"fileSize\":";
+  num(h.file_size);
+  out += ",\"metadata\":[";
+  for (size_t i = 0; i < h.metadata.size(); ++i) {
+    if (i) out += ',';
+    out += '[';
+    AppendJsonString(out, h.metadata[i].first);
+    out += ',';
+    AppendJsonString(out, h.metadata[i].second);
+    out += ']';
+  }
+  out += "],\"tensors\":[";
+  for (size_t i = 0; i < h.tensors.size() && exact; ++i) {
+    const safetensors::Tensor& t = h.tensors[i];
+    if (i) out += ',';
+    out += "{\"name\":";
+    AppendJsonString(out, t.name);
+    out += ",\"dtype\":\"";
+    out += safetensors::DtypeName(t.dtype);
+    out += "\",\"shape\":[";
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      if (d) out += ',';
+      num(t.shape[d]);
+    }
+    out += "],\"dataOffsets\":[";
+    num(t.begin);
+    out += ',';
+    num(t.end);
+    out += "],\"fileOffset\":";
+    num(t.file_offset);
+    out += ",\"bytes\":";
+    num(t.bytes);
+    out += '}';
+  }
+  out += "]}";
+  return exact;
+}
+
 class ReadHeadersBaton : public Baton {
  public:
   ReadHeadersBaton(Napi::Env env, std::vector<std::string> paths, size_t threads)
-      : Baton(env), paths_(std::move(paths)), threads_(threads), headers_(paths_.size()), statuses_(paths_.size()) {}
+      : Baton(env), paths_(std::move(paths)), threads_(threads), headers_(paths_.size()), json_(paths_.size()), statuses_(paths_.size()) {}
 
   void Execute() override {
     RunParallel(HeaderPool(), paths_.size(), threads_, [this](size_t i) {
       try {
         statuses_[i] = safetensors::ReadHeader(paths_[i], &headers_[i]);
+        if (statuses_[i].ok() && HeaderToJson(headers_[i], json_[i])) headers_[i] = safetensors::Header{};
+        else json_[i].clear();
       } catch (const std::exception& e) {  // allocation failure: report, never unwind into the pool
         statuses_[i] = Status::Error(Code::E_INTERNAL, std::string("reading the header failed: ") + e.what(), paths_[i]);
       }
@@ -113,7 +193,11 @@ class ReadHeadersBaton : public Baton {
   Napi::Value OnOk(Napi::Env env) override {
     Napi::Array out = Napi::Array::New(env, paths_.size());
     for (size_t i = 0; i < paths_.size(); ++i) {
-      out.Set(static_cast<uint32_t>(i), statuses_[i].ok() ? HeaderToJs(env, headers_[i]) : StatusToError(env, statuses_[i]).Value());
+      Napi::Value v;
+      if (!statuses_[i].ok()) v = StatusToError(env, statuses_[i]).Value();
+      else if (!json_[i].empty()) v = Napi::String::New(env, json_[i]);
+      else v = HeaderToJs(env, headers_[i]);
+      out.Set(static_cast<uint32_t>(i), v);
     }
     return out;
   }
@@ -122,6 +206,7 @@ class ReadHeadersBaton : public Baton {
   std::vector<std::string> paths_;
   size_t threads_;
   std::vector<safetensors::Header> headers_;
+  std::vector<std::string> json_;  // per path: the header as JSON text, or empty
   std::vector<Status> statuses_;
 };
 

@@ -141,6 +141,11 @@ function exactNumber(v: number | bigint, path: string, tensor: string): number {
   });
 }
 
+function exactShape(shape: (number | bigint)[], path: string, tensor: string): number[] {
+  for (const d of shape) if (typeof d !== 'number') exactNumber(d, path, tensor);
+  return shape as number[];
+}
+
 async function exists(path: string): Promise<boolean> {
   try {
     await stat(path);
@@ -198,40 +203,47 @@ async function fromFiles(
 
   const tensors = new Map<string, TensorRef>();
   const shards: ShardSummary[] = [];
-  headers.forEach((h, i) => {
+  // A hot loop on large checkpoints (tens of thousands of tensors, run cold at start-up):
+  // one map lookup per tensor and no per-tensor closures.
+  for (let i = 0; i < headers.length; i++) {
+    const h = headers[i];
+    const file = files[i];
     const fileName = fileNames[i];
-    shards.push({ file: files[i], fileName, bytes: exactNumber(h.fileSize, files[i], ''), tensors: h.tensors.length });
+    shards.push({ file, fileName, bytes: exactNumber(h.fileSize, file, ''), tensors: h.tensors.length });
     for (const t of h.tensors) {
-      if (tensors.has(t.name)) {
-        throw new SparkError('E_SAFETENSORS_DUPLICATE', `${files[i]}: tensor '${t.name}' also appears in ${tensors.get(t.name)!.fileName}`, {
-          path: files[i],
+      const prior = tensors.get(t.name);
+      if (prior) {
+        throw new SparkError('E_SAFETENSORS_DUPLICATE', `${file}: tensor '${t.name}' also appears in ${prior.fileName}`, {
+          path: file,
           tensor: t.name,
         });
       }
-      if (index && index.has(t.name) && index.get(t.name) !== fileName) {
+      const indexed = index?.get(t.name);
+      if (indexed !== undefined && indexed !== fileName) {
         throw new SparkError(
           'E_INDEX_TENSOR',
-          `${files[i]}: holds tensor '${t.name}', which the index places in ${index.get(t.name)}; the index and shards disagree`,
-          { path: files[i], tensor: t.name },
+          `${file}: holds tensor '${t.name}', which the index places in ${indexed}; the index and shards disagree`,
+          { path: file, tensor: t.name },
         );
       }
       tensors.set(t.name, {
         name: t.name,
         dtype: t.dtype,
-        shape: t.shape.map((d) => exactNumber(d, files[i], t.name)),
-        file: files[i],
+        shape: exactShape(t.shape, file, t.name),
+        file,
         fileName,
-        fileOffset: exactNumber(t.fileOffset, files[i], t.name),
-        bytes: exactNumber(t.bytes, files[i], t.name),
+        fileOffset: exactNumber(t.fileOffset, file, t.name),
+        bytes: exactNumber(t.bytes, file, t.name),
       });
     }
-  });
+  }
   if (index) {
     const read = new Set(fileNames);
-    for (const [name, file] of index) {
-      if (read.has(file) && !tensors.has(name)) {
-        throw new SparkError('E_INDEX_TENSOR', `${join(dir, file)}: the index places tensor '${name}' here, but the shard does not hold it`, {
-          path: join(dir, file),
+    for (const [name, fileName] of index) {
+      if (read.has(fileName) && !tensors.has(name)) {
+        const file = join(dir, fileName);
+        throw new SparkError('E_INDEX_TENSOR', `${file}: the index places tensor '${name}' here, but the shard does not hold it`, {
+          path: file,
           tensor: name,
         });
       }

@@ -66,7 +66,8 @@ export interface ReadHeadersOptions {
 type RawHeader = Omit<SafetensorsHeader, 'metadata'> & { metadata: [string, string][] };
 
 interface SafetensorsNative {
-  readHeaders(paths: string[], threads?: number): Promise<Array<RawHeader | Error>>;
+  /** A header arrives as JSON text (same shape) when all its values are safe integers. */
+  readHeaders(paths: string[], threads?: number): Promise<Array<RawHeader | string | Error>>;
   parseHeaderBytes(json: Uint8Array, dataLength: U64, path?: string): RawHeader;
 }
 
@@ -98,7 +99,7 @@ export async function readHeadersSettled(
   checkArgs(paths, options);
   if (paths.length === 0) return [];
   const results = await native().readHeaders([...paths], options.threads);
-  return results.map((r) => (r instanceof Error ? toSparkError(r) : fromRaw(r)));
+  return results.map((r) => (r instanceof Error ? toSparkError(r) : fromRaw(typeof r === 'string' ? (JSON.parse(r) as RawHeader) : r)));
 }
 
 /** Reads every header in parallel; rejects with the SparkError of the first failing path, in path order. */
