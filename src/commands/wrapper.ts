@@ -3,13 +3,11 @@
 // engine gets docker's signals and its exit status is the container's.
 // spark wrapper --emit-sh --snapshot DIR --world W: the same as a POSIX sh script.
 import { Command } from 'commander';
-import { renameSync, writeFileSync } from 'node:fs';
 import type { CliContext } from '../cli.js';
 import type { CommandResult, Io } from '../io.js';
 import { usageError } from '../errors.js';
 import { loadLayerSource } from '../engram/layer-source.js';
 import { parseSplit, tileLayers } from '../engram/ranges.js';
-import { emitWrapperSh } from '../wrapper/emit-sh.js';
 import { planWrapper, type LayerLoader, type WrapperPlan } from '../wrapper/plan.js';
 import { fromEnv, parseCount } from './options.js';
 
@@ -74,9 +72,11 @@ export async function runEmitSh(flags: WrapperFlags, io: Io, load: LayerLoader =
   const world = parseCount(worldText, '--world', 1, 1 << 20);
   const split = parseSplit(flags.split ?? fromEnv(undefined, io.env, 'SPARK_ENGRAM_SPLIT'), '--split');
   const source = await load(snapshot, split);
+  const { emitWrapperSh } = await import('../wrapper/emit-sh.js');
   const script = emitWrapperSh({ world, split, source: source.path, ranks: tileLayers(source.layers, world, split) });
   if (flags.out === undefined) return { json: { script }, text: script.replace(/\n$/, ''), exitCode: 0 };
   // Written beside the target and renamed, so a reader never sees half a script.
+  const { renameSync, writeFileSync } = await import('node:fs');
   const partial = `${flags.out}.partial`;
   writeFileSync(partial, script, { mode: 0o755 });
   renameSync(partial, flags.out);
