@@ -13,11 +13,14 @@
         "native/core/safetensors.cc",
         "native/core/status.cc",
         "native/core/thread_pool.cc",
+        "native/core/tiling.cc",
         "native/core/utf8.cc",
         "native/binding/addon.cc",
         "native/binding/async.cc",
         "native/binding/errors.cc",
-        "native/binding/safetensors_binding.cc"
+        "native/binding/exec_binding.cc",
+        "native/binding/safetensors_binding.cc",
+        "native/binding/tiling_binding.cc"
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",

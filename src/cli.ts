@@ -17,7 +17,10 @@ export const VERSION = '0.1.0';
  * full; the others are listed by name and summary only.
  */
 export async function buildProgram(ctx: CliContext, argv: string[]): Promise<Command> {
+  // Positional options: program options only before the command name, which lets
+  // `spark wrapper` pass everything after the engine's name through untouched.
   const program = new Command('spark')
+    .enablePositionalOptions()
     .description(
       'Engram row store, packer, range tiling and launch preflight for DeepSeek-V4.1-Flash on DGX Spark clusters.',
     )

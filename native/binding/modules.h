@@ -8,9 +8,13 @@ namespace spark {
 using BindingInit = void (*)(Napi::Env env, Napi::Object exports);
 
 void InitSafetensors(Napi::Env env, Napi::Object exports);  // safetensors_binding.cc
+void InitTiling(Napi::Env env, Napi::Object exports);       // tiling_binding.cc
+void InitExec(Napi::Env env, Napi::Object exports);         // exec_binding.cc
 
 inline constexpr BindingInit kBindingModules[] = {
     InitSafetensors,
+    InitTiling,
+    InitExec,
 };
 
 }  // namespace spark

@@ -39,4 +39,7 @@
   X(E_ROW_RANGE, 2)                     \
   X(E_RECIPE, 2)                        \
   X(E_CLUSTER, 2)                       \
-  X(E_ENV_FILE, 2)
+  X(E_ENV_FILE, 2)                      \
+  X(E_ROWS_SPEC, 2)                     \
+  X(E_SYSFS, 3)                         \
+  X(E_EXEC, 3)

@@ -23,8 +23,23 @@ export const commandEntries: CommandEntry[] = [
     load: async () => (await import('./synth.js')).synthCommand,
   },
   {
+    name: 'engram-ranges',
+    summary: 'the Engram rows each rank owns (SPARK_ENGRAM_ROWS), or check that given ranges tile every table',
+    load: async () => (await import('./engram-ranges.js')).engramRangesCommand,
+  },
+  {
     name: 'preflight',
     summary: 'check a recipe, its cluster and env files, the snapshot and this node before a boot',
     load: async () => (await import('./preflight.js')).preflightCommand,
+  },
+  {
+    name: 'gid',
+    summary: 'the RoCE GID index NCCL would pick per HCA (exit 1 if none, or if the HCAs disagree)',
+    load: async () => (await import('./gid.js')).gidCommand,
+  },
+  {
+    name: 'wrapper',
+    summary: 'container entrypoint: set SPARK_ENGRAM_ROWS and B12X_ROCE_GID_INDEX for this rank, then exec the engine',
+    load: async () => (await import('./wrapper.js')).wrapperCommand,
   },
 ];

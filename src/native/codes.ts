@@ -37,6 +37,9 @@ export const ERROR_CODES = {
   E_RECIPE: 2,
   E_CLUSTER: 2,
   E_ENV_FILE: 2,
+  E_ROWS_SPEC: 2,
+  E_SYSFS: 3,
+  E_EXEC: 3,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
