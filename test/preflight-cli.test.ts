@@ -161,7 +161,7 @@ test('NODE_RANK picks the node; --skip and --only select rules', async () => {
   assert.deepEqual(report.node, { rank: 2, host: 'spark3' });
   assert.ok(!report.ran.includes('node.ports') || report.findings.every((f) => f.rule !== 'node.ports'));
   const only = await json([...args(w, file), '--only', 'fabric']);
-  assert.deepEqual(only.report.ran.sort(), ['fabric.hca', 'fabric.socket-ifname']);
+  assert.deepEqual(only.report.ran.sort(), ['fabric.gid', 'fabric.hca', 'fabric.socket-ifname']);
   const skip = await json([...args(w, file), '--skip', 'fabric,node.ports']);
   assert.ok(!skip.report.ran.some((id) => id.startsWith('fabric.') || id === 'node.ports'));
 });

@@ -100,7 +100,7 @@ const CASES: RuleCase[] = [
     rule: 'engram.ranges-tile',
     pass: (w) => w.options(w.recipe(w.dsv41Text)),
     fail: (w) => w.options(w.recipe(edit(w.dsv41Text, 'SPARK_ENGRAM_MODE', `SPARK_ENGRAM_ROWS = "${fullRange(w)}"\nSPARK_ENGRAM_MODE`))),
-    expect: /SPARK_ENGRAM_ROWS='1:0-\d+,14:0-\d+' is the same for all 4 ranks/,
+    expect: /SPARK_ENGRAM_ROWS='1:0-\d+,14:0-\d+' gives all 4 ranks the same rows.*a full range on every rank double-counts every row/,
   },
   {
     rule: 'vllm.cudagraph-capture',
@@ -225,6 +225,12 @@ const CASES: RuleCase[] = [
     pass: (w) => w.options(w.recipe(w.dsv41Text)),
     fail: (w) => w.options(w.recipe(edit(w.dsv41Text, 'NCCL_IB_HCA = "rocep1s0f0,roceP2p1s0f0"', 'NCCL_IB_HCA = "rocep1s0f0,roceP9p1s0f0"'))),
     expect: /NCCL_IB_HCA=rocep1s0f0,roceP9p1s0f0: no device roceP9p1s0f0 on node 0/,
+  },
+  {
+    rule: 'fabric.gid',
+    pass: (w) => w.options(w.recipe(edit(w.dsv41Text, 'NCCL_NET = "IB"', 'NCCL_NET = "IB"\nNCCL_IB_GID_INDEX = "3"'))),
+    fail: (w) => w.options(w.recipe(edit(w.dsv41Text, 'NCCL_NET = "IB"', 'NCCL_NET = "IB"\nNCCL_IB_GID_INDEX = "5"'))),
+    expect: /NCCL_IB_GID_INDEX=5: rocep1s0f0 port 1: pinned GID index 5 is not usable \(not configured\)/,
   },
   {
     rule: 'fabric.socket-ifname',

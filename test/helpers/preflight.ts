@@ -8,6 +8,7 @@ import type { Io } from '../../src/io.js';
 import { packageRoot } from '../../src/native/index.js';
 import { runPreflight, type PreflightOptions, type PreflightReport } from '../../src/preflight/index.js';
 import { makeSnapshot } from './synth.js';
+import { buildSysfs, typical } from './sysfs.js';
 import { tempDir } from './tmp.js';
 
 export const DSV41 = 'recipes/dsv41-flash-4x-sglang-aiden16/recipe.toml';
@@ -83,9 +84,9 @@ export const FABRIC = {
   NCCL_IB_ADDR_RANGE: '192.168.200.0/24',
 };
 
-/** A fake sysfs: RDMA devices with port 1, and network interfaces. */
-export function fakeSysfs(root: string, hcas: string[], ifaces: string[]): string {
-  for (const h of hcas) mkdirSync(join(root, 'class', 'infiniband', h, 'ports', '1'), { recursive: true });
+/** A fake sysfs: RDMA devices (port 1 with the typical GID table for the given IPv4) and interfaces. */
+export function fakeSysfs(root: string, hcas: Record<string, string>, ifaces: string[]): string {
+  buildSysfs(Object.fromEntries(Object.entries(hcas).map(([hca, ip]) => [hca, { 1: typical(ip) }])), root);
   for (const i of ifaces) mkdirSync(join(root, 'class', 'net', i), { recursive: true });
   mkdirSync(join(root, 'class', 'net'), { recursive: true });
   return root;
@@ -106,7 +107,11 @@ async function makeWorld(): Promise<World> {
   const snapshotDir = join(modelDir, 'snapshots', REVISION);
   makeSnapshot({ dir: snapshotDir });
   write(join(modelDir, 'refs', 'main'), REVISION);
-  const sysfs = fakeSysfs(join(root, 'sys'), ['rocep1s0f0', 'roceP2p1s0f0', 'rocep1s0f1'], ['enp1s0f0np0', 'enP7s7', 'lo']);
+  const sysfs = fakeSysfs(
+    join(root, 'sys'),
+    { rocep1s0f0: '192.168.200.1', roceP2p1s0f0: '192.168.200.11', rocep1s0f1: '10.0.22.1' },
+    ['enp1s0f0np0', 'enP7s7', 'lo'],
+  );
   const wrapper = write(
     join(root, 'aiden4x-launch.sh'),
     '#!/bin/sh\nexport SPARK_ENGRAM_ROWS="$(spark engram-ranges "$SPARK_ENGRAM_DIR" --rank "$NODE_RANK" --world 4)"\nexec "$@"\n',
