@@ -69,3 +69,20 @@ test('wrapper scripts, allocator settings, speculative k, ranges, device lists, 
   assert.equal(ruleSelected('fabricx.hca', ['fabric']), false);
   assert.equal(ruleSelected('fabric.hca', ['fabric.hca']), true);
 });
+
+test('a rule that cannot read what it needs is reported as not checked, and the others still run', async () => {
+  const { world, preflight } = await import('./helpers/preflight.js');
+  const { mkdirSync, writeFileSync } = await import('node:fs');
+  const { join } = await import('node:path');
+  const w = await world();
+  const dir = join(w.root, 'bad-config');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'config.json'), '{not json');
+  const r = await preflight(w.options(w.recipe(w.dsv41Text), { snapshot: dir, only: ['parallel', 'docker'] }));
+  assert.deepEqual(r.ran.sort(), ['docker.shm-size', 'parallel.nodes']);
+  assert.deepEqual(
+    r.skipped.map((s) => s.rule),
+    ['parallel.tp-divides'],
+  );
+  assert.match(r.skipped[0]!.reason, /^could not check: .*config\.json: not valid JSON/);
+});
