@@ -11,6 +11,7 @@
       "sources": [
         "native/core/json.cc",
         "native/core/safetensors.cc",
+        "native/core/shard_set.cc",
         "native/core/status.cc",
         "native/core/thread_pool.cc",
         "native/core/tiling.cc",

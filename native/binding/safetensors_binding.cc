@@ -1,6 +1,6 @@
 // safetensors header reading for JS.
 //
-//   readHeaders(paths: string[], threads?: number): Promise<Array<Header | string | Error>>
+//   readHeaders(paths: string[], threads?: number, expected?: string[][]): Promise<Array<Header | string | Error>>
 //     (a header arrives as its JSON text when every value is a safe integer; see HeaderToJson)
 //     One Promise per call; every header is read on the addon's header pool at once (the
 //     files usually live on NFS, where each read is a network round trip: overlapping them
@@ -20,6 +20,7 @@
 #include "binding/async.h"
 #include "binding/errors.h"
 #include "core/safetensors.h"
+#include "core/shard_set.h"
 #include "core/thread_pool.h"
 
 namespace spark {
@@ -175,18 +176,22 @@ bool HeaderToJson(const safetensors::Header& h, std::string& out) {
 
 class ReadHeadersBaton : public Baton {
  public:
-  ReadHeadersBaton(Napi::Env env, std::vector<std::string> paths, size_t threads)
-      : Baton(env), paths_(std::move(paths)), threads_(threads), headers_(paths_.size()), json_(paths_.size()), statuses_(paths_.size()) {}
+  ReadHeadersBaton(Napi::Env env, std::vector<std::string> paths, size_t threads,
+                   std::vector<std::vector<std::string>> expected)
+      : Baton(env),
+        paths_(std::move(paths)),
+        threads_(threads),
+        expected_(std::move(expected)),
+        headers_(paths_.size()),
+        json_(paths_.size()),
+        statuses_(paths_.size()) {}
 
   void Execute() override {
-    RunParallel(HeaderPool(), paths_.size(), threads_, [this](size_t i) {
-      try {
-        statuses_[i] = safetensors::ReadHeader(paths_[i], &headers_[i]);
-        if (statuses_[i].ok() && HeaderToJson(headers_[i], json_[i])) headers_[i] = safetensors::Header{};
-        else json_[i].clear();
-      } catch (const std::exception& e) {  // allocation failure: report, never unwind into the pool
-        statuses_[i] = Status::Error(Code::E_INTERNAL, std::string("reading the header failed: ") + e.what(), paths_[i]);
-      }
+    Guarded([this](size_t i) { statuses_[i] = safetensors::ReadHeader(paths_[i], &headers_[i]); });
+    safetensors::CheckShardSet(headers_, expected_, statuses_);
+    Guarded([this](size_t i) {
+      if (statuses_[i].ok() && HeaderToJson(headers_[i], json_[i])) headers_[i] = safetensors::Header{};
+      else json_[i].clear();
     });
   }
 
@@ -203,8 +208,21 @@ class ReadHeadersBaton : public Baton {
   }
 
  private:
+  // fn(i) for every path in parallel; an allocation failure is reported, never unwound into the pool.
+  template <class Fn>
+  void Guarded(Fn fn) {
+    RunParallel(HeaderPool(), paths_.size(), threads_, [&](size_t i) {
+      try {
+        fn(i);
+      } catch (const std::exception& e) {
+        statuses_[i] = Status::Error(Code::E_INTERNAL, std::string("reading the header failed: ") + e.what(), paths_[i]);
+      }
+    });
+  }
+
   std::vector<std::string> paths_;
   size_t threads_;
+  std::vector<std::vector<std::string>> expected_;  // per path: names the index places there
   std::vector<safetensors::Header> headers_;
   std::vector<std::string> json_;  // per path: the header as JSON text, or empty
   std::vector<Status> statuses_;
@@ -227,7 +245,28 @@ Napi::Value ReadHeaders(const Napi::CallbackInfo& info) {
       ThrowRange(env, "readHeaders: threads must be an integer from 1 to 1024", Code::E_USAGE);
     }
   }
-  auto baton = std::make_unique<ReadHeadersBaton>(env, std::move(paths), static_cast<size_t>(threads));
+  // Optional: per path, the tensor names the index places in that file (checked with the
+  // cross-shard rules in core/shard_set.h).
+  std::vector<std::vector<std::string>> expected;
+  if (info.Length() > 2 && !info[2].IsUndefined()) {
+    if (!info[2].IsArray() || info[2].As<Napi::Array>().Length() != paths.size()) {
+      ThrowType(env, "readHeaders: expected must be an array with one string array per path");
+    }
+    Napi::Array outer = info[2].As<Napi::Array>();
+    expected.resize(paths.size());
+    for (uint32_t i = 0; i < outer.Length(); ++i) {
+      Napi::Value v = outer.Get(i);
+      if (!v.IsArray()) ThrowType(env, "readHeaders: expected[" + std::to_string(i) + "] is not an array");
+      Napi::Array names = v.As<Napi::Array>();
+      expected[i].reserve(names.Length());
+      for (uint32_t j = 0; j < names.Length(); ++j) {
+        Napi::Value n = names.Get(j);
+        if (!n.IsString()) ThrowType(env, "readHeaders: expected names must be strings");
+        expected[i].push_back(n.As<Napi::String>().Utf8Value());
+      }
+    }
+  }
+  auto baton = std::make_unique<ReadHeadersBaton>(env, std::move(paths), static_cast<size_t>(threads), std::move(expected));
   return Schedule(env, CallPool(), std::move(baton));
 }
 

@@ -4,7 +4,7 @@
 import { lstat, readFile, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { SparkError } from '../errors.js';
-import { readHeadersSettled, type SafetensorsHeader } from '../native/safetensors.js';
+import { readHeadersSettled, type SafetensorsHeader, type SafetensorsTensor } from '../native/safetensors.js';
 import { readModelConfig, type ModelConfig } from './config.js';
 import { engramTensorNames, findEngramTables, type EngramPatterns, type EngramTable, type TensorRef } from './engram-tables.js';
 
@@ -23,7 +23,8 @@ export interface Snapshot {
   /** The Hugging Face revision when the directory is `.../snapshots/<40-hex>`. */
   revision?: string;
   shards: ShardSummary[];
-  tensors: Map<string, TensorRef>;
+  /** Every tensor by name (built on first use; `filter` avoids building it). */
+  tensors: LazyTensorMap;
   config?: ModelConfig;
   engram: EngramTable[];
 }
@@ -132,6 +133,69 @@ function engramShardsOf(index: WeightMap, options: OpenSnapshotOptions): string[
   return [...files].sort();
 }
 
+/** weight_map grouped by shard, in the order of fileNames. */
+function namesPerFile(index: WeightMap, fileNames: string[]): string[][] {
+  const byFile = new Map<string, string[]>(fileNames.map((f) => [f, []]));
+  for (const [name, file] of index) byFile.get(file)?.push(name);
+  return fileNames.map((f) => byFile.get(f)!);
+}
+
+/**
+ * Every tensor by name, built on first use: a real checkpoint has tens of thousands of tensors
+ * and most commands need only the Engram ones, which findEngramTables picks out by name.
+ */
+class LazyTensorMap {
+  private map?: Map<string, TensorRef>;
+  constructor(
+    private readonly headers: SafetensorsHeader[],
+    private readonly shards: ShardSummary[],
+  ) {}
+
+  get size(): number {
+    return this.shards.reduce((a, s) => a + s.tensors, 0);
+  }
+
+  get(name: string): TensorRef | undefined {
+    return this.all().get(name);
+  }
+
+  values(): IterableIterator<TensorRef> {
+    return this.all().values();
+  }
+
+  /** The tensors whose names pass `keep`, without building the whole map. */
+  filter(keep: (name: string) => boolean): TensorRef[] {
+    const out: TensorRef[] = [];
+    this.headers.forEach((h, i) => {
+      for (const t of h.tensors) if (keep(t.name)) out.push(this.ref(i, t));
+    });
+    return out;
+  }
+
+  private all(): Map<string, TensorRef> {
+    if (!this.map) {
+      this.map = new Map();
+      this.headers.forEach((h, i) => {
+        for (const t of h.tensors) this.map!.set(t.name, this.ref(i, t));
+      });
+    }
+    return this.map;
+  }
+
+  private ref(shard: number, t: SafetensorsTensor): TensorRef {
+    const { file, fileName } = this.shards[shard];
+    return {
+      name: t.name,
+      dtype: t.dtype,
+      shape: exactShape(t.shape, file, t.name),
+      file,
+      fileName,
+      fileOffset: exactNumber(t.fileOffset, file, t.name),
+      bytes: exactNumber(t.bytes, file, t.name),
+    };
+  }
+}
+
 /** Tensor sizes here are far below 2^53; a larger one is refused rather than rounded. */
 function exactNumber(v: number | bigint, path: string, tensor: string): number {
   if (typeof v === 'number') return v;
@@ -192,7 +256,8 @@ async function fromFiles(
 ): Promise<Snapshot> {
   const realDir = await realpath(dir);
   const files = await Promise.all(fileNames.map((f) => resolveShard(dir, realDir, f)));
-  const [settled, config] = await Promise.all([readHeadersSettled(files), readModelConfig(dir)]);
+  const expected = index ? namesPerFile(index, fileNames) : undefined;
+  const [settled, config] = await Promise.all([readHeadersSettled(files, { expected }), readModelConfig(dir)]);
   const headers: SafetensorsHeader[] = [];
   for (const [i, r] of settled.entries()) {
     if (r instanceof Error) {
@@ -201,54 +266,13 @@ async function fromFiles(
     headers.push(r);
   }
 
-  const tensors = new Map<string, TensorRef>();
-  const shards: ShardSummary[] = [];
-  // A hot loop on large checkpoints (tens of thousands of tensors, run cold at start-up):
-  // one map lookup per tensor and no per-tensor closures.
-  for (let i = 0; i < headers.length; i++) {
-    const h = headers[i];
-    const file = files[i];
-    const fileName = fileNames[i];
-    shards.push({ file, fileName, bytes: exactNumber(h.fileSize, file, ''), tensors: h.tensors.length });
-    for (const t of h.tensors) {
-      const prior = tensors.get(t.name);
-      if (prior) {
-        throw new SparkError('E_SAFETENSORS_DUPLICATE', `${file}: tensor '${t.name}' also appears in ${prior.fileName}`, {
-          path: file,
-          tensor: t.name,
-        });
-      }
-      const indexed = index?.get(t.name);
-      if (indexed !== undefined && indexed !== fileName) {
-        throw new SparkError(
-          'E_INDEX_TENSOR',
-          `${file}: holds tensor '${t.name}', which the index places in ${indexed}; the index and shards disagree`,
-          { path: file, tensor: t.name },
-        );
-      }
-      tensors.set(t.name, {
-        name: t.name,
-        dtype: t.dtype,
-        shape: exactShape(t.shape, file, t.name),
-        file,
-        fileName,
-        fileOffset: exactNumber(t.fileOffset, file, t.name),
-        bytes: exactNumber(t.bytes, file, t.name),
-      });
-    }
-  }
-  if (index) {
-    const read = new Set(fileNames);
-    for (const [name, fileName] of index) {
-      if (read.has(fileName) && !tensors.has(name)) {
-        const file = join(dir, fileName);
-        throw new SparkError('E_INDEX_TENSOR', `${file}: the index places tensor '${name}' here, but the shard does not hold it`, {
-          path: file,
-          tensor: name,
-        });
-      }
-    }
-  }
+  const shards: ShardSummary[] = headers.map((h, i) => ({
+    file: files[i],
+    fileName: fileNames[i],
+    bytes: exactNumber(h.fileSize, files[i], ''),
+    tensors: h.tensors.length,
+  }));
+  const tensors = new LazyTensorMap(headers, shards);
   const engram = findEngramTables(tensors, config, options);
   const rev = basename(realDir);
   const revision = /^[0-9a-f]{40}$/.test(rev) && realDir.includes(`${sep}snapshots${sep}`) ? rev : undefined;
