@@ -35,4 +35,5 @@
   X(E_ENGRAM_SHAPE, 2)                  \
   X(E_ENGRAM_DTYPE, 2)                  \
   X(E_ENGRAM_ROWS, 2)                   \
-  X(E_ROW_RANGE, 2)
+  X(E_ROW_RANGE, 2)                     \
+  X(E_STORE_CLOSED, 2)

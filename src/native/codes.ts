@@ -33,6 +33,7 @@ export const ERROR_CODES = {
   E_ENGRAM_DTYPE: 2,
   E_ENGRAM_ROWS: 2,
   E_ROW_RANGE: 2,
+  E_STORE_CLOSED: 2,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
