@@ -11,9 +11,15 @@
       "sources": [
         "native/core/status.cc",
         "native/core/thread_pool.cc",
+        "native/core/io_util.cc",
+        "native/core/parallel.cc",
+        "native/core/row_plan.cc",
+        "native/core/row_store.cc",
+        "native/core/row_gather.cc",
         "native/binding/addon.cc",
         "native/binding/async.cc",
-        "native/binding/errors.cc"
+        "native/binding/errors.cc",
+        "native/binding/row_store_binding.cc"
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",

@@ -7,8 +7,10 @@ namespace spark {
 
 using BindingInit = void (*)(Napi::Env env, Napi::Object exports);
 
+void InitRowStore(Napi::Env env, Napi::Object exports);  // row_store_binding.cc
+
 inline constexpr BindingInit kBindingModules[] = {
-    nullptr,
+    InitRowStore,
 };
 
 }  // namespace spark
