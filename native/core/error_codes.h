@@ -36,4 +36,5 @@
   X(E_ENGRAM_DTYPE, 2)                  \
   X(E_ENGRAM_ROWS, 2)                   \
   X(E_ROW_RANGE, 2)                     \
-  X(E_STORE_CLOSED, 2)
+  X(E_STORE_CLOSED, 2)                  \
+  X(E_PACK_MANIFEST, 2)

@@ -34,6 +34,7 @@ export const ERROR_CODES = {
   E_ENGRAM_ROWS: 2,
   E_ROW_RANGE: 2,
   E_STORE_CLOSED: 2,
+  E_PACK_MANIFEST: 2,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

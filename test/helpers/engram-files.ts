@@ -1,7 +1,8 @@
 // Engram table files written at test time: raw snapshot-like tensors at unaligned offsets,
 // real safetensors shards (sparse where large), and packed data files in both layouts.
 // Row bytes are a fixed function of (layer, id, column) so any read can be checked.
-import { openSync, writeSync, closeSync, ftruncateSync } from 'node:fs';
+import { openSync, writeSync, closeSync, ftruncateSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 /** Deterministic row: D weight bytes then D/32 scale bytes. */
 export function testRow(layer: number, id: number, dim: number): Buffer {
@@ -38,7 +39,15 @@ export function writeRawSnapshot(path: string, layer: number, rows: number, dim:
 }
 
 /** A packed data file: 4096-byte JSON header block, rows [start, end) from dataOffset 4096. */
-export function writePacked(path: string, layer: number, start: number, end: number, dim: number, layout: 'dense' | 'page'): void {
+export function writePacked(
+  path: string,
+  layer: number,
+  start: number,
+  end: number,
+  dim: number,
+  layout: 'dense' | 'page',
+  rowFn: (layer: number, id: number, dim: number) => Buffer = testRow,
+): void {
   const rb = dim + dim / 32;
   const perPage = Math.floor(4096 / rb);
   const n = end - start;
@@ -48,7 +57,7 @@ export function writePacked(path: string, layer: number, start: number, end: num
   buf.write(JSON.stringify({ layer, start, end, rowBytes: rb, stride: rb, dataOffset: 4096, layout }), 0);
   for (let i = 0; i < n; i++) {
     const off = layout === 'dense' ? 4096 + i * rb : 4096 + Math.floor(i / perPage) * 4096 + (i % perPage) * rb;
-    testRow(layer, start + i, dim).copy(buf, off);
+    rowFn(layer, start + i, dim).copy(buf, off);
   }
   const fd = openSync(path, 'w');
   writeSync(fd, buf);
@@ -110,4 +119,38 @@ export function writeSparseShard(path: string, tables: ShardTable[], ids: Map<nu
     dataStart: base,
     tables: placed.map((t) => ({ layer: t.layer, rows: t.rows, dim: t.dim, weightOffset: base + t.w, scaleOffset: base + t.s })),
   };
+}
+
+export interface PackLayerSpec {
+  layer: number;
+  rows: number;
+  start: number;
+  end: number;
+}
+
+/** A packed directory as contract.md describes it: data files, then engram-local.json. */
+export function writePackDir(
+  dir: string,
+  o: { rank: number; world: number; layout: 'dense' | 'page'; dim: number; layers: PackLayerSpec[] },
+  rowFn: (layer: number, id: number, dim: number) => Buffer = testRow,
+): Record<string, unknown> {
+  const rb = o.dim + o.dim / 32;
+  const layers = o.layers.map((l) => {
+    const file = `engram-l${l.layer}-r${o.rank}of${o.world}.bin`;
+    writePacked(join(dir, file), l.layer, l.start, l.end, o.dim, o.layout, rowFn);
+    const chunkRows = 1024;
+    const values = Array.from({ length: Math.ceil((l.end - l.start) / chunkRows) }, (_, i) => `00000000${i}`);
+    return { ...l, file, rowBytes: rb, stride: rb, dataOffset: 4096, weightDtype: 'F8_E4M3', scaleDtype: 'F8_E8M0', layout: o.layout, checksum: { algorithm: 'xxh64', chunkRows, values } };
+  });
+  const manifest = {
+    format: 'spark-engram-packed',
+    version: 1,
+    rank: o.rank,
+    world: o.world,
+    split: 'floor',
+    source: { snapshot: '/models/dsv41', files: [{ name: 'model-00047-of-00048.safetensors', bytes: 1, mtimeMs: 0 }] },
+    layers,
+  };
+  writeFileSync(join(dir, 'engram-local.json'), JSON.stringify(manifest, null, 2));
+  return manifest;
 }
