@@ -1,9 +1,10 @@
 // Every CLI command, in the order `spark --help` lists them.
 import type { Command } from 'commander';
 import type { CliContext } from '../cli.js';
+import { benchCommand } from './bench-gather.js';
 import { rowsCommand } from './rows.js';
 import { synthCommand } from './synth.js';
 
 export type CommandFactory = (ctx: CliContext) => Command;
 
-export const commandFactories: CommandFactory[] = [synthCommand, rowsCommand];
+export const commandFactories: CommandFactory[] = [synthCommand, rowsCommand, benchCommand];

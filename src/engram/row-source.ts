@@ -61,6 +61,8 @@ export interface RowSource {
   store: RowStore;
   tables: RowSourceTable[];
   manifest?: PackedManifest;
+  /** The table descriptions the store was opened with. */
+  specs: TableSpec[];
   /** Files the store reads, with their table (for benchmarks: fio, cache eviction). */
   files: { layer: number; path: string; role: 'weight' | 'scale' | 'packed' }[];
   close(): Promise<void>;
@@ -116,6 +118,7 @@ export async function openRowSource(path: string, options: RowSourceOptions = {}
       path,
       store,
       manifest,
+      specs,
       tables: entries.map((e) => ({ layer: e.layer, rows: e.rows, dim: dimOfRowBytes(e.rowBytes), rowBytes: e.rowBytes, start: e.start, end: e.end })),
       files: entries.map((e) => ({ layer: e.layer, path: join(path, e.file), role: 'packed' as const })),
       close: () => store.close(),
@@ -142,6 +145,7 @@ export async function openRowSource(path: string, options: RowSourceOptions = {}
     kind: 'snapshot',
     path,
     store,
+    specs,
     tables: tables.map((t) => ({ layer: t.layer, rows: t.rows, dim: t.dim, rowBytes: t.rowBytes, start: 0, end: t.rows })),
     files: tables.flatMap((t) => [
       { layer: t.layer, path: t.weight.file, role: 'weight' as const },
