@@ -29,12 +29,15 @@ export function benchText(r: GatherBenchReport): string {
     x.p50Ms.toFixed(2),
     x.p99Ms.toFixed(2),
     x.readsPerRow.toFixed(2),
+    Math.round(x.readsPerSec),
     x.baselines.naive ? Math.round(x.baselines.naive.rowsPerSec) : '-',
     ratio(x.rowsPerSec, x.baselines.naive?.rowsPerSec),
     x.baselines.fio ? Math.round(x.baselines.fio.iops) : '-',
     ratio(x.rowsPerSec, x.baselines.fio?.iops),
+    ratio(x.readsPerSec, x.baselines.fio?.iops),
+    x.cachedAfter === undefined ? '-' : `${(x.cachedAfter * 100).toFixed(0)}%`,
   ]);
-  const head = ['source', 'cache', 'threads', 'batch', 'rows/s', 'MB/s', 'p50 ms', 'p99 ms', 'reads/row', 'naive rows/s', 'vs naive', 'fio IOPS', 'vs fio'];
+  const head = ['source', 'cache', 'threads', 'batch', 'rows/s', 'MB/s', 'p50 ms', 'p99 ms', 'reads/row', 'reads/s', 'naive rows/s', 'vs naive', 'fio IOPS', 'rows vs fio', 'reads vs fio', 'cached after'];
   return [
     `layer ${r.layer} (${r.rows} rows), ${r.seconds} s per case${r.delayUs ? `, ${r.delayUs} us injected per read` : ''}`,
     r.cache,
@@ -83,6 +86,9 @@ interface Flags {
   fio?: boolean;
   naive?: boolean;
   seed?: string;
+  dedup?: boolean;
+  merge?: boolean;
+  fadvise?: boolean;
 }
 
 const VARIANTS: BenchVariant[] = ['snapshot', 'snapshot+scales', 'packed'];
@@ -108,6 +114,7 @@ export function parseBenchGatherFlags(source: string | undefined, f: Flags, env:
     fio: f.fio !== false,
     naive: f.naive !== false,
     seed: f.seed === undefined ? 1 : parseCount(f.seed, '--seed', 0, 0xffffffff),
+    store: { dedup: f.dedup !== false, merge: f.merge !== false, fadviseRandom: f.fadvise !== false },
   };
 }
 
@@ -126,6 +133,9 @@ export function benchCommand(ctx: CliContext): Command {
     .option('--no-fio', 'skip the fio baseline')
     .option('--no-naive', 'skip the naive TypeScript baseline')
     .option('--seed <n>', 'id generator seed', '1')
+    .option('--no-dedup', 'row store: do not sort and de-duplicate ids (to measure what it pays)')
+    .option('--no-merge', 'row store: one read per row piece, no page merging')
+    .option('--no-fadvise', 'row store: no POSIX_FADV_RANDOM hint')
     .option('--svg <file>', 'write a chart of rows/s against threads per batch size')
     .option('--json', 'print {results: [...], recommendedThreads}')
     .addHelpText(

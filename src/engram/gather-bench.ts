@@ -28,6 +28,8 @@ export interface GatherBenchOptions {
   naive?: boolean;
   seed?: number;
   openSnapshot?: SnapshotOpener;
+  /** Row store I/O choices, to measure what each one pays. */
+  store?: { dedup?: boolean; merge?: boolean; fadviseRandom?: boolean };
   progress?: (line: string) => void;
 }
 
@@ -44,6 +46,8 @@ export interface GatherBenchResult {
   p99Ms: number;
   batchesRun: number;
   readsPerRow: number;
+  /** Reads the store issued per second (rows/s x reads/row): the number to hold against fio's IOPS. */
+  readsPerSec: number;
   /** Fraction of the source's bytes in the page cache when the case ended (fincore). */
   cachedAfter?: number;
   baselines: { naive?: { rowsPerSec: number }; fio?: { iops: number } };
@@ -66,21 +70,24 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
-async function timeLoop(seconds: number, batches: number[][], run: (ids: number[]) => Promise<unknown>) {
+// Batches run one after another with fresh ids each (a reused pool of ids would be served from
+// the cache the first pass filled); only the gathers are timed.
+async function timeLoop(seconds: number, next: () => number[], run: (ids: number[]) => Promise<unknown>) {
   const lat: number[] = [];
   let rows = 0;
-  const t0 = performance.now();
-  const deadline = t0 + seconds * 1000;
-  for (let i = 0; performance.now() < deadline || i < 3; i++) {
-    const ids = batches[i % batches.length];
+  let busy = 0;
+  const deadline = performance.now() + seconds * 1000;
+  for (let i = 0; performance.now() < deadline || i < 1; i++) {
+    const ids = next();
     const b0 = performance.now();
     await run(ids);
-    lat.push(performance.now() - b0);
+    const ms = performance.now() - b0;
+    lat.push(ms);
+    busy += ms;
     rows += ids.length;
   }
-  const elapsed = (performance.now() - t0) / 1000;
   lat.sort((a, b) => a - b);
-  return { rowsPerSec: rows / elapsed, p50: percentile(lat, 50), p99: percentile(lat, 99), n: lat.length };
+  return { rowsPerSec: rows / (busy / 1000), p50: percentile(lat, 50), p99: percentile(lat, 99), n: lat.length };
 }
 
 /** Smallest thread count within 5% of the best rows/s at the largest batch. */
@@ -115,7 +122,7 @@ export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBench
   }
   const model = idModel(table.rows, table.start, table.end, sizes);
   const random = rng(o.seed ?? 1);
-  const pools = new Map(o.batches.map((b) => [b, Array.from({ length: b >= 10000 ? 6 : 64 }, () => drawBatch(model, b, random))]));
+  const fresh = (b: number) => () => drawBatch(model, b, random);
   const variants = o.variants ?? (kind === 'packed' ? ['packed'] : ['snapshot', 'snapshot+scales']);
   const fio = o.fio !== false && o.delayUs === undefined ? fioVersion() : undefined;
   const layout = spec.kind === 'packed' ? spec.layout : undefined;
@@ -135,27 +142,28 @@ export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBench
       const ng = await NaiveGather.open(spec, v === 'snapshot+scales');
       for (const b of o.batches) {
         await prepare();
-        const t = await timeLoop(o.seconds, pools.get(b)!, (ids) => ng.gather(ids));
+        const t = await timeLoop(o.seconds, fresh(b), (ids) => ng.gather(ids));
         naive.set(`${v}/${b}`, t.rowsPerSec);
         say(`naive ${v} batch ${b}: ${Math.round(t.rowsPerSec)} rows/s`);
       }
       await ng.close();
     }
   }
+  // fio runs right before the row store's cases of the same thread count, so both see the
+  // same moment of a shared, noisy machine.
   const fioIops = new Map<number, number>();
-  if (fio) {
-    const m = mainFile(spec);
-    for (const t of o.threads) {
-      if (!o.cold) await prepare();
-      const iops = runFio({ ...m, threads: t, seconds: o.seconds, direct: Boolean(o.direct && layout === 'page'), keepCache: !o.cold });
-      fioIops.set(t, iops);
-      say(`fio ${t} threads: ${Math.round(iops)} IOPS`);
-    }
-  }
+  const fioAt = async (t: number): Promise<void> => {
+    if (!fio || fioIops.has(t)) return;
+    await prepare();
+    const iops = runFio({ ...mainFile(spec), threads: t, seconds: o.seconds, direct: Boolean(o.direct && layout === 'page'), keepCache: !o.cold });
+    fioIops.set(t, iops);
+    say(`fio ${t} threads: ${Math.round(iops)} IOPS`);
+  };
 
   const results: GatherBenchResult[] = [];
   for (const v of variants) {
     for (const t of o.threads) {
+      await fioAt(t);
       const src: RowSource = await openRowSource(o.source, {
         threads: t,
         layers: [table.layer],
@@ -163,13 +171,14 @@ export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBench
         residentScales: v === 'snapshot+scales',
         openSnapshot: o.openSnapshot,
         faults: o.delayUs ? { delayUs: o.delayUs } : undefined,
+        ...o.store,
       });
       try {
         const directActive = src.store.tables()[0].directActive;
         for (const b of o.batches) {
           await prepare();
           const before = src.store.stats();
-          const r = await timeLoop(o.seconds, pools.get(b)!, (ids) => src.store.gather(table.layer, ids));
+          const r = await timeLoop(o.seconds, fresh(b), (ids) => src.store.gather(table.layer, ids));
           const after = src.store.stats();
           const res: GatherBenchResult = {
             source: v,
@@ -184,6 +193,7 @@ export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBench
             p99Ms: r.p99,
             batchesRun: r.n,
             readsPerRow: (after.reads - before.reads) / Math.max(1, after.rows - before.rows),
+            readsPerSec: (r.rowsPerSec * (after.reads - before.reads)) / Math.max(1, after.rows - before.rows),
             cachedAfter: cachedAfter(),
             baselines: {},
           };
