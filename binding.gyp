@@ -9,8 +9,11 @@
     {
       "target_name": "spark",
       "sources": [
+        "native/core/json.cc",
+        "native/core/safetensors.cc",
         "native/core/status.cc",
         "native/core/thread_pool.cc",
+        "native/core/utf8.cc",
         "native/core/io_util.cc",
         "native/core/parallel.cc",
         "native/core/row_plan.cc",
@@ -19,6 +22,7 @@
         "native/binding/addon.cc",
         "native/binding/async.cc",
         "native/binding/errors.cc",
+        "native/binding/safetensors_binding.cc",
         "native/binding/row_store_binding.cc"
       ],
       "include_dirs": [

@@ -10,7 +10,6 @@ import { NaiveGather } from '../src/engram/naive-gather.js';
 import { warmCache } from '../src/engram/page-cache.js';
 import { openRowSource, type RowSource, type RowSourceOptions } from '../src/engram/row-source.js';
 import { machineInfo } from './lib/processes.js';
-import { synthSnapshotLike } from '../test/helpers/snapshot-like.js';
 
 const dir = process.argv[2] ?? '.tmp/bench';
 const threads = Number(process.argv[3] ?? 64);
@@ -26,7 +25,7 @@ interface Row {
 const rows: Row[] = [];
 
 async function open(sub: string, o: RowSourceOptions): Promise<RowSource> {
-  return openRowSource(join(dir, sub), { openSnapshot: synthSnapshotLike, layers: [1], ...o });
+  return openRowSource(join(dir, sub), { layers: [1], ...o });
 }
 
 async function ablation(batch: number): Promise<void> {

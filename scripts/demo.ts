@@ -1,5 +1,38 @@
-// `npm run demo`: a short tour of what spark does, on data it makes itself.
-import { demoGather } from './demo-gather.js';
+// `npm run demo`: the main job end to end on a synthetic DSV4.1-shaped snapshot, each step a
+// real `spark` command. Pass a directory to keep the files; otherwise a temp dir is removed.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { processIo } from '../src/io.js';
+import { runCli } from '../src/main.js';
 
-console.log('== Engram row store: batched gathers from a packed page-layout table');
-await demoGather();
+const keep = process.argv[2];
+const root = keep ?? mkdtempSync(join(tmpdir(), 'spark-demo-'));
+const snapshot = join(root, 'snapshot');
+
+const steps: [string, string[]][] = [
+  ['Write a synthetic snapshot (2 Engram layers, prime-rule row counts)', ['synth', snapshot, '--vocab', '4000', '--shards', '4']],
+  ['Validate every header and report the Engram tables', ['inspect', snapshot]],
+  ['Read rows through the row store: ids at both ends of layer 1, one repeated', ['rows', snapshot, '--layer', '1', '--ids', '0,17,17', '--json']],
+  [
+    'A short gather benchmark: the row store against the naive loop (and fio where installed)',
+    ['bench', 'gather', snapshot, '--threads', '4,16', '--batch', '144,4096', '--seconds', '1'],
+  ],
+];
+
+const io = processIo();
+let failed = 0;
+try {
+  for (const [title, argv] of steps) {
+    io.stdout(`\n== ${title}\n$ spark ${argv.join(' ')}\n`);
+    const code = await runCli(argv, io);
+    if (code !== 0) {
+      io.stderr(`demo step failed with exit code ${code}\n`);
+      failed = code;
+      break;
+    }
+  }
+} finally {
+  if (!keep) rmSync(root, { recursive: true, force: true });
+}
+process.exitCode = failed;

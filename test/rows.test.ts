@@ -9,7 +9,7 @@ import { runRows } from '../src/commands/rows.js';
 import { cli } from './helpers/cli.js';
 import { writePackDir } from './helpers/engram-files.js';
 import { synthSnapshotLike } from './helpers/snapshot-like.js';
-import { makeSnapshot } from './helpers/synth.js';
+import { makeFullSizeSnapshot, makeSnapshot } from './helpers/synth.js';
 import { tempDir } from './helpers/tmp.js';
 
 const io = { stdout: () => {}, stderr: () => {}, env: {}, cwd: '.', stderrIsTTY: false, color: false };
@@ -106,4 +106,42 @@ test('a synth snapshot read through the row source: two reads per row, or one wi
   }
   const r = await runRows({ source: snap.dir, layer: 14, ids: [3], dequant: false, openSnapshot: synthSnapshotLike }, io);
   assert.equal((r.json as { rows: { weight: string }[] }).rows[0].weight, synthRow(14, 3, 256).subarray(0, 256).toString('hex'));
+});
+
+test('a full-size sparse DSV4.1 snapshot: rows at 0, rank boundaries and N-1 of both layers, through the API and spark rows', async () => {
+  const snap = makeFullSizeSnapshot();
+  const src = await openRowSource(snap.dir, { threads: 8 });
+  try {
+    assert.deepEqual(src.tables.map((t) => [t.layer, t.rows]), [[1, 384006168], [14, 384016682]]);
+    assert.ok(src.specs.every((s) => s.kind === 'snapshot' && Number(s.scale.offset) > 2 ** 32));
+    for (const t of src.tables) {
+      const bounds = [1, 2, 3].map((r) => Math.floor((t.rows * r) / 4));
+      const ids = [0, 1, ...bounds.flatMap((b) => [b - 1, b]), t.rows - 1];
+      const out = await src.store.gather(t.layer, ids);
+      ids.forEach((id, i) => assert.ok(out.subarray(i * 264, (i + 1) * 264).equals(synthRow(t.layer, id, 256)), `layer ${t.layer} id ${id}`));
+      const r = await cli(['rows', snap.dir, '--layer', String(t.layer), '--ids', ids.join(','), '--json']);
+      assert.equal(r.code, 0, r.stderr);
+      const reply = JSON.parse(r.stdout);
+      assert.equal(reply.source, 'snapshot');
+      reply.rows.forEach((row: { id: number; weight: string; scale: string }, i: number) => {
+        assert.equal(row.id, ids[i]);
+        assert.equal(row.weight + row.scale, synthRow(t.layer, ids[i], 256).toString('hex'));
+      });
+      const past = await cli(['rows', snap.dir, '--layer', String(t.layer), '--ids', String(t.rows), '--json']);
+      assert.equal(past.code, 2);
+      assert.match(JSON.parse(past.stderr).error.message, new RegExp(`row id ${t.rows} `));
+    }
+  } finally {
+    await src.close();
+  }
+});
+
+test('spark rows on a synth snapshot made by spark synth, with --dequant', async () => {
+  const dir = join(tempDir(), 'snap');
+  assert.equal((await cli(['synth', dir])).code, 0);
+  const r = await cli(['rows', dir, '--layer', '14', '--ids', '5,5,0', '--dequant', '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  const rows = JSON.parse(r.stdout).rows;
+  assert.equal(rows[0].weight + rows[0].scale, synthRow(14, 5, 256).toString('hex'));
+  assert.deepEqual(rows[2].values, dequantRow(synthRow(14, 0, 256), 256).map((v) => (v === 0 ? 0 : v)));
 });

@@ -7,9 +7,11 @@ namespace spark {
 
 using BindingInit = void (*)(Napi::Env env, Napi::Object exports);
 
-void InitRowStore(Napi::Env env, Napi::Object exports);  // row_store_binding.cc
+void InitSafetensors(Napi::Env env, Napi::Object exports);  // safetensors_binding.cc
+void InitRowStore(Napi::Env env, Napi::Object exports);     // row_store_binding.cc
 
 inline constexpr BindingInit kBindingModules[] = {
+    InitSafetensors,
     InitRowStore,
 };
 

@@ -24,6 +24,7 @@
   X(E_SAFETENSORS_DATA_LENGTH, 2)       \
   X(E_SAFETENSORS_DUPLICATE, 2)         \
   X(E_SAFETENSORS_METADATA, 2)          \
+  X(E_SAFETENSORS_ENTRY, 2)             \
   X(E_INDEX_JSON, 2)                    \
   X(E_INDEX_PATH, 2)                    \
   X(E_INDEX_TENSOR, 2)                  \
@@ -36,5 +37,8 @@
   X(E_ENGRAM_DTYPE, 2)                  \
   X(E_ENGRAM_ROWS, 2)                   \
   X(E_ROW_RANGE, 2)                     \
+  X(E_RECIPE, 2)                        \
+  X(E_CLUSTER, 2)                       \
+  X(E_ENV_FILE, 2)                      \
   X(E_STORE_CLOSED, 2)                  \
   X(E_PACK_MANIFEST, 2)

@@ -1,10 +1,40 @@
-// Every CLI command, in the order `spark --help` lists them.
+// Every CLI command, in the order `spark --help` lists them. Only the command being run is
+// imported: start-up stays close to Node's own (several commands run on every boot).
 import type { Command } from 'commander';
 import type { CliContext } from '../cli.js';
-import { benchCommand } from './bench-gather.js';
-import { rowsCommand } from './rows.js';
-import { synthCommand } from './synth.js';
 
 export type CommandFactory = (ctx: CliContext) => Command;
 
-export const commandFactories: CommandFactory[] = [synthCommand, rowsCommand, benchCommand];
+export interface CommandEntry {
+  name: string;
+  summary: string;
+  load(): Promise<CommandFactory>;
+}
+
+export const commandEntries: CommandEntry[] = [
+  {
+    name: 'inspect',
+    summary: 'validate a snapshot (index, every shard header, file sizes) and report its Engram tables',
+    load: async () => (await import('./inspect.js')).inspectCommand,
+  },
+  {
+    name: 'synth',
+    summary: 'write a small DeepSeek-V4.1-shaped snapshot with checkable Engram rows',
+    load: async () => (await import('./synth.js')).synthCommand,
+  },
+  {
+    name: 'preflight',
+    summary: 'check a recipe, its cluster and env files, the snapshot and this node before a boot',
+    load: async () => (await import('./preflight.js')).preflightCommand,
+  },
+  {
+    name: 'rows',
+    summary: 'read Engram rows at given ids through the row store',
+    load: async () => (await import('./rows.js')).rowsCommand,
+  },
+  {
+    name: 'bench',
+    summary: 'benchmarks: gather (row store against fio and a naive loop)',
+    load: async () => (await import('./bench-gather.js')).benchCommand,
+  },
+];

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { SparkError } from '../errors.js';
 import { RowStore, type RowStoreOptions, type TableSpec } from '../native/row-store.js';
 import { dimOfRowBytes, isPackedDir, readPackedManifest, type PackedManifest } from './packed-manifest.js';
+import { openSnapshot } from './snapshot.js';
 
 /** What the row source needs of a snapshot (a structural subset of snapshot.ts's Snapshot). */
 export interface SnapshotTensorLike {
@@ -72,10 +73,8 @@ async function defaultOpenSnapshot(
   path: string,
   options: { engramOnly: boolean; weightPattern?: RegExp; scalePattern?: RegExp },
 ): Promise<SnapshotLike> {
-  // Loaded on demand so packed directories never need the snapshot reader.
-  const specifier = './snapshot.js';
-  const mod = (await import(specifier)) as { openSnapshot: SnapshotOpener };
-  return mod.openSnapshot(path, options);
+  const { weightPattern, scalePattern, engramOnly } = options;
+  return openSnapshot(path, { engramOnly, ...(weightPattern ? { weightPattern } : {}), ...(scalePattern ? { scalePattern } : {}) });
 }
 
 function pickLayers<T extends { layer: number }>(all: T[], wanted: number[] | undefined, where: string): T[] {
