@@ -176,9 +176,12 @@ export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBench
       try {
         const directActive = src.store.tables()[0].directActive;
         for (const b of o.batches) {
+          // One output buffer per case, as a serving loop reuses its own: a fresh 13 MB buffer
+          // per batch would add thousands of first-touch page faults inside the reads.
+          const out = Buffer.alloc(b * table.rowBytes);
           await prepare();
           const before = src.store.stats();
-          const r = await timeLoop(o.seconds, fresh(b), (ids) => src.store.gather(table.layer, ids));
+          const r = await timeLoop(o.seconds, fresh(b), (ids) => src.store.gather(table.layer, ids, out));
           const after = src.store.stats();
           const res: GatherBenchResult = {
             source: v,
