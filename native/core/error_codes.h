@@ -38,4 +38,6 @@
   X(E_ROW_RANGE, 2)                     \
   X(E_RECIPE, 2)                        \
   X(E_CLUSTER, 2)                       \
-  X(E_ENV_FILE, 2)
+  X(E_ENV_FILE, 2)                      \
+  X(E_NODE_FAILED, 3)                   \
+  X(E_HEALTH_TIMEOUT, 3)

@@ -1,9 +1,11 @@
 // Every CLI command, in the order `spark --help` lists them.
 import type { Command } from 'commander';
 import type { CliContext } from '../cli.js';
+import { fanoutCommand } from './fanout.js';
+import { launchCommand } from './launch.js';
 import { preflightCommand } from './preflight.js';
 import { synthCommand } from './synth.js';
 
 export type CommandFactory = (ctx: CliContext) => Command;
 
-export const commandFactories: CommandFactory[] = [synthCommand, preflightCommand];
+export const commandFactories: CommandFactory[] = [synthCommand, preflightCommand, launchCommand, fanoutCommand];

@@ -36,6 +36,8 @@ export const ERROR_CODES = {
   E_RECIPE: 2,
   E_CLUSTER: 2,
   E_ENV_FILE: 2,
+  E_NODE_FAILED: 3,
+  E_HEALTH_TIMEOUT: 3,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
