@@ -85,8 +85,9 @@ export async function waitForHealth(options: HealthOptions): Promise<HealthResul
   }
 }
 
-/** 605 s → `10m05s`. */
+/** 605 s → `10m05s`; 0.4 s → `0.4s`. */
 export function formatDuration(ms: number): string {
+  if (ms < 9950) return `${(ms / 1000).toFixed(1).replace(/\.0$/, '')}s`;
   const s = Math.round(ms / 1000);
   if (s < 60) return `${s}s`;
   return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;

@@ -1,8 +1,9 @@
-// Fake `ssh`, `docker` and `spark` executables for launch tests. They go first on PATH, record
-// every call (argv, the host it ran "on", pid) as one JSON line, and behave as the test says.
+// Fake `ssh`, `docker` and `spark` executables for launch tests (POSIX sh, so a 4-node launch
+// costs milliseconds). They go first on PATH, record every call (argv NUL-separated, byte-exact,
+// with the host it ran "on" and its pid) into one file per call, and behave as the test says.
 // The fake ssh does what real ssh does with its command: joins the arguments after the host
 // with spaces and has `sh -c` parse the result, so quoting is exercised for real.
-import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from './tmp.js';
 
@@ -29,104 +30,115 @@ export interface FakeCall {
 
 export interface FakeNodes {
   bin: string;
-  log: string;
   env(behavior?: Behavior, extra?: NodeJS.ProcessEnv): NodeJS.ProcessEnv;
   calls(): FakeCall[];
 }
 
 const COMMON = `
-const fs = require('fs');
-const args = process.argv.slice(2);
-function record(prog, host) {
-  fs.appendFileSync(process.env.FAKE_LOG, JSON.stringify({ prog, argv: args, host, pid: process.pid }) + '\\n');
+rec() {
+  f="$FAKE_DIR/calls/$(date +%s%N)-$$"
+  { printf '%s\\0' "$1" "$2" "$$"; shift 2; printf '%s\\0' "$@"; } > "$f.part" && mv "$f.part" "$f"
 }
-function behavior(keys) {
-  const b = JSON.parse(process.env.FAKE_BEHAVIOR || '{}');
-  for (const k of keys) if (b[k]) return b[k];
-  return undefined;
-}
-function act(a) {
-  if (a.stdout) fs.writeSync(1, a.stdout);
-  if (a.stderr) fs.writeSync(2, a.stderr);
-  if (a.sleep) { setInterval(() => {}, 1 << 30); return; }
-  process.exit(a.exit || 0);
+# act KEY: behave as the test's files for KEY say; returns 1 when there are none.
+act() {
+  b="$FAKE_DIR/behavior/$(printf '%s' "$1" | tr ' *' '._')"
+  [ -e "$b.exit" ] || return 1
+  [ -e "$b.out" ] && cat "$b.out"
+  [ -e "$b.err" ] && cat "$b.err" >&2
+  code=$(cat "$b.exit")
+  [ "$code" = sleep ] && exec sleep 100000
+  exit "$code"
 }
 `;
 
 const SSH = `
-const cp = require('child_process');
-const os = require('os');
-let i = 0;
-while (i < args.length && args[i].startsWith('-') && args[i] !== '--') i += args[i] === '-o' ? 2 : 1;
-const host = args[i];
-let rest = args.slice(i + 1);
-if (rest[0] === '--') rest = rest.slice(1);
-record('ssh', host);
-const own = behavior([host + ' ssh']);
-if (own) { act(own); } else {
-  const r = cp.spawnSync('/bin/sh', ['-c', rest.join(' ')], { stdio: 'inherit', env: { ...process.env, FAKE_HOST: host } });
-  process.exit(r.status !== null ? r.status : 128 + (os.constants.signals[r.signal] || 0));
-}
+host= ; skip=0
+for a in "$@"; do
+  if [ $skip = 1 ]; then skip=0; continue; fi
+  case $a in -o) skip=1 ;; -*) ;; *) host=$a; break ;; esac
+done
+rec ssh "$host" "$@"
+while [ $# -gt 0 ]; do a=$1; shift; case $a in -o) shift ;; -*) ;; *) break ;; esac; done
+[ "$1" = "--" ] && shift
+act "$host ssh"
+FAKE_HOST=$host; export FAKE_HOST
+exec /bin/sh -c "$*"
 `;
 
 const DOCKER = `
-const host = process.env.FAKE_HOST || 'local';
-const sub = args[0];
-record('docker', host);
-const defaults = {
-  run: { stdout: '4f0c1e' + '0'.repeat(58) + '\\n' },
-  logs: { stdout: 'server booting\\n', sleep: true },
-  inspect: { stdout: 'exited 1 false\\n' },
-  stop: { stdout: args[1] + '\\n' },
-  rm: { exit: 1, stderr: 'Error response from daemon: No such container: ' + args[1] + '\\n' },
-};
-act(behavior([host + ' docker ' + sub, '* docker ' + sub]) || defaults[sub] || {});
+host=\${FAKE_HOST:-local}
+rec docker "$host" "$@"
+act "$host docker $1" || act "* docker $1"
+case $1 in
+  run) echo 4f0c1e0000000000000000000000000000000000000000000000000000000000 ;;
+  logs) echo 'server booting'; exec sleep 100000 ;;
+  inspect) echo 'exited 1 false' ;;
+  stop) echo "$2" ;;
+  rm) echo "Error response from daemon: No such container: $2" >&2; exit 1 ;;
+esac
 `;
 
 const SPARK = `
-const host = process.env.FAKE_HOST || 'local';
-const sub = args[0];
-record('spark', host);
-const rank = Number(args[args.indexOf('--rank') + 1]);
-const defaults = {
-  gid: { stdout: '3\\n' },
-  pack: { stdout: JSON.stringify({ bytes: 1000 + rank, seconds: 1, layers: [1, 14], rank }) + '\\n', stderr: 'packing layer 1\\n' },
-  verify: { stdout: JSON.stringify({ ok: true }) + '\\n' },
-};
-act(behavior([host + ' spark ' + sub, '* spark ' + sub]) || defaults[sub] || {});
+host=\${FAKE_HOST:-local}
+rec spark "$host" "$@"
+act "$host spark $1" || act "* spark $1"
+rank=-1; prev=
+for a in "$@"; do [ "$prev" = --rank ] && rank=$a; prev=$a; done
+case $1 in
+  gid) echo 3 ;;
+  pack) echo 'packing layer 1' >&2; echo "{\\"bytes\\":$((1000 + rank)),\\"seconds\\":1,\\"layers\\":[1,14],\\"rank\\":$rank}" ;;
+  verify) echo '{"ok":true}' ;;
+esac
 `;
 
 export function fakeNodes(): FakeNodes {
-  const bin = tempDir('spark-fake-bin-');
-  const log = join(bin, 'calls.jsonl');
+  const dir = tempDir('spark-fake-');
+  const bin = join(dir, 'bin');
+  for (const d of [bin, join(dir, 'calls'), join(dir, 'behavior')]) mkdirSync(d);
   const write = (name: string, body: string) => {
     const file = join(bin, name);
-    writeFileSync(file, `#!${process.execPath}\n${COMMON}\n${body}`);
+    writeFileSync(file, `#!/bin/sh\n${COMMON}\n${body}`);
     chmodSync(file, 0o755);
   };
   write('ssh', SSH);
   write('docker', DOCKER);
   write('spark', SPARK);
+  const setBehavior = (behavior: Behavior) => {
+    const bdir = join(dir, 'behavior');
+    for (const [key, a] of Object.entries(behavior)) {
+      const base = join(bdir, key.replace(/ /g, '.').replace(/\*/g, '_'));
+      writeFileSync(`${base}.exit`, a.sleep ? 'sleep' : String(a.exit ?? 0));
+      if (a.stdout !== undefined) writeFileSync(`${base}.out`, a.stdout);
+      if (a.stderr !== undefined) writeFileSync(`${base}.err`, a.stderr);
+    }
+  };
   return {
     bin,
-    log,
-    env: (behavior = {}, extra = {}) => ({
-      ...process.env,
-      PATH: `${bin}:${process.env.PATH ?? '/usr/bin:/bin'}`,
-      FAKE_LOG: log,
-      FAKE_BEHAVIOR: JSON.stringify(behavior),
-      SPARK_SSH: '',
-      SPARK_DOCKER: '',
-      SPARK_REMOTE_BIN: '',
-      ...extra,
-    }),
-    calls: () =>
-      existsSync(log)
-        ? readFileSync(log, 'utf8')
-            .split('\n')
-            .filter((l) => l !== '')
-            .map((l) => JSON.parse(l) as FakeCall)
-        : [],
+    env: (behavior = {}, extra = {}) => {
+      setBehavior(behavior);
+      return {
+        ...process.env,
+        PATH: `${bin}:${process.env.PATH ?? '/usr/bin:/bin'}`,
+        FAKE_DIR: dir,
+        SPARK_SSH: '',
+        SPARK_DOCKER: '',
+        SPARK_REMOTE_BIN: '',
+        ...extra,
+      };
+    },
+    calls: () => {
+      const cdir = join(dir, 'calls');
+      if (!existsSync(cdir)) return [];
+      return readdirSync(cdir)
+        .filter((f) => !f.endsWith('.part'))
+        .sort()
+        .map((f) => {
+          const fields = readFileSync(join(cdir, f), 'utf8').split('\0');
+          fields.pop();
+          const [prog, host, pid, ...argv] = fields;
+          return { prog: prog as FakeCall['prog'], host: host!, pid: Number(pid), argv };
+        });
+    },
   };
 }
 
