@@ -9,11 +9,14 @@
     {
       "target_name": "spark",
       "sources": [
+        "native/core/json.cc",
+        "native/core/safetensors.cc",
         "native/core/status.cc",
         "native/core/thread_pool.cc",
         "native/binding/addon.cc",
         "native/binding/async.cc",
-        "native/binding/errors.cc"
+        "native/binding/errors.cc",
+        "native/binding/safetensors_binding.cc"
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",

@@ -7,8 +7,10 @@ namespace spark {
 
 using BindingInit = void (*)(Napi::Env env, Napi::Object exports);
 
+void InitSafetensors(Napi::Env env, Napi::Object exports);  // safetensors_binding.cc
+
 inline constexpr BindingInit kBindingModules[] = {
-    nullptr,
+    InitSafetensors,
 };
 
 }  // namespace spark

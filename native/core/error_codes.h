@@ -24,6 +24,7 @@
   X(E_SAFETENSORS_DATA_LENGTH, 2)       \
   X(E_SAFETENSORS_DUPLICATE, 2)         \
   X(E_SAFETENSORS_METADATA, 2)          \
+  X(E_SAFETENSORS_ENTRY, 2)             \
   X(E_INDEX_JSON, 2)                    \
   X(E_INDEX_PATH, 2)                    \
   X(E_INDEX_TENSOR, 2)                  \
