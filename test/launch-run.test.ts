@@ -8,6 +8,9 @@ import { readFileSync } from 'node:fs';
 import { cli, type CliRun } from './helpers/cli.js';
 import { alive, fakeNodes, waitFor, type Behavior, type FakeCall } from './helpers/fake-node.js';
 import { AIDEN16, EUGR, REV, writeCluster, writeRecipe } from './helpers/launch-files.js';
+import type { Io } from '../src/io.js';
+import type { SparkError } from '../src/errors.js';
+import { runLaunch, type LaunchRequest } from '../src/launch/index.js';
 
 interface LaunchDoc {
   nodes: { rank: number; host: string; argv: string[]; env: Record<string, string>; container: string }[];
@@ -223,6 +226,54 @@ test('a node named 127.0.0.1 runs docker directly, without ssh', async () => {
     assert.ok(calls.filter((c) => c.prog === 'ssh').every((c) => c.host === 'far'));
     const doc = JSON.parse(r.stdout) as LaunchDoc;
     assert.deepEqual(['docker', ...byHost(calls, 'run').get('local')!.argv], doc.nodes[0]!.argv);
+  } finally {
+    await health.close();
+  }
+});
+
+/** An Io that records stderr and can be watched while a launch runs. */
+function recordingIo(env: NodeJS.ProcessEnv): { io: Io; err: () => string } {
+  let err = '';
+  return {
+    io: { stdout: () => {}, stderr: (t) => (err += t), env, cwd: process.cwd(), stderrIsTTY: false, color: false },
+    err: () => err,
+  };
+}
+
+function request(cluster: string, url: string, extra: Partial<LaunchRequest> = {}): LaunchRequest {
+  return { recipe: AIDEN16, cluster, revision: REV, healthUrl: url, timeoutMs: 20_000, intervalMs: 50, progressEveryMs: 0, ...extra };
+}
+
+test('Ctrl-C while booting stops every container; with --follow after healthy it only ends the log stream', async () => {
+  const fake = fakeNodes();
+  const never = await healthServer(-1);
+  const abort = new AbortController();
+  const { io } = recordingIo(fake.env());
+  try {
+    const pending = runLaunch(request(cluster4(), never.url, { signal: abort.signal }), io);
+    await waitFor(() => (fake.calls().filter((c) => c.argv[0] === 'logs').length === 4 ? true : undefined));
+    abort.abort();
+    await assert.rejects(pending, (e: SparkError) => e.code === 'E_NODE_FAILED' && /^launch interrupted$/.test(e.message));
+    assert.equal(byHost(fake.calls(), 'stop').size, 4);
+  } finally {
+    await never.close();
+  }
+
+  const fake2 = fakeNodes();
+  const health = await healthServer(0, () => fake2.calls().filter((c) => c.argv[0] === 'logs').length === 4);
+  const follow = new AbortController();
+  const rec = recordingIo(fake2.env());
+  try {
+    const pending = runLaunch(request(cluster4(), health.url, { signal: follow.signal, follow: true }), rec.io);
+    await waitFor(() => (rec.err().includes('healthy:') ? true : undefined)).catch((e: Error) => assert.fail(e.message + '\n' + rec.err()));
+    await new Promise((r) => setTimeout(r, 100));
+    const logs = fake2.calls().filter((c) => c.argv[0] === 'logs');
+    assert.ok(logs.every((c) => alive(c.pid)), 'still following after healthy');
+    follow.abort();
+    const result = await pending;
+    assert.equal(result.plan.nodes.length, 4);
+    await waitFor(() => (logs.every((c) => !alive(c.pid)) ? true : undefined), 5000);
+    assert.equal(byHost(fake2.calls(), 'stop').size, 0, 'ending --follow leaves the server running');
   } finally {
     await health.close();
   }

@@ -109,6 +109,13 @@ Example:
     });
   return new Command('fanout')
     .description('run node-local work (pack, verify) on every node of a cluster at once over ssh')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  spark fanout pack <snapshot> --out /var/lib/spark/engram --cluster recipes/clusters/4node-switch.toml
+  spark fanout verify /var/lib/spark/engram --cluster recipes/clusters/4node-switch.toml`,
+    )
     .addCommand(pack)
     .addCommand(verify);
 }

@@ -168,7 +168,6 @@ export async function runLaunch(req: LaunchRequest, io: Io): Promise<LaunchResul
   // 2. Follow every node's logs and poll the head's /health until it answers 200.
   const outcome = await followUntilHealthy(plan, req, io, tools);
   if (outcome.kind === 'healthy') {
-    log(`healthy: ${plan.healthUrl} answered 200 after ${formatDuration(outcome.ms)}`);
     return { plan, seconds: (performance.now() - began) / 1000, preflight: { errors: report.counts.error, warnings: report.counts.warn } };
   }
   const cleaned = await cleanup();
@@ -201,6 +200,7 @@ async function containerState(node: NodePlan, tools: Tools, env: NodeJS.ProcessE
 
 async function followUntilHealthy(plan: LaunchPlan, req: LaunchRequest, io: Io, tools: Tools): Promise<FollowOutcome> {
   const stopHealth = new AbortController();
+  let healthy = false;
   let reportExit: (o: FollowOutcome) => void = () => {};
   const exited = new Promise<FollowOutcome>((resolve) => (reportExit = resolve));
   const onStreamEnd = async (r: NodeJobResult) => {
@@ -215,6 +215,10 @@ async function followUntilHealthy(plan: LaunchPlan, req: LaunchRequest, io: Io, 
       ? `the container exited with status ${state.exit}${state.oom ? ' (out of memory)' : ''}`
       : `the node stopped answering (${describeEnd(r)}: ${lastLine(r.tail.join('\n'))})`;
     const last = state ? lastLine(r.tail.join('\n')) : '';
+    if (healthy) {
+      io.stderr(`note: node ${node.rank} (${node.host}): ${how}${last ? `; last output: ${last}` : ''}\n`);
+      return;
+    }
     reportExit({
       kind: 'exited',
       rank: node.rank,
@@ -244,6 +248,10 @@ async function followUntilHealthy(plan: LaunchPlan, req: LaunchRequest, io: Io, 
   const outcome = await Promise.race([health, exited]);
   stopHealth.abort();
   await health;
+  if (outcome.kind === 'healthy') {
+    healthy = true;
+    io.stderr(`healthy: ${plan.healthUrl} answered 200 after ${formatDuration(outcome.ms)}\n`);
+  }
   if (outcome.kind === 'healthy' && req.follow && !req.signal?.aborted) {
     // Keep streaming until every container ends or the caller aborts (Ctrl-C).
     const end = () => follow.stop();
