@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { cli } from './helpers/cli.js';
-import { AIDEN16, EUGR, REV, hfCacheWith, writeCluster, writeRecipe } from './helpers/launch-files.js';
+import { AIDEN16, EUGR, PACKED, REV, hfCacheWith, writeCluster, writeRecipe } from './helpers/launch-files.js';
 import { argvForExec, parseRecipe } from '../src/recipes/index.js';
 
 interface PlanDoc {
@@ -40,8 +40,9 @@ const FOUR = {
   nccl: { NCCL_SOCKET_IFNAME: 'eth9', NCCL_IB_HCA: 'mlx5_0', NCCL_CROSS_NIC: '0', NCCL_DEBUG: 'WARN' },
 };
 
-test('aiden16 on a 4-node cluster: per-node rank, rendezvous, refs/main snapshot, args in order, [env] wins', async () => {
-  const cache = hfCacheWith('deepseek-ai/DeepSeek-V4.1-Flash', REV);
+test('aiden16 on a 4-node cluster: per-node rank, rendezvous, snapshot, args in order, [env] wins', async () => {
+  // refs/main points elsewhere: the recipe's SPARK_ENGRAM_DIR names the snapshot it was written for.
+  const cache = hfCacheWith('deepseek-ai/DeepSeek-V4.1-Flash', REV, { main: 'c'.repeat(40) });
   const cluster = writeCluster({ ...FOUR, hfCache: cache });
   const doc = await plan([AIDEN16, '--cluster', cluster]);
   const snap = `/root/.cache/huggingface/hub/models--deepseek-ai--DeepSeek-V4.1-Flash/snapshots/${REV}`;
@@ -49,7 +50,7 @@ test('aiden16 on a 4-node cluster: per-node rank, rendezvous, refs/main snapshot
     id: 'deepseek-ai/DeepSeek-V4.1-Flash',
     path: snap,
     revision: REV,
-    from: 'refs/main',
+    from: 'SPARK_ENGRAM_DIR',
     hostPath: `${cache}/hub/models--deepseek-ai--DeepSeek-V4.1-Flash/snapshots/${REV}`,
   });
   assert.equal(doc.nodes.length, 4);
@@ -85,6 +86,15 @@ test('aiden16 on a 4-node cluster: per-node rank, rendezvous, refs/main snapshot
   assert.ok(doc.notes.some((n) => n.startsWith('NCCL_CROSS_NIC: recipe [env] "1" wins')));
 });
 
+test('refs/main gives the revision when nothing pins one (packed recipe: SPARK_ENGRAM_DIR is /engram)', async () => {
+  const rev = 'b'.repeat(40);
+  const cache = hfCacheWith('deepseek-ai/DeepSeek-V4.1-Flash', rev);
+  const doc = await plan([PACKED, '--cluster', writeCluster({ ...FOUR, hfCache: cache })]);
+  assert.equal(doc.model.revision, rev);
+  assert.equal(doc.model.from, 'refs/main');
+  assert.equal(valueAfter(doc.nodes[3]!.argv, '--model-path'), `/root/.cache/huggingface/hub/models--deepseek-ai--DeepSeek-V4.1-Flash/snapshots/${rev}`);
+});
+
 test('a pinned revision wins over refs/main; a ref name is read from refs/', async () => {
   const other = 'a'.repeat(40);
   const cache = hfCacheWith('deepseek-ai/DeepSeek-V4.1-Flash', REV, { main: REV, stable: other });
@@ -107,11 +117,11 @@ test('a pinned revision wins over refs/main; a ref name is read from refs/', asy
 
 test('model resolution failures name the file and the fix (exit 2)', async () => {
   const empty = writeCluster({ ...FOUR, hfCache: '/nonexistent/hf' });
-  const r = await cli(['launch', AIDEN16, '--cluster', empty, '--dry-run']);
+  const r = await cli(['launch', PACKED, '--cluster', empty, '--dry-run']);
   assert.equal(r.code, 2);
   assert.match(r.stderr, /cannot resolve deepseek-ai\/DeepSeek-V4\.1-Flash@main: \/nonexistent\/hf\/hub\/models--deepseek-ai--DeepSeek-V4\.1-Flash\/refs\/main is not readable; .*--revision <commit>/);
   const bad = writeCluster({ ...FOUR, hfCache: hfCacheWith('deepseek-ai/DeepSeek-V4.1-Flash', REV, { main: 'not-a-hash' }) });
-  const r2 = await cli(['launch', AIDEN16, '--cluster', bad, '--dry-run', '--json']);
+  const r2 = await cli(['launch', PACKED, '--cluster', bad, '--dry-run', '--json']);
   assert.equal(r2.code, 2);
   assert.equal((JSON.parse(r2.stderr) as { error: { code: string } }).error.code, 'E_SNAPSHOT');
 });

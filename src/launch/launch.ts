@@ -69,22 +69,28 @@ function usesHome(inputs: LaunchInputs): boolean {
 export async function planDryRun(req: LaunchRequest, io: Io): Promise<LaunchPlan> {
   const inputs = await loadInputs(req, io);
   const home = io.env.HOME ?? homedir();
-  const snapshot = recipeModelArg(inputs.recipe) === undefined ? await resolveSnapshot(inputs.recipe, inputs.cluster, { ...pin(req), home }) : undefined;
+  const env = envValues(effectiveEnv(inputs.recipe, inputs.cluster, inputs.envFile));
+  const snapshot =
+    recipeModelArg(inputs.recipe) === undefined
+      ? await resolveSnapshot(inputs.recipe, inputs.cluster, { ...pin(req, env), home })
+      : undefined;
   const plan = buildPlan(
     { ...inputs, ...(snapshot ? { snapshot } : {}) },
     { home: () => home, ...(req.namePrefix ? { namePrefix: req.namePrefix } : {}), ...(req.healthUrl ? { healthUrl: req.healthUrl } : {}) },
   );
   for (const d of inputs.diagnostics) plan.notes.unshift(`${d.severity}: ${d.message}`);
   if (usesHome(inputs)) plan.notes.push(`~ in host paths is shown as this machine's home (${home}); the launch asks each node for its own`);
-  const env = envValues(effectiveEnv(inputs.recipe, inputs.cluster, inputs.envFile));
   if (req.detectGid !== false && gidQuery(env)) {
     plan.notes.push('B12X_ROCE_GID_INDEX is detected on each node at launch (spark gid --index-only); a dry run cannot show it');
   }
   return plan;
 }
 
-function pin(req: Pick<LaunchRequest, 'revision'>): { revision?: string } {
-  return req.revision !== undefined ? { revision: req.revision } : {};
+function pin(req: Pick<LaunchRequest, 'revision'>, env: Record<string, string>): { revision?: string; engramDir?: string } {
+  return {
+    ...(req.revision !== undefined ? { revision: req.revision } : {}),
+    ...(env.SPARK_ENGRAM_DIR !== undefined ? { engramDir: env.SPARK_ENGRAM_DIR } : {}),
+  };
 }
 
 /** The command line run on a node to start its container: a stale stopped one is removed first. */
@@ -119,9 +125,13 @@ export async function runLaunch(req: LaunchRequest, io: Io): Promise<LaunchResul
   const { recipe, cluster } = inputs;
   const head = cluster.nodes[cluster.head]!;
   const readText: ReadText = readTextViaHead(head, tools, io.env);
-  const snapshot = recipeModelArg(recipe) === undefined ? await resolveSnapshot(recipe, cluster, { ...pin(req), readText, home: io.env.HOME ?? homedir() }) : undefined;
+  const env = envValues(effectiveEnv(recipe, cluster, inputs.envFile));
+  const snapshot =
+    recipeModelArg(recipe) === undefined
+      ? await resolveSnapshot(recipe, cluster, { ...pin(req, env), readText, home: io.env.HOME ?? homedir() })
+      : undefined;
   const homes = usesHome(inputs) ? await probeHomes(cluster.nodes, tools, io.env) : undefined;
-  const query = req.detectGid === false ? undefined : gidQuery(envValues(effectiveEnv(recipe, cluster, inputs.envFile)));
+  const query = req.detectGid === false ? undefined : gidQuery(env);
   const gids = query ? await probeGids(cluster.nodes, query, tools, io.env) : undefined;
   const plan = buildPlan(
     { ...inputs, ...(snapshot ? { snapshot } : {}) },

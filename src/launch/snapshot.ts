@@ -1,6 +1,7 @@
 // The model a launch serves, resolved to its snapshot directory in the Hugging Face cache:
 // hub/models--org--name/snapshots/<rev>. The revision is pinned (--revision on the command
-// line, else --revision in the recipe's args) or read from refs/main, as huggingface_hub does.
+// line, else --revision in the recipe's args, else the snapshot the recipe's SPARK_ENGRAM_DIR
+// names) or read from refs/main, as huggingface_hub does.
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { posix } from 'node:path';
 import { SparkError } from '../errors.js';
@@ -14,7 +15,7 @@ export interface ModelSnapshot {
   /** Commit hash of the snapshot. */
   revision: string;
   /** Where the revision came from. */
-  from: '--revision' | 'recipe --revision' | 'refs' | 'only snapshot';
+  from: '--revision' | 'recipe --revision' | 'SPARK_ENGRAM_DIR' | 'refs' | 'only snapshot';
   /** The ref that was read (`refs/main`), when one was. */
   ref?: string;
   /** The snapshot as the containers see it (under /root/.cache/huggingface). */
@@ -41,6 +42,8 @@ export interface ResolveOptions {
   readText?: ReadText;
   /** Home directory for a `~` in hf_cache. */
   home: string;
+  /** The containers' SPARK_ENGRAM_DIR: a snapshot of this model there pins its revision. */
+  engramDir?: string;
 }
 
 /** The revision the recipe pins through its own `--revision` argument, if any. */
@@ -76,6 +79,10 @@ export async function resolveSnapshot(recipe: Recipe, cluster: Cluster, options:
   const pinned = options.revision ?? recipeRevision(recipe);
   const pinnedFrom = options.revision !== undefined ? '--revision' : 'recipe --revision';
   if (pinned !== undefined && COMMIT.test(pinned)) return done(pinned, pinnedFrom);
+  // A recipe that reads Engram rows from one snapshot of its model was written against that
+  // snapshot: the engine loads the same one.
+  const engramRev = pinned === undefined && options.engramDir ? revisionInPath(options.engramDir, recipe.model) : undefined;
+  if (engramRev !== undefined && COMMIT.test(engramRev)) return done(engramRev, 'SPARK_ENGRAM_DIR');
   const refName = pinned ?? 'main';
   if (refName === '' || refName.split('/').some((p) => p === '' || p === '.' || p === '..')) {
     throw new SparkError('E_USAGE', `revision "${refName}" is neither a commit hash nor a ref name; pass a 40-hex commit`);
