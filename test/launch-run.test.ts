@@ -152,6 +152,22 @@ test('a node whose docker run fails stops the others, says which and why, exit 3
   assert.equal(calls.filter((c) => c.argv[0] === 'logs').length, 0, 'no log following after a failed start');
 });
 
+test('containers of an earlier launch still running: refused before anything starts or stops', async () => {
+  const { r, calls } = await failing({ 'n3 docker container': { stdout: 'true\n' } });
+  assert.equal(r.code, 3);
+  assert.match(r.stderr, /spark: already running: spark-fake4-r2 on node 2 \(n3\); nothing was started; stop them first \(spark launch --stop --cluster \S+fake4\.toml\) or pick other names with --name\n$/);
+  assert.deepEqual(calls.filter((c) => c.prog === 'docker').map((c) => c.argv.slice(0, 2).join(' ')), Array(4).fill('container inspect'));
+  const noRoute = { 'n4 ssh': { exit: 255, stderr: 'ssh: connect to host n4 port 22: No route to host\n' } };
+  const down = await failing(noRoute);
+  assert.equal(down.r.code, 3);
+  assert.match(down.r.stderr, /^spark: node 3 \(n4\): cannot reach the node over ssh: ssh: connect to host n4 port 22: No route to host; check that `ssh n4` works without a password\n$/);
+  const noGid = await failing(noRoute, ['--no-detect-gid']);
+  assert.equal(noGid.r.code, 3);
+  assert.match(noGid.r.stderr, /cannot run docker on 1 node\(s\), nothing was started: node 3 \(n4\): ssh: connect to host n4 port 22: No route to host\n$/);
+  assert.equal(runs([...down.calls, ...noGid.calls]).length, 0);
+  assert.equal(noGid.calls.filter((c) => c.prog === 'spark').length, 0);
+});
+
 test('killing one node\'s start makes the launch stop the others and exit non-zero', async () => {
   let victim: FakeCall | undefined;
   const { r, calls } = await failing({ '* docker run': { sleep: true } }, [], async (fake) => {

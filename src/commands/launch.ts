@@ -125,8 +125,8 @@ export function launchCommand(ctx: CliContext): Command {
       `
 Without --dry-run: preflight runs first (errors stop the launch unless --force), then every
 node's container starts at once over ssh (docker run -d; a stopped container of the same name is
-removed first), the logs stream with a [rank host] prefix, and the launch waits for the head's
-/health. A node that fails to start, or whose container exits before the server is healthy,
+removed first, a running one refuses the launch), the logs stream with a [rank host] prefix, and
+the launch waits for the head's /health. A node that fails to start, or whose container exits before the server is healthy,
 stops the others (docker stop keeps them, so docker logs still works); exit 3.
 ssh and docker are looked up on PATH; SPARK_SSH and SPARK_DOCKER override them.
 

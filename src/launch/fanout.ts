@@ -49,8 +49,6 @@ export interface FanOutOptions {
 export interface FanOutRun {
   /** Every job's result, in job order, once all have ended. */
   done: Promise<NodeJobResult[]>;
-  /** The first failed job; never settles when none fails. */
-  firstFailure: Promise<NodeJobResult>;
   /** Stops every job still running (they end as `stopped`). */
   stop(): void;
 }
@@ -87,8 +85,6 @@ export function startFanOut(jobs: readonly NodeJob[], options: FanOutOptions): F
   const children = new Map<number, ChildProcess>();
   const running = new Set<NodeJob>(jobs);
   let stopping = false;
-  let reportFailure: (r: NodeJobResult) => void = () => {};
-  const firstFailure = new Promise<NodeJobResult>((resolve) => (reportFailure = resolve));
   let failureSeen = false;
   const started = performance.now();
   const timer =
@@ -135,7 +131,6 @@ export function startFanOut(jobs: readonly NodeJob[], options: FanOutOptions): F
         if (!result.ok && !result.stopped && !failureSeen) {
           failureSeen = true;
           if (options.stopOthersOnFailure) stop();
-          reportFailure(result);
         }
         options.onExit?.(result);
         resolve(result);
@@ -174,7 +169,7 @@ export function startFanOut(jobs: readonly NodeJob[], options: FanOutOptions): F
   const done = Promise.all(jobs.map(runOne)).finally(() => {
     if (timer) clearInterval(timer);
   });
-  return { done, firstFailure, stop };
+  return { done, stop };
 }
 
 /** Runs every job to the end (see startFanOut). */

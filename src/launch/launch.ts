@@ -6,7 +6,7 @@ import type { Io } from '../io.js';
 import { formatReport, runPreflight } from '../preflight/index.js';
 import { effectiveEnv, envValues, readCluster, readEnvFile, readRecipe, type Cluster, type EnvFile, type FileDiagnostic, type Recipe } from '../recipes/index.js';
 import { recipeModelArg } from './engine.js';
-import { startFanOut, describeEnd, type NodeJobResult } from './fanout.js';
+import { describeEnd, fanOut, startFanOut, type NodeJobResult } from './fanout.js';
 import { formatDuration, waitForHealth } from './health.js';
 import { buildPlan, type LaunchPlan, type NodePlan } from './plan.js';
 import { gidQuery, probeGids, probeHomes, readTextViaHead } from './probe.js';
@@ -152,6 +152,10 @@ export async function runLaunch(req: LaunchRequest, io: Io): Promise<LaunchResul
     return describeStops(outcomes);
   };
 
+  // 0. An earlier launch still running would make every start fail on a name conflict, and
+  //    the cleanup after it would stop that launch's containers: refuse before touching any.
+  await refuseIfRunning(plan, req, tools, io.env);
+
   // 1. Start: `docker run -d` on every node at once; the first failure stops the rest.
   log(`starting ${plan.nodes.length} container(s): ${plan.nodes.map((n) => `${n.container} on ${n.host}`).join(', ')}`);
   const starts = startFanOut(
@@ -192,6 +196,29 @@ export async function runLaunch(req: LaunchRequest, io: Io): Promise<LaunchResul
       `see the logs with: ssh ${headPlan.host} docker logs ${headPlan.container}`,
     { url: plan.healthUrl },
   );
+}
+
+async function refuseIfRunning(plan: LaunchPlan, req: LaunchRequest, tools: Tools, env: NodeJS.ProcessEnv): Promise<void> {
+  const jobs = plan.nodes.map((n) => ({
+    rank: n.rank,
+    host: n.host,
+    argv: nodeArgv(n.host, [n.argv[0]!, 'container', 'inspect', '--format', '{{.State.Running}}', n.container], tools),
+  }));
+  const results = await fanOut(jobs, { env, write: () => {}, captureStdout: true });
+  const unreachable = results.filter((r) => r.code === 255 || r.code === 127);
+  if (unreachable.length > 0) {
+    const list = unreachable.map((r) => `node ${r.rank} (${r.host}): ${lastLine(r.tail.join('\n')) || describeEnd(r)}`).join('; ');
+    throw new SparkError('E_NODE_FAILED', `cannot run docker on ${unreachable.length} node(s), nothing was started: ${list}`);
+  }
+  const busy = results.filter((r) => r.code === 0 && r.stdout.trim() === 'true');
+  if (busy.length > 0) {
+    const list = busy.map((r) => `${plan.nodes[r.rank]!.container} on node ${r.rank} (${r.host})`).join(', ');
+    throw new SparkError(
+      'E_NODE_FAILED',
+      `already running: ${list}; nothing was started; stop them first (spark launch --stop --cluster ${req.cluster}` +
+        `${req.namePrefix ? ` --name ${req.namePrefix}` : ''}) or pick other names with --name`,
+    );
+  }
 }
 
 type FollowOutcome =
