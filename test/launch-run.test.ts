@@ -269,7 +269,7 @@ test('Ctrl-C while booting stops every container; with --follow after healthy it
     const pending = runLaunch(request(cluster4(), never.url, { signal: abort.signal }), io);
     await waitFor(() => (fake.calls().filter((c) => c.argv[0] === 'logs').length === 4 ? true : undefined));
     abort.abort();
-    await assert.rejects(pending, (e: SparkError) => e.code === 'E_NODE_FAILED' && /^launch interrupted$/.test(e.message));
+    await assert.rejects(pending, (e: SparkError) => e.code === 'E_NODE_FAILED' && /^launch interrupted; stopped the containers on nodes 0, 1, 2, 3$/.test(e.message));
     assert.equal(byHost(fake.calls(), 'stop').size, 4);
   } finally {
     await never.close();

@@ -105,8 +105,8 @@ export interface LaunchResult {
   preflight: { errors: number; warnings: number };
 }
 
-function interrupted(): SparkError {
-  return new SparkError('E_NODE_FAILED', 'launch interrupted');
+function interrupted(cleaned?: string): SparkError {
+  return new SparkError('E_NODE_FAILED', `launch interrupted${cleaned ? `; ${cleaned}` : ', nothing was started'}`);
 }
 
 export async function runLaunch(req: LaunchRequest, io: Io): Promise<LaunchResult> {
@@ -169,7 +169,7 @@ export async function runLaunch(req: LaunchRequest, io: Io): Promise<LaunchResul
   const failedStart = startResults.find((r) => !r.ok && !r.stopped);
   if (failedStart || req.signal?.aborted) {
     const cleaned = await cleanup();
-    if (!failedStart) throw interrupted();
+    if (!failedStart) throw interrupted(cleaned);
     const why = lastLine(failedStart.tail.join('\n'));
     throw new SparkError(
       'E_NODE_FAILED',
@@ -185,7 +185,7 @@ export async function runLaunch(req: LaunchRequest, io: Io): Promise<LaunchResul
     return { plan, seconds: (performance.now() - began) / 1000, preflight: { errors: report.counts.error, warnings: report.counts.warn } };
   }
   const cleaned = await cleanup();
-  if (outcome.kind === 'aborted') throw interrupted();
+  if (outcome.kind === 'aborted') throw interrupted(cleaned);
   if (outcome.kind === 'exited') {
     throw new SparkError('E_NODE_FAILED', `${outcome.message}; ${cleaned}`, { rank: outcome.rank, host: plan.nodes[outcome.rank]!.host });
   }
