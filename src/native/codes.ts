@@ -42,6 +42,8 @@ export const ERROR_CODES = {
   E_EXEC: 3,
   E_STORE_CLOSED: 2,
   E_PACK_MANIFEST: 2,
+  E_NODE_FAILED: 3,
+  E_HEALTH_TIMEOUT: 3,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
