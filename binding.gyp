@@ -16,12 +16,18 @@
         "native/core/thread_pool.cc",
         "native/core/tiling.cc",
         "native/core/utf8.cc",
+        "native/core/io_util.cc",
+        "native/core/parallel.cc",
+        "native/core/row_plan.cc",
+        "native/core/row_store.cc",
+        "native/core/row_gather.cc",
         "native/binding/addon.cc",
         "native/binding/async.cc",
         "native/binding/errors.cc",
         "native/binding/exec_binding.cc",
         "native/binding/safetensors_binding.cc",
-        "native/binding/tiling_binding.cc"
+        "native/binding/tiling_binding.cc",
+        "native/binding/row_store_binding.cc"
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",

@@ -13,6 +13,11 @@ const snapshot = join(root, 'snapshot');
 const steps: [string, string[]][] = [
   ['Write a synthetic snapshot (2 Engram layers, prime-rule row counts)', ['synth', snapshot, '--vocab', '4000', '--shards', '4']],
   ['Validate every header and report the Engram tables', ['inspect', snapshot]],
+  ['Read rows through the row store: ids at both ends of layer 1, one repeated', ['rows', snapshot, '--layer', '1', '--ids', '0,17,17', '--json']],
+  [
+    'A short gather benchmark: the row store against the naive loop (and fio where installed)',
+    ['bench', 'gather', snapshot, '--threads', '4,16', '--batch', '144,4096', '--seconds', '1'],
+  ],
 ];
 
 const io = processIo();

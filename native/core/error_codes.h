@@ -42,4 +42,6 @@
   X(E_ENV_FILE, 2)                      \
   X(E_ROWS_SPEC, 2)                     \
   X(E_SYSFS, 3)                         \
-  X(E_EXEC, 3)
+  X(E_EXEC, 3)                          \
+  X(E_STORE_CLOSED, 2)                  \
+  X(E_PACK_MANIFEST, 2)

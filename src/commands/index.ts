@@ -42,4 +42,14 @@ export const commandEntries: CommandEntry[] = [
     summary: 'container entrypoint: set SPARK_ENGRAM_ROWS and B12X_ROCE_GID_INDEX for this rank, then exec the engine',
     load: async () => (await import('./wrapper.js')).wrapperCommand,
   },
+  {
+    name: 'rows',
+    summary: 'read Engram rows at given ids through the row store',
+    load: async () => (await import('./rows.js')).rowsCommand,
+  },
+  {
+    name: 'bench',
+    summary: 'benchmarks: gather (row store against fio and a naive loop)',
+    load: async () => (await import('./bench-gather.js')).benchCommand,
+  },
 ];

@@ -40,6 +40,8 @@ export const ERROR_CODES = {
   E_ROWS_SPEC: 2,
   E_SYSFS: 3,
   E_EXEC: 3,
+  E_STORE_CLOSED: 2,
+  E_PACK_MANIFEST: 2,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
