@@ -13,6 +13,8 @@ const snapshot = join(root, 'snapshot');
 const steps: [string, string[]][] = [
   ['Write a synthetic snapshot (2 Engram layers, prime-rule row counts)', ['synth', snapshot, '--vocab', '4000', '--shards', '4']],
   ['Validate every header and report the Engram tables', ['inspect', snapshot]],
+  ['The rows each of 4 ranks owns (floor split, as SGLang tiles)', ['engram-ranges', snapshot, '--world', '4', '--all']],
+  ['The same by whole (order, head) sub-tables (as vLLM tiles)', ['engram-ranges', snapshot, '--world', '4', '--all', '--split', 'heads']],
   ['Read rows through the row store: ids at both ends of layer 1, one repeated', ['rows', snapshot, '--layer', '1', '--ids', '0,17,17', '--json']],
   [
     'A short gather benchmark: the row store against the naive loop (and fio where installed)',
