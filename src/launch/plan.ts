@@ -16,7 +16,7 @@ import {
   type Recipe,
 } from '../recipes/index.js';
 import { engineArgs, recipeModelArg, type NodeTopology } from './engine.js';
-import { revisionInPath, type ModelSnapshot } from './snapshot.js';
+import { requireHfCache, revisionInPath, type ModelSnapshot } from './snapshot.js';
 
 export interface NodePlan {
   rank: number;
@@ -153,15 +153,7 @@ export function buildPlan(input: PlanInput, options: PlanOptions): LaunchPlan {
       { path: cluster.file, key: 'head' },
     );
   }
-  if (cluster.hfCache === undefined) {
-    throw new SparkError(
-      'E_CLUSTER',
-      `${cluster.file}: hf_cache is not set, so the launcher cannot mount the model; ` +
-        'add hf_cache = "/path/to/huggingface" (the cache that holds hub/models--…)',
-      { path: cluster.file, key: 'hf_cache' },
-    );
-  }
-  const hfCache = cluster.hfCache;
+  const hfCache = requireHfCache(cluster);
   const pp = recipe.pipelineParallelSize;
   const tp = recipe.tensorParallelSize ?? Math.max(1, Math.floor(world / pp));
   if (tp * pp !== world) {

@@ -51,7 +51,8 @@ export function recipeRevision(recipe: Recipe): string | undefined {
   return parseArgs(recipe.args).string('--revision');
 }
 
-export async function resolveSnapshot(recipe: Recipe, cluster: Cluster, options: ResolveOptions): Promise<ModelSnapshot> {
+/** The cluster's hf_cache: the launcher mounts it and finds the model there. */
+export function requireHfCache(cluster: Cluster): string {
   if (cluster.hfCache === undefined) {
     throw new SparkError(
       'E_CLUSTER',
@@ -60,7 +61,11 @@ export async function resolveSnapshot(recipe: Recipe, cluster: Cluster, options:
       { path: cluster.file, key: 'hf_cache' },
     );
   }
-  const hfCache = expandHome(cluster.hfCache, options.home);
+  return cluster.hfCache;
+}
+
+export async function resolveSnapshot(recipe: Recipe, cluster: Cluster, options: ResolveOptions): Promise<ModelSnapshot> {
+  const hfCache = expandHome(requireHfCache(cluster), options.home);
   const hostModel = hfModelDir(hfCache, recipe.model);
   const containerModel = hfModelDir(HF_CACHE_CONTAINER_PATH, recipe.model);
   const readText = options.readText ?? readLocalText;
