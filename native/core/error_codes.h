@@ -35,4 +35,10 @@
   X(E_ENGRAM_SHAPE, 2)                  \
   X(E_ENGRAM_DTYPE, 2)                  \
   X(E_ENGRAM_ROWS, 2)                   \
-  X(E_ROW_RANGE, 2)
+  X(E_ROW_RANGE, 2)                     \
+  X(E_SOURCE_CHANGED, 3)                \
+  X(E_PACK_EXISTS, 2)                   \
+  X(E_PACK_BUSY, 3)                     \
+  X(E_PACK_INCOMPLETE, 1)               \
+  X(E_PACK_MANIFEST, 1)                 \
+  X(E_PACK_MISMATCH, 1)

@@ -33,6 +33,12 @@ export const ERROR_CODES = {
   E_ENGRAM_DTYPE: 2,
   E_ENGRAM_ROWS: 2,
   E_ROW_RANGE: 2,
+  E_SOURCE_CHANGED: 3,
+  E_PACK_EXISTS: 2,
+  E_PACK_BUSY: 3,
+  E_PACK_INCOMPLETE: 1,
+  E_PACK_MANIFEST: 1,
+  E_PACK_MISMATCH: 1,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
