@@ -11,9 +11,17 @@
       "sources": [
         "native/core/status.cc",
         "native/core/thread_pool.cc",
+        "native/core/crc32.cc",
+        "native/core/pack.cc",
+        "native/core/pack_chunks.cc",
+        "native/core/pack_format.cc",
+        "native/core/pack_io.cc",
+        "native/core/pack_journal.cc",
+        "native/core/verify.cc",
         "native/binding/addon.cc",
         "native/binding/async.cc",
-        "native/binding/errors.cc"
+        "native/binding/errors.cc",
+        "native/binding/pack_binding.cc"
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",

@@ -7,8 +7,10 @@ namespace spark {
 
 using BindingInit = void (*)(Napi::Env env, Napi::Object exports);
 
+void InitPack(Napi::Env env, Napi::Object exports);  // pack_binding.cc
+
 inline constexpr BindingInit kBindingModules[] = {
-    nullptr,
+    InitPack,
 };
 
 }  // namespace spark
