@@ -1,7 +1,8 @@
 // Every CLI command, in the order `spark --help` lists them.
 import type { Command } from 'commander';
 import type { CliContext } from '../cli.js';
+import { synthCommand } from './synth.js';
 
 export type CommandFactory = (ctx: CliContext) => Command;
 
-export const commandFactories: CommandFactory[] = [];
+export const commandFactories: CommandFactory[] = [synthCommand];
