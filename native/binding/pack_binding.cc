@@ -147,6 +147,7 @@ Napi::Value PackLayerJs(const Napi::CallbackInfo& info) {
   job.commit_bytes = GetU64Or(o, "commitBytes", job.commit_bytes);
   job.commit_seconds = static_cast<double>(GetU64Or(o, "commitMs", 2000)) / 1000.0;
   job.drop_cache = GetBoolOr(o, "dropCache", true);
+  job.fault_after_chunks = GetU64Or(o, "faultAfterChunks", 0);
   auto progress = std::make_shared<PackProgress>();
   auto baton = std::make_unique<PackBaton>(env, std::move(job), progress);
   Napi::Promise promise = Schedule(env, JobPool(), std::move(baton));

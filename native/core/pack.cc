@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -83,6 +84,7 @@ struct CopyState {
   std::vector<uint64_t> todo;
   size_t next = 0;
   size_t active = 0;
+  std::atomic<uint64_t> writes{0};  // for fault_after_chunks
   std::vector<JournalRecord> completed;  // written, not yet journaled
   uint64_t completed_bytes = 0;
   Status error;
@@ -122,7 +124,11 @@ void CopyWorker(const PackJob& job, int out_fd, const std::string& partial, Copy
     uint32_t crc = 0;
     if (s.ok()) {
       crc = Crc32(0, out.data(), span.bytes);
-      s = PwriteFull(out_fd, out.data(), span.bytes, kPackHeaderBytes + span.offset, partial);
+      if (job.fault_after_chunks != 0 && st->writes.fetch_add(1) >= job.fault_after_chunks) {
+        s = ErrnoStatus(EIO, "write", partial).At(kPackHeaderBytes + span.offset);
+      } else {
+        s = PwriteFull(out_fd, out.data(), span.bytes, kPackHeaderBytes + span.offset, partial);
+      }
     }
     if (!s.ok()) continue;  // reported at the top of the loop
     StartWriteback(out_fd, kPackHeaderBytes + span.offset, span.bytes);
@@ -226,13 +232,7 @@ Status PrepareFiles(const PackJob& job, PackProgress* progress, PackResult* resu
   s = FileSize(out_fd->get(), partial, &size);
   if (!s.ok()) return s;
   if (size != g.file_bytes()) s = ReserveFile(out_fd->get(), g.file_bytes(), partial);
-  if (!s.ok()) {
-    if (s.code == Code::E_NO_SPACE) {
-      s.message = "not enough space for " + std::to_string(g.file_bytes()) + " bytes: " + s.message +
-                  "; free space (or use another --out) and re-run: finished chunks are kept";
-    }
-    return s;
-  }
+  if (!s.ok()) return s;
   std::string block;
   s = HeaderBlock(job.header, &block);
   if (s.ok()) s = PwriteFull(out_fd->get(), block.data(), block.size(), 0, partial);
@@ -250,7 +250,23 @@ Status PrepareFiles(const PackJob& job, PackProgress* progress, PackResult* resu
 
 }  // namespace
 
+namespace {
+
+Status PackLayerInner(const PackJob& job, PackProgress* progress, PackResult* result);
+
+}  // namespace
+
 Status PackLayer(const PackJob& job, PackProgress* progress, PackResult* result) {
+  Status s = PackLayerInner(job, progress, result);
+  if (s.code == Code::E_NO_SPACE || s.code == Code::E_IO) {
+    s.message += "; chunks already written are kept: fix the disk (free space) and re-run the same command to resume";
+  }
+  return s;
+}
+
+namespace {
+
+Status PackLayerInner(const PackJob& job, PackProgress* progress, PackResult* result) {
   const PackGeometry& g = job.geometry;
   *result = PackResult{};
   result->crcs.assign(g.chunk_count(), 0);
@@ -303,5 +319,7 @@ Status PackLayer(const PackJob& job, PackProgress* progress, PackResult* result)
   progress->phase.store(static_cast<uint64_t>(PackPhase::kDone));
   return Status::Ok();
 }
+
+}  // namespace
 
 }  // namespace spark

@@ -39,6 +39,8 @@ struct PackJob {
   uint64_t commit_bytes = uint64_t{1} << 30;  // commit after this many bytes ...
   double commit_seconds = 2.0;                // ... or this long, whichever comes first
   bool drop_cache = true;                     // drop source and written pages once done with
+  // Tests only: writes after this many chunks fail with EIO, as a dying disk's would (0: off).
+  uint64_t fault_after_chunks = 0;
 };
 
 enum class PackPhase : uint64_t { kPreparing = 0, kChecking = 1, kCopying = 2, kFinishing = 3, kDone = 4 };

@@ -229,6 +229,30 @@ TEST(ChangedParametersDiscardTheJournal) {
   CHECK(PackedFileIsRight(job, src));
 }
 
+TEST(AnIoErrorMidPackKeepsWhatWasCommittedAndResumes) {
+  Source src = MakeSource(2000, 32);
+  PackJob job = MakeJob(src, 0, 2000, PackLayout::kDense, 50, src.dir + "/l.bin");  // 40 chunks
+  job.fault_after_chunks = 17;
+  PackProgress progress;
+  PackResult r;
+  Status s = PackLayer(job, &progress, &r);
+  CHECK(s.code == Code::E_IO);
+  CHECK(s.message.find("Input/output error") != std::string::npos);
+  CHECK(s.message.find("re-run the same command to resume") != std::string::npos);
+  CHECK(!PathExists(job.out_path));
+  CHECK(PathExists(PartialPath(job.out_path)));
+  CHECK(r.chunks_written <= 17);
+  CHECK(r.chunks_written >= 1);
+  uint64_t committed = r.chunks_written;
+  job.fault_after_chunks = 0;
+  PackResult again;
+  CHECK(PackLayer(job, &progress, &again).ok());
+  CHECK_EQ(again.chunks_kept, committed);
+  CHECK_EQ(again.chunks_rejected, 0u);
+  CHECK_EQ(again.chunks_written, 40u - committed);
+  CHECK(PackedFileIsRight(job, src));
+}
+
 TEST(ShortSourceIsRefused) {
   Source src = MakeSource(100, 32);
   PackJob job = MakeJob(src, 50, 60, PackLayout::kDense, 16, src.dir + "/l.bin");  // rows 50..110 of 100

@@ -1,6 +1,7 @@
 // Typed wrapper over the addon's packer and verifier (native/binding/pack_binding.cc).
 // Each job returns a promise and a progress() reader that callers may poll; nothing calls
 // back into JavaScript from the native worker threads.
+import { toSparkError } from '../errors.js';
 import { addon } from './index.js';
 
 export type PackLayout = 'dense' | 'page';
@@ -34,6 +35,8 @@ export interface PackLayerJob extends LayerGeometry {
   commitBytes?: number;
   commitMs?: number;
   dropCache?: boolean;
+  /** Tests only: writes after this many chunks fail with EIO. */
+  faultAfterChunks?: number;
 }
 
 export interface PackLayerResult {
@@ -115,7 +118,9 @@ function native(): PackAddon {
 export function packLayer(job: PackLayerJob): NativeJob<PackLayerResult, PackLayerProgress> {
   const h = native().packLayer(job);
   return {
-    promise: h.promise,
+    promise: h.promise.catch((err: unknown) => {
+      throw toSparkError(err);
+    }),
     progress() {
       const [phase, chunksTotal, chunksDone, bytesTotal, bytesDone] = h.progress();
       return { phase: PHASES[phase] ?? 'preparing', chunksTotal, chunksDone, bytesTotal, bytesDone };
@@ -126,7 +131,9 @@ export function packLayer(job: PackLayerJob): NativeJob<PackLayerResult, PackLay
 export function verifyLayer(job: VerifyLayerJob): NativeJob<VerifyLayerResult, VerifyLayerProgress> {
   const h = native().verifyLayer(job);
   return {
-    promise: h.promise,
+    promise: h.promise.catch((err: unknown) => {
+      throw toSparkError(err);
+    }),
     progress() {
       const [bytesTotal, bytesDone] = h.progress();
       return { bytesTotal, bytesDone };
