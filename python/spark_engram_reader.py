@@ -165,7 +165,7 @@ class PackedLayer:
         bad = []
         for k in range(chunks):
             off, n = self.chunk_span(k)
-            if zlib.crc32(memoryview(self._data[off : off + n])) != self.checksums[k]:
+            if format(zlib.crc32(memoryview(self._data[off : off + n])), "08x") != self.checksums[k]:
                 bad.append(k)
         return bad
 

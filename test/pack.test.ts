@@ -72,7 +72,7 @@ for (const layout of ['dense', 'page'] as const) {
       }
       // Checksums are zlib's CRC-32 of each chunk as stored.
       const span = e.layout === 'page' ? (chunkRows / 15) * 4096 : chunkRows * 264;
-      assert.equal(e.checksum.values[0], crc32(data.subarray(4096, 4096 + span)));
+      assert.equal(e.checksum.values[0], crc32(data.subarray(4096, 4096 + span)).toString(16).padStart(8, '0'));
       if (layout === 'page') assert.equal(data.length, 4096 + Math.ceil((e.end - e.start) / 15) * 4096);
     }
     assert.deepEqual(readdirSync(out).sort(), m.layers.map((e) => e.file).concat('engram-local.json').sort());

@@ -23,7 +23,8 @@ export interface PackedLayerEntry {
   weightDtype: string;
   scaleDtype: string;
   layout: PackLayout;
-  checksum: { algorithm: string; chunkRows: number; values: number[] };
+  /** values: one CRC-32 per chunk as 8 lowercase hex digits. */
+  checksum: { algorithm: string; chunkRows: number; values: string[] };
 }
 
 export interface PackedSourceFile {
@@ -54,6 +55,11 @@ export interface LayerGeometry {
   dataBytes: number;
   fileBytes: number;
   chunkCount: number;
+}
+
+/** A CRC-32 as the manifest writes it: 8 lowercase hex digits. */
+export function checksumHex(crc: number): string {
+  return (crc >>> 0).toString(16).padStart(8, '0');
 }
 
 export function dimOf(rowBytes: number): number {
@@ -129,7 +135,7 @@ export function manifestText(m: PackedManifestDoc): string {
   const marked = {
     ...m,
     layers: m.layers.map((l) => {
-      lists.push(`[${l.checksum.values.join(',')}]`);
+      lists.push(JSON.stringify(l.checksum.values));
       return { ...l, checksum: { ...l.checksum, values: `@@values${lists.length - 1}@@` } };
     }),
   };

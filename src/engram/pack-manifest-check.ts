@@ -66,7 +66,9 @@ function checkLayer(e: unknown, i: number, m: Record<string, unknown>, out: stri
   if (l.checksum.values.length !== g.chunkCount) {
     out.push(`${name}: ${l.checksum.values.length} checksums for ${g.chunkCount} chunks of ${l.checksum.chunkRows} rows`);
   }
-  if (!l.checksum.values.every((v) => isCount(v) && v <= 0xffffffff)) out.push(`${name}: a checksum is not a 32-bit value`);
+  if (!l.checksum.values.every((v) => typeof v === 'string' && /^[0-9a-f]{8}$/.test(v))) {
+    out.push(`${name}: a checksum is not 8 lowercase hex digits`);
+  }
   if (m.split === 'floor' || m.split === 'front') {
     const [s, t] = splitRange(m.split, l.rows, m.rank as number, m.world as number);
     if (s !== l.start || t !== l.end) {

@@ -11,6 +11,7 @@ import { SparkError } from '../errors.js';
 import { lockDirectory, packLayer, type PackLayerProgress, type PackLayout } from '../native/pack.js';
 import {
   CHECKSUM_ALGORITHM,
+  checksumHex,
   dataFileName,
   defaultChunkRows,
   headerJson,
@@ -306,7 +307,7 @@ async function packLocked(req: PackRequest, out: string, t0: number): Promise<Pa
       });
     };
     const r = await pollWhile(job.promise, report, req.onProgress ? 250 : 0);
-    entry.checksum.values = r.checksums;
+    entry.checksum.values = r.checksums.map(checksumHex);
     doneBefore += g.dataBytes;
     copied += r.bytesWritten;
     bytesWritten += r.bytesWritten;

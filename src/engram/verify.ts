@@ -168,7 +168,7 @@ async function verifyOne(
     layout: e.layout,
     chunkRows: e.checksum.chunkRows,
     header: headerJson(m, e),
-    checksums: e.checksum.values,
+    checksums: e.checksum.values.map((h) => parseInt(h, 16)),
     threads: req.threads,
     ...(source ? { source } : {}),
   });
