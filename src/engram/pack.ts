@@ -52,6 +52,8 @@ export interface PackRequest {
   checkSpace?: boolean;
   /** Replace a complete pack that differs from this request. */
   force?: boolean;
+  /** Make progress durable (fdatasync + journal) after this many bytes (default 1 GiB) or 2 s. */
+  syncBytes?: number;
   onProgress?: (p: PackProgressInfo) => void;
 }
 
@@ -290,6 +292,7 @@ async function packLocked(req: PackRequest, out: string, t0: number): Promise<Pa
       header,
       key,
       threads: req.threads,
+      ...(req.syncBytes !== undefined ? { commitBytes: req.syncBytes } : {}),
     });
     let kept = 0;
     const report = (): void => {
