@@ -9,6 +9,8 @@
     {
       "target_name": "spark",
       "sources": [
+        "native/core/json.cc",
+        "native/core/safetensors.cc",
         "native/core/status.cc",
         "native/core/thread_pool.cc",
         "native/core/crc32.cc",
@@ -21,7 +23,8 @@
         "native/binding/addon.cc",
         "native/binding/async.cc",
         "native/binding/errors.cc",
-        "native/binding/pack_binding.cc"
+        "native/binding/pack_binding.cc",
+        "native/binding/safetensors_binding.cc"
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",

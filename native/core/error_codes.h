@@ -24,6 +24,7 @@
   X(E_SAFETENSORS_DATA_LENGTH, 2)       \
   X(E_SAFETENSORS_DUPLICATE, 2)         \
   X(E_SAFETENSORS_METADATA, 2)          \
+  X(E_SAFETENSORS_ENTRY, 2)             \
   X(E_INDEX_JSON, 2)                    \
   X(E_INDEX_PATH, 2)                    \
   X(E_INDEX_TENSOR, 2)                  \
@@ -36,6 +37,9 @@
   X(E_ENGRAM_DTYPE, 2)                  \
   X(E_ENGRAM_ROWS, 2)                   \
   X(E_ROW_RANGE, 2)                     \
+  X(E_RECIPE, 2)                        \
+  X(E_CLUSTER, 2)                       \
+  X(E_ENV_FILE, 2)                      \
   X(E_SOURCE_CHANGED, 3)                \
   X(E_PACK_EXISTS, 2)                   \
   X(E_PACK_BUSY, 3)                     \

@@ -1,8 +1,10 @@
 // Every CLI command, in the order `spark --help` lists them.
 import type { Command } from 'commander';
 import type { CliContext } from '../cli.js';
+import { inspectCommand } from './inspect.js';
+import { preflightCommand } from './preflight.js';
 import { synthCommand } from './synth.js';
 
 export type CommandFactory = (ctx: CliContext) => Command;
 
-export const commandFactories: CommandFactory[] = [synthCommand];
+export const commandFactories: CommandFactory[] = [inspectCommand, synthCommand, preflightCommand];

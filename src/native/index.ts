@@ -28,9 +28,17 @@ export function addon(): NativeAddon {
   if (cached) return cached;
   const require = createRequire(import.meta.url);
   const root = packageRoot();
+  // SPARK_ADDON_PATH names a .node file to load instead of the package's own build. It exists
+  // for native/test/asan-node.sh, which runs the node tests against a sanitized copy of the
+  // addon built elsewhere so that build/Release is never clobbered.
+  const override = process.env.SPARK_ADDON_PATH;
   try {
-    const load = require('node-gyp-build') as (dir: string) => NativeAddon;
-    cached = load(root);
+    if (override) {
+      cached = require(override) as NativeAddon;
+    } else {
+      const load = require('node-gyp-build') as (dir: string) => NativeAddon;
+      cached = load(root);
+    }
   } catch (err) {
     const why = err instanceof Error ? err.message.split('\n')[0] : String(err);
     throw new SparkError(

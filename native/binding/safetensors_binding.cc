@@ -1,0 +1,172 @@
+// safetensors header reading for JS.
+//
+//   readHeaders(paths: string[], threads?: number): Promise<Array<Header | Error>>
+//     One Promise per call; every header is read on the addon's header pool at once (the
+//     files usually live on NFS, where each read is a network round trip: overlapping them
+//     is the whole point). A failing path yields its Error in place; the call itself only
+//     rejects on bad arguments.
+//   parseHeaderBytes(json: Uint8Array, dataLength: number | bigint, path?: string): Header
+//     Synchronous validation of header bytes already in memory (tests, tools).
+//
+// u64 values are JS numbers when safe integers, BigInt otherwise (never rounded).
+#include <napi.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+
+#include "binding/async.h"
+#include "binding/errors.h"
+#include "core/safetensors.h"
+#include "core/thread_pool.h"
+
+namespace spark {
+namespace {
+
+constexpr size_t kHeaderThreads = 32;
+
+// Pools are created on first use and deliberately never destroyed: worker threads may still
+// be blocked in a slow NFS read when the process exits, and joining them then would hang it.
+ThreadPool& HeaderPool() {
+  static ThreadPool* pool = new ThreadPool(kHeaderThreads);
+  return *pool;
+}
+// Runs each call's baton, which blocks while its reads run on HeaderPool(). A separate pool
+// because a task must not wait on the pool it runs in.
+ThreadPool& CallPool() {
+  static ThreadPool* pool = new ThreadPool(4);
+  return *pool;
+}
+
+// fn(i) for every i in [0, n) on `pool`, with at most `workers` tasks; blocks until done.
+void RunParallel(ThreadPool& pool, size_t n, size_t workers, const std::function<void(size_t)>& fn) {
+  workers = std::min({n, workers, pool.size()});
+  if (workers == 0) return;
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t remaining = workers;
+  for (size_t w = 0; w < workers; ++w) {
+    pool.Submit([&] {
+      for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) fn(i);
+      std::lock_guard<std::mutex> lock(mu);
+      if (--remaining == 0) cv.notify_one();
+    });
+  }
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [&] { return remaining == 0; });
+}
+
+Napi::Value HeaderToJs(Napi::Env env, const safetensors::Header& h) {
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("path", h.path);
+  out.Set("headerLength", FromU64(env, h.header_length));
+  out.Set("dataStart", FromU64(env, h.data_start));
+  out.Set("dataLength", FromU64(env, h.data_length));
+  out.Set("fileSize", FromU64(env, h.file_size));
+  // Pairs, not an object: a key such as "__proto__" must stay data, never touch a prototype.
+  Napi::Array metadata = Napi::Array::New(env, h.metadata.size());
+  for (size_t i = 0; i < h.metadata.size(); ++i) {
+    Napi::Array pair = Napi::Array::New(env, 2);
+    pair.Set(uint32_t{0}, h.metadata[i].first);
+    pair.Set(uint32_t{1}, h.metadata[i].second);
+    metadata.Set(static_cast<uint32_t>(i), pair);
+  }
+  out.Set("metadata", metadata);
+  Napi::Array tensors = Napi::Array::New(env, h.tensors.size());
+  for (size_t i = 0; i < h.tensors.size(); ++i) {
+    const safetensors::Tensor& t = h.tensors[i];
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("name", t.name);
+    o.Set("dtype", safetensors::DtypeName(t.dtype));
+    Napi::Array shape = Napi::Array::New(env, t.shape.size());
+    for (size_t d = 0; d < t.shape.size(); ++d) shape.Set(static_cast<uint32_t>(d), FromU64(env, t.shape[d]));
+    o.Set("shape", shape);
+    Napi::Array offsets = Napi::Array::New(env, 2);
+    offsets.Set(uint32_t{0}, FromU64(env, t.begin));
+    offsets.Set(uint32_t{1}, FromU64(env, t.end));
+    o.Set("dataOffsets", offsets);
+    o.Set("fileOffset", FromU64(env, t.file_offset));
+    o.Set("bytes", FromU64(env, t.bytes));
+    tensors.Set(static_cast<uint32_t>(i), o);
+  }
+  out.Set("tensors", tensors);
+  return out;
+}
+
+class ReadHeadersBaton : public Baton {
+ public:
+  ReadHeadersBaton(Napi::Env env, std::vector<std::string> paths, size_t threads)
+      : Baton(env), paths_(std::move(paths)), threads_(threads), headers_(paths_.size()), statuses_(paths_.size()) {}
+
+  void Execute() override {
+    RunParallel(HeaderPool(), paths_.size(), threads_, [this](size_t i) {
+      try {
+        statuses_[i] = safetensors::ReadHeader(paths_[i], &headers_[i]);
+      } catch (const std::exception& e) {  // allocation failure: report, never unwind into the pool
+        statuses_[i] = Status::Error(Code::E_INTERNAL, std::string("reading the header failed: ") + e.what(), paths_[i]);
+      }
+    });
+  }
+
+  Napi::Value OnOk(Napi::Env env) override {
+    Napi::Array out = Napi::Array::New(env, paths_.size());
+    for (size_t i = 0; i < paths_.size(); ++i) {
+      out.Set(static_cast<uint32_t>(i), statuses_[i].ok() ? HeaderToJs(env, headers_[i]) : StatusToError(env, statuses_[i]).Value());
+    }
+    return out;
+  }
+
+ private:
+  std::vector<std::string> paths_;
+  size_t threads_;
+  std::vector<safetensors::Header> headers_;
+  std::vector<Status> statuses_;
+};
+
+Napi::Value ReadHeaders(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsArray()) ThrowType(env, "readHeaders: paths must be an array of strings");
+  Napi::Array list = info[0].As<Napi::Array>();
+  std::vector<std::string> paths;
+  paths.reserve(list.Length());
+  for (uint32_t i = 0; i < list.Length(); ++i) {
+    Napi::Value v = list.Get(i);
+    if (!v.IsString()) ThrowType(env, "readHeaders: paths[" + std::to_string(i) + "] is not a string");
+    paths.push_back(v.As<Napi::String>().Utf8Value());
+  }
+  uint64_t threads = kHeaderThreads;
+  if (info.Length() > 1 && !info[1].IsUndefined()) {
+    if (!ToU64(info[1], &threads) || threads < 1 || threads > 1024) {
+      ThrowRange(env, "readHeaders: threads must be an integer from 1 to 1024", Code::E_USAGE);
+    }
+  }
+  auto baton = std::make_unique<ReadHeadersBaton>(env, std::move(paths), static_cast<size_t>(threads));
+  return Schedule(env, CallPool(), std::move(baton));
+}
+
+Napi::Value ParseHeaderBytesJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 2 || !info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
+    ThrowType(env, "parseHeaderBytes: expected (json: Uint8Array, dataLength: number | bigint, path?: string)");
+  }
+  Napi::Uint8Array bytes = info[0].As<Napi::Uint8Array>();
+  uint64_t data_length = 0;
+  if (!ToU64(info[1], &data_length)) ThrowRange(env, "parseHeaderBytes: dataLength must be a non-negative integer", Code::E_USAGE);
+  std::string path = "<buffer>";
+  if (info.Length() > 2 && info[2].IsString()) path = info[2].As<Napi::String>().Utf8Value();
+  safetensors::Header header;
+  Status status = safetensors::ParseHeaderBytes(bytes.Data(), bytes.ByteLength(), data_length, path, &header);
+  if (!status.ok()) throw StatusToError(env, status);
+  return HeaderToJs(env, header);
+}
+
+}  // namespace
+
+void InitSafetensors(Napi::Env env, Napi::Object exports) {
+  exports.Set("readHeaders", Napi::Function::New(env, ReadHeaders, "readHeaders"));
+  exports.Set("parseHeaderBytes", Napi::Function::New(env, ParseHeaderBytesJs, "parseHeaderBytes"));
+}
+
+}  // namespace spark

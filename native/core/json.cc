@@ -1,0 +1,583 @@
+#include "core/json.h"
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+
+
+namespace spark::json {
+
+size_t FindInvalidUtf8(const uint8_t* s, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    if (n - i >= 8) {  // ASCII fast path, eight bytes at a time
+      uint64_t w;
+      std::memcpy(&w, s + i, 8);
+      if ((w & 0x8080808080808080ULL) == 0) {
+        i += 8;
+        continue;
+      }
+    }
+    uint8_t c = s[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    // Table 3-7 of the Unicode standard: the first continuation byte's range depends on
+    // the lead byte (this rejects overlong forms, surrogates and code points > U+10FFFF).
+    size_t need;
+    uint8_t lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+      need = 1;
+    } else if (c == 0xE0) {
+      need = 2, lo = 0xA0;
+    } else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) {
+      need = 2;
+    } else if (c == 0xED) {
+      need = 2, hi = 0x9F;
+    } else if (c == 0xF0) {
+      need = 3, lo = 0x90;
+    } else if (c >= 0xF1 && c <= 0xF3) {
+      need = 3;
+    } else if (c == 0xF4) {
+      need = 3, hi = 0x8F;
+    } else {
+      return i;
+    }
+    if (n - i - 1 < need) return i;
+    if (s[i + 1] < lo || s[i + 1] > hi) return i;
+    for (size_t k = 2; k <= need; ++k) {
+      if ((s[i + k] & 0xC0) != 0x80) return i;
+    }
+    i += need + 1;
+  }
+  return n;
+}
+
+std::string Printable(std::string_view text, size_t max_bytes) {
+  static const char kHex[] = "0123456789ABCDEF";
+  const auto* s = reinterpret_cast<const uint8_t*>(text.data());
+  size_t n = text.size();
+  std::string out;
+  for (size_t i = 0; i < n;) {
+    uint8_t c = s[i];
+    size_t len = 1;
+    bool ok = c >= 0x20 && c != 0x7F;
+    if (c >= 0x80) {
+      len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+      ok = n - i >= len && FindInvalidUtf8(s + i, len) == len;
+      if (!ok) len = 1;
+    }
+    if (out.size() + (ok ? len : 4) > max_bytes) {
+      out += "...";
+      break;
+    }
+    if (ok) {
+      out.append(text.data() + i, len);
+    } else {
+      out += "\\x";
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+    i += len;
+  }
+  return out;
+}
+
+std::string Document::NumberText(Index i) const {
+  const Node& n = nodes_[i];
+  if (n.flags & kIsU64) return std::to_string(n.x);
+  return std::string(pool_.data() + n.x, n.len);
+}
+
+std::string Document::Describe(Index i) const {
+  switch (nodes_[i].type) {
+    case Type::kNull:
+      return "null";
+    case Type::kFalse:
+      return "false";
+    case Type::kTrue:
+      return "true";
+    case Type::kNumber:
+      return Printable(NumberText(i), 40);
+    case Type::kString:
+      return "\"" + Printable(Str(i), 40) + "\"";
+    case Type::kArray:
+      return "an array";
+    case Type::kObject:
+      return "an object";
+  }
+  return "a value";
+}
+
+namespace {
+
+bool IsWs(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+bool IsDigit(uint8_t c) { return c >= '0' && c <= '9'; }
+
+int HexValue(uint8_t c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+void AppendUtf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+// How a byte reads in a message: 'x', or NUL, or byte 0xNN.
+std::string ByteName(uint8_t c) {
+  if (c == 0) return "a NUL byte";
+  if (c >= 0x20 && c < 0x7F) return std::string("'") + static_cast<char>(c) + "'";
+  static const char kHex[] = "0123456789ABCDEF";
+  return std::string("byte 0x") + kHex[c >> 4] + kHex[c & 15];
+}
+
+}  // namespace
+
+class Parser {
+ public:
+  Parser(const uint8_t* s, size_t n, Document* doc, Error* err, const Options& options)
+      : s_(s), n_(n), doc_(doc), err_(err), options_(options) {}
+
+  bool Run();
+
+ private:
+  using Index = Document::Index;
+  struct KeyRef {
+    uint64_t off;
+    uint32_t len;
+  };
+  // Keys of a large object: open addressing over (hash, pool offset, length), a flat array
+  // that stays in cache far better than node-based sets. The hash is seeded per process so
+  // a crafted header cannot force every key into one probe chain.
+  class KeySet {
+   public:
+    explicit KeySet(const std::string* pool) : pool_(pool), slots_(64) {}
+    // Returns false when an equal key is already present.
+    bool Insert(KeyRef key);
+
+   private:
+    struct Slot {
+      uint64_t hash = 0;  // 0 = empty; stored hashes have the low bit set
+      uint32_t off = 0;
+      uint32_t len = 0;
+    };
+    void Grow();
+    const std::string* pool_;
+    std::vector<Slot> slots_;
+    size_t used_ = 0;
+  };
+  // Objects with more members than this switch from a linear scan to a hash set.
+  static constexpr uint32_t kLinearKeys = 16;
+
+  struct Frame {
+    Index node = 0;
+    bool object = false;
+    bool has_key = false;
+    uint32_t count = 0;  // members (or elements) completed
+    KeyRef key{0, 0};    // the current member's key
+    std::unique_ptr<KeySet> keys;
+  };
+
+  bool Fail(Error::Kind kind, std::string message, size_t offset);
+  void SkipWs() {
+    while (pos_ < n_ && IsWs(s_[pos_])) ++pos_;
+  }
+  bool Open(bool object);
+  void Close();
+  bool ParseKey();
+  bool IsDuplicate(Frame& f, KeyRef key);
+  bool ParseString(KeyRef* out);
+  bool ParseScalar();
+  bool ParseNumber();
+  bool ParseLiteral(const char* word, Type type);
+  void Push(Type type, uint8_t flags, uint32_t len, uint64_t x) { doc_->nodes_.push_back(Node{type, flags, 0, len, x}); }
+
+  const uint8_t* s_;
+  size_t n_;
+  size_t pos_ = 0;
+  Document* doc_;
+  Error* err_;
+  Options options_;
+  std::vector<Frame> stack_;
+};
+
+namespace {
+
+uint64_t Mix(uint64_t x) {  // the splitmix64 finalizer
+  x ^= x >> 30;
+  x *= 0xBF58476D1CE4E5B9ULL;
+  x ^= x >> 27;
+  x *= 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+uint64_t HashSeed() {
+  static const uint64_t seed = [] {
+    uint64_t t = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    return Mix(t ^ reinterpret_cast<uintptr_t>(&t));
+  }();
+  return seed;
+}
+
+uint64_t HashBytes(const char* p, size_t n) {
+  uint64_t h = HashSeed() ^ (n * 0x9E3779B97F4A7C15ULL);
+  for (; n >= 8; p += 8, n -= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    h = Mix(h ^ w);
+  }
+  uint64_t w = 0;
+  std::memcpy(&w, p, n);
+  return Mix(h ^ w);
+}
+
+}  // namespace
+
+bool Parser::KeySet::Insert(KeyRef key) {
+  if ((used_ + 1) * 2 > slots_.size()) Grow();
+  const char* text = pool_->data() + key.off;
+  uint64_t hash = HashBytes(text, key.len) | 1;
+  size_t mask = slots_.size() - 1;
+  for (size_t i = (hash >> 1) & mask;; i = (i + 1) & mask) {
+    Slot& slot = slots_[i];
+    if (slot.hash == 0) {
+      slot = Slot{hash, static_cast<uint32_t>(key.off), key.len};
+      ++used_;
+      return true;
+    }
+    if (slot.hash == hash && slot.len == key.len && std::memcmp(pool_->data() + slot.off, text, key.len) == 0) return false;
+  }
+}
+
+void Parser::KeySet::Grow() {
+  std::vector<Slot> old(slots_.size() * 2);
+  old.swap(slots_);
+  size_t mask = slots_.size() - 1;
+  for (const Slot& s : old) {
+    if (s.hash == 0) continue;
+    size_t i = (s.hash >> 1) & mask;
+    while (slots_[i].hash != 0) i = (i + 1) & mask;
+    slots_[i] = s;
+  }
+}
+
+bool Parser::Fail(Error::Kind kind, std::string message, size_t offset) {
+  err_->kind = kind;
+  err_->message = std::move(message);
+  err_->offset = offset;
+  err_->path.clear();
+  const std::string& pool = doc_->pool_;
+  for (const Frame& f : stack_) {
+    if (f.object && f.has_key) err_->path.emplace_back(pool.data() + f.key.off, f.key.len);
+  }
+  return false;
+}
+
+bool Parser::Run() {
+  if (n_ >= UINT32_MAX) return Fail(Error::Kind::kTooLarge, "input larger than 4 GiB", 0);
+  // Reserving address space up front avoids copying the tape as it grows; pages are only
+  // touched as nodes are written. Header-like text needs about one node per 10 bytes.
+  doc_->nodes_.reserve(n_ / 8 + 1);
+  doc_->pool_.reserve(n_);
+  size_t bad = FindInvalidUtf8(s_, n_);
+  if (bad < n_) return Fail(Error::Kind::kUtf8, "invalid UTF-8 (" + ByteName(s_[bad]) + ")", bad);
+  SkipWs();
+  if (pos_ >= n_) return Fail(Error::Kind::kSyntax, n_ == 0 ? "empty input" : "only whitespace, no JSON value", pos_);
+  bool need_value = true;
+  for (;;) {
+    if (need_value) {
+      SkipWs();
+      if (pos_ >= n_) return Fail(Error::Kind::kSyntax, "unexpected end of input, expected a value", pos_);
+      uint8_t c = s_[pos_];
+      if (c == '{' || c == '[') {
+        if (!Open(c == '{')) return false;
+        SkipWs();
+        Frame& f = stack_.back();
+        if (pos_ < n_ && s_[pos_] == (f.object ? '}' : ']')) {
+          ++pos_;
+          Close();
+          need_value = false;
+        } else if (f.object && !ParseKey()) {
+          return false;
+        }
+        continue;
+      }
+      if (!ParseScalar()) return false;
+      need_value = false;
+      continue;
+    }
+    // A value just completed.
+    if (stack_.empty()) {
+      SkipWs();
+      if (pos_ != n_) return Fail(Error::Kind::kSyntax, "unexpected " + ByteName(s_[pos_]) + " after the JSON value", pos_);
+      return true;
+    }
+    Frame& f = stack_.back();
+    ++f.count;
+    SkipWs();
+    const char close = f.object ? '}' : ']';
+    if (pos_ >= n_) {
+      return Fail(Error::Kind::kSyntax, std::string("unexpected end of input, expected ',' or '") + close + "'", pos_);
+    }
+    uint8_t c = s_[pos_];
+    if (c == ',') {
+      size_t comma = pos_++;
+      SkipWs();
+      if (pos_ < n_ && s_[pos_] == close) return Fail(Error::Kind::kSyntax, "trailing comma", comma);
+      if (f.object && !ParseKey()) return false;
+      need_value = true;
+    } else if (c == close) {
+      ++pos_;
+      Close();
+    } else {
+      return Fail(Error::Kind::kSyntax, "unexpected " + ByteName(c) + ", expected ',' or '" + close + "'", pos_);
+    }
+  }
+}
+
+bool Parser::Open(bool object) {
+  if (stack_.size() >= options_.max_depth) {
+    return Fail(Error::Kind::kNesting, "nested deeper than " + std::to_string(options_.max_depth) + " levels", pos_);
+  }
+  ++pos_;
+  Index node = static_cast<Index>(doc_->nodes_.size());
+  Push(object ? Type::kObject : Type::kArray, 0, 0, 0);
+  Frame frame;
+  frame.node = node;
+  frame.object = object;
+  stack_.push_back(std::move(frame));
+  return true;
+}
+
+void Parser::Close() {
+  Frame& f = stack_.back();
+  Node& n = doc_->nodes_[f.node];
+  n.len = f.count;
+  n.x = doc_->nodes_.size();
+  stack_.pop_back();
+}
+
+bool Parser::ParseKey() {
+  Frame& f = stack_.back();
+  f.has_key = false;
+  if (pos_ >= n_ || s_[pos_] != '"') {
+    return Fail(Error::Kind::kSyntax,
+                pos_ >= n_ ? "unexpected end of input, expected a key" : "unexpected " + ByteName(s_[pos_]) + ", expected a string key",
+                pos_);
+  }
+  size_t at = pos_;
+  KeyRef key;
+  if (!ParseString(&key)) return false;
+  if (IsDuplicate(f, key)) {
+    err_->key.assign(doc_->pool_.data() + key.off, key.len);
+    return Fail(Error::Kind::kDuplicateKey, "duplicate key \"" + Printable(err_->key, 120) + "\"", at);
+  }
+  Push(Type::kString, 0, key.len, key.off);
+  f.key = key;
+  f.has_key = true;
+  SkipWs();
+  if (pos_ >= n_ || s_[pos_] != ':') {
+    return Fail(Error::Kind::kSyntax,
+                pos_ >= n_ ? "unexpected end of input, expected ':'" : "unexpected " + ByteName(s_[pos_]) + ", expected ':'", pos_);
+  }
+  ++pos_;
+  return true;
+}
+
+bool Parser::IsDuplicate(Frame& f, KeyRef key) {
+  if (f.keys) return !f.keys->Insert(key);
+  // Small object: compare with the keys already on the tape (every earlier member is complete).
+  const Document& d = *doc_;
+  Index k = f.node + 1;
+  for (uint32_t m = 0; m < f.count; ++m) {
+    KeyRef prev{d.nodes_[k].x, d.nodes_[k].len};
+    if (prev.len == key.len && std::memcmp(d.pool_.data() + prev.off, d.pool_.data() + key.off, key.len) == 0) return true;
+    k = d.Next(k + 1);
+  }
+  if (f.count + 1 >= kLinearKeys) {
+    f.keys = std::make_unique<KeySet>(&d.pool_);
+    k = f.node + 1;
+    for (uint32_t m = 0; m < f.count; ++m) {
+      f.keys->Insert(KeyRef{d.nodes_[k].x, d.nodes_[k].len});
+      k = d.Next(k + 1);
+    }
+    f.keys->Insert(key);
+  }
+  return false;
+}
+
+bool Parser::ParseString(KeyRef* out) {
+  std::string& pool = doc_->pool_;
+  size_t open = pos_++;
+  uint64_t start = pool.size();
+  for (;;) {
+    size_t run = pos_;
+    // Eight bytes at a time while none is '"', '\\' or a control character.
+    while (n_ - run >= 8) {
+      uint64_t w;
+      std::memcpy(&w, s_ + run, 8);
+      constexpr uint64_t kOnes = 0x0101010101010101ULL, kHigh = 0x8080808080808080ULL;
+      uint64_t quote = w ^ (kOnes * '"'), backslash = w ^ (kOnes * '\\');
+      uint64_t special = ((quote - kOnes) & ~quote) | ((backslash - kOnes) & ~backslash) | ((w - kOnes * 0x20) & ~w);
+      if (special & kHigh) break;
+      run += 8;
+    }
+    while (run < n_ && s_[run] != '"' && s_[run] != '\\' && s_[run] >= 0x20) ++run;
+    pool.append(reinterpret_cast<const char*>(s_ + pos_), run - pos_);
+    pos_ = run;
+    if (pos_ >= n_) return Fail(Error::Kind::kSyntax, "unterminated string", open);
+    uint8_t c = s_[pos_];
+    if (c == '"') {
+      ++pos_;
+      break;
+    }
+    if (c < 0x20) return Fail(Error::Kind::kSyntax, ByteName(c) + " inside a string (control characters must be escaped)", pos_);
+    // An escape.
+    if (n_ - pos_ < 2) return Fail(Error::Kind::kSyntax, "unterminated string", open);
+    uint8_t e = s_[pos_ + 1];
+    const char* simple = nullptr;
+    switch (e) {
+      case '"': simple = "\""; break;
+      case '\\': simple = "\\"; break;
+      case '/': simple = "/"; break;
+      case 'b': simple = "\b"; break;
+      case 'f': simple = "\f"; break;
+      case 'n': simple = "\n"; break;
+      case 'r': simple = "\r"; break;
+      case 't': simple = "\t"; break;
+      default: break;
+    }
+    if (simple != nullptr) {
+      pool.push_back(*simple);
+      pos_ += 2;
+      continue;
+    }
+    if (e != 'u') return Fail(Error::Kind::kSyntax, "invalid escape '\\" + Printable(std::string(1, static_cast<char>(e)), 4) + "'", pos_);
+    auto hex4 = [&](size_t at, uint32_t* cp) {
+      if (n_ - at < 4) return false;
+      uint32_t v = 0;
+      for (size_t k = 0; k < 4; ++k) {
+        int h = HexValue(s_[at + k]);
+        if (h < 0) return false;
+        v = v << 4 | static_cast<uint32_t>(h);
+      }
+      *cp = v;
+      return true;
+    };
+    uint32_t cp;
+    if (!hex4(pos_ + 2, &cp)) return Fail(Error::Kind::kSyntax, "invalid \\u escape (needs four hex digits)", pos_);
+    size_t esc = pos_;
+    pos_ += 6;
+    if (cp >= 0xDC00 && cp <= 0xDFFF) return Fail(Error::Kind::kUtf8, "lone low surrogate in a \\u escape", esc);
+    if (cp >= 0xD800 && cp <= 0xDBFF) {
+      uint32_t low;
+      if (n_ - pos_ < 6 || s_[pos_] != '\\' || s_[pos_ + 1] != 'u' || !hex4(pos_ + 2, &low) || low < 0xDC00 || low > 0xDFFF) {
+        return Fail(Error::Kind::kUtf8, "lone high surrogate in a \\u escape", esc);
+      }
+      pos_ += 6;
+      cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+    }
+    AppendUtf8(pool, cp);
+  }
+  // Decoded text never exceeds the input, which is below 4 GiB.
+  *out = KeyRef{start, static_cast<uint32_t>(pool.size() - start)};
+  return true;
+}
+
+bool Parser::ParseScalar() {
+  uint8_t c = s_[pos_];
+  if (c == '"') {
+    KeyRef str;
+    if (!ParseString(&str)) return false;
+    Push(Type::kString, 0, str.len, str.off);
+    return true;
+  }
+  if (c == '-' || IsDigit(c)) return ParseNumber();
+  if (c == 't') return ParseLiteral("true", Type::kTrue);
+  if (c == 'f') return ParseLiteral("false", Type::kFalse);
+  if (c == 'n') return ParseLiteral("null", Type::kNull);
+  return Fail(Error::Kind::kSyntax, "unexpected " + ByteName(c) + ", expected a value", pos_);
+}
+
+bool Parser::ParseLiteral(const char* word, Type type) {
+  size_t len = std::strlen(word);
+  if (n_ - pos_ < len || std::memcmp(s_ + pos_, word, len) != 0) {
+    return Fail(Error::Kind::kSyntax, "invalid literal (expected '" + std::string(word) + "')", pos_);
+  }
+  pos_ += len;
+  Push(type, 0, 0, 0);
+  return true;
+}
+
+bool Parser::ParseNumber() {
+  size_t start = pos_;
+  bool negative = s_[pos_] == '-';
+  if (negative) ++pos_;
+  if (pos_ >= n_ || !IsDigit(s_[pos_])) return Fail(Error::Kind::kSyntax, "invalid number: '-' without digits", start);
+  if (s_[pos_] == '0') {
+    ++pos_;
+    if (pos_ < n_ && IsDigit(s_[pos_])) return Fail(Error::Kind::kSyntax, "invalid number: leading zero", start);
+  } else {
+    while (pos_ < n_ && IsDigit(s_[pos_])) ++pos_;
+  }
+  size_t int_end = pos_;
+  bool integer = true;
+  if (pos_ < n_ && s_[pos_] == '.') {
+    ++pos_;
+    if (pos_ >= n_ || !IsDigit(s_[pos_])) return Fail(Error::Kind::kSyntax, "invalid number: no digits after '.'", start);
+    while (pos_ < n_ && IsDigit(s_[pos_])) ++pos_;
+    integer = false;
+  }
+  if (pos_ < n_ && (s_[pos_] == 'e' || s_[pos_] == 'E')) {
+    ++pos_;
+    if (pos_ < n_ && (s_[pos_] == '+' || s_[pos_] == '-')) ++pos_;
+    if (pos_ >= n_ || !IsDigit(s_[pos_])) return Fail(Error::Kind::kSyntax, "invalid number: no digits in the exponent", start);
+    while (pos_ < n_ && IsDigit(s_[pos_])) ++pos_;
+    integer = false;
+  }
+  size_t text_len = pos_ - start;
+  if (integer && !negative) {
+    uint64_t v = 0;
+    bool overflow = false;
+    for (size_t k = start; k < int_end && !overflow; ++k) {
+      overflow = __builtin_mul_overflow(v, uint64_t{10}, &v) || __builtin_add_overflow(v, uint64_t(s_[k] - '0'), &v);
+    }
+    if (!overflow) {
+      Push(Type::kNumber, kIsU64, static_cast<uint32_t>(text_len), v);
+      return true;
+    }
+  }
+  std::string& pool = doc_->pool_;
+  uint64_t off = pool.size();
+  pool.append(reinterpret_cast<const char*>(s_ + start), text_len);
+  Push(Type::kNumber, integer && !negative ? kU64Overflow : 0, static_cast<uint32_t>(text_len), off);
+  return true;
+}
+
+bool Parse(const uint8_t* data, size_t len, Document* doc, Error* err, const Options& options) {
+  *doc = Document();
+  *err = Error();
+  Parser parser(data, len, doc, err, options);
+  if (parser.Run()) return true;
+  *doc = Document();
+  return false;
+}
+
+}  // namespace spark::json

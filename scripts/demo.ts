@@ -1,0 +1,33 @@
+// `npm run demo`: the main job end to end on a synthetic DSV4.1-shaped snapshot, each step a
+// real `spark` command. Pass a directory to keep the files; otherwise a temp dir is removed.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { processIo } from '../src/io.js';
+import { runCli } from '../src/main.js';
+
+const keep = process.argv[2];
+const root = keep ?? mkdtempSync(join(tmpdir(), 'spark-demo-'));
+const snapshot = join(root, 'snapshot');
+
+const steps: [string, string[]][] = [
+  ['Write a synthetic snapshot (2 Engram layers, prime-rule row counts)', ['synth', snapshot, '--vocab', '4000', '--shards', '4']],
+  ['Validate every header and report the Engram tables', ['inspect', snapshot]],
+];
+
+const io = processIo();
+let failed = 0;
+try {
+  for (const [title, argv] of steps) {
+    io.stdout(`\n== ${title}\n$ spark ${argv.join(' ')}\n`);
+    const code = await runCli(argv, io);
+    if (code !== 0) {
+      io.stderr(`demo step failed with exit code ${code}\n`);
+      failed = code;
+      break;
+    }
+  }
+} finally {
+  if (!keep) rmSync(root, { recursive: true, force: true });
+}
+process.exitCode = failed;

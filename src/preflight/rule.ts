@@ -1,0 +1,54 @@
+// Helpers every rule module uses: building findings and naming where they point.
+import { argLine, at, type ArgFlag, type EnvValue } from '../recipes/index.js';
+import { nodeLabel } from './node.js';
+import type { Finding, PreflightContext, Rule, RuleMeta, Severity } from './types.js';
+
+export function defineRule(rule: Rule): Rule {
+  return rule;
+}
+
+export interface FindingInput {
+  message: string;
+  where: string;
+  fix?: string;
+  severity?: Severity;
+  node?: Finding['node'];
+}
+
+/** A finding of `rule`, with the rule's severity and fix unless given. */
+export function finding(rule: RuleMeta, f: FindingInput): Finding {
+  const out: Finding = {
+    rule: rule.id,
+    severity: f.severity ?? rule.severity,
+    message: f.message,
+    where: f.where,
+    fix: f.fix ?? rule.fix,
+  };
+  if (f.node) out.node = f.node;
+  return out;
+}
+
+/** `recipe.toml:LINE` of a key path (`args`, `env.X`, `extra_mounts[0].host`). */
+export function whereKey(ctx: PreflightContext, path: string): string {
+  return at(ctx.recipe.file, ctx.recipe.document.locations.get(path)?.line);
+}
+
+/** `recipe.toml:LINE` of a flag inside args. */
+export function whereArg(ctx: PreflightContext, flag: ArgFlag): string {
+  return at(ctx.recipe.file, argLine(ctx.recipe, flag.index));
+}
+
+/** `file:LINE` of the env value that won (recipe, cluster file or env file). */
+export function whereEnv(value: EnvValue): string {
+  return at(value.file, value.line);
+}
+
+/** Which source set an env value, for messages: `[env]`, `the cluster's [nccl]`, `the env file`. */
+export function envSourceName(value: EnvValue): string {
+  return value.source === 'recipe' ? "the recipe's [env]" : value.source === 'cluster' ? "the cluster's [nccl]" : 'the env file';
+}
+
+/** `node 0 (spark1)` for the local node. */
+export function whereNode(ctx: PreflightContext): string {
+  return ctx.node ? nodeLabel(ctx.node) : 'this node';
+}

@@ -1,0 +1,49 @@
+// The argument vector itself: values the engine will refuse, and flags the launcher owns.
+import { ENGINES, type Engine } from '../../recipes/index.js';
+import { defineRule, finding, whereArg } from '../rule.js';
+
+export const jsonValue = defineRule({
+  id: 'args.json-value',
+  title: 'JSON-valued flags hold valid JSON',
+  engines: ENGINES,
+  severity: 'error',
+  scope: 'files',
+  evidence:
+    'Flags like --speculative-config and --compilation-config take JSON (seed: eugr agent recipe writes them wrapped ' +
+    "in single quotes); the engine's argument parser fails at boot on malformed JSON.",
+  fix: 'fix the JSON (double-quoted keys and strings, no trailing commas)',
+  check(ctx) {
+    return ctx.args.flags
+      .filter((f) => f.json && !f.json.ok)
+      .map((f) =>
+        finding(this, {
+          message: `${f.name} is not valid JSON: ${f.json && !f.json.ok ? f.json.error : ''}`,
+          where: whereArg(ctx, f),
+        }),
+      );
+  },
+});
+
+/** Flags the launcher appends to every engine command (dsv41 recipe: "The launcher also appends"). */
+export const LAUNCHER_FLAGS: Record<Engine, readonly string[]> = {
+  sglang: ['--model-path', '--tp', '--tp-size', '--tensor-parallel-size', '--nnodes', '--node-rank', '--dist-init-addr', '--host', '--port'],
+  vllm: ['--tensor-parallel-size', '-tp', '--pipeline-parallel-size', '-pp', '--host', '--port'],
+};
+
+export const launcherOwned = defineRule({
+  id: 'args.launcher-owned',
+  title: 'args do not repeat the flags the launcher appends',
+  engines: ENGINES,
+  severity: 'warn',
+  scope: 'files',
+  evidence:
+    'The launcher appends --model-path, --tp, --nnodes, --node-rank, --dist-init-addr, --host and --port from the ' +
+    'recipe and cluster (seed: dsv41 recipe); a second copy in args makes the result depend on argument order.',
+  fix: 'remove the flag from args; set the recipe key (port, tensor_parallel_size) or the cluster file instead',
+  check(ctx) {
+    const owned = LAUNCHER_FLAGS[ctx.recipe.engine];
+    return ctx.args.flags
+      .filter((f) => owned.includes(f.name))
+      .map((f) => finding(this, { message: `args sets ${f.name}, which the launcher appends itself`, where: whereArg(ctx, f) }));
+  },
+});

@@ -1,0 +1,38 @@
+// Container settings.
+import { ENGINES, parseDockerSize } from '../../recipes/index.js';
+import { formatBytes } from '../../commands/format.js';
+import { defineRule, finding, whereKey } from '../rule.js';
+
+export const MIN_SHM_BYTES = 2 ** 30;
+
+export const shmSize = defineRule({
+  id: 'docker.shm-size',
+  title: 'the container gets a /dev/shm large enough for NCCL and the engine',
+  engines: ENGINES,
+  severity: 'error',
+  scope: 'files',
+  evidence:
+    "Docker's default /dev/shm is 64 MB; torch multiprocessing and NCCL's shared-memory transport need far more " +
+    '(every seed recipe sets shm_size = "32gb"; domain.md failure 8: /dev/shm too small).',
+  fix: 'set shm_size = "32gb"',
+  check(ctx) {
+    const text = ctx.recipe.shmSize;
+    if (text === undefined) {
+      return [finding(this, { message: "no shm_size: the container gets docker's default 64 MB /dev/shm", where: ctx.recipe.file })];
+    }
+    const bytes = parseDockerSize(text);
+    if (bytes === undefined) {
+      return [finding(this, { message: `shm_size "${text}" is not a docker size (like 32gb, 16g, 512m)`, where: whereKey(ctx, 'shm_size') })];
+    }
+    if (bytes < MIN_SHM_BYTES) {
+      return [
+        finding(this, {
+          severity: 'warn',
+          message: `shm_size "${text}" (${formatBytes(bytes)}) is below ${formatBytes(MIN_SHM_BYTES)}`,
+          where: whereKey(ctx, 'shm_size'),
+        }),
+      ];
+    }
+    return [];
+  },
+});

@@ -1,0 +1,105 @@
+// Engram row ranges: every rank must own a slice of each table such that the slices tile
+// [0, N) exactly per layer (domain.md, "How ranks split a table").
+import { existsSync, readFileSync } from 'node:fs';
+import { basename } from 'node:path';
+import type { EnvValue } from '../../recipes/index.js';
+import { ENGINES, HF_CACHE_CONTAINER_PATH } from '../../recipes/index.js';
+import { defineRule, envSourceName, finding, whereEnv } from '../rule.js';
+import { isPackDir, isSnapshotPath } from '../sources.js';
+import type { PreflightContext } from '../types.js';
+
+/**
+ * Why one SPARK_ENGRAM_ROWS value given to all `world` ranks cannot work. Every rank reads the
+ * same environment from a recipe, cluster or env file, so the ranks' ranges are identical: with
+ * more than one rank they overlap (a full range on every rank double-counts every row in the
+ * all-reduce), and anything less than the full range leaves rows no rank owns.
+ */
+export function sharedRowsProblem(spec: string, world: number): string | undefined {
+  if (world <= 1) return undefined;
+  return (
+    `SPARK_ENGRAM_ROWS='${spec}' is the same for all ${world} ranks, so their ranges cannot tile [0, N): ` +
+    `identical ranges overlap (a full range on every rank double-counts each row in the all-reduce)`
+  );
+}
+
+export const rangesTile = defineRule({
+  id: 'engram.ranges-tile',
+  title: "the ranks' Engram row ranges tile each table exactly",
+  engines: ENGINES,
+  families: ['dsv41'],
+  severity: 'error',
+  scope: 'files',
+  evidence:
+    'The 4x overlay refuses to start unless the ranks\' ranges tile [0, N) per layer; a full range on every rank ' +
+    'double-counts rows in the reduce (seed: dsv41 recipe).',
+  fix:
+    'remove SPARK_ENGRAM_ROWS from the shared environment; set it per rank (a wrapper computing it from NODE_RANK, ' +
+    '`spark engram-ranges --rank R --world W`) or serve from packed shards whose manifest holds each rank\'s range',
+  check(ctx) {
+    const v = ctx.env.get('SPARK_ENGRAM_ROWS');
+    if (!v) return [];
+    const problem = sharedRowsProblem(v.value, ctx.world);
+    if (!problem) return [];
+    return [finding(this, { message: `${problem} (set in ${envSourceName(v)})`, where: whereEnv(v) })];
+  },
+});
+
+/** The script an entrypoint runs (`sh /x.sh`, `bash -c …` excluded, or `/x.sh` itself). */
+export function wrapperScript(entrypoint: readonly string[] | undefined): string | undefined {
+  if (!entrypoint || entrypoint.length === 0) return undefined;
+  const [cmd, arg] = entrypoint;
+  if (/(^|\/)(sh|bash|dash)$/.test(cmd!) && arg !== undefined && !arg.startsWith('-')) return arg;
+  if (/\.sh$/.test(cmd!)) return cmd;
+  return undefined;
+}
+
+function rowsSource(ctx: PreflightContext, dir: EnvValue): { skip: string } | { problem: string; fix?: string } | undefined {
+  const mapped = ctx.toHost(dir.value);
+  if (!mapped) {
+    if (dir.value.startsWith(HF_CACHE_CONTAINER_PATH) && !ctx.cluster?.hfCache) {
+      return { skip: 'SPARK_ENGRAM_DIR is under the Hugging Face cache mount: pass --cluster (hf_cache) to check it' };
+    }
+    return undefined; // snapshot.engram-dir reports an unmounted directory
+  }
+  if (isPackDir(mapped.host)) return undefined; // the manifest holds this rank's ranges
+  if (!isSnapshotPath(mapped.host)) return undefined; // nothing there yet: snapshot.engram-dir reports it
+  const script = wrapperScript(ctx.recipe.entrypoint);
+  if (script) {
+    const host = ctx.toHost(script);
+    if (!host || !existsSync(host.host)) {
+      return { skip: `the ranges come from the entrypoint ${script}, which is not readable on this node` };
+    }
+    if (/SPARK_ENGRAM_ROWS/.test(readFileSync(host.host, 'utf8'))) return undefined;
+    return {
+      problem: `SPARK_ENGRAM_DIR is a full snapshot and the entrypoint ${basename(script)} (${host.host}) never sets SPARK_ENGRAM_ROWS`,
+      fix: 'export SPARK_ENGRAM_ROWS from NODE_RANK in the wrapper (spark engram-ranges --rank "$NODE_RANK" --world W)',
+    };
+  }
+  return {
+    problem:
+      `SPARK_ENGRAM_DIR is a full snapshot and nothing gives this rank its Engram rows: no SPARK_ENGRAM_ROWS, ` +
+      `no packed manifest, no wrapper entrypoint; the overlay refuses to start`,
+  };
+}
+
+export const rangesSource = defineRule({
+  id: 'engram.ranges-source',
+  title: 'with more than one rank, each rank gets its Engram rows from somewhere',
+  engines: ENGINES,
+  families: ['dsv41'],
+  severity: 'error',
+  scope: 'local-node',
+  evidence:
+    'A full snapshot has no engram-local.json, so per-rank ranges must come from SPARK_ENGRAM_ROWS, which the ' +
+    "aiden16 wrapper computes from NODE_RANK (seed: dsv41 recipe); packed shards carry them in their manifest.",
+  fix: 'serve from packed shards (spark pack), or run a wrapper that exports SPARK_ENGRAM_ROWS per rank',
+  check(ctx) {
+    const dir = ctx.env.get('SPARK_ENGRAM_DIR');
+    if (!dir || ctx.world <= 1 || ctx.env.has('SPARK_ENGRAM_ROWS')) return [];
+    const r = rowsSource(ctx, dir);
+    if (!r) return [];
+    if ('skip' in r) return r;
+    const fx = r.fix === undefined ? {} : { fix: r.fix };
+    return [finding(this, { message: r.problem, where: whereEnv(dir), ...fx })];
+  },
+});

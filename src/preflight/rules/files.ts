@@ -1,0 +1,51 @@
+// Rules about the files themselves: keys a table header swallowed, unknown keys, variables an
+// env file expands without a definition.
+import { at, ENGINES } from '../../recipes/index.js';
+import { defineRule, finding } from '../rule.js';
+
+export const swallowedKey = defineRule({
+  id: 'toml.swallowed-key',
+  title: 'a recipe key written below a table header belongs to that table',
+  engines: ENGINES,
+  severity: 'error',
+  scope: 'files',
+  evidence:
+    'TOML puts every bare key after `[table]` or `[[array]]` into that table; the dsv41 recipe warns that ' +
+    '`args`/`[env]` would parse into `[[extra_mounts]]` if written after it (seed: dsv41 recipe).',
+  fix: 'move the key above the first table header',
+  check(ctx) {
+    return ctx.recipeDiagnostics
+      .filter((d) => d.kind === 'swallowed-key')
+      .map((d) => finding(this, { message: d.message, where: at(d.file, d.line), fix: d.fix }));
+  },
+});
+
+export const unknownKey = defineRule({
+  id: 'toml.unknown-key',
+  title: 'keys the recipe and cluster formats do not define',
+  engines: ENGINES,
+  severity: 'warn',
+  scope: 'files',
+  evidence: 'A misspelt key (`tensor_paralel_size`) is silently ignored by TOML readers and the default applies.',
+  fix: 'correct the spelling or remove the key',
+  check(ctx) {
+    return [...ctx.recipeDiagnostics, ...ctx.clusterDiagnostics]
+      .filter((d) => d.kind === 'unknown-key')
+      .map((d) => finding(this, { message: d.message, where: at(d.file, d.line), fix: d.fix }));
+  },
+});
+
+export const undefinedVariable = defineRule({
+  id: 'env.undefined-variable',
+  title: 'an env file expands a variable defined neither above it nor in the environment',
+  engines: ENGINES,
+  severity: 'warn',
+  scope: 'files',
+  evidence: 'docker compose and dotenv expand an undefined $VAR to an empty string without a word (seed: mia-tp4 env uses $HOME).',
+  fix: 'define the variable above its use, or use ${VAR:-default}',
+  check(ctx) {
+    return ctx.clusterDiagnostics
+      .filter((d) => d.kind === 'undefined-variable')
+      .map((d) => finding(this, { message: d.message, where: at(d.file, d.line), fix: d.fix }));
+  },
+});

@@ -1,0 +1,49 @@
+// Every preflight rule, in the order the report and docs/preflight.md list them.
+import type { Rule } from '../types.js';
+import { expandableSegments } from './alloc.js';
+import { jsonValue, launcherOwned } from './args.js';
+import { fabricRange } from './cluster.js';
+import { sglangGraphBs, vllmCapture } from './cudagraph.js';
+import { shmSize } from './docker.js';
+import { rangesSource, rangesTile } from './engram.js';
+import { hca, socketIfname } from './fabric.js';
+import { swallowedKey, undefinedVariable, unknownKey } from './files.js';
+import { utilizationCeiling } from './memory.js';
+import { contextLength } from './model.js';
+import { hostPaths } from './mounts.js';
+import { freeSpace, manifest } from './pack.js';
+import { nodes, tpDivides } from './parallel.js';
+import { ports } from './ports.js';
+import { complete, engramDir, engramTables } from './snapshot.js';
+
+export const RULES: readonly Rule[] = [
+  // the files
+  swallowedKey,
+  unknownKey,
+  undefinedVariable,
+  jsonValue,
+  launcherOwned,
+  // the stack
+  rangesTile,
+  vllmCapture,
+  sglangGraphBs,
+  utilizationCeiling,
+  expandableSegments,
+  shmSize,
+  nodes,
+  fabricRange,
+  // the model
+  tpDivides,
+  contextLength,
+  complete,
+  engramTables,
+  // this node
+  engramDir,
+  rangesSource,
+  freeSpace,
+  manifest,
+  hostPaths,
+  hca,
+  socketIfname,
+  ports,
+];

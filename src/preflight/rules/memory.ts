@@ -1,0 +1,60 @@
+// GPU memory fractions on unified memory: on GB10 the 128 GB is both host RAM and GPU memory,
+// so what the engine reserves is taken from the OS, page cache and pinned NCCL buffers.
+import { ENGINES } from '../../recipes/index.js';
+import { defineRule, finding, whereArg, whereKey } from '../rule.js';
+
+/** vLLM: above this the server boots and then dies under traffic. */
+export const VLLM_GMU_CEILING = 0.85;
+/** vLLM: the ceiling measured safe on the eugr agent stack. */
+export const VLLM_GMU_SAFE = 0.78;
+/** vLLM's own default when the flag is absent. */
+export const VLLM_GMU_DEFAULT = 0.9;
+
+export const utilizationCeiling = defineRule({
+  id: 'memory.utilization-ceiling',
+  title: 'the GPU memory fraction leaves room for the OS on unified memory',
+  engines: ENGINES,
+  severity: 'error',
+  scope: 'files',
+  evidence:
+    '"0.80 boots but dies under traffic"; 0.78 is the safe ceiling on 2× GB10 with weights at ~77.7 of ~119.6 GiB ' +
+    '(seed: eugr agent recipe; domain.md: above ~0.78-0.85 boots then dies). SGLang\'s --mem-fraction-static ' +
+    'counts differently (0.95 is the mia-tp4 working value), so only its range is checked.',
+  fix: `vLLM: --gpu-memory-utilization ${VLLM_GMU_SAFE}; SGLang: a --mem-fraction-static between 0 and 1`,
+  check(ctx) {
+    if (ctx.recipe.engine === 'sglang') {
+      const f = ctx.args.get('--mem-fraction-static');
+      const v = ctx.args.number('--mem-fraction-static');
+      if (!f || (v !== undefined && v > 0 && v < 1)) return [];
+      return [finding(this, { message: `--mem-fraction-static must be a number between 0 and 1, got '${String(f.value)}'`, where: whereArg(ctx, f) })];
+    }
+    const flag = ctx.args.get('--gpu-memory-utilization');
+    const v = flag ? ctx.args.number('--gpu-memory-utilization') : VLLM_GMU_DEFAULT;
+    const where = flag ? whereArg(ctx, flag) : whereKey(ctx, 'args');
+    const fix = `set "--gpu-memory-utilization", "${VLLM_GMU_SAFE}"`;
+    if (v === undefined || v <= 0 || v > 1) {
+      return [finding(this, { message: `--gpu-memory-utilization must be a number in (0, 1], got '${String(flag?.value)}'`, where, fix })];
+    }
+    const what = flag ? `--gpu-memory-utilization ${v}` : `no --gpu-memory-utilization: vLLM's default ${v}`;
+    if (v > VLLM_GMU_CEILING) {
+      return [
+        finding(this, {
+          message: `${what} is above the ${VLLM_GMU_CEILING} ceiling of unified memory: the server boots, then dies under traffic`,
+          where,
+          fix,
+        }),
+      ];
+    }
+    if (v > VLLM_GMU_SAFE) {
+      return [
+        finding(this, {
+          severity: 'warn',
+          message: `${what} is above ${VLLM_GMU_SAFE}, the value measured to survive traffic (0.80 boots but dies under traffic)`,
+          where,
+          fix,
+        }),
+      ];
+    }
+    return [];
+  },
+});

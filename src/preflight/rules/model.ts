@@ -1,0 +1,41 @@
+// Settings checked against the model's own config.json.
+import { ENGINES, ENGINE_FLAGS } from '../../recipes/index.js';
+import { defineRule, finding, whereArg } from '../rule.js';
+
+/** `524288`, `128k` (×1000), `128K` (×1024), `1m` / `1M`; undefined for `auto` or junk. */
+export function parseTokenCount(text: string): number | undefined {
+  const m = /^\s*(\d+)\s*([kKmM]?)\s*$/.exec(text);
+  if (!m) return undefined;
+  const mult: Record<string, number> = { '': 1, k: 1000, K: 1024, m: 1_000_000, M: 1024 * 1024 };
+  return Number(m[1]) * mult[m[2]!]!;
+}
+
+export const contextLength = defineRule({
+  id: 'model.context-length',
+  title: "the context length is within the model's max_position_embeddings",
+  engines: ENGINES,
+  severity: 'error',
+  scope: 'snapshot',
+  evidence:
+    'Both engines refuse a context length above max_position_embeddings at boot unless overridden; DeepSeek-V4(.1) ' +
+    'Flash allows 1,048,576 (seeds: eugr agent recipe 1048576, dsv41 recipe 524288, mia-tp4 env "model max 1,048,576").',
+  fix: 'lower the context length to at most max_position_embeddings',
+  async check(ctx) {
+    const name = ENGINE_FLAGS[ctx.recipe.engine].contextLength;
+    const flag = ctx.args.get(name);
+    if (!flag || typeof flag.value !== 'string') return [];
+    const want = parseTokenCount(flag.value);
+    if (want === undefined) return [];
+    const config = await ctx.modelConfig();
+    if (!config) return { skip: 'no config.json: pass --snapshot DIR (or --cluster with hf_cache)' };
+    const max = config.maxPositionEmbeddings;
+    if (max === undefined || want <= max) return [];
+    return [
+      finding(this, {
+        message: `${name} ${flag.value} is above the model's max_position_embeddings ${max} (${config.path})`,
+        where: whereArg(ctx, flag),
+        fix: `set ${name} ${max} or less`,
+      }),
+    ];
+  },
+});

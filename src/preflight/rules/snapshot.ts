@@ -1,0 +1,126 @@
+// The checkpoint: every shard present at the size its header implies, the Engram tables the
+// config promises, and the Engram directory the containers will read visible on this node.
+import { existsSync } from 'node:fs';
+import { ENGINES, HF_CACHE_CONTAINER_PATH } from '../../recipes/index.js';
+import { engramSubTableSizes } from '../../engram/primes.js';
+import type { ModelConfig } from '../../engram/config.js';
+import { defineRule, finding, whereEnv } from '../rule.js';
+import { isPackDir, isSnapshotPath, type SnapshotFacts } from '../sources.js';
+
+const NO_SNAPSHOT = 'no snapshot on this node: pass --snapshot DIR (or --cluster with hf_cache)';
+
+export const complete = defineRule({
+  id: 'snapshot.complete',
+  title: 'every shard the index names is present, with the size its header implies',
+  engines: ENGINES,
+  severity: 'error',
+  scope: 'snapshot',
+  evidence:
+    'A missing or truncated shard fails the load minutes into the boot (domain.md failure 7); the reader checks each ' +
+    "file's size against its header's data_offsets.",
+  fix: 'finish or repeat the download (huggingface-cli download <model> --revision <rev>) so every shard is complete',
+  async check(ctx) {
+    const s = await ctx.snapshot();
+    if (!s) return { skip: NO_SNAPSHOT };
+    if ('facts' in s) return [];
+    const path = typeof s.error.details.path === 'string' ? s.error.details.path : ctx.snapshotSource()?.dir ?? '';
+    return [finding(this, { message: `${s.error.message} [${s.error.code}]`, where: path })];
+  },
+});
+
+/** Rows per Engram layer the config promises: engram_num_embeddings, else the prime rule. */
+export function expectedEngramRows(config: ModelConfig): Map<number, number> | undefined {
+  const e = config.engram;
+  if (!e) return undefined;
+  if (e.numEmbeddings) return new Map(e.layerIds.map((l, i) => [l, e.numEmbeddings![i]!]));
+  const sizes = engramSubTableSizes(e);
+  return new Map([...sizes].map(([l, s]) => [l, s.reduce((a, b) => a + b, 0)]));
+}
+
+/** Problems between the tables a snapshot holds and the rows the config promises. */
+export function engramTableProblems(facts: SnapshotFacts, expected: Map<number, number> | undefined): string[] {
+  if (facts.engram.length === 0) return [`no Engram tables (layers.L.engram.embed.weight/.scale) in ${facts.dir}`];
+  if (!expected) return [];
+  const problems: string[] = [];
+  for (const [layer, rows] of expected) {
+    const t = facts.engram.find((x) => x.layer === layer);
+    if (!t) problems.push(`layer ${layer}'s Engram table is missing from ${facts.dir}`);
+    else if (t.rows !== rows) problems.push(`layer ${layer}'s Engram table has ${t.rows} rows, config.json says ${rows}`);
+  }
+  return problems;
+}
+
+export const engramTables = defineRule({
+  id: 'snapshot.engram-tables',
+  title: 'with SPARK_ENGRAM_DIR set, the snapshot holds every Engram table config.json names',
+  engines: ENGINES,
+  families: ['dsv41'],
+  severity: 'error',
+  scope: 'snapshot',
+  evidence:
+    'The overlay serves Engram rows from SPARK_ENGRAM_DIR; layers 1 and 14 of V4.1-Flash hold 384,006,168 and ' +
+    '384,016,682 rows (domain.md, Engram tables; seed: dsv41 recipe).',
+  fix: 'point SPARK_ENGRAM_DIR at the complete V4.1 snapshot (or a pack made from it)',
+  async check(ctx) {
+    const dir = ctx.env.get('SPARK_ENGRAM_DIR');
+    if (!dir) return [];
+    const s = await ctx.snapshot();
+    if (!s) return { skip: NO_SNAPSHOT };
+    if (!('facts' in s)) return { skip: 'the snapshot does not validate (see snapshot.complete)' };
+    const config = await ctx.modelConfig();
+    const expected = config ? expectedEngramRows(config) : undefined;
+    return engramTableProblems(s.facts, expected).map((message) => finding(this, { message, where: s.facts.dir }));
+  },
+});
+
+export const engramDir = defineRule({
+  id: 'snapshot.engram-dir',
+  title: "SPARK_ENGRAM_DIR is mounted into the container and exists on this node",
+  engines: ENGINES,
+  families: ['dsv41'],
+  severity: 'error',
+  scope: 'local-node',
+  evidence:
+    'SPARK_ENGRAM_DIR is a container path: the launcher mounts hf_cache at /root/.cache/huggingface and each ' +
+    'extra_mount at its container path (seed: dsv41 recipe); a path under no mount, or missing on the node, fails at boot.',
+  fix: 'mount the directory (extra_mounts or the cluster hf_cache) and make sure it exists on every node',
+  check(ctx) {
+    const v = ctx.env.get('SPARK_ENGRAM_DIR');
+    if (!v) return [];
+    const mapped = ctx.toHost(v.value);
+    if (!mapped) {
+      if (v.value.startsWith(HF_CACHE_CONTAINER_PATH + '/') && !ctx.cluster?.hfCache) {
+        return { skip: `${v.value} is under the Hugging Face cache: pass --cluster (with hf_cache) to map it to this node` };
+      }
+      return [
+        finding(this, {
+          message: `SPARK_ENGRAM_DIR=${v.value} is under no mount (extra_mounts, hf_cache): the container cannot see it`,
+          where: whereEnv(v),
+        }),
+      ];
+    }
+    const via = mapped.via.kind === 'hf_cache' ? `hf_cache ${mapped.via.hfCache}` : `the mount of ${mapped.via.mount.host}`;
+    if (!existsSync(mapped.host)) {
+      const pack = mapped.via.kind === 'extra_mount';
+      return [
+        finding(this, {
+          message: `SPARK_ENGRAM_DIR=${v.value} is ${mapped.host} on this node (through ${via}), which does not exist`,
+          where: whereEnv(v),
+          fix: pack
+            ? `write this rank's pack there: spark pack <snapshot> --out ${mapped.host} --rank R --world ${ctx.world}`
+            : 'download the snapshot into the Hugging Face cache, or fix the revision in the path',
+        }),
+      ];
+    }
+    if (!isSnapshotPath(mapped.host) && !isPackDir(mapped.host)) {
+      return [
+        finding(this, {
+          message: `${mapped.host} (SPARK_ENGRAM_DIR=${v.value}) is neither a snapshot (no model.safetensors.index.json) nor a pack (no engram-local.json)`,
+          where: whereEnv(v),
+          fix: `finish the pack there (spark pack <snapshot> --out ${mapped.host} --rank R --world ${ctx.world}) or point SPARK_ENGRAM_DIR at the snapshot`,
+        }),
+      ];
+    }
+    return [];
+  },
+});

@@ -1,0 +1,135 @@
+// .env files with the semantics docker compose and dotenv share: `KEY=value` lines, `#`
+// comments, an optional `export ` prefix, 'single' quotes (literal), "double" quotes (escapes
+// and expansion, may span lines), and $VAR / ${VAR} / ${VAR:-default} / ${VAR-default}
+// expansion. A variable resolves against the keys defined earlier in the same file first, then
+// the environment: what the file says is what a reader of the file sees.
+import { SparkError } from '../errors.js';
+import type { FileDiagnostic } from './fields.js';
+import { readTextFile } from './toml-file.js';
+
+export interface EnvEntry {
+  key: string;
+  value: string;
+  /** 1-based line of the key. */
+  line: number;
+}
+
+export interface EnvFile {
+  file: string;
+  /** Entries in file order; a key set twice appears twice (the last wins in `vars`). */
+  entries: EnvEntry[];
+  /** Final values by key. */
+  vars: Map<string, EnvEntry>;
+  /** Variables expanded but defined neither in the file nor in the environment (warn). */
+  diagnostics: FileDiagnostic[];
+}
+
+const KEY = /^[A-Za-z_][A-Za-z0-9_.]*/;
+
+export async function readEnvFile(path: string, env: NodeJS.ProcessEnv): Promise<EnvFile> {
+  return parseEnvFile(await readTextFile(path, 'env file'), path, env);
+}
+
+/** Parses .env text. Throws SparkError E_ENV_FILE (exit 2) naming file:line on a bad line. */
+export function parseEnvFile(source: string, file: string, env: NodeJS.ProcessEnv): EnvFile {
+  const lines = source.replace(/\r\n/g, '\n').split('\n');
+  const out: EnvFile = { file, entries: [], vars: new Map(), diagnostics: [] };
+  const fail = (line: number, message: string): never => {
+    throw new SparkError('E_ENV_FILE', `${file}:${line}: ${message}`, { path: file, line });
+  };
+  const lookup = (name: string, line: number, quiet: boolean): string | undefined => {
+    const v = out.vars.get(name)?.value ?? env[name];
+    if (v === undefined && !quiet) {
+      out.diagnostics.push({
+        kind: 'undefined-variable',
+        severity: 'warn',
+        file,
+        line,
+        key: name,
+        message: `$${name} is not defined in the file or the environment; it expands to an empty string`,
+        fix: `define ${name} above this line or in the environment`,
+      });
+    }
+    return v;
+  };
+
+  for (let i = 0; i < lines.length; i++) {
+    const lineNo = i + 1;
+    let text = lines[i]!.trimStart();
+    if (text === '' || text.startsWith('#')) continue;
+    if (/^export\s/.test(text)) text = text.slice(6).trimStart();
+    const key = KEY.exec(text)?.[0];
+    if (!key) fail(lineNo, `expected KEY=value, got '${lines[i]!.trim()}'`);
+    let rest = text.slice(key!.length).trimStart();
+    if (!rest.startsWith('=')) fail(lineNo, `expected '=' after ${key}`);
+    rest = rest.slice(1).trimStart();
+
+    let value: string;
+    const quote = rest[0];
+    if (quote === "'" || quote === '"') {
+      // The value may continue on the following lines until the closing quote.
+      let body = rest.slice(1);
+      let close = findClose(body, quote);
+      while (close < 0 && i + 1 < lines.length) {
+        body += '\n' + lines[++i];
+        close = findClose(body, quote);
+      }
+      if (close < 0) fail(lineNo, `${key}: the ${quote === '"' ? 'double' : 'single'} quote opened here is never closed`);
+      const after = body.slice(close + 1).trim();
+      if (after !== '' && !after.startsWith('#')) fail(i + 1, `${key}: unexpected text after the closing quote: '${after}'`);
+      const inner = body.slice(0, close);
+      value = quote === "'" ? inner : expand(unescape(inner), (n, quiet) => lookup(n, lineNo, quiet));
+    } else {
+      // Unquoted: a ' #' starts a comment; surrounding blanks are dropped.
+      const hash = rest.search(/\s#/);
+      value = expand((hash >= 0 ? rest.slice(0, hash) : rest).trim(), (n, quiet) => lookup(n, lineNo, quiet));
+    }
+    const entry = { key: key!, value, line: lineNo };
+    out.entries.push(entry);
+    out.vars.set(key!, entry);
+  }
+  return out;
+}
+
+/** Index of the closing quote, skipping backslash escapes inside double quotes. */
+function findClose(body: string, quote: string): number {
+  for (let j = 0; j < body.length; j++) {
+    if (quote === '"' && body[j] === '\\') j++;
+    else if (body[j] === quote) return j;
+  }
+  return -1;
+}
+
+/** Double-quote escapes. `\$` stays escaped here so expansion leaves a literal `$`. */
+function unescape(s: string): string {
+  return s.replace(/\\(.)/gs, (_m, c: string) => {
+    switch (c) {
+      case 'n':
+        return '\n';
+      case 't':
+        return '\t';
+      case 'r':
+        return '\r';
+      case '$':
+        return '\\$';
+      default:
+        return c;
+    }
+  });
+}
+
+/** $VAR, ${VAR}, ${VAR:-default} (unset or empty), ${VAR-default} (unset); \$ is a literal $.
+ *  `lookup(name, quiet)`: quiet is true when a default follows, so unset is not worth a warning. */
+export function expand(s: string, lookup: (name: string, quiet: boolean) => string | undefined): string {
+  return s.replace(
+    /\\\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g,
+    (m, braced: string | undefined, op: string | undefined, dflt: string | undefined, bare: string | undefined) => {
+      if (m === '\\$') return '$';
+      const name = (braced ?? bare)!;
+      if (op === undefined) return lookup(name, false) ?? '';
+      const v = lookup(name, true);
+      if (v === undefined || (op === ':-' && v === '')) return expand(dflt ?? '', lookup);
+      return v;
+    },
+  );
+}

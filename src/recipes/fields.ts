@@ -1,0 +1,169 @@
+// Typed reads of one TOML table, with errors that name the file, line and key. Shared by the
+// recipe and cluster readers: a wrong type is refused (SparkError, exit 2), an unknown key is a
+// warning the caller reports.
+import { SparkError } from '../errors.js';
+import type { ErrorCode } from '../native/codes.js';
+import type { TomlLocations } from './toml-scan.js';
+import { pathSegment } from './toml-scan.js';
+
+/** A problem found while reading a file that is not fatal (fatal ones are thrown). */
+export interface FileDiagnostic {
+  kind: 'unknown-key' | 'swallowed-key' | 'undefined-variable';
+  severity: 'error' | 'warn';
+  /** The file as the user named it. */
+  file: string;
+  line?: number;
+  /** Resolved key path (`extra_mounts[0].args`) or variable name. */
+  key: string;
+  message: string;
+  fix: string;
+}
+
+/** `file:line` when the line is known, else `file`. */
+export function at(file: string, line: number | undefined): string {
+  return line === undefined ? file : `${file}:${line}`;
+}
+
+export function typeName(value: unknown): string {
+  if (Array.isArray(value)) return 'array';
+  if (value === null) return 'null';
+  if (typeof value === 'bigint' || (typeof value === 'number' && Number.isInteger(value))) return 'integer';
+  if (typeof value === 'number') return 'float';
+  if (value instanceof Date || (typeof value === 'object' && value?.constructor?.name === 'TomlDate')) return 'date';
+  if (typeof value === 'object') return 'table';
+  return typeof value;
+}
+
+export function isTable(value: unknown): value is Record<string, unknown> {
+  return typeName(value) === 'table';
+}
+
+/** Reads the keys of one table; `prefix` is the table's resolved path ('' at the top level). */
+export class FieldReader {
+  constructor(
+    readonly file: string,
+    readonly table: Record<string, unknown>,
+    readonly prefix: string,
+    readonly locations: TomlLocations,
+    readonly code: ErrorCode,
+    readonly headerLine?: number,
+  ) {}
+
+  path(key: string): string {
+    return this.prefix === '' ? pathSegment(key) : `${this.prefix}.${pathSegment(key)}`;
+  }
+
+  lineOf(key: string): number | undefined {
+    return this.locations.get(this.path(key))?.line ?? this.headerLine;
+  }
+
+  fail(key: string, message: string, fix?: string): never {
+    const line = this.lineOf(key);
+    const text = `${at(this.file, line)}: ${message}${fix ? `; ${fix}` : ''}`;
+    throw new SparkError(this.code, text, { path: this.file, key: this.path(key), line });
+  }
+
+  private wrongType(key: string, want: string, example: string): never {
+    const got = typeName(this.table[key]);
+    return this.fail(key, `${this.path(key)} must be ${want}, got ${got}`, `write it as ${example}`);
+  }
+
+  has(key: string): boolean {
+    return this.table[key] !== undefined;
+  }
+
+  missing(key: string, what: string): never {
+    const where = this.prefix === '' ? 'at the top level' : `in [${this.prefix}]`;
+    return this.fail(key, `${this.path(key)} is missing ${where}`, `add ${what}`);
+  }
+
+  string(key: string): string | undefined {
+    const v = this.table[key];
+    if (v === undefined) return undefined;
+    if (typeof v !== 'string') this.wrongType(key, 'a string', `${key} = "…"`);
+    return v;
+  }
+
+  requiredString(key: string, example: string): string {
+    return this.string(key) ?? this.missing(key, example);
+  }
+
+  integer(key: string, min: number, max: number): number | undefined {
+    const v = this.table[key];
+    if (v === undefined) return undefined;
+    if (typeof v !== 'number' || !Number.isInteger(v)) this.wrongType(key, 'an integer', `${key} = ${min}`);
+    if (v < min || v > max) this.fail(key, `${this.path(key)} must be between ${min} and ${max}, got ${v}`);
+    return v;
+  }
+
+  boolean(key: string): boolean | undefined {
+    const v = this.table[key];
+    if (v === undefined) return undefined;
+    if (typeof v !== 'boolean') this.wrongType(key, 'true or false', `${key} = true`);
+    return v;
+  }
+
+  stringArray(key: string): string[] | undefined {
+    const v = this.table[key];
+    if (v === undefined) return undefined;
+    if (!Array.isArray(v)) this.wrongType(key, 'an array of strings', `${key} = ["…", "…"]`);
+    v.forEach((item, i) => {
+      if (typeof item !== 'string') {
+        const line = this.locations.get(this.path(key))?.elementLines?.[i] ?? this.lineOf(key);
+        throw new SparkError(
+          this.code,
+          `${at(this.file, line)}: ${this.path(key)}[${i}] must be a string, got ${typeName(item)}; quote it`,
+          { path: this.file, key: this.path(key), line },
+        );
+      }
+    });
+    return v as string[];
+  }
+
+  /** A table of string values, e.g. [env]. */
+  stringMap(key: string): Record<string, string> | undefined {
+    const v = this.table[key];
+    if (v === undefined) return undefined;
+    if (!isTable(v)) this.wrongType(key, 'a table', `[${key}]`);
+    const sub = this.sub(key, v);
+    const out: Record<string, string> = {};
+    for (const k of Object.keys(v)) {
+      if (typeof v[k] !== 'string') sub.wrongType(k, 'a string', `${k} = "${String(v[k])}"`);
+      out[k] = v[k] as string;
+    }
+    return out;
+  }
+
+  /** An array of tables, e.g. [[extra_mounts]]: one reader per element. */
+  tableArray(key: string): FieldReader[] {
+    const v = this.table[key];
+    if (v === undefined) return [];
+    if (!Array.isArray(v) || !v.every(isTable)) this.wrongType(key, 'an array of tables', `[[${key}]]`);
+    return v.map((item, i) => {
+      const prefix = `${this.path(key)}[${i}]`;
+      const header = this.locations.headers.find((h) => h.path === prefix);
+      return new FieldReader(this.file, item, prefix, this.locations, this.code, header?.line ?? this.lineOf(key));
+    });
+  }
+
+  sub(key: string, table: Record<string, unknown>): FieldReader {
+    const prefix = this.path(key);
+    const header = this.locations.headers.find((h) => h.path === prefix);
+    return new FieldReader(this.file, table, prefix, this.locations, this.code, header?.line ?? this.lineOf(key));
+  }
+
+  /** Keys of this table not in `known`, as warnings. */
+  unknownKeys(known: readonly string[], what: string): FileDiagnostic[] {
+    return Object.keys(this.table)
+      .filter((k) => !known.includes(k))
+      .map((k) => ({
+        kind: 'unknown-key' as const,
+        severity: 'warn' as const,
+        file: this.file,
+        line: this.lineOf(k),
+        key: this.path(k),
+        message: `unknown key ${this.path(k)} in the ${what} (ignored)`,
+        fix: `remove it or correct the spelling; known keys: ${known.join(', ')}`,
+      }));
+  }
+}

@@ -1,0 +1,22 @@
+// Recipes, env files and cluster files as typed, validated objects. `spark preflight` checks
+// them; `spark launch` turns them into container commands. Formats: docs/recipes.md.
+export { parseRecipe, readRecipe, recipeLine, argLine, findSwallowedKeys, RECIPE_KEYS, MOUNT_KEYS, ENGINES } from './recipe.js';
+export type { Recipe, LoadedRecipe, Mount, Engine } from './recipe.js';
+export { parseCluster, readCluster, CLUSTER_KEYS, NODE_KEYS, DEFAULT_DIST_PORT, HF_CACHE_CONTAINER_PATH } from './cluster.js';
+export type { Cluster, ClusterNode, LoadedCluster } from './cluster.js';
+export { parseEnvFile, readEnvFile, expand } from './env-file.js';
+export type { EnvFile, EnvEntry } from './env-file.js';
+export { parseArgs, argvForExec, unquote, BOOLEAN_FLAGS } from './args.js';
+export type { ParsedArgs, ArgFlag } from './args.js';
+export { effectiveEnv, envValues } from './environment.js';
+export type { EffectiveEnv, EnvValue, EnvSourceKind } from './environment.js';
+export { containerToHost, containerMounts, expandHome, hostPath, hfModelDir } from './paths.js';
+export type { HostPath } from './paths.js';
+export { stackOf, modelFamily, ENGINE_FLAGS, defaultPort } from './stack.js';
+export type { Stack, ModelFamily, EngineFlags } from './stack.js';
+export { parseDockerSize } from './units.js';
+export { scanToml, pathSegment } from './toml-scan.js';
+export type { TomlLocations, TomlKeyLocation, TomlHeader } from './toml-scan.js';
+export { at } from './fields.js';
+export type { FileDiagnostic } from './fields.js';
+export type { TomlDocument } from './toml-file.js';

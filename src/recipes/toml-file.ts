@@ -1,0 +1,43 @@
+// One TOML document: values from smol-toml, positions from the scanner, and syntax errors as
+// one-line SparkErrors naming file:line:column.
+import { readFile } from 'node:fs/promises';
+import { parse, TomlError, type TomlTable } from 'smol-toml';
+import { SparkError, toSparkError } from '../errors.js';
+import type { ErrorCode } from '../native/codes.js';
+import { scanToml, type TomlLocations } from './toml-scan.js';
+
+export interface TomlDocument {
+  /** The file as the user named it (used in every message). */
+  file: string;
+  source: string;
+  table: TomlTable;
+  locations: TomlLocations;
+}
+
+export function parseTomlDocument(source: string, file: string, code: ErrorCode): TomlDocument {
+  let table: TomlTable;
+  try {
+    table = parse(source);
+  } catch (err) {
+    if (err instanceof TomlError) {
+      const what = err.message.split('\n')[0].replace(/^Invalid TOML document: /, '');
+      throw new SparkError(code, `${file}:${err.line}:${err.column}: invalid TOML: ${what}`, {
+        path: file,
+        line: err.line,
+      });
+    }
+    throw err;
+  }
+  return { file, source, table, locations: scanToml(source) };
+}
+
+/** Reads a text file; a missing or unreadable file names the path and what it should be. */
+export async function readTextFile(path: string, what: string): Promise<string> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (err) {
+    const e = toSparkError(err);
+    const reason = (err as NodeJS.ErrnoException).code ?? 'read failed';
+    throw new SparkError(e.code, `cannot read the ${what} ${path} (${reason})`, { path });
+  }
+}
