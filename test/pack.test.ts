@@ -4,17 +4,18 @@ import { existsSync, readdirSync, readFileSync, utimesSync, writeFileSync } from
 import { join } from 'node:path';
 import { packEngram, type PackRequest } from '../src/engram/pack.js';
 import { verifyPack } from '../src/engram/verify.js';
-import { splitRange } from '../src/engram/pack-manifest-check.js';
+import { splitRange } from '../src/engram/pack-ranges.js';
 import { synthRow } from '../src/engram/synth-rows.js';
 import { crc32 } from '../src/native/pack.js';
 import { SparkError } from '../src/errors.js';
 import { makeSnapshot } from './helpers/synth.js';
 import { tempDir } from './helpers/tmp.js';
-import { engramTables, readManifest, readPackedRow } from './helpers/engram-tables.js';
+import { openSnapshot } from '../src/engram/snapshot.js';
+import { readManifest, readPackedRow } from './helpers/packed.js';
 import { mountTmpfs } from './helpers/tmpfs.js';
 
 const snap = makeSnapshot();
-const tables = engramTables(snap.dir);
+const tables = (await openSnapshot(snap.dir)).engram;
 
 function request(out: string, over: Partial<PackRequest> = {}): PackRequest {
   const rank = over.rank ?? 0;

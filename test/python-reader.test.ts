@@ -4,16 +4,17 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { packEngram } from '../src/engram/pack.js';
-import { splitRange } from '../src/engram/pack-manifest-check.js';
+import { splitRange } from '../src/engram/pack-ranges.js';
 import { synthRow } from '../src/engram/synth-rows.js';
 import { packageRoot } from '../src/native/index.js';
 import { makeSnapshot } from './helpers/synth.js';
 import { tempDir } from './helpers/tmp.js';
-import { engramTables, readManifest } from './helpers/engram-tables.js';
+import { openSnapshot } from '../src/engram/snapshot.js';
+import { readManifest } from './helpers/packed.js';
 
 const reader = join(packageRoot(), 'python', 'spark_engram_reader.py');
 const snap = makeSnapshot({ seed: 3 });
-const tables = engramTables(snap.dir);
+const tables = (await openSnapshot(snap.dir)).engram;
 
 function python(args: string[]): { code: number; stdout: string; stderr: string } {
   const r = spawnSync('python3', [reader, ...args], { encoding: 'utf8' });

@@ -11,21 +11,10 @@ import {
   PAGE_BYTES,
   type PackedLayerEntry,
 } from './pack-format.js';
+import { splitRange } from './pack-ranges.js';
 
 const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/** [start, end) of `rank` under the floor or front rule (exact for any safe-integer N). */
-export function splitRange(split: 'floor' | 'front', rows: number, rank: number, world: number): [number, number] {
-  const n = BigInt(rows);
-  const r = BigInt(rank);
-  const w = BigInt(world);
-  if (split === 'floor') return [Number((n * r) / w), Number((n * (r + 1n)) / w)];
-  const q = n / w;
-  const rem = n % w;
-  const start = r * q + (r < rem ? r : rem);
-  return [Number(start), Number(start + q + (r < rem ? 1n : 0n))];
-}
 
 function checkLayer(e: unknown, i: number, m: Record<string, unknown>, out: string[]): void {
   const at = `layers[${i}]`;

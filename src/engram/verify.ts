@@ -9,13 +9,15 @@ import { verifyLayer, type VerifyLayerProgress } from '../native/pack.js';
 import { chunkSpan, headerJson, layerGeometry, MANIFEST_NAME, type PackedLayerEntry, type PackedManifestDoc } from './pack-format.js';
 import { checkManifest } from './pack-manifest-check.js';
 import { pollWhile, type PackTable } from './pack-io.js';
+import { packRanges } from './pack-ranges.js';
+import type { ModelConfig } from './config.js';
 
 export type VerifyRowsMode = 'none' | 'full' | 'sample';
 
 export interface VerifyRequest {
   dir: string;
   /** The snapshot the pack was made from, to compare rows with. */
-  source?: { snapshotDir: string; tables: PackTable[] };
+  source?: { snapshotDir: string; tables: PackTable[]; config?: ModelConfig };
   rows: VerifyRowsMode;
   /** Rows per layer for 'sample' (plus the first and last row). */
   sample?: number;
@@ -100,6 +102,10 @@ export async function verifyPack(req: VerifyRequest): Promise<VerifyReport> {
     });
   }
   const m = raw as PackedManifestDoc;
+  if (m.split === 'heads' && req.source) problems.push(...headsProblems(m, req.source.tables, req.source.config));
+  if (problems.length > 0) {
+    throw new SparkError('E_PACK_MANIFEST', `${join(dir, MANIFEST_NAME)}: ${problems[0]}`, { path: join(dir, MANIFEST_NAME), problems });
+  }
   const report: VerifyReport = { dir, ok: true, rank: m.rank, world: m.world, split: m.split, layers: [], problems: [], bytesRead: 0, seconds: 0 };
   const totalBytes = m.layers.reduce((s, e) => s + layerGeometry(e).dataBytes, 0);
   let doneBefore = 0;
@@ -199,4 +205,24 @@ async function verifyOne(
   }
   layer.ok = problems.length === 0;
   return { layer, problems, bytesRead: r.bytesRead };
+}
+
+/** The heads split's ranges come from config.json's sub-tables: checkable only with the source. */
+function headsProblems(m: PackedManifestDoc, tables: PackTable[], config: ModelConfig | undefined): string[] {
+  const wanted = packRanges(
+    m.layers.map((e) => ({ layer: e.layer, rows: e.rows })),
+    config,
+    m.rank,
+    m.world,
+    'heads',
+  );
+  const out: string[] = [];
+  for (const [i, e] of m.layers.entries()) {
+    const w = wanted[i];
+    if (!tables.some((t) => t.layer === e.layer)) continue;
+    if (w.start !== e.start || w.end !== e.end) {
+      out.push(`layer ${e.layer}: range [${e.start}, ${e.end}) is not rank ${m.rank} of ${m.world} under the heads split ([${w.start}, ${w.end}))`);
+    }
+  }
+  return out;
 }
