@@ -37,7 +37,7 @@ using Clock = std::chrono::steady_clock;
 
 // Re-reads the chunks a journal claims and keeps those whose bytes still match. Latest record
 // per chunk wins (a chunk is only re-journaled after being rewritten).
-Status RecheckChunks(int fd, const std::string& path, const PackJob& job, const std::vector<JournalRecord>& records,
+Status RecheckChunks(const std::string& path, const PackJob& job, const std::vector<JournalRecord>& records,
                      PackProgress* progress, std::vector<uint8_t>* valid, std::vector<uint32_t>* crcs,
                      uint64_t* rejected) {
   const PackGeometry& g = job.geometry;
@@ -47,23 +47,20 @@ Status RecheckChunks(int fd, const std::string& path, const PackJob& job, const 
   for (uint64_t k = 0; k < claimed.size(); ++k) {
     if (claimed[k] >= 0) todo.push_back(k);
   }
-  std::atomic<size_t> next{0};
   std::atomic<uint64_t> bad{0};
   std::mutex mu;
   Status first_error;
   size_t threads = std::min<size_t>(job.threads, std::max<size_t>(todo.size(), 1));
-  RunWorkers(threads, [&](size_t) {
-    std::vector<uint8_t> buf;
-    for (size_t i = next.fetch_add(1); i < todo.size(); i = next.fetch_add(1)) {
+  RunWorkers(threads, [&](size_t w) {
+    ChunkReader reader;
+    Status s = reader.Open(path, false);
+    auto [lo, hi] = ContiguousRun(todo.size(), threads, w);
+    for (size_t i = lo; s.ok() && i < hi; ++i) {
       uint64_t k = todo[i];
       uint32_t crc = 0;
       bool complete = false;
-      Status s = ReadChunk(fd, path, g, k, &buf, &crc, &complete);
-      if (!s.ok()) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (first_error.ok()) first_error = s;
-        return;
-      }
+      s = reader.Read(g, k, &crc, &complete);
+      if (!s.ok()) break;
       if (complete && crc == static_cast<uint32_t>(claimed[k])) {
         (*valid)[k] = 1;
         (*crcs)[k] = crc;
@@ -72,6 +69,10 @@ Status RecheckChunks(int fd, const std::string& path, const PackJob& job, const 
       } else {
         bad.fetch_add(1);
       }
+    }
+    if (!s.ok()) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (first_error.ok()) first_error = s;
     }
   });
   *rejected = bad.load();
@@ -82,7 +83,7 @@ struct CopyState {
   std::mutex mu;
   std::condition_variable cv;
   std::vector<uint64_t> todo;
-  size_t next = 0;
+  size_t workers = 1;
   size_t active = 0;
   std::atomic<uint64_t> writes{0};  // for fault_after_chunks
   std::vector<JournalRecord> completed;  // written, not yet journaled
@@ -91,7 +92,10 @@ struct CopyState {
   bool stop = false;
 };
 
-void CopyWorker(const PackJob& job, int out_fd, const std::string& partial, CopyState* st, PackProgress* progress) {
+// Worker w copies a contiguous run of the chunks to do, in order: its source descriptors see
+// one sequential stream each, which the kernel's readahead serves best.
+void CopyWorker(const PackJob& job, size_t w, int out_fd, const std::string& partial, CopyState* st,
+                PackProgress* progress) {
   const PackGeometry& g = job.geometry;
   SourceReader reader;
   Fd wfd, sfd;  // own descriptors: each worker gets its own readahead state
@@ -108,6 +112,7 @@ void CopyWorker(const PackJob& job, int out_fd, const std::string& partial, Copy
   reader.start = job.start;
   reader.drop_cache = job.drop_cache;
   std::vector<uint8_t> out;
+  auto [next, end] = ContiguousRun(st->todo.size(), st->workers, w);
   for (;;) {
     uint64_t k = 0;
     {
@@ -116,8 +121,8 @@ void CopyWorker(const PackJob& job, int out_fd, const std::string& partial, Copy
         st->error = s;
         st->stop = true;
       }
-      if (st->stop || st->next == st->todo.size()) break;
-      k = st->todo[st->next++];
+      if (st->stop || next == end) break;
+      k = st->todo[next++];
     }
     ChunkSpan span = g.Chunk(k);
     s = reader.BuildChunk(g, k, &out);
@@ -241,7 +246,7 @@ Status PrepareFiles(const PackJob& job, PackProgress* progress, PackResult* resu
   if (!s.ok()) return s;
   if (reused && have_partial && !journal->records().empty()) {
     progress->phase.store(static_cast<uint64_t>(PackPhase::kChecking));
-    s = RecheckChunks(out_fd->get(), partial, job, journal->records(), progress, valid, &result->crcs,
+    s = RecheckChunks(partial, job, journal->records(), progress, valid, &result->crcs,
                       &result->chunks_rejected);
     if (!s.ok()) return s;
   }
@@ -301,10 +306,11 @@ Status PackLayerInner(const PackJob& job, PackProgress* progress, PackResult* re
   if (!st.todo.empty()) {
     size_t threads = std::clamp<size_t>(job.threads, 1, st.todo.size());
     st.active = threads;
+    st.workers = threads;
     std::vector<std::thread> workers;
     workers.reserve(threads);
     for (size_t w = 0; w < threads; ++w) {
-      workers.emplace_back([&] { CopyWorker(job, out_fd.get(), partial, &st, progress); });
+      workers.emplace_back([&, w] { CopyWorker(job, w, out_fd.get(), partial, &st, progress); });
     }
     s = CommitLoop(job, out_fd.get(), partial, &journal, &st, progress, result);
     for (auto& t : workers) t.join();

@@ -12,16 +12,25 @@ namespace {
 constexpr uint64_t kPieceBytes = uint64_t{8} << 20;
 }
 
-Status ReadChunk(int fd, const std::string& path, const PackGeometry& g, uint64_t k, std::vector<uint8_t>* buf,
-                 uint32_t* crc, bool* complete) {
+Status ChunkReader::Open(const std::string& path, bool drop_cache) {
+  path_ = path;
+  drop_cache_ = drop_cache;
+  Status s = OpenFile(path, O_RDONLY, &fd_);
+  if (s.ok()) ::posix_fadvise(fd_.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+  return s;
+}
+
+Status ChunkReader::Read(const PackGeometry& g, uint64_t k, uint32_t* crc, bool* complete) {
   ChunkSpan span = g.Chunk(k);
-  buf->resize(span.bytes);
+  const uint64_t off = kPackHeaderBytes + span.offset;
+  buf_.resize(span.bytes);
   size_t got = 0;
-  Status s = PreadFull(fd, buf->data(), span.bytes, kPackHeaderBytes + span.offset, path, &got);
+  Status s = PreadFull(fd_.get(), buf_.data(), span.bytes, off, path_, &got);
   if (!s.ok()) return s;
+  if (drop_cache_) DropCache(fd_.get(), off, got);
+  buf_.resize(got);
   *complete = got == span.bytes;
-  buf->resize(got);
-  *crc = *complete ? Crc32(0, buf->data(), span.bytes) : 0;
+  *crc = *complete ? Crc32(0, buf_.data(), got) : 0;
   return Status::Ok();
 }
 

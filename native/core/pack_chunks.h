@@ -7,15 +7,32 @@
 
 #include "core/pack.h"
 #include "core/pack_format.h"
+#include "core/pack_io.h"
 #include "core/status.h"
 
 namespace spark {
 
-// Reads chunk k of the data file (at kPackHeaderBytes + span.offset) into *buf and returns
-// its CRC-32 in *crc. A file that ends inside the chunk sets *complete false (no error) and
-// leaves in *buf only the bytes that exist.
-Status ReadChunk(int fd, const std::string& path, const PackGeometry& g, uint64_t k, std::vector<uint8_t>* buf,
-                 uint32_t* crc, bool* complete);
+// Reads whole chunks of a data file (chunk k at kPackHeaderBytes + span.offset), one large
+// pread each, on its own descriptor. Give each reader a contiguous run of chunks: its
+// descriptor then sees one sequential stream and the kernel's readahead keeps the disk busy
+// (measured: 4 sequential streams read ~1.6x faster than 4 threads taking chunks in turn,
+// and faster than O_DIRECT on a virtual disk). With drop_cache, pages are dropped once
+// checked: a check re-reads tens of GiB, and page cache is GPU memory on the target machines.
+class ChunkReader {
+ public:
+  Status Open(const std::string& path, bool drop_cache);
+  // Reads chunk k and its CRC-32. A file that ends inside the chunk sets *complete false (no
+  // error); size() is then the bytes that exist.
+  Status Read(const PackGeometry& g, uint64_t k, uint32_t* crc, bool* complete);
+  const uint8_t* data() const { return buf_.data(); }
+  size_t size() const { return buf_.size(); }
+
+ private:
+  std::string path_;
+  Fd fd_;
+  bool drop_cache_ = false;
+  std::vector<uint8_t> buf_;
+};
 
 // Builds chunk k from the source tensors: reads the weight rows in pieces of at most 8 MiB
 // and the chunk's scale rows into the scratch buffers, interleaves into *out (resized to the

@@ -44,31 +44,32 @@ struct SourceFds {
 };
 
 // Every chunk: checksum and, with all_rows, each row against the rebuilt source chunk.
-void CheckChunks(const VerifyJob& job, int fd, VerifyProgress* progress, Findings* found) {
+void CheckChunks(const VerifyJob& job, VerifyProgress* progress, Findings* found) {
   const PackGeometry& g = job.geometry;
   const bool rows = job.has_source && job.all_rows;
-  std::atomic<uint64_t> next{0};
   size_t threads = std::clamp<size_t>(job.threads, 1, std::max<uint64_t>(g.chunk_count(), 1));
-  RunWorkers(threads, [&](size_t) {
+  RunWorkers(threads, [&](size_t w) {
     std::vector<uint64_t> bad_chunks, bad_rows;
     uint64_t checked = 0, compared = 0, bytes = 0;
-    std::vector<uint8_t> buf, expect;
+    std::vector<uint8_t> expect;
+    ChunkReader chunks;
     SourceFds src;
     SourceReader reader;
-    Status s = rows ? src.Open(job) : Status::Ok();
+    Status s = chunks.Open(job.path, job.drop_cache);
+    if (s.ok() && rows) s = src.Open(job);
     reader.weight_fd = src.weight.get();
     reader.scale_fd = src.scale.get();
     reader.weight = &job.weight;
     reader.scale = &job.scale;
     reader.start = job.start;
     reader.drop_cache = job.drop_cache;
-    for (uint64_t k = next.fetch_add(1); s.ok() && k < g.chunk_count(); k = next.fetch_add(1)) {
+    auto [lo, hi] = ContiguousRun(g.chunk_count(), threads, w);
+    for (uint64_t k = lo; s.ok() && k < hi; ++k) {
       ChunkSpan span = g.Chunk(k);
       uint32_t crc = 0;
       bool complete = false;
-      s = ReadChunk(fd, job.path, g, k, &buf, &crc, &complete);
+      s = chunks.Read(g, k, &crc, &complete);
       if (!s.ok()) break;
-      if (job.drop_cache) DropCache(fd, kPackHeaderBytes + span.offset, span.bytes);
       ++checked;
       bytes += span.bytes;
       if (job.check_chunks && (!complete || crc != job.crcs[k])) bad_chunks.push_back(k);
@@ -79,9 +80,9 @@ void CheckChunks(const VerifyJob& job, int fd, VerifyProgress* progress, Finding
         for (uint64_t i = 0; i < span.rows; ++i) {
           uint64_t off = g.RowOffset(span.first_row + i) - span.offset;
           // A row past the end of a truncated file is as wrong as a differing one.
-          if (!complete && off + g.row_bytes() > buf.size()) {
+          if (!complete && off + g.row_bytes() > chunks.size()) {
             bad_rows.push_back(span.first_row + i);
-          } else if (std::memcmp(buf.data() + off, expect.data() + off, g.row_bytes()) != 0) {
+          } else if (std::memcmp(chunks.data() + off, expect.data() + off, g.row_bytes()) != 0) {
             bad_rows.push_back(span.first_row + i);
           }
         }
@@ -169,7 +170,7 @@ Status VerifyLayer(const VerifyJob& job, VerifyProgress* progress, VerifyResult*
 
   progress->bytes_total.store(job.check_chunks || job.all_rows ? g.data_bytes() : 0);
   Findings found;
-  if (job.check_chunks || (job.has_source && job.all_rows)) CheckChunks(job, fd.get(), progress, &found);
+  if (job.check_chunks || (job.has_source && job.all_rows)) CheckChunks(job, progress, &found);
   if (found.error.ok() && job.has_source && !job.all_rows && !job.sample_rows.empty()) {
     CheckSample(job, fd.get(), result->file_bytes, &found);
   }

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <functional>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace spark {
@@ -19,6 +20,11 @@ inline void RunWorkers(size_t threads, const std::function<void(size_t worker)>&
   pool.reserve(threads);
   for (size_t w = 0; w < threads; ++w) pool.emplace_back([&fn, w] { fn(w); });
   for (auto& t : pool) t.join();
+}
+
+// Worker w's share of [0, n) when `threads` workers take contiguous runs: [first, second).
+inline std::pair<size_t, size_t> ContiguousRun(size_t n, size_t threads, size_t w) {
+  return {n * w / threads, n * (w + 1) / threads};
 }
 
 }  // namespace spark
