@@ -9,10 +9,14 @@ import { runCli } from '../src/main.js';
 const keep = process.argv[2];
 const root = keep ?? mkdtempSync(join(tmpdir(), 'spark-demo-'));
 const snapshot = join(root, 'snapshot');
+const packed = join(root, 'engram-r0of2');
 
 const steps: [string, string[]][] = [
   ['Write a synthetic snapshot (2 Engram layers, prime-rule row counts)', ['synth', snapshot, '--vocab', '4000', '--shards', '4']],
   ['Validate every header and report the Engram tables', ['inspect', snapshot]],
+  ["Pack rank 0 of 2's Engram rows onto node-local disk (weight and scale side by side)", ['pack', snapshot, '--out', packed, '--rank', '0', '--world', '2']],
+  ['Run it again: a complete pack is a no-op', ['pack', snapshot, '--out', packed, '--rank', '0', '--world', '2']],
+  ['Verify the pack: manifest, every checksum, every row against the snapshot', ['verify', packed, '--source', snapshot, '--full']],
 ];
 
 const io = processIo();
