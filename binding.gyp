@@ -11,6 +11,7 @@
       "sources": [
         "native/core/json.cc",
         "native/core/safetensors.cc",
+        "native/core/shard_set.cc",
         "native/core/status.cc",
         "native/core/thread_pool.cc",
         "native/core/crc32.cc",
@@ -20,11 +21,21 @@
         "native/core/pack_io.cc",
         "native/core/pack_journal.cc",
         "native/core/verify.cc",
+        "native/core/tiling.cc",
+        "native/core/utf8.cc",
+        "native/core/io_util.cc",
+        "native/core/parallel.cc",
+        "native/core/row_plan.cc",
+        "native/core/row_store.cc",
+        "native/core/row_gather.cc",
         "native/binding/addon.cc",
         "native/binding/async.cc",
         "native/binding/errors.cc",
-        "native/binding/pack_binding.cc",
-        "native/binding/safetensors_binding.cc"
+        "native/binding/exec_binding.cc",
+        "native/binding/safetensors_binding.cc",
+        "native/binding/tiling_binding.cc",
+        "native/binding/row_store_binding.cc",
+        "native/binding/pack_binding.cc"
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",

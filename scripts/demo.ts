@@ -17,6 +17,12 @@ const steps: [string, string[]][] = [
   ["Pack rank 0 of 2's Engram rows onto node-local disk (weight and scale side by side)", ['pack', snapshot, '--out', packed, '--rank', '0', '--world', '2']],
   ['Run it again: a complete pack is a no-op', ['pack', snapshot, '--out', packed, '--rank', '0', '--world', '2']],
   ['Verify the pack: manifest, every checksum, every row against the snapshot', ['verify', packed, '--source', snapshot, '--full']],
+  ['Read rows through the row store: ids at both ends of layer 1, one repeated', ['rows', snapshot, '--layer', '1', '--ids', '0,17,17', '--json']],
+  ['Gather the same rows from the pack (one local read per row): the same bytes', ['rows', packed, '--layer', '1', '--ids', '0,17,17', '--json']],
+  [
+    'A short gather benchmark: the row store against the naive loop (and fio where installed)',
+    ['bench', 'gather', snapshot, '--threads', '4,16', '--batch', '144,4096', '--seconds', '1'],
+  ],
 ];
 
 const io = processIo();

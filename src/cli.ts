@@ -2,7 +2,7 @@
 // `spark --help` and `spark --version` never load native code.
 import { Command, CommanderError } from 'commander';
 import type { CommandResult, Io } from './io.js';
-import { commandFactories } from './commands/index.js';
+import { commandEntries } from './commands/index.js';
 
 export interface CliContext {
   io: Io;
@@ -12,8 +12,15 @@ export interface CliContext {
 
 export const VERSION = '0.1.0';
 
-export function buildProgram(ctx: CliContext): Command {
+/**
+ * The program for one invocation: the command named in argv (or after `help`) is loaded in
+ * full; the others are listed by name and summary only.
+ */
+export async function buildProgram(ctx: CliContext, argv: string[]): Promise<Command> {
+  // Positional options: program options only before the command name, which lets
+  // `spark wrapper` pass everything after the engine's name through untouched.
   const program = new Command('spark')
+    .enablePositionalOptions()
     .description(
       'Engram row store, packer, range tiling and launch preflight for DeepSeek-V4.1-Flash on DGX Spark clusters.',
     )
@@ -28,7 +35,12 @@ Every command takes --json for one machine-readable document on stdout.
 Example:
   spark synth /tmp/snap && spark inspect /tmp/snap`,
     );
-  for (const factory of commandFactories) program.addCommand(factory(ctx));
+  const words = argv.filter((a) => !a.startsWith('-'));
+  const wanted = words[0] === 'help' ? words[1] : words[0];
+  for (const entry of commandEntries) {
+    if (entry.name === wanted) program.addCommand((await entry.load())(ctx));
+    else program.command(entry.name).description(entry.summary);
+  }
   configureAll(program, ctx.io);
   return program;
 }

@@ -37,3 +37,11 @@ export function toJson(value: unknown, indent = 2): string {
   const marked = JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? `__big__${v}` : v), indent);
   return marked.replace(/"__big__(\d+)"/g, '$1');
 }
+
+/**
+ * The one stderr line of a failed check (exit 1): `spark CMD: message`, or with --json the
+ * `{"error": {code, message}}` object every failure prints there.
+ */
+export function reportCheckFailure(io: Io, json: boolean, command: string, message: string): void {
+  io.stderr(json ? toJson({ error: { code: 'E_CHECK_FAILED', message } }, 0) + '\n' : `spark ${command}: ${message}\n`);
+}

@@ -6,13 +6,13 @@ import { toJson, type Io } from './io.js';
 
 export async function runCli(argv: string[], io: Io): Promise<number> {
   let exitCode = 0;
-  const program = buildProgram({
+  const program = await buildProgram({
     io,
     emit(result, json) {
       io.stdout(json ? toJson(result.json) + '\n' : result.text.endsWith('\n') ? result.text : result.text + '\n');
       exitCode = result.exitCode;
     },
-  });
+  }, argv);
   try {
     await program.parseAsync(argv, { from: 'user' });
     return exitCode;

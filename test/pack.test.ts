@@ -4,7 +4,7 @@ import { existsSync, readdirSync, readFileSync, utimesSync, writeFileSync } from
 import { join } from 'node:path';
 import { packEngram, type PackRequest } from '../src/engram/pack.js';
 import { verifyPack } from '../src/engram/verify.js';
-import { splitRange } from '../src/engram/pack-ranges.js';
+import { packRanges } from '../src/engram/pack-ranges.js';
 import { synthRow } from '../src/engram/synth-rows.js';
 import { crc32 } from '../src/native/pack.js';
 import { SparkError } from '../src/errors.js';
@@ -27,10 +27,7 @@ function request(out: string, over: Partial<PackRequest> = {}): PackRequest {
     rank,
     world,
     split: 'floor',
-    ranges: tables.map((t) => {
-      const [start, end] = splitRange('floor', t.rows, rank, world);
-      return { layer: t.layer, start, end };
-    }),
+    ranges: packRanges(tables, undefined, rank, world, 'floor'),
     layout: 'dense',
     threads: 3,
     chunkRows: 512,
@@ -142,7 +139,8 @@ test('a manifest that does not match its split or its files is refused', async (
   const m = readManifest(out);
   m.layers[0].end -= 1;
   writeFileSync(join(out, 'engram-local.json'), JSON.stringify(m));
-  const e = await rejects(verifyPack({ dir: out, rows: 'none', threads: 1 }), 'E_PACK_MANIFEST');
+  const e = await rejects(verifyPack({ dir: out, rows: 'none', threads: 1 }), 'E_PACK_MISMATCH');
+  assert.equal(e.exitCode, 1);
   assert.match(e.message, /not rank 0 of 2 under the floor split/);
 });
 

@@ -203,6 +203,8 @@ test('missing files and directories', async () => {
   assert.ok(a instanceof SparkError && a.code === 'E_FILE_NOT_FOUND', String(a));
   assert.ok(a.message.includes(missing));
   assert.ok(b instanceof SparkError && b.code === 'E_IO', String(b));
+  const [c] = await readHeadersSettled([`${missing}\0.safetensors`]);
+  assert.ok(c instanceof SparkError && c.code === 'E_USAGE', String(c));
 });
 
 test('valid: spaces around the header, metadata, zero-size tensors', async () => {

@@ -9,9 +9,15 @@ using BindingInit = void (*)(Napi::Env env, Napi::Object exports);
 
 void InitPack(Napi::Env env, Napi::Object exports);         // pack_binding.cc
 void InitSafetensors(Napi::Env env, Napi::Object exports);  // safetensors_binding.cc
+void InitTiling(Napi::Env env, Napi::Object exports);       // tiling_binding.cc
+void InitExec(Napi::Env env, Napi::Object exports);         // exec_binding.cc
+void InitRowStore(Napi::Env env, Napi::Object exports);     // row_store_binding.cc
 
 inline constexpr BindingInit kBindingModules[] = {
     InitSafetensors,
+    InitTiling,
+    InitExec,
+    InitRowStore,
     InitPack,
 };
 

@@ -40,9 +40,13 @@
   X(E_RECIPE, 2)                        \
   X(E_CLUSTER, 2)                       \
   X(E_ENV_FILE, 2)                      \
+  X(E_ROWS_SPEC, 2)                     \
+  X(E_SYSFS, 3)                         \
+  X(E_EXEC, 3)                          \
+  X(E_STORE_CLOSED, 2)                  \
+  X(E_PACK_MANIFEST, 2)                 \
   X(E_SOURCE_CHANGED, 3)                \
   X(E_PACK_EXISTS, 2)                   \
   X(E_PACK_BUSY, 3)                     \
   X(E_PACK_INCOMPLETE, 1)               \
-  X(E_PACK_MANIFEST, 1)                 \
   X(E_PACK_MISMATCH, 1)

@@ -109,12 +109,4 @@ struct Options {
 // (space, tab, CR, LF). Returns false and fills *err on any deviation from RFC 8259.
 bool Parse(const uint8_t* data, size_t len, Document* doc, Error* err, const Options& options = {});
 
-// Offset of the first byte that is not well-formed UTF-8 (overlong forms, surrogates and
-// code points past U+10FFFF are rejected), or len when all of it is.
-size_t FindInvalidUtf8(const uint8_t* data, size_t len);
-
-// Text made safe for a one-line message: control characters and bytes that are not UTF-8
-// become \xNN, and text longer than max_bytes is cut (on a character boundary) with "...".
-std::string Printable(std::string_view text, size_t max_bytes = 200);
-
 }  // namespace spark::json

@@ -9,6 +9,7 @@
 
 #include "core/checked.h"
 #include "core/json.h"
+#include "core/utf8.h"
 
 namespace spark::safetensors {
 
@@ -60,7 +61,7 @@ using Index = Document::Index;
 
 constexpr const char* kReexport = "re-export or re-download this file";
 
-std::string Quoted(std::string_view name) { return "'" + json::Printable(name, 200) + "'"; }
+std::string Quoted(std::string_view name) { return "'" + Printable(name, 200) + "'"; }
 
 // "[2, 3]", shortened for absurd ranks.
 std::string ShapeText(const std::vector<uint64_t>& shape) {
@@ -84,7 +85,7 @@ class HeaderParser {
 
  private:
   Status Error(Code code, std::string message, std::string_view tensor = {}) const {
-    return Status::Error(code, std::move(message), path_, tensor.empty() ? std::string() : json::Printable(tensor, 200));
+    return Status::Error(code, std::move(message), path_, tensor.empty() ? std::string() : Printable(tensor, 200));
   }
   Status ParseMetadata(Index value);
   Status ParseTensor(std::string_view name, Index value);
@@ -217,18 +218,20 @@ Status HeaderParser::ParseShape(std::string_view name, Index value, Tensor* t) {
   t->shape.reserve(doc_.At(value).len);
   Status status;
   doc_.ForEachElement(value, [&](size_t i, Index e) {
+    if (doc_.IsU64(e)) {
+      t->shape.push_back(doc_.U64(e));
+      return true;
+    }
     std::string where = "shape[" + std::to_string(i) + "] ";
     if (doc_.IsU64Overflow(e)) {
       status = Error(Code::E_SAFETENSORS_OVERFLOW, where + doc_.Describe(e) + " does not fit in 64 bits; " + kReexport, name);
-    } else if (!doc_.IsU64(e)) {
+    } else {
       status = Error(Code::E_SAFETENSORS_SHAPE,
                      where + "is " + doc_.Describe(e) + "; dimensions must be non-negative integers written without a fraction or exponent; " +
                          kReexport,
                      name);
-    } else {
-      t->shape.push_back(doc_.U64(e));
     }
-    return status.ok();
+    return false;
   });
   return status;
 }
@@ -241,14 +244,15 @@ Status HeaderParser::ParseOffsets(std::string_view name, Index value, Tensor* t)
   uint64_t v[2];
   for (Index i = 0; i < 2; ++i) {
     Index e = value + 1 + i;  // both elements are scalars or the checks below fail on the first
+    if (doc_.IsU64(e)) {
+      v[i] = doc_.U64(e);
+      continue;
+    }
     std::string where = "data_offsets[" + std::to_string(i) + "] ";
     if (doc_.IsU64Overflow(e)) {
       return Error(Code::E_SAFETENSORS_OVERFLOW, where + doc_.Describe(e) + " does not fit in 64 bits; " + kReexport, name);
     }
-    if (!doc_.IsU64(e)) {
-      return Error(Code::E_SAFETENSORS_OFFSETS, where + "is " + doc_.Describe(e) + ", expected a non-negative integer; " + kReexport, name);
-    }
-    v[i] = doc_.U64(e);
+    return Error(Code::E_SAFETENSORS_OFFSETS, where + "is " + doc_.Describe(e) + ", expected a non-negative integer; " + kReexport, name);
   }
   if (v[0] > v[1]) {
     return Error(Code::E_SAFETENSORS_OFFSETS,
@@ -261,8 +265,22 @@ Status HeaderParser::ParseOffsets(std::string_view name, Index value, Tensor* t)
 
 Status HeaderParser::CheckLayout() {
   std::vector<Tensor>& tensors = out_->tensors;
-  std::stable_sort(tensors.begin(), tensors.end(),
-                   [](const Tensor& a, const Tensor& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
+  // Sort small keys, not the tensors (each holds a name and a shape), then move each tensor
+  // once. Ties keep header order, so zero-size tensors sort before the tensor they touch.
+  struct Key {
+    uint64_t begin, end;
+    size_t index;
+  };
+  std::vector<Key> keys(tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) keys[i] = Key{tensors[i].begin, tensors[i].end, i};
+  auto by_offset = [](const Key& a, const Key& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; };
+  if (!std::is_sorted(keys.begin(), keys.end(), by_offset)) {
+    std::stable_sort(keys.begin(), keys.end(), by_offset);
+    std::vector<Tensor> sorted;
+    sorted.reserve(tensors.size());
+    for (const Key& k : keys) sorted.push_back(std::move(tensors[k.index]));
+    tensors.swap(sorted);
+  }
   uint64_t expected = 0;
   const Tensor* prev = nullptr;
   for (Tensor& t : tensors) {
@@ -315,7 +333,7 @@ Status HeaderParser::CheckLayout() {
 // inside an entry, and the file offset of the offending byte.
 Status JsonErrorStatus(const json::Error& err, const uint8_t* bytes, size_t len, const std::string& path) {
   std::string tensor;
-  if (!err.path.empty() && err.path[0] != "__metadata__") tensor = json::Printable(err.path[0], 200);
+  if (!err.path.empty() && err.path[0] != "__metadata__") tensor = Printable(err.path[0], 200);
   bool in_metadata = !err.path.empty() && err.path[0] == "__metadata__";
   Status s;
   switch (err.kind) {
@@ -333,7 +351,7 @@ Status JsonErrorStatus(const json::Error& err, const uint8_t* bytes, size_t len,
       } else if (err.path.empty()) {
         s = Status::Error(Code::E_SAFETENSORS_DUPLICATE,
                           "the tensor name appears twice in the header, so readers may disagree on its bytes; " + std::string(kReexport),
-                          path, json::Printable(err.key, 200));
+                          path, Printable(err.key, 200));
       } else if (in_metadata && err.path.size() == 1) {
         s = Status::Error(Code::E_SAFETENSORS_DUPLICATE, "__metadata__ has the key " + Quoted(err.key) + " twice; " + kReexport, path);
       } else {
@@ -413,6 +431,8 @@ struct Fd {
 Status ReadHeader(const std::string& path, Header* out) {
   *out = Header();
   out->path = path;
+  // open() would stop at the NUL and read some other file.
+  if (path.find('\0') != std::string::npos) return Status::Error(Code::E_USAGE, "the path contains a NUL byte", Printable(path, 200));
   Fd file;
   // O_NONBLOCK: opening a FIFO by mistake must not hang; it is refused below.
   file.fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <ctime>
 #include <string>
 
 #include "test/testing.h"
@@ -223,6 +224,7 @@ TEST(ReadHeaderFromFiles) {
 
   CHECK(spark::safetensors::ReadHeader(TempDir() + "/missing.safetensors", &h).code == Code::E_FILE_NOT_FOUND);
   CHECK(spark::safetensors::ReadHeader(TempDir(), &h).code == Code::E_IO);
+  CHECK(spark::safetensors::ReadHeader(path + std::string(1, '\0') + "x", &h).code == Code::E_USAGE);
   std::string tiny = TempDir() + "/tiny.safetensors";
   int fd = open(tiny.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
   CHECK(write(fd, "abc", 3) == 3);
@@ -237,6 +239,47 @@ TEST(ReadHeaderFromFiles) {
   CHECK(spark::safetensors::ReadHeader(WriteFile("long.safetensors", json, 4294967310), &h).code == Code::E_SAFETENSORS_DATA_LENGTH);
   std::string cmd = "rm -rf '" + TempDir() + "'";
   CHECK(std::system(cmd.c_str()) == 0);
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SPARK_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SPARK_SANITIZED 1
+#endif
+#endif
+
+TEST(HeaderAtTheCapValidatesQuickly) {
+  // Close to the 100,000,000-byte cap (a fifth of it under the sanitizers), in reverse
+  // offset order so the sort has work to do.
+#ifdef SPARK_SANITIZED
+  const size_t target = 20'000'000;
+#else
+  const size_t target = 99'000'000;
+#endif
+  const uint64_t bytes = 2048 * 7168;
+  std::vector<std::string> entries;
+  size_t total = 2;
+  for (uint64_t i = 0; total < target; ++i) {
+    entries.push_back("\"model.layers." + std::to_string(i) + ".mlp.experts.gate_proj.weight\":" +
+                      Entry("F8_E4M3", "[2048,7168]", i * bytes, (i + 1) * bytes));
+    total += entries.back().size() + 1;
+  }
+  std::string json = "{";
+  for (size_t i = entries.size(); i-- > 0;) json += entries[i] + (i ? "," : "}");
+  Header h;
+  std::clock_t t0 = std::clock();
+  Status s = Parse(json, entries.size() * bytes, &h);
+  double secs = static_cast<double>(std::clock() - t0) / CLOCKS_PER_SEC;
+  CHECK(s.ok());
+  CHECK_EQ(h.tensors.size(), entries.size());
+  CHECK_EQ(h.tensors.back().end, entries.size() * bytes);
+  std::printf("  validated a %zu-byte header (%zu tensors) in %.3f s of CPU\n", json.size(), entries.size(), secs);
+#ifdef SPARK_SANITIZED
+  CHECK(secs < 30.0);
+#else
+  CHECK(secs < 3.0);
+#endif
 }
 
 int main() { return spark_test::RunAll("safetensors_test"); }

@@ -1,12 +1,65 @@
-// Every CLI command, in the order `spark --help` lists them.
+// Every CLI command, in the order `spark --help` lists them. Only the command being run is
+// imported: start-up stays close to Node's own (several commands run on every boot).
 import type { Command } from 'commander';
 import type { CliContext } from '../cli.js';
-import { inspectCommand } from './inspect.js';
-import { packCommand } from './pack.js';
-import { preflightCommand } from './preflight.js';
-import { synthCommand } from './synth.js';
-import { verifyCommand } from './verify.js';
 
 export type CommandFactory = (ctx: CliContext) => Command;
 
-export const commandFactories: CommandFactory[] = [inspectCommand, synthCommand, packCommand, verifyCommand, preflightCommand];
+export interface CommandEntry {
+  name: string;
+  summary: string;
+  load(): Promise<CommandFactory>;
+}
+
+export const commandEntries: CommandEntry[] = [
+  {
+    name: 'inspect',
+    summary: 'validate a snapshot (index, every shard header, file sizes) and report its Engram tables',
+    load: async () => (await import('./inspect.js')).inspectCommand,
+  },
+  {
+    name: 'synth',
+    summary: 'write a small DeepSeek-V4.1-shaped snapshot with checkable Engram rows',
+    load: async () => (await import('./synth.js')).synthCommand,
+  },
+  {
+    name: 'pack',
+    summary: "copy this rank's Engram rows to a node-local packed directory (one read per row)",
+    load: async () => (await import('./pack.js')).packCommand,
+  },
+  {
+    name: 'verify',
+    summary: 'check a packed directory: manifest, every checksum, and rows against the snapshot',
+    load: async () => (await import('./verify.js')).verifyCommand,
+  },
+  {
+    name: 'engram-ranges',
+    summary: 'the Engram rows each rank owns (SPARK_ENGRAM_ROWS), or check that given ranges tile every table',
+    load: async () => (await import('./engram-ranges.js')).engramRangesCommand,
+  },
+  {
+    name: 'preflight',
+    summary: 'check a recipe, its cluster and env files, the snapshot and this node before a boot',
+    load: async () => (await import('./preflight.js')).preflightCommand,
+  },
+  {
+    name: 'gid',
+    summary: 'the RoCE GID index NCCL would pick per HCA (exit 1 if none, or if the HCAs disagree)',
+    load: async () => (await import('./gid.js')).gidCommand,
+  },
+  {
+    name: 'wrapper',
+    summary: 'container entrypoint: set SPARK_ENGRAM_ROWS and B12X_ROCE_GID_INDEX for this rank, then exec the engine',
+    load: async () => (await import('./wrapper.js')).wrapperCommand,
+  },
+  {
+    name: 'rows',
+    summary: 'read Engram rows at given ids through the row store',
+    load: async () => (await import('./rows.js')).rowsCommand,
+  },
+  {
+    name: 'bench',
+    summary: 'benchmarks: gather (row store against fio and a naive loop)',
+    load: async () => (await import('./bench-gather.js')).benchCommand,
+  },
+];

@@ -7,6 +7,7 @@ import { usageError } from '../errors.js';
 import type { CommandResult, Io } from '../io.js';
 import type { PackProgressInfo, PackSummary } from '../engram/pack.js';
 import type { PackLayout } from '../native/pack.js';
+import { parseSplit } from '../engram/ranges.js';
 import { formatBytes } from './format.js';
 import { fromEnv, parseCount, requireOption } from './options.js';
 import { progressLine, type ProgressLine } from './progress.js';
@@ -53,8 +54,7 @@ export function parsePackFlags(snapshot: string | undefined, f: PackFlags, io: I
   const world = parseCount(requireOption(f.world, io.env, '--world', 'SPARK_WORLD_SIZE'), '--world', 1, 1 << 20);
   const rank = parseCount(requireOption(f.rank, io.env, '--rank', 'NODE_RANK'), '--rank', 0);
   if (rank >= world) throw usageError(`rank ${rank} is outside the world of ${world} ranks (ranks are 0-${world - 1})`);
-  const split = f.split ?? 'floor';
-  if (split !== 'floor' && split !== 'front' && split !== 'heads') throw usageError(`--split must be floor, front or heads, got '${split}'`);
+  const split = parseSplit(f.split, '--split');
   const layout = f.layout ?? 'dense';
   if (layout !== 'dense' && layout !== 'page') throw usageError(`--layout must be dense or page, got '${layout}'`);
   const threadsText = fromEnv(f.threads, io.env, 'SPARK_ENGRAM_THREADS');

@@ -45,6 +45,19 @@ function patternsOf(options: Partial<EngramPatterns>): EngramPatterns {
   };
 }
 
+/**
+ * A cheap test that a name may match: with the default patterns every match contains
+ * '.engram.embed.', so the regexes run on a handful of names instead of every tensor of a
+ * large checkpoint.
+ */
+function candidateTest(p: EngramPatterns): (name: string) => boolean {
+  const full = (name: string) => p.weightPattern.test(name) || p.scalePattern.test(name);
+  if (p.weightPattern === DEFAULT_PATTERNS.weightPattern && p.scalePattern === DEFAULT_PATTERNS.scalePattern) {
+    return (name) => name.includes('.engram.embed.') && full(name);
+  }
+  return full;
+}
+
 function layerOf(name: string, pattern: RegExp): number | undefined {
   const m = pattern.exec(name);
   if (!m || m[1] === undefined || !/^\d+$/.test(m[1])) return undefined;
@@ -54,19 +67,21 @@ function layerOf(name: string, pattern: RegExp): number | undefined {
 /** The tensor names that belong to an Engram table (weight or scale). */
 export function engramTensorNames(names: Iterable<string>, options: Partial<EngramPatterns> = {}): string[] {
   const p = patternsOf(options);
-  return [...names].filter((n) => layerOf(n, p.weightPattern) !== undefined || layerOf(n, p.scalePattern) !== undefined);
+  const maybe = candidateTest(p);
+  return [...names].filter((n) => maybe(n) && (layerOf(n, p.weightPattern) !== undefined || layerOf(n, p.scalePattern) !== undefined));
 }
 
 /** Pairs weight and scale tensors per layer and checks their dtypes, shapes and row counts. */
 export function findEngramTables(
-  tensors: Map<string, TensorRef>,
+  tensors: { filter(keep: (name: string) => boolean): TensorRef[] },
   config: ModelConfig | undefined,
   options: Partial<EngramPatterns> = {},
 ): EngramTable[] {
   const p = patternsOf(options);
   const weights = new Map<number, TensorRef>();
   const scales = new Map<number, TensorRef>();
-  for (const t of tensors.values()) {
+  const candidates = tensors.filter(candidateTest(p));
+  for (const t of candidates) {
     const wl = layerOf(t.name, p.weightPattern);
     if (wl !== undefined) addUnique(weights, wl, t);
     const sl = layerOf(t.name, p.scalePattern);

@@ -1,50 +1,33 @@
 // The packed directory format, version 1, as the packer writes it (docs/packed-format.md):
 // file names, the layer geometry, the 4096-byte header block and the manifest JSON text.
 // The strict reader of engram-local.json lives with the row store; this is the writing side.
-import type { PackLayout } from '../native/pack.js';
+import {
+  MANIFEST_FORMAT,
+  MANIFEST_NAME,
+  MANIFEST_VERSION,
+  PACK_HEADER_BYTES,
+  PAGE_BYTES,
+  packedFileName,
+  type PackedLayer,
+  type PackedManifest,
+  type PackLayout,
+} from './packed-manifest.js';
 
-export const PACK_FORMAT = 'spark-engram-packed';
-export const PACK_VERSION = 1;
-export const MANIFEST_NAME = 'engram-local.json';
-export const HEADER_BYTES = 4096;
-export const PAGE_BYTES = 4096;
+// The manifest's types and names live with its reader (packed-manifest.ts); these aliases
+// keep the writer's vocabulary.
+export type { PackedSourceFile } from './packed-manifest.js';
+export type PackedLayerEntry = PackedLayer;
+export type PackedManifestDoc = PackedManifest;
+export const PACK_FORMAT = MANIFEST_FORMAT;
+export const PACK_VERSION = MANIFEST_VERSION;
+export const HEADER_BYTES = PACK_HEADER_BYTES;
+export const dataFileName = packedFileName;
+export { MANIFEST_NAME, PAGE_BYTES };
 export const CHECKSUM_ALGORITHM = 'crc32';
 
-export interface PackedLayerEntry {
-  layer: number;
-  /** Rows of the whole table (N); this file holds [start, end). */
-  rows: number;
-  start: number;
-  end: number;
-  file: string;
-  rowBytes: number;
-  stride: number;
-  dataOffset: number;
-  weightDtype: string;
-  scaleDtype: string;
-  layout: PackLayout;
-  /** values: one CRC-32 per chunk as 8 lowercase hex digits. */
-  checksum: { algorithm: string; chunkRows: number; values: string[] };
-}
-
-export interface PackedSourceFile {
-  name: string;
-  bytes: number;
-  mtimeMs: number;
-}
-
-export interface PackedManifestDoc {
-  format: string;
-  version: number;
-  rank: number;
-  world: number;
-  split: string;
-  source: { snapshot: string; revision?: string; files: PackedSourceFile[] };
-  layers: PackedLayerEntry[];
-}
-
-export function dataFileName(layer: number, rank: number, world: number): string {
-  return `engram-l${layer}-r${rank}of${world}.bin`;
+/** A CRC-32 as the manifest writes it: 8 lowercase hex digits. */
+export function checksumHex(crc: number): string {
+  return (crc >>> 0).toString(16).padStart(8, '0');
 }
 
 /** Sizes that follow from an entry: see native/core/pack_format.h for the same rules. */
@@ -55,11 +38,6 @@ export interface LayerGeometry {
   dataBytes: number;
   fileBytes: number;
   chunkCount: number;
-}
-
-/** A CRC-32 as the manifest writes it: 8 lowercase hex digits. */
-export function checksumHex(crc: number): string {
-  return (crc >>> 0).toString(16).padStart(8, '0');
 }
 
 export function dimOf(rowBytes: number): number {

@@ -9,6 +9,7 @@ import { mkdir, open, readFile, rename, rm, stat, statfs } from 'node:fs/promise
 import { join, resolve } from 'node:path';
 import { SparkError } from '../errors.js';
 import { lockDirectory, packLayer, type PackLayerProgress, type PackLayout } from '../native/pack.js';
+import { parsePackedManifest, type PackSplit } from './packed-manifest.js';
 import {
   CHECKSUM_ALGORITHM,
   checksumHex,
@@ -41,7 +42,7 @@ export interface PackRequest {
   out: string;
   rank: number;
   world: number;
-  split: string;
+  split: PackSplit;
   /** This rank's rows per layer. */
   ranges: PackRange[];
   layout: PackLayout;
@@ -88,7 +89,7 @@ export interface PackSummary {
   manifest: string;
   rank: number;
   world: number;
-  split: string;
+  split: PackSplit;
   layout: PackLayout;
   /** True when the directory already held this exact pack: nothing was done. */
   noop: boolean;
@@ -168,12 +169,11 @@ async function readExisting(path: string): Promise<PackedManifestDoc | undefined
     throw err;
   }
   try {
-    const m = JSON.parse(text) as PackedManifestDoc;
-    if (m.format === PACK_FORMAT && Array.isArray(m.layers) && m.source && Array.isArray(m.source.files)) return m;
-  } catch {
-    // fall through
+    return parsePackedManifest(text, path);
+  } catch (err) {
+    const why = err instanceof SparkError ? err.message : String(err);
+    throw new SparkError('E_PACK_EXISTS', `${why}; it is not a manifest this spark can replace safely: remove it or use another --out`, { path });
   }
-  throw new SparkError('E_PACK_EXISTS', `${path} is not a readable pack manifest; remove it or use another --out`, { path });
 }
 
 async function checkSpace(out: string, layers: PlannedLayer[]): Promise<void> {

@@ -4,7 +4,7 @@
 import { lstat, readFile, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { SparkError } from '../errors.js';
-import { readHeadersSettled, type SafetensorsHeader } from '../native/safetensors.js';
+import { readHeadersSettled, type SafetensorsHeader, type SafetensorsTensor } from '../native/safetensors.js';
 import { readModelConfig, type ModelConfig } from './config.js';
 import { engramTensorNames, findEngramTables, type EngramPatterns, type EngramTable, type TensorRef } from './engram-tables.js';
 
@@ -23,7 +23,8 @@ export interface Snapshot {
   /** The Hugging Face revision when the directory is `.../snapshots/<40-hex>`. */
   revision?: string;
   shards: ShardSummary[];
-  tensors: Map<string, TensorRef>;
+  /** Every tensor by name (built on first use; `filter` avoids building it). */
+  tensors: LazyTensorMap;
   config?: ModelConfig;
   engram: EngramTable[];
 }
@@ -82,6 +83,7 @@ async function readIndex(indexPath: string): Promise<WeightMap | undefined> {
     throw new SparkError('E_INDEX_JSON', `${indexPath}: expected an object with a "weight_map" object`, { path: indexPath });
   }
   const map: WeightMap = new Map();
+  const checked = new Set<string>();
   for (const [tensor, file] of Object.entries(weightMap)) {
     if (typeof file !== 'string') {
       throw new SparkError('E_INDEX_JSON', `${indexPath}: weight_map["${tensor}"] must be a file name string`, {
@@ -89,7 +91,11 @@ async function readIndex(indexPath: string): Promise<WeightMap | undefined> {
         tensor,
       });
     }
-    checkShardName(indexPath, tensor, file);
+    // Thousands of tensors share a few dozen shard names: check each name once.
+    if (!checked.has(file)) {
+      checkShardName(indexPath, tensor, file);
+      checked.add(file);
+    }
     map.set(tensor, file);
   }
   return map;
@@ -125,6 +131,83 @@ function engramShardsOf(index: WeightMap, options: OpenSnapshotOptions): string[
   const files = new Set<string>();
   for (const name of tables) files.add(index.get(name)!);
   return [...files].sort();
+}
+
+/** weight_map grouped by shard, in the order of fileNames. */
+function namesPerFile(index: WeightMap, fileNames: string[]): string[][] {
+  const byFile = new Map<string, string[]>(fileNames.map((f) => [f, []]));
+  for (const [name, file] of index) byFile.get(file)?.push(name);
+  return fileNames.map((f) => byFile.get(f)!);
+}
+
+/**
+ * Every tensor by name, built on first use: a real checkpoint has tens of thousands of tensors
+ * and most commands need only the Engram ones, which findEngramTables picks out by name.
+ */
+class LazyTensorMap {
+  private map?: Map<string, TensorRef>;
+  constructor(
+    private readonly headers: SafetensorsHeader[],
+    private readonly shards: ShardSummary[],
+  ) {}
+
+  get size(): number {
+    return this.shards.reduce((a, s) => a + s.tensors, 0);
+  }
+
+  get(name: string): TensorRef | undefined {
+    return this.all().get(name);
+  }
+
+  values(): IterableIterator<TensorRef> {
+    return this.all().values();
+  }
+
+  /** The tensors whose names pass `keep`, without building the whole map. */
+  filter(keep: (name: string) => boolean): TensorRef[] {
+    const out: TensorRef[] = [];
+    this.headers.forEach((h, i) => {
+      for (const t of h.tensors) if (keep(t.name)) out.push(this.ref(i, t));
+    });
+    return out;
+  }
+
+  private all(): Map<string, TensorRef> {
+    if (!this.map) {
+      this.map = new Map();
+      this.headers.forEach((h, i) => {
+        for (const t of h.tensors) this.map!.set(t.name, this.ref(i, t));
+      });
+    }
+    return this.map;
+  }
+
+  private ref(shard: number, t: SafetensorsTensor): TensorRef {
+    const { file, fileName } = this.shards[shard];
+    return {
+      name: t.name,
+      dtype: t.dtype,
+      shape: exactShape(t.shape, file, t.name),
+      file,
+      fileName,
+      fileOffset: exactNumber(t.fileOffset, file, t.name),
+      bytes: exactNumber(t.bytes, file, t.name),
+    };
+  }
+}
+
+/** Tensor sizes here are far below 2^53; a larger one is refused rather than rounded. */
+function exactNumber(v: number | bigint, path: string, tensor: string): number {
+  if (typeof v === 'number') return v;
+  throw new SparkError('E_SAFETENSORS_SHAPE', `${path}: tensor '${tensor}': dimension ${v} is past 2^53, which this tool does not handle`, {
+    path,
+    tensor,
+  });
+}
+
+function exactShape(shape: (number | bigint)[], path: string, tensor: string): number[] {
+  for (const d of shape) if (typeof d !== 'number') exactNumber(d, path, tensor);
+  return shape as number[];
 }
 
 async function exists(path: string): Promise<boolean> {
@@ -173,7 +256,8 @@ async function fromFiles(
 ): Promise<Snapshot> {
   const realDir = await realpath(dir);
   const files = await Promise.all(fileNames.map((f) => resolveShard(dir, realDir, f)));
-  const [settled, config] = await Promise.all([readHeadersSettled(files), readModelConfig(dir)]);
+  const expected = index ? namesPerFile(index, fileNames) : undefined;
+  const [settled, config] = await Promise.all([readHeadersSettled(files, { expected }), readModelConfig(dir)]);
   const headers: SafetensorsHeader[] = [];
   for (const [i, r] of settled.entries()) {
     if (r instanceof Error) {
@@ -182,47 +266,13 @@ async function fromFiles(
     headers.push(r);
   }
 
-  const tensors = new Map<string, TensorRef>();
-  const shards: ShardSummary[] = [];
-  headers.forEach((h, i) => {
-    const fileName = fileNames[i];
-    shards.push({ file: files[i], fileName, bytes: Number(h.fileSize), tensors: h.tensors.length });
-    for (const t of h.tensors) {
-      if (tensors.has(t.name)) {
-        throw new SparkError('E_SAFETENSORS_DUPLICATE', `${files[i]}: tensor '${t.name}' also appears in ${tensors.get(t.name)!.fileName}`, {
-          path: files[i],
-          tensor: t.name,
-        });
-      }
-      if (index && index.has(t.name) && index.get(t.name) !== fileName) {
-        throw new SparkError(
-          'E_INDEX_TENSOR',
-          `${files[i]}: holds tensor '${t.name}', which the index places in ${index.get(t.name)}; the index and shards disagree`,
-          { path: files[i], tensor: t.name },
-        );
-      }
-      tensors.set(t.name, {
-        name: t.name,
-        dtype: t.dtype,
-        shape: t.shape.map(Number),
-        file: files[i],
-        fileName,
-        fileOffset: Number(t.fileOffset),
-        bytes: Number(t.bytes),
-      });
-    }
-  });
-  if (index) {
-    const read = new Set(fileNames);
-    for (const [name, file] of index) {
-      if (read.has(file) && !tensors.has(name)) {
-        throw new SparkError('E_INDEX_TENSOR', `${join(dir, file)}: the index places tensor '${name}' here, but the shard does not hold it`, {
-          path: join(dir, file),
-          tensor: name,
-        });
-      }
-    }
-  }
+  const shards: ShardSummary[] = headers.map((h, i) => ({
+    file: files[i],
+    fileName: fileNames[i],
+    bytes: exactNumber(h.fileSize, files[i], ''),
+    tensors: h.tensors.length,
+  }));
+  const tensors = new LazyTensorMap(headers, shards);
   const engram = findEngramTables(tensors, config, options);
   const rev = basename(realDir);
   const revision = /^[0-9a-f]{40}$/.test(rev) && realDir.includes(`${sep}snapshots${sep}`) ? rev : undefined;

@@ -6,10 +6,10 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { SparkError } from '../errors.js';
 import { verifyLayer, type VerifyLayerProgress } from '../native/pack.js';
-import { chunkSpan, headerJson, layerGeometry, MANIFEST_NAME, type PackedLayerEntry, type PackedManifestDoc } from './pack-format.js';
+import { chunkSpan, headerJson, layerGeometry, MANIFEST_NAME, type PackedLayerEntry } from './pack-format.js';
+import { parsePackedManifest, type PackedManifest } from './packed-manifest.js';
 import { checkManifest } from './pack-manifest-check.js';
 import { pollWhile, type PackTable } from './pack-io.js';
-import { packRanges } from './pack-ranges.js';
 import type { ModelConfig } from './config.js';
 
 export type VerifyRowsMode = 'none' | 'full' | 'sample';
@@ -58,7 +58,8 @@ export interface VerifyReport {
   seconds: number;
 }
 
-async function readManifest(dir: string): Promise<unknown> {
+/** The manifest, strictly parsed; any problem with it fails the check (exit 1). */
+async function readManifest(dir: string, config: ModelConfig | undefined): Promise<PackedManifest> {
   const path = join(dir, MANIFEST_NAME);
   let text: string;
   try {
@@ -75,11 +76,19 @@ async function readManifest(dir: string): Promise<unknown> {
       { path },
     );
   }
+  let m: PackedManifest;
   try {
-    return JSON.parse(text);
+    m = parsePackedManifest(text, path);
   } catch (err) {
-    throw new SparkError('E_PACK_MANIFEST', `${path}: not valid JSON (${(err as Error).message})`, { path });
+    if (err instanceof SparkError) throw new SparkError('E_PACK_MISMATCH', err.message, err.details);
+    throw err;
   }
+  const problems = checkManifest(m, config);
+  if (problems.length > 0) {
+    const more = problems.length > 1 ? ` (and ${problems.length - 1} more problems)` : '';
+    throw new SparkError('E_PACK_MISMATCH', `${path}: ${problems[0]}${more}`, { path, problems });
+  }
+  return m;
 }
 
 /** Sample rows (local indices): the first, the last and `n` spread at random. */
@@ -93,19 +102,7 @@ function sampleRows(count: number, n: number): number[] {
 export async function verifyPack(req: VerifyRequest): Promise<VerifyReport> {
   const t0 = performance.now();
   const dir = resolve(req.dir);
-  const raw = await readManifest(dir);
-  const problems = checkManifest(raw);
-  if (problems.length > 0) {
-    throw new SparkError('E_PACK_MANIFEST', `${join(dir, MANIFEST_NAME)}: ${problems[0]}` + (problems.length > 1 ? ` (and ${problems.length - 1} more problems)` : ''), {
-      path: join(dir, MANIFEST_NAME),
-      problems,
-    });
-  }
-  const m = raw as PackedManifestDoc;
-  if (m.split === 'heads' && req.source) problems.push(...headsProblems(m, req.source.tables, req.source.config));
-  if (problems.length > 0) {
-    throw new SparkError('E_PACK_MANIFEST', `${join(dir, MANIFEST_NAME)}: ${problems[0]}`, { path: join(dir, MANIFEST_NAME), problems });
-  }
+  const m = await readManifest(dir, req.source?.config);
   const report: VerifyReport = { dir, ok: true, rank: m.rank, world: m.world, split: m.split, layers: [], problems: [], bytesRead: 0, seconds: 0 };
   const totalBytes = m.layers.reduce((s, e) => s + layerGeometry(e).dataBytes, 0);
   let doneBefore = 0;
@@ -126,7 +123,7 @@ export async function verifyPack(req: VerifyRequest): Promise<VerifyReport> {
 async function verifyOne(
   req: VerifyRequest,
   dir: string,
-  m: PackedManifestDoc,
+  m: PackedManifest,
   e: PackedLayerEntry,
   onProgress: (p: VerifyLayerProgress) => void,
 ): Promise<{ layer: VerifyLayerReport; problems: string[]; bytesRead: number }> {
@@ -205,24 +202,4 @@ async function verifyOne(
   }
   layer.ok = problems.length === 0;
   return { layer, problems, bytesRead: r.bytesRead };
-}
-
-/** The heads split's ranges come from config.json's sub-tables: checkable only with the source. */
-function headsProblems(m: PackedManifestDoc, tables: PackTable[], config: ModelConfig | undefined): string[] {
-  const wanted = packRanges(
-    m.layers.map((e) => ({ layer: e.layer, rows: e.rows })),
-    config,
-    m.rank,
-    m.world,
-    'heads',
-  );
-  const out: string[] = [];
-  for (const [i, e] of m.layers.entries()) {
-    const w = wanted[i];
-    if (!tables.some((t) => t.layer === e.layer)) continue;
-    if (w.start !== e.start || w.end !== e.end) {
-      out.push(`layer ${e.layer}: range [${e.start}, ${e.end}) is not rank ${m.rank} of ${m.world} under the heads split ([${w.start}, ${w.end}))`);
-    }
-  }
-  return out;
 }

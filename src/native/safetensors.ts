@@ -61,12 +61,19 @@ export interface SafetensorsHeader {
 export interface ReadHeadersOptions {
   /** Headers read at once (default 32, the pool's size). */
   threads?: number;
+  /**
+   * Per path, the tensor names an index places in that file. With it the reader also checks,
+   * natively, that each is there (E_INDEX_TENSOR) and that no name is in two files
+   * (E_SAFETENSORS_DUPLICATE); the failing file gets the error.
+   */
+  expected?: readonly (readonly string[])[];
 }
 
 type RawHeader = Omit<SafetensorsHeader, 'metadata'> & { metadata: [string, string][] };
 
 interface SafetensorsNative {
-  readHeaders(paths: string[], threads?: number): Promise<Array<RawHeader | Error>>;
+  /** A header arrives as JSON text (same shape) when all its values are safe integers. */
+  readHeaders(paths: string[], threads?: number, expected?: readonly (readonly string[])[]): Promise<Array<RawHeader | string | Error>>;
   parseHeaderBytes(json: Uint8Array, dataLength: U64, path?: string): RawHeader;
 }
 
@@ -97,8 +104,11 @@ export async function readHeadersSettled(
 ): Promise<Array<SafetensorsHeader | SparkError>> {
   checkArgs(paths, options);
   if (paths.length === 0) return [];
-  const results = await native().readHeaders([...paths], options.threads);
-  return results.map((r) => (r instanceof Error ? toSparkError(r) : fromRaw(r)));
+  if (options.expected !== undefined && options.expected.length !== paths.length) {
+    throw usageError('readHeaders: expected must have one name list per path');
+  }
+  const results = await native().readHeaders([...paths], options.threads, options.expected);
+  return results.map((r) => (r instanceof Error ? toSparkError(r) : fromRaw(typeof r === 'string' ? (JSON.parse(r) as RawHeader) : r)));
 }
 
 /** Reads every header in parallel; rejects with the SparkError of the first failing path, in path order. */

@@ -112,8 +112,7 @@ export async function buildContext(options: PreflightOptions, io: Io): Promise<P
         const src = snapshotSource();
         if (!src) return undefined;
         try {
-          const facts = await openSnapshotFacts(src.dir);
-          return facts ? { facts } : undefined;
+          return { facts: await openSnapshotFacts(src.dir) };
         } catch (err) {
           return { error: toSparkError(err) };
         }

@@ -1,6 +1,6 @@
 // Runs the rules that apply to a recipe and collects one report.
 import type { Io } from '../io.js';
-import { usageError } from '../errors.js';
+import { toSparkError, usageError } from '../errors.js';
 import { stackOf } from '../recipes/index.js';
 import { buildContext, type PreflightOptions } from './context.js';
 import { RULES } from './rules/index.js';
@@ -63,8 +63,14 @@ export async function runPreflight(options: PreflightOptions, io: Io): Promise<P
       if (rule.scope === 'local-node' && !ctx.node) {
         return { rule, skip: `this host is not a node of ${ctx.cluster?.file}: run preflight there, or pass --node-rank` };
       }
-      const outcome = await rule.check(ctx);
-      return Array.isArray(outcome) ? { rule, findings: outcome } : { rule, skip: outcome.skip };
+      try {
+        const outcome = await rule.check(ctx);
+        return Array.isArray(outcome) ? { rule, findings: outcome } : { rule, skip: outcome.skip };
+      } catch (err) {
+        // One rule that cannot read what it needs (EACCES on a mount, a malformed config.json)
+        // must not hide the others' findings; it is reported as not checked, with the reason.
+        return { rule, skip: `could not check: ${toSparkError(err).message.split('\n')[0]}` };
+      }
     }),
   );
   const findings: Finding[] = [];

@@ -54,8 +54,10 @@ export interface RuleMeta {
   engines: readonly Engine[];
   /** Model families the rule applies to; undefined = every family. */
   families?: readonly ModelFamily[];
-  /** The severity of its main finding (a rule may add lower-severity notes). */
+  /** The severity of its main finding. */
   severity: Severity;
+  /** Lower-severity findings the rule also makes, in a sentence. */
+  also?: string;
   /** Where the rule comes from: a seed file, a field report, an engine's behaviour. */
   evidence: string;
   /** The usual fix. */

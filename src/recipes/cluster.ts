@@ -2,6 +2,7 @@
 // cluster's NCCL environment (format in docs/recipes.md; examples in recipes/clusters/).
 import { isIP } from 'node:net';
 import { FieldReader, type FileDiagnostic } from './fields.js';
+import { failIfSwallowed, findSwallowedKeys, swallowedDiagnostic, withoutSwallowed } from './swallowed.js';
 import { parseTomlDocument, readTextFile, type TomlDocument } from './toml-file.js';
 
 export interface ClusterNode {
@@ -48,8 +49,11 @@ export async function readCluster(path: string): Promise<LoadedCluster> {
 /** Parses and validates a cluster file. Throws SparkError E_CLUSTER (exit 2) on bad data. */
 export function parseCluster(source: string, file: string): LoadedCluster {
   const document = parseTomlDocument(source, file, 'E_CLUSTER');
-  const top = new FieldReader(file, document.table, '', document.locations, 'E_CLUSTER');
-  const diagnostics = top.unknownKeys(CLUSTER_KEYS, 'cluster file');
+  const swallowed = findSwallowedKeys(document, { topLevel: CLUSTER_KEYS, tables: { nodes: NODE_KEYS } });
+  const top = new FieldReader(file, withoutSwallowed(document.table, swallowed), '', document.locations, 'E_CLUSTER');
+  const diagnostics = swallowed.map((loc) => swallowedDiagnostic(file, loc));
+  failIfSwallowed(top, 'name', swallowed);
+  diagnostics.push(...top.unknownKeys(CLUSTER_KEYS, 'cluster file'));
   const readers = top.tableArray('nodes');
   if (readers.length === 0) top.missing('nodes', 'one [[nodes]] table per node, in rank order');
   const nodes = readers.map((r, rank): ClusterNode => {

@@ -1,6 +1,8 @@
 // Recipes, env files and cluster files as typed, validated objects. `spark preflight` checks
 // them; `spark launch` turns them into container commands. Formats: docs/recipes.md.
-export { parseRecipe, readRecipe, recipeLine, argLine, findSwallowedKeys, RECIPE_KEYS, MOUNT_KEYS, ENGINES } from './recipe.js';
+export { parseRecipe, readRecipe, recipeLine, argLine, RECIPE_KEYS, MOUNT_KEYS, ENGINES } from './recipe.js';
+export { findSwallowedKeys, swallowedDiagnostic } from './swallowed.js';
+export type { SwallowedKeySchema } from './swallowed.js';
 export type { Recipe, LoadedRecipe, Mount, Engine } from './recipe.js';
 export { parseCluster, readCluster, CLUSTER_KEYS, NODE_KEYS, DEFAULT_DIST_PORT, HF_CACHE_CONTAINER_PATH } from './cluster.js';
 export type { Cluster, ClusterNode, LoadedCluster } from './cluster.js';

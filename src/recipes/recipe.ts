@@ -1,8 +1,8 @@
 // A recipe file: one serving stack (engine, image, model, parallelism, container command,
 // mounts, environment) in TOML, as the users write them (see recipes/ and docs/recipes.md).
-import { FieldReader, isTable, type FileDiagnostic } from './fields.js';
+import { FieldReader, type FileDiagnostic } from './fields.js';
 import { parseTomlDocument, readTextFile, type TomlDocument } from './toml-file.js';
-import type { TomlKeyLocation } from './toml-scan.js';
+import { failIfSwallowed, findSwallowedKeys, swallowedDiagnostic, withoutSwallowed } from './swallowed.js';
 
 export type Engine = 'sglang' | 'vllm';
 export const ENGINES: readonly Engine[] = ['sglang', 'vllm'];
@@ -85,16 +85,13 @@ export async function readRecipe(path: string): Promise<LoadedRecipe> {
 /** Parses and validates recipe TOML. Throws SparkError E_RECIPE (exit 2) on wrong types. */
 export function parseRecipe(source: string, file: string): LoadedRecipe {
   const document = parseTomlDocument(source, file, 'E_RECIPE');
-  const swallowed = findSwallowedKeys(document);
-  const table = withoutKeys(document.table, swallowed);
+  const swallowed = findSwallowedKeys(document, { topLevel: RECIPE_KEYS, tables: { extra_mounts: MOUNT_KEYS } });
+  const table = withoutSwallowed(document.table, swallowed);
   const diagnostics: FileDiagnostic[] = swallowed.map((loc) => swallowedDiagnostic(file, loc));
   const top = new FieldReader(file, table, '', document.locations, 'E_RECIPE');
 
   const required = (key: string, example: string): string => {
-    if (!top.has(key)) {
-      const lost = swallowed.find((l) => l.key === key);
-      if (lost) top.fail(key, swallowedDiagnostic(file, lost).message, 'move it above the first table header');
-    }
+    failIfSwallowed(top, key, swallowed);
     return top.requiredString(key, example);
   };
 
@@ -153,63 +150,4 @@ export function recipeLine(recipe: Recipe, path: string): number | undefined {
 export function argLine(recipe: Recipe, index: number): number | undefined {
   const loc = recipe.document.locations.get('args');
   return loc?.elementLines?.[index] ?? loc?.line;
-}
-
-/**
- * Keys written after a table header that the recipe expects at the top level: TOML puts a bare
- * key into the most recent table, so `args = [...]` below `[[extra_mounts]]` becomes
- * `extra_mounts[0].args` and the engine silently runs without its arguments. A key the table
- * itself defines (a mount's `host`) is not swallowed; in [env] any lowercase recipe key is.
- */
-export function findSwallowedKeys(doc: TomlDocument): TomlKeyLocation[] {
-  const topLevel = new Set<string>(RECIPE_KEYS);
-  const own: Record<string, readonly string[]> = { extra_mounts: MOUNT_KEYS };
-  return doc.locations.keys.filter((loc) => {
-    if (!loc.table) return false;
-    const rel = loc.path.slice(loc.table.path.length + 1);
-    const first = rel.split('.')[0] ?? '';
-    const tableName = loc.table.path.replace(/\[\d+\]$/, '').split('.')[0] ?? '';
-    if (!topLevel.has(first) || first === tableName) return false;
-    return !(own[tableName] ?? []).includes(first);
-  });
-}
-
-function swallowedDiagnostic(file: string, loc: TomlKeyLocation): FileDiagnostic {
-  const header = loc.table!;
-  const written = header.array ? `[[${header.path.replace(/\[\d+\]$/, '')}]]` : `[${header.path}]`;
-  const first = loc.path.slice(header.path.length + 1).split('.')[0];
-  return {
-    kind: 'swallowed-key',
-    severity: 'error',
-    file,
-    line: loc.line,
-    key: loc.path,
-    message:
-      `${first} on line ${loc.line} is inside the ${written} table (header on line ${header.line}), ` +
-      `so it is ${loc.path}, not the recipe's ${first}`,
-    fix: `move ${first} above the first table header in the file`,
-  };
-}
-
-/** A copy of the table without the swallowed keys (top-level key of each). */
-function withoutKeys(table: Record<string, unknown>, swallowed: TomlKeyLocation[]): Record<string, unknown> {
-  if (swallowed.length === 0) return table;
-  const copy = structuredClone(table) as Record<string, unknown>;
-  for (const loc of swallowed) {
-    const tablePath = loc.table!.path;
-    const key = loc.path.slice(tablePath.length + 1).split('.')[0] ?? '';
-    const holder = resolveTable(copy, tablePath);
-    if (holder) delete holder[key.replace(/^"|"$/g, '')];
-  }
-  return copy;
-}
-
-function resolveTable(root: Record<string, unknown>, path: string): Record<string, unknown> | undefined {
-  let node: unknown = root;
-  for (const part of path.split('.')) {
-    const m = /^(.*?)(?:\[(\d+)\])?$/.exec(part)!;
-    node = isTable(node) ? node[m[1] ?? ''] : undefined;
-    if (m[2] !== undefined) node = Array.isArray(node) ? node[Number(m[2])] : undefined;
-  }
-  return isTable(node) ? node : undefined;
 }

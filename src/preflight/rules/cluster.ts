@@ -1,23 +1,16 @@
 // The cluster file against the environment the containers get.
 import { isIPv4 } from 'node:net';
+import { gidInRange, parseCidr, parseIpv6 } from '../../net/ip.js';
 import { at, ENGINES } from '../../recipes/index.js';
 import { defineRule, finding, whereEnv } from '../rule.js';
 
-/** `a.b.c.d/n` → [network, prefix]; undefined when not an IPv4 CIDR. */
-export function parseCidr4(text: string): { base: number; bits: number } | undefined {
-  const m = /^\s*([\d.]+)\/(\d{1,2})\s*$/.exec(text);
-  if (!m || !isIPv4(m[1]!) || Number(m[2]) > 32) return undefined;
-  return { base: ipv4ToInt(m[1]!), bits: Number(m[2]) };
-}
-
-export function ipv4ToInt(ip: string): number {
-  return ip.split('.').reduce((acc, octet) => acc * 256 + Number(octet), 0);
-}
-
-export function inCidr4(ip: string, cidr: { base: number; bits: number }): boolean {
-  if (!isIPv4(ip)) return false;
-  const size = 2 ** (32 - cidr.bits);
-  return Math.floor(ipv4ToInt(ip) / size) === Math.floor(cidr.base / size);
+/** Whether an address lies in NCCL_IB_ADDR_RANGE, compared the way NCCL compares GIDs. */
+export function addressInRange(address: string, rangeText: string): boolean | undefined {
+  const range = parseCidr(rangeText);
+  const gid = parseIpv6(isIPv4(address) ? `::ffff:${address}` : address);
+  if (!range || !gid) return undefined;
+  if ((range.family === 'AF_INET') !== isIPv4(address)) return false;
+  return gidInRange(gid, range);
 }
 
 export const fabricRange = defineRule({
@@ -33,14 +26,12 @@ export const fabricRange = defineRule({
   check(ctx) {
     const v = ctx.env.get('NCCL_IB_ADDR_RANGE');
     if (!v || !ctx.cluster) return [];
-    const cidr = parseCidr4(v.value);
-    if (!cidr) {
-      if (v.value.includes(':')) return []; // IPv6 range: NCCL_IB_ADDR_FAMILY=AF_INET6 setups are not checked
-      return [finding(this, { message: `NCCL_IB_ADDR_RANGE=${v.value} is not an IPv4 CIDR (a.b.c.d/n)`, where: whereEnv(v) })];
+    if (!parseCidr(v.value)) {
+      return [finding(this, { message: `NCCL_IB_ADDR_RANGE=${v.value} is not a CIDR (a.b.c.d/n); NCCL ignores it`, where: whereEnv(v) })];
     }
     const c = ctx.cluster;
     return c.nodes
-      .filter((n) => isIPv4(n.fabricAddr) && !inCidr4(n.fabricAddr, cidr))
+      .filter((n) => addressInRange(n.fabricAddr, v.value) === false)
       .map((n) =>
         finding(this, {
           message: `node ${n.rank} (${n.host}) has fabric_addr ${n.fabricAddr}, outside NCCL_IB_ADDR_RANGE=${v.value} (${whereEnv(v)})`,

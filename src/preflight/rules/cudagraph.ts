@@ -14,6 +14,9 @@ export const vllmCapture = defineRule({
   title: '--max-cudagraph-capture-size = --max-num-seqs × (k+1) with k speculative tokens',
   engines: ['vllm'],
   severity: 'error',
+  also:
+    'warn when --max-num-seqs or the capture size is missing, or the capture size is not a multiple of k+1; ' +
+    'info when it captures more than max_num_seqs × (k+1)',
   scope: 'files',
   evidence:
     'Each decode step of a sequence verifies k+1 tokens, so a full batch is max_num_seqs × (k+1) tokens; a smaller ' +

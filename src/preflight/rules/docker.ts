@@ -10,6 +10,7 @@ export const shmSize = defineRule({
   title: 'the container gets a /dev/shm large enough for NCCL and the engine',
   engines: ENGINES,
   severity: 'error',
+  also: 'warn below 1 GiB',
   scope: 'files',
   evidence:
     "Docker's default /dev/shm is 64 MB; torch multiprocessing and NCCL's shared-memory transport need far more " +

@@ -2,24 +2,32 @@
 // [0, N) exactly per layer (domain.md, "How ranks split a table").
 import { existsSync, readFileSync } from 'node:fs';
 import { basename } from 'node:path';
+import { checkTiling, parseEngramRows, type LayerRange } from '../../engram/ranges.js';
 import type { EnvValue } from '../../recipes/index.js';
 import { ENGINES, HF_CACHE_CONTAINER_PATH } from '../../recipes/index.js';
 import { defineRule, envSourceName, finding, whereEnv } from '../rule.js';
 import { isPackDir, isSnapshotPath } from '../sources.js';
 import type { PreflightContext } from '../types.js';
+import { expectedEngramRows } from './snapshot.js';
 
 /**
- * Why one SPARK_ENGRAM_ROWS value given to all `world` ranks cannot work. Every rank reads the
- * same environment from a recipe, cluster or env file, so the ranks' ranges are identical: with
+ * Why one SPARK_ENGRAM_ROWS value given to all `world` ranks does not tile. Every rank reads the
+ * same environment from a recipe, cluster or env file, so all ranks get the same ranges: with
  * more than one rank they overlap (a full range on every rank double-counts every row in the
- * all-reduce), and anything less than the full range leaves rows no rank owns.
+ * all-reduce), and with one rank anything short of the full table leaves rows no rank owns.
+ * `tables` gives N per layer (from config.json); without it only the grammar and overlaps show.
  */
-export function sharedRowsProblem(spec: string, world: number): string | undefined {
-  if (world <= 1) return undefined;
-  return (
-    `SPARK_ENGRAM_ROWS='${spec}' is the same for all ${world} ranks, so their ranges cannot tile [0, N): ` +
-    `identical ranges overlap (a full range on every rank double-counts each row in the all-reduce)`
-  );
+export function sharedRowsProblem(spec: string, world: number, tables?: { layer: number; rows: number }[]): string | undefined {
+  let ranges: LayerRange[];
+  try {
+    ranges = parseEngramRows(spec);
+  } catch (err) {
+    return (err as Error).message;
+  }
+  const report = checkTiling(Array.from({ length: world }, () => ranges), tables);
+  if (report.ok) return undefined;
+  const same = world > 1 ? `gives all ${world} ranks the same rows, so they cannot tile [0, N): ` : 'does not tile [0, N): ';
+  return `SPARK_ENGRAM_ROWS='${spec}' ${same}${report.problem!.message}`;
 }
 
 export const rangesTile = defineRule({
@@ -35,10 +43,13 @@ export const rangesTile = defineRule({
   fix:
     'remove SPARK_ENGRAM_ROWS from the shared environment; set it per rank (a wrapper computing it from NODE_RANK, ' +
     '`spark engram-ranges --rank R --world W`) or serve from packed shards whose manifest holds each rank\'s range',
-  check(ctx) {
+  async check(ctx) {
     const v = ctx.env.get('SPARK_ENGRAM_ROWS');
     if (!v) return [];
-    const problem = sharedRowsProblem(v.value, ctx.world);
+    const config = await ctx.modelConfig().catch(() => undefined);
+    const rows = config ? expectedEngramRows(config) : undefined;
+    const tables = rows ? [...rows].map(([layer, n]) => ({ layer, rows: n })) : undefined;
+    const problem = sharedRowsProblem(v.value, ctx.world, tables);
     if (!problem) return [];
     return [finding(this, { message: `${problem} (set in ${envSourceName(v)})`, where: whereEnv(v) })];
   },

@@ -1,34 +1,12 @@
-// RDMA devices and socket interfaces named in the environment must exist on this node.
-// Device lists follow NCCL's syntax: `^` excludes, `=` asks for exact names (otherwise a name is
-// a prefix), `name:port` picks a port.
-import { existsSync, readdirSync } from 'node:fs';
+// RDMA devices, socket interfaces and the RoCE GID index, as this node's sysfs shows them.
+// Device lists follow NCCL's syntax (src/net/hca-list.ts): `^` excludes, `=` asks for exact
+// names (otherwise a name is a prefix), `name:port` picks a port.
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { ENGINES } from '../../recipes/index.js';
+import { formatHcaItem, parseHcaList, unmatchedItems, type HcaList } from '../../net/hca-list.js';
+import { ENGINES, envValues, type EnvValue } from '../../recipes/index.js';
 import { defineRule, finding, whereEnv, whereNode } from '../rule.js';
-
-export interface DeviceList {
-  exclude: boolean;
-  exact: boolean;
-  entries: { name: string; port?: number }[];
-}
-
-/** Parses an NCCL device list (NCCL_IB_HCA, NCCL_SOCKET_IFNAME). */
-export function parseDeviceList(text: string, exactByDefault = false): DeviceList {
-  let t = text.trim();
-  const exclude = t.startsWith('^');
-  if (exclude) t = t.slice(1);
-  const exact = exactByDefault || t.startsWith('=');
-  if (t.startsWith('=')) t = t.slice(1);
-  const entries = t
-    .split(',')
-    .map((e) => e.trim())
-    .filter((e) => e !== '')
-    .map((e) => {
-      const [name, port] = e.split(':');
-      return port !== undefined && /^\d+$/.test(port) ? { name: name!, port: Number(port) } : { name: name! };
-    });
-  return { exclude, exact, entries };
-}
+import type { PreflightContext } from '../types.js';
 
 function listDir(path: string): string[] | undefined {
   try {
@@ -38,18 +16,20 @@ function listDir(path: string): string[] | undefined {
   }
 }
 
-/** Names in `list` with no matching device among `present` (prefix match unless exact). */
-export function missingDevices(list: DeviceList, present: readonly string[]): string[] {
-  if (list.exclude) return [];
-  return list.entries
-    .filter((e) => !present.some((p) => (list.exact ? p === e.name : p.startsWith(e.name))))
-    .map((e) => e.name);
+/** Every (device, port) under class/infiniband; undefined when the directory is missing. */
+export function presentPorts(sysfs: string): { hca: string; port: number }[] | undefined {
+  const root = join(sysfs, 'class', 'infiniband');
+  const devices = listDir(root);
+  if (!devices) return undefined;
+  return devices.flatMap((hca) =>
+    (listDir(join(root, hca, 'ports')) ?? []).filter((p) => /^\d+$/.test(p)).map((p) => ({ hca, port: Number(p) })),
+  );
 }
 
-const HCA_VARS: { key: string; exact: boolean }[] = [
-  { key: 'NCCL_IB_HCA', exact: false },
-  { key: 'B12X_ROCE_HCA', exact: true },
-];
+/** The device list of a variable: NCCL_IB_HCA in NCCL's syntax, B12X_ROCE_HCA as exact names. */
+function hcaListOf(key: string, value: string): HcaList {
+  return parseHcaList(key === 'NCCL_IB_HCA' || /^[\^=]/.test(value) ? value : `=${value}`);
+}
 
 export const hca = defineRule({
   id: 'fabric.hca',
@@ -62,42 +42,41 @@ export const hca = defineRule({
     'dsv41 recipe pins NCCL_IB_HCA and B12X_ROCE_HCA = rocep1s0f0,roceP2p1s0f0).',
   fix: 'use the names in /sys/class/infiniband on this node (ibv_devices lists them)',
   check(ctx) {
-    const root = join(ctx.sysfs, 'class', 'infiniband');
-    const present = listDir(root);
+    const present = presentPorts(ctx.sysfs);
     const out = [];
-    for (const { key, exact } of HCA_VARS) {
+    for (const key of ['NCCL_IB_HCA', 'B12X_ROCE_HCA']) {
       const v = ctx.env.get(key);
-      if (!v || v.value.trim() === '') continue;
-      const list = parseDeviceList(v.value, exact);
-      if (list.exclude) continue;
+      if (!v || v.value === '') continue;
       if (present === undefined) {
+        const root = join(ctx.sysfs, 'class', 'infiniband');
         out.push(finding(this, { message: `${key}=${v.value} but ${whereNode(ctx)} has no RDMA devices (${root} is missing)`, where: whereEnv(v) }));
         continue;
       }
-      const missing = missingDevices(list, present);
-      if (missing.length > 0) {
-        out.push(
-          finding(this, {
-            message: `${key}=${v.value}: no device ${missing.join(', ')} on ${whereNode(ctx)} (present: ${present.join(', ') || 'none'})`,
-            where: whereEnv(v),
-          }),
-        );
-        continue;
-      }
-      for (const e of list.entries) {
-        if (e.port !== undefined && list.exact && !existsSync(join(root, e.name, 'ports', String(e.port)))) {
-          out.push(finding(this, { message: `${key}: ${e.name} has no port ${e.port} on ${whereNode(ctx)}`, where: whereEnv(v) }));
-        }
-      }
+      const missing = unmatchedItems(hcaListOf(key, v.value), present);
+      if (missing.length === 0) continue;
+      const have = present.map((p) => `${p.hca}:${p.port}`).join(', ') || 'none';
+      out.push(
+        finding(this, {
+          message: `${key}=${v.value}: no device ${missing.map(formatHcaItem).join(', ')} on ${whereNode(ctx)} (present: ${have})`,
+          where: whereEnv(v),
+        }),
+      );
     }
     return out;
   },
 });
 
-const IFNAME_VARS: { key: string; exact: boolean }[] = [
-  { key: 'NCCL_SOCKET_IFNAME', exact: false },
-  { key: 'GLOO_SOCKET_IFNAME', exact: true },
-];
+/** Names in a socket interface list (NCCL_SOCKET_IFNAME syntax) with no interface present. */
+export function missingInterfaces(text: string, present: readonly string[], exactByDefault: boolean): string[] {
+  let t = text.trim();
+  if (t.startsWith('^')) return [];
+  const exact = exactByDefault || t.startsWith('=');
+  if (t.startsWith('=')) t = t.slice(1);
+  return t
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '' && !present.some((p) => (exact ? p === e : p.startsWith(e))));
+}
 
 export const socketIfname = defineRule({
   id: 'fabric.socket-ifname',
@@ -110,19 +89,78 @@ export const socketIfname = defineRule({
     '(domain.md failure 8; seeds: dsv41 recipe enp1s0f0np0, mia-tp4 env enP7s7).',
   fix: 'use an interface listed by `ip -br link` on this node',
   check(ctx) {
-    const root = join(ctx.sysfs, 'class', 'net');
-    const present = listDir(root) ?? [];
-    return IFNAME_VARS.flatMap(({ key, exact }) => {
+    const present = listDir(join(ctx.sysfs, 'class', 'net')) ?? [];
+    return (['NCCL_SOCKET_IFNAME', 'GLOO_SOCKET_IFNAME'] as const).flatMap((key) => {
       const v = ctx.env.get(key);
       if (!v || v.value.trim() === '') return [];
-      const missing = missingDevices(parseDeviceList(v.value, exact), present);
+      const missing = missingInterfaces(v.value, present, key === 'GLOO_SOCKET_IFNAME');
       if (missing.length === 0) return [];
-      return [
-        finding(this, {
-          message: `${key}=${v.value}: no interface ${missing.join(', ')} on ${whereNode(ctx)}`,
-          where: whereEnv(v),
-        }),
-      ];
+      return [finding(this, { message: `${key}=${v.value}: no interface ${missing.join(', ')} on ${whereNode(ctx)}`, where: whereEnv(v) })];
     });
+  },
+});
+
+const GID_VARS = ['NCCL_IB_GID_INDEX', 'B12X_ROCE_GID_INDEX'] as const;
+
+/** A pinned GID index as NCCL reads it (atoi: an empty or non-numeric value is 0). */
+export function pinnedIndex(value: string): { index: number; note?: string } {
+  const t = value.trim();
+  if (/^\d+$/.test(t)) return { index: Number(t) };
+  const digits = /^\d*/.exec(t)![0];
+  return { index: digits === '' ? 0 : Number(digits), note: `'${value}' is read as ${digits === '' ? 0 : Number(digits)}` };
+}
+
+function relevant(ctx: PreflightContext): EnvValue | undefined {
+  return ctx.env.get('NCCL_IB_HCA') ?? ctx.env.get('B12X_ROCE_HCA') ?? GID_VARS.map((k) => ctx.env.get(k)).find(Boolean);
+}
+
+export const gid = defineRule({
+  id: 'fabric.gid',
+  title: 'a RoCE GID index resolves on every HCA of this node (and a pinned one is valid on all of them)',
+  engines: ENGINES,
+  severity: 'error',
+  scope: 'local-node',
+  evidence:
+    'NCCL picks the lowest in-range IPv4 RoCE v2 GID; the index drifts after a reboot, a lost IPv4 leaves only fe80 ' +
+    'entries, a pinned index must be valid on every HCA of the node, and an empty value parses as 0 (domain.md, RoCE ' +
+    'GID index; seed: dsv41 recipe shares one B12X_ROCE_GID_INDEX across both HCAs).',
+  fix: 'restore the port\'s IPv4 address, or pin NCCL_IB_GID_INDEX / B12X_ROCE_GID_INDEX to the index `spark gid` reports',
+  also: 'warn for settings NCCL would ignore or reinterpret (an empty pinned index, an invalid NCCL_IB_ADDR_RANGE)',
+  async check(ctx) {
+    const anchor = relevant(ctx);
+    if (!anchor) return [];
+    const { gidPolicy, scanGids } = await import('../../net/gid.js');
+    const env = envValues(ctx.env);
+    const policy = gidPolicy(env);
+    const hcas = env.NCCL_IB_HCA ?? (env.B12X_ROCE_HCA !== undefined ? hcaListOf('B12X_ROCE_HCA', env.B12X_ROCE_HCA).text : undefined);
+    const base = { sysfs: ctx.sysfs, policy, ...(hcas !== undefined ? { hcas } : {}) };
+    const out = policy.warnings.map((w) => finding(this, { severity: 'warn', message: w, where: whereEnv(anchor) }));
+    const pinned = GID_VARS.filter((k) => ctx.env.has(k));
+    try {
+      if (pinned.length === 0) {
+        const report = scanGids(base);
+        // Unknown devices are fabric.hca's finding; per-port problems and disagreement are ours.
+        const problems = report.problems.filter((p) => !/^HCA '.*' not found/.test(p));
+        const oneIndexNeeded = ctx.env.has('B12X_ROCE_HCA');
+        for (const p of problems) {
+          if (p.startsWith('the HCAs disagree') && !oneIndexNeeded) continue;
+          out.push(finding(this, { message: `${p} on ${whereNode(ctx)}`, where: whereEnv(anchor) }));
+        }
+        return out;
+      }
+      for (const key of pinned) {
+        const v = ctx.env.get(key)!;
+        const { index, note } = pinnedIndex(v.value);
+        if (note) out.push(finding(this, { severity: 'warn', message: `${key}: ${note}`, where: whereEnv(v) }));
+        const report = scanGids({ ...base, checkIndex: index });
+        for (const p of report.problems.filter((x) => !/^HCA '.*' not found/.test(x))) {
+          out.push(finding(this, { message: `${key}=${v.value}: ${p} on ${whereNode(ctx)}`, where: whereEnv(v) }));
+        }
+      }
+      return out;
+    } catch (err) {
+      if ((err as { code?: string }).code === 'E_SYSFS') return { skip: `no RDMA devices on this node (see fabric.hca): ${(err as Error).message}` };
+      throw err;
+    }
   },
 });

@@ -5,7 +5,7 @@ import { defineRule, finding } from '../rule.js';
 
 export const swallowedKey = defineRule({
   id: 'toml.swallowed-key',
-  title: 'a recipe key written below a table header belongs to that table',
+  title: 'a top-level key written below a table header belongs to that table (recipe and cluster files)',
   engines: ENGINES,
   severity: 'error',
   scope: 'files',
@@ -14,7 +14,7 @@ export const swallowedKey = defineRule({
     '`args`/`[env]` would parse into `[[extra_mounts]]` if written after it (seed: dsv41 recipe).',
   fix: 'move the key above the first table header',
   check(ctx) {
-    return ctx.recipeDiagnostics
+    return [...ctx.recipeDiagnostics, ...ctx.clusterDiagnostics]
       .filter((d) => d.kind === 'swallowed-key')
       .map((d) => finding(this, { message: d.message, where: at(d.file, d.line), fix: d.fix }));
   },

@@ -6,7 +6,7 @@ import { fabricRange } from './cluster.js';
 import { sglangGraphBs, vllmCapture } from './cudagraph.js';
 import { shmSize } from './docker.js';
 import { rangesSource, rangesTile } from './engram.js';
-import { hca, socketIfname } from './fabric.js';
+import { gid, hca, socketIfname } from './fabric.js';
 import { swallowedKey, undefinedVariable, unknownKey } from './files.js';
 import { utilizationCeiling } from './memory.js';
 import { contextLength } from './model.js';
@@ -44,6 +44,7 @@ export const RULES: readonly Rule[] = [
   manifest,
   hostPaths,
   hca,
+  gid,
   socketIfname,
   ports,
 ];

@@ -15,6 +15,7 @@ export const utilizationCeiling = defineRule({
   title: 'the GPU memory fraction leaves room for the OS on unified memory',
   engines: ENGINES,
   severity: 'error',
+  also: `warn for a vLLM value above ${VLLM_GMU_SAFE} and at most ${VLLM_GMU_CEILING}`,
   scope: 'files',
   evidence:
     '"0.80 boots but dies under traffic"; 0.78 is the safe ceiling on 2× GB10 with weights at ~77.7 of ~119.6 GiB ' +
@@ -35,7 +36,7 @@ export const utilizationCeiling = defineRule({
     if (v === undefined || v <= 0 || v > 1) {
       return [finding(this, { message: `--gpu-memory-utilization must be a number in (0, 1], got '${String(flag?.value)}'`, where, fix })];
     }
-    const what = flag ? `--gpu-memory-utilization ${v}` : `no --gpu-memory-utilization: vLLM's default ${v}`;
+    const what = flag ? `--gpu-memory-utilization ${String(flag.value)}` : `no --gpu-memory-utilization: vLLM's default ${v}`;
     if (v > VLLM_GMU_CEILING) {
       return [
         finding(this, {

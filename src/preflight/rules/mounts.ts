@@ -16,6 +16,7 @@ export const hostPaths = defineRule({
   title: 'every extra_mounts host path (and the cluster hf_cache) exists on this node',
   engines: ENGINES,
   severity: 'error',
+  also: 'warn when nothing in the entrypoint, args or environment refers to the missing mount (a cache directory)',
   scope: 'local-node',
   evidence:
     'docker -v creates a missing host path as an empty root-owned directory, so a missing wrapper script becomes a ' +

@@ -14,6 +14,7 @@ export const nodes = defineRule({
   title: 'tensor_parallel_size × pipeline_parallel_size = required_nodes = the nodes in the cluster',
   engines: ENGINES,
   severity: 'error',
+  also: 'warn when the cluster has more nodes than the recipe needs',
   scope: 'files',
   evidence:
     'These stacks run one rank per node (one GB10 GPU each); the eugr recipe says to bump tensor_parallel_size and ' +

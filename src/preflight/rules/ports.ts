@@ -32,6 +32,7 @@ export const ports = defineRule({
   title: 'the serving and rendezvous ports are free on the head node',
   engines: ENGINES,
   severity: 'error',
+  also: 'warn when the port is privileged and preflight may not bind it',
   scope: 'local-node',
   evidence:
     'The head binds the serving port and the --dist-init-addr port (seed: dsv41 recipe: port 30000, :25000); a ' +

@@ -6,6 +6,7 @@ import { engramSubTableSizes } from '../../engram/primes.js';
 import type { ModelConfig } from '../../engram/config.js';
 import { defineRule, finding, whereEnv } from '../rule.js';
 import { isPackDir, isSnapshotPath, type SnapshotFacts } from '../sources.js';
+import type { PreflightContext } from '../types.js';
 
 const NO_SNAPSHOT = 'no snapshot on this node: pass --snapshot DIR (or --cluster with hf_cache)';
 
@@ -23,10 +24,21 @@ export const complete = defineRule({
     const s = await ctx.snapshot();
     if (!s) return { skip: NO_SNAPSHOT };
     if ('facts' in s) return [];
+    // Engram table errors come after every header and size checked out; snapshot.engram-tables
+    // reports them when the stack serves Engram rows.
+    if (isEngramError(s.error.code) && engramTablesApply(ctx)) return [];
     const path = typeof s.error.details.path === 'string' ? s.error.details.path : ctx.snapshotSource()?.dir ?? '';
     return [finding(this, { message: `${s.error.message} [${s.error.code}]`, where: path })];
   },
 });
+
+function isEngramError(code: string): boolean {
+  return code.startsWith('E_ENGRAM_');
+}
+
+function engramTablesApply(ctx: PreflightContext): boolean {
+  return ctx.family === 'dsv41' && ctx.env.has('SPARK_ENGRAM_DIR');
+}
 
 /** Rows per Engram layer the config promises: engram_num_embeddings, else the prime rule. */
 export function expectedEngramRows(config: ModelConfig): Map<number, number> | undefined {
@@ -62,11 +74,14 @@ export const engramTables = defineRule({
     '384,016,682 rows (domain.md, Engram tables; seed: dsv41 recipe).',
   fix: 'point SPARK_ENGRAM_DIR at the complete V4.1 snapshot (or a pack made from it)',
   async check(ctx) {
-    const dir = ctx.env.get('SPARK_ENGRAM_DIR');
-    if (!dir) return [];
+    if (!engramTablesApply(ctx)) return [];
     const s = await ctx.snapshot();
     if (!s) return { skip: NO_SNAPSHOT };
-    if (!('facts' in s)) return { skip: 'the snapshot does not validate (see snapshot.complete)' };
+    if (!('facts' in s)) {
+      if (!isEngramError(s.error.code)) return { skip: 'the snapshot does not validate (see snapshot.complete)' };
+      const path = typeof s.error.details.path === 'string' ? s.error.details.path : ctx.snapshotSource()?.dir ?? '';
+      return [finding(this, { message: `${s.error.message} [${s.error.code}]`, where: path })];
+    }
     const config = await ctx.modelConfig();
     const expected = config ? expectedEngramRows(config) : undefined;
     return engramTableProblems(s.facts, expected).map((message) => finding(this, { message, where: s.facts.dir }));

@@ -1,0 +1,53 @@
+#include "core/parallel.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+
+namespace spark {
+
+namespace {
+
+struct Shared {
+  size_t n = 0;
+  std::atomic<size_t> next{0};
+  size_t done = 0;  // guarded by mu
+  std::mutex mu;
+  std::condition_variable cv;
+  const std::function<void(size_t)>* fn = nullptr;
+
+  void Work() {
+    size_t finished = 0;
+    for (size_t i = next.fetch_add(1, std::memory_order_relaxed); i < n;
+         i = next.fetch_add(1, std::memory_order_relaxed)) {
+      (*fn)(i);
+      ++finished;
+    }
+    if (finished == 0) return;  // late helper: fn may already be gone, touch nothing else
+    std::lock_guard<std::mutex> lock(mu);
+    done += finished;
+    if (done == n) cv.notify_all();
+  }
+};
+
+}  // namespace
+
+void RunParallel(ThreadPool& pool, size_t n, size_t width, const std::function<void(size_t)>& fn) {
+  if (n == 0) return;
+  if (width > n) width = n;
+  if (width > pool.size()) width = pool.size();
+  if (width <= 1) {
+    for (size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  auto shared = std::make_shared<Shared>();
+  shared->n = n;
+  shared->fn = &fn;
+  for (size_t t = 1; t < width; ++t) pool.Submit([shared] { shared->Work(); });
+  shared->Work();
+  std::unique_lock<std::mutex> lock(shared->mu);
+  shared->cv.wait(lock, [&] { return shared->done == n; });
+}
+
+}  // namespace spark

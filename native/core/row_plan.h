@@ -1,0 +1,50 @@
+// Planning a gather: which distinct rows to read, which batch positions are copies, and how
+// the rows' byte ranges group into read operations. Pure functions, no I/O.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace spark {
+
+// One distinct row of a batch and the first batch position that asked for it.
+struct DistinctRow {
+  uint64_t id;
+  uint32_t pos;
+};
+
+// With dedup: ids sorted ascending, each once; `copies` lists (to, from) batch positions for
+// the repeats. Without: every position in batch order, no copies.
+void DistinctRows(const uint64_t* ids, size_t n, bool dedup, std::vector<DistinctRow>* rows,
+                  std::vector<std::pair<uint32_t, uint32_t>>* copies);
+
+// A byte range of a file that lands at out[dest].
+struct Piece {
+  uint64_t offset;
+  uint64_t len;
+  uint64_t dest;
+};
+
+// One read: [offset, offset + len) of file `file`. It feeds pieces [first, first + count).
+// At least `need` bytes must come back (an aligned read may run past the end of the file).
+// `into_dest`: a single piece read straight into the output, no staging copy.
+struct ReadOp {
+  uint32_t file;
+  uint64_t offset;
+  uint64_t len;
+  uint64_t need;
+  uint32_t first;
+  uint32_t count;
+  bool into_dest;
+};
+
+// Groups pieces[begin, end) of one file into reads. With merge (pieces must be sorted by
+// offset), a piece joins the current read when it starts in the page the read ends in or the
+// next one, and the read stays within max_bytes. With `align`, reads are widened to multiples
+// of it (O_DIRECT) and always staged.
+void PlanReads(const std::vector<Piece>& pieces, size_t begin, size_t end, uint32_t file, bool merge,
+               uint64_t max_bytes, uint64_t align, std::vector<ReadOp>* ops);
+
+}  // namespace spark

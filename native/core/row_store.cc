@@ -1,0 +1,222 @@
+#include "core/row_store.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <mutex>
+#include <new>
+
+#include "core/checked.h"
+#include "core/parallel.h"
+#include "core/row_plan.h"
+
+namespace spark {
+
+namespace {
+
+std::string Range(uint64_t lo, uint64_t hi) { return "[" + std::to_string(lo) + ", " + std::to_string(hi) + ")"; }
+
+Status Bad(const std::string& what, const std::string& path = {}) { return Status::Error(Code::E_USAGE, what, path); }
+
+// End offset of the last row, or nullopt on overflow.
+std::optional<uint64_t> Extent(uint64_t base, uint64_t count, uint64_t pitch) {
+  auto bytes = CheckedMul(count, pitch);
+  if (!bytes) return std::nullopt;
+  return CheckedAdd(base, *bytes);
+}
+
+Status FitsInFile(const RowStore::File& f, std::optional<uint64_t> need, uint32_t layer, const char* what) {
+  if (!need) return Bad("layer " + std::to_string(layer) + ": " + what + " offsets overflow 64 bits", f.path);
+  if (*need > f.size) {
+    return Status::Error(Code::E_SHARD_TRUNCATED,
+                         "layer " + std::to_string(layer) + ": the " + what + " needs " + std::to_string(*need) +
+                             " bytes but the file has " + std::to_string(f.size) +
+                             " (truncated or wrong offsets; re-download or re-pack)",
+                         f.path);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status RowStore::Open(const std::vector<TableSpec>& tables, const StoreOptions& options,
+                      std::shared_ptr<RowStore>* out) {
+  std::shared_ptr<RowStore> store(new RowStore());
+  store->options_ = options;
+  if (options.faults.any()) store->faults_ = std::make_unique<FaultInjector>(options.faults);
+  if (tables.empty()) return Bad("a row store needs at least one table");
+  for (const TableSpec& spec : tables) {
+    Status st = store->AddTable(spec);
+    if (!st.ok()) return st;
+  }
+  *out = std::move(store);
+  return Status::Ok();
+}
+
+RowStore::~RowStore() {
+  for (File& f : files_) {
+    if (f.fd >= 0) close(f.fd);
+  }
+}
+
+Status RowStore::OpenFile(const std::string& path, bool want_direct, uint64_t probe_offset, uint32_t* index) {
+  for (size_t i = 0; i < files_.size(); ++i) {
+    if (files_[i].path == path && (files_[i].direct || !want_direct)) {
+      *index = static_cast<uint32_t>(i);
+      return Status::Ok();
+    }
+  }
+  File f;
+  f.path = path;
+  Status st = OpenForRead(path, want_direct, probe_offset, &f.fd, &f.direct, &f.size);
+  if (!st.ok()) return st;
+  // Random ids: readahead would only pull pages nobody asked for into a cache that is GPU memory.
+  if (options_.fadvise_random && !f.direct) posix_fadvise(f.fd, 0, 0, POSIX_FADV_RANDOM);
+  files_.push_back(f);
+  *index = static_cast<uint32_t>(files_.size() - 1);
+  return Status::Ok();
+}
+
+Status RowStore::AddTable(const TableSpec& spec) {
+  const std::string layer = "layer " + std::to_string(spec.layer);
+  if (FindTable(spec.layer) != nullptr) return Bad(layer + " is given twice");
+  auto t = std::make_unique<Table>();
+  t->spec = spec;
+  TableInfo& info = t->info;
+  info.layer = spec.layer;
+  info.direct_requested = spec.direct;
+  info.direct_active = false;
+  info.resident = false;
+  if (spec.kind == TableKind::kSnapshot) {
+    if (spec.dim == 0 || spec.dim % 32 != 0) return Bad(layer + ": dim must be a positive multiple of 32");
+    t->scale_bytes = spec.dim / 32;
+    info.lo = 0;
+    info.hi = spec.rows;
+    info.row_bytes = spec.dim + t->scale_bytes;
+    Status st = OpenFile(spec.weight_path, false, 0, &t->weight_file);
+    if (st.ok()) st = OpenFile(spec.scale_path, false, 0, &t->scale_file);
+    if (!st.ok()) return st;
+    st = FitsInFile(files_[t->weight_file], Extent(spec.weight_offset, spec.rows, spec.dim), spec.layer, "weight tensor");
+    if (st.ok()) {
+      st = FitsInFile(files_[t->scale_file], Extent(spec.scale_offset, spec.rows, t->scale_bytes), spec.layer,
+                      "scale tensor");
+    }
+    if (!st.ok()) return st;
+    if (spec.resident_scales) {
+      if (spec.resident_start > spec.resident_end || spec.resident_end > spec.rows) {
+        return Bad(layer + ": resident scale range " + Range(spec.resident_start, spec.resident_end) +
+                   " is not inside the table " + Range(0, spec.rows));
+      }
+      info.resident = true;
+    }
+  } else {
+    if (spec.start > spec.end) return Bad(layer + ": packed range start is after its end");
+    if (spec.row_bytes == 0 || spec.stride < spec.row_bytes) {
+      return Bad(layer + ": stride must be at least rowBytes (and rowBytes > 0)", spec.path);
+    }
+    info.lo = spec.start;
+    info.hi = spec.end;
+    info.row_bytes = spec.row_bytes;
+    uint64_t n = spec.end - spec.start;
+    std::optional<uint64_t> need;
+    if (spec.layout == PackedLayout::kPage) {
+      if (spec.stride > kPageBytes) return Bad(layer + ": page layout needs stride <= 4096", spec.path);
+      if (spec.data_offset % kPageBytes != 0) return Bad(layer + ": page layout needs a 4096-aligned dataOffset", spec.path);
+      t->rows_per_page = kPageBytes / spec.stride;
+      uint64_t last = n == 0 ? 0 : n - 1;
+      need = Extent(spec.data_offset, last / t->rows_per_page, kPageBytes);
+      if (need) need = CheckedAdd(*need, (last % t->rows_per_page) * spec.stride + (n == 0 ? 0 : spec.row_bytes));
+    } else {
+      need = Extent(spec.data_offset, n, spec.stride);
+    }
+    Status st = OpenFile(spec.path, spec.direct, spec.data_offset, &t->file);
+    if (st.ok()) st = FitsInFile(files_[t->file], need, spec.layer, "packed rows");
+    if (!st.ok()) return st;
+    info.direct_active = files_[t->file].direct;
+  }
+  infos_.push_back(info);
+  tables_.push_back(std::move(t));
+  return Status::Ok();
+}
+
+const RowStore::Table* RowStore::FindTable(uint32_t layer) const {
+  for (const auto& t : tables_) {
+    if (t->spec.layer == layer) return t.get();
+  }
+  return nullptr;
+}
+
+const TableInfo* RowStore::Find(uint32_t layer) const {
+  const Table* t = FindTable(layer);
+  return t ? &t->info : nullptr;
+}
+
+std::vector<TableInfo> RowStore::Tables() const { return infos_; }
+
+Status RowStore::LoadResident(ThreadPool& pool) {
+  constexpr uint64_t kChunk = 8 << 20;
+  for (auto& t : tables_) {
+    if (!t->info.resident || t->resident) continue;
+    const TableSpec& s = t->spec;
+    auto bytes = CheckedMul(s.resident_end - s.resident_start, t->scale_bytes);
+    if (!bytes || *bytes > SIZE_MAX) return Bad("layer " + std::to_string(s.layer) + ": resident scales too large");
+    t->resident.reset(new (std::nothrow) uint8_t[*bytes == 0 ? 1 : *bytes]);
+    if (!t->resident) {
+      return Status::Error(Code::E_INTERNAL, "out of memory holding " + std::to_string(*bytes) + " bytes of resident scales");
+    }
+    const File& f = files_[t->scale_file];
+    uint64_t base = s.scale_offset + s.resident_start * t->scale_bytes;
+    size_t chunks = static_cast<size_t>((*bytes + kChunk - 1) / kChunk);
+    std::mutex mu;
+    Status first;
+    uint8_t* dst = t->resident.get();
+    RunParallel(pool, chunks, pool.size(), [&](size_t c) {
+      uint64_t off = c * kChunk;
+      uint64_t len = std::min<uint64_t>(kChunk, *bytes - off);
+      Status st = PreadAll(f.fd, dst + off, len, len, base + off, f.path, faults_.get(), &read_counters_);
+      if (!st.ok()) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (first.ok()) first = st;
+      }
+    });
+    if (!first.ok()) {
+      t->resident.reset();
+      return first;
+    }
+    resident_bytes_ += *bytes;
+  }
+  return Status::Ok();
+}
+
+Status RowStore::CheckIds(uint32_t layer, const uint64_t* ids, size_t n) const {
+  const Table* t = FindTable(layer);
+  if (t == nullptr) return Status::Error(Code::E_ROW_RANGE, "layer " + std::to_string(layer) + " is not in this row store");
+  for (size_t i = 0; i < n; ++i) {
+    if (ids[i] < t->info.lo || ids[i] >= t->info.hi) {
+      const char* where = t->spec.kind == TableKind::kPacked ? "this pack's range" : "the table";
+      return Status::Error(Code::E_ROW_RANGE, "row id " + std::to_string(ids[i]) + " (batch index " + std::to_string(i) +
+                                                  ") is outside " + where + " " + Range(t->info.lo, t->info.hi) +
+                                                  " of layer " + std::to_string(layer));
+    }
+  }
+  return Status::Ok();
+}
+
+StoreStats RowStore::Stats() const {
+  StoreStats s;
+  s.batches = batches_.load();
+  s.rows = rows_.load();
+  s.reads = reads_.load();
+  s.bytes_read = bytes_read_.load();
+  s.duplicates = duplicates_.load();
+  s.merged = merged_.load();
+  s.retries = read_counters_.retries.load();
+  s.resident_bytes = resident_bytes_;
+  return s;
+}
+
+}  // namespace spark

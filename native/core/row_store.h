@@ -1,0 +1,144 @@
+// The Engram row store: gathers whole batches of table rows at random ids with many
+// concurrent positioned reads. A row is D weight bytes followed by D/32 scale bytes.
+//
+// Two sources. A snapshot table reads the row's weight and its scale from two tensors (two
+// reads per row), unless the scale rows of an id range are held resident in memory (one read
+// per row for ids in that range). A packed table holds whole rows, one read per row, either
+// densely or in 4 KiB pages that no row crosses (the layout O_DIRECT wants).
+//
+// A batch is planned on one thread (sort and de-duplicate the ids, map them to byte ranges,
+// merge ranges that share or neighbour a page) and its reads are then fanned out over the pool.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/io_util.h"
+#include "core/status.h"
+#include "core/thread_pool.h"
+
+namespace spark {
+
+enum class TableKind { kSnapshot, kPacked };
+enum class PackedLayout { kDense, kPage };
+
+inline constexpr uint64_t kPageBytes = 4096;
+
+struct TableSpec {
+  TableKind kind = TableKind::kSnapshot;
+  uint32_t layer = 0;
+  // Snapshot: ids [0, rows); the weight tensor is [rows, dim] bytes and the scale tensor
+  // [rows, dim/32] bytes, each starting at its absolute file offset.
+  uint64_t rows = 0;
+  uint64_t dim = 0;
+  std::string weight_path;
+  uint64_t weight_offset = 0;
+  std::string scale_path;
+  uint64_t scale_offset = 0;
+  bool resident_scales = false;
+  uint64_t resident_start = 0, resident_end = 0;  // [start, end) of ids whose scales stay in memory
+  // Packed: global ids [start, end); local row i = id - start. Dense: row i at
+  // data_offset + i * stride. Page: floor(4096 / stride) rows per 4096-byte page.
+  std::string path;
+  uint64_t start = 0, end = 0;
+  uint64_t data_offset = 0;
+  uint64_t stride = 0;
+  uint64_t row_bytes = 0;
+  PackedLayout layout = PackedLayout::kDense;
+  bool direct = false;  // O_DIRECT when the filesystem accepts it
+};
+
+struct StoreOptions {
+  bool dedup = true;           // sort ids, read each distinct row once, copy to duplicates
+  bool merge = true;           // one read for rows whose byte ranges share or neighbour a page
+  uint64_t max_merge_bytes = 64 * 1024;
+  bool fadvise_random = true;  // POSIX_FADV_RANDOM: no readahead on buffered reads
+  FaultConfig faults;
+};
+
+struct StoreStats {
+  uint64_t batches = 0;
+  uint64_t rows = 0;        // rows delivered, duplicates included
+  uint64_t reads = 0;       // read operations issued (after de-duplication and merging)
+  uint64_t bytes_read = 0;  // bytes those reads asked for
+  uint64_t duplicates = 0;  // rows served by copying another row of the same batch
+  uint64_t merged = 0;      // row pieces that shared a read with another piece
+  uint64_t retries = 0;     // EINTR and short-read continuations
+  uint64_t resident_bytes = 0;
+};
+
+struct TableInfo {
+  uint32_t layer;
+  uint64_t lo, hi;  // valid ids [lo, hi)
+  uint64_t row_bytes;
+  bool direct_requested, direct_active;
+  bool resident;
+};
+
+class RowStore {
+ public:
+  // Opens every file the tables name, checks the tables fit in them, and applies the
+  // random-access hint. Resident scales are loaded separately by LoadResident().
+  static Status Open(const std::vector<TableSpec>& tables, const StoreOptions& options,
+                     std::shared_ptr<RowStore>* out);
+  ~RowStore();
+  RowStore(const RowStore&) = delete;
+  RowStore& operator=(const RowStore&) = delete;
+
+  // Reads the resident scale rows of every table that asked for them, in parallel on `pool`.
+  Status LoadResident(ThreadPool& pool);
+
+  // The first id of ids[0..n) outside the layer's table, as an E_ROW_RANGE status naming it.
+  Status CheckIds(uint32_t layer, const uint64_t* ids, size_t n) const;
+  // Row i of the batch goes to out[i * row_bytes]. out_len must hold n rows.
+  Status Gather(ThreadPool& pool, uint32_t layer, const uint64_t* ids, size_t n, uint8_t* out, size_t out_len);
+
+  // In-flight and later batches fail with E_STORE_CLOSED; files stay open until destruction
+  // so reads already running finish on valid descriptors.
+  void Close() { closed_.store(true); }
+  bool closed() const { return closed_.load(); }
+
+  StoreStats Stats() const;
+  std::vector<TableInfo> Tables() const;
+  const TableInfo* Find(uint32_t layer) const;
+
+  struct File {
+    std::string path;
+    int fd = -1;
+    bool direct = false;
+    uint64_t size = 0;
+  };
+  // One table as opened: its spec plus the files and derived sizes the planner uses.
+  struct Table {
+    TableSpec spec;
+    TableInfo info;
+    uint32_t weight_file = 0, scale_file = 0;  // snapshot
+    uint32_t file = 0;                         // packed
+    uint64_t scale_bytes = 0;                  // D/32
+    uint64_t rows_per_page = 0;                // packed page layout
+    std::unique_ptr<uint8_t[]> resident;       // scale rows [resident_start, resident_end)
+  };
+
+ private:
+  RowStore() = default;
+  Status AddTable(const TableSpec& spec);
+  Status OpenFile(const std::string& path, bool want_direct, uint64_t probe_offset, uint32_t* index);
+  const Table* FindTable(uint32_t layer) const;
+
+  StoreOptions options_;
+  std::vector<File> files_;
+  std::vector<std::unique_ptr<Table>> tables_;
+  std::vector<TableInfo> infos_;
+  std::unique_ptr<FaultInjector> faults_;
+  std::atomic<bool> closed_{false};
+
+  friend class BatchRun;
+  std::atomic<uint64_t> batches_{0}, rows_{0}, reads_{0}, bytes_read_{0}, duplicates_{0}, merged_{0};
+  ReadCounters read_counters_;
+  uint64_t resident_bytes_ = 0;
+};
+
+}  // namespace spark

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs the node tests once against an AddressSanitizer + UBSan build of the addon.
+#   bash native/test/asan-node.sh
+# The sanitized addon is built in a scratch copy of the package (node_modules symlinked), so
+# build/Release stays the normal build. The tests load it through SPARK_ADDON_PATH (see
+# src/native/index.ts). Node itself is not instrumented, so the ASan runtime must be preloaded;
+# leak detection is off because V8 keeps memory alive until exit by design.
+# Needs the TypeScript built (npm run build:ts, which npm test does first).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cxx=${CXX:-g++}
+work=$(mktemp -d "${TMPDIR:-/tmp}/spark-asan-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+mkdir -p "$work/native"
+cp "$root/binding.gyp" "$root/package.json" "$work/"
+cp -r "$root/native/core" "$root/native/binding" "$work/native/"
+ln -s "$root/node_modules" "$work/node_modules"
+echo "building the sanitized addon in $work"
+# `npm run` puts npm's own node-gyp on PATH, as for `npm run build:native`.
+(cd "$work" && CXX="$cxx" SPARK_SANITIZE=1 npm run build:native >"$work/build.log" 2>&1) || {
+  cat "$work/build.log" >&2
+  exit 1
+}
+addon="$work/build/Release/spark.node"
+# The sanitized addon must really be sanitized, or this run proves nothing.
+if ! ldd "$addon" | grep -q libasan; then
+  echo "asan-node: $addon is not linked against libasan" >&2
+  exit 1
+fi
+runtime=$("$cxx" -print-file-name=libasan.so)
+if [ ! -e "$runtime" ]; then
+  echo "asan-node: no ASan runtime for $cxx (install its libasan package)" >&2
+  exit 1
+fi
+
+ls "$root"/dist/test/*.test.js >/dev/null
+cd "$root"
+LD_PRELOAD="$runtime" \
+  ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:halt_on_error=1" \
+  UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+  SPARK_ADDON_PATH="$addon" \
+  node --test --test-concurrency=1 dist/test/*.test.js

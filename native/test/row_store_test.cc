@@ -1,0 +1,391 @@
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/parallel.h"
+#include "core/row_plan.h"
+#include "core/row_store.h"
+#include "test/testing.h"
+
+namespace {
+
+using spark::Code;
+using spark::RowStore;
+using spark::TableSpec;
+
+// Deterministic byte of (layer, row, column) of a table row (weight columns then scales).
+uint8_t RowByte(uint32_t layer, uint64_t row, uint64_t col) {
+  uint64_t x = (row * 0x9E3779B97F4A7C15ull) ^ (col * 0xBF58476D1CE4E5B9ull) ^ layer;
+  x ^= x >> 29;
+  return static_cast<uint8_t>(x * 0x94D049BB133111EBull >> 56);
+}
+
+std::vector<uint8_t> Row(uint32_t layer, uint64_t row, uint64_t dim) {
+  std::vector<uint8_t> r(dim + dim / 32);
+  for (uint64_t c = 0; c < r.size(); ++c) r[c] = RowByte(layer, row, c);
+  return r;
+}
+
+std::string TempDir() {
+  static std::string dir;
+  if (dir.empty()) {
+    char tmpl[] = "/tmp/row_store_test_XXXXXX";
+    dir = mkdtemp(tmpl);
+  }
+  return dir;
+}
+
+void WriteAt(int fd, const void* data, size_t len, uint64_t off) {
+  CHECK_EQ(pwrite(fd, data, len, static_cast<off_t>(off)), static_cast<ssize_t>(len));
+}
+
+constexpr uint64_t kDim = 64;  // 2 scale bytes per row; row = 66 bytes
+constexpr uint64_t kRowBytes = kDim + kDim / 32;
+constexpr uint64_t kHeader = 664;  // not page aligned, like the real shards
+
+// A safetensors-like file: `header` bytes, then weight [rows, dim], then scale [rows, dim/32].
+TableSpec WriteSnapshot(const std::string& name, uint32_t layer, uint64_t rows) {
+  std::string path = TempDir() + "/" + name;
+  int fd = open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
+  std::vector<uint8_t> header(kHeader, ' ');
+  WriteAt(fd, header.data(), header.size(), 0);
+  std::vector<uint8_t> w(rows * kDim), s(rows * (kDim / 32));
+  for (uint64_t r = 0; r < rows; ++r) {
+    auto row = Row(layer, r, kDim);
+    std::memcpy(&w[r * kDim], row.data(), kDim);
+    std::memcpy(&s[r * (kDim / 32)], row.data() + kDim, kDim / 32);
+  }
+  WriteAt(fd, w.data(), w.size(), kHeader);
+  WriteAt(fd, s.data(), s.size(), kHeader + w.size());
+  close(fd);
+  TableSpec t;
+  t.kind = spark::TableKind::kSnapshot;
+  t.layer = layer;
+  t.rows = rows;
+  t.dim = kDim;
+  t.weight_path = t.scale_path = path;
+  t.weight_offset = kHeader;
+  t.scale_offset = kHeader + w.size();
+  return t;
+}
+
+// A packed file: 4096 header bytes, then rows [start, end) densely or 4096-byte pages.
+TableSpec WritePacked(const std::string& name, uint32_t layer, uint64_t start, uint64_t end, bool page) {
+  std::string path = TempDir() + "/" + name;
+  int fd = open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
+  uint64_t per_page = 4096 / kRowBytes;
+  std::vector<uint8_t> data;
+  data.resize(4096, ' ');
+  for (uint64_t id = start; id < end; ++id) {
+    uint64_t i = id - start;
+    uint64_t off = page ? 4096 + i / per_page * 4096 + i % per_page * kRowBytes : 4096 + i * kRowBytes;
+    if (data.size() < off + kRowBytes) data.resize(page ? (off / 4096 + 1) * 4096 : off + kRowBytes, 0);
+    auto row = Row(layer, id, kDim);
+    std::memcpy(&data[off], row.data(), kRowBytes);
+  }
+  WriteAt(fd, data.data(), data.size(), 0);
+  close(fd);
+  TableSpec t;
+  t.kind = spark::TableKind::kPacked;
+  t.layer = layer;
+  t.path = path;
+  t.start = start;
+  t.end = end;
+  t.data_offset = 4096;
+  t.stride = kRowBytes;
+  t.row_bytes = kRowBytes;
+  t.layout = page ? spark::PackedLayout::kPage : spark::PackedLayout::kDense;
+  return t;
+}
+
+std::shared_ptr<RowStore> OpenStore(std::vector<TableSpec> tables, spark::StoreOptions opts = {}) {
+  std::shared_ptr<RowStore> store;
+  spark::Status st = RowStore::Open(tables, opts, &store);
+  if (!st.ok()) std::printf("  open failed: %s\n", st.ToString().c_str());
+  CHECK(st.ok());
+  return store;
+}
+
+bool RowsMatch(const std::vector<uint8_t>& out, uint32_t layer, const std::vector<uint64_t>& ids) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto want = Row(layer, ids[i], kDim);
+    if (std::memcmp(&out[i * kRowBytes], want.data(), kRowBytes) != 0) {
+      std::printf("  row %zu (id %llu) differs\n", i, static_cast<unsigned long long>(ids[i]));
+      return false;
+    }
+  }
+  return true;
+}
+
+spark::Status GatherInto(RowStore& store, spark::ThreadPool& pool, uint32_t layer, const std::vector<uint64_t>& ids,
+                         std::vector<uint8_t>* out) {
+  out->assign(ids.size() * kRowBytes, 0xEE);
+  return store.Gather(pool, layer, ids.data(), ids.size(), out->data(), out->size());
+}
+
+const std::vector<uint64_t> kIds = {0, 999, 5, 5, 6, 7, 500, 64, 63, 998, 5, 0, 321, 322, 900};
+
+}  // namespace
+
+TEST(DistinctRowsSortsAndListsCopies) {
+  std::vector<uint64_t> ids = {9, 3, 9, 1, 3, 9};
+  std::vector<spark::DistinctRow> rows;
+  std::vector<std::pair<uint32_t, uint32_t>> copies;
+  spark::DistinctRows(ids.data(), ids.size(), true, &rows, &copies);
+  CHECK_EQ(rows.size(), 3u);
+  CHECK(rows[0].id == 1 && rows[0].pos == 3);
+  CHECK(rows[1].id == 3 && rows[1].pos == 1);
+  CHECK(rows[2].id == 9 && rows[2].pos == 0);
+  CHECK_EQ(copies.size(), 3u);
+  spark::DistinctRows(ids.data(), ids.size(), false, &rows, &copies);
+  CHECK_EQ(rows.size(), 6u);
+  CHECK(copies.empty());
+}
+
+TEST(PlanReadsMergesSharedAndNeighbouringPagesOnly) {
+  std::vector<spark::Piece> p = {{100, 66, 0}, {166, 66, 66}, {5000, 66, 132}, {20000, 66, 198}};
+  std::vector<spark::ReadOp> ops;
+  spark::PlanReads(p, 0, p.size(), 0, true, 64 * 1024, 1, &ops);
+  CHECK_EQ(ops.size(), 2u);  // 100..5066 (pages 0 and 1), then 20000
+  CHECK(ops[0].offset == 100 && ops[0].len == 4966 && ops[0].count == 3 && !ops[0].into_dest);
+  CHECK(ops[1].offset == 20000 && ops[1].len == 66 && ops[1].into_dest);
+  ops.clear();
+  spark::PlanReads(p, 0, p.size(), 0, false, 64 * 1024, 1, &ops);
+  CHECK_EQ(ops.size(), 4u);
+  ops.clear();
+  spark::PlanReads(p, 0, p.size(), 0, true, 64 * 1024, 4096, &ops);  // O_DIRECT: aligned
+  CHECK(ops[0].offset == 0 && ops[0].len == 8192 && ops[0].need == 5066);
+  CHECK(ops[1].offset == 16384 && ops[1].len == 4096 && !ops[1].into_dest);
+  ops.clear();
+  spark::PlanReads(p, 0, p.size(), 0, true, 100, 1, &ops);  // the size cap splits reads
+  CHECK_EQ(ops.size(), 4u);
+}
+
+TEST(RunParallelFromAPoolThreadDoesNotDeadlock) {
+  spark::ThreadPool pool(2);
+  std::atomic<int> sum{0};
+  std::atomic<bool> done{false};
+  pool.Submit([&] {
+    spark::RunParallel(pool, 1000, 2, [&](size_t i) { sum += static_cast<int>(i); });
+    done = true;
+  });
+  for (int i = 0; i < 2000 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  CHECK(done.load());
+  CHECK_EQ(sum.load(), 999 * 1000 / 2);
+}
+
+TEST(SnapshotRowsAreByteExactWithAndWithoutDedupAndMerge) {
+  TableSpec t = WriteSnapshot("snap.bin", 1, 1000);
+  spark::ThreadPool pool(4);
+  for (int mode = 0; mode < 3; ++mode) {
+    spark::StoreOptions o;
+    o.dedup = mode != 2;
+    o.merge = mode == 0;
+    auto store = OpenStore({t}, o);
+    std::vector<uint8_t> out;
+    CHECK(GatherInto(*store, pool, 1, kIds, &out).ok());
+    CHECK(RowsMatch(out, 1, kIds));
+    auto s = store->Stats();
+    CHECK_EQ(s.rows, kIds.size());
+    CHECK_EQ(s.duplicates, mode == 2 ? 0u : 3u);  // 5 twice more, 0 once more
+    if (mode == 1) CHECK_EQ(s.reads, 2 * 12u);     // two reads per distinct row
+    if (mode == 0) CHECK(s.reads < 2 * 12u && s.merged > 0);
+  }
+}
+
+TEST(ResidentScalesMakeOneReadPerRow) {
+  TableSpec t = WriteSnapshot("snap-res.bin", 14, 1000);
+  t.resident_scales = true;
+  t.resident_start = 0;
+  t.resident_end = 600;  // ids >= 600 still read their scale from the file
+  spark::ThreadPool pool(4);
+  spark::StoreOptions o;
+  o.merge = false;
+  auto store = OpenStore({t}, o);
+  CHECK(store->LoadResident(pool).ok());
+  CHECK_EQ(store->Stats().resident_bytes, 600u * 2);
+  uint64_t before = store->Stats().reads;
+  std::vector<uint8_t> out;
+  CHECK(GatherInto(*store, pool, 14, kIds, &out).ok());
+  CHECK(RowsMatch(out, 14, kIds));
+  CHECK_EQ(store->Stats().reads - before, 12u + 3u);  // 12 weights + scales of 999, 998, 900
+}
+
+TEST(PackedDensePageAndDirectAreByteExact) {
+  TableSpec dense = WritePacked("dense.bin", 1, 200, 1200, false);
+  TableSpec page = WritePacked("page.bin", 14, 200, 1200, true);
+  TableSpec direct = WritePacked("direct.bin", 3, 200, 1200, true);
+  direct.direct = true;
+  spark::ThreadPool pool(8);
+  auto store = OpenStore({dense, page, direct});
+  std::vector<uint64_t> ids = {200, 1199, 262, 261, 263, 700, 700, 1000, 201};
+  for (uint32_t layer : {1u, 14u, 3u}) {
+    std::vector<uint8_t> out;
+    CHECK(GatherInto(*store, pool, layer, ids, &out).ok());
+    CHECK(RowsMatch(out, layer, ids));
+  }
+  std::printf("  (O_DIRECT active on %s: %d)\n", TempDir().c_str(), store->Find(3)->direct_active);
+}
+
+TEST(OutOfRangeIdsAndSmallBuffersFailBeforeAnyRead) {
+  TableSpec t = WritePacked("range.bin", 1, 100, 200, false);
+  spark::ThreadPool pool(2);
+  auto store = OpenStore({t});
+  std::vector<uint8_t> out;
+  spark::Status st = GatherInto(*store, pool, 1, {150, 99}, &out);
+  CHECK(st.code == Code::E_ROW_RANGE);
+  CHECK(st.message.find("row id 99 ") != std::string::npos);
+  st = GatherInto(*store, pool, 1, {200}, &out);
+  CHECK(st.code == Code::E_ROW_RANGE && st.message.find("200") != std::string::npos);
+  st = GatherInto(*store, pool, 2, {150}, &out);
+  CHECK(st.code == Code::E_ROW_RANGE && st.message.find("layer 2") != std::string::npos);
+  std::vector<uint64_t> ids = {150, 151};
+  out.assign(kRowBytes * 2 - 1, 0);
+  st = store->Gather(pool, 1, ids.data(), ids.size(), out.data(), out.size());
+  CHECK(st.code == Code::E_USAGE);
+  CHECK_EQ(store->Stats().reads, 0u);
+}
+
+TEST(ShortReadsAndEintrAreRetried) {
+  TableSpec snap = WriteSnapshot("faults.bin", 1, 1000);
+  TableSpec direct = WritePacked("faults-direct.bin", 2, 0, 1000, true);
+  direct.direct = true;
+  spark::StoreOptions o;
+  o.faults.short_every = 2;
+  o.faults.eintr_every = 3;
+  spark::ThreadPool pool(4);
+  auto store = OpenStore({snap, direct}, o);
+  std::vector<uint8_t> out;
+  CHECK(GatherInto(*store, pool, 1, kIds, &out).ok());
+  CHECK(RowsMatch(out, 1, kIds));
+  CHECK(GatherInto(*store, pool, 2, kIds, &out).ok());
+  CHECK(RowsMatch(out, 2, kIds));
+  CHECK(store->Stats().retries > 5);
+}
+
+TEST(EioIsReportedWithFileAndOffset) {
+  TableSpec t = WritePacked("eio.bin", 1, 0, 1000, false);
+  spark::StoreOptions o;
+  o.faults.eio_every = 1;
+  o.merge = false;
+  spark::ThreadPool pool(1);
+  auto store = OpenStore({t}, o);
+  std::vector<uint8_t> out;
+  spark::Status st = GatherInto(*store, pool, 1, {10}, &out);
+  CHECK(st.code == Code::E_IO);
+  CHECK_EQ(st.path, t.path);
+  CHECK(st.has_offset && st.offset == 4096 + 10 * kRowBytes);
+  CHECK(st.ToString().find("Input/output error") != std::string::npos);
+}
+
+TEST(EndOfFileIsReportedWithFileAndOffset) {
+  TableSpec t = WritePacked("eof.bin", 1, 0, 1000, false);
+  spark::ThreadPool pool(2);
+  auto store = OpenStore({t});
+  CHECK_EQ(truncate(t.path.c_str(), 4096 + 500 * kRowBytes + 10), 0);  // shrinks after open
+  std::vector<uint8_t> out;
+  spark::Status st = GatherInto(*store, pool, 1, {500}, &out);  // 10 of its 66 bytes remain
+  CHECK(st.code == Code::E_IO);
+  CHECK(st.message.find("end of file") != std::string::npos);
+  CHECK(st.has_offset && st.offset == 4096 + 500 * kRowBytes + 10);
+  CHECK(GatherInto(*store, pool, 1, {499}, &out).ok());
+}
+
+TEST(TablesLargerThanTheirFilesAreRefusedAtOpen) {
+  TableSpec t = WritePacked("short.bin", 1, 0, 100, false);
+  t.end = 101;
+  std::shared_ptr<RowStore> store;
+  spark::Status st = RowStore::Open({t}, {}, &store);
+  CHECK(st.code == Code::E_SHARD_TRUNCATED);
+  CHECK(st.message.find("layer 1") != std::string::npos);
+  TableSpec missing = t;
+  missing.path = TempDir() + "/no-such-file";
+  st = RowStore::Open({missing}, {}, &store);
+  CHECK(st.code == Code::E_FILE_NOT_FOUND);
+}
+
+TEST(OffsetsPastFourGigabytesAreExact) {
+  // A sparse snapshot whose weight tensor reaches past 2^32 bytes: only the checked rows exist.
+  std::string path = TempDir() + "/big.bin";
+  const uint64_t rows = (uint64_t{5} << 32) / kDim;  // 20 GiB of weights
+  const uint64_t scale_offset = kHeader + rows * kDim;
+  int fd = open(path.c_str(), O_CREAT | O_TRUNC | O_RDWR, 0644);
+  CHECK_EQ(ftruncate(fd, static_cast<off_t>(scale_offset + rows * 2)), 0);
+  std::vector<uint64_t> ids = {0, rows - 1, rows / 2, (uint64_t{1} << 32) / kDim + 3, rows - 1};
+  for (uint64_t id : ids) {
+    auto row = Row(7, id, kDim);
+    WriteAt(fd, row.data(), kDim, kHeader + id * kDim);
+    WriteAt(fd, row.data() + kDim, 2, scale_offset + id * 2);
+  }
+  close(fd);
+  TableSpec t;
+  t.layer = 7;
+  t.rows = rows;
+  t.dim = kDim;
+  t.weight_path = t.scale_path = path;
+  t.weight_offset = kHeader;
+  t.scale_offset = scale_offset;
+  spark::ThreadPool pool(4);
+  auto store = OpenStore({t});
+  std::vector<uint8_t> out;
+  CHECK(GatherInto(*store, pool, 7, ids, &out).ok());
+  CHECK(RowsMatch(out, 7, ids));
+  unlink(path.c_str());
+}
+
+TEST(CloseWhileInFlightFailsTheBatchCleanly) {
+  TableSpec t = WritePacked("close.bin", 1, 0, 1000, false);
+  spark::StoreOptions o;
+  o.faults.delay_us = 2000;
+  o.merge = false;
+  spark::ThreadPool pool(2);
+  auto store = OpenStore({t}, o);
+  std::vector<uint64_t> ids;
+  for (uint64_t i = 0; i < 400; ++i) ids.push_back(i * 2);
+  std::vector<uint8_t> out(ids.size() * kRowBytes);
+  spark::Status st;
+  std::thread worker([&] { st = store->Gather(pool, 1, ids.data(), ids.size(), out.data(), out.size()); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  store->Close();
+  worker.join();
+  CHECK(st.code == Code::E_STORE_CLOSED);
+  CHECK(store->Stats().reads < ids.size());
+  st = store->Gather(pool, 1, ids.data(), 1, out.data(), out.size());
+  CHECK(st.code == Code::E_STORE_CLOSED);
+}
+
+TEST(DelayedReadsScaleWithThreads) {
+  TableSpec t = WritePacked("delay.bin", 1, 0, 1000, false);
+  spark::StoreOptions o;
+  o.faults.delay_us = 1000;
+  o.merge = false;
+  std::vector<uint64_t> ids;
+  for (uint64_t i = 0; i < 128; ++i) ids.push_back(i * 7);
+  double seconds[2];
+  size_t threads[2] = {2, 32};
+  for (int k = 0; k < 2; ++k) {
+    spark::ThreadPool pool(threads[k]);
+    auto store = OpenStore({t}, o);
+    std::vector<uint8_t> out;
+    auto t0 = std::chrono::steady_clock::now();
+    CHECK(GatherInto(*store, pool, 1, ids, &out).ok());
+    seconds[k] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CHECK(RowsMatch(out, 1, ids));
+  }
+  CHECK(seconds[0] / seconds[1] > 5);  // 16x the threads: at least 5x faster
+}
+
+int main() {
+  int rc = spark_test::RunAll("row_store_test");
+  std::string cmd = "rm -rf " + TempDir();
+  if (std::system(cmd.c_str()) != 0) return 1;
+  return rc;
+}

@@ -1,0 +1,67 @@
+// The naive baseline: what a first TypeScript version would do. One fs read per row piece
+// (weight and scale for a snapshot, the whole row for a pack), all issued at once with
+// Promise.all on libuv's thread pool, no sorting, no de-duplication.
+import { open, type FileHandle } from 'node:fs/promises';
+import type { TableSpec } from '../native/row-store.js';
+
+export class NaiveGather {
+  private constructor(
+    private readonly spec: TableSpec,
+    private readonly handles: Map<string, FileHandle>,
+    private readonly scales: Buffer | undefined,
+  ) {}
+
+  /** `residentScales`: read the table's scale tensor into memory first (the one-read variant). */
+  static async open(spec: TableSpec, residentScales = false): Promise<NaiveGather> {
+    const handles = new Map<string, FileHandle>();
+    const paths = spec.kind === 'packed' ? [spec.path] : [spec.weight.path, spec.scale.path];
+    for (const p of paths) if (!handles.has(p)) handles.set(p, await open(p, 'r'));
+    let scales: Buffer | undefined;
+    if (spec.kind === 'snapshot' && residentScales) {
+      const n = Number(spec.rows) * (spec.dim / 32);
+      scales = Buffer.allocUnsafe(n);
+      await handles.get(spec.scale.path)!.read(scales, 0, n, Number(spec.scale.offset));
+    }
+    return new NaiveGather(spec, handles, scales);
+  }
+
+  async gather(ids: readonly number[]): Promise<Buffer> {
+    const s = this.spec;
+    if (s.kind === 'packed') {
+      const fh = this.handles.get(s.path)!;
+      const rb = s.rowBytes;
+      const per = Math.floor(4096 / s.stride);
+      const out = Buffer.allocUnsafe(ids.length * rb);
+      await Promise.all(
+        ids.map((id, i) => {
+          const local = id - Number(s.start);
+          const off = s.layout === 'dense' ? Number(s.dataOffset) + local * s.stride : Number(s.dataOffset) + Math.floor(local / per) * 4096 + (local % per) * s.stride;
+          return fh.read(out, i * rb, rb, off);
+        }),
+      );
+      return out;
+    }
+    const dim = s.dim;
+    const sb = dim / 32;
+    const rb = dim + sb;
+    const w = this.handles.get(s.weight.path)!;
+    const sc = this.handles.get(s.scale.path)!;
+    const out = Buffer.allocUnsafe(ids.length * rb);
+    const scales = this.scales;
+    await Promise.all(
+      ids.map((id, i) => {
+        const weight = w.read(out, i * rb, dim, Number(s.weight.offset) + id * dim);
+        if (scales) {
+          scales.copy(out, i * rb + dim, id * sb, id * sb + sb);
+          return weight;
+        }
+        return Promise.all([weight, sc.read(out, i * rb + dim, sb, Number(s.scale.offset) + id * sb)]);
+      }),
+    );
+    return out;
+  }
+
+  async close(): Promise<void> {
+    for (const fh of this.handles.values()) await fh.close();
+  }
+}

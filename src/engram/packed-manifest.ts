@@ -1,0 +1,212 @@
+// `engram-local.json`, the manifest of a packed directory (contract.md, format version 1):
+// types, the file-name rule, where a row lives in a data file, and a strict reader. `spark pack`
+// writes it with these types; the row store, `spark verify` and `engram-ranges` read it here.
+//
+// Layout rules this reader enforces (the contract leaves stride's meaning in page layout open):
+//   dense: row i (global id start + i) at dataOffset + i * stride, stride = rowBytes.
+//   page:  floor(4096 / stride) rows per 4096-byte page, row i at
+//          dataOffset + floor(i / perPage) * 4096 + (i mod perPage) * stride, stride = rowBytes.
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { SparkError } from '../errors.js';
+
+export const MANIFEST_NAME = 'engram-local.json';
+export const MANIFEST_FORMAT = 'spark-engram-packed';
+export const MANIFEST_VERSION = 1;
+export const PACK_HEADER_BYTES = 4096;
+export const PAGE_BYTES = 4096;
+
+export type PackLayout = 'dense' | 'page';
+export type PackSplit = 'floor' | 'front' | 'heads';
+
+export interface PackChecksum {
+  algorithm: string;
+  /** Rows per checksummed chunk; values[k] covers local rows [k * chunkRows, (k + 1) * chunkRows). */
+  chunkRows: number;
+  values: string[];
+}
+
+export interface PackedLayer {
+  layer: number;
+  /** The whole table's row count N (all ranks). */
+  rows: number;
+  /** This rank's global ids [start, end). */
+  start: number;
+  end: number;
+  /** Data file name, relative to the pack directory: engram-l{L}-r{r}of{W}.bin. */
+  file: string;
+  rowBytes: number;
+  stride: number;
+  dataOffset: number;
+  weightDtype: string;
+  scaleDtype: string;
+  layout: PackLayout;
+  checksum: PackChecksum;
+}
+
+export interface PackedSourceFile {
+  name: string;
+  bytes: number;
+  mtimeMs: number;
+}
+
+export interface PackedManifest {
+  format: typeof MANIFEST_FORMAT;
+  version: typeof MANIFEST_VERSION;
+  rank: number;
+  world: number;
+  split: PackSplit;
+  source: { snapshot: string; revision?: string; files: PackedSourceFile[] };
+  layers: PackedLayer[];
+}
+
+export function packedFileName(layer: number, rank: number, world: number): string {
+  return `engram-l${layer}-r${rank}of${world}.bin`;
+}
+
+/** Weight bytes per row (D) of a row of rowBytes = D + D/32. */
+export function dimOfRowBytes(rowBytes: number): number {
+  return (rowBytes / 33) * 32;
+}
+
+/** Rows per 4096-byte page in page layout. */
+export function rowsPerPage(entry: Pick<PackedLayer, 'stride'>): number {
+  return Math.floor(PAGE_BYTES / entry.stride);
+}
+
+/** Byte offset of global id `id` in the layer's data file. */
+export function packedRowOffset(entry: PackedLayer, id: number): number {
+  const i = id - entry.start;
+  if (entry.layout === 'dense') return entry.dataOffset + i * entry.stride;
+  const per = rowsPerPage(entry);
+  return entry.dataOffset + Math.floor(i / per) * PAGE_BYTES + (i % per) * entry.stride;
+}
+
+/** The size a complete data file has: header block plus rows (page layout: whole pages). */
+export function packedFileBytes(entry: PackedLayer): number {
+  const n = entry.end - entry.start;
+  if (entry.layout === 'dense') return entry.dataOffset + n * entry.stride;
+  return entry.dataOffset + Math.ceil(n / rowsPerPage(entry)) * PAGE_BYTES;
+}
+
+/** A directory is a pack exactly when it holds engram-local.json (written last). */
+export function isPackedDir(dir: string): boolean {
+  return existsSync(join(dir, MANIFEST_NAME));
+}
+
+export async function readPackedManifest(dir: string): Promise<PackedManifest> {
+  const path = join(dir, MANIFEST_NAME);
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') {
+      throw new SparkError('E_FILE_NOT_FOUND', `${dir} is not a packed directory: no ${MANIFEST_NAME} (run spark pack)`, { path });
+    }
+    throw new SparkError('E_IO', `cannot read ${path}: ${(err as Error).message}`, { path });
+  }
+  return parsePackedManifest(text, path);
+}
+
+/** Parses and checks every field; the first problem is one E_PACK_MANIFEST error naming the key. */
+export function parsePackedManifest(text: string, path = MANIFEST_NAME): PackedManifest {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw bad(path, '', `is not valid JSON (${(err as Error).message}); re-run spark pack`);
+  }
+  const m = obj(path, '', raw);
+  if (m.format !== MANIFEST_FORMAT) throw bad(path, 'format', `must be "${MANIFEST_FORMAT}"`);
+  if (m.version !== MANIFEST_VERSION) {
+    throw bad(path, 'version', `is ${JSON.stringify(m.version)}; this spark reads version ${MANIFEST_VERSION} (upgrade spark or re-pack)`);
+  }
+  const world = int(path, 'world', m.world, 1);
+  const rank = int(path, 'rank', m.rank, 0);
+  if (rank >= world) throw bad(path, 'rank', `is ${rank} but world is ${world}`);
+  const split = m.split;
+  if (split !== 'floor' && split !== 'front' && split !== 'heads') throw bad(path, 'split', 'must be floor, front or heads');
+  const src = obj(path, 'source', m.source);
+  const snapshot = str(path, 'source.snapshot', src.snapshot);
+  const revision = src.revision === undefined ? undefined : str(path, 'source.revision', src.revision);
+  const files = arr(path, 'source.files', src.files).map((f, i) => {
+    const key = `source.files[${i}]`;
+    const o = obj(path, key, f);
+    return { name: str(path, `${key}.name`, o.name), bytes: int(path, `${key}.bytes`, o.bytes, 0), mtimeMs: num(path, `${key}.mtimeMs`, o.mtimeMs) };
+  });
+  const layers = arr(path, 'layers', m.layers).map((l, i) => parseLayer(path, `layers[${i}]`, l));
+  if (layers.length === 0) throw bad(path, 'layers', 'is empty: a pack holds at least one layer');
+  for (let i = 1; i < layers.length; i++) {
+    if (layers[i].layer <= layers[i - 1].layer) throw bad(path, `layers[${i}].layer`, 'layers must be ascending and unique');
+  }
+  const out: PackedManifest = { format: MANIFEST_FORMAT, version: MANIFEST_VERSION, rank, world, split, source: { snapshot, files }, layers };
+  if (revision !== undefined) out.source.revision = revision;
+  return out;
+}
+
+function parseLayer(path: string, key: string, value: unknown): PackedLayer {
+  const o = obj(path, key, value);
+  const layer = int(path, `${key}.layer`, o.layer, 0);
+  const rows = int(path, `${key}.rows`, o.rows, 1);
+  const start = int(path, `${key}.start`, o.start, 0);
+  const end = int(path, `${key}.end`, o.end, 0);
+  if (start > end || end > rows) throw bad(path, `${key}`, `range [${start}, ${end}) is not inside the table [0, ${rows})`);
+  const file = str(path, `${key}.file`, o.file);
+  if (file.includes('/') || file.includes('\\') || file.startsWith('.') || !file.endsWith('.bin')) {
+    throw bad(path, `${key}.file`, `'${file}' must be a plain .bin file name inside the pack directory`);
+  }
+  const rowBytes = int(path, `${key}.rowBytes`, o.rowBytes, 33);
+  if (rowBytes % 33 !== 0) throw bad(path, `${key}.rowBytes`, `${rowBytes} is not D + D/32 for a multiple-of-32 D`);
+  const stride = int(path, `${key}.stride`, o.stride, 1);
+  if (stride !== rowBytes) throw bad(path, `${key}.stride`, `must equal rowBytes (${rowBytes}) in format version 1`);
+  const dataOffset = int(path, `${key}.dataOffset`, o.dataOffset, 0);
+  if (dataOffset !== PACK_HEADER_BYTES) throw bad(path, `${key}.dataOffset`, `must be ${PACK_HEADER_BYTES}`);
+  const layout = o.layout;
+  if (layout !== 'dense' && layout !== 'page') throw bad(path, `${key}.layout`, 'must be dense or page');
+  if (layout === 'page' && rowBytes > PAGE_BYTES) throw bad(path, `${key}.rowBytes`, 'is larger than a page: use the dense layout');
+  const weightDtype = str(path, `${key}.weightDtype`, o.weightDtype);
+  if (weightDtype !== 'F8_E4M3') throw bad(path, `${key}.weightDtype`, 'must be F8_E4M3');
+  const scaleDtype = str(path, `${key}.scaleDtype`, o.scaleDtype);
+  if (scaleDtype !== 'F8_E8M0') throw bad(path, `${key}.scaleDtype`, 'must be F8_E8M0');
+  const c = obj(path, `${key}.checksum`, o.checksum);
+  const algorithm = str(path, `${key}.checksum.algorithm`, c.algorithm);
+  const chunkRows = int(path, `${key}.checksum.chunkRows`, c.chunkRows, 1);
+  const values = arr(path, `${key}.checksum.values`, c.values).map((v, i) => str(path, `${key}.checksum.values[${i}]`, v));
+  const chunks = Math.ceil((end - start) / chunkRows);
+  if (values.length !== chunks) {
+    throw bad(path, `${key}.checksum.values`, `has ${values.length} entries; ${end - start} rows in chunks of ${chunkRows} need ${chunks}`);
+  }
+  return { layer, rows, start, end, file, rowBytes, stride, dataOffset, weightDtype, scaleDtype, layout, checksum: { algorithm, chunkRows, values } };
+}
+
+function bad(path: string, key: string, what: string): SparkError {
+  const where = key === '' ? path : `${path}: ${key}`;
+  return new SparkError('E_PACK_MANIFEST', `${where} ${what}`, { path, key });
+}
+
+function obj(path: string, key: string, v: unknown): Record<string, unknown> {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw bad(path, key, 'must be a JSON object');
+  return v as Record<string, unknown>;
+}
+
+function arr(path: string, key: string, v: unknown): unknown[] {
+  if (!Array.isArray(v)) throw bad(path, key, 'must be an array');
+  return v;
+}
+
+function str(path: string, key: string, v: unknown): string {
+  if (typeof v !== 'string' || v === '') throw bad(path, key, 'must be a non-empty string');
+  return v;
+}
+
+function num(path: string, key: string, v: unknown): number {
+  if (typeof v !== 'number' || !Number.isFinite(v)) throw bad(path, key, 'must be a number');
+  return v;
+}
+
+function int(path: string, key: string, v: unknown, min: number): number {
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) throw bad(path, key, `must be a whole number >= ${min}`);
+  return v;
+}

@@ -1,0 +1,29 @@
+// Page-cache control for benchmarks, per file, so a cold measurement does not flush the
+// whole machine's cache (here page cache is GPU memory shared with others): eviction through
+// `dd iflag=nocache count=0` (posix_fadvise POSIX_FADV_DONTNEED on the whole file), residency
+// through util-linux `fincore` when installed.
+import { spawnSync } from 'node:child_process';
+import { createReadStream } from 'node:fs';
+
+export function evictFromCache(path: string): void {
+  const r = spawnSync('dd', [`if=${path}`, 'iflag=nocache', 'count=0', 'status=none'], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`could not evict ${path} from the page cache: ${r.stderr || r.error?.message}`);
+}
+
+/** Reads the whole file once so its pages are cached. */
+export async function warmCache(path: string): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const s = createReadStream(path, { highWaterMark: 4 << 20 });
+    s.on('data', () => {});
+    s.on('end', resolve);
+    s.on('error', reject);
+  });
+}
+
+/** Fraction of the file's bytes in the page cache, or undefined without fincore. */
+export function cachedFraction(path: string): number | undefined {
+  const r = spawnSync('fincore', ['--bytes', '--noheadings', '-o', 'RES,SIZE', path], { encoding: 'utf8' });
+  if (r.status !== 0) return undefined;
+  const [res, size] = r.stdout.trim().split(/\s+/).map(Number);
+  return size > 0 ? res / size : 0;
+}

@@ -1,0 +1,221 @@
+// Typed wrapper over the addon's RowStore: the Engram row store's whole TypeScript surface.
+// Tables are described explicitly (file paths and absolute byte offsets); src/engram/row-source.ts
+// builds those descriptions from a snapshot or a packed directory.
+import { addon } from './index.js';
+import { usageError } from '../errors.js';
+
+export type U64 = number | bigint;
+
+export interface FileSlice {
+  path: string;
+  /** Absolute byte offset of the tensor's first byte in the file. */
+  offset: U64;
+}
+
+/** Rows from a checkpoint: D weight bytes from `weight`, D/32 scale bytes from `scale`. */
+export interface SnapshotTableSpec {
+  kind: 'snapshot';
+  layer: number;
+  rows: U64;
+  dim: number;
+  weight: FileSlice;
+  scale: FileSlice;
+  /** Hold the scale rows of ids [start, end) in memory: one read per row there. */
+  residentScales?: [U64, U64];
+}
+
+/** Rows from a packed data file (contract.md, format version 1); ids are global, in [start, end). */
+export interface PackedTableSpec {
+  kind: 'packed';
+  layer: number;
+  path: string;
+  start: U64;
+  end: U64;
+  dataOffset: U64;
+  stride: number;
+  rowBytes: number;
+  layout: 'dense' | 'page';
+  /** O_DIRECT (aligned 4 KiB reads); falls back to buffered reads when the filesystem refuses. */
+  direct?: boolean;
+}
+
+export type TableSpec = SnapshotTableSpec | PackedTableSpec;
+
+/** Deterministic faults for tests: every Nth read is cut short / interrupted / fails with EIO. */
+export interface FaultOptions {
+  shortEvery?: number;
+  eintrEvery?: number;
+  eioEvery?: number;
+  /** Sleep this long before every read (models NFS latency). */
+  delayUs?: number;
+}
+
+export interface RowStoreOptions {
+  /** Reader threads; default SPARK_ENGRAM_THREADS, else 64. */
+  threads?: number;
+  /** Sort ids and read each distinct row once (default true). */
+  dedup?: boolean;
+  /** One read for rows sharing or neighbouring a page (default true). */
+  merge?: boolean;
+  maxMergeBytes?: number;
+  /** POSIX_FADV_RANDOM on buffered files (default true). */
+  fadviseRandom?: boolean;
+  faults?: FaultOptions;
+  /** Environment consulted for SPARK_ENGRAM_THREADS (default process.env). */
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface RowStoreStats {
+  batches: number;
+  rows: number;
+  reads: number;
+  bytesRead: number;
+  duplicates: number;
+  merged: number;
+  retries: number;
+  residentBytes: number;
+  threads: number;
+  inflight: number;
+}
+
+export interface RowTableInfo {
+  layer: number;
+  lo: U64;
+  hi: U64;
+  rowBytes: number;
+  directRequested: boolean;
+  directActive: boolean;
+  residentScales: boolean;
+}
+
+export type RowIds = Uint32Array | BigUint64Array | readonly number[];
+
+interface NativeRowStore {
+  gather(layer: number, ids: Uint32Array | BigUint64Array, out: Uint8Array): Promise<void>;
+  loadResident(): Promise<void>;
+  stats(): RowStoreStats;
+  tables(): RowTableInfo[];
+  close(): void;
+  dispose(): void;
+}
+
+type NativeRowStoreClass = new (tables: TableSpec[], options: Record<string, unknown>) => NativeRowStore;
+
+export const DEFAULT_THREADS = 64;
+
+/** SPARK_ENGRAM_THREADS when set (1..1024), else 64. */
+export function threadsFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.SPARK_ENGRAM_THREADS;
+  if (raw === undefined || raw.trim() === '') return DEFAULT_THREADS;
+  const n = Number(raw.trim());
+  if (!/^\d+$/.test(raw.trim()) || n < 1 || n > 1024) {
+    throw usageError(`SPARK_ENGRAM_THREADS must be a whole number from 1 to 1024, got '${raw}'`);
+  }
+  return n;
+}
+
+/** number[] ids as a typed array (Uint32Array when every id fits), checked to be whole and >= 0. */
+export function toIdArray(ids: RowIds): Uint32Array | BigUint64Array {
+  if (ids instanceof Uint32Array || ids instanceof BigUint64Array) return ids;
+  if (!Array.isArray(ids)) throw new TypeError('ids must be a Uint32Array, a BigUint64Array or an array of numbers');
+  let small = true;
+  for (let i = 0; i < ids.length; i++) {
+    const id: unknown = ids[i];
+    if (typeof id !== 'number') throw new TypeError(`ids[${i}] is not a number`);
+    if (!Number.isSafeInteger(id) || id < 0) {
+      const err = new RangeError(`row id ${id} (batch index ${i}) is not a whole non-negative number`);
+      (err as RangeError & { code: string }).code = 'E_ROW_RANGE';
+      throw err;
+    }
+    if (id > 0xffffffff) small = false;
+  }
+  return small ? Uint32Array.from(ids) : BigUint64Array.from(ids, (x) => BigInt(x));
+}
+
+export class RowStore {
+  readonly threads: number;
+  private readonly native: NativeRowStore;
+  private readonly rowBytesByLayer = new Map<number, number>();
+  private readonly pending = new Set<Promise<unknown>>();
+  private closing: Promise<void> | undefined;
+
+  private constructor(native: NativeRowStore, threads: number) {
+    this.native = native;
+    this.threads = threads;
+    for (const t of native.tables()) this.rowBytesByLayer.set(t.layer, t.rowBytes);
+  }
+
+  /** Opens the files of every table and loads resident scales (reported in stats().residentBytes). */
+  static async open(tables: TableSpec[], options: RowStoreOptions = {}): Promise<RowStore> {
+    const threads = options.threads ?? threadsFromEnv(options.env);
+    const Native = (addon() as unknown as { RowStore: NativeRowStoreClass }).RowStore;
+    const native = new Native(tables, { ...options, env: undefined, threads });
+    const store = new RowStore(native, threads);
+    if (tables.some((t) => t.kind === 'snapshot' && t.residentScales)) {
+      try {
+        await store.track(native.loadResident());
+      } catch (err) {
+        await store.close();
+        throw err;
+      }
+    }
+    return store;
+  }
+
+  /** Bytes per row of a layer (D + D/32). */
+  rowBytes(layer: number): number {
+    const n = this.rowBytesByLayer.get(layer);
+    if (n === undefined) throw rangeError(`layer ${layer} is not in this row store`);
+    return n;
+  }
+
+  /**
+   * Reads the rows at `ids` of `layer` in one batch: row i lands at out[i * rowBytes]. Resolves
+   * with `out` (a new Buffer when omitted). Rejects with a RangeError for an id outside the
+   * table (before any read), a TypeError for an output buffer that is too small, and an error
+   * carrying code/path/offset for I/O failures.
+   */
+  gather(layer: number, ids: RowIds, out?: Uint8Array): Promise<Buffer> {
+    try {
+      const typed = toIdArray(ids);
+      const size = typed.length * this.rowBytes(layer);
+      const target = out ?? Buffer.allocUnsafe(size);
+      const result = Buffer.isBuffer(target) ? target : Buffer.from(target.buffer, target.byteOffset, target.byteLength);
+      return this.track(this.native.gather(layer, typed, target)).then(() => result);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  stats(): RowStoreStats {
+    return this.native.stats();
+  }
+
+  tables(): RowTableInfo[] {
+    return this.native.tables();
+  }
+
+  /** Rejects batches in flight and later ones; resolves once every batch has settled and the files are closed. */
+  close(): Promise<void> {
+    if (!this.closing) {
+      this.native.close();
+      this.closing = Promise.allSettled([...this.pending]).then(() => this.native.dispose());
+    }
+    return this.closing;
+  }
+
+  private track<T>(p: Promise<T>): Promise<T> {
+    this.pending.add(p);
+    const done = (): void => {
+      this.pending.delete(p);
+    };
+    p.then(done, done);
+    return p;
+  }
+}
+
+function rangeError(message: string): RangeError {
+  const err = new RangeError(message);
+  (err as RangeError & { code: string }).code = 'E_ROW_RANGE';
+  return err;
+}

@@ -1,0 +1,43 @@
+// The rule reference in docs/preflight.md is generated from the rules' own metadata, so the
+// two cannot drift (test/preflight-doc.test.ts compares them).
+import { RULES } from './rules/index.js';
+import type { RuleScope } from './types.js';
+
+const SCOPES: Record<RuleScope, string> = {
+  files: 'the recipe, cluster and env files (same answer on every node)',
+  snapshot: "the model's config.json or the snapshot's headers",
+  'local-node': 'this node: run preflight on every node',
+};
+
+const FAMILIES: Record<string, string> = { dsv41: 'DeepSeek-V4.1', dsv4: 'DeepSeek-V4', other: 'other models' };
+
+export const RULES_DOC_BEGIN = '<!-- rules:begin (generated from src/preflight/rules; npm run docs:preflight) -->';
+export const RULES_DOC_END = '<!-- rules:end -->';
+
+export function rulesMarkdown(): string {
+  const out: string[] = [];
+  for (const r of RULES) {
+    const families = r.families ? ` · ${r.families.map((f) => FAMILIES[f]).join(', ')} only` : '';
+    out.push(
+      `### \`${r.id}\``,
+      '',
+      `${r.title[0]!.toUpperCase()}${r.title.slice(1)}.`,
+      '',
+      `- Applies to: ${r.engines.join(', ')}${families}`,
+      `- Severity: ${r.severity}${r.also ? `; ${r.also}` : ''}`,
+      `- Looks at: ${SCOPES[r.scope]}`,
+      `- Evidence: ${r.evidence}`,
+      `- Fix: ${r.fix}`,
+      '',
+    );
+  }
+  return out.join('\n');
+}
+
+/** `doc` with the text between the markers replaced by the generated reference. */
+export function withRulesSection(doc: string): string {
+  const a = doc.indexOf(RULES_DOC_BEGIN);
+  const b = doc.indexOf(RULES_DOC_END);
+  if (a < 0 || b < a) throw new Error('docs/preflight.md lacks the rules markers');
+  return `${doc.slice(0, a + RULES_DOC_BEGIN.length)}\n\n${rulesMarkdown()}\n${doc.slice(b)}`;
+}

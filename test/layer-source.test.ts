@@ -1,0 +1,72 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { packedSource, parseLayerRows, sourceAllRanges, sourceRankRanges, withSubTables } from '../src/engram/layer-source.js';
+import { formatEngramRows } from '../src/engram/ranges.js';
+import { parseModelConfig } from '../src/engram/config.js';
+import { runWrapper, type Exec } from '../src/commands/wrapper.js';
+import type { Io } from '../src/io.js';
+
+const RANK2 = [
+  { layer: 14, rows: 384016682, start: 192008341, end: 288012511 },
+  { layer: 1, rows: 384006168, start: 192003084, end: 288004626 },
+];
+const packed = packedSource('/engram', { rank: 2, world: 4, split: 'floor', layers: RANK2 });
+
+test('a packed directory gives its own rank\'s ranges, and refuses another rank, world or split', () => {
+  assert.deepEqual(packed.layers, [{ layer: 1, rows: 384006168 }, { layer: 14, rows: 384016682 }]);
+  assert.equal(formatEngramRows(sourceRankRanges(packed, 2, 4, 'floor', false)), '1:192003084-288004626,14:192008341-288012511');
+  assert.equal(formatEngramRows(sourceRankRanges(packed, 2, 4, 'front', false)), '1:192003084-288004626,14:192008341-288012511', 'split not asked for: the pack\'s');
+  assert.throws(() => sourceRankRanges(packed, 1, 4, 'floor', false), (e: Error & { code?: string; exitCode?: number }) => {
+    assert.equal(e.code, 'E_CHECK_FAILED');
+    assert.equal(e.exitCode, 1);
+    assert.equal(e.message, "/engram holds rank 2 of 4's rows (engram-local.json), not rank 1 of 4's: mount this node's packed directory, or run spark pack --rank 1 --world 4");
+    return true;
+  });
+  assert.throws(() => sourceRankRanges(packed, 2, 3, 'floor', false), /not rank 2 of 3's/);
+  assert.throws(() => sourceRankRanges(packed, 2, 4, 'heads', true), /was packed with the floor split, not heads/);
+});
+
+test('--all from a packed directory extends its split to every rank after checking its own range', () => {
+  const all = sourceAllRanges(packed, 4, 'floor', false);
+  assert.equal(all.length, 4);
+  assert.equal(formatEngramRows(all[0]!), '1:0-96001542,14:0-96004170');
+  const lying = packedSource('/engram', { rank: 2, world: 4, split: 'front', layers: RANK2 });
+  assert.throws(() => sourceAllRanges(lying, 4, 'floor', false), /engram-local\.json says rank 2 owns 1:192003084-288004626,14:192008341-288012511, but the front split gives 1:192003084-288004626,14:192008342-288012512/);
+  const heads = packedSource('/engram', { rank: 2, world: 4, split: 'heads', layers: RANK2 });
+  assert.throws(() => sourceAllRanges(heads, 4, 'heads', false), /--all needs the sub-table sizes, so point it at the snapshot/);
+});
+
+test('the wrapper takes a packed directory\'s ranges and refuses a pack of another rank', async () => {
+  const io = (env: NodeJS.ProcessEnv): Io => ({ stdout: () => {}, stderr: () => {}, env, cwd: '/', stderrIsTTY: false, color: false });
+  let exported: NodeJS.ProcessEnv | undefined;
+  const exec: Exec = (_a, env) => {
+    exported = env;
+    throw new Error('execed');
+  };
+  const load = async () => packed;
+  await assert.rejects(runWrapper(['engine', '--nnodes', '4'], {}, io({ SPARK_ENGRAM_DIR: '/engram', NODE_RANK: '2' }), exec, load), /execed/);
+  assert.equal(exported!.SPARK_ENGRAM_ROWS, '1:192003084-288004626,14:192008341-288012511');
+  await assert.rejects(
+    runWrapper(['engine', '--nnodes', '4'], {}, io({ SPARK_ENGRAM_DIR: '/engram', NODE_RANK: '3' }), exec, load),
+    /holds rank 2 of 4's rows .*not rank 3 of 4's/,
+  );
+  await assert.rejects(
+    runWrapper(['engine', '--nnodes', '4'], {}, io({ SPARK_ENGRAM_DIR: '/engram', NODE_RANK: '2', SPARK_ENGRAM_ROWS: '1:0-384006168,14:0-384016682' }), exec, load),
+    /is not rank 2 of 4's floor range .*; it is the full table/,
+  );
+});
+
+test('explicit row counts and sub-table sizes from config.json', () => {
+  assert.deepEqual(parseLayerRows('14:7,1:5'), [{ layer: 1, rows: 5 }, { layer: 14, rows: 7 }]);
+  assert.throws(() => parseLayerRows('1:99999999999999999999'), /too large/);
+  const config = parseModelConfig(
+    { text_config: { engram_layer_ids: [1, 14], engram_max_ngram_size: 4, engram_n_heads: 8, engram_head_dim: 256, engram_vocab_size: 16000000 } },
+    '/snap/config.json',
+  );
+  const layers = withSubTables([{ layer: 1, rows: 384006168 }, { layer: 14, rows: 384016682 }], config, '/snap');
+  assert.equal(layers[0]!.subTables!.length, 24);
+  assert.equal(layers[0]!.subTables!.reduce((a, b) => a + b, 0), 384006168);
+  assert.equal(layers[1]!.subTables!.reduce((a, b) => a + b, 0), 384016682);
+  assert.equal(layers[0]!.subTables![0], 16000057, 'the first prime above 16,000,000');
+  assert.throws(() => withSubTables(layers, undefined, '/snap'), /the heads split needs config\.json with engram_\* keys/);
+});

@@ -1,0 +1,278 @@
+// Every rule, one fixture that passes and one that fails. Each case runs the rule alone
+// (--only) against a world built in a temp dir (test/helpers/preflight.ts).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { RULES, type PreflightOptions } from '../src/preflight/index.js';
+import { makeSnapshot } from './helpers/synth.js';
+import { busyPort, edit, MIA_ENV, preflight, REVISION, world, write, type World } from './helpers/preflight.js';
+
+interface RuleCase {
+  rule: string;
+  pass(w: World): Promise<PreflightOptions> | PreflightOptions;
+  fail(w: World): Promise<PreflightOptions> | PreflightOptions;
+  /** The failing finding's message. */
+  expect: RegExp;
+  /** The failing finding's where (default: any). */
+  where?: RegExp;
+  /** Severity of the failing finding (default: the rule's). */
+  severity?: 'error' | 'warn';
+  env?: NodeJS.ProcessEnv;
+}
+
+const moveArgsBelowMounts = (text: string): string => {
+  const start = text.indexOf('args = [');
+  const end = text.indexOf(']\n', start) + 2;
+  const block = text.slice(start, end);
+  return (text.slice(0, start) + text.slice(end)).replace('read_only = true\n', `read_only = true\n${block}`);
+};
+
+/** One row of the layer-1 table short of nothing: the full range of both synthetic tables. */
+function fullRange(w: World): string {
+  const cfg = JSON.parse(readFileSync(join(w.snapshotDir, 'config.json'), 'utf8')) as { text_config: { engram_num_embeddings: number[] } };
+  const [a, b] = cfg.text_config.engram_num_embeddings;
+  return `1:0-${a},14:0-${b}`;
+}
+
+/** A copy of the world's snapshot with its first shard one byte short. */
+function truncatedSnapshot(w: World): string {
+  const dir = join(w.root, 'snap-truncated');
+  if (!existsSync(dir)) {
+    makeSnapshot({ dir });
+    const shard = join(dir, 'model-00001-of-00003.safetensors');
+    truncateSync(shard, statSync(shard).size - 1);
+  }
+  return dir;
+}
+
+/** A snapshot whose config names Engram layers 1 and 14 but which holds only layer 1's table. */
+function noEngramSnapshot(w: World): string {
+  const dir = join(w.root, 'snap-one-layer');
+  if (!existsSync(dir)) {
+    makeSnapshot({ dir, layers: [1] });
+    const path = join(dir, 'config.json');
+    const cfg = JSON.parse(readFileSync(path, 'utf8'));
+    const full = JSON.parse(readFileSync(join(w.snapshotDir, 'config.json'), 'utf8'));
+    cfg.text_config = full.text_config;
+    writeFileSync(path, JSON.stringify(cfg));
+  }
+  return dir;
+}
+
+const manifest = (rank: number) =>
+  JSON.stringify({ format: 'spark-engram-packed', version: 1, rank, world: 4, split: 'floor', source: { snapshot: '/x', revision: REVISION, files: [] }, layers: [] });
+
+const CASES: RuleCase[] = [
+  {
+    rule: 'toml.swallowed-key',
+    pass: (w) => w.options(w.recipe(w.dsv41Text)),
+    fail: (w) => w.options(w.recipe(moveArgsBelowMounts(w.dsv41Text))),
+    expect: /^args on line \d+ is inside the \[\[extra_mounts\]\] table/,
+    where: /recipe\.toml:\d+$/,
+  },
+  {
+    rule: 'toml.unknown-key',
+    pass: (w) => w.options(w.recipe(w.dsv41Text)),
+    fail: (w) => w.options(w.recipe(edit(w.dsv41Text, 'shm_size = "32gb"', 'shm_size = "32gb"\nshm_sise = "64gb"'))),
+    expect: /unknown key shm_sise/,
+  },
+  {
+    rule: 'env.undefined-variable',
+    pass: (w) => w.options(w.recipe(w.dsv41Text), { env: write(join(w.root, 'ok.env'), 'A=1\nB=$A/x\nC=${NOPE:-d}\n') }),
+    fail: (w) => w.options(w.recipe(w.dsv41Text), { env: write(join(w.root, 'bad.env'), 'A=1\nB=$NOPE/x\n') }),
+    expect: /\$NOPE is not defined/,
+    where: /bad\.env:2$/,
+  },
+  {
+    rule: 'args.json-value',
+    pass: (w) => w.options(w.recipe(w.eugrText), { cluster: w.writeCluster({ nodes: 2 }) }),
+    fail: (w) => w.options(w.recipe(edit(w.eugrText, '"B12X_MLA_SPARSE"}\'', '"B12X_MLA_SPARSE"\'')), { cluster: w.writeCluster({ nodes: 2 }) }),
+    expect: /^--speculative-config is not valid JSON/,
+  },
+  {
+    rule: 'args.launcher-owned',
+    pass: (w) => w.options(w.recipe(w.dsv41Text)),
+    fail: (w) => w.options(w.recipe(edit(w.dsv41Text, '"--trust-remote-code",', '"--trust-remote-code",\n    "--port", "30001",'))),
+    expect: /args sets --port, which the launcher appends itself/,
+  },
+  {
+    rule: 'engram.ranges-tile',
+    pass: (w) => w.options(w.recipe(w.dsv41Text)),
+    fail: (w) => w.options(w.recipe(edit(w.dsv41Text, 'SPARK_ENGRAM_MODE', `SPARK_ENGRAM_ROWS = "${fullRange(w)}"\nSPARK_ENGRAM_MODE`))),
+    expect: /SPARK_ENGRAM_ROWS='1:0-\d+,14:0-\d+' gives all 4 ranks the same rows.*a full range on every rank double-counts every row/,
+  },
+  {
+    rule: 'vllm.cudagraph-capture',
+    pass: (w) => w.options(w.recipe(w.eugrText), { cluster: w.writeCluster({ nodes: 2 }) }),
+    fail: (w) => w.options(w.recipe(edit(w.eugrText, '"--max-num-seqs", "6"', '"--max-num-seqs", "8"')), { cluster: w.writeCluster({ nodes: 2 }) }),
+    expect: /--max-cudagraph-capture-size 36 is below --max-num-seqs 8 × \(k\+1 = 6\) = 48/,
+  },
+  {
+    rule: 'sglang.cuda-graph-bs',
+    pass: (w) => w.options(w.recipe(w.dsv41Text)),
+    fail: (w) => w.options(w.recipe(edit(w.dsv41Text, '"--cuda-graph-max-bs-decode", "16"', '"--cuda-graph-max-bs-decode", "8"'))),
+    expect: /--cuda-graph-max-bs-decode 8 is below --max-running-requests 16/,
+  },
+  {
+    rule: 'memory.utilization-ceiling',
+    pass: (w) => w.options(w.recipe(w.eugrText), { cluster: w.writeCluster({ nodes: 2 }) }),
+    fail: (w) => w.options(w.recipe(edit(w.eugrText, '"--gpu-memory-utilization", "0.78"', '"--gpu-memory-utilization", "0.92"')), { cluster: w.writeCluster({ nodes: 2 }) }),
+    expect: /--gpu-memory-utilization 0\.92 is above the 0\.85 ceiling/,
+  },
+  {
+    rule: 'alloc.expandable-segments',
+    pass: (w) => w.options(w.recipe(w.dsv41Text), { env: MIA_ENV }),
+    fail: (w) =>
+      w.options(w.recipe(w.dsv41Text), {
+        env: write(join(w.root, 'mia.env'), edit(readFileSync(MIA_ENV, 'utf8'), /^PYTORCH_CUDA_ALLOC_CONF=.*$/m, 'PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True')),
+      }),
+    expect: /PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True \(from the env file\)/,
+    where: /mia\.env:\d+$/,
+    env: { HOME: '/home/zurih' },
+  },
+  {
+    rule: 'docker.shm-size',
+    pass: (w) => w.options(w.recipe(w.dsv41Text)),
+    fail: (w) => w.options(w.recipe(edit(w.dsv41Text, 'shm_size = "32gb"\n', ''))),
+    expect: /no shm_size/,
+  },
+  {
+    rule: 'parallel.nodes',
+    pass: (w) => w.options(w.recipe(w.dsv41Text)),
+    fail: (w) => w.options(w.recipe(edit(w.dsv41Text, 'required_nodes = 4', 'required_nodes = 3')), { cluster: w.writeCluster({ nodes: 3 }) }),
+    expect: /tensor_parallel_size 4 × pipeline_parallel_size 1 = 4 ranks, but required_nodes = 3/,
+  },
+  {
+    rule: 'cluster.fabric-range',
+    pass: (w) => w.options(w.recipe(w.dsv41Text)),
+    fail: (w) => w.options(w.recipe(edit(w.dsv41Text, 'NCCL_IB_ADDR_RANGE = "192.168.200.0/24"', 'NCCL_IB_ADDR_RANGE = "192.168.20.0/24"'))),
+    expect: /node 0 \(spark1\) has fabric_addr 192\.168\.200\.1, outside NCCL_IB_ADDR_RANGE=192\.168\.20\.0\/24/,
+  },
+  {
+    rule: 'parallel.tp-divides',
+    pass: (w) => w.options(w.recipe(w.dsv41Text)),
+    fail: (w) =>
+      w.options(w.recipe(edit(edit(w.dsv41Text, 'required_nodes = 4', 'required_nodes = 3'), 'tensor_parallel_size = 4', 'tensor_parallel_size = 3')), {
+        cluster: w.writeCluster({ nodes: 3 }),
+      }),
+    expect: /tensor_parallel_size 3 does not divide num_attention_heads 64, hidden_size 5120, vocab_size 129280/,
+  },
+  {
+    rule: 'model.context-length',
+    pass: (w) => w.options(w.recipe(w.dsv41Text)),
+    fail: (w) => w.options(w.recipe(edit(w.dsv41Text, '"--context-length", "524288"', '"--context-length", "2M"'))),
+    expect: /--context-length 2M is above the model's max_position_embeddings 1048576/,
+  },
+  {
+    rule: 'snapshot.complete',
+    pass: (w) => w.options(w.recipe(w.dsv41Text)),
+    fail: (w) => w.options(w.recipe(w.dsv41Text), { snapshot: truncatedSnapshot(w) }),
+    expect: /model-00001-of-00003\.safetensors/,
+    where: /model-00001-of-00003\.safetensors$|snap-truncated$/,
+  },
+  {
+    rule: 'snapshot.engram-tables',
+    pass: (w) => w.options(w.recipe(w.dsv41Text)),
+    fail: (w) => w.options(w.recipe(w.dsv41Text), { snapshot: noEngramSnapshot(w) }),
+    expect: /lists Engram layer 14 \(engram_layer_ids\), but the snapshot has no table for it.*\[E_ENGRAM_NOT_FOUND\]/,
+    where: /config\.json$/,
+  },
+  {
+    rule: 'snapshot.engram-dir',
+    pass: (w) => w.options(w.recipe(w.dsv41Text)),
+    fail: (w) => w.options(w.recipe(edit(w.dsv41Text, `snapshots/${REVISION}`, 'snapshots/0000000000000000000000000000000000000000'))),
+    expect: /SPARK_ENGRAM_DIR=\/root\/\.cache\/huggingface\/hub\/.*\/snapshots\/0{40} is .* which does not exist/,
+  },
+  {
+    rule: 'engram.ranges-source',
+    pass: (w) => w.options(w.recipe(w.dsv41Text)),
+    fail: (w) => w.options(w.recipe(edit(w.dsv41Text, 'entrypoint = ["sh", "/aiden4x-launch.sh"]', 'entrypoint = ["python3", "-m", "sglang.launch_server"]'))),
+    expect: /nothing gives this rank its Engram rows/,
+  },
+  {
+    rule: 'pack.free-space',
+    pass: (w) => w.options(w.recipe(w.packedText)),
+    fail: (w) => {
+      const cfg = JSON.parse(readFileSync(join(w.snapshotDir, 'config.json'), 'utf8'));
+      cfg.text_config.engram_num_embeddings = [2 ** 50, 2 ** 50];
+      const dir = join(w.root, 'huge-config');
+      write(join(dir, 'config.json'), JSON.stringify(cfg));
+      return w.options(w.recipe(w.packedText), { snapshot: dir });
+    },
+    expect: /has .* free; one rank's pack of 4 needs \d/,
+  },
+  {
+    rule: 'pack.manifest',
+    pass: (w) => {
+      write(join(w.root, 'pack-ok', 'engram-local.json'), manifest(0));
+      return w.options(w.recipe(w.packedText), { packDir: join(w.root, 'pack-ok') });
+    },
+    fail: (w) => {
+      write(join(w.root, 'pack-r1', 'engram-local.json'), manifest(1));
+      return w.options(w.recipe(w.packedText), { packDir: join(w.root, 'pack-r1') });
+    },
+    expect: /engram-local\.json: rank 1, this is node 0 \(spark1\)/,
+  },
+  {
+    rule: 'mounts.host-path',
+    pass: (w) => w.options(w.recipe(w.dsv41Text)),
+    fail: (w) => w.options(w.recipe(edit(w.dsv41Text, join(w.root, 'aiden4x-launch.sh'), '/home/kilork/aiden4x-launch.sh'))),
+    expect: /extra_mounts host \/home\/kilork\/aiden4x-launch\.sh .* does not exist on node 0 \(spark1\); the container uses \/aiden4x-launch\.sh/,
+  },
+  {
+    rule: 'fabric.hca',
+    pass: (w) => w.options(w.recipe(w.dsv41Text)),
+    fail: (w) => w.options(w.recipe(edit(w.dsv41Text, 'NCCL_IB_HCA = "rocep1s0f0,roceP2p1s0f0"', 'NCCL_IB_HCA = "rocep1s0f0,roceP9p1s0f0"'))),
+    expect: /NCCL_IB_HCA=rocep1s0f0,roceP9p1s0f0: no device roceP9p1s0f0 on node 0/,
+  },
+  {
+    rule: 'fabric.gid',
+    pass: (w) => w.options(w.recipe(edit(w.dsv41Text, 'NCCL_NET = "IB"', 'NCCL_NET = "IB"\nNCCL_IB_GID_INDEX = "3"'))),
+    fail: (w) => w.options(w.recipe(edit(w.dsv41Text, 'NCCL_NET = "IB"', 'NCCL_NET = "IB"\nNCCL_IB_GID_INDEX = "5"'))),
+    expect: /NCCL_IB_GID_INDEX=5: rocep1s0f0 port 1: pinned GID index 5 is not usable \(not configured\)/,
+  },
+  {
+    rule: 'fabric.socket-ifname',
+    pass: (w) => w.options(w.recipe(w.dsv41Text)),
+    fail: (w) => w.options(w.recipe(edit(w.dsv41Text, 'NCCL_SOCKET_IFNAME = "enp1s0f0np0"', 'NCCL_SOCKET_IFNAME = "enp9s0"'))),
+    expect: /NCCL_SOCKET_IFNAME=enp9s0: no interface enp9s0 on node 0/,
+  },
+  {
+    rule: 'node.ports',
+    pass: (w) => w.options(w.recipe(w.dsv41Text)),
+    async fail(w) {
+      const held = await busyPort();
+      heldPorts.push(held);
+      return w.options(w.recipe(edit(w.dsv41Text, `port = ${w.servingPort}`, `port = ${held.port}`)));
+    },
+    expect: /port \d+, the serving port, is in use on node 0 \(spark1\)/,
+  },
+];
+
+const heldPorts: { close(): Promise<void> }[] = [];
+
+test('every rule has a passing and a failing fixture below', () => {
+  assert.deepEqual(CASES.map((c) => c.rule).sort(), RULES.map((r) => r.id).sort());
+});
+
+for (const c of CASES) {
+  test(`${c.rule}: passes on its good fixture, fails on its bad one`, async () => {
+    const w = await world();
+    const rule = RULES.find((r) => r.id === c.rule)!;
+    const good = await preflight({ ...(await c.pass(w)), only: [c.rule] }, c.env);
+    assert.deepEqual(good.ran, [c.rule], `ran (skipped: ${JSON.stringify(good.skipped)})`);
+    assert.deepEqual(good.findings.filter((f) => f.severity !== 'info'), []);
+
+    const bad = await preflight({ ...(await c.fail(w)), only: [c.rule] }, c.env);
+    await Promise.all(heldPorts.splice(0).map((h) => h.close()));
+    assert.deepEqual(bad.ran, [c.rule], `ran (skipped: ${JSON.stringify(bad.skipped)})`);
+    const want = c.severity ?? rule.severity;
+    const hit = bad.findings.find((f) => f.severity === want && c.expect.test(f.message));
+    assert.ok(hit, `no ${want} matching ${c.expect} in ${JSON.stringify(bad.findings, null, 1)}`);
+    assert.equal(hit.rule, c.rule);
+    assert.ok(hit.fix.length > 0);
+    if (c.where) assert.match(hit.where, c.where);
+    if (rule.scope === 'local-node') assert.deepEqual(hit.node, { rank: 0, host: 'spark1' });
+  });
+}
