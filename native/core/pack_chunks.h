@@ -15,7 +15,7 @@ namespace spark {
 // Reads whole chunks of a data file (chunk k at kPackHeaderBytes + span.offset), one large
 // pread each, on its own descriptor. Give each reader a contiguous run of chunks: its
 // descriptor then sees one sequential stream and the kernel's readahead keeps the disk busy
-// (measured: 4 sequential streams read ~1.6x faster than 4 threads taking chunks in turn,
+// (bench/RESULTS.md: ~1.9x faster than 4 threads taking chunks in turn from one descriptor,
 // and faster than O_DIRECT on a virtual disk). With drop_cache, pages are dropped once
 // checked: a check re-reads tens of GiB, and page cache is GPU memory on the target machines.
 class ChunkReader {
