@@ -5,6 +5,11 @@ import { formatEngramRows } from '../src/engram/ranges.js';
 import { parseModelConfig } from '../src/engram/config.js';
 import { runWrapper, type Exec } from '../src/commands/wrapper.js';
 import type { Io } from '../src/io.js';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { bin, cli } from './helpers/cli.js';
+import { writePackDir } from './helpers/engram-files.js';
+import { tempDir } from './helpers/tmp.js';
 
 const RANK2 = [
   { layer: 14, rows: 384016682, start: 192008341, end: 288012511 },
@@ -69,4 +74,47 @@ test('explicit row counts and sub-table sizes from config.json', () => {
   assert.equal(layers[1]!.subTables!.reduce((a, b) => a + b, 0), 384016682);
   assert.equal(layers[0]!.subTables![0], 16000057, 'the first prime above 16,000,000');
   assert.throws(() => withSubTables(layers, undefined, '/snap'), /the heads split needs config\.json with engram_\* keys/);
+});
+
+test('spark engram-ranges and the wrapper read a packed directory\'s engram-local.json', async () => {
+  const dir = tempDir();
+  writePackDir(dir, {
+    rank: 2,
+    world: 4,
+    layout: 'dense',
+    dim: 256,
+    layers: [
+      { layer: 1, rows: 1000, start: 500, end: 750 },
+      { layer: 14, rows: 1010, start: 505, end: 757 },
+    ],
+  });
+  const own = await cli(['engram-ranges', dir]);
+  assert.deepEqual(own, { code: 0, stdout: '1:500-750,14:505-757\n', stderr: '' });
+  const json = JSON.parse((await cli(['engram-ranges', '--json'], { SPARK_ENGRAM_DIR: dir, NODE_RANK: '2', SPARK_WORLD_SIZE: '4' })).stdout);
+  assert.deepEqual(json, {
+    rank: 2,
+    world: 4,
+    split: 'floor',
+    layers: [
+      { layer: 1, rows: 1000, start: 500, end: 750 },
+      { layer: 14, rows: 1010, start: 505, end: 757 },
+    ],
+  });
+  const all = await cli(['engram-ranges', dir, '--all']);
+  assert.equal(all.stdout, '1:0-250,14:0-252\n1:250-500,14:252-505\n1:500-750,14:505-757\n1:750-1000,14:757-1010\n');
+  const other = await cli(['engram-ranges', dir], { NODE_RANK: '1' });
+  assert.equal(other.code, 1);
+  assert.match(other.stderr, /holds rank 2 of 4's rows \(engram-local\.json\), not rank 1 of 4's/);
+  assert.equal((await cli(['engram-ranges', dir, '--split', 'front'])).code, 1);
+  const check = await cli(['engram-ranges', dir, '--check', '1:0-500,14:0-505', '1:500-1001,14:505-1010']);
+  assert.equal(check.code, 1);
+  assert.match(check.stdout, /^layer 1: row 1000 is out of range \(rank 1 has 500-1001; the table has 1000 rows/);
+  const wrapped = bin(['wrapper', '--dry-run', '--', 'python3', '--nnodes', '4'], { env: { SPARK_ENGRAM_DIR: dir, NODE_RANK: '2' } });
+  assert.equal(wrapped.code, 0, wrapped.stderr);
+  assert.equal(wrapped.stdout, "export SPARK_ENGRAM_ROWS='1:500-750,14:505-757'\nexec python3 --nnodes 4\n");
+  const wrong = bin(['wrapper', '--dry-run', '--', 'python3', '--nnodes', '4'], { env: { SPARK_ENGRAM_DIR: dir, NODE_RANK: '0' } });
+  assert.equal(wrong.code, 1);
+  const broken = tempDir();
+  writeFileSync(join(broken, 'engram-local.json'), '{"format": "spark-engram-packed"');
+  assert.equal((await cli(['engram-ranges', broken])).code, 2);
 });

@@ -62,4 +62,14 @@ export const commandEntries: CommandEntry[] = [
     summary: 'benchmarks: gather (row store against fio and a naive loop)',
     load: async () => (await import('./bench-gather.js')).benchCommand,
   },
+  {
+    name: 'launch',
+    summary: 'run a recipe on a cluster: one container per node over ssh, then wait for the head to be healthy',
+    load: async () => (await import('./launch.js')).launchCommand,
+  },
+  {
+    name: 'fanout',
+    summary: 'run node-local work (pack, verify) on every node of a cluster at once over ssh',
+    load: async () => (await import('./fanout.js')).fanoutCommand,
+  },
 ];

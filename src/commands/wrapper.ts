@@ -6,8 +6,8 @@ import { Command } from 'commander';
 import type { CliContext } from '../cli.js';
 import type { CommandResult, Io } from '../io.js';
 import { usageError } from '../errors.js';
-import { loadLayerSource } from '../engram/layer-source.js';
-import { parseSplit, tileLayers } from '../engram/ranges.js';
+import { loadLayerSource, sourceAllRanges } from '../engram/layer-source.js';
+import { parseSplit } from '../engram/ranges.js';
 import { planWrapper, type LayerLoader, type WrapperPlan } from '../wrapper/plan.js';
 import { fromEnv, parseCount } from './options.js';
 
@@ -70,10 +70,13 @@ export async function runEmitSh(flags: WrapperFlags, io: Io, load: LayerLoader =
   const worldText = fromEnv(flags.world, io.env, 'SPARK_WORLD_SIZE');
   if (worldText === undefined) throw usageError('--emit-sh needs --world W (or SPARK_WORLD_SIZE)');
   const world = parseCount(worldText, '--world', 1, 1 << 20);
-  const split = parseSplit(flags.split ?? fromEnv(undefined, io.env, 'SPARK_ENGRAM_SPLIT'), '--split');
-  const source = await load(snapshot, split);
+  const splitText = flags.split ?? fromEnv(undefined, io.env, 'SPARK_ENGRAM_SPLIT');
+  const source = await load(snapshot, parseSplit(splitText, '--split'));
+  // A packed directory brings its own split (and must agree with --world).
+  const split = source.packed?.split ?? parseSplit(splitText, '--split');
+  const ranks = sourceAllRanges(source, world, split, splitText !== undefined);
   const { emitWrapperSh } = await import('../wrapper/emit-sh.js');
-  const script = emitWrapperSh({ world, split, source: source.path, ranks: tileLayers(source.layers, world, split) });
+  const script = emitWrapperSh({ world, split, source: source.path, ranks });
   if (flags.out === undefined) return { json: { script }, text: script.replace(/\n$/, ''), exitCode: 0 };
   // Written beside the target and renamed, so a reader never sees half a script.
   const { renameSync, writeFileSync } = await import('node:fs');

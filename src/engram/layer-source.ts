@@ -4,6 +4,7 @@
 // engramOnly: the index and the headers of the shards holding Engram tensors, nothing else.
 import { readModelConfig, type ModelConfig } from './config.js';
 import { engramSubTableSizes } from './primes.js';
+import { isPackedDir, readPackedManifest } from './packed-manifest.js';
 import { openSnapshot } from './snapshot.js';
 import { formatEngramRows, rankRanges, tileLayers, type EngramLayerRows, type RankLayerRange } from './ranges.js';
 import { SparkError, usageError } from '../errors.js';
@@ -144,11 +145,16 @@ export interface EngramNamePatterns {
 }
 
 /**
- * The row source at `path`: a snapshot's headers (engramOnly: the index plus the shards that
- * hold Engram tensors). For the heads split, config.json's sub-table sizes too.
+ * The row source at `path`: a packed directory's manifest when it holds engram-local.json,
+ * otherwise a snapshot's headers (engramOnly: the index plus the shards that hold Engram
+ * tensors). For the heads split, config.json's sub-table sizes too.
  */
-
 export async function loadLayerSource(path: string, split: SplitRule, patterns: EngramNamePatterns = {}): Promise<LayerSource> {
+  if (isPackedDir(path)) {
+    const m = await readPackedManifest(path);
+    const layers = m.layers.map(({ layer, rows, start, end }) => ({ layer, rows, start, end }));
+    return packedSource(path, { rank: m.rank, world: m.world, split: m.split, layers });
+  }
   const snap = await openSnapshot(path, { engramOnly: true, ...patterns });
   if (snap.engram.length === 0) {
     throw new SparkError(

@@ -1,8 +1,8 @@
 // Fake sysfs trees for GID tests: /class/infiniband/<hca>/ports/<p>/{gids,gid_attrs/types,
 // gid_attrs/ndevs}/<i>, link_layer and state, as the kernel lays them out.
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempDir } from './tmp.js';
 
 /** [gid, type, ndev]; type undefined: the types file is absent (unreadable on real sysfs). */
 export type FakeGid = [gid: string, type?: string, ndev?: string];
@@ -35,7 +35,7 @@ export function typical(ip: string, ndev = 'enp1s0f0np0'): FakePort {
 }
 
 export function buildSysfs(devices: Record<string, Record<number, FakePort>>, root?: string): string {
-  const base = root ?? mkdtempSync(join(tmpdir(), 'spark-sysfs-'));
+  const base = root ?? tempDir('spark-sysfs-');
   for (const [hca, ports] of Object.entries(devices)) {
     for (const [port, spec] of Object.entries(ports)) {
       const dir = join(base, 'class', 'infiniband', hca, 'ports', String(port));

@@ -1,0 +1,23 @@
+// spark launch: recipe + cluster file -> one container per node, started over ssh; and
+// node-local work (pack, verify) fanned out to every node. Reference: docs/launch.md.
+export { buildPlan, containerPrefix, urlHost, CONTAINER_FLAGS } from './plan.js';
+export type { LaunchPlan, NodePlan, PlanInput, PlanOptions } from './plan.js';
+export { engineArgs, isServeCommand, recipeModelArg } from './engine.js';
+export type { NodeTopology, EngineArgs } from './engine.js';
+export { resolveSnapshot, recipeRevision, revisionInPath, readLocalText } from './snapshot.js';
+export type { ModelSnapshot, ReadText, ResolveOptions } from './snapshot.js';
+export { shQuote, shJoin, shLines } from './shell.js';
+export { toolsFromEnv, nodeCommand, nodeArgv, isLocalHost, capture, killGroup, DEFAULT_SSH_OPTIONS } from './ssh.js';
+export type { Tools, Captured } from './ssh.js';
+export { startFanOut, fanOut, describeEnd, nodePrefix } from './fanout.js';
+export type { NodeJob, NodeJobResult, FanOutOptions, FanOutRun } from './fanout.js';
+export { waitForHealth, probe, formatDuration } from './health.js';
+export type { HealthOptions, HealthResult } from './health.js';
+export { planDryRun, runLaunch, loadInputs, startCommandLine } from './launch.js';
+export type { LaunchRequest, LaunchResult, LaunchInputs } from './launch.js';
+export { stopContainers, stopTargets, describeStops, stopFailure } from './stop.js';
+export type { StopTarget, StopOutcome } from './stop.js';
+export { gidQuery, probeGids, probeHomes } from './probe.js';
+export { runNodeTasks, nodeTaskArgv } from './node-tasks.js';
+export type { NodeTaskKind, NodeTaskRequest, NodeTaskOutcome, NodeTaskReport } from './node-tasks.js';
+export { planJson, formatPlan } from './format.js';

@@ -1,0 +1,290 @@
+// The launch plan: from a recipe and a cluster file, each node's complete `docker run` argument
+// vector (what --dry-run prints and what the launch executes, byte for byte) and environment.
+import { posix } from 'node:path';
+import { SparkError } from '../errors.js';
+import {
+  HF_CACHE_CONTAINER_PATH,
+  argvForExec,
+  defaultPort,
+  effectiveEnv,
+  envValues,
+  expandHome,
+  parseArgs,
+  type Cluster,
+  type Engine,
+  type EnvFile,
+  type Recipe,
+} from '../recipes/index.js';
+import { engineArgs, recipeModelArg, type NodeTopology } from './engine.js';
+import { requireHfCache, revisionInPath, type ModelSnapshot } from './snapshot.js';
+
+export interface NodePlan {
+  rank: number;
+  /** ssh target. */
+  host: string;
+  fabricAddr: string;
+  head: boolean;
+  /** Container name on the node. */
+  container: string;
+  /** The complete container command: argv[0] is the docker program on the node. */
+  argv: string[];
+  /** The container's environment (also in argv as -e KEY=VALUE, in this order). */
+  env: Record<string, string>;
+}
+
+export interface LaunchPlan {
+  recipe: string;
+  recipeName?: string;
+  cluster: string;
+  clusterName: string;
+  engine: Engine;
+  image: string;
+  world: number;
+  /** Rank of the head (rendezvous and HTTP). */
+  head: number;
+  /** HTTP port on the head. */
+  port: number;
+  model: { id: string; path: string; revision?: string; from?: string; hostPath?: string };
+  /** URL polled until the server is up. */
+  healthUrl: string;
+  nodes: NodePlan[];
+  /** Things a person should know before launching (overrides, replaced flags, mismatches). */
+  notes: string[];
+}
+
+export interface PlanOptions {
+  /** The docker program on the nodes (default `docker`). */
+  docker?: string;
+  /** Container name prefix (default `spark-<cluster name>`); the name is `<prefix>-r<rank>`. */
+  namePrefix?: string;
+  /** Home directory on each node, for `~` in host paths. */
+  home: (rank: number) => string;
+  /** Per-node values found on the node at launch (e.g. B12X_ROCE_GID_INDEX). */
+  nodeEnv?: (rank: number) => Record<string, string>;
+  /** Health URL override (default http://<head host>:<port>/health). */
+  healthUrl?: string;
+}
+
+export interface PlanInput {
+  recipe: Recipe;
+  cluster: Cluster;
+  envFile?: EnvFile;
+  /** The resolved model; undefined when the recipe names its model path itself. */
+  snapshot?: ModelSnapshot;
+}
+
+/** Flags every container gets: the fabric and the GPU need these on a DGX Spark. */
+export const CONTAINER_FLAGS: readonly string[] = [
+  '--network', 'host',
+  '--gpus', 'all',
+  // RoCE: the verbs devices, and unlimited locked memory for NCCL's registered buffers.
+  '--device', '/dev/infiniband',
+  '--cap-add', 'IPC_LOCK',
+  '--ulimit', 'memlock=-1',
+  '--ulimit', 'stack=67108864',
+];
+
+/** A docker container name from free text: [A-Za-z0-9][A-Za-z0-9_.-]*. */
+export function containerPrefix(clusterName: string): string {
+  const slug = clusterName.replace(/[^A-Za-z0-9_.-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '');
+  return slug === '' ? 'spark' : `spark-${slug}`;
+}
+
+/** `user@host` → `host`; IPv6 literals in brackets, for a URL. */
+export function urlHost(sshTarget: string): string {
+  const host = sshTarget.includes('@') ? sshTarget.slice(sshTarget.lastIndexOf('@') + 1) : sshTarget;
+  return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+}
+
+/** Go's encoding/csv quoting, which docker's --mount parser reads. */
+function csvField(field: string): string {
+  return /[",\n\r]/.test(field) ? `"${field.replace(/"/g, '""')}"` : field;
+}
+
+interface Bind {
+  source: string;
+  target: string;
+  readOnly: boolean;
+  /** Must exist on the node: --mount refuses a missing source, -v would create a directory. */
+  mustExist: boolean;
+}
+
+function bindArgs(b: Bind): string[] {
+  if (!b.mustExist && !b.source.includes(':') && !b.target.includes(':')) {
+    return ['-v', `${b.source}:${b.target}${b.readOnly ? ':ro' : ''}`];
+  }
+  const fields = ['type=bind', `source=${b.source}`, `target=${b.target}`, ...(b.readOnly ? ['readonly'] : [])];
+  return ['--mount', fields.map(csvField).join(',')];
+}
+
+function absoluteHostPath(
+  path: string,
+  home: string,
+  at: { code: 'E_RECIPE' | 'E_CLUSTER'; key: string; file: string; line?: number | undefined },
+): string {
+  const p = expandHome(path, home);
+  if (!posix.isAbsolute(p)) {
+    const where = at.line === undefined ? at.file : `${at.file}:${at.line}`;
+    throw new SparkError(
+      at.code,
+      `${where}: ${at.key} "${path}" is relative, which a node cannot resolve; write an absolute path or one starting with ~/`,
+      { path: at.file, key: at.key },
+    );
+  }
+  return posix.normalize(p);
+}
+
+export function buildPlan(input: PlanInput, options: PlanOptions): LaunchPlan {
+  const { recipe, cluster } = input;
+  const world = recipe.requiredNodes;
+  if (cluster.nodes.length !== world) {
+    throw new SparkError(
+      'E_CLUSTER',
+      `${recipe.file} needs required_nodes = ${world}, but ${cluster.file} lists ${cluster.nodes.length} node(s); ` +
+        `use a cluster file with exactly ${world} [[nodes]]`,
+      { path: cluster.file, key: 'nodes' },
+    );
+  }
+  if (cluster.head !== 0) {
+    throw new SparkError(
+      'E_CLUSTER',
+      `${cluster.file}: head = ${cluster.head}, but SGLang and vLLM host the rendezvous and the HTTP server on rank 0; ` +
+        'list the head node first in [[nodes]] and set head = 0',
+      { path: cluster.file, key: 'head' },
+    );
+  }
+  const hfCache = requireHfCache(cluster);
+  const pp = recipe.pipelineParallelSize;
+  const tp = recipe.tensorParallelSize ?? Math.max(1, Math.floor(world / pp));
+  if (tp * pp !== world) {
+    throw new SparkError(
+      'E_RECIPE',
+      `${recipe.file}: tensor_parallel_size ${tp} × pipeline_parallel_size ${pp} = ${tp * pp}, but required_nodes = ${world} ` +
+        '(one rank per node); make tp × pp equal required_nodes',
+      { path: recipe.file, key: 'tensor_parallel_size' },
+    );
+  }
+  const port = recipe.port ?? parseArgs(recipe.args).number('--port') ?? defaultPort(recipe.engine);
+  const headNode = cluster.nodes[cluster.head]!;
+  const notes: string[] = [];
+
+  const ownModel = recipeModelArg(recipe);
+  if (ownModel === undefined && input.snapshot === undefined) {
+    throw new SparkError('E_INTERNAL', 'buildPlan needs a resolved snapshot when the recipe names no model path');
+  }
+  const modelPath = ownModel === undefined ? input.snapshot!.containerPath : undefined;
+  if (ownModel !== undefined) notes.push(`the recipe names its model path itself (${ownModel}); the launcher does not add one`);
+
+  const env = effectiveEnv(recipe, cluster, input.envFile);
+  for (const [key, v] of env) {
+    const replaced = v.overrides.filter((o) => o.value !== v.value);
+    if (replaced.length > 0 && v.source !== 'cluster') {
+      const last = replaced.at(-1)!;
+      notes.push(`${key}: ${v.source === 'recipe' ? 'recipe [env]' : v.file} "${v.value}" wins over ${last.source === 'cluster' ? 'cluster [nccl]' : 'recipe [env]'} "${last.value}"`);
+    }
+  }
+  for (const key of ['NODE_RANK', 'SPARK_WORLD_SIZE']) {
+    if (env.has(key)) notes.push(`${key} is set per node by the launcher; the value in ${env.get(key)!.file} is replaced`);
+  }
+  const engramDir = env.get('SPARK_ENGRAM_DIR')?.value;
+  const engramRev = engramDir === undefined ? undefined : revisionInPath(engramDir, recipe.model);
+  if (engramRev !== undefined && input.snapshot !== undefined && engramRev !== input.snapshot.revision) {
+    notes.push(
+      `SPARK_ENGRAM_DIR reads Engram rows from revision ${engramRev}, but the engine loads ${input.snapshot.revision}; ` +
+        'point both at the same snapshot',
+    );
+  }
+  const baseEnv = envValues(env);
+  const docker = options.docker ?? 'docker';
+  const prefix = options.namePrefix ?? containerPrefix(cluster.name);
+
+  const nodes = cluster.nodes.map((node): NodePlan => {
+    const home = options.home(node.rank);
+    const topo: NodeTopology = {
+      world,
+      rank: node.rank,
+      tp,
+      pp,
+      rendezvousAddr: headNode.fabricAddr,
+      rendezvousPort: cluster.distPort,
+      port,
+    };
+    const engine = engineArgs(recipe, topo, modelPath);
+    if (node.rank === cluster.head) notes.push(...engine.conflicts);
+    const nodeEnv: Record<string, string> = {
+      ...baseEnv,
+      ...(options.nodeEnv?.(node.rank) ?? {}),
+      NODE_RANK: String(node.rank),
+      SPARK_WORLD_SIZE: String(world),
+    };
+    const binds: Bind[] = [
+      {
+        source: absoluteHostPath(hfCache, home, { code: 'E_CLUSTER', key: 'hf_cache', file: cluster.file }),
+        target: HF_CACHE_CONTAINER_PATH,
+        readOnly: false,
+        mustExist: true,
+      },
+      ...recipe.extraMounts.map((m, i) => ({
+        source: absoluteHostPath(m.host, home, {
+          code: 'E_RECIPE',
+          key: `extra_mounts[${i}].host`,
+          file: recipe.file,
+          line: m.line,
+        }),
+        target: m.container,
+        readOnly: m.readOnly,
+        // A read-only mount of a missing path is always a mistake (the wrapper script case);
+        // a writable one may be a cache the container fills.
+        mustExist: m.readOnly,
+      })),
+    ];
+    const container = `${prefix}-r${node.rank}`;
+    const argv = [
+      docker, 'run', '-d', '--name', container,
+      ...CONTAINER_FLAGS,
+      // A recipe's shm_size asks for a private /dev/shm of that size; --ipc host would make
+      // docker ignore it (and podman refuse it). Without one, share the host's.
+      ...(recipe.shmSize !== undefined ? ['--shm-size', recipe.shmSize] : ['--ipc', 'host']),
+      ...binds.flatMap(bindArgs),
+      ...Object.entries(nodeEnv).flatMap(([k, v]) => ['-e', `${k}=${v}`]),
+      ...(recipe.entrypoint !== undefined && recipe.entrypoint.length > 0 ? ['--entrypoint', recipe.entrypoint[0]!] : []),
+      recipe.dockerImage,
+      ...(recipe.entrypoint?.slice(1) ?? []),
+      ...engine.leading,
+      ...argvForExec(recipe.args),
+      ...engine.appended,
+    ];
+    return {
+      rank: node.rank,
+      host: node.host,
+      fabricAddr: node.fabricAddr,
+      head: node.rank === cluster.head,
+      container,
+      argv,
+      env: nodeEnv,
+    };
+  });
+
+  const model: LaunchPlan['model'] = { id: recipe.model, path: modelPath ?? ownModel! };
+  if (input.snapshot && modelPath !== undefined) {
+    model.revision = input.snapshot.revision;
+    model.from = input.snapshot.ref ?? input.snapshot.from;
+    model.hostPath = input.snapshot.hostPath;
+  }
+  const plan: LaunchPlan = {
+    recipe: recipe.file,
+    cluster: cluster.file,
+    clusterName: cluster.name,
+    engine: recipe.engine,
+    image: recipe.dockerImage,
+    world,
+    head: cluster.head,
+    port,
+    model,
+    healthUrl: options.healthUrl ?? `http://${urlHost(headNode.host)}:${port}/health`,
+    nodes,
+    notes,
+  };
+  if (recipe.name !== undefined) plan.recipeName = recipe.name;
+  return plan;
+}

@@ -1,0 +1,169 @@
+// Fake `ssh`, `docker` and `spark` executables for launch tests (POSIX sh, so a 4-node launch
+// costs milliseconds). They go first on PATH, record every call (argv NUL-separated, byte-exact,
+// with the host it ran "on" and its pid) into one file per call, and behave as the test says.
+// The fake ssh does what real ssh does with its command: joins the arguments after the host
+// with spaces and has `sh -c` parse the result, so quoting is exercised for real.
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { tempDir } from './tmp.js';
+
+/** What one fake program does: print, then exit with a code, or sleep until killed. */
+export interface Act {
+  exit?: number;
+  stdout?: string;
+  stderr?: string;
+  sleep?: boolean;
+}
+
+/**
+ * Keyed `"<host> <prog> <subcommand>"`, `"* <prog> <subcommand>"` or `"<host> ssh"`; the host
+ * of a local (non-ssh) run is `local`.
+ */
+export type Behavior = Record<string, Act>;
+
+export interface FakeCall {
+  prog: 'ssh' | 'docker' | 'spark';
+  argv: string[];
+  host: string;
+  pid: number;
+}
+
+export interface FakeNodes {
+  bin: string;
+  env(behavior?: Behavior, extra?: NodeJS.ProcessEnv): NodeJS.ProcessEnv;
+  calls(): FakeCall[];
+}
+
+const COMMON = `
+rec() {
+  f="$FAKE_DIR/calls/$(date +%s%N)-$$"
+  { printf '%s\\0' "$1" "$2" "$$"; shift 2; printf '%s\\0' "$@"; } > "$f.part" && mv "$f.part" "$f"
+}
+# act KEY: behave as the test's files for KEY say; returns 1 when there are none.
+act() {
+  b="$FAKE_DIR/behavior/$(printf '%s' "$1" | tr ' *' '._')"
+  [ -e "$b.exit" ] || return 1
+  [ -e "$b.out" ] && cat "$b.out"
+  [ -e "$b.err" ] && cat "$b.err" >&2
+  code=$(cat "$b.exit")
+  [ "$code" = sleep ] && exec sleep 100000
+  exit "$code"
+}
+`;
+
+const SSH = `
+host= ; skip=0
+for a in "$@"; do
+  if [ $skip = 1 ]; then skip=0; continue; fi
+  case $a in -o) skip=1 ;; -*) ;; *) host=$a; break ;; esac
+done
+rec ssh "$host" "$@"
+while [ $# -gt 0 ]; do a=$1; shift; case $a in -o) shift ;; -*) ;; *) break ;; esac; done
+[ "$1" = "--" ] && shift
+act "$host ssh"
+FAKE_HOST=$host; export FAKE_HOST
+exec /bin/sh -c "$*"
+`;
+
+const DOCKER = `
+host=\${FAKE_HOST:-local}
+rec docker "$host" "$@"
+act "$host docker $1" || act "* docker $1"
+case $1 in
+  run) echo 4f0c1e0000000000000000000000000000000000000000000000000000000000 ;;
+  logs) echo 'server booting'; exec sleep 100000 ;;
+  inspect) echo 'exited 1 false' ;;
+  stop) echo "$2" ;;
+  rm) echo "Error response from daemon: No such container: $2" >&2; exit 1 ;;
+esac
+`;
+
+const SPARK = `
+host=\${FAKE_HOST:-local}
+rec spark "$host" "$@"
+act "$host spark $1" || act "* spark $1"
+rank=-1; prev=
+for a in "$@"; do [ "$prev" = --rank ] && rank=$a; prev=$a; done
+case $1 in
+  gid) echo 3 ;;
+  pack) echo 'packing layer 1' >&2; echo "{\\"bytes\\":$((1000 + rank)),\\"seconds\\":1,\\"layers\\":[1,14],\\"rank\\":$rank}" ;;
+  verify) echo '{"ok":true}' ;;
+esac
+`;
+
+export function fakeNodes(): FakeNodes {
+  const dir = tempDir('spark-fake-');
+  const bin = join(dir, 'bin');
+  for (const d of [bin, join(dir, 'calls'), join(dir, 'behavior')]) mkdirSync(d);
+  const write = (name: string, body: string) => {
+    const file = join(bin, name);
+    writeFileSync(file, `#!/bin/sh\n${COMMON}\n${body}`);
+    chmodSync(file, 0o755);
+  };
+  write('ssh', SSH);
+  write('docker', DOCKER);
+  write('spark', SPARK);
+  const setBehavior = (behavior: Behavior) => {
+    const bdir = join(dir, 'behavior');
+    for (const [key, a] of Object.entries(behavior)) {
+      const base = join(bdir, key.replace(/ /g, '.').replace(/\*/g, '_'));
+      writeFileSync(`${base}.exit`, a.sleep ? 'sleep' : String(a.exit ?? 0));
+      if (a.stdout !== undefined) writeFileSync(`${base}.out`, a.stdout);
+      if (a.stderr !== undefined) writeFileSync(`${base}.err`, a.stderr);
+    }
+  };
+  return {
+    bin,
+    env: (behavior = {}, extra = {}) => {
+      setBehavior(behavior);
+      return {
+        ...process.env,
+        PATH: `${bin}:${process.env.PATH ?? '/usr/bin:/bin'}`,
+        FAKE_DIR: dir,
+        SPARK_SSH: '',
+        SPARK_DOCKER: '',
+        SPARK_REMOTE_BIN: '',
+        ...extra,
+      };
+    },
+    calls: () => {
+      const cdir = join(dir, 'calls');
+      if (!existsSync(cdir)) return [];
+      return readdirSync(cdir)
+        .filter((f) => !f.endsWith('.part'))
+        .sort()
+        .map((f) => {
+          const fields = readFileSync(join(cdir, f), 'utf8').split('\0');
+          fields.pop();
+          const [prog, host, pid, ...argv] = fields;
+          return { prog: prog as FakeCall['prog'], host: host!, pid: Number(pid), argv };
+        });
+    },
+  };
+}
+
+/** Whether a process is still running (a zombie waiting to be reaped counts as ended). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+/** Polls until `check` returns a value (or throws after `ms`). */
+export async function waitFor<T>(check: () => T | undefined, ms = 10_000): Promise<T> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    const v = check();
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`condition not met within ${ms} ms`);
+}
