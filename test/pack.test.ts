@@ -224,3 +224,16 @@ test('a flipped byte anywhere in a data file (header, rows, page padding) fails 
   }
   assert.equal((await verifyPack({ dir: out, rows: 'none', threads: 2 })).ok, true);
 });
+
+test('two packs into the same directory at once: one runs, the other is refused (E_PACK_BUSY, exit 3)', async () => {
+  const out = join(tempDir(), 'pack');
+  const results = await Promise.allSettled([packEngram(request(out)), packEngram(request(out))]);
+  const refused = results.filter((r) => r.status === 'rejected');
+  assert.equal(refused.length, 1);
+  const err = (refused[0] as PromiseRejectedResult).reason as SparkError;
+  assert.ok(err instanceof SparkError);
+  assert.equal(err.code, 'E_PACK_BUSY');
+  assert.equal(err.exitCode, 3);
+  assert.match(err.message, /another spark pack is writing this directory/);
+  assert.equal((await verifyPack({ dir: out, rows: 'none', threads: 2 })).ok, true);
+});

@@ -143,7 +143,12 @@ export function verifyLayer(job: VerifyLayerJob): NativeJob<VerifyLayerResult, V
 
 /** An exclusive lock on a directory (flock), released by the returned function or at exit. */
 export function lockDirectory(path: string): () => void {
-  const fd = native().lockDirectory(path);
+  let fd: number;
+  try {
+    fd = native().lockDirectory(path);
+  } catch (err) {
+    throw toSparkError(err);
+  }
   let held = true;
   return () => {
     if (held) native().unlockDirectory(fd);
