@@ -14,6 +14,13 @@
         "native/core/shard_set.cc",
         "native/core/status.cc",
         "native/core/thread_pool.cc",
+        "native/core/crc32.cc",
+        "native/core/pack.cc",
+        "native/core/pack_chunks.cc",
+        "native/core/pack_format.cc",
+        "native/core/pack_io.cc",
+        "native/core/pack_journal.cc",
+        "native/core/verify.cc",
         "native/core/tiling.cc",
         "native/core/utf8.cc",
         "native/core/io_util.cc",
@@ -27,7 +34,8 @@
         "native/binding/exec_binding.cc",
         "native/binding/safetensors_binding.cc",
         "native/binding/tiling_binding.cc",
-        "native/binding/row_store_binding.cc"
+        "native/binding/row_store_binding.cc",
+        "native/binding/pack_binding.cc"
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",

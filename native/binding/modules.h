@@ -7,6 +7,7 @@ namespace spark {
 
 using BindingInit = void (*)(Napi::Env env, Napi::Object exports);
 
+void InitPack(Napi::Env env, Napi::Object exports);         // pack_binding.cc
 void InitSafetensors(Napi::Env env, Napi::Object exports);  // safetensors_binding.cc
 void InitTiling(Napi::Env env, Napi::Object exports);       // tiling_binding.cc
 void InitExec(Napi::Env env, Napi::Object exports);         // exec_binding.cc
@@ -17,6 +18,7 @@ inline constexpr BindingInit kBindingModules[] = {
     InitTiling,
     InitExec,
     InitRowStore,
+    InitPack,
 };
 
 }  // namespace spark

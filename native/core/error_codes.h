@@ -46,4 +46,9 @@
   X(E_STORE_CLOSED, 2)                  \
   X(E_PACK_MANIFEST, 2)                 \
   X(E_NODE_FAILED, 3)                   \
-  X(E_HEALTH_TIMEOUT, 3)
+  X(E_HEALTH_TIMEOUT, 3)                 \
+  X(E_SOURCE_CHANGED, 3)                \
+  X(E_PACK_EXISTS, 2)                   \
+  X(E_PACK_BUSY, 3)                     \
+  X(E_PACK_INCOMPLETE, 1)               \
+  X(E_PACK_MISMATCH, 1)

@@ -23,6 +23,16 @@ export const commandEntries: CommandEntry[] = [
     load: async () => (await import('./synth.js')).synthCommand,
   },
   {
+    name: 'pack',
+    summary: "copy this rank's Engram rows to a node-local packed directory (one read per row)",
+    load: async () => (await import('./pack.js')).packCommand,
+  },
+  {
+    name: 'verify',
+    summary: 'check a packed directory: manifest, every checksum, and rows against the snapshot',
+    load: async () => (await import('./verify.js')).verifyCommand,
+  },
+  {
     name: 'engram-ranges',
     summary: 'the Engram rows each rank owns (SPARK_ENGRAM_ROWS), or check that given ranges tile every table',
     load: async () => (await import('./engram-ranges.js')).engramRangesCommand,

@@ -44,6 +44,11 @@ export const ERROR_CODES = {
   E_PACK_MANIFEST: 2,
   E_NODE_FAILED: 3,
   E_HEALTH_TIMEOUT: 3,
+  E_SOURCE_CHANGED: 3,
+  E_PACK_EXISTS: 2,
+  E_PACK_BUSY: 3,
+  E_PACK_INCOMPLETE: 1,
+  E_PACK_MISMATCH: 1,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

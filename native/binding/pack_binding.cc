@@ -1,0 +1,269 @@
+// Node-API glue for the packer and verifier (core/pack.h, core/verify.h).
+//
+// packLayer(job) and verifyLayer(job) return {promise, progress}: the promise settles once
+// with the result; progress() reads the job's counters (atomics the core updates) at any
+// time, so TypeScript can poll it for a progress line without any callback into JS from the
+// worker threads. lockDirectory/unlockDirectory hold an flock on the output directory so two
+// packs cannot write the same files; the kernel drops it when the process dies.
+#include <fcntl.h>
+#include <napi.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <memory>
+
+#include "binding/async.h"
+#include "binding/errors.h"
+#include "core/crc32.h"
+#include "core/pack.h"
+#include "core/verify.h"
+
+namespace spark {
+namespace {
+
+// Pack and verify jobs run their own I/O workers; this pool only hosts the job's driver.
+ThreadPool& JobPool() {
+  static ThreadPool pool(4);
+  return pool;
+}
+
+Napi::Object ObjectArg(const Napi::CallbackInfo& info, size_t i, const char* what) {
+  if (info.Length() <= i || !info[i].IsObject()) ThrowType(info.Env(), std::string(what) + " must be an object");
+  return info[i].As<Napi::Object>();
+}
+
+std::string GetString(Napi::Object o, const char* key) {
+  Napi::Value v = o.Get(key);
+  if (!v.IsString()) ThrowType(o.Env(), std::string("'") + key + "' must be a string");
+  return v.As<Napi::String>().Utf8Value();
+}
+
+uint64_t GetU64(Napi::Object o, const char* key) {
+  uint64_t out = 0;
+  if (!ToU64(o.Get(key), &out)) ThrowType(o.Env(), std::string("'") + key + "' must be a non-negative integer");
+  return out;
+}
+
+uint64_t GetU64Or(Napi::Object o, const char* key, uint64_t fallback) {
+  return o.Get(key).IsUndefined() ? fallback : GetU64(o, key);
+}
+
+bool GetBoolOr(Napi::Object o, const char* key, bool fallback) {
+  Napi::Value v = o.Get(key);
+  if (v.IsUndefined()) return fallback;
+  if (!v.IsBoolean()) ThrowType(o.Env(), std::string("'") + key + "' must be a boolean");
+  return v.As<Napi::Boolean>().Value();
+}
+
+std::vector<uint64_t> GetU64List(Napi::Object o, const char* key) {
+  Napi::Value v = o.Get(key);
+  if (v.IsUndefined()) return {};
+  if (!v.IsArray()) ThrowType(o.Env(), std::string("'") + key + "' must be an array");
+  auto arr = v.As<Napi::Array>();
+  std::vector<uint64_t> out(arr.Length());
+  for (uint32_t i = 0; i < arr.Length(); ++i) {
+    if (!ToU64(arr.Get(i), &out[i])) ThrowType(o.Env(), std::string("'") + key + "' must hold non-negative integers");
+  }
+  return out;
+}
+
+PackSource GetSource(Napi::Object o, const char* key) {
+  Napi::Value v = o.Get(key);
+  if (!v.IsObject()) ThrowType(o.Env(), std::string("'") + key + "' must be {path, offset}");
+  auto s = v.As<Napi::Object>();
+  return PackSource{GetString(s, "path"), GetU64(s, "offset")};
+}
+
+PackGeometry GetGeometry(Napi::Object o) {
+  PackLayout layout;
+  if (!ParseLayout(GetString(o, "layout"), &layout)) ThrowType(o.Env(), "'layout' must be 'dense' or 'page'");
+  PackGeometry g;
+  Status s = PackGeometry::Make(GetU64(o, "rows"), GetU64(o, "dim"), layout, GetU64(o, "chunkRows"), &g);
+  if (!s.ok()) ThrowRange(o.Env(), s.message, s.code);
+  return g;
+}
+
+uint32_t GetThreads(Napi::Object o) {
+  uint64_t t = GetU64Or(o, "threads", 4);
+  if (t < 1 || t > 256) ThrowRange(o.Env(), "'threads' must be between 1 and 256", Code::E_USAGE);
+  return static_cast<uint32_t>(t);
+}
+
+Napi::Array U64Array(Napi::Env env, const std::vector<uint64_t>& v) {
+  Napi::Array a = Napi::Array::New(env, v.size());
+  for (uint32_t i = 0; i < v.size(); ++i) a.Set(i, FromU64(env, v[i]));
+  return a;
+}
+
+// {promise, progress}: progress() reads `counters()` of the shared state.
+template <typename State, typename Read>
+Napi::Object Handle(Napi::Env env, Napi::Promise promise, std::shared_ptr<State> state, Read read) {
+  Napi::Object h = Napi::Object::New(env);
+  h.Set("promise", promise);
+  h.Set("progress", Napi::Function::New(env, [state, read](const Napi::CallbackInfo& info) -> Napi::Value {
+          return U64Array(info.Env(), read(*state));
+        }));
+  return h;
+}
+
+class PackBaton : public Baton {
+ public:
+  PackBaton(Napi::Env env, PackJob job, std::shared_ptr<PackProgress> progress)
+      : Baton(env), job_(std::move(job)), progress_(std::move(progress)) {}
+  void Execute() override { status_ = PackLayer(job_, progress_.get(), &result_); }
+  Napi::Value OnOk(Napi::Env env) override {
+    Napi::Object o = Napi::Object::New(env);
+    Napi::Array crcs = Napi::Array::New(env, result_.crcs.size());
+    for (uint32_t i = 0; i < result_.crcs.size(); ++i) crcs.Set(i, Napi::Number::New(env, result_.crcs[i]));
+    o.Set("checksums", crcs);
+    o.Set("chunksKept", FromU64(env, result_.chunks_kept));
+    o.Set("chunksRejected", FromU64(env, result_.chunks_rejected));
+    o.Set("chunksWritten", FromU64(env, result_.chunks_written));
+    o.Set("bytesWritten", FromU64(env, result_.bytes_written));
+    o.Set("journalDiscarded", result_.journal_discarded);
+    o.Set("wasComplete", result_.was_complete);
+    return o;
+  }
+
+ private:
+  PackJob job_;
+  std::shared_ptr<PackProgress> progress_;
+  PackResult result_;
+};
+
+Napi::Value PackLayerJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Object o = ObjectArg(info, 0, "job");
+  PackJob job;
+  job.weight = GetSource(o, "weight");
+  job.scale = GetSource(o, "scale");
+  job.start = GetU64(o, "start");
+  job.geometry = GetGeometry(o);
+  job.out_path = GetString(o, "outPath");
+  job.header = GetString(o, "header");
+  job.key = GetString(o, "key");
+  job.threads = GetThreads(o);
+  job.commit_bytes = GetU64Or(o, "commitBytes", job.commit_bytes);
+  job.commit_seconds = static_cast<double>(GetU64Or(o, "commitMs", 2000)) / 1000.0;
+  job.drop_cache = GetBoolOr(o, "dropCache", true);
+  job.fault_after_chunks = GetU64Or(o, "faultAfterChunks", 0);
+  auto progress = std::make_shared<PackProgress>();
+  auto baton = std::make_unique<PackBaton>(env, std::move(job), progress);
+  Napi::Promise promise = Schedule(env, JobPool(), std::move(baton));
+  return Handle(env, promise, progress, [](const PackProgress& p) {
+    return std::vector<uint64_t>{p.phase.load(), p.chunks_total.load(), p.chunks_done.load(), p.bytes_total.load(),
+                                 p.bytes_done.load()};
+  });
+}
+
+class VerifyBaton : public Baton {
+ public:
+  VerifyBaton(Napi::Env env, VerifyJob job, std::shared_ptr<VerifyProgress> progress)
+      : Baton(env), job_(std::move(job)), progress_(std::move(progress)) {}
+  void Execute() override { status_ = VerifyLayer(job_, progress_.get(), &result_); }
+  Napi::Value OnOk(Napi::Env env) override {
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("fileBytes", FromU64(env, result_.file_bytes));
+    o.Set("sizeOk", result_.size_ok);
+    o.Set("headerOk", result_.header_ok);
+    o.Set("chunksChecked", FromU64(env, result_.chunks_checked));
+    o.Set("badChunkCount", FromU64(env, result_.bad_chunk_count));
+    o.Set("badChunks", U64Array(env, result_.bad_chunks));
+    o.Set("rowsCompared", FromU64(env, result_.rows_compared));
+    o.Set("badRowCount", FromU64(env, result_.bad_row_count));
+    o.Set("badRows", U64Array(env, result_.bad_rows));
+    o.Set("bytesRead", FromU64(env, result_.bytes_read));
+    return o;
+  }
+
+ private:
+  VerifyJob job_;
+  std::shared_ptr<VerifyProgress> progress_;
+  VerifyResult result_;
+};
+
+Napi::Value VerifyLayerJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Object o = ObjectArg(info, 0, "job");
+  VerifyJob job;
+  job.path = GetString(o, "path");
+  job.geometry = GetGeometry(o);
+  job.header = GetString(o, "header");
+  for (uint64_t c : GetU64List(o, "checksums")) {
+    if (c > 0xFFFFFFFFull) ThrowType(env, "'checksums' must hold 32-bit values");
+    job.crcs.push_back(static_cast<uint32_t>(c));
+  }
+  job.threads = GetThreads(o);
+  job.check_chunks = GetBoolOr(o, "checkChunks", true);
+  job.drop_cache = GetBoolOr(o, "dropCache", true);
+  Napi::Value src = o.Get("source");
+  if (!src.IsUndefined()) {
+    if (!src.IsObject()) ThrowType(env, "'source' must be an object");
+    auto s = src.As<Napi::Object>();
+    job.has_source = true;
+    job.weight = GetSource(s, "weight");
+    job.scale = GetSource(s, "scale");
+    job.start = GetU64(s, "start");
+    job.all_rows = GetBoolOr(s, "allRows", false);
+    job.sample_rows = GetU64List(s, "sampleRows");
+  }
+  auto progress = std::make_shared<VerifyProgress>();
+  auto baton = std::make_unique<VerifyBaton>(env, std::move(job), progress);
+  Napi::Promise promise = Schedule(env, JobPool(), std::move(baton));
+  return Handle(env, promise, progress, [](const VerifyProgress& p) {
+    return std::vector<uint64_t>{p.bytes_total.load(), p.bytes_done.load()};
+  });
+}
+
+// lockDirectory(path): an fd holding flock(LOCK_EX) on the directory; E_PACK_BUSY if taken.
+Napi::Value LockDirectoryJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsString()) ThrowType(env, "path must be a string");
+  std::string path = info[0].As<Napi::String>().Utf8Value();
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw StatusToError(env, ErrnoStatus(errno, "open", path));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int err = errno;
+    ::close(fd);
+    if (err == EWOULDBLOCK) {
+      throw StatusToError(env, Status::Error(Code::E_PACK_BUSY,
+                                             "another spark pack is writing this directory; wait for it or "
+                                             "use another --out",
+                                             path));
+    }
+    throw StatusToError(env, ErrnoStatus(err, "lock", path));
+  }
+  return Napi::Number::New(env, fd);
+}
+
+void UnlockDirectoryJs(const Napi::CallbackInfo& info) {
+  if (info.Length() < 1 || !info[0].IsNumber()) ThrowType(info.Env(), "fd must be a number");
+  ::close(info[0].As<Napi::Number>().Int32Value());  // closing releases the flock
+}
+
+// crc32(buffer, crc = 0): the same CRC-32 the packer writes (zlib's).
+Napi::Value Crc32Js(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsTypedArray() ||
+      info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
+    ThrowType(env, "data must be a Buffer or Uint8Array");
+  }
+  auto data = info[0].As<Napi::Uint8Array>();
+  uint64_t seed = 0;
+  if (info.Length() > 1 && (!ToU64(info[1], &seed) || seed > 0xFFFFFFFFull)) ThrowType(env, "crc must be a uint32");
+  return Napi::Number::New(env, Crc32(static_cast<uint32_t>(seed), data.Data(), data.ByteLength()));
+}
+
+}  // namespace
+
+void InitPack(Napi::Env env, Napi::Object exports) {
+  exports.Set("packLayer", Napi::Function::New(env, PackLayerJs, "packLayer"));
+  exports.Set("verifyLayer", Napi::Function::New(env, VerifyLayerJs, "verifyLayer"));
+  exports.Set("lockDirectory", Napi::Function::New(env, LockDirectoryJs, "lockDirectory"));
+  exports.Set("unlockDirectory", Napi::Function::New(env, UnlockDirectoryJs, "unlockDirectory"));
+  exports.Set("crc32", Napi::Function::New(env, Crc32Js, "crc32"));
+  exports.Set("crc32Implementation", Napi::String::New(env, Crc32Implementation()));
+}
+
+}  // namespace spark

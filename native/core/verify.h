@@ -1,0 +1,53 @@
+// Verifies one packed data file: its size, its header block, every chunk checksum (chunks
+// read in parallel, one large pread each) and, given the source tensors, the rows themselves:
+// all of them (chunk by chunk, rebuilt from the source exactly as the packer builds them) or a
+// sample of row indices (one pread per row on each side).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/pack.h"
+#include "core/pack_format.h"
+#include "core/status.h"
+
+namespace spark {
+
+struct VerifyJob {
+  std::string path;  // the data file
+  PackGeometry geometry;
+  std::string header;          // expected header JSON; the block must equal it padded with spaces
+  std::vector<uint32_t> crcs;  // expected, one per chunk
+  uint32_t threads = 4;
+  bool check_chunks = true;
+  bool has_source = false;
+  PackSource weight, scale;
+  uint64_t start = 0;                 // global id of local row 0
+  bool all_rows = false;              // compare every row with the source
+  std::vector<uint64_t> sample_rows;  // else these local row indices
+  bool drop_cache = true;
+  size_t max_report = 16;  // bad chunks / rows listed (all are counted)
+};
+
+struct VerifyProgress {
+  std::atomic<uint64_t> bytes_total{0}, bytes_done{0};
+};
+
+struct VerifyResult {
+  uint64_t file_bytes = 0;  // actual size
+  bool size_ok = false;
+  bool header_ok = false;
+  uint64_t chunks_checked = 0;
+  uint64_t bad_chunk_count = 0;
+  std::vector<uint64_t> bad_chunks;  // ascending, at most max_report
+  uint64_t rows_compared = 0;
+  uint64_t bad_row_count = 0;
+  std::vector<uint64_t> bad_rows;  // local indices, ascending, at most max_report
+  uint64_t bytes_read = 0;
+};
+
+Status VerifyLayer(const VerifyJob& job, VerifyProgress* progress, VerifyResult* result);
+
+}  // namespace spark

@@ -1,0 +1,311 @@
+#include "core/pack.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "core/crc32.h"
+#include "core/pack_format.h"
+#include "core/pack_journal.h"
+#include "core/verify.h"
+#include "test/testing.h"
+
+using namespace spark;
+
+namespace {
+
+// A fake shard: `lead` bytes of header (not page aligned), weight [n, dim], then scale [n, dim/32].
+struct Source {
+  std::string dir, path;
+  uint64_t rows = 0, dim = 0, lead = 0;
+  uint64_t weight_offset() const { return lead; }
+  uint64_t scale_offset() const { return lead + rows * dim; }
+};
+
+uint8_t WeightByte(uint64_t row, uint64_t col) { return static_cast<uint8_t>(row * 131 + col * 7 + (row >> 8)); }
+uint8_t ScaleByte(uint64_t row, uint64_t col) { return static_cast<uint8_t>(0x70 + ((row + col) % 17)); }
+
+std::string TempDir() {
+  char tmpl[] = "/tmp/spark-pack-test-XXXXXX";
+  return mkdtemp(tmpl);
+}
+
+Source MakeSource(uint64_t rows, uint64_t dim, uint64_t lead = 664) {
+  Source s;
+  s.dir = TempDir();
+  s.path = s.dir + "/model.safetensors";
+  s.rows = rows;
+  s.dim = dim;
+  s.lead = lead;
+  std::vector<uint8_t> bytes(lead, 0x20);
+  for (uint64_t r = 0; r < rows; ++r)
+    for (uint64_t c = 0; c < dim; ++c) bytes.push_back(WeightByte(r, c));
+  for (uint64_t r = 0; r < rows; ++r)
+    for (uint64_t c = 0; c < dim / 32; ++c) bytes.push_back(ScaleByte(r, c));
+  std::ofstream(s.path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  return s;
+}
+
+std::vector<uint8_t> ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+void WriteAll(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+PackJob MakeJob(const Source& src, uint64_t start, uint64_t count, PackLayout layout, uint64_t chunk_rows,
+                const std::string& out) {
+  PackJob job;
+  job.weight = {src.path, src.weight_offset()};
+  job.scale = {src.path, src.scale_offset()};
+  job.start = start;
+  Status s = PackGeometry::Make(count, src.dim, layout, chunk_rows, &job.geometry);
+  CHECK(s.ok());
+  job.out_path = out;
+  job.header = std::string("{\"layer\":1,\"layout\":\"") + LayoutName(layout) + "\"}";
+  job.key = "key-" + std::to_string(start) + "-" + std::to_string(count) + LayoutName(layout);
+  job.threads = 3;
+  job.commit_bytes = 1;  // commit after every chunk: exercises the journal
+  return job;
+}
+
+// Every row of the packed file equals the source; padding is zero; header as given.
+bool PackedFileIsRight(const PackJob& job, const Source& src) {
+  auto bytes = ReadAll(job.out_path);
+  const PackGeometry& g = job.geometry;
+  if (bytes.size() != g.file_bytes()) return false;
+  std::string block;
+  HeaderBlock(job.header, &block);
+  if (std::string(bytes.begin(), bytes.begin() + kPackHeaderBytes) != block) return false;
+  std::vector<uint8_t> expect(g.data_bytes(), 0);
+  for (uint64_t i = 0; i < g.rows(); ++i) {
+    uint64_t off = g.RowOffset(i);
+    for (uint64_t c = 0; c < g.dim(); ++c) expect[off + c] = WeightByte(job.start + i, c);
+    for (uint64_t c = 0; c < g.scale_bytes(); ++c) expect[off + g.dim() + c] = ScaleByte(job.start + i, c);
+  }
+  (void)src;
+  return std::equal(expect.begin(), expect.end(), bytes.begin() + kPackHeaderBytes);
+}
+
+VerifyJob VerifyFor(const PackJob& job, const PackResult& r) {
+  VerifyJob v;
+  v.path = job.out_path;
+  v.geometry = job.geometry;
+  v.header = job.header;
+  v.crcs = r.crcs;
+  v.threads = 2;
+  v.weight = job.weight;
+  v.scale = job.scale;
+  v.start = job.start;
+  return v;
+}
+
+}  // namespace
+
+TEST(GeometryDenseAndPage) {
+  PackGeometry d, p;
+  CHECK(PackGeometry::Make(100, 256, PackLayout::kDense, 16, &d).ok());
+  CHECK_EQ(d.row_bytes(), 264u);
+  CHECK_EQ(d.data_bytes(), 26400u);
+  CHECK_EQ(d.chunk_count(), 7u);
+  CHECK_EQ(d.Chunk(6).rows, 4u);
+  CHECK_EQ(d.Chunk(6).offset, 96u * 264);
+  CHECK(PackGeometry::Make(100, 256, PackLayout::kPage, 30, &p).ok());
+  CHECK_EQ(p.rows_per_page(), 15u);
+  CHECK_EQ(p.data_bytes(), 7u * 4096);  // 100 rows -> 7 pages, the last one padded
+  CHECK_EQ(p.RowOffset(16), 4096u + 264);
+  CHECK_EQ(p.Chunk(3).offset, 6u * 4096);
+  CHECK_EQ(p.Chunk(3).bytes, 4096u);
+  PackGeometry bad;
+  CHECK(!PackGeometry::Make(100, 256, PackLayout::kPage, 16, &bad).ok());  // not a page multiple
+  CHECK(!PackGeometry::Make(100, 100, PackLayout::kDense, 16, &bad).ok());
+  CHECK(!PackGeometry::Make(100, 8192, PackLayout::kPage, 15, &bad).ok());
+  CHECK(!PackGeometry::Make(~uint64_t{0} / 2, 256, PackLayout::kDense, 16, &bad).ok());
+}
+
+TEST(PacksBothLayoutsByteExact) {
+  Source src = MakeSource(1000, 64);
+  for (PackLayout layout : {PackLayout::kDense, PackLayout::kPage}) {
+    uint64_t chunk = layout == PackLayout::kPage ? (4096 / 66) * 3 : 64;  // 62 rows of 66 bytes per page
+    PackJob job = MakeJob(src, 123, 700, layout, chunk, src.dir + "/out-" + LayoutName(layout) + ".bin");
+    PackProgress progress;
+    PackResult r;
+    Status s = PackLayer(job, &progress, &r);
+    CHECK(s.ok());
+    if (!s.ok()) std::printf("  %s\n", s.ToString().c_str());
+    CHECK(PackedFileIsRight(job, src));
+    CHECK(!PathExists(PartialPath(job.out_path)));
+    CHECK(PathExists(JournalPath(job.out_path)));
+    CHECK_EQ(r.chunks_written, job.geometry.chunk_count());
+    CHECK_EQ(progress.bytes_done.load(), job.geometry.data_bytes());
+    auto bytes = ReadAll(job.out_path);
+    for (uint64_t k = 0; k < job.geometry.chunk_count(); ++k) {
+      ChunkSpan span = job.geometry.Chunk(k);
+      CHECK_EQ(r.crcs[k], Crc32(0, bytes.data() + kPackHeaderBytes + span.offset, span.bytes));
+    }
+    VerifyJob v = VerifyFor(job, r);
+    v.all_rows = true;
+    v.has_source = true;
+    VerifyProgress vp;
+    VerifyResult vr;
+    CHECK(VerifyLayer(v, &vp, &vr).ok());
+    CHECK(vr.size_ok && vr.header_ok);
+    CHECK_EQ(vr.bad_chunk_count, 0u);
+    CHECK_EQ(vr.rows_compared, 700u);
+    CHECK_EQ(vr.bad_row_count, 0u);
+  }
+}
+
+TEST(ResumeKeepsGoodChunksAndRedoesBadOnes) {
+  Source src = MakeSource(500, 32);
+  PackJob job = MakeJob(src, 0, 500, PackLayout::kDense, 40, src.dir + "/l.bin");
+  PackProgress progress;
+  PackResult first;
+  CHECK(PackLayer(job, &progress, &first).ok());
+  // Make it look interrupted: back to .partial, journal cut to 6 records plus a torn tail,
+  // one journaled chunk damaged on disk, one unjournaled chunk garbage.
+  CHECK_EQ(::rename(job.out_path.c_str(), PartialPath(job.out_path).c_str()), 0);
+  auto journal = ReadAll(JournalPath(job.out_path));
+  uint64_t records_at = journal.size() - 13 * 16;
+  journal.resize(records_at + 6 * 16 + 7);
+  WriteAll(JournalPath(job.out_path), journal);
+  std::vector<JournalRecord> kept;
+  bool matches = false;
+  CHECK(PackJournal::Read(JournalPath(job.out_path), job.key, 13, &kept, &matches).ok());
+  CHECK(matches);
+  CHECK_EQ(kept.size(), 6u);
+  auto data = ReadAll(PartialPath(job.out_path));
+  uint64_t damaged = kept[2].chunk;
+  data[kPackHeaderBytes + job.geometry.Chunk(damaged).offset + 5] ^= 0x40;
+  for (uint64_t k = 0; k < 13; ++k) {
+    bool journaled = false;
+    for (auto& r : kept) journaled |= r.chunk == k;
+    if (!journaled) data[kPackHeaderBytes + job.geometry.Chunk(k).offset] ^= 0xff;
+  }
+  WriteAll(PartialPath(job.out_path), data);
+  PackResult second;
+  CHECK(PackLayer(job, &progress, &second).ok());
+  CHECK_EQ(second.chunks_kept, 5u);
+  CHECK_EQ(second.chunks_rejected, 1u);
+  CHECK_EQ(second.chunks_written, 8u);
+  CHECK(second.crcs == first.crcs);
+  CHECK(PackedFileIsRight(job, src));
+}
+
+TEST(FinishedFileWithoutManifestIsRecheckedNotRewritten) {
+  Source src = MakeSource(300, 32);
+  PackJob job = MakeJob(src, 10, 280, PackLayout::kPage, 124, src.dir + "/l.bin");
+  PackProgress progress;
+  PackResult first, second;
+  CHECK(PackLayer(job, &progress, &first).ok());
+  CHECK(PackLayer(job, &progress, &second).ok());
+  CHECK(second.was_complete);
+  CHECK_EQ(second.chunks_written, 0u);
+  CHECK_EQ(second.chunks_kept, job.geometry.chunk_count());
+  CHECK(PackedFileIsRight(job, src));
+}
+
+TEST(ChangedParametersDiscardTheJournal) {
+  Source src = MakeSource(300, 32);
+  PackJob job = MakeJob(src, 0, 300, PackLayout::kDense, 50, src.dir + "/l.bin");
+  PackProgress progress;
+  PackResult r;
+  CHECK(PackLayer(job, &progress, &r).ok());
+  CHECK_EQ(::rename(job.out_path.c_str(), PartialPath(job.out_path).c_str()), 0);
+  job.key += "-other-source-mtime";
+  CHECK(PackLayer(job, &progress, &r).ok());
+  CHECK(r.journal_discarded);
+  CHECK_EQ(r.chunks_kept, 0u);
+  CHECK_EQ(r.chunks_written, job.geometry.chunk_count());
+  CHECK(PackedFileIsRight(job, src));
+}
+
+TEST(AnIoErrorMidPackKeepsWhatWasCommittedAndResumes) {
+  Source src = MakeSource(2000, 32);
+  PackJob job = MakeJob(src, 0, 2000, PackLayout::kDense, 50, src.dir + "/l.bin");  // 40 chunks
+  job.fault_after_chunks = 17;
+  PackProgress progress;
+  PackResult r;
+  Status s = PackLayer(job, &progress, &r);
+  CHECK(s.code == Code::E_IO);
+  CHECK(s.message.find("Input/output error") != std::string::npos);
+  CHECK(s.message.find("re-run the same command to resume") != std::string::npos);
+  CHECK(!PathExists(job.out_path));
+  CHECK(PathExists(PartialPath(job.out_path)));
+  CHECK(r.chunks_written <= 17);
+  CHECK(r.chunks_written >= 1);
+  uint64_t committed = r.chunks_written;
+  job.fault_after_chunks = 0;
+  PackResult again;
+  CHECK(PackLayer(job, &progress, &again).ok());
+  CHECK_EQ(again.chunks_kept, committed);
+  CHECK_EQ(again.chunks_rejected, 0u);
+  CHECK_EQ(again.chunks_written, 40u - committed);
+  CHECK(PackedFileIsRight(job, src));
+}
+
+TEST(ShortSourceIsRefused) {
+  Source src = MakeSource(100, 32);
+  PackJob job = MakeJob(src, 50, 60, PackLayout::kDense, 16, src.dir + "/l.bin");  // rows 50..110 of 100
+  job.scale.offset = src.scale_offset() + 1000;
+  PackProgress progress;
+  PackResult r;
+  Status s = PackLayer(job, &progress, &r);
+  CHECK(s.code == Code::E_SOURCE_CHANGED);
+  CHECK(!PathExists(PartialPath(job.out_path)));
+}
+
+TEST(VerifyNamesFlippedChunkTruncationHeaderAndRows) {
+  Source src = MakeSource(400, 64);
+  PackJob job = MakeJob(src, 0, 400, PackLayout::kDense, 32, src.dir + "/l.bin");
+  PackProgress progress;
+  PackResult r;
+  CHECK(PackLayer(job, &progress, &r).ok());
+  auto good = ReadAll(job.out_path);
+  VerifyProgress vp;
+  VerifyResult vr;
+  // One flipped byte in chunk 5 (row 5*32+3).
+  auto bytes = good;
+  bytes[kPackHeaderBytes + job.geometry.RowOffset(5 * 32 + 3) + 65] ^= 1;  // its last scale byte
+  WriteAll(job.out_path, bytes);
+  VerifyJob v = VerifyFor(job, r);
+  v.has_source = true;
+  v.all_rows = true;
+  CHECK(VerifyLayer(v, &vp, &vr).ok());
+  CHECK_EQ(vr.bad_chunk_count, 1u);
+  CHECK(vr.bad_chunks == std::vector<uint64_t>{5});
+  CHECK(vr.bad_rows == std::vector<uint64_t>{163});
+  v.all_rows = false;
+  v.sample_rows = {0, 163, 399};
+  CHECK(VerifyLayer(v, &vp, &vr).ok());
+  CHECK(vr.bad_rows == std::vector<uint64_t>{163});
+  CHECK_EQ(vr.rows_compared, 3u);
+  // A flipped header byte.
+  bytes = good;
+  bytes[3] ^= 0x20;
+  WriteAll(job.out_path, bytes);
+  v = VerifyFor(job, r);
+  CHECK(VerifyLayer(v, &vp, &vr).ok());
+  CHECK(!vr.header_ok);
+  CHECK_EQ(vr.bad_chunk_count, 0u);
+  // Truncated: the size is wrong and the cut chunks are bad.
+  bytes = good;
+  bytes.resize(bytes.size() - (16 * 66 + 100));  // all of the last chunk (16 rows), 100 bytes of chunk 11
+  WriteAll(job.out_path, bytes);
+  CHECK(VerifyLayer(v, &vp, &vr).ok());
+  CHECK(!vr.size_ok);
+  CHECK(vr.header_ok);
+  CHECK_EQ(vr.bad_chunk_count, 2u);
+  CHECK(vr.bad_chunks == (std::vector<uint64_t>{11, 12}));
+}
+
+int main() { return spark_test::RunAll("pack_test"); }

@@ -1,0 +1,171 @@
+// spark pack: copies this rank's Engram rows from the snapshot to a node-local packed
+// directory (docs/packed-format.md), resumably; a no-op when the directory already holds it.
+import { Command } from 'commander';
+import { resolve } from 'node:path';
+import type { CliContext } from '../cli.js';
+import { usageError } from '../errors.js';
+import type { CommandResult, Io } from '../io.js';
+import type { PackProgressInfo, PackSummary } from '../engram/pack.js';
+import type { PackLayout } from '../native/pack.js';
+import { parseSplit } from '../engram/ranges.js';
+import { formatBytes } from './format.js';
+import { fromEnv, parseCount, requireOption } from './options.js';
+import { progressLine, type ProgressLine } from './progress.js';
+import { engramPatternFlags, patternsFromFlags, snapshotArgument } from './snapshot-args.js';
+
+/** Pack workers each hold ~2 chunks (~33 MiB): more than this buys no bandwidth. */
+export const MAX_PACK_THREADS = 16;
+
+export interface PackFlags {
+  weightPattern?: string;
+  scalePattern?: string;
+  out?: string;
+  rank?: string;
+  world?: string;
+  split?: string;
+  threads?: string;
+  layout?: string;
+  chunkRows?: string;
+  syncEvery?: string;
+  spaceCheck?: boolean;
+  force?: boolean;
+  json?: boolean;
+}
+
+export interface PackOptions {
+  snapshot: string;
+  out: string;
+  rank: number;
+  world: number;
+  split: 'floor' | 'front' | 'heads';
+  threads: number;
+  layout: PackLayout;
+  chunkRows?: number;
+  syncBytes?: number;
+  checkSpace: boolean;
+  force: boolean;
+  weightPattern?: RegExp;
+  scalePattern?: RegExp;
+}
+
+export function parsePackFlags(snapshot: string | undefined, f: PackFlags, io: Io): PackOptions {
+  const snap = snapshotArgument(snapshot, io.env);
+  if (f.out === undefined) throw usageError('--out DIR is required: the node-local directory to write the pack to');
+  const world = parseCount(requireOption(f.world, io.env, '--world', 'SPARK_WORLD_SIZE'), '--world', 1, 1 << 20);
+  const rank = parseCount(requireOption(f.rank, io.env, '--rank', 'NODE_RANK'), '--rank', 0);
+  if (rank >= world) throw usageError(`rank ${rank} is outside the world of ${world} ranks (ranks are 0-${world - 1})`);
+  const split = parseSplit(f.split, '--split');
+  const layout = f.layout ?? 'dense';
+  if (layout !== 'dense' && layout !== 'page') throw usageError(`--layout must be dense or page, got '${layout}'`);
+  const threadsText = fromEnv(f.threads, io.env, 'SPARK_ENGRAM_THREADS');
+  const threads = threadsText === undefined ? 4 : Math.min(MAX_PACK_THREADS, parseCount(threadsText, '--threads', 1, 1024));
+  const o: PackOptions = {
+    snapshot: resolve(io.cwd, snap),
+    out: resolve(io.cwd, f.out),
+    rank,
+    world,
+    split,
+    threads,
+    layout,
+    checkSpace: f.spaceCheck !== false,
+    force: Boolean(f.force),
+  };
+  if (f.chunkRows !== undefined) o.chunkRows = parseCount(f.chunkRows, '--chunk-rows', 1, 1 << 24);
+  if (f.syncEvery !== undefined) o.syncBytes = parseCount(f.syncEvery, '--sync-every', 1, 1 << 20) * 2 ** 20;
+  return { ...o, ...patternsFromFlags(f) };
+}
+
+function summaryText(s: PackSummary): string {
+  const head = `rank ${s.rank} of ${s.world} (${s.split} split, ${s.layout} layout) in ${s.out}`;
+  if (s.noop) return `already complete: ${head} holds this pack; nothing to do`;
+  const rate = s.seconds > 0 ? ` (${formatBytes(s.bytesWritten / s.seconds)}/s)` : '';
+  const lines = [`packed ${head}: ${s.layers.length} layers, ${formatBytes(s.bytes)} in ${s.seconds.toFixed(2)} s${rate}`];
+  for (const l of s.layers) {
+    const kept = l.chunksKept > 0 ? `, ${l.chunksKept} kept from an interrupted run` : '';
+    const redo = l.chunksRejected > 0 ? `, ${l.chunksRejected} failed their re-check and were copied again` : '';
+    const fresh = l.journalDiscarded ? ' (an interrupted run with other inputs was discarded)' : '';
+    lines.push(`  layer ${l.layer}: rows ${l.start}-${l.end} -> ${l.file} (${formatBytes(l.bytes)}, ${l.chunks} chunk${l.chunks === 1 ? '' : 's'}${kept}${redo})${fresh}`);
+  }
+  lines.push(`check it: spark verify ${s.out}`);
+  return lines.join('\n');
+}
+
+function progressText(p: PackProgressInfo): string {
+  const pct = p.bytesTotal > 0 ? Math.floor((100 * p.bytesDone) / p.bytesTotal) : 100;
+  const rate = p.seconds > 0.5 ? p.bytesCopied / p.seconds : 0;
+  const eta = rate > 0 ? Math.max(0, (p.bytesTotal - p.bytesDone) / rate) : undefined;
+  const clock = (s: number): string => `${Math.floor(s / 60)}:${String(Math.floor(s % 60)).padStart(2, '0')}`;
+  return (
+    `pack layer ${p.layer} (${p.layerIndex + 1}/${p.layerCount}) ${p.phase}: ${formatBytes(p.bytesDone)} / ${formatBytes(p.bytesTotal)} ${pct}%` +
+    (rate > 0 ? `  ${formatBytes(rate)}/s` : '') +
+    (eta !== undefined ? `  ETA ${clock(eta)}` : '')
+  );
+}
+
+export async function runPack(o: PackOptions, io: Io): Promise<CommandResult> {
+  const { openSnapshot } = await import('../engram/snapshot.js');
+  const { packRanges } = await import('../engram/pack-ranges.js');
+  const { packEngram } = await import('../engram/pack.js');
+  const snapshot = await openSnapshot(o.snapshot, {
+    engramOnly: true,
+    ...(o.weightPattern ? { weightPattern: o.weightPattern } : {}),
+    ...(o.scalePattern ? { scalePattern: o.scalePattern } : {}),
+  });
+  const ranges = packRanges(snapshot.engram, snapshot.config, o.rank, o.world, o.split);
+  const line: ProgressLine | undefined = io.stderrIsTTY ? progressLine(io) : undefined;
+  let summary: PackSummary;
+  try {
+    summary = await packEngram({
+      snapshotDir: snapshot.dir,
+      ...(snapshot.revision ? { revision: snapshot.revision } : {}),
+      tables: snapshot.engram,
+      out: o.out,
+      rank: o.rank,
+      world: o.world,
+      split: o.split,
+      ranges,
+      layout: o.layout,
+      threads: o.threads,
+      ...(o.chunkRows !== undefined ? { chunkRows: o.chunkRows } : {}),
+      ...(o.syncBytes !== undefined ? { syncBytes: o.syncBytes } : {}),
+      checkSpace: o.checkSpace,
+      force: o.force,
+      ...(line ? { onProgress: (p: PackProgressInfo) => line.update(progressText(p)) } : {}),
+    });
+  } finally {
+    line?.done();
+  }
+  return { json: summary, text: summaryText(summary), exitCode: 0 };
+}
+
+export function packCommand(ctx: CliContext): Command {
+  const cmd = new Command('pack')
+    .description("copy this rank's Engram rows to a node-local packed directory (one read per row)")
+    .argument('[snapshot]', 'snapshot directory or .safetensors file (default SPARK_ENGRAM_DIR)')
+    .option('--out <dir>', 'node-local directory to write (created if missing)')
+    .option('--rank <r>', 'this rank (default NODE_RANK)')
+    .option('--world <w>', 'number of ranks (default SPARK_WORLD_SIZE)')
+    .option('--split <rule>', 'floor (SGLang, default), front, or heads (vLLM: whole sub-tables)')
+    .option('--layout <l>', 'dense (rows back to back, default) or page (no row crosses a 4 KiB page)')
+    .option('--threads <n>', `copy workers (default SPARK_ENGRAM_THREADS, else 4; at most ${MAX_PACK_THREADS} are used)`)
+    .option('--chunk-rows <n>', 'rows per checksum chunk (default ~16 MiB of rows)')
+    .option('--sync-every <MiB>', 'make progress durable every this many MiB (default 1024) or 2 s; lost work on a crash is at most that')
+    .option('--no-space-check', 'skip the free-space check (for filesystems that misreport free space)')
+    .option('--force', 'replace a complete pack in --out that differs from this one')
+    .option('--json', 'print a JSON summary (bytes, seconds, layers)')
+    .addHelpText(
+      'after',
+      `
+Interrupted (killed, disk full, I/O error)? Run the same command again: finished chunks are
+re-checked and kept. Re-running on a complete directory is a no-op. Check with spark verify.
+Exit codes: 0 ok, 2 bad usage or snapshot, 3 disk full, I/O error or snapshot changed.
+
+Examples:
+  spark pack /models/dsv41 --out /engram --rank 0 --world 4
+  NODE_RANK=2 SPARK_WORLD_SIZE=4 spark pack /models/dsv41 --out /engram --layout page`,
+    )
+    .action(async (snapshot: string | undefined, flags: PackFlags) => {
+      ctx.emit(await runPack(parsePackFlags(snapshot, flags, ctx.io), ctx.io), Boolean(flags.json));
+    });
+  return engramPatternFlags(cmd);
+}

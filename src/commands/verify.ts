@@ -1,0 +1,112 @@
+// spark verify: checks a packed directory: the manifest, every chunk checksum and, with
+// --source, the rows themselves against the snapshot (all with --full, else a sample).
+import { Command } from 'commander';
+import { resolve } from 'node:path';
+import type { CliContext } from '../cli.js';
+import { usageError } from '../errors.js';
+import type { CommandResult, Io } from '../io.js';
+import type { VerifyReport, VerifyRowsMode } from '../engram/verify.js';
+import { formatBytes } from './format.js';
+import { fromEnv, parseCount } from './options.js';
+import { progressLine } from './progress.js';
+
+export const DEFAULT_SAMPLE = 1000;
+const MAX_VERIFY_THREADS = 64;
+
+export interface VerifyFlags {
+  source?: string;
+  full?: boolean;
+  sample?: string;
+  threads?: string;
+  json?: boolean;
+}
+
+export interface VerifyOptions {
+  dir: string;
+  source?: string;
+  rows: VerifyRowsMode;
+  sample: number;
+  threads: number;
+}
+
+export function parseVerifyFlags(dir: string, f: VerifyFlags, io: Io): VerifyOptions {
+  if (f.full && f.sample !== undefined) throw usageError('--full and --sample exclude each other: all rows, or a sample of them');
+  if (f.sample !== undefined && f.source === undefined) throw usageError('--sample compares rows with the snapshot: give --source SNAPSHOT');
+  const threadsText = fromEnv(f.threads, io.env, 'SPARK_ENGRAM_THREADS');
+  const o: VerifyOptions = {
+    dir: resolve(io.cwd, dir),
+    rows: f.source === undefined ? 'none' : f.full ? 'full' : 'sample',
+    sample: f.sample === undefined ? DEFAULT_SAMPLE : parseCount(f.sample, '--sample', 1, 1 << 30),
+    threads: threadsText === undefined ? 4 : Math.min(MAX_VERIFY_THREADS, parseCount(threadsText, '--threads', 1, 1024)),
+  };
+  if (f.source !== undefined) o.source = resolve(io.cwd, f.source);
+  return o;
+}
+
+function reportText(r: VerifyReport, o: VerifyOptions): string {
+  const what = o.rows === 'full' ? 'every row against the source' : o.rows === 'sample' ? 'a sample of rows against the source' : 'checksums';
+  const lines: string[] = [];
+  for (const l of r.layers) {
+    const rows = l.rows ? `, ${l.rows.compared} rows compared` : '';
+    lines.push(`  layer ${l.layer}: ${l.file} rows ${l.start}-${l.end}: ${l.ok ? 'ok' : 'BAD'} (${l.chunks.checked}/${l.chunks.total} chunks${rows})`);
+  }
+  const rate = r.seconds > 0 ? `, ${formatBytes(r.bytesRead / r.seconds)}/s` : '';
+  const tail = `${formatBytes(r.bytesRead)} read in ${r.seconds.toFixed(2)} s${rate}`;
+  if (r.ok) return [`ok: rank ${r.rank} of ${r.world} in ${r.dir} (${what}; ${tail})`, ...lines].join('\n');
+  return [`FAILED: ${r.dir} (${what}; ${tail})`, ...r.problems.map((p) => `  ${p}`), ...lines].join('\n');
+}
+
+export async function runVerify(o: VerifyOptions, io: Io): Promise<CommandResult> {
+  const { verifyPack } = await import('../engram/verify.js');
+  let source: Parameters<typeof verifyPack>[0]['source'];
+  if (o.source !== undefined) {
+    const { openSnapshot } = await import('../engram/snapshot.js');
+    const snap = await openSnapshot(o.source, { engramOnly: true });
+    source = { snapshotDir: snap.dir, tables: snap.engram, ...(snap.config ? { config: snap.config } : {}) };
+  }
+  const line = io.stderrIsTTY ? progressLine(io) : undefined;
+  let report: VerifyReport;
+  try {
+    report = await verifyPack({
+      dir: o.dir,
+      rows: o.rows,
+      sample: o.sample,
+      threads: o.threads,
+      ...(source ? { source } : {}),
+      ...(line
+        ? {
+            onProgress: (p: { bytesDone: number; bytesTotal: number; seconds: number }) =>
+              line.update(`verify: ${formatBytes(p.bytesDone)} / ${formatBytes(p.bytesTotal)}` + (p.seconds > 0.5 ? `  ${formatBytes(p.bytesDone / p.seconds)}/s` : '')),
+          }
+        : {}),
+    });
+  } finally {
+    line?.done();
+  }
+  if (!report.ok) io.stderr(`spark verify: ${report.problems[0]}\n`);
+  return { json: report, text: reportText(report, o), exitCode: report.ok ? 0 : 1 };
+}
+
+export function verifyCommand(ctx: CliContext): Command {
+  return new Command('verify')
+    .description('check a packed directory: manifest, every checksum, and rows against the snapshot')
+    .argument('<packdir>', 'the packed directory (holding engram-local.json)')
+    .option('--source <snapshot>', 'the snapshot it was packed from: compare rows with it')
+    .option('--full', 'with --source: compare every row')
+    .option('--sample <n>', `with --source: compare n random rows per layer plus the first and last (default ${DEFAULT_SAMPLE})`)
+    .option('--threads <n>', 'parallel readers (default SPARK_ENGRAM_THREADS, else 4)')
+    .option('--json', 'print the report as JSON')
+    .addHelpText(
+      'after',
+      `
+Exit 1 when anything is wrong, naming the file, the layer and the first bad chunk or row; a
+directory without engram-local.json (an interrupted pack) is refused.
+
+Examples:
+  spark verify /engram
+  spark verify /engram --source /models/dsv41 --full`,
+    )
+    .action(async (dir: string, flags: VerifyFlags) => {
+      ctx.emit(await runVerify(parseVerifyFlags(dir, flags, ctx.io), ctx.io), Boolean(flags.json));
+    });
+}

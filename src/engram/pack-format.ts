@@ -1,0 +1,121 @@
+// The packed directory format, version 1, as the packer writes it (docs/packed-format.md):
+// file names, the layer geometry, the 4096-byte header block and the manifest JSON text.
+// The strict reader of engram-local.json lives with the row store; this is the writing side.
+import {
+  MANIFEST_FORMAT,
+  MANIFEST_NAME,
+  MANIFEST_VERSION,
+  PACK_HEADER_BYTES,
+  PAGE_BYTES,
+  packedFileName,
+  type PackedLayer,
+  type PackedManifest,
+  type PackLayout,
+} from './packed-manifest.js';
+
+// The manifest's types and names live with its reader (packed-manifest.ts); these aliases
+// keep the writer's vocabulary.
+export type { PackedSourceFile } from './packed-manifest.js';
+export type PackedLayerEntry = PackedLayer;
+export type PackedManifestDoc = PackedManifest;
+export const PACK_FORMAT = MANIFEST_FORMAT;
+export const PACK_VERSION = MANIFEST_VERSION;
+export const HEADER_BYTES = PACK_HEADER_BYTES;
+export const dataFileName = packedFileName;
+export { MANIFEST_NAME, PAGE_BYTES };
+export const CHECKSUM_ALGORITHM = 'crc32';
+
+/** A CRC-32 as the manifest writes it: 8 lowercase hex digits. */
+export function checksumHex(crc: number): string {
+  return (crc >>> 0).toString(16).padStart(8, '0');
+}
+
+/** Sizes that follow from an entry: see native/core/pack_format.h for the same rules. */
+export interface LayerGeometry {
+  count: number;
+  dim: number;
+  rowsPerPage: number;
+  dataBytes: number;
+  fileBytes: number;
+  chunkCount: number;
+}
+
+export function dimOf(rowBytes: number): number {
+  return (rowBytes * 32) / 33;
+}
+
+export function layerGeometry(e: Pick<PackedLayerEntry, 'start' | 'end' | 'rowBytes' | 'layout' | 'checksum'>): LayerGeometry {
+  const count = e.end - e.start;
+  const rowsPerPage = Math.floor(PAGE_BYTES / e.rowBytes);
+  const dataBytes = e.layout === 'page' ? Math.ceil(count / rowsPerPage) * PAGE_BYTES : count * e.rowBytes;
+  return {
+    count,
+    dim: dimOf(e.rowBytes),
+    rowsPerPage,
+    dataBytes,
+    fileBytes: HEADER_BYTES + dataBytes,
+    chunkCount: Math.ceil(count / e.checksum.chunkRows),
+  };
+}
+
+/** Byte range of chunk k in the file (absolute offsets) and the global row ids it holds. */
+export function chunkSpan(e: PackedLayerEntry, k: number): { offset: number; bytes: number; firstRow: number; lastRow: number } {
+  const g = layerGeometry(e);
+  const cr = e.checksum.chunkRows;
+  const first = k * cr;
+  const rows = Math.min(cr, g.count - first);
+  const bytesFor = (n: number): number =>
+    e.layout === 'page' ? Math.ceil(n / g.rowsPerPage) * PAGE_BYTES : n * e.rowBytes;
+  return { offset: e.dataOffset + bytesFor(first), bytes: bytesFor(rows), firstRow: e.start + first, lastRow: e.start + first + rows - 1 };
+}
+
+/**
+ * Default chunk: ~16 MiB, a whole number of 4 KiB pages. Page layout: 4096 pages. Dense: a
+ * multiple of 4096 / gcd(4096, rowBytes) rows, so chunk boundaries fall on page boundaries.
+ */
+export function defaultChunkRows(layout: PackLayout, rowBytes: number): number {
+  if (layout === 'page') return Math.floor(PAGE_BYTES / rowBytes) * 4096;
+  const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
+  const unit = PAGE_BYTES / gcd(PAGE_BYTES, rowBytes);
+  return Math.max(unit, Math.floor((16 * 1024 * 1024) / rowBytes / unit) * unit);
+}
+
+/**
+ * The header block's JSON: the pack's identity and the layer's manifest entry, keys in a
+ * fixed order, checksum without its values (they live in the manifest and would not fit).
+ * Deterministic, so verify compares the block byte for byte.
+ */
+export function headerJson(m: Pick<PackedManifestDoc, 'rank' | 'world' | 'split'>, e: PackedLayerEntry): string {
+  return JSON.stringify({
+    format: PACK_FORMAT,
+    version: PACK_VERSION,
+    rank: m.rank,
+    world: m.world,
+    split: m.split,
+    layer: e.layer,
+    rows: e.rows,
+    start: e.start,
+    end: e.end,
+    file: e.file,
+    rowBytes: e.rowBytes,
+    stride: e.stride,
+    dataOffset: e.dataOffset,
+    weightDtype: e.weightDtype,
+    scaleDtype: e.scaleDtype,
+    layout: e.layout,
+    checksum: { algorithm: e.checksum.algorithm, chunkRows: e.checksum.chunkRows },
+  });
+}
+
+/** The manifest text: indented, with each checksum list on one line. */
+export function manifestText(m: PackedManifestDoc): string {
+  const lists: string[] = [];
+  const marked = {
+    ...m,
+    layers: m.layers.map((l) => {
+      lists.push(JSON.stringify(l.checksum.values));
+      return { ...l, checksum: { ...l.checksum, values: `@@values${lists.length - 1}@@` } };
+    }),
+  };
+  return JSON.stringify(marked, null, 2).replace(/"@@values(\d+)@@"/g, (_s, i: string) => lists[Number(i)]) + '\n';
+}

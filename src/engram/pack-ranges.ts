@@ -1,0 +1,18 @@
+// The rows a rank packs per layer: the tiling module's split rules (ranges.ts), with the
+// prime-rule sub-table sizes from config.json for the heads split.
+import type { ModelConfig } from './config.js';
+import { withSubTables } from './layer-source.js';
+import { rankRanges } from './ranges.js';
+import type { PackSplit } from './packed-manifest.js';
+
+export function packRanges(
+  tables: readonly { layer: number; rows: number }[],
+  config: ModelConfig | undefined,
+  rank: number,
+  world: number,
+  split: PackSplit,
+  where = 'the snapshot',
+): { layer: number; rows: number; start: number; end: number }[] {
+  const layers = tables.map((t) => ({ layer: t.layer, rows: t.rows }));
+  return rankRanges(split === 'heads' ? withSubTables(layers, config, where) : layers, rank, world, split);
+}

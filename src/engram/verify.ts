@@ -1,0 +1,205 @@
+// `spark verify` without the CLI: checks a packed directory. The manifest's sanity (format,
+// ranges inside their tables and matching the split it claims, entries consistent with the
+// layout), every data file's size and header block, every chunk checksum (native, parallel),
+// and with a source snapshot the rows themselves, all of them or a sample.
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { SparkError } from '../errors.js';
+import { verifyLayer, type VerifyLayerProgress } from '../native/pack.js';
+import { chunkSpan, headerJson, layerGeometry, MANIFEST_NAME, type PackedLayerEntry } from './pack-format.js';
+import { parsePackedManifest, type PackedManifest } from './packed-manifest.js';
+import { checkManifest } from './pack-manifest-check.js';
+import { pollWhile, type PackTable } from './pack-io.js';
+import type { ModelConfig } from './config.js';
+
+export type VerifyRowsMode = 'none' | 'full' | 'sample';
+
+export interface VerifyRequest {
+  dir: string;
+  /** The snapshot the pack was made from, to compare rows with. */
+  source?: { snapshotDir: string; tables: PackTable[]; config?: ModelConfig };
+  rows: VerifyRowsMode;
+  /** Rows per layer for 'sample' (plus the first and last row). */
+  sample?: number;
+  threads: number;
+  onProgress?: (p: { bytesDone: number; bytesTotal: number; seconds: number }) => void;
+}
+
+export interface BadChunk {
+  index: number;
+  offset: number;
+  bytes: number;
+  firstRow: number;
+  lastRow: number;
+}
+
+export interface VerifyLayerReport {
+  layer: number;
+  file: string;
+  start: number;
+  end: number;
+  ok: boolean;
+  bytes: { expected: number; actual: number };
+  headerOk: boolean;
+  chunks: { total: number; checked: number; bad: number; first?: BadChunk };
+  rows?: { mode: 'full' | 'sample'; compared: number; bad: number; first?: number };
+}
+
+export interface VerifyReport {
+  dir: string;
+  ok: boolean;
+  rank: number;
+  world: number;
+  split: string;
+  layers: VerifyLayerReport[];
+  /** One line per problem, naming the file, layer and first bad chunk or row. */
+  problems: string[];
+  bytesRead: number;
+  seconds: number;
+}
+
+/** The manifest, strictly parsed; any problem with it fails the check (exit 1). */
+async function readManifest(dir: string, config: ModelConfig | undefined): Promise<PackedManifest> {
+  const path = join(dir, MANIFEST_NAME);
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    const names = await readdir(dir).catch(() => undefined);
+    if (names === undefined) throw new SparkError('E_FILE_NOT_FOUND', `${dir} does not exist`, { path: dir });
+    const interrupted = names.some((n) => n.endsWith('.partial') || n.endsWith('.journal'));
+    throw new SparkError(
+      'E_PACK_INCOMPLETE',
+      `${dir} is not a pack: it has no ${MANIFEST_NAME}` +
+        (interrupted ? ' (an interrupted pack: re-run the same spark pack command to resume it)' : ''),
+      { path },
+    );
+  }
+  let m: PackedManifest;
+  try {
+    m = parsePackedManifest(text, path);
+  } catch (err) {
+    if (err instanceof SparkError) throw new SparkError('E_PACK_MISMATCH', err.message, err.details);
+    throw err;
+  }
+  const problems = checkManifest(m, config);
+  if (problems.length > 0) {
+    const more = problems.length > 1 ? ` (and ${problems.length - 1} more problems)` : '';
+    throw new SparkError('E_PACK_MISMATCH', `${path}: ${problems[0]}${more}`, { path, problems });
+  }
+  return m;
+}
+
+/** Sample rows (local indices): the first, the last and `n` spread at random. */
+function sampleRows(count: number, n: number): number[] {
+  if (count === 0) return [];
+  const ids = new Set<number>([0, count - 1]);
+  for (let i = 0; i < n && ids.size < count; i++) ids.add(Math.floor(Math.random() * count));
+  return [...ids].sort((a, b) => a - b);
+}
+
+export async function verifyPack(req: VerifyRequest): Promise<VerifyReport> {
+  const t0 = performance.now();
+  const dir = resolve(req.dir);
+  const m = await readManifest(dir, req.source?.config);
+  const report: VerifyReport = { dir, ok: true, rank: m.rank, world: m.world, split: m.split, layers: [], problems: [], bytesRead: 0, seconds: 0 };
+  const totalBytes = m.layers.reduce((s, e) => s + layerGeometry(e).dataBytes, 0);
+  let doneBefore = 0;
+  for (const e of m.layers) {
+    const r = await verifyOne(req, dir, m, e, (p) =>
+      req.onProgress?.({ bytesDone: doneBefore + p.bytesDone, bytesTotal: totalBytes, seconds: (performance.now() - t0) / 1000 }),
+    );
+    doneBefore += layerGeometry(e).dataBytes;
+    report.layers.push(r.layer);
+    report.problems.push(...r.problems);
+    report.bytesRead += r.bytesRead;
+  }
+  report.ok = report.problems.length === 0;
+  report.seconds = (performance.now() - t0) / 1000;
+  return report;
+}
+
+async function verifyOne(
+  req: VerifyRequest,
+  dir: string,
+  m: PackedManifest,
+  e: PackedLayerEntry,
+  onProgress: (p: VerifyLayerProgress) => void,
+): Promise<{ layer: VerifyLayerReport; problems: string[]; bytesRead: number }> {
+  const g = layerGeometry(e);
+  const path = join(dir, e.file);
+  const where = `${e.file}: layer ${e.layer}`;
+  const problems: string[] = [];
+  const st = await stat(path).catch(() => undefined);
+  const layer: VerifyLayerReport = {
+    layer: e.layer,
+    file: e.file,
+    start: e.start,
+    end: e.end,
+    ok: false,
+    bytes: { expected: g.fileBytes, actual: st?.size ?? 0 },
+    headerOk: false,
+    chunks: { total: g.chunkCount, checked: 0, bad: 0 },
+  };
+  if (!st) {
+    problems.push(`${where}: the data file is missing`);
+    return { layer, problems, bytesRead: 0 };
+  }
+  let source: Parameters<typeof verifyLayer>[0]['source'];
+  if (req.source && req.rows !== 'none') {
+    const t = req.source.tables.find((x) => x.layer === e.layer);
+    if (!t) throw new SparkError('E_ENGRAM_NOT_FOUND', `layer ${e.layer} has no Engram table in ${req.source.snapshotDir}`);
+    if (t.rows !== e.rows || t.dim !== g.dim) {
+      throw new SparkError(
+        'E_PACK_MISMATCH',
+        `${where}: the source table is ${t.rows} x ${t.dim}, the pack says ${e.rows} x ${g.dim}: not the snapshot this was packed from`,
+      );
+    }
+    source = {
+      weight: { path: t.weight.file, offset: t.weight.fileOffset },
+      scale: { path: t.scale.file, offset: t.scale.fileOffset },
+      start: e.start,
+      allRows: req.rows === 'full',
+      sampleRows: req.rows === 'sample' ? sampleRows(g.count, req.sample ?? 4096) : [],
+    };
+  }
+  const job = verifyLayer({
+    path,
+    rows: g.count,
+    dim: g.dim,
+    layout: e.layout,
+    chunkRows: e.checksum.chunkRows,
+    header: headerJson(m, e),
+    checksums: e.checksum.values.map((h) => parseInt(h, 16)),
+    threads: req.threads,
+    ...(source ? { source } : {}),
+  });
+  const r = await pollWhile(job.promise, () => onProgress(job.progress()), req.onProgress ? 250 : 0);
+  layer.headerOk = r.headerOk;
+  layer.chunks.checked = r.chunksChecked;
+  layer.chunks.bad = r.badChunkCount;
+  if (!r.sizeOk) {
+    const how = r.fileBytes < g.fileBytes ? 'truncated' : 'has extra bytes';
+    problems.push(`${where}: the file is ${r.fileBytes} bytes, its layout implies ${g.fileBytes} (${how})`);
+  }
+  if (!r.headerOk) problems.push(`${where}: the header block (bytes 0-4095) does not match the manifest`);
+  if (r.badChunkCount > 0) {
+    const k = r.badChunks[0];
+    const s = chunkSpan(e, k);
+    layer.chunks.first = { index: k, offset: s.offset, bytes: s.bytes, firstRow: s.firstRow, lastRow: s.lastRow };
+    const more = r.badChunkCount > 1 ? ` (${r.badChunkCount} bad chunks in all)` : '';
+    problems.push(`${where}: chunk ${k} (bytes ${s.offset}-${s.offset + s.bytes - 1}, rows ${s.firstRow}-${s.lastRow}) fails its checksum${more}`);
+  }
+  if (source) {
+    layer.rows = { mode: req.rows === 'full' ? 'full' : 'sample', compared: r.rowsCompared, bad: r.badRowCount };
+    if (r.badRowCount > 0) {
+      const id = e.start + r.badRows[0];
+      layer.rows.first = id;
+      const more = r.badRowCount > 1 ? ` (${r.badRowCount} differing rows${req.rows === 'sample' ? ' in the sample' : ''})` : '';
+      problems.push(`${where}: row ${id} differs from the source${more}`);
+    }
+  }
+  layer.ok = problems.length === 0;
+  return { layer, problems, bytesRead: r.bytesRead };
+}

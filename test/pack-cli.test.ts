@@ -1,0 +1,95 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { cli } from './helpers/cli.js';
+import { makeSnapshot } from './helpers/synth.js';
+import { tempDir } from './helpers/tmp.js';
+import { mountTmpfs } from './helpers/tmpfs.js';
+import { readManifest } from './helpers/packed.js';
+
+const snap = makeSnapshot();
+
+test('pack usage errors are exit 2 and name the flag', async () => {
+  const out = join(tempDir(), 'p');
+  let r = await cli(['pack', snap.dir, '--rank', '0', '--world', '2']);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /--out DIR is required/);
+  r = await cli(['pack', snap.dir, '--out', out, '--rank', '2', '--world', '2']);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /rank 2 is outside the world of 2 ranks/);
+  r = await cli(['pack', snap.dir, '--out', out, '--rank', '0', '--world', '2', '--layout', 'sparse']);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /--layout must be dense or page/);
+  r = await cli(['pack', snap.dir, '--out', out, '--world', '2']);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /--rank is required \(or set NODE_RANK\)/);
+  r = await cli(['pack', snap.dir, '--out', out, '--rank', '0', '--world', '2', '--layout', 'page', '--chunk-rows', '100']);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /multiple of the rows per page \(15\)/);
+  r = await cli(['verify', out, '--sample', '10']);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /--sample compares rows with the snapshot: give --source/);
+});
+
+test('pack from the environment, JSON summary, no-op re-run, verify exit codes', async () => {
+  const out = join(tempDir(), 'p');
+  const env = { NODE_RANK: '1', SPARK_WORLD_SIZE: '3', SPARK_ENGRAM_DIR: snap.dir };
+  const r = await cli(['pack', '--out', out, '--json', '--chunk-rows', '1000'], env);
+  assert.equal(r.code, 0, r.stderr);
+  const s = JSON.parse(r.stdout) as { bytes: number; seconds: number; noop: boolean; layers: { layer: number; start: number; end: number; bytes: number }[] };
+  assert.equal(s.noop, false);
+  assert.equal(s.layers.length, 2);
+  assert.equal(s.bytes, s.layers.reduce((a, l) => a + l.bytes, 0));
+  for (const l of s.layers) assert.equal(statSync(join(out, `engram-l${l.layer}-r1of3.bin`)).size, l.bytes);
+  assert.equal(typeof s.seconds, 'number');
+  const again = await cli(['pack', '--out', out], env);
+  assert.equal(again.code, 0);
+  assert.match(again.stdout, /^already complete: rank 1 of 3 .* nothing to do/);
+  const ok = await cli(['verify', out, '--source', snap.dir, '--full']);
+  assert.equal(ok.code, 0, ok.stderr);
+  assert.match(ok.stdout, /^ok: rank 1 of 3/);
+  // One flipped byte in layer 14's chunk 4.
+  const e = readManifest(out).layers[1];
+  const path = join(out, e.file);
+  const bytes = readFileSync(path);
+  bytes[4096 + 4 * 1000 * 264 + 9] ^= 0x80;
+  writeFileSync(path, bytes);
+  const bad = await cli(['verify', out, '--json']);
+  assert.equal(bad.code, 1);
+  assert.equal(JSON.parse(bad.stdout).ok, false);
+  assert.match(bad.stderr, new RegExp(`^spark verify: ${e.file}: layer 14: chunk 4 \\(bytes \\d+-\\d+, rows ${e.start + 4000}-${e.start + 4999}\\) fails its checksum\\n$`));
+  // Truncated.
+  writeFileSync(path, bytes.subarray(0, 5000));
+  const cut = await cli(['verify', out]);
+  assert.equal(cut.code, 1);
+  assert.match(cut.stdout, /the file is 5000 bytes, its layout implies \d+ \(truncated\)/);
+});
+
+test('a full disk is exit 3 with the numbers; mid-pack it keeps what was written and a run with room completes', async () => {
+  const fs = mountTmpfs(8 << 20);
+  try {
+    const out = join(fs.dir, 'p');
+    const args = ['pack', snap.dir, '--out', out, '--rank', '0', '--world', '1', '--chunk-rows', '512'];
+    const refused = await cli(args);
+    assert.equal(refused.code, 3);
+    assert.match(refused.stderr, /not enough free space in .*: the pack needs [\d.]+ MiB more .* 8\.0 MiB \(8388608 bytes\) are free/);
+    const mid = await cli([...args, '--no-space-check', '--json']);
+    assert.equal(mid.code, 3);
+    assert.equal(JSON.parse(mid.stderr).error.code, 'E_NO_SPACE');
+    assert.equal(existsSync(join(out, 'engram-local.json')), false);
+    assert.ok(readdirSync(out).includes('engram-l1-r0of1.bin'), 'the finished first layer is kept');
+    const verify = await cli(['verify', out]);
+    assert.equal(verify.code, 1);
+    fs.resize(32 << 20);
+    const done = await cli([...args, '--json']);
+    assert.equal(done.code, 0, done.stderr);
+    const s = JSON.parse(done.stdout) as { resumed: boolean; layers: { chunks: number; chunksKept: number }[] };
+    assert.equal(s.resumed, true);
+    assert.equal(s.layers[0].chunksKept, s.layers[0].chunks);
+    const full = await cli(['verify', out, '--source', snap.dir, '--full']);
+    assert.equal(full.code, 0, full.stderr);
+  } finally {
+    fs.unmount();
+  }
+});
