@@ -60,8 +60,15 @@ function noEngramSnapshot(w: World): string {
   return dir;
 }
 
-const manifest = (rank: number) =>
-  JSON.stringify({ format: 'spark-engram-packed', version: 1, rank, world: 4, split: 'floor', source: { snapshot: '/x', revision: REVISION, files: [] }, layers: [] });
+/** A well-formed manifest of rank `rank` of 4 (floor split) for one 1000-row layer. */
+const manifest = (rank: number) => {
+  const [start, end] = [rank * 250, (rank + 1) * 250];
+  const layer = {
+    layer: 1, rows: 1000, start, end, file: `engram-l1-r${rank}of4.bin`, rowBytes: 264, stride: 264, dataOffset: 4096,
+    weightDtype: 'F8_E4M3', scaleDtype: 'F8_E8M0', layout: 'dense', checksum: { algorithm: 'crc32', chunkRows: 1024, values: ['0badf00d'] },
+  };
+  return JSON.stringify({ format: 'spark-engram-packed', version: 1, rank, world: 4, split: 'floor', source: { snapshot: '/x', revision: REVISION, files: [] }, layers: [layer] });
+};
 
 const CASES: RuleCase[] = [
   {

@@ -7,22 +7,15 @@ import {
   MANIFEST_VERSION,
   PACK_HEADER_BYTES,
   PAGE_BYTES,
+  dimOfRowBytes,
   packedFileName,
   type PackedLayer,
   type PackedManifest,
   type PackLayout,
 } from './packed-manifest.js';
 
-// The manifest's types and names live with its reader (packed-manifest.ts); these aliases
-// keep the writer's vocabulary.
-export type { PackedSourceFile } from './packed-manifest.js';
-export type PackedLayerEntry = PackedLayer;
-export type PackedManifestDoc = PackedManifest;
-export const PACK_FORMAT = MANIFEST_FORMAT;
-export const PACK_VERSION = MANIFEST_VERSION;
-export const HEADER_BYTES = PACK_HEADER_BYTES;
-export const dataFileName = packedFileName;
-export { MANIFEST_NAME, PAGE_BYTES };
+export { MANIFEST_FORMAT, MANIFEST_NAME, MANIFEST_VERSION, PACK_HEADER_BYTES, PAGE_BYTES, packedFileName };
+export type { PackedLayer, PackedManifest, PackedSourceFile } from './packed-manifest.js';
 export const CHECKSUM_ALGORITHM = 'crc32';
 
 /** A CRC-32 as the manifest writes it: 8 lowercase hex digits. */
@@ -40,26 +33,22 @@ export interface LayerGeometry {
   chunkCount: number;
 }
 
-export function dimOf(rowBytes: number): number {
-  return (rowBytes * 32) / 33;
-}
-
-export function layerGeometry(e: Pick<PackedLayerEntry, 'start' | 'end' | 'rowBytes' | 'layout' | 'checksum'>): LayerGeometry {
+export function layerGeometry(e: Pick<PackedLayer, 'start' | 'end' | 'rowBytes' | 'layout' | 'checksum'>): LayerGeometry {
   const count = e.end - e.start;
   const rowsPerPage = Math.floor(PAGE_BYTES / e.rowBytes);
   const dataBytes = e.layout === 'page' ? Math.ceil(count / rowsPerPage) * PAGE_BYTES : count * e.rowBytes;
   return {
     count,
-    dim: dimOf(e.rowBytes),
+    dim: dimOfRowBytes(e.rowBytes),
     rowsPerPage,
     dataBytes,
-    fileBytes: HEADER_BYTES + dataBytes,
+    fileBytes: PACK_HEADER_BYTES + dataBytes,
     chunkCount: Math.ceil(count / e.checksum.chunkRows),
   };
 }
 
 /** Byte range of chunk k in the file (absolute offsets) and the global row ids it holds. */
-export function chunkSpan(e: PackedLayerEntry, k: number): { offset: number; bytes: number; firstRow: number; lastRow: number } {
+export function chunkSpan(e: PackedLayer, k: number): { offset: number; bytes: number; firstRow: number; lastRow: number } {
   const g = layerGeometry(e);
   const cr = e.checksum.chunkRows;
   const first = k * cr;
@@ -85,10 +74,10 @@ export function defaultChunkRows(layout: PackLayout, rowBytes: number): number {
  * fixed order, checksum without its values (they live in the manifest and would not fit).
  * Deterministic, so verify compares the block byte for byte.
  */
-export function headerJson(m: Pick<PackedManifestDoc, 'rank' | 'world' | 'split'>, e: PackedLayerEntry): string {
+export function headerJson(m: Pick<PackedManifest, 'rank' | 'world' | 'split'>, e: PackedLayer): string {
   return JSON.stringify({
-    format: PACK_FORMAT,
-    version: PACK_VERSION,
+    format: MANIFEST_FORMAT,
+    version: MANIFEST_VERSION,
     rank: m.rank,
     world: m.world,
     split: m.split,
@@ -108,7 +97,7 @@ export function headerJson(m: Pick<PackedManifestDoc, 'rank' | 'world' | 'split'
 }
 
 /** The manifest text: indented, with each checksum list on one line. */
-export function manifestText(m: PackedManifestDoc): string {
+export function manifestText(m: PackedManifest): string {
   const lists: string[] = [];
   const marked = {
     ...m,

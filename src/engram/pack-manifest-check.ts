@@ -3,7 +3,7 @@
 // gives this rank, chunk sizes the layout allows, and checksums in the format's own notation.
 // Returns one line per problem (empty: sane).
 import type { ModelConfig } from './config.js';
-import { CHECKSUM_ALGORITHM, dataFileName, layerGeometry } from './pack-format.js';
+import { CHECKSUM_ALGORITHM, packedFileName, layerGeometry } from './pack-format.js';
 import { packRanges } from './pack-ranges.js';
 import type { PackedManifest } from './packed-manifest.js';
 
@@ -14,7 +14,7 @@ export function checkManifest(m: PackedManifest, config?: ModelConfig): string[]
   const wanted = split ? packRanges(m.layers, config, m.rank, m.world, m.split, 'the source snapshot') : [];
   for (const [i, l] of m.layers.entries()) {
     const name = `layer ${l.layer}`;
-    const file = dataFileName(l.layer, m.rank, m.world);
+    const file = packedFileName(l.layer, m.rank, m.world);
     if (l.file !== file) out.push(`${name}: file '${l.file}' should be '${file}'`);
     if (l.checksum.algorithm !== CHECKSUM_ALGORITHM) out.push(`${name}: checksum algorithm '${l.checksum.algorithm}' is not ${CHECKSUM_ALGORITHM}`);
     const g = layerGeometry(l);

@@ -13,17 +13,17 @@ import { parsePackedManifest, type PackSplit } from './packed-manifest.js';
 import {
   CHECKSUM_ALGORITHM,
   checksumHex,
-  dataFileName,
+  packedFileName,
   defaultChunkRows,
   headerJson,
-  HEADER_BYTES,
+  PACK_HEADER_BYTES,
   layerGeometry,
   MANIFEST_NAME,
   manifestText,
-  PACK_FORMAT,
-  PACK_VERSION,
-  type PackedLayerEntry,
-  type PackedManifestDoc,
+  MANIFEST_FORMAT,
+  MANIFEST_VERSION,
+  type PackedLayer,
+  type PackedManifest,
   type PackedSourceFile,
 } from './pack-format.js';
 import { fsyncDir, pollWhile, statSources, type PackTable } from './pack-io.js';
@@ -105,7 +105,7 @@ export interface PackSummary {
 
 interface PlannedLayer {
   table: PackTable;
-  entry: PackedLayerEntry;
+  entry: PackedLayer;
   fileBytes: number;
 }
 
@@ -121,15 +121,15 @@ function plan(req: PackRequest): PlannedLayer[] {
       }
       const rowBytes = table.dim + table.dim / 32;
       const chunkRows = req.chunkRows ?? defaultChunkRows(req.layout, rowBytes);
-      const entry: PackedLayerEntry = {
+      const entry: PackedLayer = {
         layer: r.layer,
         rows: table.rows,
         start: r.start,
         end: r.end,
-        file: dataFileName(r.layer, req.rank, req.world),
+        file: packedFileName(r.layer, req.rank, req.world),
         rowBytes,
         stride: rowBytes,
-        dataOffset: HEADER_BYTES,
+        dataOffset: PACK_HEADER_BYTES,
         weightDtype: table.weight.dtype,
         scaleDtype: table.scale.dtype,
         layout: req.layout,
@@ -140,7 +140,7 @@ function plan(req: PackRequest): PlannedLayer[] {
 }
 
 /** Why an existing manifest is not this request ('' when it is). */
-function difference(m: PackedManifestDoc, req: PackRequest, layers: PlannedLayer[], files: PackedSourceFile[]): string {
+function difference(m: PackedManifest, req: PackRequest, layers: PlannedLayer[], files: PackedSourceFile[]): string {
   if (m.rank !== req.rank || m.world !== req.world) return `it is rank ${m.rank} of ${m.world}`;
   if (m.split !== req.split) return `it uses the ${m.split} split`;
   if (m.layers.length !== layers.length) return `it holds ${m.layers.length} layers`;
@@ -160,7 +160,7 @@ function difference(m: PackedManifestDoc, req: PackRequest, layers: PlannedLayer
   return '';
 }
 
-async function readExisting(path: string): Promise<PackedManifestDoc | undefined> {
+async function readExisting(path: string): Promise<PackedManifest | undefined> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
@@ -201,7 +201,7 @@ async function checkSpace(out: string, layers: PlannedLayer[]): Promise<void> {
   }
 }
 
-async function writeManifest(out: string, doc: PackedManifestDoc): Promise<string> {
+async function writeManifest(out: string, doc: PackedManifest): Promise<string> {
   const path = join(out, MANIFEST_NAME);
   const tmp = `${path}.tmp`;
   const fh = await open(tmp, 'w');
@@ -266,7 +266,7 @@ async function packLocked(req: PackRequest, out: string, t0: number): Promise<Pa
   }
   if (req.checkSpace !== false) await checkSpace(out, layers);
 
-  const totalBytes = layers.reduce((s, l) => s + l.fileBytes - HEADER_BYTES, 0);
+  const totalBytes = layers.reduce((s, l) => s + l.fileBytes - PACK_HEADER_BYTES, 0);
   let doneBefore = 0;
   let copied = 0;
   let bytesWritten = 0;
@@ -279,7 +279,7 @@ async function packLocked(req: PackRequest, out: string, t0: number): Promise<Pa
       const f = files.find((x) => x.name === t.fileName)!;
       return { name: t.fileName, offset: t.fileOffset, bytes: f.bytes, mtimeMs: f.mtimeMs };
     };
-    const key = JSON.stringify({ format: PACK_FORMAT, version: PACK_VERSION, header, weight: source(table.weight), scale: source(table.scale) });
+    const key = JSON.stringify({ format: MANIFEST_FORMAT, version: MANIFEST_VERSION, header, weight: source(table.weight), scale: source(table.scale) });
     const job = packLayer({
       weight: { path: table.weight.file, offset: table.weight.fileOffset },
       scale: { path: table.scale.file, offset: table.scale.fileOffset },
@@ -329,9 +329,9 @@ async function packLocked(req: PackRequest, out: string, t0: number): Promise<Pa
       );
     }
   }
-  const doc: PackedManifestDoc = {
-    format: PACK_FORMAT,
-    version: PACK_VERSION,
+  const doc: PackedManifest = {
+    format: MANIFEST_FORMAT,
+    version: MANIFEST_VERSION,
     rank: req.rank,
     world: req.world,
     split: req.split,
@@ -343,7 +343,7 @@ async function packLocked(req: PackRequest, out: string, t0: number): Promise<Pa
   return summary(false, results, bytesWritten);
 }
 
-function layerSummary(l: PlannedLayer, e: PackedLayerEntry): PackLayerSummary {
+function layerSummary(l: PlannedLayer, e: PackedLayer): PackLayerSummary {
   return {
     layer: e.layer,
     file: e.file,

@@ -6,7 +6,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { SparkError } from '../errors.js';
 import { verifyLayer, type VerifyLayerProgress } from '../native/pack.js';
-import { chunkSpan, headerJson, layerGeometry, MANIFEST_NAME, type PackedLayerEntry } from './pack-format.js';
+import { chunkSpan, headerJson, layerGeometry, MANIFEST_NAME, type PackedLayer } from './pack-format.js';
 import { parsePackedManifest, type PackedManifest } from './packed-manifest.js';
 import { checkManifest } from './pack-manifest-check.js';
 import { pollWhile, type PackTable } from './pack-io.js';
@@ -124,7 +124,7 @@ async function verifyOne(
   req: VerifyRequest,
   dir: string,
   m: PackedManifest,
-  e: PackedLayerEntry,
+  e: PackedLayer,
   onProgress: (p: VerifyLayerProgress) => void,
 ): Promise<{ layer: VerifyLayerReport; problems: string[]; bytesRead: number }> {
   const g = layerGeometry(e);

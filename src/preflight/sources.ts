@@ -21,8 +21,6 @@ export interface SnapshotFacts {
   engram: { layer: number; rows: number; dim: number; rowBytes: number }[];
 }
 
-export const PACK_MANIFEST = 'engram-local.json';
-
 /** A checkpoint: an index, a single model.safetensors, or one .safetensors file. */
 export function isSnapshotPath(path: string): boolean {
   if (path.endsWith('.safetensors')) return existsSync(path);
@@ -30,9 +28,7 @@ export function isSnapshotPath(path: string): boolean {
 }
 
 /** A packed Engram directory (its manifest is written last, so present = complete). */
-export function isPackDir(path: string): boolean {
-  return existsSync(join(path, PACK_MANIFEST));
-}
+export { isPackedDir as isPackDir } from '../engram/packed-manifest.js';
 
 /**
  * The snapshot of `model` in a Hugging Face cache: hub/models--org--name/snapshots/<rev>, where

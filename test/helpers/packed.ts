@@ -2,14 +2,14 @@
 // with the format's own rules (docs/packed-format.md), independently of the packer.
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
-import { layerGeometry, PAGE_BYTES, type PackedLayerEntry, type PackedManifestDoc } from '../../src/engram/pack-format.js';
+import { layerGeometry, PAGE_BYTES, type PackedLayer, type PackedManifest } from '../../src/engram/pack-format.js';
 
-export function readManifest(dir: string): PackedManifestDoc {
-  return JSON.parse(readFileSync(join(dir, 'engram-local.json'), 'utf8')) as PackedManifestDoc;
+export function readManifest(dir: string): PackedManifest {
+  return JSON.parse(readFileSync(join(dir, 'engram-local.json'), 'utf8')) as PackedManifest;
 }
 
 /** Row `id` (global) of a packed layer, read with the format's own rules. */
-export function readPackedRow(dir: string, e: PackedLayerEntry, id: number): Buffer {
+export function readPackedRow(dir: string, e: PackedLayer, id: number): Buffer {
   const g = layerGeometry(e);
   const i = id - e.start;
   const off = e.layout === 'page' ? Math.floor(i / g.rowsPerPage) * PAGE_BYTES + (i % g.rowsPerPage) * e.stride : i * e.stride;

@@ -5,7 +5,9 @@ import { dirname, join } from 'node:path';
 import { ENGINES, type Engine } from '../../recipes/index.js';
 import { formatBytes } from '../../commands/format.js';
 import { defineRule, finding, whereEnv, whereNode } from '../rule.js';
-import { isPackDir, isSnapshotPath, PACK_MANIFEST, revisionOf } from '../sources.js';
+import { checkManifest } from '../../engram/pack-manifest-check.js';
+import { MANIFEST_NAME, parsePackedManifest, type PackedManifest } from '../../engram/packed-manifest.js';
+import { isPackDir, isSnapshotPath, revisionOf } from '../sources.js';
 import type { PreflightContext } from '../types.js';
 import { expectedEngramRows } from './snapshot.js';
 
@@ -83,17 +85,15 @@ export const manifest = defineRule({
   check(ctx) {
     const target = packTarget(ctx);
     if (!target || !isPackDir(target.host)) return [];
-    const path = join(target.host, PACK_MANIFEST);
-    let m: Record<string, unknown>;
+    const path = join(target.host, MANIFEST_NAME);
+    let m: PackedManifest;
     try {
-      m = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+      // The same strict reader the row store and verify use.
+      m = parsePackedManifest(readFileSync(path, 'utf8'), path);
     } catch (err) {
-      return [finding(this, { message: `${path} is not valid JSON (${(err as Error).message})`, where: path })];
+      return [finding(this, { message: (err as Error).message, where: path })];
     }
-    const problems: string[] = [];
-    if (m.format !== 'spark-engram-packed' || m.version !== 1) {
-      problems.push(`format ${JSON.stringify(m.format)} version ${JSON.stringify(m.version)}, expected spark-engram-packed version 1`);
-    }
+    const problems = checkManifest(m);
     if (m.world !== ctx.world) problems.push(`world ${JSON.stringify(m.world)}, the recipe runs ${ctx.world} ranks`);
     if (ctx.node && ctx.node.rank !== null && m.rank !== ctx.node.rank) {
       problems.push(`rank ${JSON.stringify(m.rank)}, this is ${whereNode(ctx)}`);
@@ -102,9 +102,8 @@ export const manifest = defineRule({
     if (m.split !== split) problems.push(`split ${JSON.stringify(m.split)}, ${ctx.recipe.engine} splits by ${split}`);
     const src = ctx.snapshotSource();
     const want = src ? revisionOf(src.dir) : undefined;
-    const source = m.source as { revision?: unknown } | undefined;
-    if (want && typeof source?.revision === 'string' && source.revision !== want) {
-      problems.push(`source revision ${source.revision}, the model snapshot is ${want}`);
+    if (want && m.source.revision !== undefined && m.source.revision !== want) {
+      problems.push(`source revision ${m.source.revision}, the model snapshot is ${want}`);
     }
     return problems.map((p) => finding(this, { message: `${path}: ${p}`, where: path }));
   },
