@@ -1,8 +1,8 @@
 // config.json: the model facts the tools need. DeepSeek-V4.1 nests them under `text_config`;
 // older and flat configs keep them at the top level. Both are accepted, text_config first.
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SparkError } from '../errors.js';
+import { readTextIfExists } from '../read-optional.js';
 
 export interface EngramConfig {
   layerIds: number[];
@@ -32,13 +32,8 @@ function isObject(v: unknown): v is Json {
 /** Reads DIR/config.json; undefined when the file does not exist. */
 export async function readModelConfig(dir: string): Promise<ModelConfig | undefined> {
   const path = join(dir, 'config.json');
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
-  }
+  const text = await readTextIfExists(path);
+  if (text === undefined) return undefined;
   let raw: unknown;
   try {
     raw = JSON.parse(text);

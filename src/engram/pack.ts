@@ -5,7 +5,7 @@
 // packer), fsync'd and renamed; the source files' size and mtime are re-checked; then
 // engram-local.json is written to a temporary file, fsync'd, renamed and the directory
 // fsync'd; only then are the journals removed. A directory without the manifest is not a pack.
-import { mkdir, open, readFile, rename, rm, stat, statfs } from 'node:fs/promises';
+import { mkdir, open, rename, rm, stat, statfs } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { SparkError } from '../errors.js';
 import { lockDirectory, packLayer, type PackLayerProgress, type PackLayout } from '../native/pack.js';
@@ -27,6 +27,7 @@ import {
   type PackedSourceFile,
 } from './pack-format.js';
 import { fsyncDir, pollWhile, statSources, type PackTable } from './pack-io.js';
+import { readTextIfExists } from '../read-optional.js';
 
 export interface PackRange {
   layer: number;
@@ -161,13 +162,8 @@ function difference(m: PackedManifest, req: PackRequest, layers: PlannedLayer[],
 }
 
 async function readExisting(path: string): Promise<PackedManifest | undefined> {
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
-  }
+  const text = await readTextIfExists(path);
+  if (text === undefined) return undefined;
   try {
     return parsePackedManifest(text, path);
   } catch (err) {

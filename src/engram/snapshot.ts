@@ -1,12 +1,13 @@
 // The snapshot model: a checkpoint directory (index + shards), a single model.safetensors, or
 // one .safetensors file, validated and reduced to what the tools need: the shards, every
 // tensor's place in its file, config.json, and the Engram tables.
-import { lstat, readFile, realpath, stat } from 'node:fs/promises';
+import { lstat, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { SparkError } from '../errors.js';
 import { readHeadersSettled, type SafetensorsHeader, type SafetensorsTensor } from '../native/safetensors.js';
 import { readModelConfig, type ModelConfig } from './config.js';
 import { engramTensorNames, findEngramTables, type EngramPatterns, type EngramTable, type TensorRef } from './engram-tables.js';
+import { readTextIfExists } from '../read-optional.js';
 
 export type { EngramTable, TensorRef } from './engram-tables.js';
 
@@ -65,13 +66,8 @@ export async function openSnapshot(path: string, options: OpenSnapshotOptions = 
 type WeightMap = Map<string, string>;
 
 async function readIndex(indexPath: string): Promise<WeightMap | undefined> {
-  let text: string;
-  try {
-    text = await readFile(indexPath, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
-  }
+  const text = await readTextIfExists(indexPath);
+  if (text === undefined) return undefined;
   let doc: unknown;
   try {
     doc = JSON.parse(text);
