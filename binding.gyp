@@ -18,7 +18,7 @@
         "native/core/pack.cc",
         "native/core/pack_chunks.cc",
         "native/core/pack_format.cc",
-        "native/core/pack_io.cc",
+        "native/core/file_io.cc",
         "native/core/pack_journal.cc",
         "native/core/verify.cc",
         "native/core/tiling.cc",

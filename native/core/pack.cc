@@ -13,7 +13,7 @@
 
 #include "core/crc32.h"
 #include "core/pack_chunks.h"
-#include "core/pack_io.h"
+#include "core/file_io.h"
 #include "core/pack_journal.h"
 #include "core/worker_group.h"
 

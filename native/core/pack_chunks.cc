@@ -4,7 +4,7 @@
 
 #include "core/checked.h"
 #include "core/crc32.h"
-#include "core/pack_io.h"
+#include "core/file_io.h"
 
 namespace spark {
 

@@ -7,7 +7,7 @@
 
 #include "core/pack.h"
 #include "core/pack_format.h"
-#include "core/pack_io.h"
+#include "core/file_io.h"
 #include "core/status.h"
 
 namespace spark {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/pack_io.h"
+#include "core/file_io.h"
 #include "core/status.h"
 
 namespace spark {

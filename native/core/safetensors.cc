@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "core/checked.h"
+#include "core/file_io.h"
 #include "core/json.h"
 #include "core/utf8.h"
 
@@ -402,31 +403,6 @@ Status ParseHeaderBytes(const uint8_t* bytes, size_t len, uint64_t data_length, 
   return status;
 }
 
-namespace {
-
-// pread until `len` bytes are in or the file ends; *got is how many arrived.
-Status PreadFull(int fd, uint8_t* buf, size_t len, uint64_t offset, const std::string& path, size_t* got) {
-  *got = 0;
-  while (*got < len) {
-    ssize_t r = pread(fd, buf + *got, len - *got, static_cast<off_t>(offset + *got));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoStatus(errno, "read", path).At(offset + *got);
-    }
-    if (r == 0) break;
-    *got += static_cast<size_t>(r);
-  }
-  return Status::Ok();
-}
-
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) close(fd);
-  }
-};
-
-}  // namespace
 
 Status ReadHeader(const std::string& path, Header* out) {
   *out = Header();
@@ -435,10 +411,9 @@ Status ReadHeader(const std::string& path, Header* out) {
   if (path.find('\0') != std::string::npos) return Status::Error(Code::E_USAGE, "the path contains a NUL byte", Printable(path, 200));
   Fd file;
   // O_NONBLOCK: opening a FIFO by mistake must not hang; it is refused below.
-  file.fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (file.fd < 0) return ErrnoStatus(errno, "open", path);
+  if (Status s = OpenFile(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK, &file); !s.ok()) return s;
   struct stat st;
-  if (fstat(file.fd, &st) != 0) return ErrnoStatus(errno, "fstat", path);
+  if (fstat(file.get(), &st) != 0) return ErrnoStatus(errno, "fstat", path);
   if (!S_ISREG(st.st_mode)) {
     return Status::Error(Code::E_IO, std::string(S_ISDIR(st.st_mode) ? "is a directory" : "is not a regular file") +
                                          ", expected a .safetensors file", path);
@@ -452,7 +427,7 @@ Status ReadHeader(const std::string& path, Header* out) {
   }
   uint8_t prefix[8];
   size_t got = 0;
-  if (Status s = PreadFull(file.fd, prefix, 8, 0, path, &got); !s.ok()) return s;
+  if (Status s = PreadFull(file.get(), prefix, 8, 0, path, &got); !s.ok()) return s;
   if (got < 8) return Status::Error(Code::E_SAFETENSORS_TRUNCATED, "the file shrank while being read; re-download this file", path);
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = n << 8 | prefix[i];
@@ -476,7 +451,7 @@ Status ReadHeader(const std::string& path, Header* out) {
   } catch (const std::bad_alloc&) {
     return Status::Error(Code::E_INTERNAL, "out of memory reading a " + std::to_string(n) + "-byte header", path);
   }
-  if (Status s = PreadFull(file.fd, header.data(), n, 8, path, &got); !s.ok()) return s;
+  if (Status s = PreadFull(file.get(), header.data(), n, 8, path, &got); !s.ok()) return s;
   if (got < n) return Status::Error(Code::E_SAFETENSORS_TRUNCATED, "the file shrank while being read; re-download this file", path);
   return ParseHeaderBytes(header.data(), header.size(), size - 8 - n, path, out);
 }

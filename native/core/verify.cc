@@ -7,7 +7,7 @@
 #include <mutex>
 
 #include "core/pack_chunks.h"
-#include "core/pack_io.h"
+#include "core/file_io.h"
 #include "core/worker_group.h"
 
 namespace spark {

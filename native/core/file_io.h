@@ -1,4 +1,4 @@
-// File helpers for the packer and verifier: an owning descriptor, full-length pread/pwrite
+// File helpers for the header reader, the packer and the verifier: an owning descriptor, full-length pread/pwrite
 // that retry on EINTR and short transfers, and the fsync steps of a durable rename.
 #pragma once
 
