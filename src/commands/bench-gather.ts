@@ -7,7 +7,7 @@ import { runGatherBench, type BenchVariant, type GatherBenchOptions, type Gather
 import { lineChartSvg } from '../engram/svg-chart.js';
 import { usageError } from '../errors.js';
 import type { CommandResult, Io } from '../io.js';
-import { table } from './format.js';
+import { table } from '../format.js';
 import { fromEnv, parseCount, parseCountList } from './options.js';
 
 export interface BenchGatherRun extends GatherBenchOptions {

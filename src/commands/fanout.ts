@@ -5,7 +5,7 @@ import type { CliContext } from '../cli.js';
 import { SparkError } from '../errors.js';
 import type { CommandResult, Io } from '../io.js';
 import { formatDuration, runNodeTasks, type NodeTaskReport, type NodeTaskRequest } from '../launch/index.js';
-import { formatBytes, table } from './format.js';
+import { formatBytes, table } from '../format.js';
 import { parseSeconds } from './launch.js';
 import { parseCount } from './options.js';
 

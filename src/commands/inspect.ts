@@ -4,7 +4,7 @@ import { Command } from 'commander';
 import type { CliContext } from '../cli.js';
 import { openSnapshot, type Snapshot, type TensorRef } from '../engram/snapshot.js';
 import type { CommandResult } from '../io.js';
-import { formatBytes, table } from './format.js';
+import { formatBytes, table } from '../format.js';
 import { engramPatternFlags, patternsFromFlags, snapshotArgument, type PatternFlags } from './snapshot-args.js';
 
 interface InspectFlags extends PatternFlags {

@@ -16,7 +16,7 @@ import {
   type LaunchRequest,
 } from '../launch/index.js';
 import { readCluster } from '../recipes/index.js';
-import { table } from './format.js';
+import { table } from '../format.js';
 
 export interface LaunchFlags {
   cluster?: string;

@@ -8,7 +8,7 @@ import type { CommandResult, Io } from '../io.js';
 import type { PackProgressInfo, PackSummary } from '../engram/pack.js';
 import type { PackLayout } from '../native/pack.js';
 import { parseSplit } from '../engram/ranges.js';
-import { formatBytes } from './format.js';
+import { formatBytes } from '../format.js';
 import { fromEnv, parseCount, requireOption } from './options.js';
 import { progressLine, type ProgressLine } from './progress.js';
 import { engramPatternFlags, patternsFromFlags, snapshotArgument } from './snapshot-args.js';

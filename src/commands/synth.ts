@@ -4,7 +4,7 @@ import type { CliContext } from '../cli.js';
 import { synthesize, SYNTH_DEFAULTS, type SynthOptions, type SynthResult } from '../engram/synth.js';
 import type { CommandResult, Io } from '../io.js';
 import { parseCount, parseCountList } from './options.js';
-import { formatBytes } from './format.js';
+import { formatBytes } from '../format.js';
 
 interface SynthFlags {
   layers?: string;

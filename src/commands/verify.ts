@@ -6,7 +6,7 @@ import type { CliContext } from '../cli.js';
 import { usageError } from '../errors.js';
 import type { CommandResult, Io } from '../io.js';
 import type { VerifyReport, VerifyRowsMode } from '../engram/verify.js';
-import { formatBytes } from './format.js';
+import { formatBytes } from '../format.js';
 import { fromEnv, parseCount } from './options.js';
 import { progressLine } from './progress.js';
 

@@ -1,6 +1,6 @@
 // Container settings.
 import { ENGINES, parseDockerSize } from '../../recipes/index.js';
-import { formatBytes } from '../../commands/format.js';
+import { formatBytes } from '../../format.js';
 import { defineRule, finding, whereKey } from '../rule.js';
 
 export const MIN_SHM_BYTES = 2 ** 30;

@@ -3,7 +3,7 @@
 import { existsSync, readFileSync, statfsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ENGINES, type Engine } from '../../recipes/index.js';
-import { formatBytes } from '../../commands/format.js';
+import { formatBytes } from '../../format.js';
 import { defineRule, finding, whereEnv, whereNode } from '../rule.js';
 import { checkManifest } from '../../engram/pack-manifest-check.js';
 import { MANIFEST_NAME, parsePackedManifest, type PackedManifest } from '../../engram/packed-manifest.js';

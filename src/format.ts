@@ -1,4 +1,4 @@
-// Human formatting shared by command reports.
+// Human formatting shared by reports: byte sizes and plain-text tables.
 
 export function formatBytes(n: number): string {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
