@@ -12,13 +12,10 @@
 // u64 values are JS numbers when safe integers, BigInt otherwise (never rounded).
 #include <napi.h>
 
-#include <algorithm>
-#include <atomic>
-#include <condition_variable>
-#include <mutex>
 
 #include "binding/async.h"
 #include "binding/errors.h"
+#include "core/parallel.h"
 #include "core/safetensors.h"
 #include "core/shard_set.h"
 #include "core/thread_pool.h"
@@ -34,30 +31,10 @@ ThreadPool& HeaderPool() {
   static ThreadPool* pool = new ThreadPool(kHeaderThreads);
   return *pool;
 }
-// Runs each call's baton, which blocks while its reads run on HeaderPool(). A separate pool
-// because a task must not wait on the pool it runs in.
+// Runs each call's baton, which works through its reads together with HeaderPool().
 ThreadPool& CallPool() {
   static ThreadPool* pool = new ThreadPool(4);
   return *pool;
-}
-
-// fn(i) for every i in [0, n) on `pool`, with at most `workers` tasks; blocks until done.
-void RunParallel(ThreadPool& pool, size_t n, size_t workers, const std::function<void(size_t)>& fn) {
-  workers = std::min({n, workers, pool.size()});
-  if (workers == 0) return;
-  std::atomic<size_t> next{0};
-  std::mutex mu;
-  std::condition_variable cv;
-  size_t remaining = workers;
-  for (size_t w = 0; w < workers; ++w) {
-    pool.Submit([&] {
-      for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) fn(i);
-      std::lock_guard<std::mutex> lock(mu);
-      if (--remaining == 0) cv.notify_one();
-    });
-  }
-  std::unique_lock<std::mutex> lock(mu);
-  cv.wait(lock, [&] { return remaining == 0; });
 }
 
 Napi::Value HeaderToJs(Napi::Env env, const safetensors::Header& h) {

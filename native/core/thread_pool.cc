@@ -1,7 +1,5 @@
 #include "core/thread_pool.h"
 
-#include <atomic>
-
 namespace spark {
 
 ThreadPool::ThreadPool(size_t threads) {
@@ -39,25 +37,6 @@ void ThreadPool::WorkerLoop() {
     }
     task();
   }
-}
-
-void ThreadPool::ParallelFor(size_t n, const std::function<void(size_t)>& fn) {
-  if (n == 0) return;
-  // Each worker pulls the next index until none are left; one task per worker, not per index.
-  std::atomic<size_t> next{0};
-  std::mutex done_mu;
-  std::condition_variable done_cv;
-  size_t tasks = n < size() ? n : size();
-  size_t remaining = tasks;
-  for (size_t t = 0; t < tasks; ++t) {
-    Submit([&] {
-      for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) fn(i);
-      std::lock_guard<std::mutex> lock(done_mu);
-      if (--remaining == 0) done_cv.notify_one();
-    });
-  }
-  std::unique_lock<std::mutex> lock(done_mu);
-  done_cv.wait(lock, [&] { return remaining == 0; });
 }
 
 }  // namespace spark

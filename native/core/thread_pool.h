@@ -21,10 +21,7 @@ class ThreadPool {
 
   size_t size() const { return workers_.size(); }
   void Submit(std::function<void()> task);
-
-  // Runs fn(i) for every i in [0, n) on the pool and blocks until all have returned.
-  // Must not be called from one of this pool's own threads (it would wait on itself).
-  void ParallelFor(size_t n, const std::function<void(size_t)>& fn);
+  // To fan one piece of work out over the pool, see RunParallel (core/parallel.h).
 
  private:
   void WorkerLoop();

@@ -2,20 +2,21 @@
 #include <vector>
 
 #include "core/checked.h"
+#include "core/parallel.h"
 #include "core/thread_pool.h"
 #include "test/testing.h"
 
-TEST(ParallelForVisitsEveryIndexOnce) {
+TEST(RunParallelVisitsEveryIndexOnce) {
   spark::ThreadPool pool(8);
   std::vector<std::atomic<int>> hits(10000);
-  pool.ParallelFor(hits.size(), [&](size_t i) { hits[i].fetch_add(1); });
+  spark::RunParallel(pool, hits.size(), pool.size(), [&](size_t i) { hits[i].fetch_add(1); });
   for (auto& h : hits) CHECK_EQ(h.load(), 1);
 }
 
-TEST(ParallelForWithMoreThreadsThanWork) {
+TEST(RunParallelWithMoreThreadsThanWork) {
   spark::ThreadPool pool(16);
   std::atomic<int> sum{0};
-  pool.ParallelFor(3, [&](size_t i) { sum += static_cast<int>(i) + 1; });
+  spark::RunParallel(pool, 3, pool.size(), [&](size_t i) { sum += static_cast<int>(i) + 1; });
   CHECK_EQ(sum.load(), 6);
 }
 
