@@ -31,7 +31,8 @@ test('fanout pack: each node packs its own rank of W, output prefixed, one summa
   assert.equal(packs.length, 3);
   for (const [rank, host] of ['r1', 'r2', 'r3'].entries()) {
     const call = packs.find((c) => c.host === host)!;
-    assert.deepEqual(call.argv, ['pack', SNAP, '--out', '/var/lib/spark/engram', '--rank', String(rank), '--world', '3', '--json', '--threads', '64']);
+    // --progress 30 (the fan-out's default interval): plain progress lines over ssh.
+    assert.deepEqual(call.argv, ['pack', SNAP, '--out', '/var/lib/spark/engram', '--rank', String(rank), '--world', '3', '--json', '--progress', '30', '--threads', '64']);
   }
   const doc = JSON.parse(r.stdout) as { kind: string; world: number; nodes: { rank: number; host: string; status: string; result: { bytes: number; rank: number } }[] };
   assert.equal(doc.kind, 'pack');

@@ -93,3 +93,13 @@ test('a full disk is exit 3 with the numbers; mid-pack it keeps what was written
     fs.unmount();
   }
 });
+
+test('pack --progress prints whole progress lines without a terminal', async () => {
+  const snap = makeSnapshot({ vocab: 3000 });
+  const r = await cli(['pack', snap.dir, '--out', join(tempDir(), 'p'), '--rank', '0', '--world', '1', '--progress', '1']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stderr, /^pack layer 1 \(1\/2\) .*%$/m);
+  assert.ok(!r.stderr.includes('\r'), 'no terminal control characters in a log');
+  const bad = await cli(['pack', snap.dir, '--out', join(tempDir(), 'q'), '--rank', '0', '--world', '1', '--progress', '0']);
+  assert.equal(bad.code, 2);
+});

@@ -10,7 +10,7 @@ import type { PackLayout } from '../native/pack.js';
 import { parseSplit } from '../engram/ranges.js';
 import { formatBytes } from '../format.js';
 import { fromEnv, parseCount, requireOption } from './options.js';
-import { progressLine, type ProgressLine } from './progress.js';
+import { progressLine, progressLog, type ProgressLine } from './progress.js';
 import { engramPatternFlags, patternsFromFlags, snapshotArgument } from './snapshot-args.js';
 
 /** Pack workers each hold ~2 chunks (~33 MiB): more than this buys no bandwidth. */
@@ -27,6 +27,7 @@ export interface PackFlags {
   layout?: string;
   chunkRows?: string;
   syncEvery?: string;
+  progress?: string;
   spaceCheck?: boolean;
   force?: boolean;
   json?: boolean;
@@ -46,6 +47,8 @@ export interface PackOptions {
   force: boolean;
   weightPattern?: RegExp;
   scalePattern?: RegExp;
+  /** Plain progress lines every this many seconds even without a terminal (logs, fan-out). */
+  progressSeconds?: number;
 }
 
 export function parsePackFlags(snapshot: string | undefined, f: PackFlags, io: Io): PackOptions {
@@ -72,6 +75,7 @@ export function parsePackFlags(snapshot: string | undefined, f: PackFlags, io: I
   };
   if (f.chunkRows !== undefined) o.chunkRows = parseCount(f.chunkRows, '--chunk-rows', 1, 1 << 24);
   if (f.syncEvery !== undefined) o.syncBytes = parseCount(f.syncEvery, '--sync-every', 1, 1 << 20) * 2 ** 20;
+  if (f.progress !== undefined) o.progressSeconds = parseCount(f.progress, '--progress', 1, 86_400);
   return { ...o, ...patternsFromFlags(f) };
 }
 
@@ -112,7 +116,11 @@ export async function runPack(o: PackOptions, io: Io): Promise<CommandResult> {
     ...(o.scalePattern ? { scalePattern: o.scalePattern } : {}),
   });
   const ranges = packRanges(snapshot.engram, snapshot.config, o.rank, o.world, o.split);
-  const line: ProgressLine | undefined = io.stderrIsTTY ? progressLine(io) : undefined;
+  const line: ProgressLine | undefined = io.stderrIsTTY
+    ? progressLine(io)
+    : o.progressSeconds !== undefined
+      ? progressLog(io, o.progressSeconds)
+      : undefined;
   let summary: PackSummary;
   try {
     summary = await packEngram({
@@ -150,6 +158,7 @@ export function packCommand(ctx: CliContext): Command {
     .option('--threads <n>', `copy workers (default SPARK_ENGRAM_THREADS, else 4; at most ${MAX_PACK_THREADS} are used)`)
     .option('--chunk-rows <n>', 'rows per checksum chunk (default ~16 MiB of rows)')
     .option('--sync-every <MiB>', 'make progress durable every this many MiB (default 1024) or 2 s; lost work on a crash is at most that')
+    .option('--progress <seconds>', 'without a terminal, print a progress line every this many seconds (logs, spark fanout)')
     .option('--no-space-check', 'skip the free-space check (for filesystems that misreport free space)')
     .option('--force', 'replace a complete pack in --out that differs from this one')
     .option('--json', 'print a JSON summary (bytes, seconds, layers)')

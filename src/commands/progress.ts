@@ -1,5 +1,6 @@
-// A one-line progress display on stderr, for terminals only (callers check io.stderrIsTTY):
-// each update rewrites the line; done() ends it so the report starts on a fresh line.
+// Progress on stderr. On a terminal, one line that each update rewrites (done() ends it so the
+// report starts on a fresh line); elsewhere (a log, ssh under `spark fanout`), whole lines at
+// most every few seconds.
 import type { Io } from '../io.js';
 
 export interface ProgressLine {
@@ -17,6 +18,28 @@ export function progressLine(io: Io): ProgressLine {
     done() {
       if (shown) io.stderr('\r\x1b[K');
       shown = false;
+    },
+  };
+}
+
+/** Whole lines: the first update, then at most one every `seconds`, and the last one at done(). */
+export function progressLog(io: Io, seconds: number): ProgressLine {
+  let last = -Infinity;
+  let pending: string | undefined;
+  return {
+    update(text: string) {
+      const now = performance.now();
+      if (now - last < seconds * 1000) {
+        pending = text;
+        return;
+      }
+      last = now;
+      pending = undefined;
+      io.stderr(`${text}\n`);
+    },
+    done() {
+      if (pending !== undefined) io.stderr(`${pending}\n`);
+      pending = undefined;
     },
   };
 }

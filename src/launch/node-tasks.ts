@@ -45,6 +45,9 @@ export function nodeTaskArgv(req: NodeTaskRequest, spark: string, rank: number, 
   if (req.kind === 'pack') {
     if (req.out === undefined) throw new SparkError('E_USAGE', 'fanout pack needs --out DIR (the output directory on each node)');
     const argv = [spark, 'pack', req.path, '--out', req.out, '--rank', String(rank), '--world', String(world), '--json'];
+    // ssh gives the remote pack no terminal: ask for plain progress lines, which the fan-out
+    // streams with each node's prefix.
+    if (req.progressEveryMs > 0) argv.push('--progress', String(Math.max(1, Math.round(req.progressEveryMs / 1000))));
     if (req.split !== undefined) argv.push('--split', req.split);
     if (req.threads !== undefined) argv.push('--threads', String(req.threads));
     if (req.layout !== undefined) argv.push('--layout', req.layout);
