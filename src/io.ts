@@ -34,8 +34,10 @@ export interface CommandResult {
 
 /** JSON.stringify that writes BigInts as exact decimal numbers. */
 export function toJson(value: unknown, indent = 2): string {
-  const marked = JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? `__big__${v}` : v), indent);
-  return marked.replace(/"__big__(\d+)"/g, '$1');
+  // BigInts go through a marker string; a per-call nonce keeps real strings from matching it.
+  const marker = `__bigint_${Math.random().toString(36).slice(2)}_`;
+  const marked = JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? `${marker}${v}` : v), indent);
+  return marked.replace(new RegExp(`"${marker}(\\d+)"`, 'g'), '$1');
 }
 
 /**

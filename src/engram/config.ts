@@ -2,7 +2,7 @@
 // older and flat configs keep them at the top level. Both are accepted, text_config first.
 import { join } from 'node:path';
 import { SparkError } from '../errors.js';
-import { readTextIfExists } from '../read-optional.js';
+import { readJsonIfExists } from '../read-optional.js';
 
 export interface EngramConfig {
   layerIds: number[];
@@ -32,14 +32,8 @@ function isObject(v: unknown): v is Json {
 /** Reads DIR/config.json; undefined when the file does not exist. */
 export async function readModelConfig(dir: string): Promise<ModelConfig | undefined> {
   const path = join(dir, 'config.json');
-  const text = await readTextIfExists(path);
-  if (text === undefined) return undefined;
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (err) {
-    throw new SparkError('E_CONFIG', `${path}: not valid JSON (${(err as Error).message})`, { path });
-  }
+  const raw = await readJsonIfExists(path, 'E_CONFIG');
+  if (raw === undefined) return undefined;
   if (!isObject(raw)) throw new SparkError('E_CONFIG', `${path}: expected a JSON object`, { path });
   return parseModelConfig(raw, path);
 }

@@ -7,7 +7,7 @@ import { SparkError } from '../errors.js';
 import { readHeadersSettled, type SafetensorsHeader, type SafetensorsTensor } from '../native/safetensors.js';
 import { readModelConfig, type ModelConfig } from './config.js';
 import { engramTensorNames, findEngramTables, type EngramPatterns, type EngramTable, type TensorRef } from './engram-tables.js';
-import { readTextIfExists } from '../read-optional.js';
+import { readJsonIfExists } from '../read-optional.js';
 
 export type { EngramTable, TensorRef } from './engram-tables.js';
 
@@ -66,14 +66,8 @@ export async function openSnapshot(path: string, options: OpenSnapshotOptions = 
 type WeightMap = Map<string, string>;
 
 async function readIndex(indexPath: string): Promise<WeightMap | undefined> {
-  const text = await readTextIfExists(indexPath);
-  if (text === undefined) return undefined;
-  let doc: unknown;
-  try {
-    doc = JSON.parse(text);
-  } catch (err) {
-    throw new SparkError('E_INDEX_JSON', `${indexPath}: not valid JSON (${(err as Error).message})`, { path: indexPath });
-  }
+  const doc = await readJsonIfExists(indexPath, 'E_INDEX_JSON');
+  if (doc === undefined) return undefined;
   const weightMap = (doc as { weight_map?: unknown } | null)?.weight_map;
   if (typeof doc !== 'object' || doc === null || typeof weightMap !== 'object' || weightMap === null || Array.isArray(weightMap)) {
     throw new SparkError('E_INDEX_JSON', `${indexPath}: expected an object with a "weight_map" object`, { path: indexPath });
