@@ -10,6 +10,7 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SparkError } from '../errors.js';
+import { arr, bad, int, num, obj, str } from './manifest-fields.js';
 
 export const MANIFEST_NAME = 'engram-local.json';
 export const MANIFEST_FORMAT = 'spark-engram-packed';
@@ -179,34 +180,4 @@ function parseLayer(path: string, key: string, value: unknown): PackedLayer {
     throw bad(path, `${key}.checksum.values`, `has ${values.length} entries; ${end - start} rows in chunks of ${chunkRows} need ${chunks}`);
   }
   return { layer, rows, start, end, file, rowBytes, stride, dataOffset, weightDtype, scaleDtype, layout, checksum: { algorithm, chunkRows, values } };
-}
-
-function bad(path: string, key: string, what: string): SparkError {
-  const where = key === '' ? path : `${path}: ${key}`;
-  return new SparkError('E_PACK_MANIFEST', `${where} ${what}`, { path, key });
-}
-
-function obj(path: string, key: string, v: unknown): Record<string, unknown> {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw bad(path, key, 'must be a JSON object');
-  return v as Record<string, unknown>;
-}
-
-function arr(path: string, key: string, v: unknown): unknown[] {
-  if (!Array.isArray(v)) throw bad(path, key, 'must be an array');
-  return v;
-}
-
-function str(path: string, key: string, v: unknown): string {
-  if (typeof v !== 'string' || v === '') throw bad(path, key, 'must be a non-empty string');
-  return v;
-}
-
-function num(path: string, key: string, v: unknown): number {
-  if (typeof v !== 'number' || !Number.isFinite(v)) throw bad(path, key, 'must be a number');
-  return v;
-}
-
-function int(path: string, key: string, v: unknown, min: number): number {
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) throw bad(path, key, `must be a whole number >= ${min}`);
-  return v;
 }

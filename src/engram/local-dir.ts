@@ -1,0 +1,48 @@
+// What kind of node-local directory a path is, from its manifest alone:
+//   sparse   engram-local.json whose `layers` is the overlay's {"L": [lo, hi]} object: the
+//            overlay's sparse copy (spark pack --layout sparse, or the overlay's own tools);
+//   packed   spark-pack.json (layouts dense and page), or the engram-local.json of format
+//            version 1 as first shipped, whose `layers` is an array;
+//   none     no manifest: a snapshot (or nothing spark made).
+// The manifest names differ so the overlay, which reads any engram-local.json as a sparse copy,
+// never mistakes a dense or page pack for one.
+import { join } from 'node:path';
+import { SparkError } from '../errors.js';
+import { readTextIfExists } from '../read-optional.js';
+import { parsePackedManifest, type PackedManifest } from './packed-manifest.js';
+import { hasSparseLayers, parseSparseManifest, SPARSE_MANIFEST_NAME, type SparseManifest } from './sparse-manifest.js';
+
+/** The manifest of spark's own one-read layouts (dense, page). */
+export const PACK_MANIFEST_NAME = 'spark-pack.json';
+/** The name version 1 packs were first written under, read still. */
+export const LEGACY_PACK_MANIFEST_NAME = SPARSE_MANIFEST_NAME;
+
+export type LocalDir =
+  | { kind: 'sparse'; dir: string; manifestPath: string; manifest: SparseManifest }
+  | { kind: 'packed'; dir: string; manifestPath: string; manifest: PackedManifest }
+  | { kind: 'none'; dir: string };
+
+/** Reads and checks whichever manifest `dir` holds; a malformed one is E_PACK_MANIFEST. */
+export async function readLocalDir(dir: string): Promise<LocalDir> {
+  const packPath = join(dir, PACK_MANIFEST_NAME);
+  const packText = await readTextIfExists(packPath);
+  if (packText !== undefined) return { kind: 'packed', dir, manifestPath: packPath, manifest: parsePackedManifest(packText, packPath) };
+  const localPath = join(dir, SPARSE_MANIFEST_NAME);
+  const localText = await readTextIfExists(localPath);
+  if (localText === undefined) return { kind: 'none', dir };
+  let doc: unknown;
+  try {
+    doc = JSON.parse(localText);
+  } catch (err) {
+    throw new SparkError('E_PACK_MANIFEST', `${localPath} is not valid JSON (${(err as Error).message}); re-run spark pack`, { path: localPath });
+  }
+  if (hasSparseLayers(doc)) return { kind: 'sparse', dir, manifestPath: localPath, manifest: parseSparseManifest(localText, localPath) };
+  if (Array.isArray((doc as { layers?: unknown } | null)?.layers)) {
+    return { kind: 'packed', dir, manifestPath: localPath, manifest: parsePackedManifest(localText, localPath) };
+  }
+  throw new SparkError(
+    'E_PACK_MANIFEST',
+    `${localPath}: layers must be an object of "L": [lo, hi] (a sparse copy) or, in a version 1 pack, an array; re-run spark pack`,
+    { path: localPath, key: 'layers' },
+  );
+}

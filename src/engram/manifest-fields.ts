@@ -1,0 +1,50 @@
+// Field readers for the JSON manifests spark reads (packed and sparse): each checks one value
+// and fails with one E_PACK_MANIFEST error naming the file and the key.
+import { SparkError } from '../errors.js';
+
+export function bad(path: string, key: string, what: string): SparkError {
+  const where = key === '' ? path : `${path}: ${key}`;
+  return new SparkError('E_PACK_MANIFEST', `${where} ${what}`, { path, key });
+}
+
+export function obj(path: string, key: string, v: unknown): Record<string, unknown> {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw bad(path, key, 'must be a JSON object');
+  return v as Record<string, unknown>;
+}
+
+export function arr(path: string, key: string, v: unknown): unknown[] {
+  if (!Array.isArray(v)) throw bad(path, key, 'must be an array');
+  return v;
+}
+
+export function str(path: string, key: string, v: unknown): string {
+  if (typeof v !== 'string' || v === '') throw bad(path, key, 'must be a non-empty string');
+  return v;
+}
+
+export function plainName(path: string, key: string, v: unknown): string {
+  const s = str(path, key, v);
+  if (s.includes('/') || s.includes('\\') || s.startsWith('.') || s.includes('\0')) {
+    throw bad(path, key, `'${s}' must be a plain file name inside the copy's directory`);
+  }
+  return s;
+}
+
+export function hex8(path: string, key: string, v: unknown): string {
+  if (typeof v !== 'string' || !/^[0-9a-f]{8}$/.test(v)) throw bad(path, key, 'must be 8 lowercase hex digits (a CRC-32)');
+  return v;
+}
+
+export function num(path: string, key: string, v: unknown): number {
+  if (typeof v !== 'number' || !Number.isFinite(v)) throw bad(path, key, 'must be a number');
+  return v;
+}
+
+export function int(path: string, key: string, v: unknown, min: number): number {
+  if (typeof v === 'number' && Number.isInteger(v) && !Number.isSafeInteger(v)) {
+    throw bad(path, key, `is larger than 2^53 - 1, the largest row or byte count a manifest can hold exactly`);
+  }
+  if (typeof v !== 'number' || !Number.isInteger(v)) throw bad(path, key, `must be a whole number (got ${JSON.stringify(v)})`);
+  if (v < min) throw bad(path, key, `must be >= ${min} (got ${v})`);
+  return v;
+}
