@@ -32,7 +32,7 @@ const moveArgsBelowMounts = (text: string): string => {
 function fullRange(w: World): string {
   const cfg = JSON.parse(readFileSync(join(w.snapshotDir, 'config.json'), 'utf8')) as { text_config: { engram_num_embeddings: number[] } };
   const [a, b] = cfg.text_config.engram_num_embeddings;
-  return `1:0-${a},14:0-${b}`;
+  return `1:0:${a},14:0:${b}`;
 }
 
 /** A copy of the world's snapshot with its first shard one byte short. */
@@ -107,7 +107,7 @@ const CASES: RuleCase[] = [
     rule: 'engram.ranges-tile',
     pass: (w) => w.options(w.recipe(w.dsv41Text)),
     fail: (w) => w.options(w.recipe(edit(w.dsv41Text, 'SPARK_ENGRAM_MODE', `SPARK_ENGRAM_ROWS = "${fullRange(w)}"\nSPARK_ENGRAM_MODE`))),
-    expect: /SPARK_ENGRAM_ROWS='1:0-\d+,14:0-\d+' gives all 4 ranks the same rows.*a full range on every rank double-counts every row/,
+    expect: /SPARK_ENGRAM_ROWS='1:0:\d+,14:0:\d+' gives all 4 ranks the same rows.*a full range on every rank double-counts every row/,
   },
   {
     rule: 'vllm.cudagraph-capture',
