@@ -26,6 +26,8 @@ export interface LocalCopy {
   unknown?: string;
   /** The copy's [start, end) of each table of `rows` rows, ascending by layer. */
   layers: RankLayerRange[];
+  /** The revision of the snapshot it was made from, when its manifest says. */
+  revision?: string;
 }
 
 /** More worlds than any cluster has; bounds the search for tiny tables, where any world fits. */

@@ -155,14 +155,18 @@ export async function loadLocalCopy(path: string): Promise<LocalCopy | undefined
   if (local.kind === 'packed') {
     const m = local.manifest;
     const layers = m.layers.map(({ layer, rows, start, end }) => ({ layer, rows, start, end })).sort((a, b) => a.layer - b.layer);
-    return { kind: 'packed', manifestPath: local.manifestPath, identity: { rank: m.rank, world: m.world, split: m.split, from: 'manifest' }, layers };
+    const copy: LocalCopy = { kind: 'packed', manifestPath: local.manifestPath, identity: { rank: m.rank, world: m.world, split: m.split, from: 'manifest' }, layers };
+    if (m.source.revision !== undefined) copy.revision = m.source.revision;
+    return copy;
   }
   const m = local.manifest;
   if (m.spark) {
     const rows = new Map(m.spark.tables.map((t) => [t.layer, t.rows]));
     const layers = copyRanges(local.manifestPath, m.layers, rows);
     const { rank, world, split } = m.spark;
-    return { kind: 'sparse', manifestPath: local.manifestPath, identity: { rank, world, split, from: 'manifest' }, layers };
+    const copy: LocalCopy = { kind: 'sparse', manifestPath: local.manifestPath, identity: { rank, world, split, from: 'manifest' }, layers };
+    if (m.spark.source.revision !== undefined) copy.revision = m.spark.source.revision;
+    return copy;
   }
   const snap = await openSnapshot(path, { engramOnly: true });
   const layers = copyRanges(local.manifestPath, m.layers, new Map(snap.engram.map((t) => [t.layer, t.rows])));
