@@ -196,8 +196,8 @@ class PackedDir:
         return self.layers[layer_id]
 
     def engram_rows(self):
-        """The SPARK_ENGRAM_ROWS value this pack serves, e.g. '1:0-96001542,14:0-96004170'."""
-        return ",".join(f"{l.layer}:{l.start}-{l.end}" for l in sorted(self.layers.values(), key=lambda l: l.layer))
+        """The SPARK_ENGRAM_ROWS value this pack serves, in the overlay's grammar: '1:0:96001542,14:0:96004170'."""
+        return ",".join(f"{l.layer}:{l.start}:{l.end}" for l in sorted(self.layers.values(), key=lambda l: l.layer))
 
 
 def main(argv=None):

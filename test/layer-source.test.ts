@@ -5,10 +5,13 @@ import { formatEngramRows } from '../src/engram/ranges.js';
 import { parseModelConfig } from '../src/engram/config.js';
 import { runWrapper, type Exec } from '../src/commands/wrapper.js';
 import type { Io } from '../src/io.js';
+import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { packageRoot } from '../src/native/index.js';
 import { join } from 'node:path';
 import { bin, cli } from './helpers/cli.js';
 import { writePackDir } from './helpers/engram-files.js';
+import { makeSnapshot } from './helpers/synth.js';
 import { tempDir } from './helpers/tmp.js';
 
 const RANK2 = [
@@ -120,4 +123,16 @@ test('spark engram-ranges and the wrapper read a packed directory\'s engram-loca
   const broken = tempDir();
   writeFileSync(join(broken, 'engram-local.json'), '{"format": "spark-engram-packed"');
   assert.equal((await cli(['engram-ranges', broken])).code, 2);
+});
+
+test('the Python reader gives a pack\'s SPARK_ENGRAM_ROWS in the overlay\'s grammar, as engram-ranges does', async () => {
+  const snap = makeSnapshot();
+  const out = join(tempDir(), 'pack');
+  const packed = await cli(['pack', snap.dir, '--out', out, '--rank', '1', '--world', '2', '--layout', 'dense']);
+  assert.equal(packed.code, 0, packed.stderr);
+  const expected = (await cli(['engram-ranges', out])).stdout;
+  assert.match(expected, /^1:\d+:\d+,14:\d+:\d+\n$/);
+  const code = 'import sys; sys.path.insert(0, sys.argv[1]); from spark_engram_reader import PackedDir; print(PackedDir(sys.argv[2]).engram_rows())';
+  const py = spawnSync('python3', ['-c', code, join(packageRoot(), 'python'), out], { encoding: 'utf8' });
+  assert.equal(py.stdout, expected, py.stderr);
 });
