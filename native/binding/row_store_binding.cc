@@ -69,6 +69,20 @@ TableSpec ParseTable(Napi::Value value, size_t index) {
       }
       t.resident_scales = true;
     }
+    Napi::Value range = o.Get("range");
+    if (!range.IsUndefined()) {
+      if (!range.IsArray() || range.As<Napi::Array>().Length() != 2 || !ToU64(range.As<Napi::Array>().Get(0u), &t.lo) ||
+          !ToU64(range.As<Napi::Array>().Get(1u), &t.hi)) {
+        ThrowType(o.Env(), where + ".range must be [lo, hi] (two non-negative integers)");
+      }
+      t.ranged = true;
+    }
+    Napi::Value holes = o.Get("holes");
+    if (!holes.IsUndefined()) {
+      std::string rule = holes.IsString() ? holes.As<Napi::String>().Utf8Value() : "";
+      if (rule != "allow" && rule != "refuse" && rule != "corrupt") ThrowType(o.Env(), where + ".holes must be 'allow', 'refuse' or 'corrupt'");
+      t.holes = rule == "refuse" ? HoleRule::kRefuse : rule == "corrupt" ? HoleRule::kCorrupt : HoleRule::kAllow;
+    }
   } else if (kind == "packed") {
     t.kind = TableKind::kPacked;
     t.path = StringField(o, "path", where);
