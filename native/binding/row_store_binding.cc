@@ -10,6 +10,7 @@
 
 #include "binding/async.h"
 #include "binding/errors.h"
+#include "binding/ids.h"
 #include "binding/modules.h"
 #include "core/row_store.h"
 
@@ -278,18 +279,7 @@ Napi::Value RowStoreWrap::Gather(const Napi::CallbackInfo& info) {
   if (!ToU64(info[0], &layer) || layer > UINT32_MAX) ThrowType(env, "layer must be a non-negative integer");
   const TableInfo* table = store.Find(static_cast<uint32_t>(layer));
   if (table == nullptr) ThrowRange(env, "layer " + std::to_string(layer) + " is not in this row store");
-  if (!info[1].IsTypedArray()) ThrowType(env, "ids must be a Uint32Array or BigUint64Array");
-  Napi::TypedArray ids = info[1].As<Napi::TypedArray>();
-  std::vector<uint64_t> copy(ids.ElementLength());
-  if (ids.TypedArrayType() == napi_uint32_array) {
-    const uint32_t* p = ids.As<Napi::Uint32Array>().Data();
-    for (size_t i = 0; i < copy.size(); ++i) copy[i] = p[i];
-  } else if (ids.TypedArrayType() == napi_biguint64_array) {
-    const uint64_t* p = ids.As<Napi::TypedArrayOf<uint64_t>>().Data();
-    for (size_t i = 0; i < copy.size(); ++i) copy[i] = p[i];
-  } else {
-    ThrowType(env, "ids must be a Uint32Array or BigUint64Array");
-  }
+  std::vector<uint64_t> copy = CopyIds(info[1]);
   Status st = store.CheckIds(table->layer, copy.data(), copy.size());
   if (!st.ok()) ThrowRange(env, st.message);
   if (!info[2].IsTypedArray() || info[2].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {

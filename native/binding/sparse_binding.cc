@@ -22,6 +22,7 @@
 
 #include "binding/async.h"
 #include "binding/errors.h"
+#include "binding/ids.h"
 #include "binding/modules.h"
 #include "core/holes.h"
 #include "core/mmap_gather.h"
@@ -180,18 +181,7 @@ Napi::Value MmapGatherWrap::Gather(const Napi::CallbackInfo& info) {
   uint64_t layer = U64Arg(info[0], "layer");
   uint64_t rb = layer <= UINT32_MAX ? gather_->RowBytes(static_cast<uint32_t>(layer)) : 0;
   if (rb == 0) ThrowRange(env, "layer " + std::to_string(layer) + " is not in this gather");
-  if (!info[1].IsTypedArray()) ThrowType(env, "ids must be a Uint32Array or BigUint64Array");
-  Napi::TypedArray ids = info[1].As<Napi::TypedArray>();
-  std::vector<uint64_t> copy(ids.ElementLength());
-  if (ids.TypedArrayType() == napi_uint32_array) {
-    const uint32_t* p = ids.As<Napi::Uint32Array>().Data();
-    for (size_t i = 0; i < copy.size(); ++i) copy[i] = p[i];
-  } else if (ids.TypedArrayType() == napi_biguint64_array) {
-    const uint64_t* p = ids.As<Napi::TypedArrayOf<uint64_t>>().Data();
-    for (size_t i = 0; i < copy.size(); ++i) copy[i] = p[i];
-  } else {
-    ThrowType(env, "ids must be a Uint32Array or BigUint64Array");
-  }
+  std::vector<uint64_t> copy = CopyIds(info[1]);
   uint64_t need = 0;
   if (__builtin_mul_overflow(static_cast<uint64_t>(copy.size()), rb, &need) || need > SIZE_MAX / 2) {
     ThrowRange(env, "the batch is too large", Code::E_USAGE);

@@ -4,7 +4,7 @@
 // source tensors, the rows compared with the source's. Chunks run on `threads` concurrent
 // readers; pages are dropped from the cache behind them (page cache is GPU memory there).
 import { open, type FileHandle } from 'node:fs/promises';
-import { crc32 } from '../native/pack.js';
+import { crc32, type VerifyLayerResult } from '../native/pack.js';
 import { dropCache } from '../native/sparse.js';
 
 export interface Column {
@@ -31,17 +31,8 @@ export interface ScanJob {
   onBytes?: (n: number) => void;
 }
 
-export interface ScanResult {
-  chunksChecked: number;
-  badChunkCount: number;
-  /** The lowest chunks whose checksum differs, ascending, at most 16. */
-  badChunks: number[];
-  rowsCompared: number;
-  badRowCount: number;
-  /** The lowest differing rows (global ids), at most 16. */
-  badRows: number[];
-  bytesRead: number;
-}
+/** What the native verifier reports of a pack's data file, less the file checks; badRows are global ids here. */
+export type ScanResult = Omit<VerifyLayerResult, 'fileBytes' | 'sizeOk' | 'headerOk'>;
 
 /** Reads a table's rows from its two columns (often one file, opened twice: no shared position). */
 class Reader {

@@ -10,6 +10,7 @@
 // The source's headers are parsed here too, with JSON.parse, not with spark's reader.
 import { closeSync, fstatSync, ftruncateSync, openSync, readFileSync, readSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import type { SparseTable } from '../../src/engram/sparse-manifest.js';
 
 export const INDEX = 'model.safetensors.index.json';
 
@@ -31,14 +32,8 @@ export interface SparseCopyOptions {
   skipWeightRows?: { layer: number; from: number; to: number };
 }
 
-export interface CopiedTable {
-  layer: number;
-  rows: number;
-  dim: number;
-  shard: string;
-  weightOffset: number;
-  scaleOffset: number;
-}
+/** A table as copied: what spark's manifest records of it, less the checksum. */
+export type CopiedTable = Omit<SparseTable, 'checksum'>;
 
 export interface SparseCopy {
   dir: string;
