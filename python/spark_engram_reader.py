@@ -56,6 +56,10 @@ class FormatError(ValueError):
     """The directory or a file in it is damaged or not what it claims to be (exit 2)."""
 
 
+class HoleError(FormatError):
+    """A row inside a sparse copy's range lies in a hole: the copy is damaged (--verify: exit 1)."""
+
+
 def _fp8_e4m3_table():
     """float32 value of every F8_E4M3 (e4m3fn) byte: bias 7, no infinities, 0x7F/0xFF NaN."""
     b = np.arange(256, dtype=np.uint32)
@@ -407,7 +411,7 @@ class SparseLayer(_Layer):
                 raise FormatError(f"{path}: {maps[path].size} bytes, the tables it holds need {need} (truncated)")
             hole = _first_hole(path, offset + self.start * cols, offset + self.end * cols)
             if hole is not None:
-                raise FormatError(
+                raise HoleError(
                     f"{path}: layer {layer}: {part} of row {(hole - offset) // cols} is a hole inside the copy's "
                     f"range [{self.start}, {self.end}): the copy is damaged or incomplete"
                 )
@@ -534,7 +538,14 @@ def _run(argv):
     if not a.verify and (a.layer is None or a.ids is None):
         raise FormatError("--layer and --ids are required unless --verify")
     ids = None if a.verify else _parse_ids(a.ids)
-    copy = open_dir(a.dir)
+    try:
+        copy = open_dir(a.dir)
+    except HoleError as e:
+        if not a.verify:
+            raise
+        print(f"spark_engram_reader: {e}", file=sys.stderr)
+        print(json.dumps({"ok": False, "checksums": None, "problems": [str(e)]}))
+        return 1
     if a.verify:
         result = copy.verify()
         for line in result["problems"][:1]:

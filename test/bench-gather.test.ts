@@ -12,6 +12,8 @@ import { makeSnapshot } from './helpers/synth.js';
 import { floorRange, writeSparseCopy } from './helpers/sparse-copy.js';
 import { openSnapshot } from '../src/engram/snapshot.js';
 import { MmapGather } from '../src/native/sparse.js';
+import { NaiveGather } from '../src/engram/naive-gather.js';
+import { openRowSource } from '../src/engram/row-source.js';
 
 test('bench ids: 24 per token, each inside its head sub-range, with repeats', () => {
   const sizes = Array.from({ length: 24 }, (_, i) => 1000 + i);
@@ -133,4 +135,25 @@ test("the overlay's mmap gather: rows byte-exact for owned ids, zeros for the ot
     await g.close();
   }
   assert.throws(() => MmapGather.open([{ layer: 1, rows: 10, dim: 256, weightPath: snap.dir, weightOffset: 0, scalePath: snap.dir, scaleOffset: 0, lo: 0, hi: 10 }], { threads: 1 }), { code: 'E_SHARD_MISSING' });
+});
+
+test('the naive baseline reads a sparse copy inside its range, resident scales of that range only', async () => {
+  const snap = makeSnapshot();
+  const dir = join(tempDir(), 'copy');
+  mkdirSync(dir);
+  const r = floorRange(14, snap.layers[1].rows, 1, 2);
+  writeSparseCopy(snap.dir, dir, { flavour: 'overlay', ranges: [r] });
+  const src = await openRowSource(dir, { threads: 1 });
+  const spec = src.specs[0];
+  await src.close();
+  for (const resident of [false, true]) {
+    const ng = await NaiveGather.open(spec, resident);
+    try {
+      const ids = [r.start, r.end - 1, r.start + 999];
+      const out = await ng.gather(ids);
+      ids.forEach((id, i) => assert.ok(out.subarray(i * 264, (i + 1) * 264).equals(synthRow(14, id, 256)), `id ${id} resident ${resident}`));
+    } finally {
+      await ng.close();
+    }
+  }
 });

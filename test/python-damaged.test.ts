@@ -121,3 +121,11 @@ test('the Python reader reads a pack whose manifest is spark-pack.json', () => {
   assert.equal(doc.source, 'packed');
   assert.equal(doc.rows[0].id, Number(packStart));
 });
+
+test('the Python reader --verify: a hole inside a sparse copy\'s range fails the check (exit 1), naming the row', () => {
+  const d = freshSparse({ layer: 1, from: ranges[0].start + 40, to: ranges[0].start + 1100 });
+  const r = spawnSync('python3', [reader, d, '--verify'], { encoding: 'utf8' });
+  assert.equal(r.status, 1, r.stderr);
+  assert.match(r.stderr, /^spark_engram_reader: .*model-00002-of-00003\.safetensors: layer 1: weight of row \d+ is a hole inside the copy's range/);
+  assert.equal(JSON.parse(r.stdout).ok, false);
+});
