@@ -157,3 +157,17 @@ test('the naive baseline reads a sparse copy inside its range, resident scales o
     }
   }
 });
+
+test('a bad --svg path fails before the run (exit 2), not after it', async () => {
+  const dir = join(tempDir(), 'pack');
+  mkdirSync(dir);
+  writePackDir(dir, { rank: 0, world: 1, layout: 'dense', dim: 256, layers: [{ layer: 1, rows: 100, start: 0, end: 100 }] }, synthRow);
+  const t0 = performance.now();
+  const r = await cli(['bench', 'gather', dir, '--seconds', '30', '--svg', join(dir, 'missing', 'chart.svg'), '--json']);
+  assert.equal(r.code, 2);
+  assert.match(JSON.parse(r.stderr).error.message, /--svg .*chart\.svg: .*missing is not a directory/);
+  assert.ok(performance.now() - t0 < 10_000, 'refused before the 30 s cases ran');
+  const taken = join(dir, 'taken.svg');
+  mkdirSync(taken);
+  assert.equal((await cli(['bench', 'gather', dir, '--svg', taken])).code, 2);
+});

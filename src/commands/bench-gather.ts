@@ -2,7 +2,8 @@
 // overlay's mmap path against fio and a naive TypeScript loop in the same run, prints a table,
 // recommends SPARK_ENGRAM_THREADS (from the overlay's path when it ran).
 import { Command } from 'commander';
-import { renameSync, writeFileSync } from 'node:fs';
+import { accessSync, closeSync, constants, lstatSync, openSync, renameSync, statSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { CliContext } from '../cli.js';
 import { runGatherBench, type BenchVariant, type GatherBenchOptions, type GatherBenchReport, type GatherBenchResult } from '../engram/gather-bench.js';
 import { lineChartSvg } from '../engram/svg-chart.js';
@@ -69,13 +70,36 @@ export function benchSvg(r: GatherBenchReport): string {
   return lineChartSvg(`Engram gather, layer ${r.layer}, ${cache}`, 'threads per batch', 'rows/s', series);
 }
 
+/** Fails now, before a long run, when the chart could not be written where --svg says. */
+export function checkSvgTarget(path: string): void {
+  const dir = dirname(path);
+  if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) throw usageError(`--svg ${path}: ${dir} is not a directory`);
+  try {
+    accessSync(dir, constants.W_OK);
+  } catch {
+    throw usageError(`--svg ${path}: ${dir} is not writable`);
+  }
+  const st = lstatSync(path, { throwIfNoEntry: false });
+  if (st && !st.isFile()) throw usageError(`--svg ${path}: exists and is not a regular file (a link, a directory?): give another path`);
+}
+
+/** Writes a file of our own (created, never followed) and renames it over `path`. */
+function writeNewFile(path: string, text: string): void {
+  const partial = `${path}.${process.pid}.partial`;
+  const fd = openSync(partial, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
+  try {
+    writeSync(fd, text);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(partial, path);
+}
+
 export async function runBenchGather(o: BenchGatherRun, io: Io): Promise<CommandResult> {
+  if (o.svg) checkSvgTarget(o.svg);
   const progress = io.stderrIsTTY ? (line: string) => io.stderr(line + '\n') : undefined;
   const report = await runGatherBench({ ...o, progress });
-  if (o.svg) {
-    writeFileSync(o.svg + '.partial', benchSvg(report));
-    renameSync(o.svg + '.partial', o.svg);
-  }
+  if (o.svg) writeNewFile(o.svg, benchSvg(report));
   return { json: report, text: benchText(report), exitCode: 0 };
 }
 
