@@ -130,7 +130,7 @@ for (const flavour of FLAVOURS) {
     assert.deepEqual(report.layers.map((l: { chunks: { total: number; checked: number } }) => [l.chunks.total, l.chunks.checked]), chunks.map((c) => [c, c]));
     if (flavour === 'overlay') assert.ok(report.checked.some((c: string) => /^no checksums: the copy was made by another tool/.test(c)));
     const text = await cli(['verify', copy.dir]);
-    assert.match(text.stdout, flavour === 'spark' ? /^ok: sparse copy made by spark in .* \(rank 1 of 2, / : /^ok: sparse copy made by another tool in /);
+    assert.match(text.stdout, flavour === 'spark' ? /^ok: rank 1 of 2 in .* \(sparse copy made by spark; / : /^ok: sparse copy made by another tool in /);
     const full = await cli(['verify', copy.dir, '--source', snap.dir, '--full', '--json']);
     assert.equal(full.code, 0, full.stderr);
     assert.deepEqual(JSON.parse(full.stdout).layers.map((l: { rows: { compared: number } }) => l.rows.compared), ranges.map((r) => r.end - r.start));

@@ -55,10 +55,10 @@ function reportText(r: VerifyReport): string {
   const rate = r.seconds > 0 ? `, ${formatBytes(r.bytesRead / r.seconds)}/s` : '';
   const tail = `${formatBytes(r.bytesRead)} read in ${r.seconds.toFixed(2)} s${rate}`;
   const what = r.kind === 'sparse' ? `sparse copy made by ${r.madeBy}` : 'pack';
-  const whose = r.rank !== undefined ? `rank ${r.rank} of ${r.world}, ` : '';
+  const whose = r.rank !== undefined ? `rank ${r.rank} of ${r.world} in ${r.dir} (${what}; ` : `${what} in ${r.dir} (`;
   const checked = `  checked: ${r.checked.join('; ')}`;
-  if (r.ok) return [`ok: ${what} in ${r.dir} (${whose}${tail})`, checked, ...lines].join('\n');
-  return [`FAILED: ${what} in ${r.dir} (${whose}${tail})`, ...r.problems.map((p) => `  ${p}`), checked, ...lines].join('\n');
+  if (r.ok) return [`ok: ${whose}${tail})`, checked, ...lines].join('\n');
+  return [`FAILED: ${whose}${tail})`, ...r.problems.map((p) => `  ${p}`), checked, ...lines].join('\n');
 }
 
 export async function runVerify(o: VerifyOptions, io: Io): Promise<CommandResult> {

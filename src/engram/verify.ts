@@ -89,7 +89,7 @@ async function notACopy(dir: string): Promise<SparkError> {
   const interrupted = names.some((n) => n.endsWith('.partial') || n.endsWith('.journal'));
   return new SparkError(
     'E_PACK_INCOMPLETE',
-    `${dir} is not a node-local copy: it has neither ${LEGACY_PACK_MANIFEST_NAME} nor ${PACK_MANIFEST_NAME}` +
+    `${dir} is not a pack or sparse copy: it has neither ${LEGACY_PACK_MANIFEST_NAME} nor ${PACK_MANIFEST_NAME}` +
       (interrupted ? ' (an interrupted pack: re-run the same spark pack command to resume it)' : ''),
     { path: dir },
   );
