@@ -12,7 +12,7 @@ import type { Io } from '../src/io.js';
 import { tileLayers } from '../src/engram/ranges.js';
 import { recordingEngine } from './helpers/engine.js';
 import { writePackDir } from './helpers/engram-files.js';
-import { writeSparseCopy, writeTablesDir, type SparseCopySpec } from './helpers/sparse-copy.js';
+import { writeSparseCopy, writeTablesDir, type SparseCopySpec } from './helpers/copy-fixtures.js';
 import { tempDir } from './helpers/tmp.js';
 
 const DASH = '/usr/bin/dash';

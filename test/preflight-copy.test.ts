@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { tileLayers } from '../src/engram/ranges.js';
 import type { Finding, PreflightReport } from '../src/preflight/index.js';
 import { edit, preflight, write, world, type World } from './helpers/preflight.js';
-import { writeSparseCopy, type SparseCopySpec } from './helpers/sparse-copy.js';
+import { writeSparseCopy, type SparseCopySpec } from './helpers/copy-fixtures.js';
 
 /** The world snapshot's tables as config.json gives them. */
 function tables(w: World, extra = 0): SparseCopySpec['tables'] {

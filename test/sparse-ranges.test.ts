@@ -10,7 +10,7 @@ import { tileLayers, type RankLayerRange } from '../src/engram/ranges.js';
 import { runWrapper, type Exec } from '../src/commands/wrapper.js';
 import type { Io } from '../src/io.js';
 import { cli } from './helpers/cli.js';
-import { writeSparseCopy, type SparseCopySpec } from './helpers/sparse-copy.js';
+import { writeSparseCopy, type SparseCopySpec } from './helpers/copy-fixtures.js';
 import { tempDir } from './helpers/tmp.js';
 
 const TABLES = [
