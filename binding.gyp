@@ -29,12 +29,14 @@
         "native/core/row_store.cc",
         "native/core/row_gather.cc",
         "native/binding/addon.cc",
+        "native/binding/addon_env.cc",
         "native/binding/async.cc",
         "native/binding/errors.cc",
         "native/binding/exec_binding.cc",
         "native/binding/safetensors_binding.cc",
         "native/binding/tiling_binding.cc",
         "native/binding/row_store_binding.cc",
+        "native/binding/row_store_args.cc",
         "native/binding/pack_binding.cc"
       ],
       "include_dirs": [

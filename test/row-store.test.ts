@@ -155,13 +155,17 @@ test('short reads and EINTR are retried; EIO is reported with file and offset', 
   } finally {
     await flaky.close();
   }
-  const broken = await RowStore.open([packed('dense.bin', 'dense')], { threads: 1, faults: { eioEvery: 1 } });
+  const broken = await RowStore.open([packed('dense.bin', 'dense')], {
+    threads: 1,
+    retry: { retries: 1, delayMs: 0 },
+    faults: { eioEvery: 1 },
+  });
   try {
     await assert.rejects(broken.gather(14, [1010]), (e: Error & { code?: string; path?: string; offset?: number }) => {
       assert.equal(e.code, 'E_IO');
       assert.equal(e.path, join(dir, 'dense.bin'));
       assert.equal(e.offset, 4096 + 10 * RB);
-      assert.match(e.message, /dense\.bin: pread of 264 bytes failed: Input\/output error \(at byte 6736\)/);
+      assert.match(e.message, /dense\.bin: pread of 264 bytes failed: Input\/output error \(after 1 retry\) \(at byte 6736\)/);
       return true;
     });
   } finally {

@@ -220,7 +220,7 @@ Status PreadAll(ReadFile& file, void* buf, size_t len, size_t need, uint64_t off
                                               file.path())
                               : ErrnoStatus(err, what, file.path());
       st.At(at);
-      if (failures > 0) st.message += " (after " + std::to_string(failures) + " retries)";
+      if (failures > 0) st.message += " (after " + std::to_string(failures) + (failures == 1 ? " retry)" : " retries)");
       return st;
     }
     ++failures;

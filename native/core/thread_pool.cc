@@ -22,7 +22,14 @@ ThreadPool::~ThreadPool() {
     state_->stopping = true;
   }
   state_->cv.notify_all();
-  for (auto& t : workers_) t.join();
+  for (auto& t : workers_) {
+    // The last owner may be a task running on this very pool: it cannot join itself.
+    if (t.get_id() == std::this_thread::get_id()) {
+      t.detach();
+    } else {
+      t.join();
+    }
+  }
 }
 
 Status ThreadPool::Grow(size_t threads) {
@@ -67,9 +74,15 @@ Status ThreadPool::Grow(size_t threads) {
 void ThreadPool::Submit(std::function<void()> task) {
   {
     std::lock_guard<std::mutex> lock(state_->mu);
-    state_->queue.push_back(std::move(task));
+    if (!state_->stopping) {
+      state_->queue.push_back(std::move(task));
+      state_->cv.notify_one();
+      return;
+    }
   }
-  state_->cv.notify_one();
+  // A stopping pool takes no new work (a RunParallel caller then does every item itself);
+  // the task is destroyed here, outside the lock.
+  task = nullptr;
 }
 
 bool ThreadPool::Abandon(std::chrono::milliseconds grace) {

@@ -43,7 +43,8 @@ class ThreadPool {
   size_t size() const { return size_.load(std::memory_order_acquire); }
 
   // Tasks must not throw (RunParallel and the binding's batons catch what they run); one
-  // that does is contained so the worker survives.
+  // that does is contained so the worker survives. A pool that is stopping destroys the task
+  // instead of queueing it.
   void Submit(std::function<void()> task);
 
   // Environment teardown: queued tasks are dropped (destroyed, not run), running ones see
