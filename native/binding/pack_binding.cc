@@ -107,7 +107,10 @@ class PackBaton : public JobBaton {
  public:
   PackBaton(Napi::Env env, PackJob job, std::shared_ptr<PackProgress> progress)
       : JobBaton(env, job.threads), job_(std::move(job)), progress_(std::move(progress)) {}
-  void Execute() override { status_ = PackLayer(job_, progress_.get(), &result_); }
+  void Execute() override {
+    job_.pool = &pool();
+    status_ = PackLayer(job_, progress_.get(), &result_);
+  }
   Napi::Value OnOk(Napi::Env env) override {
     Napi::Object o = Napi::Object::New(env);
     Napi::Array crcs = Napi::Array::New(env, result_.crcs.size());
@@ -157,7 +160,10 @@ class VerifyBaton : public JobBaton {
  public:
   VerifyBaton(Napi::Env env, VerifyJob job, std::shared_ptr<VerifyProgress> progress)
       : JobBaton(env, job.threads), job_(std::move(job)), progress_(std::move(progress)) {}
-  void Execute() override { status_ = VerifyLayer(job_, progress_.get(), &result_); }
+  void Execute() override {
+    job_.pool = &pool();
+    status_ = VerifyLayer(job_, progress_.get(), &result_);
+  }
   Napi::Value OnOk(Napi::Env env) override {
     Napi::Object o = Napi::Object::New(env);
     o.Set("fileBytes", FromU64(env, result_.file_bytes));

@@ -58,4 +58,12 @@ void RunParallel(ThreadPool& pool, size_t n, size_t width, const std::function<v
   if (shared->error) std::rethrow_exception(shared->error);
 }
 
+void RunParallel(ThreadPool* pool, size_t n, size_t width, const std::function<void(size_t)>& fn) {
+  if (pool != nullptr) {
+    RunParallel(*pool, n, width, fn);
+  } else {
+    for (size_t i = 0; i < n; ++i) fn(i);
+  }
+}
+
 }  // namespace spark

@@ -18,6 +18,8 @@ namespace spark {
 // An exception thrown by fn (on any thread) is rethrown here, on the calling thread, once
 // every item taken has finished; items not yet taken are then skipped.
 void RunParallel(ThreadPool& pool, size_t n, size_t width, const std::function<void(size_t)>& fn);
+// The same on `pool` when there is one, else every item on the calling thread in turn.
+void RunParallel(ThreadPool* pool, size_t n, size_t width, const std::function<void(size_t)>& fn);
 
 // Item w's share of [0, n) when `items` items take contiguous runs: [first, second). Workers
 // that read sequentially (the packer, the verifier) take one run each.
