@@ -5,29 +5,19 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { MessageChannel, Worker } from 'node:worker_threads';
 import { RowStore, type PackedTableSpec, type TableSpec } from '../src/native/row-store.js';
-import { testRow, writePacked, writeRawSnapshot } from './helpers/engram-files.js';
+import { rawSnapshotTable, testRow, writePacked, writeRawSnapshot } from './helpers/engram-files.js';
+import { tempDir } from './helpers/tmp.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'row-boundary-'));
-test.after(() => rmSync(dir, { recursive: true, force: true }));
-
+const dir = tempDir('row-boundary-');
 const DIM = 256;
 const RB = DIM + DIM / 32;
-const snap = writeRawSnapshot(join(dir, 'snap.safetensors'), 1, 3000, DIM);
-const snapTable: TableSpec = {
-  kind: 'snapshot',
-  layer: 1,
-  rows: snap.rows,
-  dim: DIM,
-  weight: { path: snap.path, offset: snap.weightOffset },
-  scale: { path: snap.path, offset: snap.scaleOffset },
-};
+const snapTable = rawSnapshotTable(writeRawSnapshot(join(dir, 'snap.safetensors'), 1, 3000, DIM), 1);
 writePacked(join(dir, 'dense.bin'), 14, 0, 2000, DIM, 'dense');
 const denseTable: PackedTableSpec = {
   kind: 'packed',

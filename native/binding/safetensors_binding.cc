@@ -4,8 +4,8 @@
 //     (a header arrives as its JSON text when every value is a safe integer; see HeaderToJson)
 //     One Promise per call; the headers are read `threads` at a time on the environment's job
 //     pool (the files usually live on NFS, where each read is a network round trip:
-//     overlapping them is the whole point). A failing path yields its Error in place; the call itself only
-//     rejects on bad arguments.
+//     overlapping them is the whole point). A failing path yields its Error in place; the
+//     call itself only rejects on bad arguments.
 //   parseHeaderBytes(json: Uint8Array, dataLength: number | bigint, path?: string): Header
 //     Synchronous validation of header bytes already in memory (tests, tools).
 //
