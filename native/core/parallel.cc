@@ -55,7 +55,11 @@ void RunParallel(ThreadPool& pool, size_t n, size_t width, const std::function<v
   shared->Work();
   std::unique_lock<std::mutex> lock(shared->mu);
   shared->cv.wait(lock, [&] { return shared->done == n; });
-  if (shared->error) std::rethrow_exception(shared->error);
+  // Taken out of `shared`, which a late helper may free on its own thread: the exception then
+  // lives and dies on this one.
+  std::exception_ptr error = std::move(shared->error);
+  lock.unlock();
+  if (error) std::rethrow_exception(error);
 }
 
 void RunParallel(ThreadPool* pool, size_t n, size_t width, const std::function<void(size_t)>& fn) {
