@@ -44,6 +44,7 @@
   X(E_SYSFS, 3)                         \
   X(E_EXEC, 3)                          \
   X(E_STORE_CLOSED, 2)                  \
+  X(E_THREAD_START, 3)                  \
   X(E_PACK_MANIFEST, 2)                 \
   X(E_NODE_FAILED, 3)                   \
   X(E_HEALTH_TIMEOUT, 3)                 \

@@ -41,6 +41,8 @@ export const ERROR_CODES = {
   E_SYSFS: 3,
   E_EXEC: 3,
   E_STORE_CLOSED: 2,
+  /** A worker thread could not be started (pid limit, ulimit -u). */
+  E_THREAD_START: 3,
   E_PACK_MANIFEST: 2,
   E_NODE_FAILED: 3,
   E_HEALTH_TIMEOUT: 3,
