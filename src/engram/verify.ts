@@ -2,7 +2,8 @@
 // ranges inside their tables and matching the split it claims, entries consistent with the
 // layout), every data file's size and header block, every chunk checksum (native, parallel),
 // and with a source snapshot the rows themselves, all of them or a sample.
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
+import { readSmallText } from '../small-file.js';
 import { join, resolve } from 'node:path';
 import { SparkError } from '../errors.js';
 import { verifyLayer, type VerifyLayerProgress } from '../native/pack.js';
@@ -63,7 +64,7 @@ async function readManifest(dir: string, config: ModelConfig | undefined): Promi
   const path = join(dir, MANIFEST_NAME);
   let text: string;
   try {
-    text = await readFile(path, 'utf8');
+    text = await readSmallText(path, { what: 'manifest' });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     const names = await readdir(dir).catch(() => undefined);

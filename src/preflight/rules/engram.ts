@@ -1,6 +1,7 @@
 // Engram row ranges: every rank must own a slice of each table such that the slices tile
 // [0, N) exactly per layer (domain.md, "How ranks split a table").
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
+import { readSmallTextSync } from '../../small-file.js';
 import { basename } from 'node:path';
 import { checkTiling, parseEngramRows, type LayerRange } from '../../engram/ranges.js';
 import type { EnvValue } from '../../recipes/index.js';
@@ -80,7 +81,7 @@ function rowsSource(ctx: PreflightContext, dir: EnvValue): { skip: string } | { 
     if (!host || !existsSync(host.host)) {
       return { skip: `the ranges come from the entrypoint ${script}, which is not readable on this node` };
     }
-    if (/SPARK_ENGRAM_ROWS/.test(readFileSync(host.host, 'utf8'))) return undefined;
+    if (/SPARK_ENGRAM_ROWS/.test(readSmallTextSync(host.host, { what: 'entrypoint' }))) return undefined;
     return {
       problem: `SPARK_ENGRAM_DIR is a full snapshot and the entrypoint ${basename(script)} (${host.host}) never sets SPARK_ENGRAM_ROWS`,
       fix: 'export SPARK_ENGRAM_ROWS from NODE_RANK in the wrapper (spark engram-ranges --rank "$NODE_RANK" --world W)',

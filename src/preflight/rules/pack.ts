@@ -1,6 +1,7 @@
 // Packed node-local Engram shards: room on the local disk to write this rank's pack, and a
 // pack that belongs to this rank, world and engine.
-import { existsSync, readFileSync, statfsSync } from 'node:fs';
+import { existsSync, statfsSync } from 'node:fs';
+import { readSmallTextSync } from '../../small-file.js';
 import { dirname, join } from 'node:path';
 import { ENGINES, type Engine } from '../../recipes/index.js';
 import { formatBytes } from '../../format.js';
@@ -89,7 +90,7 @@ export const manifest = defineRule({
     let m: PackedManifest;
     try {
       // The same strict reader the row store and verify use.
-      m = parsePackedManifest(readFileSync(path, 'utf8'), path);
+      m = parsePackedManifest(readSmallTextSync(path, { what: 'manifest' }), path);
     } catch (err) {
       return [finding(this, { message: (err as Error).message, where: path })];
     }
