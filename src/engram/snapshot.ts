@@ -2,13 +2,14 @@
 // one .safetensors file, validated and reduced to what the tools need: the shards, every
 // tensor's place in its file, config.json, and the Engram tables.
 import { lstat, realpath, stat } from 'node:fs/promises';
-import { basename, dirname, isAbsolute, join, sep } from 'node:path';
+import { basename, dirname, isAbsolute, join } from 'node:path';
 import { SparkError } from '../errors.js';
 import { readHeadersSettled, type SafetensorsHeader, type SafetensorsTensor } from '../native/safetensors.js';
 import { readModelConfig, type ModelConfig } from './config.js';
 import { engramTensorNames, findEngramTables, type EngramPatterns, type EngramTable, type TensorRef } from './engram-tables.js';
 import { readJsonIfExists } from '../read-optional.js';
 import { SIZE_CAPS } from '../small-file.js';
+import { revisionOfSnapshotDir } from '../hf-cache.js';
 
 export type { EngramTable, TensorRef } from './engram-tables.js';
 
@@ -265,7 +266,6 @@ async function fromFiles(
   }));
   const tensors = new LazyTensorMap(headers, shards);
   const engram = findEngramTables(tensors, config, options);
-  const rev = basename(realDir);
-  const revision = /^[0-9a-f]{40}$/.test(rev) && realDir.includes(`${sep}snapshots${sep}`) ? rev : undefined;
+  const revision = revisionOfSnapshotDir(realDir);
   return { dir, kind, revision, shards, tensors, config, engram };
 }

@@ -8,7 +8,8 @@ import { formatBytes } from '../../format.js';
 import { defineRule, finding, whereEnv, whereNode } from '../rule.js';
 import { checkManifest } from '../../engram/pack-manifest-check.js';
 import { MANIFEST_NAME, parsePackedManifest, type PackedManifest } from '../../engram/packed-manifest.js';
-import { isPackDir, isSnapshotPath, revisionOf } from '../sources.js';
+import { revisionOfSnapshotDir } from '../../hf-cache.js';
+import { isPackDir, isSnapshotPath } from '../sources.js';
 import type { PreflightContext } from '../types.js';
 import { expectedEngramRows } from './snapshot.js';
 
@@ -102,7 +103,7 @@ export const manifest = defineRule({
     const split = ENGINE_SPLIT[ctx.recipe.engine];
     if (m.split !== split) problems.push(`split ${JSON.stringify(m.split)}, ${ctx.recipe.engine} splits by ${split}`);
     const src = ctx.snapshotSource();
-    const want = src ? revisionOf(src.dir) : undefined;
+    const want = src ? revisionOfSnapshotDir(src.dir) : undefined;
     if (want && m.source.revision !== undefined && m.source.revision !== want) {
       problems.push(`source revision ${m.source.revision}, the model snapshot is ${want}`);
     }
