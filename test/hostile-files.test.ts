@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { MATCH_BUDGET_MS } from '../src/engram/pattern-match.js';
 import { readSmallText, readSmallTextSync } from '../src/small-file.js';
 import { binPath } from './helpers/cli.js';
 import { world } from './helpers/preflight.js';
@@ -131,4 +132,24 @@ test('readSmallText reads to EOF (sysfs and /proc sizes lie), refuses past the c
   await assert.rejects(readSmallText('/dev/zero', { what: 'file' }), { code: 'E_NOT_A_FILE' });
   // Absent stays the caller's business (ENOENT as Node raised it).
   await assert.rejects(readSmallText(join(dir, 'nope'), { what: 'file' }), { code: 'ENOENT' });
+});
+
+test('a catastrophic --weight-pattern is refused within its time bound, not a hang', { timeout: 2 * BOUND_MS }, () => {
+  const snap = makeSnapshot();
+  // Exponential backtracking on every name that fails to match: minutes for one 28-char name.
+  const evil = '^(?:(?:[a-z]|\\.|[a-z0-9])*)*X(\\d+)$';
+  const began = Date.now();
+  const r = spark(['inspect', snap.dir, '--weight-pattern', evil]);
+  assert.equal(r.code, 2, r.error.message);
+  assert.equal(r.error.code, 'E_USAGE');
+  assert.ok(r.error.message.startsWith(`--weight-pattern '${evil}' did not finish matching `), r.error.message);
+  assert.match(r.error.message, /within 2 s \(catastrophic backtracking/);
+  assert.ok(Date.now() - began < MATCH_BUDGET_MS + 8000, `took ${Date.now() - began} ms`);
+  // A sane custom pattern still finds the tables, and the same bound applies to engram-ranges.
+  const ok = spawnSync(process.execPath, [binPath, 'inspect', snap.dir, '--json', '--weight-pattern', '^layers\\.(\\d+)\\.engram\\.embed\\.weight$'], { encoding: 'utf8', timeout: BOUND_MS });
+  assert.equal(ok.status, 0, ok.stderr);
+  assert.deepEqual(JSON.parse(ok.stdout).engram.map((e: { layer: number }) => e.layer), [1, 14]);
+  const ranges = spark(['engram-ranges', snap.dir, '--rank', '0', '--world', '2', '--scale-pattern', evil.replace('X', 'Y')]);
+  assert.equal(ranges.code, 2, ranges.error.message);
+  assert.match(ranges.error.message, /^--scale-pattern '.*' did not finish matching/);
 });

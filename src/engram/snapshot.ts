@@ -158,6 +158,11 @@ class LazyTensorMap {
     return this.all().values();
   }
 
+  /** Every tensor name, in file order. */
+  names(): string[] {
+    return this.headers.flatMap((h) => h.tensors.map((t) => t.name));
+  }
+
   /** The tensors whose names pass `keep`, without building the whole map. */
   filter(keep: (name: string) => boolean): TensorRef[] {
     const out: TensorRef[] = [];
