@@ -23,6 +23,7 @@ test('Ctrl-C during a pack says it can be resumed, ends by SIGINT, and the re-ru
   // Interrupt at the second progress line: a second into the copy, chunks are durable
   // (--sync-every 32 MiB) and most of it is still to do.
   await new Promise<void>((resolve) => {
+    child.on('exit', () => resolve()); // finished before it could be interrupted: fails below
     child.stderr.on('data', (d: Buffer) => {
       stderr += d.toString();
       if ((stderr.match(/pack layer \d+ \(\d\/2\) copying/g) ?? []).length >= 2 && child.exitCode === null) {
