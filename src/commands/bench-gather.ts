@@ -1,11 +1,11 @@
 // `spark bench gather <snapshot|packdir>`: measures the row store against fio and a naive
 // TypeScript loop in the same run, prints a table, recommends SPARK_ENGRAM_THREADS.
 import { Command } from 'commander';
-import { renameSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import type { CliContext } from '../cli.js';
 import { runGatherBench, type BenchVariant, type GatherBenchOptions, type GatherBenchReport } from '../engram/gather-bench.js';
 import { lineChartSvg } from '../engram/svg-chart.js';
-import { usageError } from '../errors.js';
+import { usageError, withPath } from '../errors.js';
 import type { CommandResult, Io } from '../io.js';
 import { table } from '../format.js';
 import { fromEnv, parseCount, parseCountList } from './options.js';
@@ -62,13 +62,38 @@ export function benchSvg(r: GatherBenchReport): string {
   return lineChartSvg(`Engram gather, layer ${r.layer}, ${cache}`, 'threads per batch', 'rows/s', series);
 }
 
+/**
+ * The chart's destination, proven writable before minutes of measuring: its `.partial` is
+ * created now (a missing directory or a read-only disk fails here, naming the path).
+ */
+function openSvgTarget(svg: string): { write(text: string): void; discard(): void } {
+  if (statSync(svg, { throwIfNoEntry: false })?.isDirectory()) throw usageError(`--svg ${svg} is a directory; name the chart file`, { path: svg });
+  const partial = `${svg}.partial`;
+  try {
+    closeSync(openSync(partial, 'w'));
+  } catch (err) {
+    throw withPath(err, partial);
+  }
+  return {
+    write(text: string) {
+      writeFileSync(partial, text);
+      renameSync(partial, svg);
+    },
+    discard: () => rmSync(partial, { force: true }),
+  };
+}
+
 export async function runBenchGather(o: BenchGatherRun, io: Io): Promise<CommandResult> {
   const progress = io.stderrIsTTY ? (line: string) => io.stderr(line + '\n') : undefined;
-  const report = await runGatherBench({ ...o, progress });
-  if (o.svg) {
-    writeFileSync(o.svg + '.partial', benchSvg(report));
-    renameSync(o.svg + '.partial', o.svg);
+  const svg = o.svg ? openSvgTarget(o.svg) : undefined;
+  let report: GatherBenchReport;
+  try {
+    report = await runGatherBench({ ...o, progress });
+  } catch (err) {
+    svg?.discard();
+    throw err;
   }
+  svg?.write(benchSvg(report));
   return { json: report, text: benchText(report), exitCode: 0 };
 }
 

@@ -32,6 +32,7 @@ export interface VerifyOptions {
 export function parseVerifyFlags(dir: string, f: VerifyFlags, io: Io): VerifyOptions {
   if (f.full && f.sample !== undefined) throw usageError('--full and --sample exclude each other: all rows, or a sample of them');
   if (f.sample !== undefined && f.source === undefined) throw usageError('--sample compares rows with the snapshot: give --source SNAPSHOT');
+  if (f.full && f.source === undefined) throw usageError('--full compares every row with the snapshot: give --source SNAPSHOT');
   const threadsText = fromEnv(f.threads, io.env, 'SPARK_ENGRAM_THREADS');
   const o: VerifyOptions = {
     dir: resolve(io.cwd, dir),

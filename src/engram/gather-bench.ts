@@ -2,6 +2,7 @@
 // with the baselines measured in the same run on the same files: fio random 4 KiB reads (same
 // thread count) where fio is installed, and always the naive TypeScript loop.
 import { cpus, totalmem } from 'node:os';
+import { usageError } from '../errors.js';
 import { readModelConfig } from './config.js';
 import { drawBatch, idModel, rng } from './bench-ids.js';
 import { fioVersion, runFio } from './fio.js';
@@ -123,7 +124,16 @@ export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBench
   const model = idModel(table.rows, table.start, table.end, sizes);
   const random = rng(o.seed ?? 1);
   const fresh = (b: number) => () => drawBatch(model, b, random);
-  const variants = o.variants ?? (kind === 'packed' ? ['packed'] : ['snapshot', 'snapshot+scales']);
+  const supported: BenchVariant[] = kind === 'packed' ? ['packed'] : ['snapshot', 'snapshot+scales'];
+  // A result is labelled with what it read: a variant the source cannot serve is refused, not
+  // measured on the source's own reads under another name.
+  const unsupported = o.variants?.filter((v) => !supported.includes(v)) ?? [];
+  if (unsupported.length > 0) {
+    throw usageError(`--variants ${unsupported.join(',')}: ${o.source} is a ${kind === 'packed' ? 'packed directory' : 'snapshot'}, which serves ${supported.join(', ')}`, {
+      path: o.source,
+    });
+  }
+  const variants = o.variants ?? supported;
   const fio = o.fio !== false && o.delayUs === undefined ? fioVersion() : undefined;
   const layout = spec.kind === 'packed' ? spec.layout : undefined;
   const prepare = async (): Promise<void> => {

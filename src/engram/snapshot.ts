@@ -77,6 +77,13 @@ async function readIndex(indexPath: string): Promise<WeightMap | undefined> {
   if (typeof doc !== 'object' || doc === null || typeof weightMap !== 'object' || weightMap === null || Array.isArray(weightMap)) {
     throw new SparkError('E_INDEX_JSON', `${indexPath}: expected an object with a "weight_map" object`, { path: indexPath });
   }
+  // Without this, an empty index reads as a snapshot without Engram tables, and the error
+  // blames config.json for listing layers the snapshot "lacks".
+  if (Object.keys(weightMap).length === 0) {
+    throw new SparkError('E_INDEX_JSON', `${indexPath}: "weight_map" is empty, so the index names no tensors; download the index again`, {
+      path: indexPath,
+    });
+  }
   const map: WeightMap = new Map();
   const checked = new Set<string>();
   for (const [tensor, file] of Object.entries(weightMap)) {

@@ -49,6 +49,10 @@ export function gidPolicy(env: NodeJS.ProcessEnv, overrides: GidPolicyOverrides 
   }
   let roceVersion = 2;
   const verText = (overrides.roceVersion ?? env.NCCL_IB_ROCE_VERSION_NUM ?? '').trim();
+  if (overrides.roceVersion !== undefined && !/^[12]$/.test(verText)) {
+    // Only the flag is refused: the variable is NCCL's, and what NCCL does with it is reported.
+    throw new SparkError('E_USAGE', `--roce-version must be 1 or 2, got '${overrides.roceVersion}'`);
+  }
   if (verText !== '') {
     if (/^\d+$/.test(verText)) roceVersion = Number(verText);
     else if (overrides.roceVersion !== undefined) throw new SparkError('E_USAGE', `--roce-version must be 1 or 2, got '${verText}'`);
