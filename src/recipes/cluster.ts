@@ -53,7 +53,7 @@ export async function readCluster(path: string): Promise<LoadedCluster> {
 function badHost(host: string): string | undefined {
   if (host === '') return 'is empty: it must name the node to ssh to';
   if (host.startsWith('-')) return "starts with '-', which ssh would read as an option";
-  if (/[\s\x00-\x1f\x7f]/.test(host)) return 'contains whitespace or a control character';
+  if ([...host].some((c) => /\s/.test(c) || c.charCodeAt(0) < 0x20 || c === '\x7f')) return 'contains whitespace or a control character';
   const at = host.lastIndexOf('@');
   const name = host.slice(at + 1);
   if (name === '' || name.startsWith('-')) return `has no host name after '${host.slice(0, at + 1)}'`;
