@@ -280,8 +280,11 @@ Status PackLayerInner(const PackJob& job, PackProgress* progress, PackResult* re
 
 Status PackLayer(const PackJob& job, PackProgress* progress, PackResult* result) {
   Status s = PackLayerInner(job, progress, result);
-  if (s.code == Code::E_NO_SPACE || s.code == Code::E_IO) {
-    s.message += "; chunks already written are kept: fix the disk (free space) and re-run the same command to resume";
+  // Advice that fits the cause: a read-only or forbidden --out is not fixed by freeing space.
+  if (s.code == Code::E_NO_SPACE) {
+    s.message += "; chunks already written are kept: free space and re-run the same command to resume";
+  } else if (s.code == Code::E_IO) {
+    s.message += "; chunks already written are kept: fix the cause and re-run the same command to resume";
   }
   return s;
 }

@@ -223,7 +223,11 @@ TEST(ReadHeaderFromFiles) {
   CHECK_EQ(h.file_size, 8 + json.size() + 4294967309);
 
   CHECK(spark::safetensors::ReadHeader(TempDir() + "/missing.safetensors", &h).code == Code::E_FILE_NOT_FOUND);
-  CHECK(spark::safetensors::ReadHeader(TempDir(), &h).code == Code::E_IO);
+  // A directory or FIFO where a shard belongs is bad input (exit 2), and a FIFO never blocks.
+  CHECK(spark::safetensors::ReadHeader(TempDir(), &h).code == Code::E_NOT_A_FILE);
+  std::string fifo = TempDir() + "/fifo.safetensors";
+  CHECK(mkfifo(fifo.c_str(), 0644) == 0);
+  CHECK(spark::safetensors::ReadHeader(fifo, &h).code == Code::E_NOT_A_FILE);
   CHECK(spark::safetensors::ReadHeader(path + std::string(1, '\0') + "x", &h).code == Code::E_USAGE);
   std::string tiny = TempDir() + "/tiny.safetensors";
   int fd = open(tiny.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);

@@ -114,22 +114,31 @@ export async function runLaunch(req: LaunchRequest, io: Io): Promise<LaunchResul
   const log = (text: string) => io.stderr(text.endsWith('\n') ? text : text + '\n');
   const tools = toolsFromEnv(io.env, req.sparkBin);
   const inputs = await loadInputs(req, io);
+  const { recipe, cluster } = inputs;
+  const head = cluster.nodes[cluster.head]!;
+  const readText: ReadText = readTextViaHead(head, tools, io.env);
+  const env = envValues(effectiveEnv(recipe, cluster, inputs.envFile));
+  // Resolved once: preflight checks the very snapshot the containers are given.
+  const snapshot =
+    recipeModelArg(recipe) === undefined
+      ? await resolveSnapshot(recipe, cluster, { ...pin(req, env), readText, home: io.env.HOME ?? homedir() })
+      : undefined;
 
-  const report = await runPreflight({ recipe: req.recipe, cluster: req.cluster, ...(req.env ? { env: req.env } : {}) }, io);
+  const report = await runPreflight(
+    {
+      recipe: req.recipe,
+      cluster: req.cluster,
+      ...(req.env ? { env: req.env } : {}),
+      ...(snapshot ? { servedSnapshot: snapshot.hostPath } : {}),
+    },
+    io,
+  );
   if (report.counts.error > 0 || report.counts.warn > 0) log(formatReport(report, io.color));
   if (report.counts.error > 0 && !req.force) {
     throw new SparkError('E_CHECK_FAILED', `preflight found ${report.counts.error} error(s), nothing was started; fix them, or pass --force to launch anyway`);
   }
   if (req.signal?.aborted) throw interrupted();
 
-  const { recipe, cluster } = inputs;
-  const head = cluster.nodes[cluster.head]!;
-  const readText: ReadText = readTextViaHead(head, tools, io.env);
-  const env = envValues(effectiveEnv(recipe, cluster, inputs.envFile));
-  const snapshot =
-    recipeModelArg(recipe) === undefined
-      ? await resolveSnapshot(recipe, cluster, { ...pin(req, env), readText, home: io.env.HOME ?? homedir() })
-      : undefined;
   const homes = usesHome(inputs) ? await probeHomes(cluster.nodes, tools, io.env) : undefined;
   const query = req.detectGid === false ? undefined : gidQuery(env);
   const gids = query ? await probeGids(cluster.nodes, query, tools, io.env) : undefined;

@@ -18,9 +18,8 @@ import {
   type HostPath,
 } from '../recipes/index.js';
 import { identifyNode, type NodeHints } from './node.js';
-import { hfSnapshotDir, isSnapshotPath, type SnapshotFacts, type SnapshotSource } from './sources.js';
+import { findSnapshotSource, type SnapshotFacts, type SnapshotSource } from './sources.js';
 import { openSnapshotFacts } from './snapshot-reader.js';
-import { hasCopyManifest } from './local-copy.js';
 import type { PreflightContext } from './types.js';
 
 export interface PreflightOptions {
@@ -39,6 +38,8 @@ export interface PreflightOptions {
   only?: string[];
   /** Skip these rules (ids or `family.` prefixes). */
   skip?: string[];
+  /** The snapshot `spark launch` resolved and will serve (host path): checked instead of refs/main. */
+  servedSnapshot?: string;
   /** For tests: how this host is named and addressed. */
   hostname?: string;
   addresses?: string[];
@@ -62,24 +63,17 @@ export async function buildContext(options: PreflightOptions, io: Io): Promise<P
 
   const toHost = (containerPath: string): HostPath | undefined => containerToHost(containerPath, recipe, cluster, home, io.cwd);
 
-  let source: SnapshotSource | undefined | null = null;
-  const snapshotSource = (): SnapshotSource | undefined => {
-    if (source !== null) return source;
-    source = undefined;
-    if (options.snapshot !== undefined) {
-      source = { dir: resolve(io.cwd, options.snapshot), how: '--snapshot' };
-    } else {
-      const engramDir = env.get('SPARK_ENGRAM_DIR')?.value;
-      const mapped = engramDir ? toHost(engramDir) : undefined;
-      if (mapped && isSnapshotPath(mapped.host) && !hasCopyManifest(mapped.host)) {
-        source = { dir: mapped.host, how: 'SPARK_ENGRAM_DIR' };
-      } else if (cluster?.hfCache !== undefined) {
-        const dir = hfSnapshotDir(resolve(io.cwd, cluster.hfCache), recipe.model);
-        if (dir) source = { dir, how: 'hf_cache' };
-      }
-    }
-    return source;
-  };
+  const source = await findSnapshotSource({
+    ...(options.snapshot !== undefined ? { snapshot: options.snapshot } : {}),
+    ...(options.servedSnapshot !== undefined ? { served: options.servedSnapshot } : {}),
+    ...(cluster?.hfCache !== undefined ? { hfCache: cluster.hfCache } : {}),
+    model: recipe.model,
+    env,
+    toHost,
+    home,
+    cwd: io.cwd,
+  });
+  const snapshotSource = (): SnapshotSource | undefined => source;
 
   let config: Promise<ModelConfig | undefined> | undefined;
   let snapshot: Promise<{ facts: SnapshotFacts } | { error: SparkError } | undefined> | undefined;

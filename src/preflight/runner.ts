@@ -1,6 +1,6 @@
 // Runs the rules that apply to a recipe and collects one report.
 import type { Io } from '../io.js';
-import { toSparkError, usageError } from '../errors.js';
+import { SparkError, toSparkError, usageError } from '../errors.js';
 import { stackOf } from '../recipes/index.js';
 import { buildContext, type PreflightOptions } from './context.js';
 import { RULES } from './rules/index.js';
@@ -31,9 +31,9 @@ export function ruleSelected(id: string, patterns: readonly string[]): boolean {
   return patterns.some((p) => id === p || id.startsWith(p.endsWith('.') ? p : p + '.'));
 }
 
-function validatePatterns(patterns: readonly string[] | undefined, flag: string): void {
+function validatePatterns(patterns: readonly string[] | undefined, flag: string, rules: readonly Rule[]): void {
   for (const p of patterns ?? []) {
-    if (!RULES.some((r) => ruleSelected(r.id, [p]))) {
+    if (!rules.some((r) => ruleSelected(r.id, [p]))) {
       throw usageError(`${flag} ${p}: no such rule (rule ids are listed in docs/preflight.md)`);
     }
   }
@@ -44,12 +44,24 @@ export function appliesTo(rule: Rule, ctx: PreflightContext): boolean {
   return rule.families === undefined || rule.families.includes(ctx.family);
 }
 
-export async function runPreflight(options: PreflightOptions, io: Io): Promise<PreflightReport> {
+/**
+ * What a rule may fail on and still leave the others' findings worth reading: the environment
+ * (EACCES on a mount, a FIFO where a file belongs) or bad input (a malformed config.json).
+ * Anything else (a TypeError, an E_INTERNAL) is a bug in the rule.
+ */
+function isEnvironmentError(err: unknown): boolean {
+  if (err instanceof SparkError) return err.code !== 'E_INTERNAL';
+  const e = err as NodeJS.ErrnoException | undefined;
+  return typeof e?.code === 'string' && typeof e.syscall === 'string';
+}
+
+/** `rules` is for tests; the CLI runs RULES. */
+export async function runPreflight(options: PreflightOptions, io: Io, rules: readonly Rule[] = RULES): Promise<PreflightReport> {
   const began = performance.now();
-  validatePatterns(options.only, '--only');
-  validatePatterns(options.skip, '--skip');
+  validatePatterns(options.only, '--only', rules);
+  validatePatterns(options.skip, '--skip', rules);
   const ctx = await buildContext(options, io);
-  const selected = RULES.filter(
+  const selected = rules.filter(
     (r) =>
       appliesTo(r, ctx) &&
       (options.only === undefined || ruleSelected(r.id, options.only)) &&
@@ -69,10 +81,22 @@ export async function runPreflight(options: PreflightOptions, io: Io): Promise<P
       } catch (err) {
         // One rule that cannot read what it needs (EACCES on a mount, a malformed config.json)
         // must not hide the others' findings; it is reported as not checked, with the reason.
+        // A bug is not "not checked": a green report would hide it.
+        if (!isEnvironmentError(err)) return { rule, bug: err };
         return { rule, skip: `could not check: ${toSparkError(err).message.split('\n')[0]}` };
       }
     }),
   );
+  const bug = outcomes.find((o) => o.bug !== undefined);
+  if (bug) {
+    const message = bug.bug instanceof Error ? bug.bug.message : String(bug.bug);
+    throw new SparkError(
+      'E_INTERNAL',
+      `preflight rule ${bug.rule.id} failed with an internal error (a bug in spark; please report it): ` +
+        `${message.split('\n')[0]}; --skip ${bug.rule.id} runs the other rules`,
+      { rule: bug.rule.id },
+    );
+  }
   const findings: Finding[] = [];
   for (const o of outcomes) {
     if (o.skip !== undefined) {

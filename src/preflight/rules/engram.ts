@@ -1,6 +1,7 @@
 // Engram row ranges: every rank must own a slice of each table such that the slices tile
 // [0, N) exactly per layer (domain.md, "How ranks split a table").
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync } from 'node:fs';
+import { readSmallTextSync } from '../../small-file.js';
 import { basename } from 'node:path';
 import { checkTiling, dashEntries, parseEngramRows, type LayerRange } from '../../engram/ranges.js';
 import type { EnvValue } from '../../recipes/index.js';
@@ -81,7 +82,7 @@ function rowsSource(ctx: PreflightContext, dir: EnvValue): { skip: string } | { 
     if (!host || !existsSync(host.host)) {
       return { skip: `the ranges come from the entrypoint ${script}, which is not readable on this node` };
     }
-    if (/SPARK_ENGRAM_ROWS/.test(readFileSync(host.host, 'utf8'))) return undefined;
+    if (/SPARK_ENGRAM_ROWS/.test(readSmallTextSync(host.host, { what: 'entrypoint' }))) return undefined;
     return {
       problem: `SPARK_ENGRAM_DIR is a full snapshot and the entrypoint ${basename(script)} (${host.host}) never sets SPARK_ENGRAM_ROWS`,
       fix: 'export SPARK_ENGRAM_ROWS from NODE_RANK in the wrapper (spark engram-ranges --rank "$NODE_RANK" --world W)',
@@ -111,13 +112,14 @@ function staleScript(ctx: PreflightContext): { script: string; host: string; val
   const script = wrapperScript(ctx.recipe.entrypoint);
   const host = script ? ctx.toHost(script) : undefined;
   if (!script || !host) return undefined;
+  let text: string;
   try {
-    if (!statSync(host.host).isFile()) return undefined;
+    text = readSmallTextSync(host.host, { what: 'entrypoint' });
   } catch {
-    return undefined; // mounts.host-path reports a missing script
+    return undefined; // mounts.host-path reports a missing or unreadable script
   }
   // Any quoted value that parses as SPARK_ENGRAM_ROWS and has an entry in the old form.
-  for (const m of readFileSync(host.host, 'utf8').matchAll(/'([\d:,-]+)'/g)) {
+  for (const m of text.matchAll(/'([\d:,-]+)'/g)) {
     if (dashEntries(m[1]!).length > 0 && parses(m[1]!)) return { script, host: host.host, value: m[1]! };
   }
   return undefined;

@@ -10,7 +10,8 @@ import { checkManifest } from '../../engram/pack-manifest-check.js';
 import { readLocalDir } from '../../engram/local-dir.js';
 import { formatEngramRows, parseEngramRows } from '../../engram/ranges.js';
 import type { LocalCopy } from '../../engram/layer-source.js';
-import { isSnapshotPath, revisionOf } from '../sources.js';
+import { revisionOfSnapshotDir } from '../../hf-cache.js';
+import { isSnapshotPath } from '../sources.js';
 import type { PreflightContext } from '../types.js';
 import { hasCopyManifest, readCopy } from '../local-copy.js';
 import { expectedEngramRows } from './snapshot.js';
@@ -122,7 +123,7 @@ async function copyProblems(ctx: PreflightContext, c: LocalCopy): Promise<{ erro
     else if (want !== undefined && want !== l.rows) errors.push(`layer ${l.layer}'s table has ${l.rows} rows, the snapshot's has ${want}: it was made from another checkpoint`);
   }
   const src = ctx.snapshotSource();
-  const want = src ? revisionOf(src.dir) : undefined;
+  const want = src ? revisionOfSnapshotDir(src.dir) : undefined;
   if (want && c.revision !== undefined && c.revision !== want) errors.push(`source revision ${c.revision}, the model snapshot is ${want}`);
   return { errors, warnings, notes };
 }
