@@ -44,7 +44,9 @@
         "native/core/parallel.cc",
         "native/core/row_plan.cc",
         "native/core/row_store.cc",
-        "native/core/row_gather.cc"
+        "native/core/row_gather.cc",
+        "native/core/holes.cc",
+        "native/core/mmap_gather.cc"
       ]
     },
     {
@@ -58,7 +60,8 @@
         "native/binding/safetensors_binding.cc",
         "native/binding/tiling_binding.cc",
         "native/binding/row_store_binding.cc",
-        "native/binding/pack_binding.cc"
+        "native/binding/pack_binding.cc",
+        "native/binding/sparse_binding.cc"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_DEPRECATED", "NAPI_CPP_EXCEPTIONS"]

@@ -20,6 +20,7 @@ import {
 import { identifyNode, type NodeHints } from './node.js';
 import { hfSnapshotDir, isSnapshotPath, type SnapshotFacts, type SnapshotSource } from './sources.js';
 import { openSnapshotFacts } from './snapshot-reader.js';
+import { hasCopyManifest } from './local-copy.js';
 import type { PreflightContext } from './types.js';
 
 export interface PreflightOptions {
@@ -70,7 +71,7 @@ export async function buildContext(options: PreflightOptions, io: Io): Promise<P
     } else {
       const engramDir = env.get('SPARK_ENGRAM_DIR')?.value;
       const mapped = engramDir ? toHost(engramDir) : undefined;
-      if (mapped && isSnapshotPath(mapped.host)) {
+      if (mapped && isSnapshotPath(mapped.host) && !hasCopyManifest(mapped.host)) {
         source = { dir: mapped.host, how: 'SPARK_ENGRAM_DIR' };
       } else if (cluster?.hfCache !== undefined) {
         const dir = hfSnapshotDir(resolve(io.cwd, cluster.hfCache), recipe.model);
