@@ -3,7 +3,8 @@
 
 A packed directory holds one rank's rows of each Engram layer (docs/packed-format.md):
 
-    engram-local.json              the manifest (written last: no manifest, no pack)
+    spark-pack.json                the manifest (written last: no manifest, no pack);
+                                   packs first shipped named it engram-local.json
     engram-l{L}-r{r}of{W}.bin      per layer: a 4096-byte header block (JSON padded with
                                    spaces), then rows weight[D] || scale[D/32]
 
@@ -31,7 +32,8 @@ FORMAT = "spark-engram-packed"
 VERSION = 1
 HEADER_BYTES = 4096
 PAGE_BYTES = 4096
-MANIFEST = "engram-local.json"
+MANIFEST = "spark-pack.json"
+LEGACY_MANIFEST = "engram-local.json"  # version 1 packs as first shipped
 
 
 class FormatError(ValueError):
@@ -175,6 +177,8 @@ class PackedDir:
 
     def __init__(self, directory):
         path = os.path.join(directory, MANIFEST)
+        if not os.path.exists(path):
+            path = os.path.join(directory, LEGACY_MANIFEST)
         if not os.path.exists(path):
             raise FormatError(f"{directory}: no {MANIFEST}: not a pack (an interrupted pack has none)")
         with open(path, "r", encoding="utf-8") as f:

@@ -15,7 +15,7 @@ const TRIALS = 20;
 const snap = makeSnapshot({ vocab: 5000 });
 
 function packArgs(out: string): string[] {
-  return ['pack', snap.dir, '--out', out, '--rank', '0', '--world', '1', '--chunk-rows', '1024', '--sync-every', '4', '--threads', '1', '--json'];
+  return ['pack', snap.dir, '--out', out, '--layout', 'dense', '--rank', '0', '--world', '1', '--chunk-rows', '1024', '--sync-every', '4', '--threads', '1', '--json'];
 }
 
 /**
@@ -67,7 +67,7 @@ test(`kill -9 at ${TRIALS} random points, then resume: verify refuses or passes,
     const first = await runPack(out, killAt());
     if (first.signal === 'SIGKILL') killed++;
     const v = bin(['verify', out]);
-    if (existsSync(join(out, 'engram-local.json'))) {
+    if (existsSync(join(out, 'spark-pack.json'))) {
       assert.equal(v.code, 0, `trial ${i}: a directory with a manifest must be complete: ${v.stderr}`);
       verifiesFully(out);
       complete++;
@@ -78,8 +78,8 @@ test(`kill -9 at ${TRIALS} random points, then resume: verify refuses or passes,
     if (i % 3 === 2) await runPack(out, killAt());
     const resumed = await runPack(out);
     assert.equal(resumed.code, 0, `trial ${i}: resume failed`);
-    const summary = JSON.parse(resumed.stdout) as { noop: boolean; layers: { chunksKept: number }[] };
-    if (summary.layers.some((l) => l.chunksKept > 0)) resumedWithKept++;
+    const summary = JSON.parse(resumed.stdout) as { noop: boolean; files: { chunksKept: number }[] };
+    if (summary.files.some((l) => l.chunksKept > 0)) resumedWithKept++;
     verifiesFully(out);
   }
   t.diagnostic(`copy ${reference.copyMs.toFixed(0)} ms; killed ${killed}, complete before the kill ${complete}, resumes keeping chunks ${resumedWithKept}`);

@@ -4,7 +4,7 @@
 // engramOnly: the index and the headers of the shards holding Engram tensors, nothing else.
 import { readModelConfig, type ModelConfig } from './config.js';
 import { engramSubTableSizes } from './primes.js';
-import { isPackedDir, readPackedManifest } from './packed-manifest.js';
+import { readLocalDir } from './local-dir.js';
 import { openSnapshot } from './snapshot.js';
 import { formatEngramRows, rankRanges, tileLayers, type EngramLayerRows, type RankLayerRange } from './ranges.js';
 import { SparkError, usageError } from '../errors.js';
@@ -150,8 +150,12 @@ export interface EngramNamePatterns {
  * tensors). For the heads split, config.json's sub-table sizes too.
  */
 export async function loadLayerSource(path: string, split: SplitRule, patterns: EngramNamePatterns = {}): Promise<LayerSource> {
-  if (isPackedDir(path)) {
-    const m = await readPackedManifest(path);
+  const local = await readLocalDir(path);
+  if (local.kind === 'sparse') {
+    throw new SparkError('E_PACK_MANIFEST', `${path} is a sparse copy (engram-local.json): this spark reads ranges from snapshots and dense or page packs`, { path });
+  }
+  if (local.kind === 'packed') {
+    const m = local.manifest;
     const layers = m.layers.map(({ layer, rows, start, end }) => ({ layer, rows, start, end }));
     return packedSource(path, { rank: m.rank, world: m.world, split: m.split, layers });
   }

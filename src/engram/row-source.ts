@@ -5,7 +5,8 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { SparkError } from '../errors.js';
 import { RowStore, type RowStoreOptions, type TableSpec } from '../native/row-store.js';
-import { dimOfRowBytes, isPackedDir, readPackedManifest, type PackedManifest } from './packed-manifest.js';
+import { readLocalDir } from './local-dir.js';
+import { dimOfRowBytes, type PackedManifest } from './packed-manifest.js';
 import { openSnapshot } from './snapshot.js';
 
 /** What the row source needs of a snapshot (a structural subset of snapshot.ts's Snapshot). */
@@ -96,8 +97,12 @@ export async function openRowSource(path: string, options: RowSourceOptions = {}
   } catch {
     throw new SparkError('E_FILE_NOT_FOUND', `${path} does not exist (give a snapshot or a packed directory)`, { path });
   }
-  if (isDir && isPackedDir(path)) {
-    const manifest = await readPackedManifest(path);
+  const local = isDir ? await readLocalDir(path) : undefined;
+  if (local?.kind === 'sparse') {
+    throw new SparkError('E_PACK_MANIFEST', `${path} is a sparse copy (engram-local.json): this spark reads snapshots and dense or page packs`, { path });
+  }
+  if (local?.kind === 'packed') {
+    const manifest = local.manifest;
     const entries = pickLayers(manifest.layers, layers, path);
     const specs: TableSpec[] = entries.map((e) => ({
       kind: 'packed',

@@ -2,12 +2,13 @@
 // ranges inside their tables and matching the split it claims, entries consistent with the
 // layout), every data file's size and header block, every chunk checksum (native, parallel),
 // and with a source snapshot the rows themselves, all of them or a sample.
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { SparkError } from '../errors.js';
 import { verifyLayer, type VerifyLayerProgress } from '../native/pack.js';
-import { chunkSpan, headerJson, layerGeometry, MANIFEST_NAME, type PackedLayer } from './pack-format.js';
-import { parsePackedManifest, type PackedManifest } from './packed-manifest.js';
+import { chunkSpan, headerJson, layerGeometry, type PackedLayer } from './pack-format.js';
+import { readLocalDir } from './local-dir.js';
+import { PACK_MANIFEST_NAME, type PackedManifest } from './packed-manifest.js';
 import { checkManifest } from './pack-manifest-check.js';
 import { pollWhile, type PackTable } from './pack-io.js';
 import type { ModelConfig } from './config.js';
@@ -60,29 +61,29 @@ export interface VerifyReport {
 
 /** The manifest, strictly parsed; any problem with it fails the check (exit 1). */
 async function readManifest(dir: string, config: ModelConfig | undefined): Promise<PackedManifest> {
-  const path = join(dir, MANIFEST_NAME);
-  let text: string;
+  let local: Awaited<ReturnType<typeof readLocalDir>>;
   try {
-    text = await readFile(path, 'utf8');
+    local = await readLocalDir(dir);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    if (err instanceof SparkError) throw new SparkError('E_PACK_MISMATCH', err.message, err.details);
+    throw err;
+  }
+  if (local.kind === 'sparse') {
+    throw new SparkError('E_USAGE', `${dir} is a sparse copy (engram-local.json): this spark verify checks dense and page packs`, { path: local.manifestPath });
+  }
+  if (local.kind === 'none') {
     const names = await readdir(dir).catch(() => undefined);
     if (names === undefined) throw new SparkError('E_FILE_NOT_FOUND', `${dir} does not exist`, { path: dir });
     const interrupted = names.some((n) => n.endsWith('.partial') || n.endsWith('.journal'));
     throw new SparkError(
       'E_PACK_INCOMPLETE',
-      `${dir} is not a pack: it has no ${MANIFEST_NAME}` +
+      `${dir} is not a pack: it has no ${PACK_MANIFEST_NAME}` +
         (interrupted ? ' (an interrupted pack: re-run the same spark pack command to resume it)' : ''),
-      { path },
+      { path: join(dir, PACK_MANIFEST_NAME) },
     );
   }
-  let m: PackedManifest;
-  try {
-    m = parsePackedManifest(text, path);
-  } catch (err) {
-    if (err instanceof SparkError) throw new SparkError('E_PACK_MISMATCH', err.message, err.details);
-    throw err;
-  }
+  const path = local.manifestPath;
+  const m = local.manifest;
   const problems = checkManifest(m, config);
   if (problems.length > 0) {
     const more = problems.length > 1 ? ` (and ${problems.length - 1} more problems)` : '';

@@ -1,12 +1,12 @@
 // Packed node-local Engram shards: room on the local disk to write this rank's pack, and a
 // pack that belongs to this rank, world and engine.
-import { existsSync, readFileSync, statfsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, statfsSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { ENGINES, type Engine } from '../../recipes/index.js';
 import { formatBytes } from '../../format.js';
 import { defineRule, finding, whereEnv, whereNode } from '../rule.js';
 import { checkManifest } from '../../engram/pack-manifest-check.js';
-import { MANIFEST_NAME, parsePackedManifest, type PackedManifest } from '../../engram/packed-manifest.js';
+import { readLocalDir } from '../../engram/local-dir.js';
 import { isPackDir, isSnapshotPath, revisionOf } from '../sources.js';
 import type { PreflightContext } from '../types.js';
 import { expectedEngramRows } from './snapshot.js';
@@ -82,17 +82,18 @@ export const manifest = defineRule({
     "With packed shards the ranges come from engram-local.json (domain.md); a pack made for another rank or world " +
     "serves the wrong rows, and SGLang splits by floor while vLLM splits by whole heads.",
   fix: 'repack: spark pack <snapshot> --out DIR --rank R --world W --split floor|heads',
-  check(ctx) {
+  async check(ctx) {
     const target = packTarget(ctx);
     if (!target || !isPackDir(target.host)) return [];
-    const path = join(target.host, MANIFEST_NAME);
-    let m: PackedManifest;
+    let local: Awaited<ReturnType<typeof readLocalDir>>;
     try {
       // The same strict reader the row store and verify use.
-      m = parsePackedManifest(readFileSync(path, 'utf8'), path);
+      local = await readLocalDir(target.host);
     } catch (err) {
-      return [finding(this, { message: (err as Error).message, where: path })];
+      return [finding(this, { message: (err as Error).message, where: target.host })];
     }
+    if (local.kind !== 'packed') return [];
+    const { manifestPath: path, manifest: m } = local;
     const problems = checkManifest(m);
     if (m.world !== ctx.world) problems.push(`world ${JSON.stringify(m.world)}, the recipe runs ${ctx.world} ranks`);
     if (ctx.node && ctx.node.rank !== null && m.rank !== ctx.node.rank) {
