@@ -104,7 +104,17 @@ class DenseTarget : public PackTarget {
 
 Status PackLayer(const PackJob& job, PackProgress* progress, PackResult* result) {
   DenseTarget target(job);
-  return PackFile(job.file, target, progress, result);
+  Status s = PackFile(job.file, target, progress, result);
+  if (s.ok() && job.drop_source_cache) {
+    // One last sweep over what was read: see PackSparseShard.
+    const PackGeometry& g = job.geometry;
+    Fd w, sc;
+    if (OpenFile(job.weight.path, O_RDONLY, &w).ok()) DropCache(w.get(), job.weight.offset + job.start * g.dim(), g.rows() * g.dim());
+    if (OpenFile(job.scale.path, O_RDONLY, &sc).ok()) {
+      DropCache(sc.get(), job.scale.offset + job.start * g.scale_bytes(), g.rows() * g.scale_bytes());
+    }
+  }
+  return s;
 }
 
 }  // namespace spark

@@ -139,11 +139,12 @@ Status PackDir::WriteFileAtomic(const std::string& name, const void* data, size_
   const std::string tmp = name + ".tmp";
   Fd f;
   Status s = CreateFresh(tmp, &f);
-  if (s.ok()) s = PwriteFull(f.get(), data, size, 0, PathOf(tmp));
+  if (!s.ok()) return s;  // nothing of ours to clean up: a link there stays as it is
+  s = PwriteFull(f.get(), data, size, 0, PathOf(tmp));
   if (s.ok()) s = SyncAll(f.get(), PathOf(tmp));
   f.Close();
   if (s.ok()) s = Rename(tmp, name);
-  if (!s.ok() && s.code != Code::E_UNSAFE_PATH) ::unlinkat(fd(), tmp.c_str(), 0);
+  if (!s.ok()) ::unlinkat(fd(), tmp.c_str(), 0);  // the file this call created
   return s;
 }
 

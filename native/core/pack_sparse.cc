@@ -249,7 +249,19 @@ Status PackSparseShard(const SparseShardJob& job, PackProgress* progress, PackRe
   Status s = CheckSparseJob(job);
   if (!s.ok()) return s;
   SparseTarget target(job);
-  return PackFile(job.file, target, progress, result);
+  s = PackFile(job.file, target, progress, result);
+  if (s.ok() && job.drop_source_cache) {
+    // Dropping behind each chunk misses pages the kernel could not let go of at that moment
+    // (read ahead, or still on another CPU's LRU list): one last sweep over what was read.
+    Fd fd;
+    if (OpenFile(job.source_path, O_RDONLY, &fd).ok()) {
+      for (const auto& t : job.tables) {
+        DropCache(fd.get(), t.weight_offset + t.lo * t.dim, (t.hi - t.lo) * t.dim);
+        DropCache(fd.get(), t.scale_offset + t.lo * (t.dim / 32), (t.hi - t.lo) * (t.dim / 32));
+      }
+    }
+  }
+  return s;
 }
 
 }  // namespace spark

@@ -132,17 +132,17 @@ export function manifestFiles(name: string, text: string, path: string): string[
 /**
  * After the new manifest has landed: removes the journals of the new pack's files, then every
  * replaced pack's files that the new pack does not use (with their .partial and .journal),
- * then the `.replaced` manifests. Returns the names removed.
+ * then the `.replaced` manifests. Returns the names of the replaced pack's files removed.
  */
 export function clearReplaced(dir: PackDirectory, keep: string[]): string[] {
   const kept = new Set(keep);
   const removed: string[] = [];
-  const drop = (name: string): void => {
+  const drop = (name: string, report = true): void => {
     if (!present(dir, name)) return;
     dir.remove(name); // a link or hard-linked file there is refused, never followed
-    removed.push(name);
+    if (report) removed.push(name);
   };
-  for (const f of keep) drop(`${f}.journal`);
+  for (const f of keep) drop(`${f}.journal`, false);
   for (const name of MANIFEST_NAMES) {
     const replaced = name + REPLACED_SUFFIX;
     if (!present(dir, replaced)) continue;
