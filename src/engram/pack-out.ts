@@ -20,6 +20,7 @@ import { LEGACY_PACK_MANIFEST_NAME, PACK_MANIFEST_NAME, readLocalDir, type Local
 import { parsePackedManifest } from './packed-manifest.js';
 import { fsyncDir } from './pack-io.js';
 import { hasSparseLayers, parseSparseManifest, SPARSE_MANIFEST_NAME } from './sparse-manifest.js';
+import { INDEX_FILE } from './snapshot.js';
 
 /** Every manifest name a pack directory may hold, the one readers prefer first. */
 export const MANIFEST_NAMES = [PACK_MANIFEST_NAME, SPARSE_MANIFEST_NAME] as const;
@@ -105,13 +106,18 @@ export async function readExistingPack(dir: PackDirectory): Promise<LocalDir> {
   }
 }
 
-/** Renames every manifest present to `<name>.replaced`: from here on the directory is no pack. */
+/**
+ * Renames every manifest present to `<name>.replaced`: from here on the directory is no pack.
+ * A replaced sparse copy's index goes too, so that the overlay cannot take the half-replaced
+ * directory for a full snapshot (an index and shards, no manifest).
+ */
 export function supersedeManifests(dir: PackDirectory): void {
   for (const name of MANIFEST_NAMES) {
     const text = dir.readFile(name, MAX_MANIFEST_BYTES);
     if (text === undefined) continue;
     dir.writeFile(name + REPLACED_SUFFIX, text);
     dir.remove(name);
+    if (name === SPARSE_MANIFEST_NAME) dir.remove(INDEX_FILE);
   }
 }
 
