@@ -202,6 +202,9 @@ test('a filesystem that cannot keep holes is refused before anything is copied (
   assert.deepEqual(readdirSync(out), []);
   // dense and page do not need holes.
   await packEngram(request(out, { layout: 'dense', testing: { fillHoleProbe: true } }));
+  // A refused replacement leaves the pack there as it was.
+  await rejects(packEngram(request(out, { force: true, testing: { fillHoleProbe: true } })), 'E_NO_HOLES');
+  assert.deepEqual(readdirSync(out).sort(), ['engram-l1-r1of2.bin', 'engram-l14-r1of2.bin', 'spark-pack.json']);
 });
 
 test('the free-space check counts the bytes a sparse copy allocates, not its apparent size', async () => {

@@ -103,14 +103,15 @@ async function packLocked(
       );
     }
   }
-  // From here the directory is no pack until the new manifest lands.
-  supersedeManifests(dir);
+  // Refusals that need no change to the directory come first: a refused run leaves it as it was.
   if (plan.needsHoles) checkHoles(req, dir, plan);
   if (req.checkSpace !== false) {
     const { block } = await fsInfo(dir.path);
     const need = plan.space(block);
     await checkSpace(dir.path, need.files, need.extra);
   }
+  // From here the directory is no pack until the new manifest lands.
+  supersedeManifests(dir);
 
   const totalBytes = plan.units.reduce((s, u) => s + u.bytes, 0);
   let doneBefore = 0;
