@@ -19,6 +19,7 @@ import { synthRow } from '../src/engram/synth-rows.js';
 import { packageRoot } from '../src/native/index.js';
 import { crc32 } from '../src/native/pack.js';
 import { openOverlayView } from '../test/helpers/overlay-view.js';
+import { safetensorsHeader } from '../test/helpers/sparse-check.js';
 
 const args = process.argv.slice(2);
 const arg = (name: string, fallback: string): string => {
@@ -36,19 +37,6 @@ const check = (ok: boolean, what: string): void => {
   if (!ok) problems.push(what);
 };
 
-/** The 8 + N header bytes of a .safetensors file. */
-function headerOf(path: string): Buffer {
-  const fd = openSync(path, 'r');
-  try {
-    const len = Buffer.alloc(8);
-    readSync(fd, len, 0, 8, 0);
-    const b = Buffer.alloc(8 + Number(len.readBigUInt64LE(0)));
-    readSync(fd, b, 0, b.length, 0);
-    return b;
-  } finally {
-    closeSync(fd);
-  }
-}
 
 function run(argv: string[]): { code: number; stdout: string; stderr: string; seconds: number } {
   const t0 = performance.now();
@@ -85,7 +73,7 @@ let allocated = 0;
 for (const f of readdirSync(out)) allocated += statSync(join(out, f)).blocks * 512;
 for (const name of shards) {
   check(statSync(join(out, name)).size === statSync(join(snap, name)).size, `${name}: apparent size`);
-  check(headerOf(join(out, name)).equals(headerOf(join(snap, name))), `${name}: header bytes`);
+  check(safetensorsHeader(join(out, name)).equals(safetensorsHeader(join(snap, name))), `${name}: header bytes`);
 }
 
 // Rows at both ends of each range (where the synthetic snapshot holds data), and past 2^36.

@@ -10,6 +10,7 @@ import type { PackTable } from '../src/engram/pack-io.js';
 import { checkTiling, openOverlayView, parseEngramRows, type OverlayView, type Ranges } from './helpers/overlay-view.js';
 import { makeSnapshot } from './helpers/synth.js';
 import { tempDir } from './helpers/tmp.js';
+import { packRequest } from './helpers/pack-request.js';
 
 // spark pack's sparse copies, read the way the serving overlay reads SPARK_ENGRAM_DIR
 // (helpers/overlay-view.ts, written from domain.md): every rank of world 2, 3 and 4 under
@@ -27,19 +28,9 @@ async function pack(
   layout: PackLayoutName = 'sparse',
 ): Promise<string> {
   const out = join(tempDir(), `r${rank}of${world}-${split}-${layout}`);
-  await packEngram({
-    snapshotDir,
-    index: join(snapshotDir, INDEX_FILE),
-    tables,
-    out,
-    rank,
-    world,
-    split,
-    ranges: packRanges(tables, opened.config, rank, world, split),
-    layout,
-    threads: 2,
-    chunkRows: 15 * 300, // a whole number of pages, for the page layout too
-  });
+  const ranges = packRanges(tables, opened.config, rank, world, split);
+  // chunkRows: a whole number of pages, for the page layout too.
+  await packEngram(packRequest(snapshotDir, tables, out, { rank, world, split, ranges, layout, threads: 2, chunkRows: 15 * 300 }));
   return out;
 }
 

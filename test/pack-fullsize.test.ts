@@ -1,12 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { closeSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { packEngram } from '../src/engram/pack.js';
 import { packRanges } from '../src/engram/pack-ranges.js';
 import { INDEX_FILE, openSnapshot } from '../src/engram/snapshot.js';
 import { synthRow } from '../src/engram/synth-rows.js';
 import { openOverlayView } from './helpers/overlay-view.js';
+import { safetensorsHeader } from './helpers/sparse-check.js';
 import { makeFullSizeSnapshot } from './helpers/synth.js';
 import { tempDir } from './helpers/tmp.js';
 
@@ -19,18 +20,6 @@ const opened = await openSnapshot(full.dir);
 const tables = opened.engram;
 const SHARDS = ['model-00047-of-00048.safetensors', 'model-00048-of-00048.safetensors'];
 
-function headerOf(path: string): Buffer {
-  const fd = openSync(path, 'r');
-  try {
-    const len = Buffer.alloc(8);
-    readSync(fd, len, 0, 8, 0);
-    const b = Buffer.alloc(8 + Number(len.readBigUInt64LE(0)));
-    readSync(fd, b, 0, b.length, 0);
-    return b;
-  } finally {
-    closeSync(fd);
-  }
-}
 
 test('full-size snapshot: sparse copies keep the 48-shard names, apparent sizes and headers; rows at both range ends and past 2^36 are exact', async () => {
   assert.deepEqual(tables.map((t) => t.rows), [384006168, 384016682]);
@@ -61,7 +50,7 @@ test('full-size snapshot: sparse copies keep the 48-shard names, apparent sizes 
     for (const name of SHARDS) {
       const st = statSync(join(out, name));
       assert.equal(st.size, statSync(join(full.dir, name)).size, `${what}: ${name} apparent size`);
-      assert.ok(headerOf(join(out, name)).equals(headerOf(join(full.dir, name))), `${what}: ${name} header bytes`);
+      assert.ok(safetensorsHeader(join(out, name)).equals(safetensorsHeader(join(full.dir, name))), `${what}: ${name} header bytes`);
       // Allocated: the header, 64 rows of weight and of scale, rounded out to blocks.
       assert.ok(st.blocks * 512 <= 64 * 1024, `${what}: ${name} allocates ${st.blocks * 512} bytes`);
     }

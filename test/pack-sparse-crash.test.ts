@@ -1,10 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { readLocalDir } from '../src/engram/local-dir.js';
-import { bin, binPath } from './helpers/cli.js';
+import { bin } from './helpers/cli.js';
+import { killTrials } from './helpers/pack-process.js';
 import { checkSparseCopy } from './helpers/sparse-check.js';
 import { makeSnapshot } from './helpers/synth.js';
 import { tempDir } from './helpers/tmp.js';
@@ -21,29 +21,6 @@ const VERIFY_NOT_YET = /is a sparse copy \(engram-local\.json\): this spark veri
 
 function packArgs(out: string): string[] {
   return ['pack', snap.dir, '--out', out, '--rank', '0', '--world', '1', '--chunk-rows', '1024', '--sync-every', '4', '--threads', '1', '--json'];
-}
-
-/** Runs `spark pack`; with `killAfterMs`, SIGKILLs it that long after its first .partial appears. */
-function runPack(out: string, killAfterMs?: number): Promise<{ code: number | null; signal: string | null; stdout: string; copyMs: number }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [binPath, ...packArgs(out)], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let began: number | undefined;
-    let timer: NodeJS.Timeout | undefined;
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.resume();
-    const watch = setInterval(() => {
-      if (began !== undefined || !existsSync(out) || !readdirSync(out).some((n) => n.endsWith('.partial'))) return;
-      began = performance.now();
-      if (killAfterMs !== undefined) timer = setTimeout(() => child.kill('SIGKILL'), killAfterMs);
-    }, 1);
-    child.on('error', reject);
-    child.on('exit', (code, signal) => {
-      clearInterval(watch);
-      if (timer) clearTimeout(timer);
-      resolve({ code, signal, stdout, copyMs: began === undefined ? 0 : performance.now() - began });
-    });
-  });
 }
 
 let verifyReadsSparse: boolean | undefined;
@@ -63,39 +40,32 @@ function completeAndExact(out: string, trial: number): void {
 }
 
 test(`sparse layout: kill -9 at ${TRIALS} random points, then resume: no copy or a complete one, and the resumed copy is byte-exact`, async (t) => {
-  const reference = await runPack(join(tempDir(), 'copy'));
-  assert.equal(reference.code, 0);
-  assert.ok(reference.copyMs > 0, 'the copy was not seen starting');
-  const killAt = (): number => Math.random() * reference.copyMs * 0.9;
-  let killed = 0;
-  let resumedWithKept = 0;
-  let complete = 0;
-  for (let i = 0; i < TRIALS; i++) {
-    const out = join(tempDir(), 'copy');
-    const first = await runPack(out, killAt());
-    if (first.signal === 'SIGKILL') killed++;
-    const local = await readLocalDir(out);
-    if (local.kind === 'sparse') {
-      completeAndExact(out, i);
-      complete++;
-    } else {
-      assert.equal(local.kind, 'none', `trial ${i}`);
-      // No manifest: not a copy, and no index for the overlay to take it for a snapshot either.
-      assert.ok(!existsSync(join(out, 'model.safetensors.index.json')) || readdirSync(out).every((n) => !n.endsWith('.partial')), `trial ${i}: an index beside unfinished shards`);
-      const v = bin(['verify', out]);
-      assert.equal(v.code, existsSync(out) ? 1 : 2, `trial ${i}: ${v.stderr}`);
-    }
-    if (i % 3 === 2) await runPack(out, killAt());
-    const resumed = await runPack(out);
-    assert.equal(resumed.code, 0, `trial ${i}: resume failed`);
-    const summary = JSON.parse(resumed.stdout) as { files: { chunksKept: number }[] };
-    if (summary.files.some((f) => f.chunksKept > 0)) resumedWithKept++;
-    completeAndExact(out, i);
-  }
+  const seen = await killTrials(
+    {
+      trials: TRIALS,
+      packArgs,
+      async afterKill(out, i) {
+        const local = await readLocalDir(out);
+        if (local.kind === 'sparse') {
+          completeAndExact(out, i);
+          return true;
+        }
+        assert.equal(local.kind, 'none', `trial ${i}`);
+        // No manifest: not a copy, and no index for the overlay to take it for a snapshot either.
+        const names = existsSync(out) ? readdirSync(out) : [];
+        assert.ok(!names.includes('model.safetensors.index.json') || names.every((n) => !n.endsWith('.partial')), `trial ${i}: an index beside unfinished shards`);
+        const v = bin(['verify', out]);
+        assert.equal(v.code, existsSync(out) ? 1 : 2, `trial ${i}: ${v.stderr}`);
+        return false;
+      },
+      afterResume: async (out, i) => completeAndExact(out, i),
+    },
+    () => join(tempDir(), 'copy'),
+  );
   t.diagnostic(
-    `copy ${reference.copyMs.toFixed(0)} ms; killed ${killed}, complete before the kill ${complete}, resumes keeping chunks ${resumedWithKept}; ` +
+    `copy ${seen.copyMs.toFixed(0)} ms; killed ${seen.killed}, complete before the kill ${seen.complete}, resumes keeping chunks ${seen.resumedWithKept}; ` +
       `spark verify --full --source ${verifyReadsSparse ? 'passed on every copy' : 'does not read sparse copies yet: checked by the overlay view and checksums'}`,
   );
-  assert.ok(killed >= TRIALS / 2, `only ${killed} of ${TRIALS} runs were killed`);
-  assert.ok(resumedWithKept >= 3, `only ${resumedWithKept} resumes kept journaled chunks`);
+  assert.ok(seen.killed >= TRIALS / 2, `only ${seen.killed} of ${TRIALS} runs were killed`);
+  assert.ok(seen.resumedWithKept >= 3, `only ${seen.resumedWithKept} resumes kept journaled chunks`);
 });

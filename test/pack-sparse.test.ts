@@ -8,46 +8,20 @@ import { packRanges } from '../src/engram/pack-ranges.js';
 import { INDEX_FILE, openSnapshot } from '../src/engram/snapshot.js';
 import { parseSparseManifest } from '../src/engram/sparse-manifest.js';
 import { readLocalDir } from '../src/engram/local-dir.js';
-import { SparkError } from '../src/errors.js';
 import { crc32 } from '../src/native/pack.js';
 import { cli } from './helpers/cli.js';
 import { engramPair, writeTensors } from './helpers/safetensors.js';
 import { makeSnapshot } from './helpers/synth.js';
 import { tempDir } from './helpers/tmp.js';
 import { mountTmpfs } from './helpers/tmpfs.js';
+import { packRequest, rejects } from './helpers/pack-request.js';
 
 const snap = makeSnapshot();
 const opened = await openSnapshot(snap.dir);
 const tables = opened.engram;
 
 function request(out: string, over: Partial<PackRequest> = {}): PackRequest {
-  const rank = over.rank ?? 1;
-  const world = over.world ?? 2;
-  return {
-    snapshotDir: snap.dir,
-    index: join(snap.dir, INDEX_FILE),
-    tables,
-    out,
-    rank,
-    world,
-    split: 'floor',
-    ranges: packRanges(tables, undefined, rank, world, 'floor'),
-    layout: 'sparse',
-    threads: 3,
-    chunkRows: 1000,
-    ...over,
-  };
-}
-
-async function rejects(p: Promise<unknown>, code: string): Promise<SparkError> {
-  try {
-    await p;
-  } catch (err) {
-    assert.ok(err instanceof SparkError, String(err));
-    assert.equal(err.code, code, err.message);
-    return err;
-  }
-  assert.fail(`expected ${code}`);
+  return packRequest(snap.dir, tables, out, { layout: 'sparse', rank: 1, chunkRows: 1000, ...over });
 }
 
 function manifestOf(out: string) {

@@ -4,7 +4,6 @@ import { existsSync, readdirSync, readFileSync, utimesSync, writeFileSync } from
 import { join } from 'node:path';
 import { packEngram, type PackRequest } from '../src/engram/pack.js';
 import { verifyPack } from '../src/engram/verify.js';
-import { packRanges } from '../src/engram/pack-ranges.js';
 import { synthRow } from '../src/engram/synth-rows.js';
 import { crc32 } from '../src/native/pack.js';
 import { SparkError } from '../src/errors.js';
@@ -13,37 +12,13 @@ import { tempDir } from './helpers/tmp.js';
 import { openSnapshot } from '../src/engram/snapshot.js';
 import { readManifest, readPackedRow } from './helpers/packed.js';
 import { mountTmpfs } from './helpers/tmpfs.js';
+import { packRequest, rejects } from './helpers/pack-request.js';
 
 const snap = makeSnapshot();
 const tables = (await openSnapshot(snap.dir)).engram;
 
 function request(out: string, over: Partial<PackRequest> = {}): PackRequest {
-  const rank = over.rank ?? 0;
-  const world = over.world ?? 2;
-  return {
-    snapshotDir: snap.dir,
-    tables,
-    out,
-    rank,
-    world,
-    split: 'floor',
-    ranges: packRanges(tables, undefined, rank, world, 'floor'),
-    layout: 'dense',
-    threads: 3,
-    chunkRows: 512,
-    ...over,
-  };
-}
-
-async function rejects(p: Promise<unknown>, code: string): Promise<SparkError> {
-  try {
-    await p;
-  } catch (err) {
-    assert.ok(err instanceof SparkError, String(err));
-    assert.equal(err.code, code, err.message);
-    return err;
-  }
-  assert.fail(`expected ${code}`);
+  return packRequest(snap.dir, tables, out, over);
 }
 
 for (const layout of ['dense', 'page'] as const) {

@@ -75,6 +75,15 @@ class PackTarget {
   virtual void DropWritten(int fd, uint64_t k) const = 0;
 };
 
+// A target's NewWorker in one line: constructs W from the target, then opens it.
+template <typename W, typename T>
+Status MakeWorker(const T& target, std::unique_ptr<PackTarget::Worker>* out) {
+  auto w = std::make_unique<W>(target);
+  Status s = w->Open();
+  *out = std::move(w);
+  return s;
+}
+
 struct PackFileJob {
   const PackDir* dir = nullptr;
   std::string name;  // the final data file's name in dir

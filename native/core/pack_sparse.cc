@@ -176,12 +176,7 @@ class SparseTarget : public PackTarget {
     std::vector<uint8_t> buf_;
   };
 
-  Status NewWorker(std::unique_ptr<PackTarget::Worker>* out) const override {
-    auto w = std::make_unique<Worker>(*this);
-    Status s = w->Open();
-    *out = std::move(w);
-    return s;
-  }
+  Status NewWorker(std::unique_ptr<PackTarget::Worker>* out) const override { return MakeWorker<Worker>(*this, out); }
 
   void DropWritten(int fd, uint64_t k) const override {
     Runs r = RunsOf(k);

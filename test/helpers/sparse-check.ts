@@ -20,6 +20,17 @@ function readAt(fd: number, at: number, bytes: number): Buffer {
   return b;
 }
 
+/** The 8 + N header bytes of a .safetensors file (the bytes a sparse copy keeps verbatim). */
+export function safetensorsHeader(path: string): Buffer {
+  const fd = openSync(path, 'r');
+  try {
+    const len = readAt(fd, 0, 8);
+    return readAt(fd, 0, 8 + Number(len.readBigUInt64LE(0)));
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** Fails the test unless `copy` is a complete, byte-exact sparse copy of `snapshot`'s rows. */
 export function checkSparseCopy(copy: string, snapshot: string): { rows: number; chunks: number } {
   const m = parseSparseManifest(readFileSync(join(copy, 'engram-local.json'), 'utf8'));
@@ -37,13 +48,9 @@ export function checkSparseCopy(copy: string, snapshot: string): { rows: number;
     }
     for (const s of m.spark.shards) {
       assert.equal(statSync(join(copy, s.name)).size, s.bytes, `${s.name}: apparent size`);
-      const head = readFileSync(join(snapshot, s.name)).subarray(0, s.headerBytes);
-      const fd = openSync(join(copy, s.name), 'r');
-      try {
-        assert.ok(readAt(fd, 0, s.headerBytes).equals(head), `${s.name}: header bytes`);
-      } finally {
-        closeSync(fd);
-      }
+      const head = safetensorsHeader(join(snapshot, s.name));
+      assert.equal(head.length, s.headerBytes, `${s.name}: header length`);
+      assert.ok(safetensorsHeader(join(copy, s.name)).equals(head), `${s.name}: header bytes`);
     }
     for (const t of m.spark.tables) {
       const r = m.layers.find((l) => l.layer === t.layer)!;
