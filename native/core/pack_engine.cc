@@ -13,7 +13,6 @@
 #include "core/file_io.h"
 #include "core/pack_journal.h"
 #include "core/parallel.h"
-#include "core/worker_group.h"
 
 namespace spark {
 

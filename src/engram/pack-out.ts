@@ -12,9 +12,10 @@
 // then the `.replaced` file. A crash in between leaves `.replaced`, and the next run finishes
 // the cleanup.
 import { lstatSync } from 'node:fs';
-import { mkdir, realpath, stat } from 'node:fs/promises';
+import { realpath, stat } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep, isAbsolute, basename } from 'node:path';
 import { SparkError, usageError } from '../errors.js';
+import { makeWritableDir } from '../writable-dir.js';
 import type { PackDirectory } from '../native/pack.js';
 import { LEGACY_PACK_MANIFEST_NAME, PACK_MANIFEST_NAME, readLocalDir, type LocalDir } from './local-dir.js';
 import { parsePackedManifest } from './packed-manifest.js';
@@ -85,8 +86,8 @@ export async function makeOutDir(out: string): Promise<void> {
     missing.push(at);
     if (dirname(at) === at) break;
   }
-  if (missing.length === 0) return;
-  await mkdir(out, { recursive: true });
+  // The real errno (EROFS, EACCES), never a later "not enough space" on a read-only disk.
+  await makeWritableDir(out);
   for (const d of missing) await fsyncDir(dirname(d));
 }
 
