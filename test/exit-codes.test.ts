@@ -105,7 +105,7 @@ const CASES: Case[] = [
     },
     exit: 2,
     code: 'E_USAGE',
-    message: /not-a-dir: already exists as something other than what is expected there .*\(EEXIST on mkdir\)$/,
+    message: /^--out \S*not-a-dir: \S*not-a-dir exists and is not a directory$/,
   },
   {
     name: 'gid --roce-version 3 is bad usage (2), before any sysfs is read',
@@ -282,6 +282,6 @@ test('a manifest with rows = 2^60 is reported as out of range, not as "not a who
   for (const argv of [['verify', out], ['rows', out, '--layer', '1', '--ids', '0']]) {
     const r = run([...argv, '--json']);
     assert.equal(r.status, argv[0] === 'verify' ? 1 : 2, r.stderr);
-    assert.match(r.stderr, /engram-local\.json: layers\[0\]\.rows is larger than 2\^53 - 1/);
+    assert.match(r.stderr, /engram-local\.json: spark\.tables\[0\]\.rows is larger than 2\^53 - 1/);
   }
 });
