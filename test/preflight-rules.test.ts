@@ -32,7 +32,7 @@ const moveArgsBelowMounts = (text: string): string => {
 function fullRange(w: World): string {
   const cfg = JSON.parse(readFileSync(join(w.snapshotDir, 'config.json'), 'utf8')) as { text_config: { engram_num_embeddings: number[] } };
   const [a, b] = cfg.text_config.engram_num_embeddings;
-  return `1:0-${a},14:0-${b}`;
+  return `1:0:${a},14:0:${b}`;
 }
 
 /** A copy of the world's snapshot with its first shard one byte short. */
@@ -60,14 +60,18 @@ function noEngramSnapshot(w: World): string {
   return dir;
 }
 
-/** A well-formed manifest of rank `rank` of 4 (floor split) for one 1000-row layer. */
-const manifest = (rank: number) => {
-  const [start, end] = [rank * 250, (rank + 1) * 250];
-  const layer = {
-    layer: 1, rows: 1000, start, end, file: `engram-l1-r${rank}of4.bin`, rowBytes: 264, stride: 264, dataOffset: 4096,
-    weightDtype: 'F8_E4M3', scaleDtype: 'F8_E8M0', layout: 'dense', checksum: { algorithm: 'crc32', chunkRows: 1024, values: ['0badf00d'] },
-  };
-  return JSON.stringify({ format: 'spark-engram-packed', version: 1, rank, world: 4, split: 'floor', source: { snapshot: '/x', revision: REVISION, files: [] }, layers: [layer] });
+/** A well-formed version 1 pack manifest of rank `rank` of 4 (floor split) for the world's two tables. */
+const manifest = (w: World, rank: number) => {
+  const cfg = JSON.parse(readFileSync(join(w.snapshotDir, 'config.json'), 'utf8')) as { text_config: { engram_num_embeddings: number[] } };
+  const layers = [1, 14].map((layer, i) => {
+    const rows = cfg.text_config.engram_num_embeddings[i]!;
+    const [start, end] = [Math.floor((rows * rank) / 4), Math.floor((rows * (rank + 1)) / 4)];
+    return {
+      layer, rows, start, end, file: `engram-l${layer}-r${rank}of4.bin`, rowBytes: 264, stride: 264, dataOffset: 4096,
+      weightDtype: 'F8_E4M3', scaleDtype: 'F8_E8M0', layout: 'dense', checksum: { algorithm: 'crc32', chunkRows: 1 << 20, values: ['0badf00d'] },
+    };
+  });
+  return JSON.stringify({ format: 'spark-engram-packed', version: 1, rank, world: 4, split: 'floor', source: { snapshot: '/x', revision: REVISION, files: [] }, layers });
 };
 
 const CASES: RuleCase[] = [
@@ -111,10 +115,17 @@ const CASES: RuleCase[] = [
     expect: /args sets --port, which the launcher appends itself/,
   },
   {
+    rule: 'engram.rows-grammar',
+    pass: (w) => w.options(w.recipe(edit(w.dsv41Text, 'SPARK_ENGRAM_MODE', `SPARK_ENGRAM_ROWS = "${fullRange(w)}"\nSPARK_ENGRAM_MODE`))),
+    fail: (w) => w.options(w.recipe(edit(w.dsv41Text, 'SPARK_ENGRAM_MODE', `SPARK_ENGRAM_ROWS = "${fullRange(w).replace(/:(\d+):/g, ':$1-')}"\nSPARK_ENGRAM_MODE`))),
+    expect: /^SPARK_ENGRAM_ROWS='1:0-\d+,14:0-\d+' \(set in the recipe's \[env\]\) writes '1:0-\d+', '14:0-\d+' in the old layer:lo-hi form; the overlay reads layer:lo:hi only/,
+    where: /recipe\.toml:\d+$/,
+  },
+  {
     rule: 'engram.ranges-tile',
     pass: (w) => w.options(w.recipe(w.dsv41Text)),
     fail: (w) => w.options(w.recipe(edit(w.dsv41Text, 'SPARK_ENGRAM_MODE', `SPARK_ENGRAM_ROWS = "${fullRange(w)}"\nSPARK_ENGRAM_MODE`))),
-    expect: /SPARK_ENGRAM_ROWS='1:0-\d+,14:0-\d+' gives all 4 ranks the same rows.*a full range on every rank double-counts every row/,
+    expect: /SPARK_ENGRAM_ROWS='1:0:\d+,14:0:\d+' gives all 4 ranks the same rows.*a full range on every rank double-counts every row/,
   },
   {
     rule: 'vllm.cudagraph-capture',
@@ -219,11 +230,11 @@ const CASES: RuleCase[] = [
   {
     rule: 'pack.manifest',
     pass: (w) => {
-      write(join(w.root, 'pack-ok', 'engram-local.json'), manifest(0));
+      write(join(w.root, 'pack-ok', 'engram-local.json'), manifest(w, 0));
       return w.options(w.recipe(w.packedText), { packDir: join(w.root, 'pack-ok') });
     },
     fail: (w) => {
-      write(join(w.root, 'pack-r1', 'engram-local.json'), manifest(1));
+      write(join(w.root, 'pack-r1', 'engram-local.json'), manifest(w, 1));
       return w.options(w.recipe(w.packedText), { packDir: join(w.root, 'pack-r1') });
     },
     expect: /engram-local\.json: rank 1, this is node 0 \(spark1\)/,

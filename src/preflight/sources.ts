@@ -5,6 +5,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { hfModelDir, hfSnapshotPath, resolveRevision } from '../hf-cache.js';
 import { hostPath, type EffectiveEnv, type HostPath } from '../recipes/index.js';
+import { hasCopyManifest } from './local-copy.js';
 
 export interface SnapshotSource {
   /** Host directory (or single .safetensors file). */
@@ -51,7 +52,8 @@ export async function findSnapshotSource(i: SourceInputs): Promise<SnapshotSourc
   if (i.served !== undefined) return existsSync(i.served) ? { dir: i.served, how: 'launch' } : undefined;
   const engramDir = i.env.get('SPARK_ENGRAM_DIR')?.value;
   const mapped = engramDir ? i.toHost(engramDir) : undefined;
-  if (mapped && isSnapshotPath(mapped.host)) return { dir: mapped.host, how: 'SPARK_ENGRAM_DIR' };
+  // A node-local copy holds the index and shard names too, but not the model's other tensors.
+  if (mapped && isSnapshotPath(mapped.host) && !hasCopyManifest(mapped.host)) return { dir: mapped.host, how: 'SPARK_ENGRAM_DIR' };
   if (i.hfCache === undefined) return undefined;
   const modelDir = hfModelDir(hostPath(i.hfCache, i.home, i.cwd), i.model);
   try {

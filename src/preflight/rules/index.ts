@@ -14,6 +14,7 @@ import { hostPaths } from './mounts.js';
 import { freeSpace, manifest } from './pack.js';
 import { nodes, tpDivides } from './parallel.js';
 import { ports } from './ports.js';
+import { rowsGrammar } from './rows-grammar.js';
 import { complete, engramDir, engramTables } from './snapshot.js';
 
 export const RULES: readonly Rule[] = [
@@ -25,6 +26,7 @@ export const RULES: readonly Rule[] = [
   jsonValue,
   launcherOwned,
   // the stack
+  rowsGrammar,
   rangesTile,
   vllmCapture,
   sglangGraphBs,

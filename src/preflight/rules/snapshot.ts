@@ -5,7 +5,8 @@ import { ENGINES, HF_CACHE_CONTAINER_PATH } from '../../recipes/index.js';
 import { engramSubTableSizes } from '../../engram/primes.js';
 import type { ModelConfig } from '../../engram/config.js';
 import { defineRule, finding, whereEnv } from '../rule.js';
-import { isPackDir, isSnapshotPath, type SnapshotFacts } from '../sources.js';
+import { isSnapshotPath, type SnapshotFacts } from '../sources.js';
+import { hasCopyManifest } from '../local-copy.js';
 import type { PreflightContext } from '../types.js';
 
 const NO_SNAPSHOT = 'no snapshot on this node: pass --snapshot DIR (or --cluster with hf_cache)';
@@ -127,7 +128,7 @@ export const engramDir = defineRule({
         }),
       ];
     }
-    if (!isSnapshotPath(mapped.host) && !isPackDir(mapped.host)) {
+    if (!isSnapshotPath(mapped.host) && !hasCopyManifest(mapped.host)) {
       return [
         finding(this, {
           message: `${mapped.host} (SPARK_ENGRAM_DIR=${v.value}) is neither a snapshot (no model.safetensors.index.json) nor a pack (no engram-local.json)`,
