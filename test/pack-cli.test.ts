@@ -6,6 +6,8 @@ import { cli } from './helpers/cli.js';
 import { makeSnapshot } from './helpers/synth.js';
 import { tempDir } from './helpers/tmp.js';
 import { mountTmpfs } from './helpers/tmpfs.js';
+import { fakeNodes } from './helpers/fake-node.js';
+import { writeCluster } from './helpers/launch-files.js';
 import { readManifest } from './helpers/packed.js';
 
 const snap = makeSnapshot();
@@ -114,4 +116,21 @@ test('pack --progress prints whole progress lines without a terminal', async () 
   assert.ok(!r.stderr.includes('\r'), 'no terminal control characters in a log');
   const bad = await cli(['pack', snap.dir, '--out', join(tempDir(), 'q'), '--rank', '0', '--world', '1', '--progress', '0']);
   assert.equal(bad.code, 2);
+});
+
+test('spark fanout pack passes --layout, --rate-limit and --no-drop-cache through to every node', async () => {
+  const fake = fakeNodes();
+  const cluster = writeCluster({ name: 'pair', hosts: ['n1', 'n2'], fabric: ['10.0.0.1', '10.0.0.2'], hfCache: '/mnt/nas/hf' });
+  const r = await cli(['fanout', 'pack', '/mnt/nas/snap', '--out', '/engram', '--cluster', cluster, '--layout', 'sparse', '--rate-limit', '600', '--no-drop-cache', '--json'], fake.env());
+  assert.equal(r.code, 0, r.stderr);
+  const packs = fake.calls().filter((c) => c.prog === 'spark');
+  assert.equal(packs.length, 2);
+  for (const [rank, host] of ['n1', 'n2'].entries()) {
+    const argv = packs.find((c) => c.host === host)!.argv;
+    assert.deepEqual(argv.slice(0, 7), ['pack', '/mnt/nas/snap', '--out', '/engram', '--rank', String(rank), '--world']);
+    assert.deepEqual(argv.slice(argv.indexOf('--layout')), ['--layout', 'sparse', '--rate-limit', '600', '--no-drop-cache']);
+  }
+  const bad = await cli(['fanout', 'pack', '/mnt/nas/snap', '--out', '/engram', '--cluster', cluster, '--rate-limit', 'lots'], fake.env());
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /--rate-limit must be a positive number of MB\/s/);
 });
