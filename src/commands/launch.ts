@@ -17,6 +17,7 @@ import {
 } from '../launch/index.js';
 import { readCluster } from '../recipes/index.js';
 import { table } from '../format.js';
+import { parseSeconds } from './options.js';
 
 export interface LaunchFlags {
   cluster?: string;
@@ -35,13 +36,7 @@ export interface LaunchFlags {
   name?: string;
   sparkBin?: string;
   detectGid?: boolean;
-}
-
-/** Seconds as a positive decimal (`0.5`, `1200`). */
-export function parseSeconds(text: string, flag: string, min = 0): number {
-  const t = text.trim();
-  if (!/^\d+(\.\d+)?$/.test(t) || Number(t) < min) throw usageError(`${flag} must be a number of seconds >= ${min}, got '${text}'`);
-  return Number(t);
+  nodeTimeout?: string;
 }
 
 export function launchRequest(recipe: string, f: LaunchFlags, signal?: AbortSignal): LaunchRequest {
@@ -62,6 +57,7 @@ export function launchRequest(recipe: string, f: LaunchFlags, signal?: AbortSign
     req.namePrefix = f.name;
   }
   if (f.sparkBin !== undefined) req.sparkBin = f.sparkBin;
+  if (f.nodeTimeout !== undefined) req.nodeTimeoutMs = parseSeconds(f.nodeTimeout, '--node-timeout', 0.001) * 1000;
   if (f.force) req.force = true;
   if (f.keepOnFailure) req.keepOnFailure = true;
   if (f.follow) req.follow = true;
@@ -118,7 +114,8 @@ export function launchCommand(ctx: CliContext): Command {
     .option('--keep-on-failure', 'leave the containers running when the launch fails')
     .option('--follow', 'keep streaming the logs once healthy, until Ctrl-C')
     .option('--name <prefix>', 'container name prefix (default spark-<cluster name>); containers are <prefix>-r<rank>')
-    .option('--spark-bin <path>', 'spark on the nodes, for the GID detection (default SPARK_REMOTE_BIN, else spark)')
+    .option('--spark-bin <path>', 'spark on the nodes, for the preflight and the GID detection (default SPARK_REMOTE_BIN, else spark)')
+    .option('--node-timeout <seconds>', "the most one node may take to answer the preflight", '30')
     .option('--no-detect-gid', 'do not ask each node for B12X_ROCE_GID_INDEX (spark gid) when the env sets B12X_ROCE_HCA')
     .addHelpText(
       'after',

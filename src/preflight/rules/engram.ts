@@ -1,12 +1,12 @@
 // Engram row ranges: every rank must own a slice of each table such that the slices tile
 // [0, N) exactly per layer (domain.md, "How ranks split a table").
-import { existsSync, readFileSync } from 'node:fs';
-import { basename } from 'node:path';
+import { basename, join } from 'node:path';
 import { checkTiling, parseEngramRows, type LayerRange } from '../../engram/ranges.js';
 import type { EnvValue } from '../../recipes/index.js';
-import { ENGINES, HF_CACHE_CONTAINER_PATH } from '../../recipes/index.js';
-import { defineRule, envSourceName, finding, whereEnv } from '../rule.js';
-import { isPackDir, isSnapshotPath } from '../sources.js';
+import { ENGINES } from '../../recipes/index.js';
+import { MANIFEST_NAME } from '../../engram/packed-manifest.js';
+import { defineRule, envSourceName, finding, whereEnv, whereNode } from '../rule.js';
+import { dirKind, underHfCache, wrapperOnNode } from '../node-paths.js';
 import type { PreflightContext } from '../types.js';
 import { expectedEngramRows } from './snapshot.js';
 
@@ -55,34 +55,28 @@ export const rangesTile = defineRule({
   },
 });
 
-/** The script an entrypoint runs (`sh /x.sh`, `bash -c …` excluded, or `/x.sh` itself). */
-export function wrapperScript(entrypoint: readonly string[] | undefined): string | undefined {
-  if (!entrypoint || entrypoint.length === 0) return undefined;
-  const [cmd, arg] = entrypoint;
-  if (/(^|\/)(sh|bash|dash)$/.test(cmd!) && arg !== undefined && !arg.startsWith('-')) return arg;
-  if (/\.sh$/.test(cmd!)) return cmd;
-  return undefined;
-}
+export { wrapperScript } from '../node-paths.js';
 
 function rowsSource(ctx: PreflightContext, dir: EnvValue): { skip: string } | { problem: string; fix?: string } | undefined {
   const mapped = ctx.toHost(dir.value);
   if (!mapped) {
-    if (dir.value.startsWith(HF_CACHE_CONTAINER_PATH) && !ctx.cluster?.hfCache) {
+    if (underHfCache(dir.value) && !ctx.cluster?.hfCache) {
       return { skip: 'SPARK_ENGRAM_DIR is under the Hugging Face cache mount: pass --cluster (hf_cache) to check it' };
     }
     return undefined; // snapshot.engram-dir reports an unmounted directory
   }
-  if (isPackDir(mapped.host)) return undefined; // the manifest holds this rank's ranges
-  if (!isSnapshotPath(mapped.host)) return undefined; // nothing there yet: snapshot.engram-dir reports it
-  const script = wrapperScript(ctx.recipe.entrypoint);
-  if (script) {
-    const host = ctx.toHost(script);
-    if (!host || !existsSync(host.host)) {
-      return { skip: `the ranges come from the entrypoint ${script}, which is not readable on this node` };
+  const view = ctx.view!;
+  if (view.path(join(mapped.host, MANIFEST_NAME)).kind === 'file') return undefined; // the manifest holds this rank's ranges
+  if (dirKind(view, mapped.host) !== 'snapshot') return undefined; // nothing there yet: snapshot.engram-dir reports it
+  const wrapper = wrapperOnNode(ctx);
+  if (wrapper) {
+    const text = wrapper.host === undefined ? undefined : view.text(wrapper.host);
+    if (text === undefined) {
+      return { skip: `the ranges come from the entrypoint ${wrapper.script}, which is not readable on ${whereNode(ctx)}` };
     }
-    if (/SPARK_ENGRAM_ROWS/.test(readFileSync(host.host, 'utf8'))) return undefined;
+    if (/SPARK_ENGRAM_ROWS/.test(text)) return undefined;
     return {
-      problem: `SPARK_ENGRAM_DIR is a full snapshot and the entrypoint ${basename(script)} (${host.host}) never sets SPARK_ENGRAM_ROWS`,
+      problem: `SPARK_ENGRAM_DIR is a full snapshot and the entrypoint ${basename(wrapper.script)} (${wrapper.host}) never sets SPARK_ENGRAM_ROWS`,
       fix: 'export SPARK_ENGRAM_ROWS from NODE_RANK in the wrapper (spark engram-ranges --rank "$NODE_RANK" --world W)',
     };
   }

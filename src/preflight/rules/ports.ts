@@ -1,4 +1,5 @@
-// Ports the head node will listen on must be free there.
+// Ports the head node will listen on must be free there (the node's facts say: a bind test
+// with spark, the listening sockets of /proc/net/tcp with the sh probe).
 import { createServer } from 'node:net';
 import { ENGINES, defaultPort } from '../../recipes/index.js';
 import { defineRule, finding, whereNode } from '../rule.js';
@@ -17,7 +18,7 @@ export function probePort(port: number): Promise<'free' | 'in-use' | 'denied'> {
 
 /** The ports this node listens on: the serving port and the rendezvous port, on the head only. */
 export function headPorts(ctx: PreflightContext): { port: number; what: string }[] {
-  const isHead = ctx.cluster ? ctx.node?.rank === ctx.cluster.head : ctx.node?.rank === null || ctx.node?.rank === 0;
+  const isHead = ctx.placement ? ctx.node?.rank === ctx.placement.head.rank : ctx.node?.rank === null || ctx.node?.rank === 0;
   if (!isHead) return [];
   const serving = ctx.recipe.port ?? defaultPort(ctx.recipe.engine);
   const dist = ctx.cluster?.distPort ?? 25000;
@@ -38,10 +39,10 @@ export const ports = defineRule({
     'The head binds the serving port and the --dist-init-addr port (seed: dsv41 recipe: port 30000, :25000); a ' +
     'leftover container holding either fails the boot (domain.md failure 8).',
   fix: 'stop whatever holds the port (docker ps; ss -ltnp), or change port / dist_port',
-  async check(ctx) {
+  check(ctx) {
     const wanted = headPorts(ctx);
     if (wanted.length === 0) return [];
-    const results = await Promise.all(wanted.map(async (w) => ({ ...w, state: await probePort(w.port) })));
+    const results = wanted.map((w) => ({ ...w, state: ctx.view!.port(w.port) }));
     return results
       .filter((r) => r.state !== 'free')
       .map((r) =>
