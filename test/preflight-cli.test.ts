@@ -113,7 +113,7 @@ test('the human report groups findings by severity, each with where and the fix'
   const r = await cli(args(w, w.recipe(text), ['--cluster', w.writeCluster({ nodes: 2 })]));
   assert.equal(r.code, 1);
   const out = r.stdout;
-  assert.match(out, /^preflight .*recipe\.toml: vllm-dsv4, 2 nodes; node 0 \(spark1\)$/m);
+  assert.match(out, /^preflight .*recipe\.toml: vllm-dsv4 \(family from model id\), 2 nodes; node 0 \(spark1\)$/m);
   const errorsAt = out.indexOf('ERRORS (1)');
   const warnAt = out.indexOf('WARNINGS (1)');
   assert.ok(errorsAt > 0 && warnAt > errorsAt, out);

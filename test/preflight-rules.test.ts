@@ -60,14 +60,25 @@ function noEngramSnapshot(w: World): string {
   return dir;
 }
 
-/** A well-formed manifest of rank `rank` of 4 (floor split) for one 1000-row layer. */
-const manifest = (rank: number) => {
-  const [start, end] = [rank * 250, (rank + 1) * 250];
-  const layer = {
-    layer: 1, rows: 1000, start, end, file: `engram-l1-r${rank}of4.bin`, rowBytes: 264, stride: 264, dataOffset: 4096,
-    weightDtype: 'F8_E4M3', scaleDtype: 'F8_E8M0', layout: 'dense', checksum: { algorithm: 'crc32', chunkRows: 1024, values: ['0badf00d'] },
+/** The world's Engram tables: layer -> rows, from its config.json. */
+function tables(w: World): [number, number][] {
+  const cfg = JSON.parse(readFileSync(join(w.snapshotDir, 'config.json'), 'utf8')) as {
+    text_config: { engram_layer_ids: number[]; engram_num_embeddings: number[] };
   };
-  return JSON.stringify({ format: 'spark-engram-packed', version: 1, rank, world: 4, split: 'floor', source: { snapshot: '/x', revision: REVISION, files: [] }, layers: [layer] });
+  return cfg.text_config.engram_layer_ids.map((l, i) => [l, cfg.text_config.engram_num_embeddings[i]!]);
+}
+
+/** A well-formed manifest of rank `rank` of 4 (floor split) for the world's tables; `rows` overrides layer 1's count. */
+const manifest = (w: World, rank: number, rows?: number) => {
+  const layers = tables(w).map(([layer, n0]) => {
+    const n = layer === 1 && rows !== undefined ? rows : n0;
+    const [start, end] = [Math.floor((n * rank) / 4), Math.floor((n * (rank + 1)) / 4)];
+    return {
+      layer, rows: n, start, end, file: `engram-l${layer}-r${rank}of4.bin`, rowBytes: 264, stride: 264, dataOffset: 4096,
+      weightDtype: 'F8_E4M3', scaleDtype: 'F8_E8M0', layout: 'dense', checksum: { algorithm: 'crc32', chunkRows: 1024, values: Array.from({ length: Math.ceil((end - start) / 1024) }, () => '0badf00d') },
+    };
+  });
+  return JSON.stringify({ format: 'spark-engram-packed', version: 1, rank, world: 4, split: 'floor', source: { snapshot: '/x', revision: REVISION, files: [] }, layers });
 };
 
 const CASES: RuleCase[] = [
@@ -212,11 +223,11 @@ const CASES: RuleCase[] = [
   {
     rule: 'pack.manifest',
     pass: (w) => {
-      write(join(w.root, 'pack-ok', 'engram-local.json'), manifest(0));
+      write(join(w.root, 'pack-ok', 'engram-local.json'), manifest(w, 0));
       return w.options(w.recipe(w.packedText), { packDir: join(w.root, 'pack-ok') });
     },
     fail: (w) => {
-      write(join(w.root, 'pack-r1', 'engram-local.json'), manifest(1));
+      write(join(w.root, 'pack-r1', 'engram-local.json'), manifest(w, 1));
       return w.options(w.recipe(w.packedText), { packDir: join(w.root, 'pack-r1') });
     },
     expect: /engram-local\.json: rank 1, this is node 0 \(spark1\)/,

@@ -140,7 +140,7 @@ test('cluster files: required keys, addresses, head and duplicates', () => {
   );
   assert.equal(cluster.distPort, 25000);
   assert.deepEqual(cluster.nccl, { NCCL_NET: 'IB' });
-  refused(() => parseCluster(ok.replace('"10.0.0.2"', '"spark2"'), 'c.toml'), 'E_CLUSTER', /^c\.toml:8: nodes\[1\]\.fabric_addr must be an IP address, got "spark2"/);
+  refused(() => parseCluster(ok.replace('"10.0.0.2"', '"spark2"'), 'c.toml'), 'E_CLUSTER', /^c\.toml:8: nodes\[1\]\.fabric_addr must be an IP address like "192\.168\.200\.1" or "192\.168\.200\.1\/24", got "spark2"/);
   refused(() => parseCluster(ok.replace('"b"', '"a"'), 'c.toml'), 'E_CLUSTER', /nodes 0 and 1 have the same host a/);
   refused(() => parseCluster('head = 2\n' + ok, 'c.toml'), 'E_CLUSTER', /^c\.toml:1: head must be between 0 and 1, got 2/);
   refused(() => parseCluster('name = "c"\n', 'c.toml'), 'E_CLUSTER', /nodes is missing/);

@@ -150,8 +150,9 @@ export async function runPreflight(options: PreflightOptions, io: Io): Promise<P
 }
 
 async function runRules(ctx: PreflightContext, options: PreflightOptions, began: number): Promise<PreflightReport> {
+  // Cluster rules compare nodes: with --local there is one, so they do not apply.
   const selected = RULES.filter(
-    (r) => appliesTo(r, ctx) && (options.only === undefined || ruleSelected(r.id, options.only)) && !ruleSelected(r.id, options.skip ?? []),
+    (r) => appliesTo(r, ctx) && (r.scope !== 'cluster' || ctx.mode === 'cluster') && (options.only === undefined || ruleSelected(r.id, options.only)) && !ruleSelected(r.id, options.skip ?? []),
   );
   const findings: Finding[] = [];
   const seen = new Set<string>();
@@ -183,10 +184,6 @@ async function runRules(ctx: PreflightContext, options: PreflightOptions, began:
             for (const f of o.findings) add(f.node ? f : { ...f, node: ref });
           }
         }
-        return;
-      }
-      if (rule.scope === 'cluster' && ctx.mode !== 'cluster') {
-        skipped.push({ rule: rule.id, reason: 'compares the nodes: run with --cluster and without --local' });
         return;
       }
       const contexts = rule.scope === 'files' ? fileContexts(ctx) : [ctx];
