@@ -7,7 +7,7 @@
 // Hosts can differ (fake-cluster.ts builds on this): a command "on" host H runs with
 // FAKE_DIR/hosts/H/bin first on PATH (its own nvidia-smi, uname, df, ip, spark...), with every
 // occurrence of FAKE_ROOT in the command replaced by FAKE_DIR/hosts/H/root (its own files under
-// the same absolute paths), and /proc/net/ by FAKE_DIR/hosts/H/proc/net/ when that exists.
+// the same absolute paths), and /proc/net by FAKE_DIR/hosts/H/proc/net when that exists.
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from './tmp.js';
@@ -71,7 +71,7 @@ cmd=$*
 hd=$FAKE_DIR/hosts/$host
 [ -d "$hd/bin" ] && { PATH=$hd/bin:$PATH; export PATH; }
 if [ -n "\${FAKE_ROOT:-}" ] && [ -d "$hd/root" ]; then cmd=$(printf '%s\n' "$cmd" | sed "s#$FAKE_ROOT#$hd/root#g"); fi
-[ -d "$hd/proc/net" ] && cmd=$(printf '%s\n' "$cmd" | sed "s#/proc/net/#$hd/proc/net/#g")
+[ -d "$hd/proc/net" ] && cmd=$(printf '%s\n' "$cmd" | sed "s#/proc/net#$hd/proc/net#g")
 exec /bin/sh -c "$cmd"
 `;
 

@@ -27,7 +27,9 @@ export function parseFactsRequest(text: string): FactsRequest {
   for (const key of ['paths', 'texts', 'free', 'images'] as const) if (!isStrings(doc[key])) throw usageError(`--node-facts: ${key} must be a list of strings`);
   const ports = doc.ports;
   if (!Array.isArray(ports) || !ports.every((p) => Number.isInteger(p) && p > 0 && p < 65536)) throw usageError('--node-facts: ports must be a list of port numbers');
-  if (typeof doc.docker !== 'string' || typeof doc.sysfs !== 'string') throw usageError('--node-facts: docker and sysfs must be strings');
+  if (typeof doc.docker !== 'string' || typeof doc.sysfs !== 'string' || typeof doc.procNet !== 'string') {
+    throw usageError('--node-facts: docker, sysfs and procNet must be strings');
+  }
   if (!Array.isArray(doc.snapshot) || !doc.snapshot.every(isCandidate)) throw usageError('--node-facts: snapshot must be a list of candidates');
   return doc as unknown as FactsRequest;
 }

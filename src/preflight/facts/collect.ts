@@ -9,7 +9,7 @@ import { toSparkError } from '../../errors.js';
 import { isSnapshotPath, hfSnapshotDir } from '../sources.js';
 import { openSnapshotFacts } from '../snapshot-reader.js';
 import { probePort } from '../rules/ports.js';
-import { parseNvidiaSmi, parseRoutes } from './parse.js';
+import { parseAddresses, parseNvidiaSmi, parseRoutes } from './parse.js';
 import { TEXT_LIMIT, type FactsRequest, type ImageFact, type NodeFacts, type NodeHello, type PathFact, type SnapshotFact, type SysfsDump } from './types.js';
 
 function pathFact(p: string): PathFact {
@@ -162,10 +162,13 @@ export async function collectFacts(
   const gpu = nvidia && nvidia.code === 0 ? parseNvidiaSmi(nvidia.stdout) : {};
   let routes: NodeFacts['routes'] = [];
   try {
-    routes = parseRoutes(readFileSync('/proc/net/route', 'utf8'));
+    routes = parseRoutes(readFileSync(join(request.procNet, 'route'), 'utf8'));
   } catch {
     // not Linux: no routes to check
   }
+  // The same source as the sh probe (ip), so both ways agree; Node's own list when ip is absent.
+  const ip = await run(['ip', '-o', 'addr', 'show']);
+  const addresses = ip.code === 0 ? parseAddresses(ip.stdout) : localAddresses();
   const facts: NodeFacts = {
     ...hello,
     via: options.via,
@@ -175,7 +178,7 @@ export async function collectFacts(
     free: request.free.map(freeBytes),
     ports: await Promise.all(request.ports.map((p) => probePort(p))),
     images: await Promise.all(request.images.map((ref) => imageFact(request.docker, ref))),
-    addresses: localAddresses(),
+    addresses,
     routes,
   };
   if (options.dumpSysfs) facts.sysfs = dumpSysfs(request.sysfs);

@@ -42,7 +42,8 @@ export function probeScript(request: FactsRequest): string {
     `i=0; for p in ${words(request.free)}; do d=$p; while [ ! -e "$d" ] && [ "$d" != / ]; do d=$(dirname "$d"); done; ` +
       `kb=$(df -Pk "$d" 2>/dev/null | tail -n 1 | { read -r a b c f r; printf '%s' "$f"; }); printf 'free %s %s\\n' $i "\${kb:--}"; i=$((i+1)); done`,
   );
-  if (request.ports.length > 0) lines.push(`printf 'listen '; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | hx`);
+  const procNet = shQuote(request.procNet);
+  if (request.ports.length > 0) lines.push(`printf 'listen '; cat ${procNet}/tcp ${procNet}/tcp6 2>/dev/null | hx`);
   if (request.images.length > 0) {
     const docker = shQuote(request.docker);
     lines.push(
@@ -51,7 +52,7 @@ export function probeScript(request: FactsRequest): string {
     );
     lines.push(`if command -v nvidia-smi >/dev/null 2>&1; then printf 'nvidia '; nvidia-smi 2>/dev/null | head -c 8192 | hx; fi`);
   }
-  lines.push(`printf 'routes '; cat /proc/net/route 2>/dev/null | hx`);
+  lines.push(`printf 'routes '; cat ${procNet}/route 2>/dev/null | hx`);
   lines.push(`printf 'addrs '; { ip -o addr show 2>/dev/null || hostname -I 2>/dev/null; } | hx`);
   lines.push(sysfsPart(request.sysfs));
   lines.push(snapshotPart(request));

@@ -44,6 +44,7 @@ export function buildRequest(ctx: PreflightContext, options: RequestOptions): Fa
     images: options.versions ? [ctx.recipe.dockerImage] : [],
     docker: options.docker,
     sysfs: ctx.sysfs,
+    procNet: '/proc/net',
     snapshot: snapshotCandidates(ctx, options.snapshot),
   };
 }

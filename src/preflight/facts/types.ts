@@ -31,6 +31,8 @@ export interface FactsRequest {
   docker: string;
   /** The sysfs root on the node. */
   sysfs: string;
+  /** Where the node's /proc/net is (routes, listening sockets). */
+  procNet: string;
   /** Snapshot candidates, in order: the first that holds a checkpoint is checked. */
   snapshot: SnapshotCandidate[];
 }
