@@ -185,7 +185,7 @@ export function buildPlan(input: PlanInput, options: PlanOptions): LaunchPlan {
   if (place.idle.length > 0) {
     notes.push(
       `the recipe needs ${world} node(s): it runs on ${place.nodes.map((n) => n.host).join(', ')}; ` +
-        `${place.idle.map((n) => `${n.host} (rank ${n.rank})`).join(', ')} of ${cluster.name} stay idle`,
+        `${place.idle.map((n) => `${n.host} (rank ${n.rank})`).join(', ')} of ${cluster.name} stay${place.idle.length === 1 ? 's' : ''} idle`,
     );
   }
 
