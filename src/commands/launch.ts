@@ -100,7 +100,7 @@ export function launchCommand(ctx: CliContext): Command {
   return new Command('launch')
     .description('run a recipe on a cluster: one container per node over ssh, then wait for the head to be healthy')
     .argument('[recipe.toml]', 'the recipe to launch (not needed with --stop)')
-    .option('--cluster <file>', 'cluster file: [[nodes]] host and fabric_addr in rank order, head, hf_cache, dist_port, [nccl]')
+    .option('--cluster <file>', 'cluster file: [[nodes]] host, fabric_addr, dist_addr and [nodes.env] in rank order, head, hf_cache, dist_port, [nccl]')
     .option('--dry-run', 'print each node\'s container command and run nothing')
     .option('--json', 'one JSON document on stdout: {"nodes": [{"rank", "host", "argv", "env", ...}], ...}')
     .option('--stop', 'stop the launch\'s containers on every node of the cluster')
@@ -120,11 +120,12 @@ export function launchCommand(ctx: CliContext): Command {
     .addHelpText(
       'after',
       `
-Without --dry-run: preflight runs first (errors stop the launch unless --force), then every
-node's container starts at once over ssh (docker run -d; a stopped container of the same name is
-removed first, a running one refuses the launch), the logs stream with a [rank host] prefix, and
-the launch waits for the head's /health. A node that fails to start, or whose container exits before the server is healthy,
-stops the others (docker stop keeps them, so docker logs still works); exit 3.
+Without --dry-run: preflight runs first, on every node over ssh (errors stop the launch unless
+--force); then every node's container starts at once over ssh (docker run -d; a stopped
+container of the same name is removed first, a running one refuses the launch), the logs stream
+with a [rank host] prefix, and the launch waits for the head's /health. A node that fails to
+start, or whose container exits before the server is healthy, stops the others (docker stop
+keeps them, so docker logs still works); exit 3.
 ssh and docker are looked up on PATH; SPARK_SSH and SPARK_DOCKER override them.
 
 Examples:
