@@ -6,14 +6,13 @@ import {
   HF_CACHE_CONTAINER_PATH,
   argLine,
   argvForExec,
-  defaultPort,
   effectiveEnv,
   envValues,
   expandHome,
   nodeAddress,
   parallelShape,
-  parseArgs,
   placement,
+  servingPort,
   type Cluster,
   type EffectiveEnv,
   type Engine,
@@ -179,7 +178,7 @@ export function buildPlan(input: PlanInput, options: PlanOptions): LaunchPlan {
   if (problem) throw refuse(problem, recipe, cluster);
   const hfCache = requireHfCache(cluster);
   const { tp, pp } = shape;
-  const port = recipe.port ?? parseArgs(recipe.args).number('--port') ?? defaultPort(recipe.engine);
+  const port = servingPort(recipe);
   const headNode = place.head;
   const notes: string[] = [];
   if (place.idle.length > 0) {

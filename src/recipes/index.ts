@@ -5,7 +5,7 @@ export { findSwallowedKeys, swallowedDiagnostic } from './swallowed.js';
 export type { SwallowedKeySchema } from './swallowed.js';
 export type { Recipe, LoadedRecipe, Mount, Engine } from './recipe.js';
 export { parseCluster, readCluster, nodeAddress, CLUSTER_KEYS, NODE_KEYS, DEFAULT_DIST_PORT, HF_CACHE_CONTAINER_PATH } from './cluster.js';
-export { parallelShape, placement, TP_FLAGS, PP_FLAGS } from './topology.js';
+export { parallelShape, placement, servingPort, TP_FLAGS, PP_FLAGS } from './topology.js';
 export type { ParallelShape, Placement, TopologyProblem } from './topology.js';
 export type { Cluster, ClusterNode, LoadedCluster } from './cluster.js';
 export { parseEnvFile, readEnvFile, expand } from './env-file.js';

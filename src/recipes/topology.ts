@@ -4,6 +4,12 @@
 import { parseArgs, type ArgFlag } from './args.js';
 import { nodeAddress, type Cluster, type ClusterNode } from './cluster.js';
 import type { Recipe } from './recipe.js';
+import { defaultPort } from './stack.js';
+
+/** The port the head serves on: the recipe's `port`, else its `--port` argument, else the engine's default. */
+export function servingPort(recipe: Recipe): number {
+  return recipe.port ?? parseArgs(recipe.args).number('--port') ?? defaultPort(recipe.engine);
+}
 
 /** Every spelling of the parallel sizes the engines accept (the launcher appends the first). */
 export const TP_FLAGS: readonly string[] = ['--tp-size', '--tp', '--tensor-parallel-size', '-tp'];

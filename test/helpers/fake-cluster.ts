@@ -82,7 +82,7 @@ export interface FakeCluster {
   packedText: string;
   recipe(text: string, name?: string): string;
   /** A cluster file for the hosts (extra lines go at the top level). */
-  clusterFile(opts?: { extra?: string; nccl?: Record<string, string>; name?: string; prefixes?: boolean }): string;
+  clusterFile(opts?: { extra?: string; nccl?: Record<string, string>; name?: string; prefixes?: boolean; nodeEnv?: Record<string, Record<string, string>> }): string;
   env(behavior?: Behavior, extra?: NodeJS.ProcessEnv): NodeJS.ProcessEnv;
   hosts: HostSpec[];
 }
@@ -216,6 +216,7 @@ EOF`);
             `host = "${h.name}"`,
             `fabric_addr = "${opts.prefixes === false ? h.fabric.split('/')[0] : h.fabric}"`,
             ...(h.dist ? [`dist_addr = "${h.dist}"`] : []),
+            ...(opts.nodeEnv?.[h.name] ? ['[nodes.env]', ...Object.entries(opts.nodeEnv[h.name]!).map(([k, v]) => `${k} = "${v}"`)] : []),
           ].join('\n'),
         ),
         '\n[nccl]',

@@ -4,11 +4,11 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync, statfsSync } from 'node:fs';
 import { hostname, networkInterfaces, release } from 'node:os';
+import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { toSparkError } from '../../errors.js';
 import { isSnapshotPath, hfSnapshotDir } from '../sources.js';
 import { openSnapshotFacts } from '../snapshot-reader.js';
-import { probePort } from '../rules/ports.js';
 import { parseAddresses, parseNvidiaSmi, parseRoutes } from './parse.js';
 import { TEXT_LIMIT, type FactsRequest, type ImageFact, type NodeFacts, type NodeHello, type PathFact, type SnapshotFact, type SysfsDump } from './types.js';
 
@@ -42,6 +42,17 @@ export function freeBytes(path: string): number | null {
   } catch {
     return null;
   }
+}
+
+/** 'free', 'in-use', or 'denied' (a privileged port), by trying to listen on all addresses. */
+export function probePort(port: number): Promise<'free' | 'in-use' | 'denied'> {
+  return new Promise((resolvePromise) => {
+    const server = createServer();
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      resolvePromise(err.code === 'EADDRINUSE' ? 'in-use' : err.code === 'EACCES' ? 'denied' : 'free');
+    });
+    server.listen({ port, host: '0.0.0.0', exclusive: true }, () => server.close(() => resolvePromise('free')));
+  });
 }
 
 /** Runs a program briefly; its stdout, or undefined when it cannot run or fails. */
