@@ -28,6 +28,8 @@
         "native/core/row_plan.cc",
         "native/core/row_store.cc",
         "native/core/row_gather.cc",
+        "native/core/holes.cc",
+        "native/core/mmap_gather.cc",
         "native/binding/addon.cc",
         "native/binding/async.cc",
         "native/binding/errors.cc",
@@ -35,7 +37,8 @@
         "native/binding/safetensors_binding.cc",
         "native/binding/tiling_binding.cc",
         "native/binding/row_store_binding.cc",
-        "native/binding/pack_binding.cc"
+        "native/binding/pack_binding.cc",
+        "native/binding/sparse_binding.cc"
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",

@@ -5,7 +5,7 @@ import { basename } from 'node:path';
 import type { GatherBenchReport } from '../src/engram/gather-bench.js';
 
 const fmt = (n: number | undefined, d = 0): string => (n === undefined ? '-' : n.toFixed(d));
-const x = (a: number, b: number | undefined): string => (b ? `${(a / b).toFixed(2)}` : '-');
+const x = (a: number | undefined, b: number | undefined): string => (a !== undefined && b ? `${(a / b).toFixed(2)}` : '-');
 
 for (const file of process.argv.slice(2)) {
   const r = JSON.parse(readFileSync(file, 'utf8')) as GatherBenchReport;
@@ -14,7 +14,7 @@ for (const file of process.argv.slice(2)) {
   console.log('| source | threads | batch | rows/s | reads/row | reads/s | p50 ms | p99 ms | naive rows/s | rows/s ÷ naive | fio IOPS | rows/s ÷ fio | reads/s ÷ fio | cached after |');
   console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const c of r.results) {
-    const src = c.source + (c.layout ? `/${c.layout}${c.direct ? '+direct' : ''}` : '');
+    const src = `${c.variant ?? c.source}${c.layout ? `/${c.layout}${c.direct ? '+direct' : ''}` : ''}${c.reader === 'mmap' ? ' (mmap)' : ''}`;
     console.log(
       `| ${src} | ${c.threads} | ${c.batch} | ${fmt(c.rowsPerSec)} | ${fmt(c.readsPerRow, 2)} | ${fmt(c.readsPerSec)} | ${fmt(c.p50Ms, 2)} | ${fmt(c.p99Ms, 2)} | ` +
         `${fmt(c.baselines.naive?.rowsPerSec)} | ${x(c.rowsPerSec, c.baselines.naive?.rowsPerSec)} | ${fmt(c.baselines.fio?.iops)} | ` +

@@ -14,10 +14,11 @@ const packed = join(root, 'engram-r0of2');
 const steps: [string, string[]][] = [
   ['Write a synthetic snapshot (2 Engram layers, prime-rule row counts)', ['synth', snapshot, '--vocab', '4000', '--shards', '4']],
   ['Validate every header and report the Engram tables', ['inspect', snapshot]],
-  ['The rows each of 4 ranks owns (floor split, as SGLang tiles)', ['engram-ranges', snapshot, '--world', '4', '--all']],
+  ['The rows each of 4 ranks owns (floor split, as SGLang tiles): SPARK_ENGRAM_ROWS as the overlay reads it, layer:lo:hi', ['engram-ranges', snapshot, '--world', '4', '--all']],
   ['The same by whole (order, head) sub-tables (as vLLM tiles)', ['engram-ranges', snapshot, '--world', '4', '--all', '--split', 'heads']],
   ["Pack rank 0 of 2's Engram rows onto node-local disk (weight and scale side by side)", ['pack', snapshot, '--out', packed, '--rank', '0', '--world', '2']],
   ['Run it again: a complete pack is a no-op', ['pack', snapshot, '--out', packed, '--rank', '0', '--world', '2']],
+  ["The node-local copy's own ranges, from its manifest (what the wrapper exports on that node)", ['engram-ranges', packed]],
   ['Verify the pack: manifest, every checksum, every row against the snapshot', ['verify', packed, '--source', snapshot, '--full']],
   ['Read rows through the row store: ids at both ends of layer 1, one repeated', ['rows', snapshot, '--layer', '1', '--ids', '0,17,17', '--json']],
   ['Gather the same rows from the pack (one local read per row): the same bytes', ['rows', packed, '--layer', '1', '--ids', '0,17,17', '--json']],

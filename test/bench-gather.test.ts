@@ -3,11 +3,17 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { drawBatch, idModel, rng } from '../src/engram/bench-ids.js';
-import { recommendThreads, type GatherBenchResult } from '../src/engram/gather-bench.js';
+import { recommendThreads, type BenchVariant, type GatherBenchResult } from '../src/engram/gather-bench.js';
 import { synthRow } from '../src/engram/synth-rows.js';
 import { cli } from './helpers/cli.js';
 import { writePackDir } from './helpers/engram-files.js';
 import { tempDir } from './helpers/tmp.js';
+import { makeSnapshot } from './helpers/synth.js';
+import { floorRange, writeSparseCopy } from './helpers/sparse-copy.js';
+import { openSnapshot } from '../src/engram/snapshot.js';
+import { MmapGather } from '../src/native/sparse.js';
+import { NaiveGather } from '../src/engram/naive-gather.js';
+import { openRowSource } from '../src/engram/row-source.js';
 
 test('bench ids: 24 per token, each inside its head sub-range, with repeats', () => {
   const sizes = Array.from({ length: 24 }, (_, i) => 1000 + i);
@@ -26,9 +32,11 @@ test('bench ids: 24 per token, each inside its head sub-range, with repeats', ()
   assert.ok(drawBatch(clipped, 240, rng(1)).every((id) => id >= 5000 && id < 9000));
 });
 
-test('the recommendation is the fewest threads within 5% of the best at the largest batch', () => {
-  const r = (threads: number, batch: number, rowsPerSec: number) => ({ source: 'packed', threads, batch, rowsPerSec }) as GatherBenchResult;
-  assert.equal(recommendThreads([r(1, 49152, 10), r(32, 49152, 97), r(64, 49152, 100), r(96, 49152, 99), r(1, 24, 1000)]), 32);
+test('the recommendation is the fewest threads within 5% of the best at the largest batch, on the overlay path when it ran', () => {
+  const r = (variant: BenchVariant, threads: number, batch: number, rowsPerSec: number) => ({ variant, threads, batch, rowsPerSec }) as GatherBenchResult;
+  assert.deepEqual(recommendThreads([r('packed', 1, 49152, 10), r('packed', 32, 49152, 97), r('packed', 64, 49152, 100), r('packed', 96, 49152, 99), r('packed', 1, 24, 1000)]), { threads: 32, variant: 'packed' });
+  const mixed = [r('snapshot', 4, 49152, 100), r('snapshot', 64, 49152, 101), r('overlay', 4, 49152, 50), r('overlay', 64, 49152, 90), r('overlay', 96, 49152, 92)];
+  assert.deepEqual(recommendThreads(mixed), { threads: 64, variant: 'overlay' });
 });
 
 test('spark bench gather on a pack: contract JSON keys, a naive baseline, and an SVG chart', async () => {
@@ -44,6 +52,8 @@ test('spark bench gather on a pack: contract JSON keys, a naive baseline, and an
     assert.deepEqual(Object.keys(x).filter((k) => ['source', 'layout', 'threads', 'batch', 'cold', 'rowsPerSec', 'mbPerSec', 'p50Ms', 'p99Ms', 'baselines'].includes(k)).length, 10);
     assert.equal(x.source, 'packed');
     assert.equal(x.layout, 'page');
+    assert.equal(x.variant, 'packed');
+    assert.equal(x.reader, 'pread-pool');
     assert.equal(x.cold, false);
     assert.ok(x.rowsPerSec > 0 && x.baselines.naive.rowsPerSec > 0);
     assert.equal(x.baselines.fio, undefined);
@@ -54,4 +64,110 @@ test('spark bench gather on a pack: contract JSON keys, a naive baseline, and an
   assert.equal((chart.match(/<polyline /g) ?? []).length, 2);
   const bad = await cli(['bench', 'gather', dir, '--variants', 'nope']);
   assert.equal(bad.code, 2);
+  // A variant the source cannot be read with is refused, never run on something else and relabelled.
+  const overlay = await cli(['bench', 'gather', dir, '--variants', 'overlay', '--json']);
+  assert.equal(overlay.code, 2);
+  assert.match(JSON.parse(overlay.stderr).error.message, /--variants overlay cannot be measured on a packed directory: it takes packed/);
+});
+
+test('spark bench gather on a snapshot refuses --variants packed', async () => {
+  const snap = makeSnapshot();
+  const r = await cli(['bench', 'gather', snap.dir, '--variants', 'packed', '--json']);
+  assert.equal(r.code, 2);
+  assert.match(JSON.parse(r.stderr).error.message, /--variants packed cannot be measured on a snapshot: it takes snapshot, snapshot\+scales, overlay/);
+});
+
+for (const flavour of ['overlay', 'spark'] as const) {
+  test(`spark bench gather on a sparse copy (${flavour}): the overlay's mmap path beside the pread pool, labelled with what was read`, async () => {
+    const snap = makeSnapshot();
+    const dir = join(tempDir(), 'copy');
+    mkdirSync(dir);
+    writeSparseCopy(snap.dir, dir, { flavour, ranges: snap.layers.map((l) => floorRange(l.layer, l.rows, 0, 2)) });
+    const r = await cli(['bench', 'gather', dir, '--threads', '1,2', '--batch', '24', '--seconds', '1', '--no-fio', '--variants', 'snapshot,overlay', '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    const report = JSON.parse(r.stdout);
+    assert.equal(report.sourceKind, 'sparse');
+    assert.deepEqual(
+      report.results.map((x: GatherBenchResult) => [x.variant, x.source, x.layout, x.reader, x.threads]),
+      [
+        ['snapshot', 'snapshot', 'sparse', 'pread-pool', 1],
+        ['snapshot', 'snapshot', 'sparse', 'pread-pool', 2],
+        ['overlay', 'snapshot', 'sparse', 'mmap', 1],
+        ['overlay', 'snapshot', 'sparse', 'mmap', 2],
+      ],
+    );
+    for (const x of report.results) assert.ok(x.rowsPerSec > 0 && x.baselines.naive.rowsPerSec > 0);
+    assert.equal(report.recommendedFor, 'overlay');
+    assert.ok([1, 2].includes(report.recommendedThreads));
+  });
+}
+
+test("the overlay's mmap gather: rows byte-exact for owned ids, zeros for the others, ids past the table refused", async () => {
+  const snap = makeSnapshot();
+  const t = (await openSnapshot(snap.dir)).engram[1];
+  const [lo, hi] = [1000, 5000];
+  const g = MmapGather.open(
+    [{ layer: t.layer, rows: t.rows, dim: t.dim, weightPath: t.weight.file, weightOffset: t.weight.fileOffset, scalePath: t.scale.file, scaleOffset: t.scale.fileOffset, lo, hi }],
+    { threads: 3 },
+  );
+  try {
+    const ids = Array.from({ length: 200 }, (_, i) => (i * 7919) % t.rows);
+    ids.push(lo, hi - 1, lo - 1, hi, lo);
+    await g.gather(t.layer, ids);
+    const out = g.rows();
+    assert.equal(out.length, ids.length * t.rowBytes);
+    let zeros = 0;
+    ids.forEach((id, i) => {
+      const row = out.subarray(i * t.rowBytes, (i + 1) * t.rowBytes);
+      const owned = id >= lo && id < hi;
+      if (!owned) zeros++;
+      assert.ok(row.equals(owned ? synthRow(t.layer, id, 256) : Buffer.alloc(t.rowBytes)), `id ${id} (owned ${owned})`);
+    });
+    assert.deepEqual(g.stats(), { batches: 1, rows: ids.length, zeroRows: zeros, threads: 3 });
+    await g.gather(t.layer, [hi]);
+    assert.ok(g.rows().equals(Buffer.alloc(t.rowBytes)), 'rows() holds the last batch only');
+    await assert.rejects(g.gather(t.layer, [t.rows]), { code: 'E_ROW_RANGE', message: new RegExp(`row id ${t.rows} \\(batch index 0\\) is outside the table`) });
+    await assert.rejects(g.gather(7, [0]), { code: 'E_ROW_RANGE' });
+    const first = g.gather(t.layer, [lo]);
+    await assert.rejects(g.gather(t.layer, [lo]), /one batch at a time/);
+    await first;
+  } finally {
+    await g.close();
+  }
+  assert.throws(() => MmapGather.open([{ layer: 1, rows: 10, dim: 256, weightPath: snap.dir, weightOffset: 0, scalePath: snap.dir, scaleOffset: 0, lo: 0, hi: 10 }], { threads: 1 }), { code: 'E_SHARD_MISSING' });
+});
+
+test('the naive baseline reads a sparse copy inside its range, resident scales of that range only', async () => {
+  const snap = makeSnapshot();
+  const dir = join(tempDir(), 'copy');
+  mkdirSync(dir);
+  const r = floorRange(14, snap.layers[1].rows, 1, 2);
+  writeSparseCopy(snap.dir, dir, { flavour: 'overlay', ranges: [r] });
+  const src = await openRowSource(dir, { threads: 1 });
+  const spec = src.specs[0];
+  await src.close();
+  for (const resident of [false, true]) {
+    const ng = await NaiveGather.open(spec, resident);
+    try {
+      const ids = [r.start, r.end - 1, r.start + 999];
+      const out = await ng.gather(ids);
+      ids.forEach((id, i) => assert.ok(out.subarray(i * 264, (i + 1) * 264).equals(synthRow(14, id, 256)), `id ${id} resident ${resident}`));
+    } finally {
+      await ng.close();
+    }
+  }
+});
+
+test('a bad --svg path fails before the run (exit 2), not after it', async () => {
+  const dir = join(tempDir(), 'pack');
+  mkdirSync(dir);
+  writePackDir(dir, { rank: 0, world: 1, layout: 'dense', dim: 256, layers: [{ layer: 1, rows: 100, start: 0, end: 100 }] }, synthRow);
+  const t0 = performance.now();
+  const r = await cli(['bench', 'gather', dir, '--seconds', '30', '--svg', join(dir, 'missing', 'chart.svg'), '--json']);
+  assert.equal(r.code, 2);
+  assert.match(JSON.parse(r.stderr).error.message, /--svg .*chart\.svg: .*missing is not a directory/);
+  assert.ok(performance.now() - t0 < 10_000, 'refused before the 30 s cases ran');
+  const taken = join(dir, 'taken.svg');
+  mkdirSync(taken);
+  assert.equal((await cli(['bench', 'gather', dir, '--svg', taken])).code, 2);
 });

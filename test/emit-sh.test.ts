@@ -80,8 +80,8 @@ test('the script is written atomically with mode 755 and passes dash -n', async 
 test('every rank gets the same SPARK_ENGRAM_ROWS from the sh script as from the Node wrapper', async () => {
   const floor = await emit(4);
   const front = await emit(4, 'front');
-  const expected = ['1:0-96001542,14:0-96004170', '1:96001542-192003084,14:96004170-192008341',
-    '1:192003084-288004626,14:192008341-288012511', '1:288004626-384006168,14:288012511-384016682'];
+  const expected = ['1:0:96001542,14:0:96004170', '1:96001542:192003084,14:96004170:192008341',
+    '1:192003084:288004626,14:192008341:288012511', '1:288004626:384006168,14:288012511:384016682'];
   for (let rank = 0; rank < 4; rank++) {
     const ways: [string[], NodeJS.ProcessEnv][] = [
       [['--nnodes', '4'], { NODE_RANK: String(rank) }],
@@ -108,8 +108,8 @@ test('the sh script refuses what the Node wrapper refuses, with the same exit co
     [['--nnodes', '2', '--tp', '4'], { NODE_RANK: '1' }],
     [['--nnodes', '4'], { NODE_RANK: '4' }],
     [['--nnodes', 'four'], { NODE_RANK: '1' }],
-    [['--nnodes', '4'], { NODE_RANK: '1', SPARK_ENGRAM_ROWS: '1:0-384006168,14:0-384016682' }],
-    [['--nnodes', '4'], { NODE_RANK: '1', SPARK_ENGRAM_ROWS: '1:96001542-192003084,14:96004170-192008341' }],
+    [['--nnodes', '4'], { NODE_RANK: '1', SPARK_ENGRAM_ROWS: '1:0:384006168,14:0:384016682' }],
+    [['--nnodes', '4'], { NODE_RANK: '1', SPARK_ENGRAM_ROWS: '1:96001542:192003084,14:96004170:192008341' }],
     [['--nnodes', '4'], { NODE_RANK: '01' }],
   ];
   for (const [argv, env] of cases) {
@@ -117,8 +117,8 @@ test('the sh script refuses what the Node wrapper refuses, with the same exit co
     const sh = viaSh(script, argv, env);
     assert.deepEqual(outcome(sh), node, `${argv.join(' ')} ${JSON.stringify(env)}: ${sh.stderr}`);
   }
-  const full = viaSh(script, ['--nnodes', '4'], { NODE_RANK: '1', SPARK_ENGRAM_ROWS: '1:0-384006168,14:0-384016682' });
-  assert.match(full.stderr, /^spark wrapper: SPARK_ENGRAM_ROWS='1:0-384006168,14:0-384016682' is not rank 1 of 4's floor range 1:96001542-192003084,14:96004170-192008341; unset it/);
+  const full = viaSh(script, ['--nnodes', '4'], { NODE_RANK: '1', SPARK_ENGRAM_ROWS: '1:0:384006168,14:0:384016682' });
+  assert.match(full.stderr, /^spark wrapper: SPARK_ENGRAM_ROWS='1:0:384006168,14:0:384016682' is not rank 1 of 4's floor range 1:96001542:192003084,14:96004170:192008341; unset it/);
   const other = viaSh(script, ['--nnodes', '3'], { NODE_RANK: '1' });
   assert.equal(other.code, 2);
   assert.match(other.stderr, /generated for 4 ranks but the world is 3 \(--nnodes\): regenerate it with spark wrapper --emit-sh --world 3/);
@@ -207,7 +207,7 @@ test('the script execs the engine in place and logs one line', async () => {
   });
   assert.equal(r.status, 9);
   assert.equal(r.stdout, 'engine stdout\n');
-  assert.match(r.stderr, /^spark wrapper: rank 1 of 2 \(NODE_RANK, --nnodes\): SPARK_ENGRAM_ROWS=1:192003084-384006168,14:192008341-384016682 set \(floor split of \/snap\); B12X_ROCE_GID_INDEX=3 set \(rocep1s0f0:1\); exec .*engine\.sh --nnodes 2 a b\nengine stderr\n$/);
+  assert.match(r.stderr, /^spark wrapper: rank 1 of 2 \(NODE_RANK, --nnodes\): SPARK_ENGRAM_ROWS=1:192003084:384006168,14:192008341:384016682 set \(floor split of \/snap\); B12X_ROCE_GID_INDEX=3 set \(rocep1s0f0:1\); exec .*engine\.sh --nnodes 2 a b\nengine stderr\n$/);
   const rec = readFileSync(engine.record, 'utf8');
   assert.equal(rec.match(/^arg=.*$/gm)!.join('|'), 'arg=--nnodes|arg=2|arg=a b');
   assert.match(rec, /^stdin=line$/m);

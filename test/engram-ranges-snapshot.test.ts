@@ -11,7 +11,7 @@ import { tempDir } from './helpers/tmp.js';
 const full = makeFullSizeSnapshot();
 
 const bounds = (values: string[], layer: number): number[] => {
-  const ranges = values.map((v) => v.split(',').find((e) => e.startsWith(`${layer}:`))!.split(':')[1]!.split('-').map(Number));
+  const ranges = values.map((v) => v.split(',').find((e) => e.startsWith(`${layer}:`))!.split(':').slice(1).map(Number));
   return [ranges[0]![0]!, ...ranges.map((r) => r[1]!)];
 };
 
@@ -37,12 +37,12 @@ test('--check against the snapshot: the correct four exit 0, a full range on eve
   const values = (await cli(['engram-ranges', full.dir, '--world', '4', '--all'])).stdout.trim().split('\n');
   const ok = bin(['engram-ranges', full.dir, '--check', ...values]);
   assert.equal(ok.code, 0, ok.stderr);
-  const fullRange = bin(['engram-ranges', full.dir, '--check', ...Array(4).fill('1:0-384006168,14:0-384016682')]);
+  const fullRange = bin(['engram-ranges', full.dir, '--check', ...Array(4).fill('1:0:384006168,14:0:384016682')]);
   assert.equal(fullRange.code, 1);
-  assert.match(fullRange.stderr, /^spark engram-ranges: layer 1: row 0 is owned by rank 0 \(0-384006168\) and rank 1 \(0-384006168\); a full range on every rank double-counts/);
-  const truncated = bin(['engram-ranges', full.dir, '--check', ...values.slice(0, 3), '1:288004626-384006168,14:288012511-384016681']);
+  assert.match(fullRange.stderr, /^spark engram-ranges: layer 1: row 0 is owned by rank 0 \[0, 384006168\) and rank 1 \[0, 384006168\); a full range on every rank double-counts/);
+  const truncated = bin(['engram-ranges', full.dir, '--check', ...values.slice(0, 3), '1:288004626:384006168,14:288012511:384016681']);
   assert.equal(truncated.code, 1);
-  assert.match(truncated.stdout, /^layer 14: rows 384016681-384016682 belong to no rank/);
+  assert.match(truncated.stdout, /^layer 14: rows \[384016681, 384016682\) belong to no rank/);
 });
 
 test('only the index, config.json and the Engram shards are read: the other 46 may be missing', async () => {
@@ -50,7 +50,7 @@ test('only the index, config.json and the Engram shards are read: the other 46 m
   for (const f of snap.files.slice(0, 46)) rmSync(join(snap.dir, f.name));
   const r = await cli(['engram-ranges', snap.dir, '--rank', '3', '--world', '4']);
   assert.equal(r.code, 0, r.stderr);
-  assert.equal(r.stdout, '1:288004626-384006168,14:288012511-384016682\n');
+  assert.equal(r.stdout, '1:288004626:384006168,14:288012511:384016682\n');
   const inspect = await cli(['inspect', snap.dir]);
   assert.notEqual(inspect.code, 0, 'a full read does notice');
 });
@@ -95,8 +95,8 @@ test('the wrapper and the emitted sh script give the same rows as spark engram-r
     }
   }
   const refused = bin(['wrapper', '--', 'true', '--nnodes', '4'], {
-    env: { NODE_RANK: '2', SPARK_ENGRAM_DIR: full.dir, SPARK_ENGRAM_ROWS: '1:0-384006168,14:0-384016682' },
+    env: { NODE_RANK: '2', SPARK_ENGRAM_DIR: full.dir, SPARK_ENGRAM_ROWS: '1:0:384006168,14:0:384016682' },
   });
   assert.equal(refused.code, 1);
-  assert.match(refused.stderr, /^spark: SPARK_ENGRAM_ROWS='1:0-384006168,14:0-384016682' is not rank 2 of 4's floor range .*a full range on every rank double-counts/);
+  assert.match(refused.stderr, /^spark: SPARK_ENGRAM_ROWS='1:0:384006168,14:0:384016682' is not rank 2 of 4's floor range .*a full range on every rank double-counts/);
 });

@@ -7,16 +7,16 @@ import { tempDir } from './helpers/tmp.js';
 
 const ROWS = ['--rows', '1:384006168,14:384016682'];
 const FLOOR = [
-  '1:0-96001542,14:0-96004170',
-  '1:96001542-192003084,14:96004170-192008341',
-  '1:192003084-288004626,14:192008341-288012511',
-  '1:288004626-384006168,14:288012511-384016682',
+  '1:0:96001542,14:0:96004170',
+  '1:96001542:192003084,14:96004170:192008341',
+  '1:192003084:288004626,14:192008341:288012511',
+  '1:288004626:384006168,14:288012511:384016682',
 ];
 const HEADS = [
-  '1:0-96000564,14:0-96003054',
-  '1:96000564-192001740,14:96003054-192007016',
-  '1:192001740-288003654,14:192007016-288011564',
-  '1:288003654-384006168,14:288011564-384016682',
+  '1:0:96000564,14:0:96003054',
+  '1:96000564:192001740,14:96003054:192007016',
+  '1:192001740:288003654,14:192007016:288011564',
+  '1:288003654:384006168,14:288011564:384016682',
 ];
 
 function dsv41Config(): string {
@@ -89,10 +89,21 @@ test('--check: the correct four exit 0; a full range on every rank exits 1 namin
   assert.equal(ok.stdout, 'ok: the 4 ranks tile layer 1 (384006168 rows), layer 14 (384016682 rows) exactly\n');
   assert.equal((await cli(['engram-ranges', ...ROWS, '--check', ...HEADS])).code, 0);
   assert.equal((await cli(['engram-ranges', ...ROWS, '--check', FLOOR.join('\n')])).code, 0, 'values from --all in one argument');
-  const full = Array(4).fill('1:0-384006168,14:0-384016682');
+  const dashed = FLOOR.map((v) => v.replace(/:(\d+):(\d+)/g, ':$1-$2'));
+  assert.equal(dashed[1], '1:96001542-192003084,14:96004170-192008341');
+  assert.equal((await cli(['engram-ranges', ...ROWS, '--check', ...dashed])).code, 0, 'the older L:lo-hi form is read');
+  // What the overlay's engram_partition.py prints (config.json row counts, SGLang's floor split).
+  const partition = FLOOR.map((v, r) => `rank ${r}: ${v.replace(',', ' ')}`).join('\n') +
+    '\n(engram_local.py takes the ranges space-separated; ENGRAM_ROWS_HOST takes them comma-separated)\n';
+  const fromPartition = await cli(['engram-ranges', ...ROWS, '--check', partition]);
+  assert.equal(fromPartition.code, 0, fromPartition.stderr);
+  assert.equal(fromPartition.stdout, 'ok: the 4 ranks tile layer 1 (384006168 rows), layer 14 (384016682 rows) exactly\n');
+  const swapped = partition.replace('rank 2: 1:192003084:288004626', 'rank 2: 1:192003085:288004626');
+  assert.match((await cli(['engram-ranges', ...ROWS, '--check', swapped])).stdout, /^layer 1: rows \[192003084, 192003085\) belong to no rank/);
+  const full = Array(4).fill('1:0:384006168,14:0:384016682');
   const bad = await cli(['engram-ranges', ...ROWS, '--check', ...full]);
   assert.equal(bad.code, 1);
-  const line = 'layer 1: row 0 is owned by rank 0 (0-384006168) and rank 1 (0-384006168); a full range on every rank double-counts every row in the all-reduce';
+  const line = 'layer 1: row 0 is owned by rank 0 [0, 384006168) and rank 1 [0, 384006168); a full range on every rank double-counts every row in the all-reduce';
   assert.equal(bad.stdout, line + '\n');
   assert.equal(bad.stderr, `spark engram-ranges: ${line}\n`);
   const json = await cli(['engram-ranges', ...ROWS, '--check', ...full, '--json']);
@@ -103,19 +114,19 @@ test('--check: the correct four exit 0; a full range on every rank exits 1 namin
   assert.deepEqual({ layer: report.problem.layer, kind: report.problem.kind, row: report.problem.row }, { layer: 1, kind: 'overlap', row: 0 });
   const short = await cli(['engram-ranges', ...ROWS, '--check', ...FLOOR.slice(0, 3)]);
   assert.equal(short.code, 1);
-  assert.match(short.stdout, /^layer 1: rows 288004626-384006168 belong to no rank \(the last range, rank 2's, ends at 288004626; the table has 384006168 rows\)/);
-  const beyond = await cli(['engram-ranges', ...ROWS, '--check', ...FLOOR.slice(0, 3), '1:288004626-384006169,14:288012511-384016682']);
-  assert.match(beyond.stdout, /^layer 1: row 384006168 is out of range \(rank 3 has 288004626-384006169/);
+  assert.match(short.stdout, /^layer 1: rows \[288004626, 384006168\) belong to no rank \(the last range, rank 2's, ends at 288004626; the table has 384006168 rows\)/);
+  const beyond = await cli(['engram-ranges', ...ROWS, '--check', ...FLOOR.slice(0, 3), '1:288004626:384006169,14:288012511:384016682']);
+  assert.match(beyond.stdout, /^layer 1: row 384006168 is out of range \(rank 3 has \[288004626, 384006169\)/);
 });
 
 test('--check usage errors: bad values, a world that disagrees, a path after --check', async () => {
-  const bad = await cli(['engram-ranges', '--check', '1:0-10', '1:10-5']);
+  const bad = await cli(['engram-ranges', '--check', '1:0:10', '1:10:5']);
   assert.equal(bad.code, 2);
-  assert.match(bad.stderr, /^spark: rank 1's SPARK_ENGRAM_ROWS '1:10-5': entry 1 '1:10-5': start 10 is greater than end 5/);
-  const world = await cli(['engram-ranges', '--world', '3', '--check', '1:0-10', '1:10-20']);
+  assert.match(bad.stderr, /^spark: rank 1's SPARK_ENGRAM_ROWS '1:10:5': entry 1 '1:10:5': lo 10 is greater than hi 5/);
+  const world = await cli(['engram-ranges', '--world', '3', '--check', '1:0:10', '1:10:20']);
   assert.equal(world.code, 2);
   assert.match(world.stderr, /--world 3 but --check has 2 values/);
-  const path = await cli(['engram-ranges', '--check', '1:0-10', '/models/x']);
+  const path = await cli(['engram-ranges', '--check', '1:0:10', '/models/x']);
   assert.equal(path.code, 2);
   assert.match(path.stderr, /'\/models\/x' looks like a path: put the snapshot before --check/);
 });

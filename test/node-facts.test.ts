@@ -4,10 +4,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, statSync, truncateSync } from 'node:fs';
+import { mkdirSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { collectFacts, dumpSysfs, localHello } from '../src/preflight/facts/collect.js';
-import { parseProbe, probeScript } from '../src/preflight/facts/probe-sh.js';
+import { probeScript } from '../src/preflight/facts/probe-sh.js';
+import { factsFromProbe } from '../src/preflight/facts/remote.js';
 import { judgeProbedSnapshot, rebuildSysfs } from '../src/preflight/facts/rebuild.js';
 import { parseAddresses, parseListeners, parseNvidiaSmi, parseRoutes } from '../src/preflight/facts/parse.js';
 import { routeTo } from '../src/preflight/facts/view.js';
@@ -16,6 +17,7 @@ import { FACTS_VERSION, type FactsRequest, type NodeFacts } from '../src/preflig
 import { busyPort, freePort, REVISION, world, write } from './helpers/preflight.js';
 import { procRoutes } from './helpers/fake-cluster.js';
 import { makeSnapshot } from './helpers/synth.js';
+import { writeSparseCopy } from './helpers/copy-fixtures.js';
 import { tempDir } from './helpers/tmp.js';
 
 function request(over: Partial<FactsRequest>): FactsRequest {
@@ -26,10 +28,7 @@ function request(over: Partial<FactsRequest>): FactsRequest {
 async function probe(req: FactsRequest, shell = 'sh'): Promise<NodeFacts> {
   const r = spawnSync(shell, ['-c', probeScript(req)], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
   assert.equal(r.status, 0, r.stderr);
-  const hello = localHello('/home/x', '0.1.0');
-  const parsed = parseProbe(r.stdout, req, hello);
-  if (parsed.snapshot) parsed.facts.snapshot = await judgeProbedSnapshot(parsed.snapshot, join(tempDir('spark-shadow-'), 'snapshot'));
-  return parsed.facts;
+  return factsFromProbe(r.stdout, req, localHello('/home/x', '0.1.0'), tempDir('spark-shadow-'));
 }
 
 test('the sh probe and spark answer the same request the same way (dash and bash)', async () => {
@@ -147,4 +146,33 @@ test('spark preflight --node-facts refuses a malformed request (exit 2 naming wh
   assert.throws(() => parseFactsRequest(JSON.stringify({ ...request({}), paths: [1] })), /paths must be a list of strings/);
   assert.throws(() => parseFactsRequest(JSON.stringify({ ...request({}), ports: [70000] })), /ports must be a list of port numbers/);
   assert.deepEqual(parseFactsRequest(JSON.stringify(request({ paths: ['/x'] }))).paths, ['/x']);
+});
+
+test("a node-local copy: the probe and spark read it alike (spark's sparse copy, the overlay tool's, a broken one)", async () => {
+  const tables = [
+    { layer: 1, rows: 4000, dim: 256 },
+    { layer: 14, rows: 4004, dim: 256 },
+  ];
+  const cases: [string, (dir: string) => void][] = [
+    ['spark', (dir) => writeSparseCopy(dir, { tables, ranges: [{ layer: 1, start: 1000, end: 2000 }, { layer: 14, start: 1001, end: 2002 }], spark: { rank: 1, world: 4, split: 'floor' } })],
+    // No spark key: rank and world are inferred from the ranges and the copy's own headers.
+    ['overlay', (dir) => writeSparseCopy(dir, { tables, ranges: [{ layer: 1, start: 2000, end: 3000 }, { layer: 14, start: 2002, end: 3003 }] })],
+    ['broken', (dir) => writeFileSync(join(dir, 'engram-local.json'), '{"layers": 5}')],
+  ];
+  for (const [name, make] of cases) {
+    const dir = join(tempDir(), 'engram');
+    mkdirSync(dir, { recursive: true });
+    make(dir);
+    const req = request({ copyDir: dir });
+    const spark = await collectFacts(req, localHello('/home/x', '0.1.0'), { via: 'spark', dumpSysfs: false });
+    const sh = await probe(req);
+    assert.ok(spark.copy, name);
+    assert.deepEqual(sh.copy, spark.copy, name);
+    if (name === 'overlay') {
+      const r = sh.copy!.result as { copy: { identity?: { rank: number; world: number; from: string }; manifestPath: string } };
+      assert.deepEqual([r.copy.identity?.rank, r.copy.identity?.world, r.copy.identity?.from], [2, 4, 'inferred']);
+      assert.equal(r.copy.manifestPath, join(dir, 'engram-local.json'));
+    }
+    if (name === 'broken') assert.ok('error' in sh.copy!.result && sh.copy!.result.error.message.includes(join(dir, 'engram-local.json')));
+  }
 });

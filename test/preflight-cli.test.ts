@@ -73,7 +73,7 @@ test('variants that must fail, each naming the key', async () => {
   const cfg = JSON.parse(readFileSync(join(w.snapshotDir, 'config.json'), 'utf8')) as { text_config: { engram_num_embeddings: number[] } };
   const [n1, n14] = cfg.text_config.engram_num_embeddings;
 
-  const rows = edit(w.dsv41Text, 'SPARK_ENGRAM_MODE', `SPARK_ENGRAM_ROWS = "1:0-${n1},14:0-${n14}"\nSPARK_ENGRAM_MODE`);
+  const rows = edit(w.dsv41Text, 'SPARK_ENGRAM_MODE', `SPARK_ENGRAM_ROWS = "1:0:${n1},14:0:${n14}"\nSPARK_ENGRAM_MODE`);
   const rowsFile = w.recipe(rows);
   await mustFail(args(w, rowsFile), 'engram.ranges-tile', 'SPARK_ENGRAM_ROWS', new RegExp(`recipe\\.toml:${lineOf(rows, 'SPARK_ENGRAM_ROWS = "')}$`));
 

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { packEngram } from '../src/engram/pack.js';
 import { packRanges } from '../src/engram/pack-ranges.js';
@@ -12,6 +12,7 @@ import { makeSnapshot } from './helpers/synth.js';
 import { tempDir } from './helpers/tmp.js';
 import { openSnapshot } from '../src/engram/snapshot.js';
 import { readManifest } from './helpers/packed.js';
+import { floorRange, writeSparseCopy } from './helpers/sparse-copy.js';
 
 const reader = join(packageRoot(), 'python', 'spark_engram_reader.py');
 const snap = makeSnapshot({ seed: 3 });
@@ -80,7 +81,7 @@ for (const layout of ['dense', 'page'] as const) {
       sparkRows.forEach((x, i) => assert.ok(x.values.every((v, c) => v === doc.rows[i].values[c]), `row ${x.id} values`));
       const outside = python([out, '--layer', String(e.layer), '--ids', String(e.end)]);
       assert.equal(outside.code, 2);
-      assert.match(outside.stderr, new RegExp(`id ${e.end} is outside \\[${e.start}, ${e.end}\\)`));
+      assert.match(outside.stderr, new RegExp(`^spark_engram_reader: .*id ${e.end} is outside this copy.s range \\[${e.start}, ${e.end}\\)\n$`));
     }
     const ok = python([out, '--verify']);
     assert.equal(ok.code, 0, ok.stderr);
@@ -103,3 +104,47 @@ test('the Python reader verifies checksums with zlib.crc32 and names the bad chu
   assert.equal(t.code, 2);
   assert.match(t.stderr, /the layout implies/);
 });
+
+for (const flavour of ['overlay', 'spark'] as const) {
+  test(`the Python reader reads a sparse copy (${flavour === 'overlay' ? "the overlay tool's layout" : "spark's, with checksums"}) byte for byte`, async () => {
+    const dir = join(tempDir(), 'copy');
+    mkdirSync(dir);
+    const ranges = snap.layers.map((l) => floorRange(l.layer, l.rows, 2, 3));
+    const copy = writeSparseCopy(snap.dir, dir, { flavour, ranges, rank: 2, world: 3, chunkRows: 500 });
+    for (const r of ranges) {
+      const ids = [r.start, r.start + 1, Math.floor((r.start + r.end) / 2), r.end - 1, r.start];
+      const py = python([dir, '--layer', String(r.layer), '--ids', ids.join(','), '--dequant']);
+      assert.equal(py.code, 0, py.stderr);
+      const doc = JSON.parse(py.stdout) as { source: string; rows: { id: number; weight: string; scale: string; values: number[] }[] };
+      assert.equal(doc.source, 'sparse');
+      doc.rows.forEach((row, i) => {
+        assert.equal(row.id, ids[i]);
+        const want = synthRow(r.layer, row.id, 256, 3);
+        assert.equal(row.weight + row.scale, want.toString('hex'), `layer ${r.layer} row ${row.id}`);
+        assert.deepEqual(row.values, dequant(want, 256));
+      });
+      for (const outside of [r.start - 1, r.end]) {
+        const o = python([dir, '--layer', String(r.layer), '--ids', String(outside)]);
+        assert.equal(o.code, 2);
+        assert.match(o.stderr, new RegExp(`id ${outside} is outside this copy's range \\[${r.start}, ${r.end}\\)`));
+      }
+    }
+    const v = python([dir, '--verify']);
+    assert.equal(v.code, 0, v.stderr);
+    assert.equal(JSON.parse(v.stdout).checksums, flavour === 'spark');
+    // A changed weight byte: spark's checksums catch it, names the chunk; the overlay's copy has none.
+    const t = copy.tables[1];
+    const at = t.weightOffset + (ranges[1].start + 1234) * 256 + 9;
+    const bytes = readFileSync(join(dir, t.shard));
+    bytes[at] ^= 0x40;
+    writeFileSync(join(dir, t.shard), bytes);
+    const bad = python([dir, '--verify']);
+    if (flavour === 'spark') {
+      assert.equal(bad.code, 1);
+      assert.match(bad.stderr, new RegExp(`${t.shard}: layer 14: chunk 2 fails its checksum`));
+    } else {
+      assert.equal(bad.code, 0);
+      assert.match(JSON.parse(bad.stdout).note, /no checksums/);
+    }
+  });
+}

@@ -254,3 +254,54 @@ test('full-size DSV4.1 tables: rows near 0, at rank boundaries and at N-1 are ex
     await store.close();
   }
 });
+
+test('a ranged snapshot table (a sparse copy): ids outside [lo, hi) are refused naming the range; holes checked at open by rule', async () => {
+  const rows = 100_000;
+  const [lo, hi] = [40_000, 40_400];
+  const written = Array.from({ length: hi - lo }, (_, i) => lo + i);
+  const shard = writeSparseShard(join(dir, 'sparse-range.safetensors'), [{ layer: 1, rows, dim: DIM }], new Map([[1, written]]));
+  const t = shard.tables[0];
+  const spec = (range: [number, number], holes: 'allow' | 'refuse' | 'corrupt'): TableSpec => ({
+    kind: 'snapshot',
+    layer: 1,
+    rows,
+    dim: DIM,
+    weight: { path: shard.path, offset: t.weightOffset },
+    scale: { path: shard.path, offset: t.scaleOffset },
+    range,
+    holes,
+  });
+  const store = await RowStore.open([spec([lo, hi], 'corrupt')], { threads: 2 });
+  try {
+    const ids = [lo, hi - 1, lo + 123, lo];
+    assertRows(await store.gather(1, ids), 1, ids);
+    assert.deepEqual(store.tables().map((x) => [x.lo, x.hi]), [[lo, hi]]);
+    for (const bad of [lo - 1, hi]) {
+      await assert.rejects(store.gather(1, [lo, bad]), {
+        code: 'E_ROW_RANGE',
+        message: `row id ${bad} (batch index 1) is outside this sparse copy's range [${lo}, ${hi}) of layer 1`,
+      });
+    }
+  } finally {
+    await store.close();
+  }
+  // The same file read past the written rows: a hole inside the range is corruption...
+  await assert.rejects(RowStore.open([spec([lo, hi + 4000], 'corrupt')], { threads: 1 }), (err: Error & { code: string; path: string }) => {
+    assert.equal(err.code, 'E_SHARD_TRUNCATED');
+    assert.equal(err.path, shard.path);
+    const row = Number(/of row (\d+) is a hole inside the copy's range \[40000, 44400\)/.exec(err.message)?.[1]);
+    assert.ok(row >= hi - 16 && row < hi + 4000, err.message);
+    return true;
+  });
+  // ...a whole table with holes and no manifest is refused, and 'allow' reads the holes as zeros.
+  await assert.rejects(RowStore.open([spec([0, rows], 'refuse')], { threads: 1 }), { code: 'E_SNAPSHOT', message: /layer 1: weight of row \d+ is a hole \(never written\) and the directory has no engram-local\.json/ });
+  const allow = await RowStore.open([spec([0, rows], 'allow')], { threads: 1 });
+  try {
+    assert.ok((await allow.gather(1, [5])).equals(Buffer.alloc(RB)));
+  } finally {
+    await allow.close();
+  }
+  // A range past the table, or resident scales outside the range, are usage errors.
+  await assert.rejects(RowStore.open([spec([lo, rows + 1], 'allow')], { threads: 1 }), { code: 'E_USAGE', message: /range \[40000, 100001\) is not inside the table \[0, 100000\)/ });
+  await assert.rejects(RowStore.open([{ ...spec([lo, hi], 'allow'), residentScales: [0, hi] } as TableSpec], { threads: 1 }), { code: 'E_USAGE', message: /resident scale range \[0, 40400\) is not inside the readable rows \[40000, 40400\)/ });
+});

@@ -83,7 +83,7 @@ test('spark rows --dequant adds the D decoded values', async () => {
   // JSON has no negative zero: compare -0 as 0.
   assert.deepEqual(values, dequantRow(synthRow(1, 2345, 256), 256).map((v) => (v === 0 ? 0 : v)));
   const text = await cli(['rows', dir, '--layer', '1', '--ids', '2345', '--dequant']);
-  assert.match(text.stdout, /^layer 1 \(packed, 4000 rows of 256 \+ 8 bytes\):\nrow 2345\n {2}weight [0-9a-f]{512}\n {2}scale {2}[0-9a-f]{16}\n {2}values /);
+  assert.match(text.stdout, /^layer 1 \(packed, 4000 rows of 256 \+ 8 bytes, this copy holds \[2000, 4000\)\):\nrow 2345\n {2}weight [0-9a-f]{512}\n {2}scale {2}[0-9a-f]{16}\n {2}values /);
 });
 
 test('a synth snapshot read through the row source: two reads per row, or one with resident scales', async () => {

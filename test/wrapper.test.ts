@@ -16,7 +16,7 @@ const LAYERS = [
   { layer: 14, rows: 384016682 },
 ];
 const load: LayerLoader = async (dir) => ({ kind: 'snapshot', path: dir, layers: LAYERS });
-const RANK1 = '1:96001542-192003084,14:96004170-192008341';
+const RANK1 = '1:96001542:192003084,14:96004170:192008341';
 
 function io(env: NodeJS.ProcessEnv): Io & { err: string[] } {
   const err: string[] = [];
@@ -52,7 +52,7 @@ test('the wrapper exports this rank\'s rows and logs one line, then execs the en
   assert.equal(execed.env.KEEP, 'x');
   assert.equal(execed.env.B12X_ROCE_GID_INDEX, undefined);
   assert.equal(log.split('\n').length, 2, 'one line');
-  assert.match(log, /^spark wrapper: rank 1 of 4 \(NODE_RANK, --nnodes\): SPARK_ENGRAM_ROWS=1:96001542-192003084,14:96004170-192008341 set \(floor split of \/snap\); no B12X_ROCE_HCA or NCCL_IB_HCA: B12X_ROCE_GID_INDEX not set; exec python3 -m sglang.launch_server \.\.\. \(6 more args\)\n$/);
+  assert.match(log, /^spark wrapper: rank 1 of 4 \(NODE_RANK, --nnodes\): SPARK_ENGRAM_ROWS=1:96001542:192003084,14:96004170:192008341 set \(floor split of \/snap\); no B12X_ROCE_HCA or NCCL_IB_HCA: B12X_ROCE_GID_INDEX not set; exec python3 -m sglang.launch_server \.\.\. \(6 more args\)\n$/);
 });
 
 test('rank and world come from NODE_RANK / SPARK_WORLD_SIZE or the engine argv, and must agree', async () => {
@@ -62,7 +62,7 @@ test('rank and world come from NODE_RANK / SPARK_WORLD_SIZE or the engine argv, 
   assert.equal(await rows([...base, '--tp-size=4', '--node-rank=1'], {}), RANK1);
   assert.equal(await rows([...base, '--tensor-parallel-size', '4'], { NODE_RANK: '1' }), RANK1);
   assert.equal(await rows([...base, '--nnodes', '2'], { NODE_RANK: '1', SPARK_WORLD_SIZE: '4' }), RANK1);
-  assert.equal(await rows([...base, '--nnodes', '2'], { NODE_RANK: '0' }), '1:0-192003084,14:0-192008341');
+  assert.equal(await rows([...base, '--nnodes', '2'], { NODE_RANK: '0' }), '1:0:192003084,14:0:192008341');
   const fails: [string[], NodeJS.ProcessEnv, RegExp][] = [
     [[...base, '--nnodes', '4'], {}, /NODE_RANK is not set and the engine has no --node-rank/],
     [base, { NODE_RANK: '1' }, /the world size is unknown: set SPARK_WORLD_SIZE or pass --nnodes/],
@@ -86,11 +86,15 @@ test('a preset SPARK_ENGRAM_ROWS is checked: the right one passes, a wrong one i
   const ok = await plan(['engine'], { ...env, SPARK_ENGRAM_ROWS: RANK1 });
   assert.equal(ok.execed.env.SPARK_ENGRAM_ROWS, RANK1);
   assert.match(ok.log, /SPARK_ENGRAM_ROWS=.* checked \(floor split/);
+  // The older L:lo-hi form is accepted and exported as the overlay reads it, never as given.
+  const dashed = await plan(['engine'], { ...env, SPARK_ENGRAM_ROWS: '1:96001542-192003084,14:96004170-192008341' });
+  assert.equal(dashed.execed.env.SPARK_ENGRAM_ROWS, RANK1);
+  assert.match(dashed.log, /SPARK_ENGRAM_ROWS=1:96001542:192003084,14:96004170:192008341 checked and rewritten in the overlay's grammar/);
   const refused: [string, RegExp][] = [
-    ['1:0-384006168,14:0-384016682', /it is the full table, and a full range on every rank double-counts rows in the all-reduce/],
-    ['1:96001542-192003084,14:96004171-192008342', /it is the front split \(pass --split front or set SPARK_ENGRAM_SPLIT=front/],
-    ['1:96001542-192003084,14:96004170-192008340', /; layer 14: given 96004170-192008340, expected 96004170-192008341; unset it/],
-    ['1:96001542-192003084', /; layer 14: missing, expected 96004170-192008341/],
+    ['1:0:384006168,14:0:384016682', /it is the full table, and a full range on every rank double-counts rows in the all-reduce/],
+    ['1:96001542:192003084,14:96004171:192008342', /it is the front split \(pass --split front or set SPARK_ENGRAM_SPLIT=front/],
+    ['1:96001542:192003084,14:96004170:192008340', /; layer 14: given \[96004170, 192008340\), expected \[96004170, 192008341\); unset it/],
+    ['1:96001542:192003084', /; layer 14: missing, expected \[96004170, 192008341\)/],
   ];
   for (const [value, message] of refused) {
     await assert.rejects(plan(['engine'], { ...env, SPARK_ENGRAM_ROWS: value }), (e: Error & { exitCode?: number; code?: string }) => {
@@ -101,11 +105,14 @@ test('a preset SPARK_ENGRAM_ROWS is checked: the right one passes, a wrong one i
       return true;
     });
   }
-  await assert.rejects(plan(['engine'], { ...env, SPARK_ENGRAM_ROWS: '1:5-2' }), { code: 'E_ROWS_SPEC' });
+  await assert.rejects(plan(['engine'], { ...env, SPARK_ENGRAM_ROWS: '1:5:2' }), { code: 'E_ROWS_SPEC' });
   const front = await plan(['engine'], { ...env, SPARK_ENGRAM_SPLIT: 'front' });
-  assert.equal(front.execed.env.SPARK_ENGRAM_ROWS, '1:96001542-192003084,14:96004171-192008342');
+  assert.equal(front.execed.env.SPARK_ENGRAM_ROWS, '1:96001542:192003084,14:96004171:192008342');
   // Without SPARK_ENGRAM_DIR there is nothing to compute: a preset value is kept, none is set.
-  assert.equal((await plan(['engine'], { SPARK_ENGRAM_ROWS: '1:0-5' })).execed.env.SPARK_ENGRAM_ROWS, '1:0-5');
+  assert.equal((await plan(['engine'], { SPARK_ENGRAM_ROWS: '1:0:5' })).execed.env.SPARK_ENGRAM_ROWS, '1:0:5');
+  const kept = await plan(['engine'], { SPARK_ENGRAM_ROWS: '1:0-5,14:0-7' });
+  assert.equal(kept.execed.env.SPARK_ENGRAM_ROWS, '1:0:5,14:0:7');
+  assert.match(kept.log, /SPARK_ENGRAM_ROWS=1:0:5,14:0:7 rewritten from '1:0-5,14:0-7' in the overlay's grammar/);
   assert.equal((await plan(['engine'], {})).execed.env.SPARK_ENGRAM_ROWS, undefined);
 });
 
@@ -131,24 +138,24 @@ test('the wrapper sets or checks B12X_ROCE_GID_INDEX from the HCAs and refuses a
 });
 
 test('--dry-run prints the exports and the command without running it', async () => {
-  const r = bin(['wrapper', '--dry-run', '--', 'python3', '-m', 'x', '--arg', "it's"], { env: { SPARK_ENGRAM_ROWS: '1:0-5' } });
+  const r = bin(['wrapper', '--dry-run', '--', 'python3', '-m', 'x', '--arg', "it's"], { env: { SPARK_ENGRAM_ROWS: '1:0:5' } });
   assert.equal(r.code, 0, r.stderr);
-  assert.equal(r.stdout, `export SPARK_ENGRAM_ROWS='1:0-5'\nexec python3 -m x --arg 'it'\\''s'\n`);
+  assert.equal(r.stdout, `export SPARK_ENGRAM_ROWS='1:0:5'\nexec python3 -m x --arg 'it'\\''s'\n`);
 });
 
 test('the engine replaces the wrapper: same pid, argv, env, stdio, clean signal state, its exit code', () => {
   const engine = recordingEngine();
   const sysfs = buildSysfs({ rocep1s0f0: { 1: typical('192.168.200.11') } });
   const r = bin(['wrapper', '--', engine.path, '--tp', '4', 'with space', '', '--json'], {
-    env: { RECORD: engine.record, EXIT_CODE: '7', SPARK_ENGRAM_ROWS: '1:0-5', SPARK_SYSFS: sysfs, NCCL_IB_HCA: 'rocep1s0f0' },
+    env: { RECORD: engine.record, EXIT_CODE: '7', SPARK_ENGRAM_ROWS: '1:0:5', SPARK_SYSFS: sysfs, NCCL_IB_HCA: 'rocep1s0f0' },
     input: 'from stdin\n',
   });
   assert.equal(r.code, 7);
   assert.equal(r.stdout, 'engine stdout\n');
-  assert.match(r.stderr, /^spark wrapper: SPARK_ENGRAM_ROWS=1:0-5 kept as given .*; B12X_ROCE_GID_INDEX=3 set \(rocep1s0f0:1\); exec .*engine\.sh --tp 4 \.\.\. \(3 more args\)\nengine stderr\n$/);
+  assert.match(r.stderr, /^spark wrapper: SPARK_ENGRAM_ROWS=1:0:5 kept as given .*; B12X_ROCE_GID_INDEX=3 set \(rocep1s0f0:1\); exec .*engine\.sh --tp 4 \.\.\. \(3 more args\)\nengine stderr\n$/);
   const lines = readFileSync(engine.record, 'utf8').split('\n');
   assert.deepEqual(lines.filter((l) => l.startsWith('arg=')), ['arg=--tp', 'arg=4', 'arg=with space', 'arg=', 'arg=--json']);
-  assert.ok(lines.includes('rows=1:0-5'));
+  assert.ok(lines.includes('rows=1:0:5'));
   assert.ok(lines.includes('gid=3'));
   assert.ok(lines.includes('SigIgn:\t0000000000000000'), 'no signal left ignored (Node ignores SIGPIPE)');
   assert.ok(lines.includes('SigBlk:\t0000000000000000'), 'nothing blocked');

@@ -12,6 +12,7 @@ void InitSafetensors(Napi::Env env, Napi::Object exports);  // safetensors_bindi
 void InitTiling(Napi::Env env, Napi::Object exports);       // tiling_binding.cc
 void InitExec(Napi::Env env, Napi::Object exports);         // exec_binding.cc
 void InitRowStore(Napi::Env env, Napi::Object exports);     // row_store_binding.cc
+void InitSparse(Napi::Env env, Napi::Object exports);       // sparse_binding.cc
 
 inline constexpr BindingInit kBindingModules[] = {
     InitSafetensors,
@@ -19,6 +20,7 @@ inline constexpr BindingInit kBindingModules[] = {
     InitExec,
     InitRowStore,
     InitPack,
+    InitSparse,
 };
 
 }  // namespace spark

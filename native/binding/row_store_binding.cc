@@ -10,6 +10,7 @@
 
 #include "binding/async.h"
 #include "binding/errors.h"
+#include "binding/ids.h"
 #include "binding/modules.h"
 #include "core/row_store.h"
 
@@ -68,6 +69,20 @@ TableSpec ParseTable(Napi::Value value, size_t index) {
         ThrowType(o.Env(), where + ".residentScales must hold two non-negative integers");
       }
       t.resident_scales = true;
+    }
+    Napi::Value range = o.Get("range");
+    if (!range.IsUndefined()) {
+      if (!range.IsArray() || range.As<Napi::Array>().Length() != 2 || !ToU64(range.As<Napi::Array>().Get(0u), &t.lo) ||
+          !ToU64(range.As<Napi::Array>().Get(1u), &t.hi)) {
+        ThrowType(o.Env(), where + ".range must be [lo, hi] (two non-negative integers)");
+      }
+      t.ranged = true;
+    }
+    Napi::Value holes = o.Get("holes");
+    if (!holes.IsUndefined()) {
+      std::string rule = holes.IsString() ? holes.As<Napi::String>().Utf8Value() : "";
+      if (rule != "allow" && rule != "refuse" && rule != "corrupt") ThrowType(o.Env(), where + ".holes must be 'allow', 'refuse' or 'corrupt'");
+      t.holes = rule == "refuse" ? HoleRule::kRefuse : rule == "corrupt" ? HoleRule::kCorrupt : HoleRule::kAllow;
     }
   } else if (kind == "packed") {
     t.kind = TableKind::kPacked;
@@ -264,18 +279,7 @@ Napi::Value RowStoreWrap::Gather(const Napi::CallbackInfo& info) {
   if (!ToU64(info[0], &layer) || layer > UINT32_MAX) ThrowType(env, "layer must be a non-negative integer");
   const TableInfo* table = store.Find(static_cast<uint32_t>(layer));
   if (table == nullptr) ThrowRange(env, "layer " + std::to_string(layer) + " is not in this row store");
-  if (!info[1].IsTypedArray()) ThrowType(env, "ids must be a Uint32Array or BigUint64Array");
-  Napi::TypedArray ids = info[1].As<Napi::TypedArray>();
-  std::vector<uint64_t> copy(ids.ElementLength());
-  if (ids.TypedArrayType() == napi_uint32_array) {
-    const uint32_t* p = ids.As<Napi::Uint32Array>().Data();
-    for (size_t i = 0; i < copy.size(); ++i) copy[i] = p[i];
-  } else if (ids.TypedArrayType() == napi_biguint64_array) {
-    const uint64_t* p = ids.As<Napi::TypedArrayOf<uint64_t>>().Data();
-    for (size_t i = 0; i < copy.size(); ++i) copy[i] = p[i];
-  } else {
-    ThrowType(env, "ids must be a Uint32Array or BigUint64Array");
-  }
+  std::vector<uint64_t> copy = CopyIds(info[1]);
   Status st = store.CheckIds(table->layer, copy.data(), copy.size());
   if (!st.ok()) ThrowRange(env, st.message);
   if (!info[2].IsTypedArray() || info[2].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {

@@ -94,8 +94,11 @@ Status RowStore::AddTable(const TableSpec& spec) {
   if (spec.kind == TableKind::kSnapshot) {
     if (spec.dim == 0 || spec.dim % 32 != 0) return Bad(layer + ": dim must be a positive multiple of 32");
     t->scale_bytes = spec.dim / 32;
-    info.lo = 0;
-    info.hi = spec.rows;
+    info.lo = spec.ranged ? spec.lo : 0;
+    info.hi = spec.ranged ? spec.hi : spec.rows;
+    if (info.lo > info.hi || info.hi > spec.rows) {
+      return Bad(layer + ": range " + Range(info.lo, info.hi) + " is not inside the table " + Range(0, spec.rows));
+    }
     info.row_bytes = spec.dim + t->scale_bytes;
     Status st = OpenFile(spec.weight_path, false, 0, &t->weight_file);
     if (st.ok()) st = OpenFile(spec.scale_path, false, 0, &t->scale_file);
@@ -105,11 +108,19 @@ Status RowStore::AddTable(const TableSpec& spec) {
       st = FitsInFile(files_[t->scale_file], Extent(spec.scale_offset, spec.rows, t->scale_bytes), spec.layer,
                       "scale tensor");
     }
+    if (st.ok()) {
+      st = CheckColumnHoles(files_[t->weight_file].fd, spec.weight_path, spec.layer, "weight", spec.weight_offset,
+                            spec.dim, info.lo, info.hi, spec.holes);
+    }
+    if (st.ok()) {
+      st = CheckColumnHoles(files_[t->scale_file].fd, spec.scale_path, spec.layer, "scale", spec.scale_offset,
+                            t->scale_bytes, info.lo, info.hi, spec.holes);
+    }
     if (!st.ok()) return st;
     if (spec.resident_scales) {
-      if (spec.resident_start > spec.resident_end || spec.resident_end > spec.rows) {
+      if (spec.resident_start > spec.resident_end || spec.resident_start < info.lo || spec.resident_end > info.hi) {
         return Bad(layer + ": resident scale range " + Range(spec.resident_start, spec.resident_end) +
-                   " is not inside the table " + Range(0, spec.rows));
+                   " is not inside the readable rows " + Range(info.lo, info.hi));
       }
       info.resident = true;
     }
@@ -197,7 +208,9 @@ Status RowStore::CheckIds(uint32_t layer, const uint64_t* ids, size_t n) const {
   if (t == nullptr) return Status::Error(Code::E_ROW_RANGE, "layer " + std::to_string(layer) + " is not in this row store");
   for (size_t i = 0; i < n; ++i) {
     if (ids[i] < t->info.lo || ids[i] >= t->info.hi) {
-      const char* where = t->spec.kind == TableKind::kPacked ? "this pack's range" : "the table";
+      const char* where = t->spec.kind == TableKind::kPacked ? "this pack's range"
+                          : t->spec.ranged                     ? "this sparse copy's range"
+                                                               : "the table";
       return Status::Error(Code::E_ROW_RANGE, "row id " + std::to_string(ids[i]) + " (batch index " + std::to_string(i) +
                                                   ") is outside " + where + " " + Range(t->info.lo, t->info.hi) +
                                                   " of layer " + std::to_string(layer));

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/holes.h"
 #include "core/io_util.h"
 #include "core/status.h"
 #include "core/thread_pool.h"
@@ -40,6 +41,11 @@ struct TableSpec {
   uint64_t scale_offset = 0;
   bool resident_scales = false;
   uint64_t resident_start = 0, resident_end = 0;  // [start, end) of ids whose scales stay in memory
+  // Snapshot: only ids [lo, hi) are readable when `ranged` (a sparse copy's manifest range),
+  // and what a hole among those rows means (checked at open).
+  bool ranged = false;
+  uint64_t lo = 0, hi = 0;
+  HoleRule holes = HoleRule::kAllow;
   // Packed: global ids [start, end); local row i = id - start. Dense: row i at
   // data_offset + i * stride. Page: floor(4096 / stride) rows per 4096-byte page.
   std::string path;

@@ -48,7 +48,7 @@ function parsePattern(text: string | undefined, flag: string): RegExp | undefine
 
 const shq = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
 
-/** Where the row counts come from: --rows, else the snapshot or packed directory (flag or SPARK_ENGRAM_DIR). */
+/** Where the row counts come from: --rows, else the snapshot or node-local copy (flag or SPARK_ENGRAM_DIR). */
 async function source(o: EngramRangesOptions, io: Io, split: SplitRule, required: boolean): Promise<LayerSource | undefined> {
   const { loadLayerSource, parseLayerRows, subTablesFromDir } = await import('../engram/layer-source.js');
   if (o.rows !== undefined) {
@@ -60,7 +60,7 @@ async function source(o: EngramRangesOptions, io: Io, split: SplitRule, required
   const path = fromEnv(o.snapshot, io.env, 'SPARK_ENGRAM_DIR');
   if (path === undefined) {
     if (!required) return undefined;
-    throw usageError('name the snapshot (or packed directory): spark engram-ranges DIR, or set SPARK_ENGRAM_DIR, or give --rows');
+    throw usageError('name the snapshot (or node-local copy): spark engram-ranges DIR, or set SPARK_ENGRAM_DIR, or give --rows');
   }
   const weightPattern = parsePattern(o.weightPattern, '--weight-pattern');
   const scalePattern = parsePattern(o.scalePattern, '--scale-pattern');
@@ -77,14 +77,15 @@ function checkText(report: TilingReport, src: LayerSource | undefined): string {
   return `ok: the ${report.world} ranks tile ${layers} exactly${note}`;
 }
 
-async function runCheck(o: EngramRangesOptions, io: Io, specs: string[]): Promise<CommandResult> {
-  const { checkTiling, parseEngramRows } = await import('../engram/ranges.js');
-  if (o.world !== undefined && parseCount(o.world, '--world', 1) !== specs.length) {
-    throw usageError(`--world ${o.world} but --check has ${specs.length} values (one SPARK_ENGRAM_ROWS per rank, in rank order)`);
-  }
-  const path = specs.find((s) => s.includes('/'));
+async function runCheck(o: EngramRangesOptions, io: Io, texts: string[]): Promise<CommandResult> {
+  const { checkTiling, parseRankValues } = await import('../engram/ranges.js');
+  const path = texts.flatMap((t) => t.split(/\s+/)).find((s) => s.includes('/'));
   if (path !== undefined) throw usageError(`--check value '${path}' looks like a path: put the snapshot before --check`);
-  const parsed = specs.map((s, rank) => parseEngramRows(s, `rank ${rank}'s SPARK_ENGRAM_ROWS`));
+  const parsed = parseRankValues(texts);
+  if (parsed.length === 0) throw usageError('--check needs one SPARK_ENGRAM_ROWS value per rank, in rank order');
+  if (o.world !== undefined && parseCount(o.world, '--world', 1) !== parsed.length) {
+    throw usageError(`--world ${o.world} but --check has ${parsed.length} values (one SPARK_ENGRAM_ROWS per rank, in rank order)`);
+  }
   const src = await source(o, io, 'floor', false);
   const report = checkTiling(parsed, src?.layers);
   if (!report.ok) reportCheckFailure(io, Boolean(o.json) || o.format === 'json', 'engram-ranges', report.problem!.message);
@@ -100,31 +101,50 @@ function formatAll(ranks: RankLayerRange[][], format: Format, world: number, spl
   return { json, text: lines.join('\n'), exitCode: 0 };
 }
 
+/** What the JSON output says of a node-local copy: who it is for, and how that is known. */
+function copyJson(src: LayerSource): Record<string, unknown> | undefined {
+  const c = src.copy;
+  if (!c) return undefined;
+  const base = { kind: c.kind, manifest: c.manifestPath };
+  return c.identity ? { ...base, ...c.identity } : { ...base, unknown: c.unknown };
+}
+
 export async function runEngramRanges(o: EngramRangesOptions, io: Io): Promise<CommandResult> {
   const format = parseFormat(o.format, Boolean(o.json));
-  // Values may arrive as one argument per rank or whitespace-separated (from --all's output).
-  if (o.check !== undefined) return runCheck(o, io, o.check.flatMap((c) => c.split(/\s+/)).filter((c) => c !== ''));
+  if (o.check !== undefined) return runCheck(o, io, o.check);
   const { formatEngramRows, parseSplit } = await import('../engram/ranges.js');
   const { sourceAllRanges, sourceRankRanges } = await import('../engram/layer-source.js');
   const splitText = o.split ?? fromEnv(undefined, io.env, 'SPARK_ENGRAM_SPLIT');
   let split = parseSplit(splitText, o.split !== undefined ? '--split' : 'SPARK_ENGRAM_SPLIT');
   const src = (await source(o, io, split, true))!;
-  // A packed directory knows its own rank, world and split; flags and variables must agree.
-  const worldText = fromEnv(o.world, io.env, 'SPARK_WORLD_SIZE') ?? src.packed?.world.toString();
+  // A node-local copy knows its own rank, world and split (or they are inferred, or unknown);
+  // flags and variables must agree with what is known.
+  const id = src.copy?.identity;
+  const copy = copyJson(src);
+  const worldText = fromEnv(o.world, io.env, 'SPARK_WORLD_SIZE') ?? id?.world.toString();
+  const rankText = fromEnv(o.rank, io.env, 'NODE_RANK') ?? id?.rank.toString();
+  if (src.copy && !id && !o.all) {
+    // Rank and world unknown: the manifest's ranges are still what the overlay serves.
+    const world = worldText === undefined ? null : parseCount(worldText, o.world !== undefined ? '--world' : 'SPARK_WORLD_SIZE', 1, 1 << 20);
+    const rank = rankText === undefined ? null : parseCount(rankText, o.rank !== undefined ? '--rank' : 'NODE_RANK', 0);
+    const value = formatEngramRows(src.copy.layers);
+    const json = { rank, world, split: null, layers: src.copy.layers, copy };
+    return { json, text: format === 'shell' ? `export SPARK_ENGRAM_ROWS=${shq(value)}` : value, exitCode: 0 };
+  }
+  if (o.all && src.copy && !id) sourceAllRanges(src, 1, split, false); // says why it cannot
   if (worldText === undefined) throw usageError('--world is required (or set SPARK_WORLD_SIZE)');
   const world = parseCount(worldText, o.world !== undefined ? '--world' : 'SPARK_WORLD_SIZE', 1, 1 << 20);
   if (o.all) {
     const ranks = sourceAllRanges(src, world, split, splitText !== undefined);
-    return formatAll(ranks, format, world, src.packed?.split ?? split, formatEngramRows);
+    return formatAll(ranks, format, world, id?.split ?? split, formatEngramRows);
   }
-  const rankText = fromEnv(o.rank, io.env, 'NODE_RANK') ?? src.packed?.rank.toString();
   if (rankText === undefined) throw usageError('--rank is required (or set NODE_RANK), or pass --all');
   const rank = parseCount(rankText, o.rank !== undefined ? '--rank' : 'NODE_RANK', 0);
   if (rank >= world) throw usageError(`rank ${rank} is outside the world of ${world} ranks (ranks are 0-${world - 1})`);
   const layers = sourceRankRanges(src, rank, world, split, splitText !== undefined);
-  split = src.packed?.split ?? split;
+  split = id?.split ?? split;
   const value = formatEngramRows(layers);
-  const json = { rank, world, split, layers };
+  const json = { rank, world, split, layers, ...(copy ? { copy } : {}) };
   const text = format === 'shell' ? `export SPARK_ENGRAM_ROWS=${shq(value)}` : value;
   return { json, text, exitCode: 0 };
 }
@@ -132,13 +152,13 @@ export async function runEngramRanges(o: EngramRangesOptions, io: Io): Promise<C
 export function engramRangesCommand(ctx: CliContext): Command {
   return new Command('engram-ranges')
     .description('the Engram rows each rank owns (SPARK_ENGRAM_ROWS), or check that given ranges tile every table')
-    .argument('[snapshot]', 'snapshot directory or packed directory (default SPARK_ENGRAM_DIR)')
+    .argument('[snapshot]', 'snapshot, sparse copy or packed directory (default SPARK_ENGRAM_DIR)')
     .option('--rank <r>', 'this rank (default NODE_RANK)')
     .option('--world <w>', 'number of ranks (default SPARK_WORLD_SIZE)')
     .option('--split <rule>', 'floor (SGLang, default), front, or heads (vLLM: whole sub-tables)')
     .option('--format <f>', 'env (the value, default), shell (an export line) or json')
     .option('--all', 'every rank: one value per line (env), a case block (shell), or JSON')
-    .option('--check <spec...>', 'one SPARK_ENGRAM_ROWS value per rank, in rank order: exit 1 unless they tile every table')
+    .option('--check <spec...>', 'one SPARK_ENGRAM_ROWS value per rank, in rank order (or engram_partition.py\'s lines): exit 1 unless they tile every table')
     .option('--rows <layer:n,...>', 'explicit row counts per layer instead of a snapshot')
     .option('--config <dir>', 'with --rows and --split heads: the directory holding config.json')
     .option('--weight-pattern <regex>', 'weight tensor names (one capture group: the layer)')
@@ -147,7 +167,10 @@ export function engramRangesCommand(ctx: CliContext): Command {
     .addHelpText(
       'after',
       `
-Reads only the index and the headers of the shards that hold Engram tensors.
+Reads only the index and the headers of the shards that hold Engram tensors. Values are
+written as the overlay reads them, layer:lo:hi (1:0:96001542,14:0:96004170); --check also
+reads the older layer:lo-hi and the output of the overlay's engram_partition.py.
+A sparse copy or pack prints its manifest's ranges.
 Splits: floor [N*r/W, N*(r+1)/W); front: the first N mod W ranks get one row more;
 heads: ceil(24/W) whole (order, head) sub-tables per rank, sizes from config.json.
 

@@ -1,9 +1,9 @@
-// `spark rows <snapshot|packdir> --layer L --ids I[,I…]`: reads rows through the row store and
-// prints their bytes (and with --dequant their values).
+// `spark rows <snapshot|copy> --layer L --ids I[,I…]`: reads rows through the row store (from a
+// snapshot, a sparse copy or a dense/page pack) and prints their bytes (with --dequant, values).
 import { Command } from 'commander';
 import type { CliContext } from '../cli.js';
 import { dequantRow } from '../engram/dequant.js';
-import { openRowSource, type SnapshotOpener } from '../engram/row-source.js';
+import { openRowSource, type RowSourceKind, type SnapshotOpener } from '../engram/row-source.js';
 import { usageError } from '../errors.js';
 import type { CommandResult, Io } from '../io.js';
 import { threadsFromEnv } from '../native/row-store.js';
@@ -21,7 +21,8 @@ export interface RowsOptions {
 
 export interface RowsReply {
   layer: number;
-  source: 'snapshot' | 'packed';
+  /** What was read: a snapshot, a sparse copy (engram-local.json) or a dense/page pack. */
+  source: RowSourceKind;
   rows: { id: number; weight: string; scale: string; values?: number[] }[];
 }
 
@@ -32,7 +33,8 @@ export async function runRows(o: RowsOptions, io: Io): Promise<CommandResult> {
     const table = src.tables[0];
     const out = await src.store.gather(o.layer, o.ids);
     const reply: RowsReply = { layer: o.layer, source: src.kind, rows: [] };
-    const lines = [`layer ${o.layer} (${src.kind}, ${table.rows} rows of ${table.dim} + ${table.dim / 32} bytes):`];
+    const held = src.kind === 'snapshot' ? '' : `, this copy holds [${table.start}, ${table.end})`;
+    const lines = [`layer ${o.layer} (${src.kind}, ${table.rows} rows of ${table.dim} + ${table.dim / 32} bytes${held}):`];
     o.ids.forEach((id, i) => {
       const row = out.subarray(i * table.rowBytes, (i + 1) * table.rowBytes);
       const entry: RowsReply['rows'][number] = {
@@ -80,7 +82,7 @@ export function parseRowsFlags(source: string | undefined, f: RowsFlags, env: No
 export function rowsCommand(ctx: CliContext): Command {
   return new Command('rows')
     .description('read Engram rows at given ids through the row store')
-    .argument('[source]', 'snapshot (dir or .safetensors) or packed directory; default $SPARK_ENGRAM_DIR')
+    .argument('[source]', 'snapshot (dir or .safetensors), sparse copy or packed directory; default $SPARK_ENGRAM_DIR')
     .option('--layer <L>', 'Engram layer id')
     .option('--ids <list>', 'comma-separated global row ids')
     .option('--dequant', 'also print the D decoded values (F8_E4M3 x 2^(e-127) per 32 columns)')
@@ -90,7 +92,9 @@ export function rowsCommand(ctx: CliContext): Command {
     .addHelpText(
       'after',
       `
-An id outside the table (or outside a packed directory's range) is exit 2 naming the id.
+An id outside the table (or outside a sparse copy's or pack's range) is exit 2 naming the id and
+the range: a copy never answers for rows it does not hold. A directory whose tables have holes
+and no engram-local.json (a sparse copy that lost its manifest) is refused, not read as zeros.
 
 Examples:
   spark rows /models/dsv41 --layer 1 --ids 0,96001542,384006167 --json

@@ -1,5 +1,6 @@
-// spark verify: checks a packed directory: the manifest, every chunk checksum and, with
-// --source, the rows themselves against the snapshot (all with --full, else a sample).
+// spark verify: checks a node-local copy (a sparse copy, spark's or the overlay tool's, or a
+// dense/page pack): the manifest, every checksum it has and, with --source, the rows (all with
+// --full, else a sample) and the copied header and index bytes against the snapshot.
 import { Command } from 'commander';
 import { resolve } from 'node:path';
 import type { CliContext } from '../cli.js';
@@ -32,6 +33,7 @@ export interface VerifyOptions {
 export function parseVerifyFlags(dir: string, f: VerifyFlags, io: Io): VerifyOptions {
   if (f.full && f.sample !== undefined) throw usageError('--full and --sample exclude each other: all rows, or a sample of them');
   if (f.sample !== undefined && f.source === undefined) throw usageError('--sample compares rows with the snapshot: give --source SNAPSHOT');
+  if (f.full && f.source === undefined) throw usageError('--full compares every row with the snapshot: give --source SNAPSHOT');
   const threadsText = fromEnv(f.threads, io.env, 'SPARK_ENGRAM_THREADS');
   const o: VerifyOptions = {
     dir: resolve(io.cwd, dir),
@@ -43,17 +45,20 @@ export function parseVerifyFlags(dir: string, f: VerifyFlags, io: Io): VerifyOpt
   return o;
 }
 
-function reportText(r: VerifyReport, o: VerifyOptions): string {
-  const what = o.rows === 'full' ? 'every row against the source' : o.rows === 'sample' ? 'a sample of rows against the source' : 'checksums';
+function reportText(r: VerifyReport): string {
   const lines: string[] = [];
   for (const l of r.layers) {
     const rows = l.rows ? `, ${l.rows.compared} rows compared` : '';
-    lines.push(`  layer ${l.layer}: ${l.file} rows ${l.start}-${l.end}: ${l.ok ? 'ok' : 'BAD'} (${l.chunks.checked}/${l.chunks.total} chunks${rows})`);
+    const chunks = l.chunks.total > 0 ? `${l.chunks.checked}/${l.chunks.total} chunks` : 'no checksums';
+    lines.push(`  layer ${l.layer}: ${l.file} rows ${l.start}-${l.end}: ${l.ok ? 'ok' : 'BAD'} (${chunks}${rows})`);
   }
   const rate = r.seconds > 0 ? `, ${formatBytes(r.bytesRead / r.seconds)}/s` : '';
   const tail = `${formatBytes(r.bytesRead)} read in ${r.seconds.toFixed(2)} s${rate}`;
-  if (r.ok) return [`ok: rank ${r.rank} of ${r.world} in ${r.dir} (${what}; ${tail})`, ...lines].join('\n');
-  return [`FAILED: ${r.dir} (${what}; ${tail})`, ...r.problems.map((p) => `  ${p}`), ...lines].join('\n');
+  const what = r.kind === 'sparse' ? `sparse copy made by ${r.madeBy}` : 'pack';
+  const whose = r.rank !== undefined ? `rank ${r.rank} of ${r.world} in ${r.dir} (${what}; ` : `${what} in ${r.dir} (`;
+  const checked = `  checked: ${r.checked.join('; ')}`;
+  if (r.ok) return [`ok: ${whose}${tail})`, checked, ...lines].join('\n');
+  return [`FAILED: ${whose}${tail})`, ...r.problems.map((p) => `  ${p}`), checked, ...lines].join('\n');
 }
 
 export async function runVerify(o: VerifyOptions, io: Io): Promise<CommandResult> {
@@ -84,13 +89,13 @@ export async function runVerify(o: VerifyOptions, io: Io): Promise<CommandResult
     line?.done();
   }
   if (!report.ok) io.stderr(`spark verify: ${report.problems[0]}\n`);
-  return { json: report, text: reportText(report, o), exitCode: report.ok ? 0 : 1 };
+  return { json: report, text: reportText(report), exitCode: report.ok ? 0 : 1 };
 }
 
 export function verifyCommand(ctx: CliContext): Command {
   return new Command('verify')
-    .description('check a packed directory: manifest, every checksum, and rows against the snapshot')
-    .argument('<packdir>', 'the packed directory (holding engram-local.json)')
+    .description('check a node-local copy (sparse, dense or page): manifest, every checksum, and rows against the snapshot')
+    .argument('<dir>', 'the copy (holding engram-local.json or spark-pack.json)')
     .option('--source <snapshot>', 'the snapshot it was packed from: compare rows with it')
     .option('--full', 'with --source: compare every row')
     .option('--sample <n>', `with --source: compare n random rows per layer plus the first and last (default ${DEFAULT_SAMPLE})`)
@@ -99,8 +104,13 @@ export function verifyCommand(ctx: CliContext): Command {
     .addHelpText(
       'after',
       `
-Exit 1 when anything is wrong, naming the file, the layer and the first bad chunk or row; a
-directory without engram-local.json (an interrupted pack) is refused.
+Exit 1 when anything is wrong, naming the file, the layer and the first bad chunk or row. A
+sparse copy is checked for holes inside its range (a hole reads as zeros: corruption), its
+header and index bytes, and its chunk checksums when spark made it; a copy made by another
+tool (the overlay's engram_local.py) has none, and the report says so: give --source to
+compare its rows, header and index bytes with the snapshot. Data files that are links out of
+the directory fail the check and are not read. A directory without a manifest (an interrupted
+pack) is refused.
 
 Examples:
   spark verify /engram

@@ -72,8 +72,8 @@ export async function runEmitSh(flags: WrapperFlags, io: Io, load: LayerLoader =
   const world = parseCount(worldText, '--world', 1, 1 << 20);
   const splitText = flags.split ?? fromEnv(undefined, io.env, 'SPARK_ENGRAM_SPLIT');
   const source = await load(snapshot, parseSplit(splitText, '--split'));
-  // A packed directory brings its own split (and must agree with --world).
-  const split = source.packed?.split ?? parseSplit(splitText, '--split');
+  // A node-local copy brings its own split (and must agree with --world).
+  const split = source.copy?.identity?.split ?? parseSplit(splitText, '--split');
   const ranks = sourceAllRanges(source, world, split, splitText !== undefined);
   const { emitWrapperSh } = await import('../wrapper/emit-sh.js');
   const script = emitWrapperSh({ world, split, source: source.path, ranks });
@@ -100,7 +100,7 @@ export function wrapperCommand(ctx: CliContext): Command {
     .option('--skip-gid', 'do not detect or check B12X_ROCE_GID_INDEX (also SPARK_SKIP_GID=1)')
     .option('--dry-run', 'print what would be exported and run, without running it')
     .option('--emit-sh', 'print a self-contained POSIX sh entrypoint instead (needs --snapshot and --world)')
-    .option('--snapshot <dir>', 'with --emit-sh: the snapshot to compute every rank\'s ranges from (default SPARK_ENGRAM_DIR)')
+    .option('--snapshot <dir>', 'with --emit-sh: the snapshot (or one rank\'s copy) to compute every rank\'s ranges from (default SPARK_ENGRAM_DIR)')
     .option('--world <w>', 'with --emit-sh: the number of ranks (default SPARK_WORLD_SIZE)')
     .option('--out <file>', 'with --emit-sh: write the script here (mode 755) instead of stdout')
     .option('--json', 'with --dry-run or --emit-sh: one JSON document on stdout')
@@ -109,8 +109,10 @@ export function wrapperCommand(ctx: CliContext): Command {
       'after',
       `
 Reads NODE_RANK (else the engine's --node-rank), the world size (SPARK_WORLD_SIZE, else the
-engine's --nnodes or --tp) and SPARK_ENGRAM_DIR. A SPARK_ENGRAM_ROWS already set is checked
-against the tiling and refused when wrong. HCAs come from B12X_ROCE_HCA, else NCCL_IB_HCA; a
+engine's --nnodes or --tp) and SPARK_ENGRAM_DIR. SPARK_ENGRAM_ROWS is written as the overlay
+reads it (layer:lo:hi). When SPARK_ENGRAM_DIR holds a sparse copy (or a pack), its manifest's
+ranges are exported, and a copy made for another rank or world is refused (exit 2). A
+SPARK_ENGRAM_ROWS already set (either grammar) is checked and refused when wrong. HCAs come from B12X_ROCE_HCA, else NCCL_IB_HCA; a
 B12X_ROCE_GID_INDEX already set is checked on every HCA. The engine replaces this process
 (execve): as PID 1 it receives docker stop's SIGTERM itself and its exit status is the
 container's.

@@ -1,48 +1,48 @@
 // Where the wrapper and `spark engram-ranges` get each Engram layer's row count (and, for the
-// heads split, its sub-table sizes): a checkpoint's headers, a packed directory's manifest, or
+// heads split, its sub-table sizes): a checkpoint's headers, a node-local copy's manifest, or
 // explicit counts. This runs at every rank's boot against NFS, so a snapshot is opened with
 // engramOnly: the index and the headers of the shards holding Engram tensors, nothing else.
+import { statSync } from 'node:fs';
 import { readModelConfig, type ModelConfig } from './config.js';
+import { copyRanges, describeIdentity, inferIdentity, type LocalCopy } from './copy-ranges.js';
+import { readLocalDir } from './local-dir.js';
 import { engramSubTableSizes } from './primes.js';
-import { isPackedDir, readPackedManifest } from './packed-manifest.js';
 import { openSnapshot } from './snapshot.js';
 import { formatEngramRows, rankRanges, tileLayers, type EngramLayerRows, type RankLayerRange } from './ranges.js';
 import { SparkError, usageError } from '../errors.js';
 import type { SplitRule } from '../native/tiling.js';
 
-/** What a packed directory's manifest (engram-local.json) says about its ranges. */
-export interface PackedRanges {
-  rank: number;
-  world: number;
-  split: SplitRule;
-  /** This rank's [start, end) of each table of `rows` rows. */
-  layers: RankLayerRange[];
-}
+export type { CopyIdentity, LocalCopy } from './copy-ranges.js';
 
 export interface LayerSource {
-  kind: 'snapshot' | 'packed' | 'explicit';
+  kind: 'snapshot' | 'sparse' | 'packed' | 'explicit';
   /** The directory or file read, or the explicit value. */
   path: string;
   layers: EngramLayerRows[];
-  /** Set for a packed directory: its ranges come from the manifest, not from a split rule. */
-  packed?: PackedRanges;
+  /** Set for a node-local copy: its ranges come from its manifest, not from a split rule. */
+  copy?: LocalCopy;
 }
 
-/** A LayerSource for a packed directory, from its manifest's fields. */
-export function packedSource(path: string, manifest: PackedRanges): LayerSource {
-  const layers = [...manifest.layers].sort((a, b) => a.layer - b.layer);
-  return {
-    kind: 'packed',
-    path,
-    layers: layers.map(({ layer, rows }) => ({ layer, rows })),
-    packed: { rank: manifest.rank, world: manifest.world, split: manifest.split, layers },
-  };
+/** A LayerSource for a node-local copy. */
+export function copySource(path: string, copy: LocalCopy): LayerSource {
+  const layers = [...copy.layers].sort((a, b) => a.layer - b.layer);
+  return { kind: copy.kind, path, layers: layers.map(({ layer, rows }) => ({ layer, rows })), copy: { ...copy, layers } };
+}
+
+function wrongCopy(source: LayerSource, copy: LocalCopy, rank: number, world: number): SparkError {
+  const what = copy.kind === 'sparse' ? 'copy' : 'pack';
+  return new SparkError(
+    'E_ROW_RANGE',
+    `${source.path} holds the rows of ${describeIdentity(copy)}, not rank ${rank} of ${world}'s: ` +
+      `mount this node's ${what}, or make it with spark pack --rank ${rank} --world ${world}`,
+    { path: source.path },
+  );
 }
 
 /**
- * One rank's ranges. A packed directory holds one rank's rows: its manifest's ranges are the
- * answer, provided the rank, world and (when asked for explicitly) split are the pack's.
- * Otherwise the split rule applied to the row counts.
+ * One rank's ranges. A node-local copy holds one rank's rows: its manifest's ranges are the
+ * answer, provided the rank and world are the copy's (when known) and an explicitly asked
+ * split is the one it was made with. Otherwise the split rule applied to the row counts.
  */
 export function sourceRankRanges(
   source: LayerSource,
@@ -51,43 +51,42 @@ export function sourceRankRanges(
   split: SplitRule,
   splitGiven: boolean,
 ): RankLayerRange[] {
-  const p = source.packed;
-  if (!p) return rankRanges(source.layers, rank, world, split);
-  if (rank !== p.rank || world !== p.world) {
+  const c = source.copy;
+  if (!c) return rankRanges(source.layers, rank, world, split);
+  const id = c.identity;
+  if (id && (rank !== id.rank || world !== id.world)) throw wrongCopy(source, c, rank, world);
+  if (id && splitGiven && split !== id.split) {
+    const made = id.from === 'manifest' ? `was made with the ${id.split} split` : `holds the ${id.split} split's rows`;
     throw new SparkError(
       'E_CHECK_FAILED',
-      `${source.path} holds rank ${p.rank} of ${p.world}'s rows (engram-local.json), not rank ${rank} of ${world}'s: ` +
-        `mount this node's packed directory, or run spark pack --rank ${rank} --world ${world}`,
+      `${source.path} ${made}, not ${split}'s: drop --split, or re-make it with --split ${split}`,
       { path: source.path },
     );
   }
-  if (splitGiven && split !== p.split) {
-    throw new SparkError(
-      'E_CHECK_FAILED',
-      `${source.path} was packed with the ${p.split} split, not ${split}: drop --split, or re-pack with --split ${split}`,
-      { path: source.path },
-    );
-  }
-  return p.layers.map((l) => ({ ...l }));
+  return c.layers.map((l) => ({ ...l }));
 }
 
 /**
- * Every rank's ranges. For a packed directory the pack's split rule gives the other ranks, and
- * the manifest's own ranges must be that rule's for its rank.
+ * Every rank's ranges. For a node-local copy the split it was made with gives the other ranks,
+ * and the copy's own ranges must be that rule's for its rank.
  */
 export function sourceAllRanges(source: LayerSource, world: number, split: SplitRule, splitGiven: boolean): RankLayerRange[][] {
-  const p = source.packed;
-  if (!p) return tileLayers(source.layers, world, split);
-  sourceRankRanges(source, p.rank, world, split, splitGiven);
-  if (p.split === 'heads') {
-    throw usageError(`${source.path} was packed with the heads split: --all needs the sub-table sizes, so point it at the snapshot`);
+  const c = source.copy;
+  if (!c) return tileLayers(source.layers, world, split);
+  const id = c.identity;
+  if (!id) {
+    throw usageError(`${source.path} holds ${describeIdentity(c)}: every rank's ranges need the snapshot, so point at it instead`);
   }
-  const all = tileLayers(source.layers, world, p.split);
-  if (formatEngramRows(all[p.rank]!) !== formatEngramRows(p.layers)) {
+  sourceRankRanges(source, id.rank, world, split, splitGiven);
+  if (id.split === 'heads') {
+    throw usageError(`${source.path} was made with the heads split: every rank's ranges need the sub-table sizes, so point at the snapshot`);
+  }
+  const all = tileLayers(source.layers, world, id.split);
+  if (formatEngramRows(all[id.rank]!) !== formatEngramRows(c.layers)) {
     throw new SparkError(
       'E_CHECK_FAILED',
-      `${source.path}: engram-local.json says rank ${p.rank} owns ${formatEngramRows(p.layers)}, but the ${p.split} split gives ${formatEngramRows(all[p.rank]!)}`,
-      { path: source.path },
+      `${c.manifestPath} says rank ${id.rank} owns ${formatEngramRows(c.layers)}, but the ${id.split} split gives ${formatEngramRows(all[id.rank]!)}`,
+      { path: c.manifestPath },
     );
   }
   return all;
@@ -145,16 +144,56 @@ export interface EngramNamePatterns {
 }
 
 /**
- * The row source at `path`: a packed directory's manifest when it holds engram-local.json,
- * otherwise a snapshot's headers (engramOnly: the index plus the shards that hold Engram
- * tensors). For the heads split, config.json's sub-table sizes too.
+ * A directory's node-local copy, if it holds one: a sparse copy's engram-local.json (with
+ * spark's metadata, or the overlay tool's without: then its tables' row counts come from the
+ * copy's own index and headers, and its rank and world are inferred), or a pack's manifest.
+ */
+export async function loadLocalCopy(path: string): Promise<LocalCopy | undefined> {
+  if (!isDirectory(path)) return undefined;
+  const local = await readLocalDir(path);
+  if (local.kind === 'none') return undefined;
+  if (local.kind === 'packed') {
+    const m = local.manifest;
+    const layers = m.layers.map(({ layer, rows, start, end }) => ({ layer, rows, start, end })).sort((a, b) => a.layer - b.layer);
+    const copy: LocalCopy = { kind: 'packed', manifestPath: local.manifestPath, identity: { rank: m.rank, world: m.world, split: m.split, from: 'manifest' }, layers };
+    if (m.source.revision !== undefined) copy.revision = m.source.revision;
+    return copy;
+  }
+  const m = local.manifest;
+  if (m.spark) {
+    const rows = new Map(m.spark.tables.map((t) => [t.layer, t.rows]));
+    const layers = copyRanges(local.manifestPath, m.layers, rows);
+    const { rank, world, split } = m.spark;
+    const copy: LocalCopy = { kind: 'sparse', manifestPath: local.manifestPath, identity: { rank, world, split, from: 'manifest' }, layers };
+    if (m.spark.source.revision !== undefined) copy.revision = m.spark.source.revision;
+    return copy;
+  }
+  const snap = await openSnapshot(path, { engramOnly: true });
+  const layers = copyRanges(local.manifestPath, m.layers, new Map(snap.engram.map((t) => [t.layer, t.rows])));
+  let tables: EngramLayerRows[] = layers.map(({ layer, rows }) => ({ layer, rows }));
+  const sizes = snap.config?.engram ? engramSubTableSizes(snap.config.engram) : undefined;
+  if (sizes && tables.every((t) => sizes.has(t.layer))) tables = tables.map((t) => ({ ...t, subTables: sizes.get(t.layer)! }));
+  const inferred = inferIdentity(layers, tables);
+  const base = { kind: 'sparse' as const, manifestPath: local.manifestPath, layers };
+  return 'unknown' in inferred ? { ...base, unknown: inferred.unknown } : { ...base, identity: inferred };
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false; // openSnapshot says what is wrong with the path
+  }
+}
+
+/**
+ * The row source at `path`: a node-local copy's manifest when it holds one, otherwise a
+ * snapshot's headers (engramOnly: the index plus the shards that hold Engram tensors). For the
+ * heads split, config.json's sub-table sizes too.
  */
 export async function loadLayerSource(path: string, split: SplitRule, patterns: EngramNamePatterns = {}): Promise<LayerSource> {
-  if (isPackedDir(path)) {
-    const m = await readPackedManifest(path);
-    const layers = m.layers.map(({ layer, rows, start, end }) => ({ layer, rows, start, end }));
-    return packedSource(path, { rank: m.rank, world: m.world, split: m.split, layers });
-  }
+  const copy = await loadLocalCopy(path);
+  if (copy) return copySource(path, copy);
   const snap = await openSnapshot(path, { engramOnly: true, ...patterns });
   if (snap.engram.length === 0) {
     throw new SparkError(

@@ -9,6 +9,8 @@ export class NaiveGather {
     private readonly spec: TableSpec,
     private readonly handles: Map<string, FileHandle>,
     private readonly scales: Buffer | undefined,
+    /** First id whose scale row is scales[0] (a sparse copy holds only its range). */
+    private readonly scalesFrom = 0,
   ) {}
 
   /** `residentScales`: read the table's scale tensor into memory first (the one-read variant). */
@@ -17,12 +19,15 @@ export class NaiveGather {
     const paths = spec.kind === 'packed' ? [spec.path] : [spec.weight.path, spec.scale.path];
     for (const p of paths) if (!handles.has(p)) handles.set(p, await open(p, 'r'));
     let scales: Buffer | undefined;
+    let from = 0;
     if (spec.kind === 'snapshot' && residentScales) {
-      const n = Number(spec.rows) * (spec.dim / 32);
-      scales = Buffer.allocUnsafe(n);
-      await handles.get(spec.scale.path)!.read(scales, 0, n, Number(spec.scale.offset));
+      const [lo, hi] = (spec.range ?? [0, spec.rows]).map(Number);
+      const sb = spec.dim / 32;
+      scales = Buffer.allocUnsafe((hi - lo) * sb);
+      await handles.get(spec.scale.path)!.read(scales, 0, scales.length, Number(spec.scale.offset) + lo * sb);
+      from = lo;
     }
-    return new NaiveGather(spec, handles, scales);
+    return new NaiveGather(spec, handles, scales, from);
   }
 
   async gather(ids: readonly number[]): Promise<Buffer> {
@@ -52,7 +57,8 @@ export class NaiveGather {
       ids.map((id, i) => {
         const weight = w.read(out, i * rb, dim, Number(s.weight.offset) + id * dim);
         if (scales) {
-          scales.copy(out, i * rb + dim, id * sb, id * sb + sb);
+          const at = (id - this.scalesFrom) * sb;
+          scales.copy(out, i * rb + dim, at, at + sb);
           return weight;
         }
         return Promise.all([weight, sc.read(out, i * rb + dim, sb, Number(s.scale.offset) + id * sb)]);

@@ -10,10 +10,12 @@ export function evictFromCache(path: string): void {
   if (r.status !== 0) throw new Error(`could not evict ${path} from the page cache: ${r.stderr || r.error?.message}`);
 }
 
-/** Reads the whole file once so its pages are cached. */
-export async function warmCache(path: string): Promise<void> {
+/** Reads bytes [offset, offset + length) of the file once (default: all of it) so their pages are cached. */
+export async function warmCache(path: string, offset = 0, length = Infinity): Promise<void> {
+  if (length <= 0) return;
   await new Promise<void>((resolve, reject) => {
-    const s = createReadStream(path, { highWaterMark: 4 << 20 });
+    const end = Number.isFinite(length) ? offset + length - 1 : undefined;
+    const s = createReadStream(path, { highWaterMark: 4 << 20, start: offset, ...(end !== undefined ? { end } : {}) });
     s.on('data', () => {});
     s.on('end', resolve);
     s.on('error', reject);

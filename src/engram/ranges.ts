@@ -2,8 +2,12 @@
 // layer of a checkpoint, and the tiling check. The serving overlay refuses to start unless the
 // ranks' ranges tile [0, N) exactly per layer; a full range on every rank double-counts rows.
 //
-//   SPARK_ENGRAM_ROWS = entry ("," entry)*      entry = layer ":" start "-" end
-//   decimal integers, start <= end, layers ascending and unique, half-open [start, end)
+//   SPARK_ENGRAM_ROWS = entry ("," entry)*      entry = layer ":" lo ":" hi
+//   decimal integers, lo <= hi, layers ascending and unique, half-open [lo, hi)
+//
+// That is the overlay's grammar, and the only one written. Read: also the form earlier versions
+// wrote, layer ":" lo "-" hi, which the overlay rejects at install (so values are rewritten, and
+// preflight flags it where it would reach the overlay).
 import { SparkError, usageError } from '../errors.js';
 import { SPLIT_RULES, tileHeads, tileRows, type RowRange, type SplitRule } from '../native/tiling.js';
 
@@ -33,12 +37,14 @@ export function parseSplit(text: string | undefined, what: string): SplitRule {
   return s as SplitRule;
 }
 
-const ENTRY = /^(\d+):(\d+)-(\d+)$/;
+/** `L:lo:hi` (the overlay's) or `L:lo-hi` (the old form, read only). */
+const ENTRY = /^(\d+):(\d+)([:-])(\d+)$/;
+const DASH_ENTRY = /^\d+:\d+-\d+$/;
 
 function specError(what: string, value: string, variable: string): SparkError {
   return new SparkError(
     'E_ROWS_SPEC',
-    `${variable} '${value}': ${what} (expected layer:start-end per layer, comma-separated, e.g. 1:0-96001542,14:0-96004170)`,
+    `${variable} '${value}': ${what} (expected layer:lo:hi per layer, comma-separated, e.g. 1:0:96001542,14:0:96004170)`,
     { value },
   );
 }
@@ -58,12 +64,12 @@ export function parseEngramRows(value: string, variable = 'SPARK_ENGRAM_ROWS'): 
     const m = ENTRY.exec(entry);
     if (!m) {
       const hint = /\s/.test(entry) ? ' (no spaces allowed)' : '';
-      throw specError(`${where} is not layer:start-end${hint}`, value, variable);
+      throw specError(`${where} is not layer:lo:hi${hint}`, value, variable);
     }
     const layer = decimal(m[1]!, 'layer', value, variable);
-    const start = decimal(m[2]!, 'start', value, variable);
-    const end = decimal(m[3]!, 'end', value, variable);
-    if (start > end) throw specError(`${where}: start ${start} is greater than end ${end}`, value, variable);
+    const start = decimal(m[2]!, 'lo', value, variable);
+    const end = decimal(m[4]!, 'hi', value, variable);
+    if (start > end) throw specError(`${where}: lo ${start} is greater than hi ${end}`, value, variable);
     const prev = out[out.length - 1];
     if (prev && layer <= prev.layer) {
       const why = layer === prev.layer ? `repeats layer ${layer}` : `layer ${layer} comes after layer ${prev.layer}`;
@@ -74,12 +80,46 @@ export function parseEngramRows(value: string, variable = 'SPARK_ENGRAM_ROWS'): 
   return out;
 }
 
-/** The SPARK_ENGRAM_ROWS value for `ranges` (sorted by layer here; layers must be unique). */
+/** The entries of `value` written in the old `L:lo-hi` form, which the overlay rejects. */
+export function dashEntries(value: string): string[] {
+  return value.split(',').filter((e) => DASH_ENTRY.test(e));
+}
+
+/** The SPARK_ENGRAM_ROWS value for `ranges`, in the overlay's grammar (sorted by layer; layers must be unique). */
 export function formatEngramRows(ranges: readonly LayerRange[]): string {
   return [...ranges]
     .sort((a, b) => a.layer - b.layer)
-    .map((r) => `${r.layer}:${r.start}-${r.end}`)
+    .map((r) => `${r.layer}:${r.start}:${r.end}`)
     .join(',');
+}
+
+/**
+ * One SPARK_ENGRAM_ROWS value per rank, from text as people paste it: separate arguments, the
+ * lines of `spark engram-ranges --all`, or the lines of the overlay's engram_partition.py
+ * (`rank R: 1:lo:hi 14:lo:hi`, entries space-separated, then a parenthesised note). Per line:
+ * a `rank R:` prefix names the rank (it must be the line's position); a parenthesised line is a
+ * note and skipped; entries separated by spaces belong to one rank, unless a token holds a
+ * comma, in which case each token is one rank's whole value.
+ */
+export function parseRankValues(texts: readonly string[], variable = 'SPARK_ENGRAM_ROWS'): LayerRange[][] {
+  const out: LayerRange[][] = [];
+  for (const text of texts) {
+    for (const raw of text.split(/\r?\n/)) {
+      let line = raw.trim();
+      if (line === '' || /^\(.*\)$/.test(line)) continue;
+      const prefix = /^rank\s+(\d+)\s*:\s*/.exec(line);
+      if (prefix) {
+        if (Number(prefix[1]) !== out.length) {
+          throw specError(`line '${line}' names rank ${prefix[1]} where rank ${out.length} comes (one line per rank, in rank order)`, line, variable);
+        }
+        line = line.slice(prefix[0].length);
+      }
+      const tokens = line.split(/\s+/).filter((t) => t !== '');
+      const values = prefix || !tokens.some((t) => t.includes(',')) ? [tokens.join(',')] : tokens;
+      for (const v of values) out.push(parseEngramRows(v, `rank ${out.length}'s ${variable}`));
+    }
+  }
+  return out;
 }
 
 function tileLayer(layer: EngramLayerRows, world: number, split: SplitRule): RowRange[] {
@@ -158,7 +198,7 @@ interface Owned {
   end: number;
 }
 
-const span = (o: Owned): string => `${o.start}-${o.end}`;
+const span = (o: Owned): string => `[${o.start}, ${o.end})`;
 
 function checkLayer(layer: number, rows: number, owned: Owned[], missing: number[], world: number): TilingProblem | undefined {
   const problem = (kind: TilingProblemKind, row: number, ranks: number[], what: string): TilingProblem => ({
@@ -180,13 +220,13 @@ function checkLayer(layer: number, rows: number, owned: Owned[], missing: number
     if (o.start > cursor) {
       const before = last ? `rank ${last.rank} ends at ${cursor}` : 'no range starts at 0';
       return problem('gap', cursor, [...(last ? [last.rank] : []), o.rank],
-        `rows ${cursor}-${o.start} belong to no rank (${before}, rank ${o.rank} starts at ${o.start}${noEntry})`);
+        `rows [${cursor}, ${o.start}) belong to no rank (${before}, rank ${o.rank} starts at ${o.start}${noEntry})`);
     }
     if (o.start < cursor && last) {
       const full = world > 1 && owned.length === world && owned.every((x) => x.start === 0 && x.end === rows);
       const hint = full ? '; a full range on every rank double-counts every row in the all-reduce' : '';
       return problem('overlap', o.start, [last.rank, o.rank],
-        `row ${o.start} is owned by rank ${last.rank} (${span(last)}) and rank ${o.rank} (${span(o)})${hint}`);
+        `row ${o.start} is owned by rank ${last.rank} ${span(last)} and rank ${o.rank} ${span(o)}${hint}`);
     }
     if (o.end > cursor) {
       cursor = o.end;
@@ -196,7 +236,7 @@ function checkLayer(layer: number, rows: number, owned: Owned[], missing: number
   if (cursor < rows) {
     const after = last ? `the last range, rank ${last.rank}'s, ends at ${cursor}` : 'no rank names a range';
     return problem('gap', cursor, last ? [last.rank] : [],
-      `rows ${cursor}-${rows} belong to no rank (${after}; the table has ${rows} rows${noEntry})`);
+      `rows [${cursor}, ${rows}) belong to no rank (${after}; the table has ${rows} rows${noEntry})`);
   }
   const beyond = owned
     .filter((o) => o.end > rows || o.start > rows)
@@ -204,7 +244,7 @@ function checkLayer(layer: number, rows: number, owned: Owned[], missing: number
   if (beyond) {
     const row = Math.max(beyond.start, rows);
     return problem('out-of-range', row, [beyond.rank],
-      `row ${row} is out of range (rank ${beyond.rank} has ${span(beyond)}; the table has ${rows} rows, 0-${rows})`);
+      `row ${row} is out of range (rank ${beyond.rank} has ${span(beyond)}; the table has ${rows} rows, [0, ${rows}))`);
   }
   return undefined;
 }

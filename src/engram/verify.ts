@@ -1,16 +1,21 @@
-// `spark verify` without the CLI: checks a packed directory. The manifest's sanity (format,
-// ranges inside their tables and matching the split it claims, entries consistent with the
-// layout), every data file's size and header block, every chunk checksum (native, parallel),
-// and with a source snapshot the rows themselves, all of them or a sample.
-import { readdir, readFile, stat } from 'node:fs/promises';
+// `spark verify` without the CLI. Which checks run depends on what the directory holds
+// (local-dir.ts): a sparse copy is checked by verify-sparse.ts; a dense/page pack here: the
+// manifest's sanity (format, ranges inside their tables and matching the split it claims,
+// entries consistent with the layout), every data file's size and header block, every chunk
+// checksum (native, parallel), and with a source snapshot the rows themselves, all of them or
+// a sample. A data file that is a link out of the directory fails the check and is not read.
+import { readdir, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { SparkError } from '../errors.js';
 import { verifyLayer, type VerifyLayerProgress } from '../native/pack.js';
-import { chunkSpan, headerJson, layerGeometry, MANIFEST_NAME, type PackedLayer } from './pack-format.js';
-import { parsePackedManifest, type PackedManifest } from './packed-manifest.js';
+import { linkOutside } from './copy-files.js';
+import { LEGACY_PACK_MANIFEST_NAME, PACK_MANIFEST_NAME, readLocalDir } from './local-dir.js';
+import { chunkSpan, headerJson, layerGeometry, type PackedLayer } from './pack-format.js';
+import type { PackedManifest } from './packed-manifest.js';
 import { checkManifest } from './pack-manifest-check.js';
 import { pollWhile, type PackTable } from './pack-io.js';
 import type { ModelConfig } from './config.js';
+import { verifySparse } from './verify-sparse.js';
 
 export type VerifyRowsMode = 'none' | 'full' | 'sample';
 
@@ -43,14 +48,23 @@ export interface VerifyLayerReport {
   headerOk: boolean;
   chunks: { total: number; checked: number; bad: number; first?: BadChunk };
   rows?: { mode: 'full' | 'sample'; compared: number; bad: number; first?: number };
+  /** Sparse copies: the first row of the range that lies in a hole. */
+  hole?: { column: 'weight' | 'scale'; row: number; offset: number };
 }
 
 export interface VerifyReport {
   dir: string;
+  /** A dense/page pack, or a sparse copy. */
+  kind: 'packed' | 'sparse';
   ok: boolean;
-  rank: number;
-  world: number;
-  split: string;
+  /** Absent for a sparse copy made by another tool (its manifest does not say). */
+  rank?: number;
+  world?: number;
+  split?: string;
+  /** Sparse copies: 'spark' (with checksums) or 'another tool' (the overlay's engram_local.py: none). */
+  madeBy?: 'spark' | 'another tool';
+  /** What was checked, in words. */
+  checked: string[];
   layers: VerifyLayerReport[];
   /** One line per problem, naming the file, layer and first bad chunk or row. */
   problems: string[];
@@ -58,31 +72,30 @@ export interface VerifyReport {
   seconds: number;
 }
 
-/** The manifest, strictly parsed; any problem with it fails the check (exit 1). */
-async function readManifest(dir: string, config: ModelConfig | undefined): Promise<PackedManifest> {
-  const path = join(dir, MANIFEST_NAME);
-  let text: string;
+/** The directory's manifest, strictly parsed; any problem with it fails the check (exit 1). */
+async function readManifests(dir: string) {
   try {
-    text = await readFile(path, 'utf8');
+    return await readLocalDir(dir);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    const names = await readdir(dir).catch(() => undefined);
-    if (names === undefined) throw new SparkError('E_FILE_NOT_FOUND', `${dir} does not exist`, { path: dir });
-    const interrupted = names.some((n) => n.endsWith('.partial') || n.endsWith('.journal'));
-    throw new SparkError(
-      'E_PACK_INCOMPLETE',
-      `${dir} is not a pack: it has no ${MANIFEST_NAME}` +
-        (interrupted ? ' (an interrupted pack: re-run the same spark pack command to resume it)' : ''),
-      { path },
-    );
-  }
-  let m: PackedManifest;
-  try {
-    m = parsePackedManifest(text, path);
-  } catch (err) {
-    if (err instanceof SparkError) throw new SparkError('E_PACK_MISMATCH', err.message, err.details);
+    if (err instanceof SparkError && err.code === 'E_PACK_MANIFEST') throw new SparkError('E_PACK_MISMATCH', err.message, err.details);
     throw err;
   }
+}
+
+/** A directory without a manifest: missing, an interrupted pack, or not a pack at all. */
+async function notACopy(dir: string): Promise<SparkError> {
+  const names = await readdir(dir).catch(() => undefined);
+  if (names === undefined) return new SparkError('E_FILE_NOT_FOUND', `${dir} does not exist`, { path: dir });
+  const interrupted = names.some((n) => n.endsWith('.partial') || n.endsWith('.journal'));
+  return new SparkError(
+    'E_PACK_INCOMPLETE',
+    `${dir} is not a pack or sparse copy: it has neither ${LEGACY_PACK_MANIFEST_NAME} nor ${PACK_MANIFEST_NAME}` +
+      (interrupted ? ' (an interrupted pack: re-run the same spark pack command to resume it)' : ''),
+    { path: dir },
+  );
+}
+
+function checkedManifest(m: PackedManifest, path: string, config: ModelConfig | undefined): PackedManifest {
   const problems = checkManifest(m, config);
   if (problems.length > 0) {
     const more = problems.length > 1 ? ` (and ${problems.length - 1} more problems)` : '';
@@ -102,8 +115,24 @@ function sampleRows(count: number, n: number): number[] {
 export async function verifyPack(req: VerifyRequest): Promise<VerifyReport> {
   const t0 = performance.now();
   const dir = resolve(req.dir);
-  const m = await readManifest(dir, req.source?.config);
-  const report: VerifyReport = { dir, ok: true, rank: m.rank, world: m.world, split: m.split, layers: [], problems: [], bytesRead: 0, seconds: 0 };
+  const local = await readManifests(dir);
+  if (local.kind === 'none') throw await notACopy(dir);
+  if (local.kind === 'sparse') return verifySparse({ ...req, dir, manifest: local.manifest });
+  const m = checkedManifest(local.manifest, local.manifestPath, req.source?.config);
+  const report: VerifyReport = {
+    dir,
+    kind: 'packed',
+    ok: true,
+    rank: m.rank,
+    world: m.world,
+    split: m.split,
+    checked: [local.manifestPath.endsWith(PACK_MANIFEST_NAME) ? PACK_MANIFEST_NAME : `${LEGACY_PACK_MANIFEST_NAME} (format version 1 as first shipped)`, 'data file sizes and header blocks', 'chunk checksums'],
+    layers: [],
+    problems: [],
+    bytesRead: 0,
+    seconds: 0,
+  };
+  if (req.source) report.checked.push(req.rows === 'full' ? 'every row against the source' : 'a sample of rows against the source');
   const totalBytes = m.layers.reduce((s, e) => s + layerGeometry(e).dataBytes, 0);
   let doneBefore = 0;
   for (const e of m.layers) {
@@ -131,7 +160,8 @@ async function verifyOne(
   const path = join(dir, e.file);
   const where = `${e.file}: layer ${e.layer}`;
   const problems: string[] = [];
-  const st = await stat(path).catch(() => undefined);
+  const link = await linkOutside(dir, e.file);
+  const st = link ? undefined : await stat(path).catch(() => undefined);
   const layer: VerifyLayerReport = {
     layer: e.layer,
     file: e.file,
@@ -143,7 +173,7 @@ async function verifyOne(
     chunks: { total: g.chunkCount, checked: 0, bad: 0 },
   };
   if (!st) {
-    problems.push(`${where}: the data file is missing`);
+    problems.push(link ? `${where}: ${link}` : `${where}: the data file is missing`);
     return { layer, problems, bytesRead: 0 };
   }
   let source: Parameters<typeof verifyLayer>[0]['source'];

@@ -22,6 +22,13 @@ export interface SnapshotTableSpec {
   scale: FileSlice;
   /** Hold the scale rows of ids [start, end) in memory: one read per row there. */
   residentScales?: [U64, U64];
+  /** Only ids [lo, hi) are readable (a sparse copy's manifest range); default the whole table. */
+  range?: [U64, U64];
+  /**
+   * What a hole among the readable rows means, checked at open (default 'allow'): 'refuse' for
+   * a snapshot without a manifest, 'corrupt' inside a sparse copy's range.
+   */
+  holes?: 'allow' | 'refuse' | 'corrupt';
 }
 
 /** Rows from a packed data file (contract.md, format version 1); ids are global, in [start, end). */

@@ -21,6 +21,7 @@ import {
   type HostPath,
 } from '../recipes/index.js';
 import type { NodeView } from './facts/view.js';
+import { hasCopyManifest } from './local-copy.js';
 import { hfSnapshotDir, isSnapshotPath, type SnapshotSource } from './sources.js';
 import type { CheckedNode, LocalNode, PreflightContext } from './types.js';
 
@@ -77,7 +78,8 @@ export async function buildContext(options: PreflightOptions, io: Io): Promise<P
     } else {
       const engramDir = env.get('SPARK_ENGRAM_DIR')?.value;
       const mapped = engramDir ? containerToHost(engramDir, recipe, cluster, home, io.cwd) : undefined;
-      if (mapped && isSnapshotPath(mapped.host)) {
+      // A sparse copy has an index too, but it is a node's copy of some rows, not the model.
+      if (mapped && isSnapshotPath(mapped.host) && !hasCopyManifest(mapped.host)) {
         source = { dir: mapped.host, how: 'SPARK_ENGRAM_DIR' };
       } else if (cluster?.hfCache !== undefined) {
         const dir = hfSnapshotDir(resolve(io.cwd, cluster.hfCache), recipe.model);

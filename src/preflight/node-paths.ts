@@ -2,7 +2,8 @@
 // from these (facts/request.ts), and the rules read the answers by the same names.
 import { join } from 'node:path';
 import { HF_CACHE_CONTAINER_PATH, hfModelDir, hostPath, type EnvValue, type HostPath, type Mount } from '../recipes/index.js';
-import { MANIFEST_NAME } from '../engram/packed-manifest.js';
+import { PACK_MANIFEST_NAME } from '../engram/local-dir.js';
+import { SPARSE_MANIFEST_NAME } from '../engram/sparse-manifest.js';
 import type { NodeView } from './facts/view.js';
 import type { SnapshotCandidate } from './facts/types.js';
 import type { PreflightContext } from './types.js';
@@ -18,17 +19,28 @@ export function engramDirOnNode(ctx: PreflightContext): { value: EnvValue; mappe
   return mapped ? { value, mapped } : { value };
 }
 
-/** The paths that tell what a directory is: itself, an index, a single model file, a pack manifest. */
+/** The manifests of a node-local copy: a sparse copy's (which has an index too) and a pack's. */
+export const COPY_MANIFESTS = [SPARSE_MANIFEST_NAME, PACK_MANIFEST_NAME] as const;
+
+/** The paths that tell what a directory is: itself, an index, a single model file, a copy's manifests. */
 export function dirProbes(dir: string): string[] {
-  return [dir, join(dir, INDEX_NAME), join(dir, SINGLE_NAME), join(dir, MANIFEST_NAME)];
+  return [dir, join(dir, INDEX_NAME), join(dir, SINGLE_NAME), ...COPY_MANIFESTS.map((m) => join(dir, m))];
 }
 
-/** What a directory is on the node (the paths of dirProbes must have been requested). */
-export function dirKind(view: NodeView, dir: string): 'missing' | 'snapshot' | 'pack' | 'other' {
+/** Whether the node's directory holds a node-local copy (the paths of dirProbes must have been requested). */
+export function hasCopy(view: NodeView, dir: string): boolean {
+  return COPY_MANIFESTS.some((m) => view.path(join(dir, m)).kind === 'file');
+}
+
+/**
+ * What a directory is on the node: a node-local copy (a sparse copy holds an index too), a
+ * snapshot, missing, or neither (the paths of dirProbes must have been requested).
+ */
+export function dirKind(view: NodeView, dir: string): 'missing' | 'snapshot' | 'copy' | 'other' {
   if (dir.endsWith('.safetensors')) return view.path(dir).kind === 'file' ? 'snapshot' : 'missing';
   if (view.path(dir).kind === 'missing') return 'missing';
+  if (hasCopy(view, dir)) return 'copy';
   if (view.path(join(dir, INDEX_NAME)).kind === 'file' || view.path(join(dir, SINGLE_NAME)).kind === 'file') return 'snapshot';
-  if (view.path(join(dir, MANIFEST_NAME)).kind === 'file') return 'pack';
   return 'other';
 }
 
@@ -71,7 +83,8 @@ export function snapshotCandidates(ctx: PreflightContext, snapshotFlag: string |
   if (snapshotFlag !== undefined) return [{ dir: snapshotFlag }];
   const out: SnapshotCandidate[] = [];
   const e = engramDirOnNode(ctx);
-  if (e?.mapped) out.push({ dir: e.mapped.host });
+  // A node-local copy there is some of the rows, not the model: the node skips it.
+  if (e?.mapped) out.push({ dir: e.mapped.host, notCopy: true });
   const hf = hfCacheHost(ctx);
   if (hf !== undefined) out.push({ hfCache: hf, model: ctx.recipe.model, modelDir: hfModelDir(hf, ctx.recipe.model) });
   return out;

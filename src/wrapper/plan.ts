@@ -4,6 +4,7 @@
 import { SparkError, usageError } from '../errors.js';
 import { formatEngramRows, parseEngramRows, parseSplit, rankRanges, type RankLayerRange } from '../engram/ranges.js';
 import { sourceRankRanges, type LayerSource } from '../engram/layer-source.js';
+import { describeIdentity } from '../engram/copy-ranges.js';
 import { gidPolicy, scanGids } from '../net/gid.js';
 import { SPLIT_RULES, type SplitRule } from '../native/tiling.js';
 import { decideRank, decideWorld } from './engine-argv.js';
@@ -14,7 +15,7 @@ export interface WrapperOptions {
   skipGid?: boolean;
 }
 
-/** Opens the Engram row source at `dir` (a snapshot or a packed directory). */
+/** Opens the Engram row source at `dir` (a snapshot, a sparse copy or a pack). */
 export type LayerLoader = (dir: string, split: SplitRule) => Promise<LayerSource>;
 
 export interface WrapperPlan {
@@ -51,8 +52,10 @@ async function decideRows(
   const preset = nonEmpty(env.SPARK_ENGRAM_ROWS);
   if (!dir) {
     if (!preset) return { note: 'no SPARK_ENGRAM_DIR: SPARK_ENGRAM_ROWS not set' };
-    parseEngramRows(preset);
-    return { value: preset, note: `SPARK_ENGRAM_ROWS=${preset} kept as given (no SPARK_ENGRAM_DIR to check it against)` };
+    // Kept, but in the overlay's grammar: a value in the old L:lo-hi form would stop it at install.
+    const value = formatEngramRows(parseEngramRows(preset));
+    const how = value === preset ? 'kept as given' : `rewritten from '${preset}' in the overlay's grammar`;
+    return { value, note: `SPARK_ENGRAM_ROWS=${value} ${how} (no SPARK_ENGRAM_DIR to check it against)` };
   }
   const rank = decideRank(env, argv);
   const world = decideWorld(env, argv);
@@ -65,14 +68,33 @@ async function decideRows(
   const mine = sourceRankRanges(source, rank.value, world.value, split, splitGiven);
   const value = formatEngramRows(mine);
   const where = `rank ${rank.value} of ${world.value} (${rank.from}, ${world.from})`;
-  if (preset && formatEngramRows(parseEngramRows(preset)) !== value) refusePreset(preset, value, mine, source, rank.value, world.value, source.packed?.split ?? split);
-  const verb = preset ? 'checked' : 'set';
-  return {
-    value,
-    rank: rank.value,
-    world: world.value,
-    note: `${where}: SPARK_ENGRAM_ROWS=${value} ${verb} (${source.packed ? `${source.packed.split} split, from the manifest of ${source.path}` : `${split} split of ${source.path}`})`,
-  };
+  if (preset && formatEngramRows(parseEngramRows(preset)) !== value) {
+    if (source.copy) refuseAgainstCopy(preset, value, source);
+    refusePreset(preset, value, mine, source, rank.value, world.value, split);
+  }
+  const verb = preset ? (preset === value ? 'checked' : 'checked and rewritten in the overlay\'s grammar') : 'set';
+  return { value, rank: rank.value, world: world.value, note: `${where}: SPARK_ENGRAM_ROWS=${value} ${verb} (${origin(source, split)})` };
+}
+
+/** Where the value came from, for the log line. */
+function origin(source: LayerSource, split: SplitRule): string {
+  const c = source.copy;
+  if (!c) return `${split} split of ${source.path}`;
+  const what = c.kind === 'sparse' ? 'sparse copy' : 'pack';
+  return `from the manifest of the ${what} ${source.path}, ${describeIdentity(c)}`;
+}
+
+/**
+ * A node-local copy's manifest is what the overlay serves (only its rows exist), and the overlay
+ * reads SPARK_ENGRAM_ROWS too: hostnode mode warns when they differ, staged mode raises. So a
+ * preset value must be the manifest's.
+ */
+function refuseAgainstCopy(preset: string, expected: string, source: LayerSource): never {
+  throw new SparkError(
+    'E_CHECK_FAILED',
+    `SPARK_ENGRAM_ROWS='${preset}' disagrees with ${source.copy!.manifestPath}, which gives ${expected} (only those rows exist in the copy); ` +
+      'unset it to let the wrapper set it',
+  );
 }
 
 /** A preset SPARK_ENGRAM_ROWS that is not this rank's range: say what it is instead, then refuse. */
@@ -92,7 +114,7 @@ function refusePreset(
   if (full && world > 1) {
     why = '; it is the full table, and a full range on every rank double-counts rows in the all-reduce';
   } else {
-    for (const other of source.packed ? [] : SPLIT_RULES) {
+    for (const other of SPLIT_RULES) {
       if (other === split) continue;
       try {
         if (formatEngramRows(rankRanges(source.layers, rank, world, other)) === formatEngramRows(given)) {
@@ -109,7 +131,7 @@ function refusePreset(
       });
       const g = diff && given.find((x) => x.layer === diff.layer);
       const extra = given.find((x) => !mine.some((m) => m.layer === x.layer));
-      if (diff) why = `; layer ${diff.layer}: ${g ? `given ${g.start}-${g.end}` : 'missing'}, expected ${diff.start}-${diff.end}`;
+      if (diff) why = `; layer ${diff.layer}: ${g ? `given [${g.start}, ${g.end})` : 'missing'}, expected [${diff.start}, ${diff.end})`;
       else if (extra) why = `; layer ${extra.layer} is not an Engram layer of ${source.path}`;
     }
   }

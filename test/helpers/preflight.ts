@@ -147,7 +147,7 @@ async function makeWorld(): Promise<World> {
     recipe: (text, name) => write(join(root, 'recipes', name ?? `r${count++}`, 'recipe.toml'), text),
     dsv41Text: edit(edit(repoFile(DSV41), '/home/kilork/aiden4x-launch.sh', wrapper), 'port = 30000', `port = ${servingPort}`),
     eugrText: edit(repoFile(EUGR), '~/.cache/vllm-ds4-eugr', join(root, 'vllm-cache')),
-    packedText: edit(edit(repoFile(PACKED), '/var/lib/spark/engram', packDir), 'port = 30000', `port = ${servingPort}`),
+    packedText: edit(edit(repoFile(PACKED), /\/var\/lib\/spark\/engram/g, packDir), 'port = 30000', `port = ${servingPort}`),
     packDir,
     servingPort,
     distPort,

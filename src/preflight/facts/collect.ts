@@ -9,8 +9,20 @@ import { dirname, join } from 'node:path';
 import { toSparkError } from '../../errors.js';
 import { isSnapshotPath, hfSnapshotDir } from '../sources.js';
 import { openSnapshotFacts } from '../snapshot-reader.js';
+import { hasCopyManifest, inspectCopy } from '../local-copy.js';
 import { parseAddresses, parseNvidiaSmi, parseRoutes } from './parse.js';
-import { TEXT_LIMIT, type FactsRequest, type ImageFact, type NodeFacts, type NodeHello, type PathFact, type SnapshotFact, type SysfsDump } from './types.js';
+import {
+  TEXT_LIMIT,
+  type CopyFact,
+  type ErrorFact,
+  type FactsRequest,
+  type ImageFact,
+  type NodeFacts,
+  type NodeHello,
+  type PathFact,
+  type SnapshotFact,
+  type SysfsDump,
+} from './types.js';
 
 function pathFact(p: string): PathFact {
   try {
@@ -132,9 +144,17 @@ export function dumpSysfs(root: string): SysfsDump {
 export function resolveCandidate(request: FactsRequest): { candidate: number; dir: string } | undefined {
   for (const [i, c] of request.snapshot.entries()) {
     const dir = 'dir' in c ? c.dir : hfSnapshotDir(c.hfCache, c.model);
-    if (dir !== undefined && isSnapshotPath(dir)) return { candidate: i, dir };
+    if (dir === undefined || !isSnapshotPath(dir)) continue;
+    if ('notCopy' in c && c.notCopy && hasCopyManifest(dir)) continue;
+    return { candidate: i, dir };
   }
   return undefined;
+}
+
+/** A SparkError as it travels to the machine that asked. */
+export function errorFact(err: unknown): ErrorFact {
+  const e = toSparkError(err);
+  return { code: e.code, message: e.message, ...(typeof e.details.path === 'string' ? { path: e.details.path } : {}) };
 }
 
 async function snapshotFact(request: FactsRequest): Promise<SnapshotFact | undefined> {
@@ -146,10 +166,16 @@ async function snapshotFact(request: FactsRequest): Promise<SnapshotFact | undef
   try {
     fact.result = { facts: await openSnapshotFacts(found.dir) };
   } catch (err) {
-    const e = toSparkError(err);
-    fact.result = { error: { code: e.code, message: e.message, ...(typeof e.details.path === 'string' ? { path: e.details.path } : {}) } };
+    fact.result = { error: errorFact(err) };
   }
   return fact;
+}
+
+/** The node's copy at `dir`, when it holds one. */
+export async function copyFact(dir: string): Promise<CopyFact | undefined> {
+  const got = await inspectCopy(dir);
+  if (!got) return undefined;
+  return { dir, result: 'error' in got ? { error: errorFact(got.error) } : got };
 }
 
 export function localHello(home: string, sparkVersion: string): NodeHello {
@@ -195,5 +221,7 @@ export async function collectFacts(
   if (options.dumpSysfs) facts.sysfs = dumpSysfs(request.sysfs);
   const snap = await snapshotFact(request);
   if (snap) facts.snapshot = snap;
+  const copy = request.copyDir === undefined ? undefined : await copyFact(request.copyDir);
+  if (copy) facts.copy = copy;
   return facts;
 }

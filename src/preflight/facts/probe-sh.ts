@@ -6,7 +6,7 @@
 import { shQuote } from '../../launch/shell.js';
 import { parseAddresses, parseListeners, parseNvidiaSmi, parseRoutes } from './parse.js';
 import { imageFailure } from './collect.js';
-import type { FactsRequest, NodeFacts, NodeHello, PathKind, SysfsDump } from './types.js';
+import { TEXT_LIMIT, type FactsRequest, type NodeFacts, type NodeHello, type PathKind, type SysfsDump } from './types.js';
 
 const PRELUDE = String.raw`LC_ALL=C; export LC_ALL
 hx() { od -An -v -tx1 | tr -d ' \n'; echo; }
@@ -36,7 +36,7 @@ export function probeScript(request: FactsRequest): string {
   const lines = [PRELUDE, "printf 'spark-probe 1\\n'"];
   lines.push(`i=0; for p in ${words(request.paths)}; do kind "$p"; s=; [ $k = file ] && s=$(wc -c < "$p" 2>/dev/null | tr -d ' '); printf 'path %s %s %s\\n' $i $k "$s"; i=$((i+1)); done`);
   lines.push(
-    `i=0; for p in ${words(request.texts)}; do if [ -f "$p" ] && [ -r "$p" ]; then printf 'text %s ' $i; head -c ${4 * 1024 * 1024} "$p" | hx; else printf 'text %s -\\n' $i; fi; i=$((i+1)); done`,
+    `i=0; for p in ${words(request.texts)}; do if [ -f "$p" ] && [ -r "$p" ]; then printf 'text %s ' $i; head -c ${TEXT_LIMIT} "$p" | hx; else printf 'text %s -\\n' $i; fi; i=$((i+1)); done`,
   );
   lines.push(
     `i=0; for p in ${words(request.free)}; do d=$p; while [ ! -e "$d" ] && [ "$d" != / ]; do d=$(dirname "$d"); done; ` +
@@ -81,31 +81,48 @@ for n in "$sys"/class/net/*; do [ -e "$n" ] && printf 'sysdir class/net/%s\n' "$
 
 function snapshotPart(request: FactsRequest): string {
   const tries = request.snapshot.map((c, i) =>
-    'dir' in c ? `[ -z "$snap" ] && snap_dir ${i} ${shQuote(c.dir)}` : `[ -z "$snap" ] && snap_model ${i} ${shQuote(c.modelDir)}`,
+    'dir' in c
+      ? `[ -z "$snap" ] && snap_dir ${i} ${shQuote(c.dir)} ${c.notCopy ? 1 : 0}`
+      : `[ -z "$snap" ] && snap_model ${i} ${shQuote(c.modelDir)}`,
   );
-  return String.raw`snap=
-snap_dir() { if [ -f "$2" ]; then case $2 in *.safetensors) snap=$2; cand=$1 ;; esac
-  elif [ -f "$2/model.safetensors.index.json" ] || [ -f "$2/model.safetensors" ]; then snap=$2; cand=$1; fi; }
-snap_model() { d=; if [ -f "$2/refs/main" ]; then r=$(cat "$2/refs/main"); [ -n "$r" ] && [ -d "$2/snapshots/$r" ] && d=$2/snapshots/$r; fi
-  if [ -z "$d" ]; then n=0; for x in "$2"/snapshots/*; do [ -d "$x" ] && { d=$x; n=$((n+1)); }; done; [ $n = 1 ] || d=; fi
-  [ -n "$d" ] && snap_dir "$1" "$d"; }
-${tries.join('\n')}
-if [ -n "$snap" ]; then
-  printf 'snapshot %s ' $cand; printf '%s' "$snap" | hx
-  if [ -d "$snap" ]; then dir=$snap; set -- "$snap"/*.safetensors; else dir=${'$'}{snap%/*}; set -- "$snap"; fi
-  for m in config.json model.safetensors.index.json; do [ -f "$dir/$m" ] && { printf 'sfile %s ' $m; head -c ${4 * 1024 * 1024} "$dir/$m" | hx; }; done
+  const copy = request.copyDir === undefined ? '' : `c=${shQuote(request.copyDir)}
+if [ -f "$c/engram-local.json" ] || [ -f "$c/spark-pack.json" ]; then printf 'copy '; printf '%s' "$c" | hx; dump_files "$c" "$c"/*.safetensors; fi`;
+  return String.raw`# dump_files DIR SHARD...: the small files a reader needs, and each shard's size and header.
+dump_files() {
+  d=$1; shift
+  for m in config.json model.safetensors.index.json engram-local.json spark-pack.json; do
+    [ -f "$d/$m" ] && { printf 'sfile %s ' $m; head -c ${TEXT_LIMIT} "$d/$m" | hx; }
+  done
   for f in "$@"; do
     [ -f "$f" ] || continue
     size=$(wc -c < "$f" | tr -d ' ')
-    b=$(od -An -v -tx1 -N8 "$f" | tr -d ' \n')
+    b=$(od -An -v -tx1 -N8 "$f" | tr -d ' 
+')
     n=-1
     if [ ${'$'}{#b} = 16 ]; then
       n=$((0x$(printf '%s' "$b" | sed 's/\(..\)\(..\)\(..\)\(..\)\(..\)\(..\)\(..\)\(..\)/\8\7\6\5\4\3\2\1/')))
     fi
-    printf 'shard %s %s ' "$size" "$n"; printf '%s' "${'$'}{f##*/}" | tr -d '\n' | hx
+    printf 'shard %s %s ' "$size" "$n"; printf '%s' "${'$'}{f##*/}" | tr -d '
+' | hx
     if [ "$n" -ge 0 ] && [ "$n" -le 100000000 ] && [ $((n + 8)) -le "$size" ]; then printf 'header '; tail -c +9 "$f" | head -c "$n" | hx; fi
   done
+}
+snap=
+# snap_dir CANDIDATE DIR NOTCOPY: a checkpoint directory or file (with NOTCOPY=1, not a node-local copy).
+snap_dir() { if [ -f "$2" ]; then case $2 in *.safetensors) snap=$2; cand=$1 ;; esac
+  elif [ -f "$2/model.safetensors.index.json" ] || [ -f "$2/model.safetensors" ]; then
+    if [ "$3" = 1 ] && { [ -f "$2/engram-local.json" ] || [ -f "$2/spark-pack.json" ]; }; then return; fi
+    snap=$2; cand=$1
+  fi; }
+snap_model() { d=; if [ -f "$2/refs/main" ]; then r=$(cat "$2/refs/main"); [ -n "$r" ] && [ -d "$2/snapshots/$r" ] && d=$2/snapshots/$r; fi
+  if [ -z "$d" ]; then n=0; for x in "$2"/snapshots/*; do [ -d "$x" ] && { d=$x; n=$((n+1)); }; done; [ $n = 1 ] || d=; fi
+  [ -n "$d" ] && snap_dir "$1" "$d" 0; }
+${tries.join('\n')}
+if [ -n "$snap" ]; then
+  printf 'snapshot %s ' $cand; printf '%s' "$snap" | hx
+  if [ -d "$snap" ]; then dump_files "$snap" "$snap"/*.safetensors; else dump_files "${'$'}{snap%/*}" "$snap"; fi
 fi
+${copy}
 `;
 }
 
@@ -135,16 +152,26 @@ export function parseHello(out: string, sentMs: number, receivedMs: number): Nod
   return hello;
 }
 
-/** The raw snapshot answer of the probe; preflight validates it like a local one (see shadow.ts). */
-export interface ProbedSnapshot {
-  candidate: number;
+/** A directory as the probe dumped it: small files whole, shards by size and header bytes. */
+export interface ProbedDir {
   path: string;
   files: Record<string, string>;
   shards: { name: string; size: number; headerLength: number; header?: Buffer }[];
 }
 
-/** Parses the probe's answer into facts (the snapshot still raw). */
-export function parseProbe(out: string, request: FactsRequest, hello: NodeHello): { facts: NodeFacts; snapshot?: ProbedSnapshot } {
+/** The raw snapshot answer of the probe; preflight validates it like a local one (see rebuild.ts). */
+export interface ProbedSnapshot extends ProbedDir {
+  candidate: number;
+}
+
+export interface ProbeAnswer {
+  facts: NodeFacts;
+  snapshot?: ProbedSnapshot;
+  copy?: ProbedDir;
+}
+
+/** Parses the probe's answer into facts (the snapshot and copy still raw). */
+export function parseProbe(out: string, request: FactsRequest, hello: NodeHello): ProbeAnswer {
   const lines = out.split('\n');
   const start = lines.indexOf('spark-probe 1');
   if (start < 0 || !lines.includes('end')) throw new Error(`the probe did not finish: ${out.trim().split('\n').at(-1) ?? 'no output'}`);
@@ -161,6 +188,8 @@ export function parseProbe(out: string, request: FactsRequest, hello: NodeHello)
   };
   const sysfs: SysfsDump = { dirs: [], files: {} };
   let snapshot: ProbedSnapshot | undefined;
+  let copy: ProbedDir | undefined;
+  let dump: ProbedDir | undefined;
   let listeners = new Set<number>();
   for (const line of lines.slice(start + 1)) {
     const f = line.split(' ');
@@ -179,12 +208,18 @@ export function parseProbe(out: string, request: FactsRequest, hello: NodeHello)
     else if (tag === 'addrs') facts.addresses = parseAddresses(text(f[1] ?? ''));
     else if (tag === 'sysdir') sysfs.dirs.push(f.slice(1).join(' '));
     else if (tag === 'sys') sysfs.files[f[1] ?? ''] = text(f[2] ?? '');
-    else if (tag === 'snapshot') snapshot = { candidate: i, path: text(f[2] ?? ''), files: {}, shards: [] };
-    else if (tag === 'sfile' && snapshot) snapshot.files[f[1] ?? ''] = text(f[2] ?? '');
-    else if (tag === 'shard' && snapshot) snapshot.shards.push({ name: text(f[3] ?? ''), size: Number(f[1]), headerLength: Number(f[2]) });
-    else if (tag === 'header' && snapshot?.shards.length) snapshot.shards.at(-1)!.header = unhex(f[1] ?? '');
+    else if (tag === 'snapshot') {
+      snapshot = { candidate: i, path: text(f[2] ?? ''), files: {}, shards: [] };
+      dump = snapshot;
+    } else if (tag === 'copy') {
+      copy = { path: text(f[1] ?? ''), files: {}, shards: [] };
+      dump = copy;
+    }
+    else if (tag === 'sfile' && dump) dump.files[f[1] ?? ''] = text(f[2] ?? '');
+    else if (tag === 'shard' && dump) dump.shards.push({ name: text(f[3] ?? ''), size: Number(f[1]), headerLength: Number(f[2]) });
+    else if (tag === 'header' && dump?.shards.length) dump.shards.at(-1)!.header = unhex(f[1] ?? '');
   }
   facts.ports = request.ports.map((p) => (listeners.has(p) ? 'in-use' : 'free'));
   facts.sysfs = sysfs;
-  return snapshot ? { facts, snapshot } : { facts };
+  return { facts, ...(snapshot ? { snapshot } : {}), ...(copy ? { copy } : {}) };
 }

@@ -1,14 +1,15 @@
 // Rebuilding what a node showed over ssh on this machine, so the same readers judge it: its
-// sysfs dump as a small directory tree (for the HCA and GID rules), and its snapshot as sparse
-// files holding the real header bytes at the real sizes (for the one snapshot reader). Names
+// sysfs dump as a small directory tree (for the HCA and GID rules), and its snapshot and its
+// node-local copy as sparse files holding the real header bytes at the real sizes, beside the
+// real small files (for the one snapshot reader and the copy readers). Names
 // come from another machine: only plain names are accepted, nothing is written outside `root`.
 import { closeSync, ftruncateSync, mkdirSync, openSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { toSparkError } from '../../errors.js';
 import { openSnapshotFacts } from '../snapshot-reader.js';
 import { revisionOf } from '../sources.js';
-import type { ProbedSnapshot } from './probe-sh.js';
-import type { SnapshotFact, SysfsDump } from './types.js';
+import { copyFact, errorFact } from './collect.js';
+import type { ProbedDir, ProbedSnapshot } from './probe-sh.js';
+import type { CopyFact, SnapshotFact, SysfsDump } from './types.js';
 
 const NAME = /^[A-Za-z0-9_.:@+-]+$/;
 const SYSFS_PATH =
@@ -34,17 +35,11 @@ function safeName(name: string): boolean {
   return NAME.test(name) && name !== '.' && name !== '..';
 }
 
-/**
- * Validates a probed snapshot with the reader local snapshots go through: the index and
- * config.json as the node holds them, and each shard as a sparse file of the node's size
- * whose first 8 + N bytes are the node's header. Paths in the verdict are the node's.
- */
-export async function judgeProbedSnapshot(probe: ProbedSnapshot, root: string): Promise<SnapshotFact> {
-  const single = probe.path.endsWith('.safetensors') && !probe.files['model.safetensors.index.json'] && probe.shards.length === 1;
-  const nodeDir = single ? probe.path.slice(0, probe.path.lastIndexOf('/')) : probe.path;
+/** Writes a probed directory under `root`: its small files, and each shard as a sparse file of the node's size holding the node's header. */
+function rebuildDir(dump: ProbedDir, root: string): void {
   mkdirSync(root, { recursive: true });
-  for (const [name, text] of Object.entries(probe.files)) if (safeName(name)) writeFileSync(join(root, name), text);
-  for (const shard of probe.shards) {
+  for (const [name, text] of Object.entries(dump.files)) if (safeName(name)) writeFileSync(join(root, name), text);
+  for (const shard of dump.shards) {
     if (!safeName(shard.name)) continue;
     const fd = openSync(join(root, shard.name), 'wx');
     try {
@@ -59,8 +54,24 @@ export async function judgeProbedSnapshot(probe: ProbedSnapshot, root: string): 
       closeSync(fd);
     }
   }
+}
+
+/** Replaces the rebuilt directory with the node's in text this machine's readers wrote. */
+function onNode(root: string, nodeDir: string): (text: string) => string {
+  return (text) => text.split(root).join(nodeDir);
+}
+
+/**
+ * Validates a probed snapshot with the reader local snapshots go through: the index and
+ * config.json as the node holds them, and each shard as the node has it (size and header).
+ * Paths in the verdict are the node's.
+ */
+export async function judgeProbedSnapshot(probe: ProbedSnapshot, root: string): Promise<SnapshotFact> {
+  const single = probe.path.endsWith('.safetensors') && !probe.files['model.safetensors.index.json'] && probe.shards.length === 1;
+  const nodeDir = single ? probe.path.slice(0, probe.path.lastIndexOf('/')) : probe.path;
+  rebuildDir(probe, root);
   const local = single ? join(root, probe.shards[0]!.name) : root;
-  const back = (text: string) => text.split(root).join(nodeDir);
+  const back = onNode(root, nodeDir);
   const fact: SnapshotFact = { candidate: probe.candidate, dir: probe.path, result: { error: { code: 'E_INTERNAL', message: 'not read' } } };
   const config = probe.files['config.json'];
   if (config !== undefined) fact.config = config;
@@ -69,9 +80,22 @@ export async function judgeProbedSnapshot(probe: ProbedSnapshot, root: string): 
     const revision = revisionOf(nodeDir);
     fact.result = { facts: { ...facts, dir: back(facts.dir), ...(revision !== undefined ? { revision } : {}) } };
   } catch (err) {
-    const e = toSparkError(err);
-    const path = typeof e.details.path === 'string' ? { path: back(e.details.path) } : {};
-    fact.result = { error: { code: e.code, message: back(e.message), ...path } };
+    const e = errorFact(err);
+    fact.result = { error: { ...e, message: back(e.message), ...(e.path !== undefined ? { path: back(e.path) } : {}) } };
   }
   return fact;
+}
+
+/** Reads a probed node-local copy with the readers the wrapper uses; paths in the verdict are the node's. */
+export async function judgeProbedCopy(probe: ProbedDir, root: string): Promise<CopyFact | undefined> {
+  rebuildDir(probe, root);
+  const back = onNode(root, probe.path);
+  const fact = await copyFact(root);
+  if (!fact) return undefined;
+  if ('error' in fact.result) {
+    const e = fact.result.error;
+    return { dir: probe.path, result: { error: { ...e, message: back(e.message), ...(e.path !== undefined ? { path: back(e.path) } : {}) } } };
+  }
+  const { copy, manifestProblems } = fact.result;
+  return { dir: probe.path, result: { copy: { ...copy, manifestPath: back(copy.manifestPath) }, manifestProblems: manifestProblems.map(back) } };
 }

@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import { capture, lastLine, nodeArgv, type Tools } from '../../launch/ssh.js';
 import { helloScript, parseHello, parseProbe, probeScript } from './probe-sh.js';
-import { judgeProbedSnapshot, rebuildSysfs } from './rebuild.js';
+import { judgeProbedCopy, judgeProbedSnapshot, rebuildSysfs } from './rebuild.js';
 import { FACTS_VERSION, type FactsRequest, type NodeFacts, type NodeHello } from './types.js';
 
 export interface GatherTarget {
@@ -52,6 +52,16 @@ function sparkFacts(stdout: string, request: FactsRequest, hello: NodeHello): No
   return facts;
 }
 
+/** The probe's answer as facts: its snapshot and copy judged by this machine's readers, rebuilt under `scratch`. */
+export async function factsFromProbe(out: string, request: FactsRequest, hello: NodeHello, scratch: string): Promise<NodeFacts> {
+  const parsed = parseProbe(out, request, hello);
+  const facts = parsed.facts;
+  if (parsed.snapshot) facts.snapshot = await judgeProbedSnapshot(parsed.snapshot, join(scratch, 'snapshot'));
+  const copy = parsed.copy ? await judgeProbedCopy(parsed.copy, join(scratch, 'copy')) : undefined;
+  if (copy) facts.copy = copy;
+  return facts;
+}
+
 export async function gatherNode(
   node: GatherTarget,
   makeRequest: (hello: NodeHello) => FactsRequest,
@@ -86,9 +96,7 @@ export async function gatherNode(
     const r = await capture(nodeArgv(node.host, ['sh', '-c', probeScript(request)], tools), env, left());
     try {
       if (r.code !== 0 && r.signal) throw new Error(why(r, options.timeoutMs));
-      const parsed = parseProbe(r.stdout, request, hello);
-      facts = parsed.facts;
-      if (parsed.snapshot) facts.snapshot = await judgeProbedSnapshot(parsed.snapshot, join(options.scratch, 'snapshot'));
+      facts = await factsFromProbe(r.stdout, request, hello, options.scratch);
     } catch (err) {
       return { ok: false, unreachable: `the node answered ssh but not the probe: ${(err as Error).message}` };
     }

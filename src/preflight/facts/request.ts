@@ -1,7 +1,5 @@
 // The request one node answers: every path, text, free-space figure, port and image the node
 // rules will read for that node (named by ../node-paths.ts, which the rules use too).
-import { join } from 'node:path';
-import { MANIFEST_NAME } from '../../engram/packed-manifest.js';
 import { dirProbes, engramDirOnNode, hfCacheHost, mountHost, packTarget, snapshotCandidates, wrapperOnNode } from '../node-paths.js';
 import { headPorts } from '../rules/ports.js';
 import type { PreflightContext } from '../types.js';
@@ -28,7 +26,6 @@ export function buildRequest(ctx: PreflightContext, options: RequestOptions): Fa
   if (pack) {
     for (const p of dirProbes(pack.host)) paths.add(p);
     free.add(pack.host);
-    texts.add(join(pack.host, MANIFEST_NAME));
   }
   const wrapper = wrapperOnNode(ctx);
   if (wrapper?.host !== undefined) {
@@ -46,5 +43,6 @@ export function buildRequest(ctx: PreflightContext, options: RequestOptions): Fa
     sysfs: ctx.sysfs,
     procNet: '/proc/net',
     snapshot: snapshotCandidates(ctx, options.snapshot),
+    ...(pack ? { copyDir: pack.host } : {}),
   };
 }

@@ -3,6 +3,7 @@
 // node answers with facts, through spark when it is installed there, else through a POSIX sh
 // probe sent over ssh, or in-process for this machine. Node rules read only these facts, so a
 // node gets the same verdict whichever way its facts were gathered.
+import type { LocalCopy } from '../../engram/layer-source.js';
 import type { SnapshotFacts } from '../sources.js';
 
 export const FACTS_VERSION = 1;
@@ -13,7 +14,7 @@ export const TEXT_LIMIT = 4 * 1024 * 1024;
  * Where a node's snapshot may be: a checkpoint directory (or file), or a model in a Hugging Face
  * cache (`modelDir` = hub/models--org--name: refs/main, else its only snapshot).
  */
-export type SnapshotCandidate = { dir: string } | { hfCache: string; model: string; modelDir: string };
+export type SnapshotCandidate = { dir: string; notCopy?: boolean } | { hfCache: string; model: string; modelDir: string };
 
 export interface FactsRequest {
   version: typeof FACTS_VERSION;
@@ -35,6 +36,8 @@ export interface FactsRequest {
   procNet: string;
   /** Snapshot candidates, in order: the first that holds a checkpoint is checked. */
   snapshot: SnapshotCandidate[];
+  /** Where the node's copy of its Engram rows is (or will be written). */
+  copyDir?: string;
 }
 
 export type PathKind = 'file' | 'dir' | 'other' | 'missing';
@@ -72,7 +75,20 @@ export interface SnapshotFact {
   /** config.json, when present. */
   config?: string;
   /** The validated headers, or why they do not validate. */
-  result: { facts: SnapshotFacts } | { error: { code: string; message: string; path?: string } };
+  result: { facts: SnapshotFacts } | { error: ErrorFact };
+}
+
+/** An error as it travels between machines. */
+export interface ErrorFact {
+  code: string;
+  message: string;
+  path?: string;
+}
+
+/** The node's copy of its Engram rows, read by the same readers as the wrapper's. */
+export interface CopyFact {
+  dir: string;
+  result: { copy: LocalCopy; manifestProblems: string[] } | { error: ErrorFact };
 }
 
 /** Answered first, before the request is built: who the node is and what it runs. */
@@ -105,4 +121,5 @@ export interface NodeFacts extends NodeHello {
   /** Present for nodes read over ssh; this machine's rules read its sysfs directly. */
   sysfs?: SysfsDump;
   snapshot?: SnapshotFact;
+  copy?: CopyFact;
 }

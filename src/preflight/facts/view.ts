@@ -3,7 +3,8 @@
 // throws so the rule shows up as not checked rather than passing on a guess.
 import { SparkError } from '../../errors.js';
 import type { SnapshotFacts } from '../sources.js';
-import type { FactsRequest, ImageFact, NodeFacts, PathFact, PortState } from './types.js';
+import type { LocalCopy } from '../../engram/layer-source.js';
+import type { ErrorFact, FactsRequest, ImageFact, NodeFacts, PathFact, PortState } from './types.js';
 
 export interface NodeView {
   facts: NodeFacts;
@@ -18,6 +19,8 @@ export interface NodeView {
   image(ref: string): ImageFact;
   /** The node's snapshot, validated; undefined when no candidate holds one. */
   snapshot(): { dir: string; facts: SnapshotFacts } | { dir: string; error: SparkError } | undefined;
+  /** The node's copy of its Engram rows, read; undefined when it holds none. */
+  copy(): { copy: LocalCopy; manifestProblems: string[] } | { error: ErrorFact } | undefined;
 }
 
 function lookup<T>(list: readonly unknown[], key: unknown, values: readonly T[], what: string): T {
@@ -35,6 +38,7 @@ export function nodeView(facts: NodeFacts, request: FactsRequest): NodeView {
     free: (p) => lookup(request.free, p, facts.free, 'the free space at') ?? undefined,
     port: (n) => lookup(request.ports, n, facts.ports, 'the port'),
     image: (ref) => lookup(request.images, ref, facts.images, 'the image'),
+    copy: () => facts.copy?.result,
     snapshot() {
       const s = facts.snapshot;
       if (!s) return undefined;

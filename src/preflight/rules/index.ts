@@ -16,6 +16,7 @@ import { freeSpace, manifest } from './pack.js';
 import { epSize, nodes, tpDivides } from './parallel.js';
 import { ports } from './ports.js';
 import { route, subnet } from './rendezvous.js';
+import { rowsGrammar } from './rows-grammar.js';
 import { complete, engramDir, engramTables, sameRevision } from './snapshot.js';
 
 export const RULES: readonly Rule[] = [
@@ -26,6 +27,7 @@ export const RULES: readonly Rule[] = [
   jsonValue,
   launcherOwned,
   // the stack
+  rowsGrammar,
   rangesTile,
   vllmCapture,
   sglangGraphBs,

@@ -1,0 +1,205 @@
+// Node-API glue for reading sparse copies (core/holes.h) and for the serving overlay's read
+// path measured by `spark bench gather` (core/mmap_gather.h).
+//
+//   findHole(path, start, end)      first byte of [start, end) in a hole, or null (synchronous:
+//                                   one open and one lseek)
+//   dropCache(fd, offset, length)   posix_fadvise(DONTNEED) behind a reader (page cache is GPU
+//                                   memory on the target machines); advice only, never fails
+//   new MmapGather(tables, {threads, willneed})
+//     .gather(layer, ids)           Promise<void>: the rows land in memory this object owns, so
+//                                   no JavaScript buffer is written off the JS thread
+//     .rows()                       a copy of the last batch's rows (Buffer)
+//     .stats() / .close()           close() once nothing is in flight (the TS wrapper waits)
+#include <fcntl.h>
+#include <napi.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "binding/async.h"
+#include "binding/errors.h"
+#include "binding/ids.h"
+#include "binding/modules.h"
+#include "core/holes.h"
+#include "core/mmap_gather.h"
+
+namespace spark {
+namespace {
+
+uint64_t U64Arg(Napi::Value v, const std::string& what) {
+  uint64_t out = 0;
+  if (!ToU64(v, &out)) ThrowType(v.Env(), what + " must be a non-negative integer");
+  return out;
+}
+
+std::string StringArg(Napi::Value v, const std::string& what) {
+  if (!v.IsString()) ThrowType(v.Env(), what + " must be a string");
+  return v.As<Napi::String>().Utf8Value();
+}
+
+Napi::Value FindHoleJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::string path = StringArg(info[0], "path");
+  uint64_t start = U64Arg(info[1], "start"), end = U64Arg(info[2], "end");
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) throw StatusToError(env, ErrnoStatus(errno, "open", path));
+  struct stat st;
+  Status s = fstat(fd, &st) != 0 ? ErrnoStatus(errno, "fstat", path)
+             : !S_ISREG(st.st_mode) ? Status::Error(Code::E_SHARD_MISSING, "is not a regular file", path)
+                                    : Status::Ok();
+  std::optional<uint64_t> hole;
+  if (s.ok()) s = FirstHole(fd, start, end, path, &hole);
+  close(fd);
+  if (!s.ok()) throw StatusToError(env, s);
+  return hole ? FromU64(env, *hole) : env.Null();
+}
+
+Napi::Value DropCacheJs(const Napi::CallbackInfo& info) {
+  uint64_t fd = U64Arg(info[0], "fd");
+  uint64_t offset = U64Arg(info[1], "offset"), length = U64Arg(info[2], "length");
+  if (fd <= INT32_MAX && offset <= INT64_MAX && length <= INT64_MAX) {
+    posix_fadvise(static_cast<int>(fd), static_cast<off_t>(offset), static_cast<off_t>(length), POSIX_FADV_DONTNEED);
+  }
+  return info.Env().Undefined();
+}
+
+MmapTable ParseMmapTable(Napi::Value v, size_t i) {
+  const std::string where = "tables[" + std::to_string(i) + "]";
+  if (!v.IsObject()) ThrowType(v.Env(), where + " must be an object");
+  Napi::Object o = v.As<Napi::Object>();
+  MmapTable t;
+  uint64_t layer = U64Arg(o.Get("layer"), where + ".layer");
+  if (layer > UINT32_MAX) ThrowType(v.Env(), where + ".layer is too large");
+  t.layer = static_cast<uint32_t>(layer);
+  t.rows = U64Arg(o.Get("rows"), where + ".rows");
+  t.dim = U64Arg(o.Get("dim"), where + ".dim");
+  t.weight_path = StringArg(o.Get("weightPath"), where + ".weightPath");
+  t.weight_offset = U64Arg(o.Get("weightOffset"), where + ".weightOffset");
+  t.scale_path = StringArg(o.Get("scalePath"), where + ".scalePath");
+  t.scale_offset = U64Arg(o.Get("scaleOffset"), where + ".scaleOffset");
+  t.lo = U64Arg(o.Get("lo"), where + ".lo");
+  t.hi = U64Arg(o.Get("hi"), where + ".hi");
+  return t;
+}
+
+class MmapGatherWrap : public Napi::ObjectWrap<MmapGatherWrap> {
+ public:
+  static void Init(Napi::Env env, Napi::Object exports) {
+    exports.Set("MmapGather", DefineClass(env, "MmapGather",
+                                          {InstanceMethod("gather", &MmapGatherWrap::Gather),
+                                           InstanceMethod("rows", &MmapGatherWrap::Rows),
+                                           InstanceMethod("stats", &MmapGatherWrap::Stats),
+                                           InstanceMethod("close", &MmapGatherWrap::Close)}));
+  }
+
+  explicit MmapGatherWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<MmapGatherWrap>(info) {
+    Napi::Env env = info.Env();
+    if (!info[0].IsArray()) ThrowType(env, "tables must be an array");
+    if (!info[1].IsObject()) ThrowType(env, "options must be an object");
+    Napi::Array arr = info[0].As<Napi::Array>();
+    std::vector<MmapTable> tables;
+    for (uint32_t i = 0; i < arr.Length(); ++i) tables.push_back(ParseMmapTable(arr.Get(i), i));
+    Napi::Object o = info[1].As<Napi::Object>();
+    uint64_t threads = U64Arg(o.Get("threads"), "options.threads");
+    if (threads < 1 || threads > 1024) ThrowRange(env, "options.threads must be between 1 and 1024", Code::E_USAGE);
+    MmapGatherOptions opts;
+    Napi::Value w = o.Get("willneed");
+    if (!w.IsUndefined()) {
+      if (!w.IsBoolean()) ThrowType(env, "options.willneed must be a boolean");
+      opts.willneed = w.As<Napi::Boolean>().Value();
+    }
+    Status st = MmapGather::Open(tables, opts, &gather_);
+    if (!st.ok()) throw StatusToError(env, st);
+    workers_ = static_cast<size_t>(threads);
+    pool_ = std::make_unique<ThreadPool>(workers_);
+  }
+
+  std::shared_ptr<MmapGather> gather_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::vector<uint8_t> out_;  // the last batch's rows; written only while a batch is in flight
+  size_t last_bytes_ = 0;     // how many of them the last batch filled
+  size_t workers_ = 1;
+  bool inflight_ = false;
+
+ private:
+  Napi::Value Gather(const Napi::CallbackInfo& info);
+
+  Napi::Value Rows(const Napi::CallbackInfo& info) {
+    if (inflight_) ThrowType(info.Env(), "rows() while a batch is in flight: await gather() first");
+    return Napi::Buffer<uint8_t>::Copy(info.Env(), out_.data(), last_bytes_);
+  }
+
+  Napi::Value Stats(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("batches", FromU64(env, gather_ ? gather_->batches() : 0));
+    o.Set("rows", FromU64(env, gather_ ? gather_->rows() : 0));
+    o.Set("zeroRows", FromU64(env, gather_ ? gather_->zero_rows() : 0));
+    o.Set("threads", Napi::Number::New(env, static_cast<double>(workers_)));
+    return o;
+  }
+
+  Napi::Value Close(const Napi::CallbackInfo& info) {
+    if (inflight_) ThrowType(info.Env(), "close() while a batch is in flight: await gather() first");
+    pool_.reset();
+    gather_.reset();
+    out_.clear();
+    out_.shrink_to_fit();
+    last_bytes_ = 0;
+    return info.Env().Undefined();
+  }
+};
+
+class MmapBaton : public Baton {
+ public:
+  MmapBaton(Napi::Env env, MmapGatherWrap* wrap, uint32_t layer, std::vector<uint64_t> ids)
+      : Baton(env), wrap_(wrap), gather_(wrap->gather_), layer_(layer), ids_(std::move(ids)) {
+    Keep(wrap->Value());
+    wrap->inflight_ = true;
+  }
+  ~MmapBaton() override { wrap_->inflight_ = false; }
+  void Execute() override {
+    std::vector<uint8_t>& out = wrap_->out_;
+    status_ = gather_->Gather(*wrap_->pool_, wrap_->workers_, layer_, ids_.data(), ids_.size(), out.data(), out.size());
+  }
+
+ private:
+  MmapGatherWrap* wrap_;
+  std::shared_ptr<MmapGather> gather_;
+  uint32_t layer_;
+  std::vector<uint64_t> ids_;
+};
+
+Napi::Value MmapGatherWrap::Gather(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!gather_) throw StatusToError(env, Status::Error(Code::E_STORE_CLOSED, "the mmap gather is closed"));
+  if (inflight_) ThrowType(env, "one batch at a time: await the previous gather()");
+  uint64_t layer = U64Arg(info[0], "layer");
+  uint64_t rb = layer <= UINT32_MAX ? gather_->RowBytes(static_cast<uint32_t>(layer)) : 0;
+  if (rb == 0) ThrowRange(env, "layer " + std::to_string(layer) + " is not in this gather");
+  std::vector<uint64_t> copy = CopyIds(info[1]);
+  uint64_t need = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(copy.size()), rb, &need) || need > SIZE_MAX / 2) {
+    ThrowRange(env, "the batch is too large", Code::E_USAGE);
+  }
+  // Resized here, on the JS thread, so its pages are reused batch after batch (no first-touch
+  // faults inside the timed copies once the largest batch has run).
+  if (out_.size() < need) out_.resize(static_cast<size_t>(need));
+  last_bytes_ = static_cast<size_t>(need);
+  auto baton = std::make_unique<MmapBaton>(env, this, static_cast<uint32_t>(layer), std::move(copy));
+  return Schedule(env, *pool_, std::move(baton));
+}
+
+}  // namespace
+
+void InitSparse(Napi::Env env, Napi::Object exports) {
+  exports.Set("findHole", Napi::Function::New(env, FindHoleJs, "findHole"));
+  exports.Set("dropCache", Napi::Function::New(env, DropCacheJs, "dropCache"));
+  MmapGatherWrap::Init(env, exports);
+}
+
+}  // namespace spark

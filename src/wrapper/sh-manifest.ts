@@ -1,0 +1,301 @@
+// The part of the `--emit-sh` script that reads a node-local copy in SPARK_ENGRAM_DIR, in shell
+// builtins: the overlay serves only the rows a sparse copy holds and parses SPARK_ENGRAM_ROWS
+// too (hostnode mode warns on disagreement, staged mode raises), so the script exports the
+// manifest's ranges, and refuses a copy made for another rank or world, as `spark wrapper` does.
+//
+// The JSON reader keeps only what that needs: `layers` ({"L": [lo, hi]} of a sparse copy, or
+// [{layer, start, end}] of a dense/page pack) and rank/world/split (under `spark` in a sparse
+// copy, at the top of a pack). A JSON string never spans a line, so each line split at '"'
+// leaves the structure in the even fields and the strings in the odd ones (an escaped quote,
+// one after an odd run of backslashes, rejoins its string); keys are matched by depth, so no
+// string or nested object can pass for them. It reads pretty-printed and one-line JSON alike.
+// Without spark's metadata the rank and world are inferred like `spark engram-ranges` infers
+// them (floor and front; the row counts are the snapshot's, baked in), else left unknown.
+
+/** `1:384006168 14:384016682`: each baked table's row count, for the inference. */
+export function bakedTables(tables: readonly { layer: number; rows: number }[]): string {
+  return tables.map((t) => `${t.layer}:${t.rows}`).join(' ');
+}
+
+export const MANIFEST_SH = String.raw`
+# --- A node-local copy in SPARK_ENGRAM_DIR: its manifest's ranges are what the overlay serves ---
+spark_cr=$(printf '\r')
+spark_delims="[]}[{:, 	$spark_cr]"
+spark_json_fail() { spark_fail 2 "$spark_manifest: $*; re-make the copy (spark pack)"; }
+
+spark_j_key() {
+  case ${'$'}{#spark_j_stack} in 1) spark_j_k1=$1; spark_j_k2= ;; 2) spark_j_k2=$1 ;; 3) spark_j_k3=$1 ;; esac
+}
+# spark_j_value KIND TEXT: a scalar (s string, v anything else) where the reader stands
+spark_j_value() {
+  case $spark_j_stack in
+    o) case $spark_j_k1 in rank) spark_t_rank=$1$2 ;; world) spark_t_world=$1$2 ;; split) spark_t_split=$1$2 ;; esac ;;
+    oo) case $spark_j_k1 in
+          spark) case $spark_j_k2 in rank) spark_s_rank=$1$2 ;; world) spark_s_world=$1$2 ;; split) spark_s_split=$1$2 ;; esac ;;
+          layers) [ "$spark_j_layers" != object ] || spark_json_fail "layers.$spark_j_k2 must be [lo, hi]" ;;
+        esac ;;
+    ooa) [ "$spark_j_k1/$spark_j_layers" != layers/object ] || spark_j_pair="$spark_j_pair $1$2" ;;
+    oao) if [ "$spark_j_k1/$spark_j_layers" = layers/array ]; then
+           case $spark_j_k3 in layer) spark_j_el_layer=$1$2 ;; start) spark_j_el_lo=$1$2 ;; end) spark_j_el_hi=$1$2 ;; esac
+         fi ;;
+  esac
+}
+spark_j_open() {
+  if [ "$spark_j_stack" = o ] && [ "$spark_j_k1" = layers ]; then
+    spark_j_entries=; if [ "$1" = o ]; then spark_j_layers=object; else spark_j_layers=array; fi
+  fi
+  case $spark_j_stack$1 in ooa) spark_j_pair= ;; oao) spark_j_el_layer=; spark_j_el_lo=; spark_j_el_hi= ;; esac
+  [ -n "$spark_j_stack" ] || [ "$1" = o ] || spark_json_fail "not a JSON object"
+  spark_j_stack=$spark_j_stack$1
+  if [ "$1" = o ]; then spark_j_want=key; else spark_j_want=value; fi
+}
+spark_j_close() {
+  case $spark_j_stack in *"$1") ;; *) spark_json_fail "its brackets do not match" ;; esac
+  if [ "$spark_j_k1" = layers ]; then
+    case $spark_j_stack/$spark_j_layers in
+      ooa/object)
+        # shellcheck disable=SC2086
+        set -- $spark_j_pair
+        [ $# -eq 2 ] || spark_json_fail "layers.$spark_j_k2 must be [lo, hi]"
+        spark_j_entry "$spark_j_k2" "$1" "$2" ;;
+      oao/array)
+        case $spark_j_el_layer in v*) ;; *) spark_json_fail "layers[] needs a layer number" ;; esac
+        spark_j_entry "${'$'}{spark_j_el_layer#v}" "$spark_j_el_lo" "$spark_j_el_hi" ;;
+    esac
+  fi
+  spark_j_stack=${'$'}{spark_j_stack%?}
+  spark_j_want=after
+}
+# spark_j_entry LAYER vLO vHI: one range, numbers checked, leading zeros dropped
+spark_j_entry() {
+  spark_count "$spark_manifest: layer '$1'" "$1" 0; spark_j_l=$spark_n
+  for spark_j_x in "$2" "$3"; do
+    case $spark_j_x in v?*) ;; *) spark_json_fail "layers.$1 must be [lo, hi] of whole numbers" ;; esac
+  done
+  spark_count "$spark_manifest: layers.$1 lo" "${'$'}{2#v}" 0; spark_j_lo=$spark_n
+  spark_count "$spark_manifest: layers.$1 hi" "${'$'}{3#v}" 0; spark_j_hi=$spark_n
+  [ "$spark_j_lo" -le "$spark_j_hi" ] || spark_json_fail "layers.$1 has lo $spark_j_lo > hi $spark_j_hi"
+  spark_j_entries="$spark_j_entries $spark_j_l:$spark_j_lo:$spark_j_hi"
+}
+spark_j_token() {
+  case $1 in
+    '{') spark_j_open o ;;
+    '[') spark_j_open a ;;
+    '}') spark_j_close o ;;
+    ']') spark_j_close a ;;
+    :) spark_j_want=value ;;
+    ,) case $spark_j_stack in *o) spark_j_want=key ;; *) spark_j_want=value ;; esac ;;
+    s) case $spark_j_stack/$spark_j_want in *o/key) spark_j_key "$2" ;; *) spark_j_value s "$2" ;; esac ;;
+    *) spark_j_value v "$2" ;;
+  esac
+}
+# spark_j_struct TEXT: the text between strings: brackets, colons, commas, numbers, literals
+spark_j_struct() {
+  spark_j_s=$1
+  while [ -n "$spark_j_s" ]; do
+    case $spark_j_s in
+      ' '*|'	'*|"$spark_cr"*) spark_j_s=${'$'}{spark_j_s#?} ;;
+      '{'*|'}'*|'['*|']'*|:*|,*) spark_j_c=${'$'}{spark_j_s%"${'$'}{spark_j_s#?}"}; spark_j_s=${'$'}{spark_j_s#?}; spark_j_token "$spark_j_c" ;;
+      *) spark_j_v=${'$'}{spark_j_s%%$spark_delims*}
+         [ -n "$spark_j_v" ] || spark_json_fail "unexpected text"
+         spark_j_s=${'$'}{spark_j_s#"$spark_j_v"}; spark_j_token v "$spark_j_v" ;;
+    esac
+  done
+}
+spark_j_line() {
+  spark_oldifs=$IFS; IFS='"'; set -f
+  # shellcheck disable=SC2086
+  set -- $1' '
+  set +f; IFS=$spark_oldifs
+  spark_j_in=0; spark_j_str=
+  for spark_j_f in "$@"; do
+    if [ "$spark_j_in" = 0 ]; then spark_j_struct "$spark_j_f"; spark_j_in=1; continue; fi
+    spark_j_t=${'$'}{spark_j_f##*[!\\]}
+    if [ $(( ${'$'}{#spark_j_t} % 2 )) -eq 1 ]; then spark_j_str="$spark_j_str$spark_j_f\""; continue; fi
+    spark_j_token s "$spark_j_str$spark_j_f"; spark_j_str=; spark_j_in=0
+  done
+  [ "$spark_j_in" = 1 ] || spark_json_fail "a string does not end on its line"
+}
+
+# spark_read_copy: spark_manifest's ranges -> spark_m_rows (ascending by layer), spark_m_what,
+# and who it is for -> spark_m_rank, spark_m_world, spark_m_who (empty rank: unknown)
+spark_read_copy() {
+  spark_j_stack=; spark_j_want=value; spark_j_k1=; spark_j_k2=; spark_j_k3=; spark_j_layers=; spark_j_entries=
+  spark_t_rank=; spark_t_world=; spark_t_split=; spark_s_rank=; spark_s_world=; spark_s_split=
+  spark_j_line_no=0
+  while IFS= read -r spark_line || [ -n "$spark_line" ]; do
+    spark_j_line "$spark_line"; spark_j_line_no=1
+  done < "$spark_manifest"
+  [ "$spark_j_line_no" = 1 ] || spark_json_fail "it is empty"
+  [ -z "$spark_j_stack" ] || spark_json_fail "it ends inside an object or array"
+  case $spark_j_layers in
+    object) spark_m_what='sparse copy'; spark_m_rank=$spark_s_rank; spark_m_world=$spark_s_world; spark_m_split=$spark_s_split ;;
+    array) spark_m_what=pack; spark_m_rank=$spark_t_rank; spark_m_world=$spark_t_world; spark_m_split=$spark_t_split ;;
+    *) spark_json_fail 'no layers object of "L": [lo, hi]' ;;
+  esac
+  [ -n "$spark_j_entries" ] || spark_json_fail "layers is empty"
+  spark_sort_entries
+  spark_m_file=${'$'}{spark_manifest##*/}
+  if [ -n "$spark_m_rank" ] && [ -n "$spark_m_world" ]; then
+    spark_count "$spark_manifest: rank" "${'$'}{spark_m_rank#v}" 0; spark_m_rank=$spark_n
+    spark_count "$spark_manifest: world" "${'$'}{spark_m_world#v}" 1; spark_m_world=$spark_n
+    [ "$spark_m_rank" -lt "$spark_m_world" ] || spark_json_fail "rank $spark_m_rank is outside its world of $spark_m_world"
+    spark_m_who="rank $spark_m_rank of $spark_m_world ($spark_m_file)"
+  else
+    spark_infer
+    if [ -n "$spark_m_rank" ]; then spark_m_who="rank $spark_m_rank of $spark_m_world (inferred from the ranges in $spark_m_file)"
+    else spark_m_who="an unknown rank ($spark_m_file: $spark_m_unknown)"; fi
+  fi
+}
+
+# spark_sort_entries: spark_j_entries ("L:lo:hi ...") -> spark_m_rows, ascending; a layer twice fails
+spark_sort_entries() {
+  spark_left=$spark_j_entries; spark_m_rows=; spark_m_list=; spark_last=
+  while [ -n "$spark_left" ]; do
+    spark_min=
+    for spark_e in $spark_left; do
+      if [ -z "$spark_min" ] || [ "${'$'}{spark_e%%:*}" -lt "$spark_min" ]; then spark_min=${'$'}{spark_e%%:*}; fi
+    done
+    spark_rest=
+    for spark_e in $spark_left; do
+      if [ "${'$'}{spark_e%%:*}" = "$spark_min" ]; then
+        [ "$spark_last" != "$spark_min" ] || spark_json_fail "layers names layer $spark_min twice"
+        spark_last=$spark_min
+        spark_m_rows="$spark_m_rows${'$'}{spark_m_rows:+,}$spark_e"; spark_m_list="$spark_m_list $spark_e"
+      else
+        spark_rest="$spark_rest $spark_e"
+      fi
+    done
+    spark_left=$spark_rest
+  done
+}
+
+# spark_share SPLIT N W R: rank R of W's share [spark_lo, spark_hi) of a table of N rows
+spark_share() {
+  if [ "$1" = floor ]; then
+    spark_lo=$(( $2 * $4 / $3 )); spark_hi=$(( $2 * ($4 + 1) / $3 ))
+  else
+    spark_q=$(( $2 / $3 )); spark_m=$(( $2 % $3 ))
+    spark_lo=$(( $4 * spark_q + ($4 < spark_m ? $4 : spark_m) ))
+    spark_hi=$(( ($4 + 1) * spark_q + ($4 + 1 < spark_m ? $4 + 1 : spark_m) ))
+  fi
+}
+
+# spark_infer: the one (rank, world) whose floor or front share of every table is exactly the
+# copy's ranges, over worlds up to 1024 and up to the smallest table's rows (as spark
+# engram-ranges infers it) -> spark_m_rank/world/split, else spark_m_unknown
+spark_infer() {
+  spark_m_rank=; spark_m_world=; spark_m_split=; spark_m_unknown=; spark_others=
+  spark_len=0; spark_nmin=; spark_first=
+  for spark_e in $spark_m_list; do
+    spark_l=${'$'}{spark_e%%:*}; spark_r=${'$'}{spark_e#*:}; spark_lo=${'$'}{spark_r%%:*}; spark_hi=${'$'}{spark_r#*:}
+    spark_n=
+    for spark_t in $spark_tables; do [ "${'$'}{spark_t%%:*}" != "$spark_l" ] || spark_n=${'$'}{spark_t#*:}; done
+    if [ -z "$spark_n" ]; then spark_m_unknown="layer $spark_l is not a table of the snapshot this script was generated from"; return; fi
+    [ "$spark_hi" -le "$spark_n" ] || spark_json_fail "layer $spark_l's range [$spark_lo, $spark_hi) is not inside its table's $spark_n rows"
+    if [ $((spark_hi - spark_lo)) -gt "$spark_len" ]; then spark_len=$((spark_hi - spark_lo)); spark_ln=$spark_n; fi
+    if [ -z "$spark_nmin" ] || [ "$spark_n" -lt "$spark_nmin" ]; then spark_nmin=$spark_n; fi
+    spark_first=${'$'}{spark_first:-$spark_e:$spark_n}
+  done
+  spark_m_unknown="its ranges $spark_m_rows are no single rank's floor or front share of the tables"
+  [ "$spark_len" -gt 0 ] || return 0
+  spark_wlo=$(( spark_ln / (spark_len + 1) + 1 ))
+  if [ "$spark_len" -gt 1 ]; then spark_whi=$(( (spark_ln + spark_len - 2) / (spark_len - 1) - 1 )); else spark_whi=1024; fi
+  [ "$spark_whi" -le 1024 ] || spark_whi=1024
+  [ "$spark_whi" -le "$spark_nmin" ] || spark_whi=$spark_nmin
+  spark_r=${'$'}{spark_first#*:}; spark_lo1=${'$'}{spark_r%%:*}; spark_n1=${'$'}{spark_first##*:}
+  for spark_sp in floor front; do
+    spark_w=$spark_wlo
+    while [ "$spark_w" -le "$spark_whi" ]; do
+      if [ "$spark_sp" = floor ]; then spark_rk=$(( (spark_lo1 * spark_w + spark_n1 - 1) / spark_n1 ))
+      else
+        spark_q=$(( spark_n1 / spark_w )); spark_m=$(( spark_n1 % spark_w ))
+        if [ "$spark_lo1" -lt $(( spark_m * (spark_q + 1) )) ]; then spark_rk=$(( spark_lo1 / (spark_q + 1) ))
+        else spark_rk=$(( spark_m + (spark_lo1 - spark_m * (spark_q + 1)) / spark_q )); fi
+      fi
+      spark_ok=0
+      if [ "$spark_rk" -lt "$spark_w" ]; then
+        spark_ok=1
+        for spark_e in $spark_m_list; do
+          spark_l=${'$'}{spark_e%%:*}
+          for spark_t in $spark_tables; do [ "${'$'}{spark_t%%:*}" != "$spark_l" ] || spark_n=${'$'}{spark_t#*:}; done
+          spark_share "$spark_sp" "$spark_n" "$spark_w" "$spark_rk"
+          [ "$spark_l:$spark_lo:$spark_hi" = "$spark_e" ] || { spark_ok=0; break; }
+        done
+      fi
+      if [ "$spark_ok" = 1 ]; then
+        if [ -z "$spark_m_rank" ]; then spark_m_rank=$spark_rk; spark_m_world=$spark_w; spark_m_split=$spark_sp
+        elif [ "$spark_rk/$spark_w" != "$spark_m_rank/$spark_m_world" ]; then
+          case " $spark_others " in *" rank $spark_rk of $spark_w "*) ;; *) spark_others="$spark_others or rank $spark_rk of $spark_w" ;; esac
+        fi
+      fi
+      spark_w=$((spark_w + 1))
+    done
+  done
+  if [ -n "$spark_others" ]; then
+    spark_m_unknown="its ranges $spark_m_rows are the share of rank $spark_m_rank of $spark_m_world$spark_others"
+    spark_m_rank=; spark_m_world=; spark_m_split=
+  fi
+}
+`;
+
+/** The rows step: the baked value, or the copy's; then a preset value is checked against it. */
+export const ROWS_SH = String.raw`
+spark_rows_from="$spark_split split of $spark_source"
+spark_dir=${'$'}{SPARK_ENGRAM_DIR:-}
+if [ -n "$spark_dir" ]; then
+  [ -e "$spark_dir" ] || spark_fail 2 "SPARK_ENGRAM_DIR=$spark_dir does not exist in the container: mount the snapshot or this node's copy there"
+  spark_manifest=
+  for spark_name in spark-pack.json engram-local.json; do
+    if [ -e "$spark_dir/$spark_name" ]; then spark_manifest=$spark_dir/$spark_name; break; fi
+  done
+  if [ -n "$spark_manifest" ]; then
+    [ -f "$spark_manifest" ] && [ -r "$spark_manifest" ] || spark_fail 2 "$spark_manifest is not a readable regular file"
+    spark_read_copy
+    if [ -n "$spark_m_rank" ] && [ "$spark_m_rank/$spark_m_world" != "$spark_rank/$spark_world" ]; then
+      case $spark_m_what in pack) spark_kind=pack ;; *) spark_kind=copy ;; esac
+      spark_fail 2 "$spark_dir holds the rows of $spark_m_who, not rank $spark_rank of $spark_world's: mount this node's $spark_kind, or make it with spark pack --rank $spark_rank --world $spark_world"
+    fi
+    spark_rows=$spark_m_rows
+    spark_rows_from="from the manifest of the $spark_m_what $spark_dir, $spark_m_who"
+  fi
+fi
+
+# spark_norm VALUE: a SPARK_ENGRAM_ROWS value read in either grammar (L:lo:hi, or the older
+# L:lo-hi) and written in the overlay's -> spark_normed; malformed is exit 2
+spark_norm() {
+  spark_bad="SPARK_ENGRAM_ROWS='$1' is not layer:lo:hi per layer, comma-separated, layers ascending (e.g. 1:0:96001542,14:0:96004170)"
+  case $1 in ''|,*|*,|*,,*) spark_fail 2 "$spark_bad" ;; esac
+  spark_oldifs=$IFS; IFS=,; set -f
+  # shellcheck disable=SC2086
+  set -- $1
+  set +f; IFS=$spark_oldifs
+  spark_normed=; spark_prev=
+  for spark_e in "$@"; do
+    case $spark_e in *[!0-9:-]*|*:*:*:*|*-*-*|*:*-*:*|*-*:*) spark_fail 2 "$spark_bad" ;; [0-9]*:[0-9]*[:-][0-9]*) ;; *) spark_fail 2 "$spark_bad" ;; esac
+    spark_r=${'$'}{spark_e#*:}
+    case ${'$'}{spark_e%%:*}/${'$'}{spark_r%%[:-]*}/${'$'}{spark_r#*[:-]} in *//*|/*|*/) spark_fail 2 "$spark_bad" ;; esac
+    spark_count SPARK_ENGRAM_ROWS "${'$'}{spark_e%%:*}" 0; spark_l=$spark_n
+    spark_count SPARK_ENGRAM_ROWS "${'$'}{spark_r%%[:-]*}" 0; spark_lo=$spark_n
+    spark_count SPARK_ENGRAM_ROWS "${'$'}{spark_r#*[:-]}" 0; spark_hi=$spark_n
+    [ "$spark_lo" -le "$spark_hi" ] || spark_fail 2 "$spark_bad"
+    [ -z "$spark_prev" ] || [ "$spark_l" -gt "$spark_prev" ] || spark_fail 2 "$spark_bad"
+    spark_prev=$spark_l
+    spark_normed="$spark_normed${'$'}{spark_normed:+,}$spark_l:$spark_lo:$spark_hi"
+  done
+}
+
+spark_rows_verb=set
+if [ -n "${'$'}{SPARK_ENGRAM_ROWS:-}" ]; then
+  spark_norm "$SPARK_ENGRAM_ROWS"
+  if [ "$spark_normed" != "$spark_rows" ]; then
+    if [ -n "${'$'}{spark_manifest:-}" ]; then
+      spark_fail 1 "SPARK_ENGRAM_ROWS='$SPARK_ENGRAM_ROWS' disagrees with $spark_manifest, which gives $spark_rows (only those rows exist in the copy); unset it to let the wrapper set it"
+    fi
+    spark_fail 1 "SPARK_ENGRAM_ROWS='$SPARK_ENGRAM_ROWS' is not rank $spark_rank of $spark_world's $spark_split range $spark_rows; unset it to let the wrapper set it"
+  fi
+  spark_rows_verb=checked
+  [ "$SPARK_ENGRAM_ROWS" = "$spark_rows" ] || spark_rows_verb="checked and rewritten in the overlay's grammar"
+fi
+export SPARK_ENGRAM_ROWS="$spark_rows"
+`;
