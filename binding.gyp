@@ -1,13 +1,30 @@
 {
-  # One addon target. Core C++ (native/core) knows nothing of Node; the binding
-  # (native/binding) is the only code that includes napi.h.
+  # Two targets: spark_core, the C++ core as a static library (native/core, knows nothing of
+  # Node), and the addon (native/binding, the only code that includes napi.h) linked against
+  # it. native/test/run.sh builds the same library for the C++ unit tests and checks that
+  # every native/core/*.cc is listed here.
   "variables": {
     # `node-gyp rebuild -- -Dsanitize=1` (or npm_config_sanitize) builds with ASan + UBSan.
     "sanitize%": "<!(node -p \"process.env.npm_config_sanitize || process.env.SPARK_SANITIZE || 0\")"
   },
+  "target_defaults": {
+    "include_dirs": ["native"],
+    "defines": ["_FILE_OFFSET_BITS=64"],
+    "cflags!": ["-fno-exceptions"],
+    "cflags_cc!": ["-fno-exceptions", "-std=gnu++17"],
+    "cflags_cc": ["-std=c++20", "-fexceptions", "-Wall", "-Wextra", "-Wno-unused-parameter", "-O2"],
+    "ldflags": ["-pthread"],
+    "conditions": [
+      ["sanitize==1", {
+        "cflags_cc": ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=undefined", "-O1", "-g"],
+        "ldflags": ["-fsanitize=address,undefined"]
+      }]
+    ]
+  },
   "targets": [
     {
-      "target_name": "spark",
+      "target_name": "spark_core",
+      "type": "static_library",
       "sources": [
         "native/core/json.cc",
         "native/core/safetensors.cc",
@@ -29,37 +46,27 @@
         "native/core/row_store.cc",
         "native/core/row_gather.cc",
         "native/core/holes.cc",
-        "native/core/mmap_gather.cc",
+        "native/core/mmap_gather.cc"
+      ]
+    },
+    {
+      "target_name": "spark",
+      "dependencies": ["spark_core"],
+      "sources": [
         "native/binding/addon.cc",
+        "native/binding/addon_env.cc",
         "native/binding/async.cc",
         "native/binding/errors.cc",
         "native/binding/exec_binding.cc",
         "native/binding/safetensors_binding.cc",
         "native/binding/tiling_binding.cc",
         "native/binding/row_store_binding.cc",
+        "native/binding/row_store_args.cc",
         "native/binding/pack_binding.cc",
         "native/binding/sparse_binding.cc"
       ],
-      "include_dirs": [
-        "<!(node -p \"require('node-addon-api').include_dir\")",
-        "native"
-      ],
-      "defines": [
-        "NAPI_VERSION=8",
-        "NODE_ADDON_API_DISABLE_DEPRECATED",
-        "NAPI_CPP_EXCEPTIONS",
-        "_FILE_OFFSET_BITS=64"
-      ],
-      "cflags!": ["-fno-exceptions"],
-      "cflags_cc!": ["-fno-exceptions", "-std=gnu++17"],
-      "cflags_cc": ["-std=c++20", "-fexceptions", "-Wall", "-Wextra", "-Wno-unused-parameter", "-O2"],
-      "ldflags": ["-pthread"],
-      "conditions": [
-        ["sanitize==1", {
-          "cflags_cc": ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=undefined", "-O1", "-g"],
-          "ldflags": ["-fsanitize=address,undefined"]
-        }]
-      ]
+      "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
+      "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_DEPRECATED", "NAPI_CPP_EXCEPTIONS"]
     }
   ]
 }

@@ -41,21 +41,32 @@ Example:
     if (entry.name === wanted) program.addCommand((await entry.load())(ctx));
     else program.command(entry.name).description(entry.summary);
   }
-  configureAll(program, ctx.io);
+  configureAll(program, ctx.io, argv.includes('--json'));
   return program;
 }
 
-/** Output and exit behaviour for every command: errors throw instead of exiting. */
-function configureAll(cmd: Command, io: Io): void {
+/**
+ * Output and exit behaviour for every command: errors throw instead of exiting. With --json,
+ * commander's error text (and the help it prints after one) stays off stderr: the one JSON
+ * error object goes there instead (main.ts).
+ */
+function configureAll(cmd: Command, io: Io, json: boolean): void {
   cmd.exitOverride();
-  cmd.configureOutput({ writeOut: (s) => io.stdout(s), writeErr: (s) => io.stderr(s) });
-  for (const sub of cmd.commands) configureAll(sub, io);
+  cmd.configureOutput({ writeOut: (s) => io.stdout(s), writeErr: json ? () => {} : (s) => io.stderr(s) });
+  for (const sub of cmd.commands) configureAll(sub, io, json);
 }
 
-/** Help and version are successes; every other commander error is bad usage. */
+/**
+ * Help and version asked for are successes; everything else is bad usage, including help shown
+ * because a command was missing (`spark bench`: commander's 'commander.help' with exit 1).
+ */
 export function commanderExitCode(err: CommanderError): 0 | 2 {
-  if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') {
-    return 0;
-  }
+  if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return 0;
   return err.exitCode === 0 ? 0 : 2;
+}
+
+/** A commander failure as one line for the JSON error object. */
+export function commanderMessage(err: CommanderError): string {
+  if (err.code === 'commander.help') return 'a command is missing here (run with --help for the list)';
+  return err.message.replace(/^error: /, '');
 }

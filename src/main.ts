@@ -1,6 +1,6 @@
 // Runs the CLI against an Io and returns the exit code. Shared by bin.ts and the tests.
 import { CommanderError } from 'commander';
-import { buildProgram, commanderExitCode } from './cli.js';
+import { buildProgram, commanderExitCode, commanderMessage } from './cli.js';
 import { toSparkError } from './errors.js';
 import { toJson, type Io } from './io.js';
 
@@ -17,7 +17,11 @@ export async function runCli(argv: string[], io: Io): Promise<number> {
     await program.parseAsync(argv, { from: 'user' });
     return exitCode;
   } catch (err) {
-    if (err instanceof CommanderError) return commanderExitCode(err);
+    if (err instanceof CommanderError) {
+      const code = commanderExitCode(err);
+      if (code !== 0 && argv.includes('--json')) io.stderr(toJson({ error: { code: 'E_USAGE', message: commanderMessage(err) } }, 0) + '\n');
+      return code;
+    }
     const e = toSparkError(err);
     if (argv.includes('--json')) {
       io.stderr(toJson({ error: { code: e.code, message: e.message, ...e.details } }, 0) + '\n');

@@ -1,8 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { SparkError } from '../src/errors.js';
 import { argvForExec, parseArgs, parseEnvFile, readEnvFile, readRecipe } from '../src/recipes/index.js';
 import { EUGR, MIA_ENV, DSV41 } from './helpers/preflight.js';
+import { cli } from './helpers/cli.js';
+import { tempDir } from './helpers/tmp.js';
 
 test('env files: comments, quotes, export, expansion against the file then the environment', () => {
   const src = [
@@ -68,10 +72,66 @@ test('env files: malformed lines are refused with file:line', () => {
   bad("A='x' y", /^x\.env:1: A: unexpected text after the closing quote/);
 });
 
+test('env files: nested ${A:-${B:-x}}, the + and ? operators, CR-only line endings', () => {
+  const src = [
+    'A=${U1:-${U2:-x}}', //                               1
+    'B=${U1:-${A}/${U2-${A}y}}', //                       2
+    'C="${U1:-{braces} in ${A:+alt}}"', //                3
+    'D=${EMPTY:+set}|${EMPTY+set}|${U1+set}|${A:?need A}', // 4
+    'E=${U1:-a\\}b}', //                                  5
+  ].join('\n');
+  const env = parseEnvFile(src, '.env', { EMPTY: '' });
+  const v = (k: string) => env.vars.get(k)?.value;
+  assert.equal(v('A'), 'x');
+  assert.equal(v('B'), 'x/xy');
+  // As sh reads it: the first bare '}' ends the word.
+  assert.equal(v('C'), '{braces in alt}');
+  assert.equal(v('D'), '|set||x');
+  assert.equal(v('E'), 'a}b');
+  assert.deepEqual(env.diagnostics, []);
+
+  // A file saved with classic Mac line endings: three lines, not one value "1\rB=2\rC=3".
+  const cr = parseEnvFile('A=1\rB=2\r# c\rC=$B', 'mac.env', {});
+  assert.deepEqual(cr.entries.map((e) => [e.key, e.value, e.line]), [['A', '1', 1], ['B', '2', 2], ['C', '2', 4]]);
+  const mixed = parseEnvFile('A=1\r\nB=2\rC=3\n', 'mixed.env', {});
+  assert.deepEqual(mixed.entries.map((e) => [e.key, e.value, e.line]), [['A', '1', 1], ['B', '2', 2], ['C', '3', 3]]);
+});
+
+test('env files: NUL bytes and broken expansions are refused at read time, naming file:line', () => {
+  const bad = (src: string, re: RegExp) =>
+    assert.throws(
+      () => parseEnvFile(src, 'x.env', { EMPTY: '' }),
+      (e: unknown) => e instanceof SparkError && e.code === 'E_ENV_FILE' && e.exitCode === 2 && re.test(e.message) && !e.message.includes('\n'),
+    );
+  bad('A=1\nB=x\0y\n', /^x\.env:2: contains a NUL byte/);
+  bad('A=1\nB="\0"', /^x\.env:2: contains a NUL byte/);
+  bad('A=${U:-${B:-x}', /^x\.env:1: \$\{U:-…: the '\$\{' is never closed/);
+  bad('A=${U:?set U first}', /^x\.env:1: \$\{U:\?…\}: U is not set: set U first$/);
+  bad('A=${EMPTY:?}', /^x\.env:1: \$\{EMPTY:\?…\}: EMPTY is empty$/);
+  bad('A=${1}', /^x\.env:1: '\$\{' must be followed by a variable name/);
+  bad('A=${U/x/y}', /^x\.env:1: \$\{U: expected '\}' or one of/);
+});
+
+test('a NUL byte in an env file is a preflight error naming the file, not a failure at launch', async () => {
+  const file = join(tempDir(), 'nul.env');
+  writeFileSync(file, 'NCCL_DEBUG=WARN\nDSV41_IO_THREADS=9\x006\n');
+  const r = await cli(['preflight', DSV41, '--env', file, '--json']);
+  assert.equal(r.code, 2, r.stderr);
+  const err = JSON.parse(r.stderr).error;
+  assert.equal(err.code, 'E_ENV_FILE');
+  assert.equal(err.message, `${file}:2: contains a NUL byte, which no environment variable can hold; is this a text file?`);
+});
+
 test('the mia-tp4 env file parses as it is', async () => {
   const env = await readEnvFile(MIA_ENV, { HOME: '/home/zurih' });
   assert.equal(env.entries.length, 81);
-  assert.deepEqual(env.diagnostics, []);
+  // The file configures its start script too: those keys would reach every container for nothing.
+  assert.ok(env.diagnostics.every((d) => d.kind === 'compose-only' && d.severity === 'warn'));
+  assert.deepEqual(
+    env.diagnostics.map((d) => d.key).filter((k) => ['TP_SIZE', 'NNODES', 'PORT', 'SSH_IDENTITY', 'HEAD_IP', 'IMAGE'].includes(k)),
+    ['HEAD_IP', 'SSH_IDENTITY', 'IMAGE', 'PORT', 'NNODES', 'TP_SIZE'],
+  );
+  assert.ok(!env.diagnostics.some((d) => /^(NCCL|DSV41|SGLANG|PYTORCH|GLOO)_/.test(d.key)));
   const v = (k: string) => env.vars.get(k)?.value;
   assert.equal(v('SSH_IDENTITY'), '/home/zurih/.ssh/id_ed25519_shared');
   assert.equal(v('NCCL_PROTO'), '^LL128');
@@ -81,7 +141,7 @@ test('the mia-tp4 env file parses as it is', async () => {
   assert.equal(v('DSV41_PREFILL_EMPTY_CACHE_TOKENS'), '8192');
   const withoutHome = await readEnvFile(MIA_ENV, {});
   assert.deepEqual(
-    withoutHome.diagnostics.map((d) => d.key),
+    withoutHome.diagnostics.filter((d) => d.kind === 'undefined-variable').map((d) => d.key),
     ['HOME', 'HOME', 'HOME', 'HOME'],
   );
 });

@@ -103,6 +103,13 @@ const CASES: RuleCase[] = [
     where: /bad\.env:2$/,
   },
   {
+    rule: 'env.compose-only',
+    pass: (w) => w.options(w.recipe(w.dsv41Text), { env: write(join(w.root, 'ok-compose.env'), 'NCCL_DEBUG=WARN\nDSV41_IO_THREADS=96\n') }),
+    fail: (w) => w.options(w.recipe(w.dsv41Text), { env: write(join(w.root, 'compose.env'), 'NCCL_DEBUG=WARN\nTP_SIZE=3\n') }),
+    expect: /^TP_SIZE is read by the compose file or start script/,
+    where: /compose\.env:2$/,
+  },
+  {
     rule: 'args.json-value',
     pass: (w) => w.options(w.recipe(w.eugrText), { cluster: w.writeCluster({ nodes: 2 }) }),
     fail: (w) => w.options(w.recipe(edit(w.eugrText, '"B12X_MLA_SPARSE"}\'', '"B12X_MLA_SPARSE"\'')), { cluster: w.writeCluster({ nodes: 2 }) }),

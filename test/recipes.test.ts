@@ -1,8 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { SparkError } from '../src/errors.js';
 import { containerToHost, effectiveEnv, nodeAddress, parseCluster, parseEnvFile, parseRecipe, readCluster, readRecipe, parseDockerSize, stackOf } from '../src/recipes/index.js';
 import { DSV41, EUGR, PACKED, edit, repoFile } from './helpers/preflight.js';
+import { cli } from './helpers/cli.js';
+import { tempDir } from './helpers/tmp.js';
 
 function refused(fn: () => unknown, code: string, pattern: RegExp): void {
   assert.throws(fn, (err: unknown) => {
@@ -152,6 +156,28 @@ test('cluster files: required keys, addresses, head and duplicates', () => {
   refused(() => parseCluster('head = 2\n' + ok, 'c.toml'), 'E_CLUSTER', /^c\.toml:1: head must be between 0 and 1, got 2/);
   refused(() => parseCluster('name = "c"\n', 'c.toml'), 'E_CLUSTER', /nodes is missing/);
   refused(() => parseCluster(ok.replace('NCCL_NET = "IB"', 'NCCL_NET = 1'), 'c.toml'), 'E_CLUSTER', /^c\.toml:10: nccl\.NCCL_NET must be a string/);
+});
+
+test('cluster files: a host that is empty, an ssh option or not one word is refused (exit 2)', async () => {
+  const ok = 'name = "c"\n[[nodes]]\nhost = "a"\nfabric_addr = "10.0.0.1"\n[[nodes]]\nhost = "b"\nfabric_addr = "10.0.0.2"\n';
+  const cases: [string, RegExp][] = [
+    ['', /^c\.toml:6: nodes\[1\]\.host "" is empty: it must name the node to ssh to; write the ssh target/],
+    ['-oProxyCommand=touch /tmp/x', /^c\.toml:6: nodes\[1\]\.host "-oProxyCommand=touch \/tmp\/x" starts with '-', which ssh would read as an option/],
+    ['user@-oProxyCommand=x', /has no host name after 'user@'/],
+    ['user@', /has no host name after 'user@'/],
+    ['spark 2', /contains whitespace or a control character/],
+    ['spark2\n', /contains whitespace or a control character/],
+  ];
+  for (const [host, re] of cases) {
+    refused(() => parseCluster(ok.replace('"b"', JSON.stringify(host)), 'c.toml'), 'E_CLUSTER', re);
+  }
+  assert.equal(parseCluster(ok.replace('"b"', '"root@10.0.0.2"'), 'c.toml').cluster.nodes[1]!.host, 'root@10.0.0.2');
+  // End to end: exit 2 before anything runs.
+  const file = join(tempDir(), 'c.toml');
+  writeFileSync(file, ok.replace('"b"', '"-oProxyCommand=x"'));
+  const r = await cli(['launch', '--stop', '--cluster', file]);
+  assert.equal(r.code, 2, r.stderr);
+  assert.match(r.stderr, /starts with '-'/);
 });
 
 test('a cluster key appended below [nccl] is swallowed, not an NCCL variable', () => {

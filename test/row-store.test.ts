@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { RowStore, toIdArray, threadsFromEnv, type PackedTableSpec, type TableSpec } from '../src/native/row-store.js';
-import { testRow, writePacked, writeRawSnapshot, writeSparseShard } from './helpers/engram-files.js';
+import { rawSnapshotTable, testRow, writePacked, writeRawSnapshot, writeSparseShard } from './helpers/engram-files.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'row-store-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));
@@ -14,14 +14,7 @@ test.after(() => rmSync(dir, { recursive: true, force: true }));
 const DIM = 256;
 const RB = DIM + DIM / 32;
 const snap = writeRawSnapshot(join(dir, 'snap.safetensors'), 1, 3000, DIM);
-const snapTable: TableSpec = {
-  kind: 'snapshot',
-  layer: 1,
-  rows: snap.rows,
-  dim: DIM,
-  weight: { path: snap.path, offset: snap.weightOffset },
-  scale: { path: snap.path, offset: snap.scaleOffset },
-};
+const snapTable: TableSpec = rawSnapshotTable(snap, 1);
 writePacked(join(dir, 'dense.bin'), 14, 1000, 4000, DIM, 'dense');
 writePacked(join(dir, 'page.bin'), 14, 1000, 4000, DIM, 'page');
 const packed = (file: string, layout: 'dense' | 'page', direct = false): PackedTableSpec => ({
@@ -155,13 +148,17 @@ test('short reads and EINTR are retried; EIO is reported with file and offset', 
   } finally {
     await flaky.close();
   }
-  const broken = await RowStore.open([packed('dense.bin', 'dense')], { threads: 1, faults: { eioEvery: 1 } });
+  const broken = await RowStore.open([packed('dense.bin', 'dense')], {
+    threads: 1,
+    retry: { retries: 1, delayMs: 0 },
+    faults: { eioEvery: 1 },
+  });
   try {
     await assert.rejects(broken.gather(14, [1010]), (e: Error & { code?: string; path?: string; offset?: number }) => {
       assert.equal(e.code, 'E_IO');
       assert.equal(e.path, join(dir, 'dense.bin'));
       assert.equal(e.offset, 4096 + 10 * RB);
-      assert.match(e.message, /dense\.bin: pread of 264 bytes failed: Input\/output error \(at byte 6736\)/);
+      assert.match(e.message, /dense\.bin: pread of 264 bytes failed: Input\/output error \(after 1 retry\) \(at byte 6736\)/);
       return true;
     });
   } finally {

@@ -1,5 +1,6 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -197,12 +198,17 @@ test('__metadata__ with a non-string value', async () => {
   assert.match(err.message, /__metadata__ key 'step' has the value 3/);
 });
 
-test('missing files and directories', async () => {
+test('missing files, directories and FIFOs (bad input, exit 2; a FIFO never blocks)', { timeout: 10_000 }, async () => {
   const missing = join(dir, 'nope.safetensors');
-  const [a, b] = await readHeadersSettled([missing, dir]);
+  const fifo = join(dir, 'fifo.safetensors');
+  execFileSync('mkfifo', [fifo]);
+  const [a, b, f] = await readHeadersSettled([missing, dir, fifo]);
   assert.ok(a instanceof SparkError && a.code === 'E_FILE_NOT_FOUND', String(a));
   assert.ok(a.message.includes(missing));
-  assert.ok(b instanceof SparkError && b.code === 'E_IO', String(b));
+  assert.ok(b instanceof SparkError && b.code === 'E_NOT_A_FILE' && b.exitCode === 2, String(b));
+  assert.match(b.message, /is a directory/);
+  assert.ok(f instanceof SparkError && f.code === 'E_NOT_A_FILE' && f.message.includes(fifo), String(f));
+  assert.match(f.message, /named pipe/);
   const [c] = await readHeadersSettled([`${missing}\0.safetensors`]);
   assert.ok(c instanceof SparkError && c.code === 'E_USAGE', String(c));
 });

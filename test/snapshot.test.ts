@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, rmSync, symlinkSync, truncateSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { copyFileSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, truncateSync, statSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { openSnapshot } from '../src/engram/snapshot.js';
 import { cli } from './helpers/cli.js';
 import { engramPair, writeTensors } from './helpers/safetensors.js';
@@ -86,12 +86,46 @@ test('shard names that leave the snapshot are refused', async () => {
       return true;
     });
   }
+});
+
+test('shards linked outside the snapshot are read (huggingface-cli --local-dir trees, NFS links)', async () => {
+  // Shard files live elsewhere (another mount); the snapshot holds links to them, one absolute
+  // and one relative, plus a linked subdirectory, as local-dir downloads and NFS setups do.
   const outside = tempDir();
-  writeTensors(join(outside, 'real.safetensors'), engramPair(1, 4));
+  const source = makeSnapshot();
   const dir = tempDir();
-  symlinkSync(join(outside, 'real.safetensors'), join(dir, 'link.safetensors'));
-  writeIndex(dir, { 'layers.1.engram.embed.weight': 'link.safetensors', 'layers.1.engram.embed.scale': 'link.safetensors' });
+  mkdirSync(join(outside, 'blobs'));
+  const names = ['model-00001-of-00003.safetensors', 'model-00002-of-00003.safetensors', 'model-00003-of-00003.safetensors'];
+  for (const n of names) renameSync(join(source.dir, n), join(outside, 'blobs', n));
+  symlinkSync(join(outside, 'blobs', names[0]!), join(dir, names[0]!));
+  symlinkSync(relative(dir, join(outside, 'blobs', names[1]!)), join(dir, names[1]!));
+  symlinkSync(join(outside, 'blobs'), join(dir, 'linked'));
+  const index = JSON.parse(readFileSync(join(source.dir, 'model.safetensors.index.json'), 'utf8')) as { weight_map: Record<string, string> };
+  for (const [t, f] of Object.entries(index.weight_map)) if (f === names[2]) index.weight_map[t] = `linked/${names[2]}`;
+  writeFileSync(join(dir, 'model.safetensors.index.json'), JSON.stringify(index));
+  copyFileSync(join(source.dir, 'config.json'), join(dir, 'config.json'));
+
+  const s = await openSnapshot(dir);
+  assert.equal(s.shards.length, 3);
+  assert.deepEqual(s.engram.map((e) => [e.layer, e.rows]), source.layers.map((l) => [l.layer, l.rows]));
+  const r = await cli(['rows', dir, '--layer', String(source.layers[0]!.layer), '--ids', '0,5', '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  const direct = await cli(['rows', join(outside, 'blobs', names[1]!), '--layer', String(source.layers[0]!.layer), '--ids', '0,5', '--json']);
+  assert.equal(direct.code, 0, direct.stderr);
+  assert.equal(r.stdout, direct.stdout);
+  assert.equal(JSON.parse(r.stdout).rows.length, 2);
+
+  // The names still may not leave the directory, linked or not.
+  index.weight_map['layers.1.engram.embed.weight'] = `linked/../${names[0]}`;
+  writeFileSync(join(dir, 'model.safetensors.index.json'), JSON.stringify(index));
   await assert.rejects(openSnapshot(dir), { code: 'E_INDEX_PATH' });
+  // A dangling link is a missing shard (exit 2), not an I/O error.
+  rmSync(join(outside, 'blobs', names[0]!));
+  index.weight_map['layers.1.engram.embed.weight'] = names[1]!;
+  writeFileSync(join(dir, 'model.safetensors.index.json'), JSON.stringify(index));
+  const gone = await cli(['inspect', dir, '--json']);
+  assert.equal(gone.code, 2);
+  assert.equal(JSON.parse(gone.stderr).error.code, 'E_SHARD_MISSING');
 });
 
 test('index and shard disagreements are named', async () => {

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { engramSubTableSizes, prefixOffsets } from '../src/engram/primes.js';
 import { fillRows, synthRow } from '../src/engram/synth-rows.js';
@@ -104,4 +104,23 @@ test('spark synth --json reports files and layers; bad flags are usage errors', 
   const bad2 = await cli(['synth', dir, '--vocab', 'x']);
   assert.equal(bad2.code, 2);
   assert.match(bad2.stderr, /--vocab must be a whole number/);
+});
+
+test('spark synth refuses a non-empty directory (an existing snapshot stays as it was)', async () => {
+  const dir = join(tempDir(), 's');
+  assert.equal((await cli(['synth', dir, '--layers', '3', '--shards', '2', '--vocab', '50'])).code, 0);
+  const before = readdirSync(dir).sort().map((n) => [n, readFileSync(join(dir, n)).toString('hex')]);
+  const again = await cli(['synth', dir, '--layers', '3', '--shards', '2', '--vocab', '50', '--seed', '7', '--json']);
+  assert.equal(again.code, 2, again.stderr);
+  const err = JSON.parse(again.stderr).error;
+  assert.equal(err.code, 'E_USAGE');
+  assert.equal(err.message, `${dir} is not empty (4 entries, e.g. config.json); synth writes a new snapshot: remove the directory or pick another`);
+  assert.deepEqual(readdirSync(dir).sort().map((n) => [n, readFileSync(join(dir, n)).toString('hex')]), before);
+  // An empty directory is fine; a file is not a directory.
+  const empty = tempDir();
+  assert.equal((await cli(['synth', empty, '--layers', '3', '--shards', '2', '--vocab', '50'])).code, 0);
+  const file = join(empty, 'config.json');
+  const onFile = await cli(['synth', file]);
+  assert.equal(onFile.code, 2);
+  assert.match(onFile.stderr, /config\.json exists and is not a directory/);
 });

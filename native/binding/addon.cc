@@ -1,6 +1,7 @@
 // Module entry: each binding file registers its functions on `exports`.
 #include <napi.h>
 
+#include "binding/addon_env.h"
 #include "binding/modules.h"
 #include "core/status.h"
 
@@ -19,6 +20,7 @@ Napi::Object ErrorCodes(Napi::Env env) {
 }  // namespace
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  AddonEnv::Init(env);  // once per environment: every load in a worker thread gets its own
   exports.Set("errorCodes", ErrorCodes(env));
   for (auto init : kBindingModules) {
     if (init != nullptr) init(env, exports);

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <memory>
 
+#include "binding/addon_env.h"
 #include "binding/async.h"
 #include "binding/errors.h"
 #include "core/crc32.h"
@@ -21,12 +22,6 @@
 
 namespace spark {
 namespace {
-
-// Pack and verify jobs run their own I/O workers; this pool only hosts the job's driver.
-ThreadPool& JobPool() {
-  static ThreadPool pool(4);
-  return pool;
-}
 
 Napi::Object ObjectArg(const Napi::CallbackInfo& info, size_t i, const char* what) {
   if (info.Length() <= i || !info[i].IsObject()) ThrowType(info.Env(), std::string(what) + " must be an object");
@@ -107,11 +102,15 @@ Napi::Object Handle(Napi::Env env, Napi::Promise promise, std::shared_ptr<State>
   return h;
 }
 
-class PackBaton : public Baton {
+// Pack and verify jobs run on the environment's job pool with job.threads threads kept for them.
+class PackBaton : public JobBaton {
  public:
   PackBaton(Napi::Env env, PackJob job, std::shared_ptr<PackProgress> progress)
-      : Baton(env), job_(std::move(job)), progress_(std::move(progress)) {}
-  void Execute() override { status_ = PackLayer(job_, progress_.get(), &result_); }
+      : JobBaton(env, job.threads), job_(std::move(job)), progress_(std::move(progress)) {}
+  void Execute() override {
+    job_.pool = &pool();
+    status_ = PackLayer(job_, progress_.get(), &result_);
+  }
   Napi::Value OnOk(Napi::Env env) override {
     Napi::Object o = Napi::Object::New(env);
     Napi::Array crcs = Napi::Array::New(env, result_.crcs.size());
@@ -150,18 +149,21 @@ Napi::Value PackLayerJs(const Napi::CallbackInfo& info) {
   job.fault_after_chunks = GetU64Or(o, "faultAfterChunks", 0);
   auto progress = std::make_shared<PackProgress>();
   auto baton = std::make_unique<PackBaton>(env, std::move(job), progress);
-  Napi::Promise promise = Schedule(env, JobPool(), std::move(baton));
+  Napi::Promise promise = ScheduleJob(env, std::move(baton));
   return Handle(env, promise, progress, [](const PackProgress& p) {
     return std::vector<uint64_t>{p.phase.load(), p.chunks_total.load(), p.chunks_done.load(), p.bytes_total.load(),
                                  p.bytes_done.load()};
   });
 }
 
-class VerifyBaton : public Baton {
+class VerifyBaton : public JobBaton {
  public:
   VerifyBaton(Napi::Env env, VerifyJob job, std::shared_ptr<VerifyProgress> progress)
-      : Baton(env), job_(std::move(job)), progress_(std::move(progress)) {}
-  void Execute() override { status_ = VerifyLayer(job_, progress_.get(), &result_); }
+      : JobBaton(env, job.threads), job_(std::move(job)), progress_(std::move(progress)) {}
+  void Execute() override {
+    job_.pool = &pool();
+    status_ = VerifyLayer(job_, progress_.get(), &result_);
+  }
   Napi::Value OnOk(Napi::Env env) override {
     Napi::Object o = Napi::Object::New(env);
     o.Set("fileBytes", FromU64(env, result_.file_bytes));
@@ -210,7 +212,7 @@ Napi::Value VerifyLayerJs(const Napi::CallbackInfo& info) {
   }
   auto progress = std::make_shared<VerifyProgress>();
   auto baton = std::make_unique<VerifyBaton>(env, std::move(job), progress);
-  Napi::Promise promise = Schedule(env, JobPool(), std::move(baton));
+  Napi::Promise promise = ScheduleJob(env, std::move(baton));
   return Handle(env, promise, progress, [](const VerifyProgress& p) {
     return std::vector<uint64_t>{p.bytes_total.load(), p.bytes_done.load()};
   });

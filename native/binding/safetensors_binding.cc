@@ -2,17 +2,19 @@
 //
 //   readHeaders(paths: string[], threads?: number, expected?: string[][]): Promise<Array<Header | string | Error>>
 //     (a header arrives as its JSON text when every value is a safe integer; see HeaderToJson)
-//     One Promise per call; every header is read on the addon's header pool at once (the
-//     files usually live on NFS, where each read is a network round trip: overlapping them
-//     is the whole point). A failing path yields its Error in place; the call itself only
-//     rejects on bad arguments.
+//     One Promise per call; the headers are read `threads` at a time on the environment's job
+//     pool (the files usually live on NFS, where each read is a network round trip:
+//     overlapping them is the whole point). A failing path yields its Error in place; the
+//     call itself only rejects on bad arguments.
 //   parseHeaderBytes(json: Uint8Array, dataLength: number | bigint, path?: string): Header
 //     Synchronous validation of header bytes already in memory (tests, tools).
 //
 // u64 values are JS numbers when safe integers, BigInt otherwise (never rounded).
 #include <napi.h>
 
+#include <algorithm>
 
+#include "binding/addon_env.h"
 #include "binding/async.h"
 #include "binding/errors.h"
 #include "core/parallel.h"
@@ -24,18 +26,6 @@ namespace spark {
 namespace {
 
 constexpr size_t kHeaderThreads = 32;
-
-// Pools are created on first use and deliberately never destroyed: worker threads may still
-// be blocked in a slow NFS read when the process exits, and joining them then would hang it.
-ThreadPool& HeaderPool() {
-  static ThreadPool* pool = new ThreadPool(kHeaderThreads);
-  return *pool;
-}
-// Runs each call's baton, which works through its reads together with HeaderPool().
-ThreadPool& CallPool() {
-  static ThreadPool* pool = new ThreadPool(4);
-  return *pool;
-}
 
 Napi::Value HeaderToJs(Napi::Env env, const safetensors::Header& h) {
   Napi::Object out = Napi::Object::New(env);
@@ -151,11 +141,11 @@ bool HeaderToJson(const safetensors::Header& h, std::string& out) {
   return exact;
 }
 
-class ReadHeadersBaton : public Baton {
+class ReadHeadersBaton : public JobBaton {
  public:
   ReadHeadersBaton(Napi::Env env, std::vector<std::string> paths, size_t threads,
                    std::vector<std::vector<std::string>> expected)
-      : Baton(env),
+      : JobBaton(env, std::max<size_t>(1, std::min(threads, paths.size()))),
         paths_(std::move(paths)),
         threads_(threads),
         expected_(std::move(expected)),
@@ -188,7 +178,7 @@ class ReadHeadersBaton : public Baton {
   // fn(i) for every path in parallel; an allocation failure is reported, never unwound into the pool.
   template <class Fn>
   void Guarded(Fn fn) {
-    RunParallel(HeaderPool(), paths_.size(), threads_, [&](size_t i) {
+    RunParallel(pool(), paths_.size(), threads_, [&](size_t i) {
       try {
         fn(i);
       } catch (const std::exception& e) {
@@ -244,7 +234,7 @@ Napi::Value ReadHeaders(const Napi::CallbackInfo& info) {
     }
   }
   auto baton = std::make_unique<ReadHeadersBaton>(env, std::move(paths), static_cast<size_t>(threads), std::move(expected));
-  return Schedule(env, CallPool(), std::move(baton));
+  return ScheduleJob(env, std::move(baton));
 }
 
 Napi::Value ParseHeaderBytesJs(const Napi::CallbackInfo& info) {

@@ -1,6 +1,7 @@
 #include "core/crc32.h"
 
 #include <array>
+#include <cstdlib>
 #include <cstring>
 
 #if defined(__x86_64__)
@@ -119,10 +120,7 @@ __attribute__((target("pclmul,sse2"))) uint32_t RawPclmul(uint32_t c, const uint
   return RawSlice8(RawSlice8(0, last, 16), p, n);
 }
 
-bool HaveAccel() {
-  static const bool have = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse2");
-  return have;
-}
+bool CpuHasAccel() { return __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse2"); }
 constexpr size_t kAccelMin = 64;
 constexpr const char* kAccelName = "pclmulqdq";
 uint32_t RawAccel(uint32_t c, const uint8_t* p, size_t n) { return RawPclmul(c, p, n); }
@@ -155,22 +153,33 @@ __attribute__((target("+crc"))) uint32_t RawArmCrc(uint32_t c, const uint8_t* p,
   return c;
 }
 
-bool HaveAccel() {
-  static const bool have = (getauxval(AT_HWCAP) & HWCAP_CRC32) != 0;
-  return have;
-}
+bool CpuHasAccel() { return (getauxval(AT_HWCAP) & HWCAP_CRC32) != 0; }
 constexpr size_t kAccelMin = 16;
 constexpr const char* kAccelName = "armv8-crc32";
 uint32_t RawAccel(uint32_t c, const uint8_t* p, size_t n) { return RawArmCrc(c, p, n); }
 
 #else
 
-bool HaveAccel() { return false; }
+bool CpuHasAccel() { return false; }
 constexpr size_t kAccelMin = ~size_t{0};
 constexpr const char* kAccelName = "slice-by-8";
 uint32_t RawAccel(uint32_t c, const uint8_t* p, size_t n) { return RawSlice8(c, p, n); }
 
 #endif
+
+// SPARK_CRC32_PORTABLE=1 (any value but empty or "0") keeps the whole process on the table
+// path: the tests run the fallback that way on CPUs that have the instructions, and it is the
+// way to rule a fast path out on a machine where one is suspected.
+bool PortableForced() {
+  const char* v = std::getenv("SPARK_CRC32_PORTABLE");
+  return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+}
+
+// Decided once per process, so every checksum in a run comes from the same path.
+bool HaveAccel() {
+  static const bool have = CpuHasAccel() && !PortableForced();
+  return have;
+}
 
 }  // namespace
 

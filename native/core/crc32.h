@@ -7,7 +7,8 @@
 //   x86-64  carry-less multiply folding (PCLMULQDQ), 4 lanes of 128 bits;
 //   other   slice-by-8 tables (~1 byte per cycle), also the reference the fast paths are
 //           tested against.
-// The fast paths are chosen at run time (cpuid / AT_HWCAP), so one binary runs everywhere.
+// The fast paths are chosen at run time (cpuid / AT_HWCAP), so one binary runs everywhere;
+// SPARK_CRC32_PORTABLE=1 in the environment forces slice-by-8.
 #pragma once
 
 #include <cstddef>
@@ -21,7 +22,7 @@ uint32_t Crc32(uint32_t crc, const void* data, size_t n);
 // The table-driven implementation alone (what Crc32 falls back to).
 uint32_t Crc32Portable(uint32_t crc, const void* data, size_t n);
 
-// "pclmulqdq", "armv8-crc32" or "slice-by-8": which path Crc32 takes on this machine.
+// "pclmulqdq", "armv8-crc32" or "slice-by-8": which path Crc32 takes in this process.
 const char* Crc32Implementation();
 
 }  // namespace spark

@@ -11,6 +11,8 @@
   X(E_ADDON_LOAD, 3)                    \
   X(E_CHECK_FAILED, 1)                  \
   X(E_FILE_NOT_FOUND, 2)                \
+  X(E_NOT_A_FILE, 2)                    \
+  X(E_FILE_TOO_LARGE, 2)                \
   X(E_SAFETENSORS_TRUNCATED, 2)         \
   X(E_SAFETENSORS_HEADER_SIZE, 2)       \
   X(E_SAFETENSORS_UTF8, 2)              \
@@ -44,6 +46,7 @@
   X(E_SYSFS, 3)                         \
   X(E_EXEC, 3)                          \
   X(E_STORE_CLOSED, 2)                  \
+  X(E_THREAD_START, 3)                  \
   X(E_PACK_MANIFEST, 2)                 \
   X(E_NODE_FAILED, 3)                   \
   X(E_HEALTH_TIMEOUT, 3)                 \

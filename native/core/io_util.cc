@@ -5,62 +5,233 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 
 namespace spark {
 
+namespace {
+
+void SleepMicros(uint64_t us) {
+  struct timespec ts;
+  ts.tv_sec = static_cast<time_t>(us / 1000000);
+  ts.tv_nsec = static_cast<long>((us % 1000000) * 1000);
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+uint64_t Backoff(const RetryPolicy& p, uint32_t failures) {
+  uint64_t delay = p.first_delay_us;
+  for (uint32_t i = 1; i < failures && delay < p.max_delay_us; ++i) delay *= 2;
+  return std::min(delay, p.max_delay_us);
+}
+
+// Opens without blocking (a FIFO would block a plain open) and insists on a regular file.
+Status OpenRegular(const std::string& path, int extra_flags, int* out, uint64_t* size) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | extra_flags);
+  if (fd < 0) return ErrnoStatus(errno, extra_flags & O_DIRECT ? "open (O_DIRECT)" : "open", path);
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int err = errno;
+    close(fd);
+    return ErrnoStatus(err, "fstat", path);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return Status::Error(Code::E_USAGE, S_ISDIR(st.st_mode) ? "is a directory, not a table file" : "is not a regular file",
+                         path);
+  }
+  int flags = fcntl(fd, F_GETFL);
+  if (flags >= 0) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  *out = fd;
+  *size = static_cast<uint64_t>(st.st_size);
+  return Status::Ok();
+}
+
+// True when nothing lies at or after `offset` in the file behind fd (it ended there).
+bool EndsBy(int fd, uint64_t offset) {
+  struct stat st;
+  return fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) <= offset;
+}
+
+}  // namespace
+
+bool IsTransientReadError(int err) { return err == ETIMEDOUT || err == ESTALE || err == EIO; }
+
 long FaultInjector::Pread(int fd, void* buf, size_t len, uint64_t offset, size_t align) {
-  if (config_.delay_us > 0) {
-    struct timespec ts;
-    ts.tv_sec = static_cast<time_t>(config_.delay_us / 1000000);
-    ts.tv_nsec = static_cast<long>((config_.delay_us % 1000000) * 1000);
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  if (config_.delay_us > 0) SleepMicros(config_.delay_us);
+  uint64_t n = calls_.fetch_add(1, std::memory_order_relaxed) + 1;
+  auto every = [n](uint32_t k) { return k != 0 && n % k == 0; };
+  if (align > 1 && (offset % align != 0 || len % align != 0 || reinterpret_cast<uintptr_t>(buf) % align != 0)) {
+    errno = EINVAL;
+    return -1;
+  }
+  if (config_.throw_at != 0 && n == config_.throw_at) throw std::runtime_error("injected fault: a read threw");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (config_.estale_at != 0 && n == config_.estale_at) stale_fds_.push_back(fd);
+    if (std::find(stale_fds_.begin(), stale_fds_.end(), fd) != stale_fds_.end()) {
+      errno = ESTALE;
+      return -1;
     }
   }
-  uint64_t n = calls_.fetch_add(1, std::memory_order_relaxed) + 1;
-  if (config_.eio_every && n % config_.eio_every == 0) {
+  if (every(config_.eio_every)) {
     errno = EIO;
     return -1;
   }
-  if (config_.eintr_every && n % config_.eintr_every == 0) {
+  if (every(config_.etimedout_every)) {
+    errno = ETIMEDOUT;
+    return -1;
+  }
+  if (every(config_.eintr_every)) {
     errno = EINTR;
     return -1;
   }
-  if (config_.short_every && n % config_.short_every == 0 && len > 1) {
+  if (every(config_.short_every) && len > 1) {
     size_t cut = len / 2;
     if (align > 1) cut -= cut % align;
     if (cut > 0) len = cut;
   }
-  return static_cast<long>(pread(fd, buf, len, static_cast<off_t>(offset)));
+  long r = static_cast<long>(pread(fd, buf, len, static_cast<off_t>(offset)));
+  // A whole-block read whose count comes back short of a block boundary, as an NFS server may
+  // return: the bytes are real, the count is not a multiple of the alignment.
+  if (every(config_.short_unaligned_every) && align > 1 && r >= static_cast<long>(align)) {
+    r -= static_cast<long>(align) / 2;
+  }
+  return r;
 }
 
-Status PreadAll(int fd, void* buf, size_t len, size_t need, uint64_t offset, const std::string& path,
-                FaultInjector* faults, ReadCounters* counters, size_t align) {
+ReadFile::~ReadFile() {
+  int fd = fd_.load();
+  if (fd >= 0) close(fd);
+  for (int old : retired_) close(old);
+}
+
+Status ReadFile::Open(const std::string& path, bool want_direct, uint64_t probe_offset, bool fadvise_random) {
+  path_ = path;
+  direct_requested_ = want_direct;
+  fadvise_random_ = fadvise_random;
+  int plain = -1;
+  Status st = OpenRegular(path, 0, &plain, &size_);
+  if (!st.ok()) return st;
+  fd_.store(plain);
+  if (want_direct) {
+    // Some filesystems (tmpfs, some FUSE mounts) refuse O_DIRECT at open, others only at the
+    // first read, and the required alignment varies by device: probe one real aligned read.
+    int dfd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
+    if (dfd >= 0) {
+      AlignedBuffer probe;
+      uint8_t* buf = probe.Reserve(kDirectAlign);
+      uint64_t at = probe_offset - probe_offset % kDirectAlign;
+      if (at >= size_) at = 0;
+      if (buf != nullptr && pread(dfd, buf, kDirectAlign, static_cast<off_t>(at)) >= 0) {
+        close(plain);
+        fd_.store(dfd);
+        direct_ = true;
+      } else {
+        close(dfd);
+      }
+    }
+  }
+  if (fadvise_random_ && !direct_) posix_fadvise(fd(), 0, 0, POSIX_FADV_RANDOM);
+  return Status::Ok();
+}
+
+Status ReadFile::Reopen(int stale, bool* reopened) {
+  std::lock_guard<std::mutex> lock(mu_);
+  *reopened = false;
+  if (fd_.load() != stale) return Status::Ok();  // another thread already replaced it
+  int fresh = -1;
+  uint64_t size = 0;
+  Status st = OpenRegular(path_, direct_ ? O_DIRECT : 0, &fresh, &size);
+  if (!st.ok()) {
+    st.message = "reopening after a stale file handle: " + st.message;
+    return st;
+  }
+  if (size != size_) {
+    close(fresh);
+    return Status::Error(Code::E_SOURCE_CHANGED,
+                         "the file was replaced while the row store had it open (" + std::to_string(size_) +
+                             " bytes, now " + std::to_string(size) + "); open the row store again",
+                         path_);
+  }
+  if (fadvise_random_ && !direct_) posix_fadvise(fresh, 0, 0, POSIX_FADV_RANDOM);
+  retired_.push_back(stale);
+  fd_.store(fresh, std::memory_order_release);
+  *reopened = true;
+  return Status::Ok();
+}
+
+Status PreadAll(ReadFile& file, void* buf, size_t len, size_t need, uint64_t offset, const ReadContext& ctx) {
   auto* dst = static_cast<uint8_t*>(buf);
+  const size_t align = file.direct() ? kDirectAlign : 1;
+  auto count = [&ctx](std::atomic<uint64_t> ReadCounters::*which) {
+    if (ctx.counters != nullptr) (ctx.counters->*which).fetch_add(1, std::memory_order_relaxed);
+  };
   size_t done = 0;
+  uint32_t failures = 0;  // transient errors met by this read
   while (done < len) {
-    uint64_t at = offset + done;
-    long r = faults != nullptr ? faults->Pread(fd, dst + done, len - done, at, align)
-                               : static_cast<long>(pread(fd, dst + done, len - done, static_cast<off_t>(at)));
-    if (r < 0) {
-      if (errno == EINTR) {
-        if (counters) counters->retries.fetch_add(1, std::memory_order_relaxed);
+    const int fd = file.fd();
+    const uint64_t at = offset + done;
+    long r = ctx.faults != nullptr ? ctx.faults->Pread(fd, dst + done, len - done, at, align)
+                                   : static_cast<long>(pread(fd, dst + done, len - done, static_cast<off_t>(at)));
+    const int err = r < 0 ? errno : 0;
+    if (err == EINTR) {
+      count(&ReadCounters::retries);
+      continue;
+    }
+    bool short_block = false;  // an O_DIRECT read that returned less than one block, not at the end
+    if (r > 0) {
+      size_t end = done + static_cast<size_t>(r);
+      if (end == len || end % align == 0) {
+        if (end < len) count(&ReadCounters::retries);
+        done = end;
         continue;
       }
-      return ErrnoStatus(errno, "pread of " + std::to_string(len - done) + " bytes", path).At(at);
+      // A short O_DIRECT read. At the end of the file that is normal; elsewhere the rest must
+      // be read from the last whole block, as O_DIRECT cannot start at an unaligned offset.
+      if (EndsBy(fd, offset + end)) {
+        done = end;
+        r = 0;  // the end of file, handled below
+      } else if (end - end % align > done) {
+        done = end - end % align;
+        count(&ReadCounters::retries);
+        continue;
+      } else {
+        short_block = true;
+      }
     }
     if (r == 0) {
       if (done >= need) return Status::Ok();
       return Status::Error(Code::E_IO,
                            "unexpected end of file: " + std::to_string(need - done) +
                                " more bytes needed (file shorter than the table says; re-pack or re-download)",
-                           path)
-          .At(at);
+                           file.path())
+          .At(offset + done);
     }
-    done += static_cast<size_t>(r);
-    if (done < len && counters) counters->retries.fetch_add(1, std::memory_order_relaxed);
+    if (!(short_block || IsTransientReadError(err)) || failures >= ctx.retry.retries) {
+      const std::string what = "pread of " + std::to_string(len - done) + " bytes";
+      Status st = short_block ? Status::Error(Code::E_IO,
+                                              what + " returned " + std::to_string(r) +
+                                                  " with O_DIRECT, less than one block and not at the end of the file",
+                                              file.path())
+                              : ErrnoStatus(err, what, file.path());
+      st.At(at);
+      if (failures > 0) st.message += " (after " + std::to_string(failures) + (failures == 1 ? " retry)" : " retries)");
+      return st;
+    }
+    ++failures;
+    count(&ReadCounters::error_retries);
+    if (err == ESTALE) {
+      bool reopened = false;
+      Status st = file.Reopen(fd, &reopened);
+      if (!st.ok()) return st.At(at);
+      if (reopened) count(&ReadCounters::reopens);
+    }
+    SleepMicros(Backoff(ctx.retry, failures));
   }
   return Status::Ok();
 }
@@ -77,40 +248,6 @@ uint8_t* AlignedBuffer::Reserve(size_t bytes) {
   data_ = static_cast<uint8_t*>(p);
   size_ = rounded;
   return data_;
-}
-
-Status OpenForRead(const std::string& path, bool want_direct, uint64_t probe_offset, int* fd, bool* direct,
-                   uint64_t* size) {
-  *fd = -1;
-  *direct = false;
-  int plain = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (plain < 0) return ErrnoStatus(errno, "open", path);
-  struct stat st;
-  if (fstat(plain, &st) != 0) {
-    int err = errno;
-    close(plain);
-    return ErrnoStatus(err, "fstat", path);
-  }
-  *size = static_cast<uint64_t>(st.st_size);
-  *fd = plain;
-  if (!want_direct) return Status::Ok();
-  // Some filesystems (tmpfs, some FUSE mounts) refuse O_DIRECT at open, others only at the
-  // first read, and the required alignment varies by device: probe one real aligned read.
-  int dfd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
-  if (dfd < 0) return Status::Ok();
-  AlignedBuffer probe;
-  uint8_t* buf = probe.Reserve(kDirectAlign);
-  uint64_t at = probe_offset - probe_offset % kDirectAlign;
-  if (at >= *size) at = 0;
-  ssize_t r = buf != nullptr ? pread(dfd, buf, kDirectAlign, static_cast<off_t>(at)) : -1;
-  if (r < 0) {
-    close(dfd);
-    return Status::Ok();
-  }
-  close(plain);
-  *fd = dfd;
-  *direct = true;
-  return Status::Ok();
 }
 
 }  // namespace spark

@@ -1,12 +1,15 @@
-// Small I/O helpers for the row store: a positioned read that finishes what it starts
-// (retrying EINTR and short reads), fault injection for tests, an aligned buffer for O_DIRECT,
-// and the probe that decides whether a file accepts O_DIRECT reads.
+// I/O for the row store: files whose descriptor can be replaced after ESTALE, a positioned
+// read that finishes what it starts (EINTR, short reads, O_DIRECT alignment) and rides out a
+// bounded number of transient errors, fault injection for tests, an aligned buffer for
+// O_DIRECT, and the probe that decides whether a file accepts O_DIRECT reads.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 
@@ -16,38 +19,116 @@ namespace spark {
 // into memory aligned to it. The probe below checks the filesystem accepts that.
 inline constexpr uint64_t kDirectAlign = 4096;
 
+// Errors a read retries (with backoff) before giving up, chosen for NFS, where the Engram
+// tables usually live:
+//   ETIMEDOUT  a soft (softerr) mount whose server did not answer in time: it may come back.
+//   ESTALE     the file handle went stale (server failover, export remounted): the path is
+//              opened again and the read retried on the new descriptor.
+//   EIO        what a soft mount without softerr reports for the same timeout. On a local
+//              disk it is a media error that a retry rarely cures, but a few bounded retries
+//              only delay the same failure by well under a second.
+// Everything else (EINVAL, EBADF, EFAULT, ENXIO, ...) is a bug or a permanent condition and
+// fails at once; EINTR is retried immediately and without limit.
+bool IsTransientReadError(int err);
+
+struct RetryPolicy {
+  uint32_t retries = 4;            // transient errors ridden out per read before failing
+  uint64_t first_delay_us = 50000;  // backoff before the first retry, doubling after each
+  uint64_t max_delay_us = 1000000;
+};
+
 // Deterministic faults for tests. Every Nth read call (counted per injector, across threads)
 // is cut short, interrupted, or failed; 0 disables a fault. delay_us sleeps before every read
 // to model a network filesystem's latency.
 struct FaultConfig {
-  uint32_t short_every = 0;
+  uint32_t short_every = 0;            // cut to half, keeping O_DIRECT alignment
+  uint32_t short_unaligned_every = 0;  // O_DIRECT: report fewer bytes than a whole block
   uint32_t eintr_every = 0;
   uint32_t eio_every = 0;
+  uint32_t etimedout_every = 0;
+  uint32_t estale_at = 0;  // the Nth read's descriptor goes stale: it fails with ESTALE from then on
+  uint32_t throw_at = 0;   // the Nth read throws (a C++ exception where none is expected)
   uint64_t delay_us = 0;
-  bool any() const { return short_every || eintr_every || eio_every || delay_us; }
+  bool any() const {
+    return short_every || short_unaligned_every || eintr_every || eio_every || etimedout_every || estale_at ||
+           throw_at || delay_us;
+  }
 };
 
 class FaultInjector {
  public:
   explicit FaultInjector(FaultConfig config) : config_(config) {}
-  // pread(2) with the configured faults applied. `align` > 1 keeps a shortened read a multiple
-  // of it (O_DIRECT cannot continue at an unaligned offset).
+  // pread(2) with the configured faults applied. With `align` > 1 it also enforces the rules
+  // of O_DIRECT (offset, length and memory aligned, else EINVAL), so tests prove alignment
+  // even on a filesystem that refused O_DIRECT and fell back to buffered reads.
   long Pread(int fd, void* buf, size_t len, uint64_t offset, size_t align);
 
  private:
   FaultConfig config_;
   std::atomic<uint64_t> calls_{0};
+  std::mutex mu_;
+  std::vector<int> stale_fds_;  // guarded by mu_
 };
 
 struct ReadCounters {
-  std::atomic<uint64_t> retries{0};  // EINTR and short-read continuations
+  std::atomic<uint64_t> retries{0};        // EINTR and short-read continuations
+  std::atomic<uint64_t> error_retries{0};  // reads retried after a transient error
+  std::atomic<uint64_t> reopens{0};        // files opened again after ESTALE
 };
 
-// Reads `len` bytes at `offset` into `buf`, retrying EINTR and short reads. End of file after
-// at least `need` bytes (need <= len) is accepted (an aligned read may run past the end);
-// before that it is an E_IO error naming the file and the offset where data ran out.
-Status PreadAll(int fd, void* buf, size_t len, size_t need, uint64_t offset, const std::string& path,
-                FaultInjector* faults, ReadCounters* counters, size_t align = 1);
+// A file the row store reads from many threads at once. After ESTALE the path is opened again
+// and the new descriptor replaces the old one for every thread; the old descriptors stay open
+// until destruction, because another thread may be inside a read on one of them (closing it
+// would let the number be reused for an unrelated file).
+class ReadFile {
+ public:
+  ReadFile() = default;
+  ~ReadFile();
+  ReadFile(const ReadFile&) = delete;
+  ReadFile& operator=(const ReadFile&) = delete;
+
+  // Opens `path` read-only. With want_direct, tries O_DIRECT and probes one aligned read at
+  // `probe_offset` (rounded down to kDirectAlign); when the filesystem refuses either, falls
+  // back to a buffered descriptor (direct() false). fadvise_random: POSIX_FADV_RANDOM on a
+  // buffered descriptor (no readahead into a page cache that is GPU memory here).
+  Status Open(const std::string& path, bool want_direct, uint64_t probe_offset, bool fadvise_random);
+  // Replaces descriptor `stale` by a fresh open of the same path, unless another thread has
+  // already done so (*reopened says whether this call did). The file must still be a regular
+  // file of the same size.
+  Status Reopen(int stale, bool* reopened);
+
+  int fd() const { return fd_.load(std::memory_order_acquire); }
+  const std::string& path() const { return path_; }
+  bool direct_requested() const { return direct_requested_; }
+  bool direct() const { return direct_; }
+  uint64_t size() const { return size_; }
+
+ private:
+  std::string path_;
+  std::atomic<int> fd_{-1};
+  bool direct_requested_ = false;
+  bool direct_ = false;
+  bool fadvise_random_ = false;
+  uint64_t size_ = 0;
+  std::mutex mu_;           // serializes Reopen
+  std::vector<int> retired_;  // replaced descriptors, closed on destruction
+};
+
+// What a read needs besides the file: fault injection (tests), counters, the retry policy.
+struct ReadContext {
+  FaultInjector* faults = nullptr;
+  ReadCounters* counters = nullptr;
+  RetryPolicy retry;
+};
+
+// Reads `len` bytes at `offset` of `file` into `buf`. EINTR and short reads are continued; on
+// an O_DIRECT descriptor a short read that is not at the end of the file continues from the
+// last whole block (an O_DIRECT read cannot start at an unaligned offset). Transient errors
+// are retried with backoff, up to ctx.retry.retries times, reopening the file after ESTALE.
+// End of file after at least `need` bytes (need <= len) is accepted (an aligned read may run
+// past the end); before that it is an E_IO error naming the file and the offset where data
+// ran out. Every failure names the file and the offset.
+Status PreadAll(ReadFile& file, void* buf, size_t len, size_t need, uint64_t offset, const ReadContext& ctx);
 
 // Heap memory aligned to kDirectAlign, grown on demand, freed on destruction.
 class AlignedBuffer {
@@ -63,11 +144,5 @@ class AlignedBuffer {
   uint8_t* data_ = nullptr;
   size_t size_ = 0;
 };
-
-// Opens `path` read-only. With want_direct, tries O_DIRECT and probes one aligned read at
-// `probe_offset` (rounded down to kDirectAlign); when the filesystem refuses either, falls
-// back to a buffered descriptor and sets *direct = false.
-Status OpenForRead(const std::string& path, bool want_direct, uint64_t probe_offset, int* fd, bool* direct,
-                   uint64_t* size);
 
 }  // namespace spark

@@ -6,16 +6,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
 #include <mutex>
-#include <thread>
 
 #include "core/crc32.h"
 #include "core/pack_chunks.h"
 #include "core/file_io.h"
 #include "core/pack_journal.h"
-#include "core/worker_group.h"
+#include "core/parallel.h"
 
 namespace spark {
 
@@ -51,7 +49,7 @@ Status RecheckChunks(const std::string& path, const PackJob& job, const std::vec
   std::mutex mu;
   Status first_error;
   size_t threads = std::min<size_t>(job.threads, std::max<size_t>(todo.size(), 1));
-  RunWorkers(threads, [&](size_t w) {
+  RunParallel(job.pool, threads, threads, [&](size_t w) {
     ChunkReader reader;
     Status s = reader.Open(path, false);
     auto [lo, hi] = ContiguousRun(todo.size(), threads, w);
@@ -81,21 +79,75 @@ Status RecheckChunks(const std::string& path, const PackJob& job, const std::vec
 
 struct CopyState {
   std::mutex mu;
-  std::condition_variable cv;
   std::vector<uint64_t> todo;
   size_t workers = 1;
-  size_t active = 0;
   std::atomic<uint64_t> writes{0};  // for fault_after_chunks
   std::vector<JournalRecord> completed;  // written, not yet journaled
   uint64_t completed_bytes = 0;
-  Status error;
+  Clock::time_point last_commit = Clock::now();
+  bool committing = false;  // one worker commits at a time
+  Status error;             // the first worker error
+  Status commit_error;      // the first commit error (then nothing more is committed)
   bool stop = false;
 };
 
+// Commits `batch`: fdatasync of the data, then the journal records of the chunks that sync
+// covered. One committer at a time (CopyState::committing), so `result` needs no lock.
+Status Commit(const PackJob& job, int out_fd, const std::string& partial, PackJournal* journal,
+              const std::vector<JournalRecord>& batch, PackProgress* progress, PackResult* result) {
+  Status s = SyncData(out_fd, partial);
+  if (s.ok()) s = journal->Append(batch);
+  if (!s.ok()) return s;
+  for (const auto& r : batch) {
+    result->crcs[r.chunk] = r.crc;
+    ++result->chunks_written;
+    ChunkSpan span = job.geometry.Chunk(r.chunk);
+    result->bytes_written += span.bytes;
+    progress->chunks_done.fetch_add(1);
+    if (job.drop_cache) DropCache(out_fd, kPackHeaderBytes + span.offset, span.bytes);
+  }
+  return Status::Ok();
+}
+
+// Everything a copy worker needs besides its own state.
+struct CopyContext {
+  const PackJob* job;
+  int out_fd;
+  const std::string* partial;
+  PackJournal* journal;
+  CopyState* st;
+  PackProgress* progress;
+  PackResult* result;
+};
+
+// After a worker completed a chunk: commits what is pending when enough bytes or time have
+// gathered and no other worker is committing.
+void MaybeCommit(const CopyContext& c) {
+  std::vector<JournalRecord> batch;
+  {
+    std::lock_guard<std::mutex> lock(c.st->mu);
+    const auto interval = std::chrono::duration<double>(c.job->commit_seconds);
+    bool due = c.st->completed_bytes >= c.job->commit_bytes || Clock::now() - c.st->last_commit >= interval;
+    if (c.st->committing || !c.st->commit_error.ok() || !due || c.st->completed.empty()) return;
+    c.st->committing = true;
+    batch.swap(c.st->completed);
+    c.st->completed_bytes = 0;
+  }
+  Status s = Commit(*c.job, c.out_fd, *c.partial, c.journal, batch, c.progress, c.result);
+  std::lock_guard<std::mutex> lock(c.st->mu);
+  c.st->committing = false;
+  c.st->last_commit = Clock::now();
+  if (!s.ok()) {
+    c.st->commit_error = s;
+    c.st->stop = true;
+  }
+}
+
 // Worker w copies a contiguous run of the chunks to do, in order: its source descriptors see
 // one sequential stream each, which the kernel's readahead serves best.
-void CopyWorker(const PackJob& job, size_t w, int out_fd, const std::string& partial, CopyState* st,
-                PackProgress* progress) {
+void CopyWorker(const CopyContext& c, size_t w) {
+  const PackJob& job = *c.job;
+  CopyState* st = c.st;
   const PackGeometry& g = job.geometry;
   SourceReader reader;
   Fd wfd, sfd;  // own descriptors: each worker gets its own readahead state
@@ -117,6 +169,9 @@ void CopyWorker(const PackJob& job, size_t w, int out_fd, const std::string& par
     uint64_t k = 0;
     {
       std::lock_guard<std::mutex> lock(st->mu);
+      if (s.ok() && job.pool != nullptr && job.pool->cancelled()) {
+        s = Status::Error(Code::E_INTERNAL, "the pack was cancelled (the process is exiting); re-run to resume");
+      }
       if (!s.ok() && st->error.ok()) {
         st->error = s;
         st->stop = true;
@@ -130,72 +185,34 @@ void CopyWorker(const PackJob& job, size_t w, int out_fd, const std::string& par
     if (s.ok()) {
       crc = Crc32(0, out.data(), span.bytes);
       if (job.fault_after_chunks != 0 && st->writes.fetch_add(1) >= job.fault_after_chunks) {
-        s = ErrnoStatus(EIO, "write", partial).At(kPackHeaderBytes + span.offset);
+        s = ErrnoStatus(EIO, "write", *c.partial).At(kPackHeaderBytes + span.offset);
       } else {
-        s = PwriteFull(out_fd, out.data(), span.bytes, kPackHeaderBytes + span.offset, partial);
+        s = PwriteFull(c.out_fd, out.data(), span.bytes, kPackHeaderBytes + span.offset, *c.partial);
       }
     }
     if (!s.ok()) continue;  // reported at the top of the loop
-    StartWriteback(out_fd, kPackHeaderBytes + span.offset, span.bytes);
-    progress->bytes_done.fetch_add(span.bytes);
-    std::lock_guard<std::mutex> lock(st->mu);
-    st->completed.push_back({k, crc});
-    st->completed_bytes += span.bytes;
-    st->cv.notify_all();
+    StartWriteback(c.out_fd, kPackHeaderBytes + span.offset, span.bytes);
+    c.progress->bytes_done.fetch_add(span.bytes);
+    {
+      std::lock_guard<std::mutex> lock(st->mu);
+      st->completed.push_back({k, crc});
+      st->completed_bytes += span.bytes;
+    }
+    MaybeCommit(c);
   }
-  std::lock_guard<std::mutex> lock(st->mu);
-  --st->active;
-  st->cv.notify_all();
 }
 
-// The calling thread's side of the copy: commits completed chunks (fdatasync of the data,
-// then their journal records) until the workers are done.
-Status CommitLoop(const PackJob& job, int out_fd, const std::string& partial, PackJournal* journal, CopyState* st,
-                  PackProgress* progress, PackResult* result) {
-  auto last = Clock::now();
-  const auto interval = std::chrono::duration<double>(job.commit_seconds);
-  Status commit_error;
-  for (;;) {
-    std::vector<JournalRecord> batch;
-    bool finished = false;
-    {
-      std::unique_lock<std::mutex> lock(st->mu);
-      st->cv.wait_for(lock, std::chrono::milliseconds(100), [&] {
-        return st->active == 0 || st->completed_bytes >= job.commit_bytes;
-      });
-      finished = st->active == 0;
-      bool due = st->completed_bytes >= job.commit_bytes || Clock::now() - last >= interval;
-      if (finished || (due && !st->completed.empty())) {
-        batch.swap(st->completed);
-        st->completed_bytes = 0;
-      }
-    }
-    if (!batch.empty() && commit_error.ok()) {
-      Status s = SyncData(out_fd, partial);
-      if (s.ok()) s = journal->Append(batch);
-      if (s.ok()) {
-        for (const auto& r : batch) {
-          result->crcs[r.chunk] = r.crc;
-          ++result->chunks_written;
-          ChunkSpan span = job.geometry.Chunk(r.chunk);
-          result->bytes_written += span.bytes;
-          progress->chunks_done.fetch_add(1);
-          if (job.drop_cache) DropCache(out_fd, kPackHeaderBytes + span.offset, span.bytes);
-        }
-      } else {
-        commit_error = s;
-        std::lock_guard<std::mutex> lock(st->mu);
-        st->stop = true;
-      }
-      last = Clock::now();
-    }
-    if (finished) {
-      std::lock_guard<std::mutex> lock(st->mu);
-      if (st->completed.empty()) break;
-    }
+// Copies the chunks to do on the job's pool (the calling thread works too), committing as
+// they complete, then commits the rest.
+Status CopyChunks(const CopyContext& c) {
+  RunParallel(c.job->pool, c.st->workers, c.st->workers, [&](size_t w) { CopyWorker(c, w); });
+  // Chunks written before a worker failed are still committed: a re-run keeps them.
+  Status commit = c.st->commit_error;
+  if (commit.ok() && !c.st->completed.empty()) {
+    commit = Commit(*c.job, c.out_fd, *c.partial, c.journal, c.st->completed, c.progress, c.result);
   }
-  if (!st->error.ok()) return st->error;  // the first worker error explains more than a sync error
-  return commit_error;
+  if (!c.st->error.ok()) return c.st->error;  // the first worker error explains more than a sync error
+  return commit;
 }
 
 // Sets up <out>.partial and its journal for the job, keeping whatever an interrupted run
@@ -263,8 +280,11 @@ Status PackLayerInner(const PackJob& job, PackProgress* progress, PackResult* re
 
 Status PackLayer(const PackJob& job, PackProgress* progress, PackResult* result) {
   Status s = PackLayerInner(job, progress, result);
-  if (s.code == Code::E_NO_SPACE || s.code == Code::E_IO) {
-    s.message += "; chunks already written are kept: fix the disk (free space) and re-run the same command to resume";
+  // Advice that fits the cause: a read-only or forbidden --out is not fixed by freeing space.
+  if (s.code == Code::E_NO_SPACE) {
+    s.message += "; chunks already written are kept: free space and re-run the same command to resume";
+  } else if (s.code == Code::E_IO) {
+    s.message += "; chunks already written are kept: fix the cause and re-run the same command to resume";
   }
   return s;
 }
@@ -304,16 +324,8 @@ Status PackLayerInner(const PackJob& job, PackProgress* progress, PackResult* re
   result->was_complete = st.todo.empty() && result->chunks_rejected == 0 && g.chunk_count() > 0;
   progress->phase.store(static_cast<uint64_t>(PackPhase::kCopying));
   if (!st.todo.empty()) {
-    size_t threads = std::clamp<size_t>(job.threads, 1, st.todo.size());
-    st.active = threads;
-    st.workers = threads;
-    std::vector<std::thread> workers;
-    workers.reserve(threads);
-    for (size_t w = 0; w < threads; ++w) {
-      workers.emplace_back([&, w] { CopyWorker(job, w, out_fd.get(), partial, &st, progress); });
-    }
-    s = CommitLoop(job, out_fd.get(), partial, &journal, &st, progress, result);
-    for (auto& t : workers) t.join();
+    st.workers = std::clamp<size_t>(job.threads, 1, st.todo.size());
+    s = CopyChunks(CopyContext{&job, out_fd.get(), &partial, &journal, &st, progress, result});
     if (!s.ok()) return s;
   }
   progress->phase.store(static_cast<uint64_t>(PackPhase::kFinishing));

@@ -1,11 +1,12 @@
 // Packs one layer's rows [start, start + rows) of an Engram table into a data file of format
 // version 1 (core/pack_format.h), crash-safely and resumably.
 //
-// Pipeline: `threads` workers each take the next chunk, read its weight rows (pieces of up to
-// 8 MiB) and scale rows with large preads on their own descriptors, interleave them, checksum
-// the chunk while it is in memory and write it with one pwrite; the calling thread commits
-// (fdatasync of the data, then the journal records of the chunks that sync covered). Reading,
-// interleaving and writing of different chunks overlap across workers.
+// Pipeline: `threads` workers (items of RunParallel on job.pool) each take contiguous chunks,
+// read its weight rows (pieces of up to 8 MiB) and scale rows with large preads on their own
+// descriptors, interleave them, checksum the chunk while it is in memory and write it with one
+// pwrite; as chunks complete, one worker at a time commits (fdatasync of the data, then the
+// journal records of the chunks that sync covered). Reading, interleaving and writing of
+// different chunks overlap across workers.
 //
 // Files: <out>.partial (data), <out>.journal (core/pack_journal.h). On success the data file is
 // fsync'd and renamed to <out>; the journal stays until the caller has written the manifest.
@@ -20,6 +21,7 @@
 
 #include "core/pack_format.h"
 #include "core/status.h"
+#include "core/thread_pool.h"
 
 namespace spark {
 
@@ -36,6 +38,7 @@ struct PackJob {
   std::string header;    // header block JSON, at most 4096 bytes (padded with spaces here)
   std::string key;       // the job's identity in the journal: resume only for the same key
   uint32_t threads = 4;
+  ThreadPool* pool = nullptr;  // runs the workers (the caller works too); cancelled() stops the copy
   uint64_t commit_bytes = uint64_t{1} << 30;  // commit after this many bytes ...
   double commit_seconds = 2.0;                // ... or this long, whichever comes first
   bool drop_cache = true;                     // drop source and written pages once done with

@@ -28,18 +28,20 @@ class BatchRun {
                            : s.data_offset + local * s.stride;
         pieces_.push_back({off, s.row_bytes, r.pos * rb});
       }
-      const RowStore::File& f = store_.files_[table_.file];
+      const ReadFile& f = *store_.files_[table_.file];
       PlanReads(pieces_, 0, pieces_.size(), table_.file, o.merge && sorted, o.max_merge_bytes,
-                f.direct ? kDirectAlign : 1, &ops_);
+                f.direct() ? kDirectAlign : 1, &ops_);
       return;
     }
     const uint64_t sb = table_.scale_bytes;
+    // Null until LoadResident has finished this table: then scales come from the file.
+    const uint8_t* resident = table_.resident.load(std::memory_order_acquire);
     for (const DistinctRow& r : rows) pieces_.push_back({s.weight_offset + r.id * s.dim, s.dim, r.pos * rb});
     size_t weights = pieces_.size();
     for (const DistinctRow& r : rows) {
       uint64_t dest = r.pos * rb + s.dim;
-      if (table_.resident && r.id >= s.resident_start && r.id < s.resident_end) {
-        std::memcpy(out_ + dest, table_.resident.get() + (r.id - s.resident_start) * sb, sb);
+      if (resident != nullptr && r.id >= s.resident_start && r.id < s.resident_end) {
+        std::memcpy(out_ + dest, resident + (r.id - s.resident_start) * sb, sb);
       } else {
         pieces_.push_back({s.scale_offset + r.id * sb, sb, dest});
       }
@@ -67,12 +69,11 @@ class BatchRun {
       Fail(Status::Error(Code::E_STORE_CLOSED, "the row store was closed while this batch was in flight"));
       return;
     }
-    const RowStore::File& f = store_.files_[op.file];
-    FaultInjector* faults = store_.faults_.get();
+    ReadFile& f = *store_.files_[op.file];
+    const ReadContext ctx = store_.Context();
     Status st;
     if (op.into_dest) {
-      st = PreadAll(f.fd, out_ + pieces_[op.first].dest, op.len, op.need, op.offset, f.path, faults,
-                    &store_.read_counters_);
+      st = PreadAll(f, out_ + pieces_[op.first].dest, op.len, op.need, op.offset, ctx);
     } else {
       // Staging memory per pool thread, reused across batches: aligned for O_DIRECT.
       thread_local AlignedBuffer scratch;
@@ -81,8 +82,7 @@ class BatchRun {
         Fail(Status::Error(Code::E_INTERNAL, "out of memory for a " + std::to_string(op.len) + "-byte read buffer"));
         return;
       }
-      st = PreadAll(f.fd, buf, op.len, op.need, op.offset, f.path, faults, &store_.read_counters_,
-                    f.direct ? kDirectAlign : 1);
+      st = PreadAll(f, buf, op.len, op.need, op.offset, ctx);
       if (st.ok()) {
         for (uint32_t k = op.first; k < op.first + op.count; ++k) {
           const Piece& p = pieces_[k];

@@ -1,8 +1,5 @@
 #include "core/row_store.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -29,14 +26,14 @@ std::optional<uint64_t> Extent(uint64_t base, uint64_t count, uint64_t pitch) {
   return CheckedAdd(base, *bytes);
 }
 
-Status FitsInFile(const RowStore::File& f, std::optional<uint64_t> need, uint32_t layer, const char* what) {
-  if (!need) return Bad("layer " + std::to_string(layer) + ": " + what + " offsets overflow 64 bits", f.path);
-  if (*need > f.size) {
+Status FitsInFile(const ReadFile& f, std::optional<uint64_t> need, uint32_t layer, const char* what) {
+  if (!need) return Bad("layer " + std::to_string(layer) + ": " + what + " offsets overflow 64 bits", f.path());
+  if (*need > f.size()) {
     return Status::Error(Code::E_SHARD_TRUNCATED,
                          "layer " + std::to_string(layer) + ": the " + what + " needs " + std::to_string(*need) +
-                             " bytes but the file has " + std::to_string(f.size) +
+                             " bytes but the file has " + std::to_string(f.size()) +
                              " (truncated or wrong offsets; re-download or re-pack)",
-                         f.path);
+                         f.path());
   }
   return Status::Ok();
 }
@@ -57,26 +54,22 @@ Status RowStore::Open(const std::vector<TableSpec>& tables, const StoreOptions& 
   return Status::Ok();
 }
 
-RowStore::~RowStore() {
-  for (File& f : files_) {
-    if (f.fd >= 0) close(f.fd);
-  }
-}
+RowStore::~RowStore() = default;
 
+// Tables that name the same file share its descriptor, but only when they asked for the same
+// kind: a buffered table's unaligned reads would fail on an O_DIRECT descriptor.
 Status RowStore::OpenFile(const std::string& path, bool want_direct, uint64_t probe_offset, uint32_t* index) {
   for (size_t i = 0; i < files_.size(); ++i) {
-    if (files_[i].path == path && (files_[i].direct || !want_direct)) {
+    if (files_[i]->path() == path && files_[i]->direct_requested() == want_direct) {
       *index = static_cast<uint32_t>(i);
       return Status::Ok();
     }
   }
-  File f;
-  f.path = path;
-  Status st = OpenForRead(path, want_direct, probe_offset, &f.fd, &f.direct, &f.size);
-  if (!st.ok()) return st;
+  auto f = std::make_unique<ReadFile>();
   // Random ids: readahead would only pull pages nobody asked for into a cache that is GPU memory.
-  if (options_.fadvise_random && !f.direct) posix_fadvise(f.fd, 0, 0, POSIX_FADV_RANDOM);
-  files_.push_back(f);
+  Status st = f->Open(path, want_direct, probe_offset, options_.fadvise_random);
+  if (!st.ok()) return st;
+  files_.push_back(std::move(f));
   *index = static_cast<uint32_t>(files_.size() - 1);
   return Status::Ok();
 }
@@ -103,17 +96,17 @@ Status RowStore::AddTable(const TableSpec& spec) {
     Status st = OpenFile(spec.weight_path, false, 0, &t->weight_file);
     if (st.ok()) st = OpenFile(spec.scale_path, false, 0, &t->scale_file);
     if (!st.ok()) return st;
-    st = FitsInFile(files_[t->weight_file], Extent(spec.weight_offset, spec.rows, spec.dim), spec.layer, "weight tensor");
+    st = FitsInFile(*files_[t->weight_file], Extent(spec.weight_offset, spec.rows, spec.dim), spec.layer, "weight tensor");
     if (st.ok()) {
-      st = FitsInFile(files_[t->scale_file], Extent(spec.scale_offset, spec.rows, t->scale_bytes), spec.layer,
+      st = FitsInFile(*files_[t->scale_file], Extent(spec.scale_offset, spec.rows, t->scale_bytes), spec.layer,
                       "scale tensor");
     }
     if (st.ok()) {
-      st = CheckColumnHoles(files_[t->weight_file].fd, spec.weight_path, spec.layer, "weight", spec.weight_offset,
+      st = CheckColumnHoles(files_[t->weight_file]->fd(), spec.weight_path, spec.layer, "weight", spec.weight_offset,
                             spec.dim, info.lo, info.hi, spec.holes);
     }
     if (st.ok()) {
-      st = CheckColumnHoles(files_[t->scale_file].fd, spec.scale_path, spec.layer, "scale", spec.scale_offset,
+      st = CheckColumnHoles(files_[t->scale_file]->fd(), spec.scale_path, spec.layer, "scale", spec.scale_offset,
                             t->scale_bytes, info.lo, info.hi, spec.holes);
     }
     if (!st.ok()) return st;
@@ -145,9 +138,9 @@ Status RowStore::AddTable(const TableSpec& spec) {
       need = Extent(spec.data_offset, n, spec.stride);
     }
     Status st = OpenFile(spec.path, spec.direct, spec.data_offset, &t->file);
-    if (st.ok()) st = FitsInFile(files_[t->file], need, spec.layer, "packed rows");
+    if (st.ok()) st = FitsInFile(*files_[t->file], need, spec.layer, "packed rows");
     if (!st.ok()) return st;
-    info.direct_active = files_[t->file].direct;
+    info.direct_active = files_[t->file]->direct();
   }
   infos_.push_back(info);
   tables_.push_back(std::move(t));
@@ -170,35 +163,36 @@ std::vector<TableInfo> RowStore::Tables() const { return infos_; }
 
 Status RowStore::LoadResident(ThreadPool& pool) {
   constexpr uint64_t kChunk = 8 << 20;
+  std::lock_guard<std::mutex> load_lock(resident_mu_);
   for (auto& t : tables_) {
-    if (!t->info.resident || t->resident) continue;
+    if (!t->info.resident || t->resident.load(std::memory_order_acquire) != nullptr) continue;
     const TableSpec& s = t->spec;
     auto bytes = CheckedMul(s.resident_end - s.resident_start, t->scale_bytes);
     if (!bytes || *bytes > SIZE_MAX) return Bad("layer " + std::to_string(s.layer) + ": resident scales too large");
-    t->resident.reset(new (std::nothrow) uint8_t[*bytes == 0 ? 1 : *bytes]);
-    if (!t->resident) {
+    std::unique_ptr<uint8_t[]> data(new (std::nothrow) uint8_t[*bytes == 0 ? 1 : *bytes]);
+    if (!data) {
       return Status::Error(Code::E_INTERNAL, "out of memory holding " + std::to_string(*bytes) + " bytes of resident scales");
     }
-    const File& f = files_[t->scale_file];
+    ReadFile& f = *files_[t->scale_file];
+    const ReadContext ctx = Context();
     uint64_t base = s.scale_offset + s.resident_start * t->scale_bytes;
     size_t chunks = static_cast<size_t>((*bytes + kChunk - 1) / kChunk);
     std::mutex mu;
     Status first;
-    uint8_t* dst = t->resident.get();
+    uint8_t* dst = data.get();
     RunParallel(pool, chunks, pool.size(), [&](size_t c) {
       uint64_t off = c * kChunk;
       uint64_t len = std::min<uint64_t>(kChunk, *bytes - off);
-      Status st = PreadAll(f.fd, dst + off, len, len, base + off, f.path, faults_.get(), &read_counters_);
+      Status st = PreadAll(f, dst + off, len, len, base + off, ctx);
       if (!st.ok()) {
         std::lock_guard<std::mutex> lock(mu);
         if (first.ok()) first = st;
       }
     });
-    if (!first.ok()) {
-      t->resident.reset();
-      return first;
-    }
-    resident_bytes_ += *bytes;
+    if (!first.ok()) return first;
+    t->resident_owner = std::move(data);
+    t->resident.store(t->resident_owner.get(), std::memory_order_release);
+    resident_bytes_.fetch_add(*bytes, std::memory_order_relaxed);
   }
   return Status::Ok();
 }
@@ -228,7 +222,9 @@ StoreStats RowStore::Stats() const {
   s.duplicates = duplicates_.load();
   s.merged = merged_.load();
   s.retries = read_counters_.retries.load();
-  s.resident_bytes = resident_bytes_;
+  s.error_retries = read_counters_.error_retries.load();
+  s.reopens = read_counters_.reopens.load();
+  s.resident_bytes = resident_bytes_.load();
   return s;
 }
 

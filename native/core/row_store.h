@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,7 @@ struct StoreOptions {
   bool merge = true;           // one read for rows whose byte ranges share or neighbour a page
   uint64_t max_merge_bytes = 64 * 1024;
   bool fadvise_random = true;  // POSIX_FADV_RANDOM: no readahead on buffered reads
+  RetryPolicy retry;           // transient read errors (NFS): see IsTransientReadError
   FaultConfig faults;
 };
 
@@ -73,6 +75,8 @@ struct StoreStats {
   uint64_t duplicates = 0;  // rows served by copying another row of the same batch
   uint64_t merged = 0;      // row pieces that shared a read with another piece
   uint64_t retries = 0;     // EINTR and short-read continuations
+  uint64_t error_retries = 0;  // reads retried after a transient error (ETIMEDOUT, ESTALE, EIO)
+  uint64_t reopens = 0;        // files opened again after ESTALE
   uint64_t resident_bytes = 0;
 };
 
@@ -95,6 +99,8 @@ class RowStore {
   RowStore& operator=(const RowStore&) = delete;
 
   // Reads the resident scale rows of every table that asked for them, in parallel on `pool`.
+  // Safe while gathers run: a table's scales are used only once all of them are in memory
+  // (until then its gathers read scales from the file). Concurrent calls load once.
   Status LoadResident(ThreadPool& pool);
 
   // The first id of ids[0..n) outside the layer's table, as an E_ROW_RANGE status naming it.
@@ -111,12 +117,6 @@ class RowStore {
   std::vector<TableInfo> Tables() const;
   const TableInfo* Find(uint32_t layer) const;
 
-  struct File {
-    std::string path;
-    int fd = -1;
-    bool direct = false;
-    uint64_t size = 0;
-  };
   // One table as opened: its spec plus the files and derived sizes the planner uses.
   struct Table {
     TableSpec spec;
@@ -125,7 +125,11 @@ class RowStore {
     uint32_t file = 0;                         // packed
     uint64_t scale_bytes = 0;                  // D/32
     uint64_t rows_per_page = 0;                // packed page layout
-    std::unique_ptr<uint8_t[]> resident;       // scale rows [resident_start, resident_end)
+    // Scale rows [resident_start, resident_end): owned by resident_owner (written under
+    // RowStore::resident_mu_), published through `resident` once complete, never freed before
+    // the store. Gathers read only `resident` (acquire): null means "read the file".
+    std::unique_ptr<uint8_t[]> resident_owner;
+    std::atomic<const uint8_t*> resident{nullptr};
   };
 
  private:
@@ -133,9 +137,10 @@ class RowStore {
   Status AddTable(const TableSpec& spec);
   Status OpenFile(const std::string& path, bool want_direct, uint64_t probe_offset, uint32_t* index);
   const Table* FindTable(uint32_t layer) const;
+  ReadContext Context() { return ReadContext{faults_.get(), &read_counters_, options_.retry}; }
 
   StoreOptions options_;
-  std::vector<File> files_;
+  std::vector<std::unique_ptr<ReadFile>> files_;
   std::vector<std::unique_ptr<Table>> tables_;
   std::vector<TableInfo> infos_;
   std::unique_ptr<FaultInjector> faults_;
@@ -144,7 +149,8 @@ class RowStore {
   friend class BatchRun;
   std::atomic<uint64_t> batches_{0}, rows_{0}, reads_{0}, bytes_read_{0}, duplicates_{0}, merged_{0};
   ReadCounters read_counters_;
-  uint64_t resident_bytes_ = 0;
+  std::mutex resident_mu_;  // one LoadResident at a time
+  std::atomic<uint64_t> resident_bytes_{0};
 };
 
 }  // namespace spark

@@ -415,8 +415,12 @@ Status ReadHeader(const std::string& path, Header* out) {
   struct stat st;
   if (fstat(file.get(), &st) != 0) return ErrnoStatus(errno, "fstat", path);
   if (!S_ISREG(st.st_mode)) {
-    return Status::Error(Code::E_IO, std::string(S_ISDIR(st.st_mode) ? "is a directory" : "is not a regular file") +
-                                         ", expected a .safetensors file", path);
+    // Bad input, like a missing file (exit 2), not an I/O failure.
+    return Status::Error(Code::E_NOT_A_FILE, std::string(S_ISDIR(st.st_mode)    ? "is a directory"
+                                                         : S_ISFIFO(st.st_mode) ? "is a named pipe (FIFO)"
+                                                                                : "is not a regular file") +
+                                                 ", expected a .safetensors file",
+                         path);
   }
   uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size < 8) {

@@ -8,7 +8,7 @@
 
 #include "core/pack_chunks.h"
 #include "core/file_io.h"
-#include "core/worker_group.h"
+#include "core/parallel.h"
 
 namespace spark {
 
@@ -48,7 +48,7 @@ void CheckChunks(const VerifyJob& job, VerifyProgress* progress, Findings* found
   const PackGeometry& g = job.geometry;
   const bool rows = job.has_source && job.all_rows;
   size_t threads = std::clamp<size_t>(job.threads, 1, std::max<uint64_t>(g.chunk_count(), 1));
-  RunWorkers(threads, [&](size_t w) {
+  RunParallel(job.pool, threads, threads, [&](size_t w) {
     std::vector<uint64_t> bad_chunks, bad_rows;
     uint64_t checked = 0, compared = 0, bytes = 0;
     std::vector<uint8_t> expect;
@@ -65,6 +65,10 @@ void CheckChunks(const VerifyJob& job, VerifyProgress* progress, Findings* found
     reader.drop_cache = job.drop_cache;
     auto [lo, hi] = ContiguousRun(g.chunk_count(), threads, w);
     for (uint64_t k = lo; s.ok() && k < hi; ++k) {
+      if (job.pool != nullptr && job.pool->cancelled()) {
+        s = Status::Error(Code::E_INTERNAL, "the verify was cancelled (the process is exiting)");
+        break;
+      }
       ChunkSpan span = g.Chunk(k);
       uint32_t crc = 0;
       bool complete = false;
@@ -100,7 +104,7 @@ void CheckSample(const VerifyJob& job, int fd, uint64_t file_bytes, Findings* fo
   std::atomic<size_t> next{0};
   const auto& ids = job.sample_rows;
   size_t threads = std::clamp<size_t>(job.threads, 1, std::max<size_t>(ids.size(), 1));
-  RunWorkers(threads, [&](size_t) {
+  RunParallel(job.pool, threads, threads, [&](size_t) {
     std::vector<uint64_t> bad_rows;
     uint64_t compared = 0, bytes = 0;
     SourceFds src;

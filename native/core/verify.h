@@ -12,6 +12,7 @@
 #include "core/pack.h"
 #include "core/pack_format.h"
 #include "core/status.h"
+#include "core/thread_pool.h"
 
 namespace spark {
 
@@ -21,6 +22,7 @@ struct VerifyJob {
   std::string header;          // expected header JSON; the block must equal it padded with spaces
   std::vector<uint32_t> crcs;  // expected, one per chunk
   uint32_t threads = 4;
+  ThreadPool* pool = nullptr;  // runs the workers (the caller works too); cancelled() stops them
   bool check_chunks = true;
   bool has_source = false;
   PackSource weight, scale;

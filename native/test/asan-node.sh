@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the node tests once against an AddressSanitizer + UBSan build of the addon.
 #   bash native/test/asan-node.sh
-# The sanitized addon is built in a scratch copy of the package (node_modules symlinked), so
+# The sanitized addon is built in a scratch copy of the package (addon-copy.sh), so
 # build/Release stays the normal build. The tests load it through SPARK_ADDON_PATH (see
 # src/native/index.ts). Node itself is not instrumented, so the ASan runtime must be preloaded;
 # leak detection is off because V8 keeps memory alive until exit by design.
@@ -12,16 +12,8 @@ cxx=${CXX:-g++}
 work=$(mktemp -d "${TMPDIR:-/tmp}/spark-asan-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-mkdir -p "$work/native"
-cp "$root/binding.gyp" "$root/package.json" "$work/"
-cp -r "$root/native/core" "$root/native/binding" "$work/native/"
-ln -s "$root/node_modules" "$work/node_modules"
-echo "building the sanitized addon in $work"
-# `npm run` puts npm's own node-gyp on PATH, as for `npm run build:native`.
-(cd "$work" && CXX="$cxx" SPARK_SANITIZE=1 npm run build:native >"$work/build.log" 2>&1) || {
-  cat "$work/build.log" >&2
-  exit 1
-}
+. "$root/native/test/addon-copy.sh"
+CXX="$cxx" SPARK_SANITIZE=1 build_addon_copy "$root" "$work"
 addon="$work/build/Release/spark.node"
 # The sanitized addon must really be sanitized, or this run proves nothing.
 if ! ldd "$addon" | grep -q libasan; then

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -28,7 +29,24 @@ std::vector<uint8_t> RandomBytes(size_t n, uint32_t seed) {
   return v;
 }
 
+// Bytes Python can regenerate in one line, for the zlib vectors below.
+std::vector<uint8_t> ZlibPattern() {
+  std::vector<uint8_t> v(1 << 16);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<uint8_t>(i * i + i / 7);
+  return v;
+}
+
 }  // namespace
+
+// The runner sets SPARK_CRC32_EXPECT where it knows the path (the emulated aarch64 CPU has
+// the CRC extension; SPARK_CRC32_PORTABLE=1 forces slice-by-8), so a fast path that silently
+// stops being detected fails here instead of passing on the fallback.
+TEST(TakesTheExpectedPath) {
+  const char* path = spark::Crc32Implementation();
+  const char* expect = std::getenv("SPARK_CRC32_EXPECT");
+  std::printf("  crc32 path: %s%s\n", path, expect ? "" : " (no expectation set)");
+  if (expect != nullptr) CHECK_EQ(std::strcmp(path, expect), 0);
+}
 
 TEST(KnownVectors) {
   const char* check = "123456789";
@@ -40,6 +58,23 @@ TEST(KnownVectors) {
   CHECK_EQ(spark::Crc32(0, a.data(), a.size()), 0x9A38DA03u);
   std::vector<uint8_t> zeros(4096, 0);
   CHECK_EQ(spark::Crc32(0, zeros.data(), zeros.size()), 0xC71C0011u);
+}
+
+TEST(AgreesWithZlibOnOddOffsetsAndLengths) {
+  // d = bytes((i*i + i//7) & 255 for i in range(1 << 16)); zlib.crc32(d[off:off+n]) in Python.
+  auto d = ZlibPattern();
+  struct Vector {
+    size_t off, n;
+    uint32_t crc;
+  };
+  const Vector vectors[] = {{0, 65536, 0x9A24BFDEu}, {1, 65535, 0xD88544F2u}, {7, 1000, 0xFCBD950Bu},
+                            {13, 15, 0x4139608Fu},   {3, 64, 0x0D9650EFu},     {5, 33, 0x6D7397FBu}};
+  for (const auto& v : vectors) {
+    CHECK_EQ(spark::Crc32(0, d.data() + v.off, v.n), v.crc);
+    CHECK_EQ(spark::Crc32Portable(0, d.data() + v.off, v.n), v.crc);
+  }
+  // zlib.crc32(d, 0x12345678): continuing from a running value.
+  CHECK_EQ(spark::Crc32(0x12345678u, d.data(), d.size()), 0x82DE7548u);
 }
 
 TEST(FastPathMatchesBitwiseForEveryLengthAndAlignment) {

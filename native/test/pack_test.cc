@@ -9,11 +9,13 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/crc32.h"
 #include "core/pack_format.h"
 #include "core/pack_journal.h"
+#include "core/thread_pool.h"
 #include "core/verify.h"
 #include "test/testing.h"
 
@@ -53,6 +55,12 @@ Source MakeSource(uint64_t rows, uint64_t dim, uint64_t lead = 664) {
   return s;
 }
 
+// The workers' pool for every job of these tests.
+ThreadPool& Pool() {
+  static ThreadPool pool(4);
+  return pool;
+}
+
 std::vector<uint8_t> ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
@@ -74,6 +82,7 @@ PackJob MakeJob(const Source& src, uint64_t start, uint64_t count, PackLayout la
   job.header = std::string("{\"layer\":1,\"layout\":\"") + LayoutName(layout) + "\"}";
   job.key = "key-" + std::to_string(start) + "-" + std::to_string(count) + LayoutName(layout);
   job.threads = 3;
+  job.pool = &Pool();
   job.commit_bytes = 1;  // commit after every chunk: exercises the journal
   return job;
 }
@@ -103,6 +112,7 @@ VerifyJob VerifyFor(const PackJob& job, const PackResult& r) {
   v.header = job.header;
   v.crcs = r.crcs;
   v.threads = 2;
+  v.pool = &Pool();
   v.weight = job.weight;
   v.scale = job.scale;
   v.start = job.start;
@@ -306,6 +316,30 @@ TEST(VerifyNamesFlippedChunkTruncationHeaderAndRows) {
   CHECK(vr.header_ok);
   CHECK_EQ(vr.bad_chunk_count, 2u);
   CHECK(vr.bad_chunks == (std::vector<uint64_t>{11, 12}));
+}
+
+TEST(AnAbandonedPoolStopsAPackAtItsNextChunkAndTheRunResumes) {
+  Source src = MakeSource(50000, 32);
+  PackJob job = MakeJob(src, 0, 50000, PackLayout::kDense, 50, src.dir + "/l.bin");  // 1000 chunks, a sync each
+  ThreadPool pool(3);
+  job.pool = &pool;
+  PackProgress progress;
+  PackResult r;
+  Status s;
+  std::thread caller([&] { s = PackLayer(job, &progress, &r); });
+  while (progress.chunks_done.load() < 3) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  CHECK(pool.Abandon(std::chrono::milliseconds(5000)));  // the workers stop at their next chunk
+  caller.join();
+  CHECK(s.code == Code::E_INTERNAL);
+  CHECK(s.message.find("cancelled") != std::string::npos);
+  CHECK(r.chunks_written >= 3 && r.chunks_written < 1000);
+  uint64_t committed = r.chunks_written;
+  job.pool = &Pool();
+  PackResult again;
+  CHECK(PackLayer(job, &progress, &again).ok());
+  CHECK_EQ(again.chunks_kept, committed);
+  CHECK_EQ(again.chunks_written, 1000u - committed);
+  CHECK(PackedFileIsRight(job, src));
 }
 
 int main() { return spark_test::RunAll("pack_test"); }

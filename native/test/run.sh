@@ -2,24 +2,117 @@
 # Builds and runs the standalone C++ unit tests (no Node involved).
 #   bash native/test/run.sh              plain build (-O2)
 #   bash native/test/run.sh --sanitize   AddressSanitizer + UndefinedBehaviorSanitizer
+#   bash native/test/run.sh --tsan       ThreadSanitizer, on the tests that race threads
+#   bash native/test/run.sh --arm64      cross-compiled for aarch64, run under qemu-aarch64
+# native/core is compiled once into libspark_core.a (the spark_core target of binding.gyp),
+# and every *_test.cc links against it. crc32_test runs twice: on the path this CPU takes and
+# with the portable fallback forced. Ends with one line "N passed, M failed" over all runs;
+# exits 1 if anything failed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 native=$(dirname "$here")
-cxx=${CXX:-g++}
+root=$(dirname "$native")
+variant=${1:-plain}
+case "$variant" in
+  plain | --sanitize | --tsan | --arm64) variant=${variant#--} ;;
+  *)
+    echo "run.sh: unknown option '$1'; use --sanitize, --tsan, --arm64 or nothing" >&2
+    exit 2
+    ;;
+esac
+
 flags=(-std=c++20 -Wall -Wextra -Werror -pthread -D_FILE_OFFSET_BITS=64 -I"$native")
-out="$here/build/plain"
-if [ "${1:-}" = "--sanitize" ]; then
-  flags+=(-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
-  out="$here/build/sanitize"
-else
-  flags+=(-O2)
-fi
-mkdir -p "$out"
-core_sources=("$native"/core/*.cc)
-fail=0
-for t in "$here"/*_test.cc; do
-  name=$(basename "$t" .cc)
-  "$cxx" "${flags[@]}" "$t" "${core_sources[@]}" -o "$out/$name"
-  if "$out/$name"; then :; else fail=1; fi
+cxx=${CXX:-g++}
+ar=${AR:-ar}
+runner=()
+crc_expect=""
+tests=("$here"/*_test.cc)
+case "$variant" in
+  plain) flags+=(-O2) ;;
+  sanitize) flags+=(-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer) ;;
+  tsan)
+    flags+=(-O1 -g -fsanitize=thread)
+    tests=("$here"/thread_pool_test.cc "$here"/row_store_io_test.cc)
+    export TSAN_OPTIONS="halt_on_error=1"
+    ;;
+  arm64)
+    flags+=(-O2 -DSPARK_TEST_EMULATED)
+    cxx=${ARM64_CXX:-aarch64-linux-gnu-g++}
+    ar=${ARM64_AR:-aarch64-linux-gnu-ar}
+    runner=(qemu-aarch64 -L "${ARM64_SYSROOT:-/usr/aarch64-linux-gnu}")
+    # qemu's default aarch64 CPU ("max") has the CRC extension, so the hardware path must be taken.
+    crc_expect=armv8-crc32
+    for tool in "$cxx" "$ar" qemu-aarch64; do
+      command -v "$tool" >/dev/null || {
+        echo "run.sh: $tool not found; install the cross tools: apt-get install g++-aarch64-linux-gnu qemu-user" >&2
+        exit 3
+      }
+    done
+    ;;
+esac
+out="$here/build/$variant"
+
+# The addon links the same library, so a core source missing from binding.gyp would be a
+# symbol the addon only misses when it is called.
+for src in "$native"/core/*.cc; do
+  grep -q "\"native/core/$(basename "$src")\"" "$root/binding.gyp" || {
+    echo "run.sh: native/core/$(basename "$src") is not in the spark_core sources of binding.gyp; add it there" >&2
+    exit 1
+  }
 done
-exit $fail
+
+# Each compiler run writes NAME.o into the current directory; up to JOBS at once.
+jobs=${JOBS:-$(nproc)}
+compile_into() {
+  local dir=$1
+  shift
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  (cd "$dir" && printf '%s\0' "$@" | xargs -0 -n 1 -P "$jobs" "$cxx" "${flags[@]}" -c)
+}
+compile_into "$out/core" "$native"/core/*.cc
+rm -f "$out/libspark_core.a"
+"$ar" rcs "$out/libspark_core.a" "$out"/core/*.o
+compile_into "$out/tests" "${tests[@]}"
+for obj in "$out"/tests/*.o; do
+  "$cxx" "${flags[@]}" "$obj" -L"$out" -lspark_core -o "$out/$(basename "$obj" .o)"
+done
+
+passed=0
+failed=0
+# run LABEL BINARY [ENV=VALUE...]: runs one suite and adds its "N passed, M failed" line to
+# the totals; a suite that dies without its summary, or exits non-zero with none failed, counts
+# as one failure.
+run() {
+  local label=$1 bin=$2 log="$out/${1//[^a-z0-9_]/_}.log" status=0
+  shift 2
+  echo "== $label"
+  env "$@" "${runner[@]}" "$bin" >"$log" 2>&1 || status=$?
+  cat "$log"
+  local summary p f
+  summary=$(grep -E '^[a-z0-9_]+: [0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1 || true)
+  if [ -z "$summary" ]; then
+    echo "FAIL $label: exited with status $status before its summary"
+    failed=$((failed + 1))
+    return
+  fi
+  read -r p f < <(sed -E 's/^.*: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/' <<<"$summary")
+  passed=$((passed + p))
+  failed=$((failed + f))
+  if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then
+    echo "FAIL $label: exited with status $status"
+    failed=$((failed + 1))
+  fi
+}
+
+for t in "${tests[@]}"; do
+  name=$(basename "$t" .cc)
+  if [ "$name" = crc32_test ]; then
+    run "crc32_test (the path this CPU takes)" "$out/$name" ${crc_expect:+SPARK_CRC32_EXPECT=$crc_expect}
+    run "crc32_test (portable fallback)" "$out/$name" SPARK_CRC32_PORTABLE=1 SPARK_CRC32_EXPECT=slice-by-8
+  else
+    run "$name" "$out/$name"
+  fi
+done
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

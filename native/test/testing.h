@@ -7,6 +7,17 @@
 #include <string>
 #include <vector>
 
+// SPARK_TEST_SLOW_BUILD: the sanitizers, or emulation (run.sh --arm64 passes
+// -DSPARK_TEST_EMULATED), run several times slower than the hardware; tests with a time bound
+// use a smaller input and a looser bound there.
+#if defined(SPARK_TEST_EMULATED) || defined(__SANITIZE_ADDRESS__)
+#define SPARK_TEST_SLOW_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SPARK_TEST_SLOW_BUILD 1
+#endif
+#endif
+
 namespace spark_test {
 
 struct Case {

@@ -9,6 +9,7 @@ import type { LayerSource } from '../engram/layer-source.js';
 import type { RankLayerRange, TilingReport } from '../engram/ranges.js';
 import type { SplitRule } from '../native/tiling.js';
 import { fromEnv, parseCount } from './options.js';
+import { compilePattern } from './snapshot-args.js';
 
 export interface EngramRangesOptions {
   snapshot?: string;
@@ -35,15 +36,7 @@ function parseFormat(text: string | undefined, json: boolean): Format {
 }
 
 function parsePattern(text: string | undefined, flag: string): RegExp | undefined {
-  if (text === undefined) return undefined;
-  let re: RegExp;
-  try {
-    re = new RegExp(text);
-  } catch (err) {
-    throw usageError(`${flag} is not a valid regular expression: ${(err as Error).message}`);
-  }
-  if (new RegExp(`${re.source}|`).exec('')!.length !== 2) throw usageError(`${flag} must have exactly one capture group (the layer number)`);
-  return re;
+  return text === undefined ? undefined : compilePattern(flag, text);
 }
 
 const shq = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;

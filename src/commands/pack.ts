@@ -12,6 +12,7 @@ import { formatBytes } from '../format.js';
 import { fromEnv, parseCount, requireOption } from './options.js';
 import { progressLine, progressLog, type ProgressLine } from './progress.js';
 import { engramPatternFlags, patternsFromFlags, snapshotArgument } from './snapshot-args.js';
+import { reportInterrupt } from './interrupt.js';
 
 /** Pack workers each hold ~2 chunks (~33 MiB): more than this buys no bandwidth. */
 export const MAX_PACK_THREADS = 16;
@@ -165,8 +166,8 @@ export function packCommand(ctx: CliContext): Command {
     .addHelpText(
       'after',
       `
-Interrupted (killed, disk full, I/O error)? Run the same command again: finished chunks are
-re-checked and kept. Re-running on a complete directory is a no-op. Check with spark verify.
+Interrupted (Ctrl-C, killed, disk full, I/O error)? Run the same command again: finished
+chunks are re-checked and kept. Ctrl-C says so and ends with status 130 (128 + SIGINT). Re-running on a complete directory is a no-op. Check with spark verify.
 Exit codes: 0 ok, 2 bad usage or snapshot, 3 disk full, I/O error or snapshot changed.
 
 Examples:
@@ -174,7 +175,14 @@ Examples:
   NODE_RANK=2 SPARK_WORLD_SIZE=4 spark pack /models/dsv41 --out /engram --layout page`,
     )
     .action(async (snapshot: string | undefined, flags: PackFlags) => {
-      ctx.emit(await runPack(parsePackFlags(snapshot, flags, ctx.io), ctx.io), Boolean(flags.json));
+      const options = parsePackFlags(snapshot, flags, ctx.io);
+      const again = `interrupted; the chunks written so far are kept: run the same spark pack command again to resume (into ${options.out})`;
+      const stop = reportInterrupt(ctx.io, Boolean(flags.json), 'pack', again);
+      try {
+        ctx.emit(await runPack(options, ctx.io), Boolean(flags.json));
+      } finally {
+        stop();
+      }
     });
   return engramPatternFlags(cmd);
 }

@@ -98,7 +98,8 @@ Examples:
         ctx.emit(await runNodeFacts(flags.nodeFacts, ctx.io), true);
         return;
       }
-      if (recipe === undefined) throw usageError('spark preflight needs a recipe: spark preflight <recipe.toml> [--cluster FILE]');
+      // The argument is optional only for --node-facts; otherwise say what commander would.
+      if (recipe === undefined) throw usageError("missing required argument 'recipe.toml'");
       ctx.emit(await runPreflightCommand(parsePreflightFlags(recipe, flags, ctx.io), ctx.io), Boolean(flags.json));
     });
 }

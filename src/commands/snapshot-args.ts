@@ -22,7 +22,8 @@ export function engramPatternFlags(cmd: Command): Command {
     .option('--scale-pattern <regex>', 'Engram scale tensor names, one capture group for the layer');
 }
 
-function compile(flag: string, source: string): RegExp {
+/** A --weight-pattern / --scale-pattern value: valid, one capture group (matching is time-bound). */
+export function compilePattern(flag: string, source: string): RegExp {
   let re: RegExp;
   try {
     re = new RegExp(source);
@@ -37,7 +38,7 @@ function compile(flag: string, source: string): RegExp {
 
 export function patternsFromFlags(flags: PatternFlags): Partial<EngramPatterns> {
   const out: Partial<EngramPatterns> = {};
-  if (flags.weightPattern !== undefined) out.weightPattern = compile('--weight-pattern', flags.weightPattern);
-  if (flags.scalePattern !== undefined) out.scalePattern = compile('--scale-pattern', flags.scalePattern);
+  if (flags.weightPattern !== undefined) out.weightPattern = compilePattern('--weight-pattern', flags.weightPattern);
+  if (flags.scalePattern !== undefined) out.scalePattern = compilePattern('--scale-pattern', flags.scalePattern);
   return out;
 }

@@ -1,10 +1,12 @@
 // `spark synth <dir>`: writes a DSV4.1-shaped synthetic snapshot (see src/engram/synth.ts).
 import { Command } from 'commander';
 import type { CliContext } from '../cli.js';
-import { synthesize, SYNTH_DEFAULTS, type SynthOptions, type SynthResult } from '../engram/synth.js';
+import { synthesize, SYNTH_DEFAULTS, validateSynthOptions, type SynthOptions, type SynthResult } from '../engram/synth.js';
 import type { CommandResult, Io } from '../io.js';
 import { parseCount, parseCountList } from './options.js';
 import { formatBytes } from '../format.js';
+import { readdirSync } from 'node:fs';
+import { usageError } from '../errors.js';
 
 interface SynthFlags {
   layers?: string;
@@ -33,7 +35,29 @@ export function parseSynthFlags(dir: string, f: SynthFlags): SynthOptions {
   };
 }
 
+/** synth writes a new snapshot: it never replaces files in a directory that has any. */
+function refuseOccupied(dir: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return;
+    if (code === 'ENOTDIR') throw usageError(`${dir} exists and is not a directory; pick a new directory for the snapshot`, { path: dir });
+    throw err;
+  }
+  if (names.length > 0) {
+    throw usageError(
+      `${dir} is not empty (${names.length} entr${names.length === 1 ? 'y' : 'ies'}, e.g. ${names.sort()[0]}); ` +
+        'synth writes a new snapshot: remove the directory or pick another',
+      { path: dir },
+    );
+  }
+}
+
 export function runSynth(options: SynthOptions, _io?: Io): CommandResult {
+  validateSynthOptions(options);
+  refuseOccupied(options.dir);
   const result: SynthResult = synthesize(options);
   const lines = [
     `wrote ${result.files.length} shards, ${formatBytes(result.bytes)}${options.sparse ? ' (sparse)' : ''} to ${result.dir} in ${result.seconds.toFixed(2)} s`,
@@ -45,7 +69,7 @@ export function runSynth(options: SynthOptions, _io?: Io): CommandResult {
 export function synthCommand(ctx: CliContext): Command {
   return new Command('synth')
     .description('write a small DeepSeek-V4.1-shaped snapshot with checkable Engram rows')
-    .argument('<dir>', 'directory to write (created if missing)')
+    .argument('<dir>', 'directory to write: new or empty (created if missing)')
     .option('--layers <list>', 'Engram layer ids', '1,14')
     .option('--vocab <n>', 'engram_vocab_size: sub-table primes start above it', String(SYNTH_DEFAULTS.vocab))
     .option('--heads <n>', 'engram_n_heads', String(SYNTH_DEFAULTS.heads))

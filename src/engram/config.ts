@@ -32,7 +32,7 @@ function isObject(v: unknown): v is Json {
 /** Reads DIR/config.json; undefined when the file does not exist. */
 export async function readModelConfig(dir: string): Promise<ModelConfig | undefined> {
   const path = join(dir, 'config.json');
-  const raw = await readJsonIfExists(path, 'E_CONFIG');
+  const raw = await readJsonIfExists(path, 'E_CONFIG', { what: 'model config' });
   if (raw === undefined) return undefined;
   if (!isObject(raw)) throw new SparkError('E_CONFIG', `${path}: expected a JSON object`, { path });
   return parseModelConfig(raw, path);

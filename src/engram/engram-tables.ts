@@ -4,6 +4,7 @@
 // one capture group for the layer.
 import { SparkError } from '../errors.js';
 import type { ModelConfig } from './config.js';
+import { captureLayers } from './pattern-match.js';
 
 export interface TensorRef {
   name: string;
@@ -45,47 +46,50 @@ function patternsOf(options: Partial<EngramPatterns>): EngramPatterns {
   };
 }
 
-/**
- * A cheap test that a name may match: with the default patterns every match contains
- * '.engram.embed.', so the regexes run on a handful of names instead of every tensor of a
- * large checkpoint.
- */
-function candidateTest(p: EngramPatterns): (name: string) => boolean {
-  const full = (name: string) => p.weightPattern.test(name) || p.scalePattern.test(name);
-  if (p.weightPattern === DEFAULT_PATTERNS.weightPattern && p.scalePattern === DEFAULT_PATTERNS.scalePattern) {
-    return (name) => name.includes('.engram.embed.') && full(name);
-  }
-  return full;
+interface LayerMatch {
+  weight?: number;
+  scale?: number;
 }
 
-function layerOf(name: string, pattern: RegExp): number | undefined {
-  const m = pattern.exec(name);
-  if (!m || m[1] === undefined || !/^\d+$/.test(m[1])) return undefined;
-  return Number(m[1]);
+/**
+ * The names that match a pattern, with the layers captured. With the default patterns every
+ * match contains '.engram.embed.', so the regexes run on a handful of names instead of every
+ * tensor of a large checkpoint; a user's pattern runs under a time bound (pattern-match.ts).
+ */
+function engramMatches(names: readonly string[], p: EngramPatterns): Map<string, LayerMatch> {
+  const defaultWeight = p.weightPattern === DEFAULT_PATTERNS.weightPattern;
+  const defaultScale = p.scalePattern === DEFAULT_PATTERNS.scalePattern;
+  const pool = defaultWeight && defaultScale ? names.filter((n) => n.includes('.engram.embed.')) : names;
+  const weights = captureLayers(pool, p.weightPattern, '--weight-pattern', defaultWeight);
+  const scales = captureLayers(pool, p.scalePattern, '--scale-pattern', defaultScale);
+  const out = new Map<string, LayerMatch>();
+  pool.forEach((name, i) => {
+    const m: LayerMatch = {};
+    if (weights[i] !== undefined) m.weight = weights[i];
+    if (scales[i] !== undefined) m.scale = scales[i];
+    if (m.weight !== undefined || m.scale !== undefined) out.set(name, m);
+  });
+  return out;
 }
 
 /** The tensor names that belong to an Engram table (weight or scale). */
 export function engramTensorNames(names: Iterable<string>, options: Partial<EngramPatterns> = {}): string[] {
-  const p = patternsOf(options);
-  const maybe = candidateTest(p);
-  return [...names].filter((n) => maybe(n) && (layerOf(n, p.weightPattern) !== undefined || layerOf(n, p.scalePattern) !== undefined));
+  return [...engramMatches([...names], patternsOf(options)).keys()];
 }
 
 /** Pairs weight and scale tensors per layer and checks their dtypes, shapes and row counts. */
 export function findEngramTables(
-  tensors: { filter(keep: (name: string) => boolean): TensorRef[] },
+  tensors: { names(): string[]; filter(keep: (name: string) => boolean): TensorRef[] },
   config: ModelConfig | undefined,
   options: Partial<EngramPatterns> = {},
 ): EngramTable[] {
-  const p = patternsOf(options);
+  const matches = engramMatches(tensors.names(), patternsOf(options));
   const weights = new Map<number, TensorRef>();
   const scales = new Map<number, TensorRef>();
-  const candidates = tensors.filter(candidateTest(p));
-  for (const t of candidates) {
-    const wl = layerOf(t.name, p.weightPattern);
-    if (wl !== undefined) addUnique(weights, wl, t);
-    const sl = layerOf(t.name, p.scalePattern);
-    if (sl !== undefined) addUnique(scales, sl, t);
+  for (const t of tensors.filter((name) => matches.has(name))) {
+    const { weight, scale } = matches.get(t.name)!;
+    if (weight !== undefined) addUnique(weights, weight, t);
+    if (scale !== undefined) addUnique(scales, scale, t);
   }
   const tables: EngramTable[] = [];
   for (const [layer, weight] of [...weights].sort((a, b) => a[0] - b[0])) {

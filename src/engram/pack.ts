@@ -5,9 +5,10 @@
 // packer), fsync'd and renamed; the source files' size and mtime are re-checked; then
 // engram-local.json is written to a temporary file, fsync'd, renamed and the directory
 // fsync'd; only then are the journals removed. A directory without the manifest is not a pack.
-import { mkdir, open, rename, rm, stat, statfs } from 'node:fs/promises';
+import { open, rename, rm, stat, statfs } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { SparkError } from '../errors.js';
+import { SparkError, withPath } from '../errors.js';
+import { makeWritableDir } from '../writable-dir.js';
 import { lockDirectory, packLayer, type PackLayerProgress, type PackLayout } from '../native/pack.js';
 import { parsePackedManifest, type PackSplit } from './packed-manifest.js';
 import {
@@ -200,12 +201,16 @@ async function checkSpace(out: string, layers: PlannedLayer[]): Promise<void> {
 async function writeManifest(out: string, doc: PackedManifest): Promise<string> {
   const path = join(out, MANIFEST_NAME);
   const tmp = `${path}.tmp`;
-  const fh = await open(tmp, 'w');
   try {
-    await fh.writeFile(manifestText(doc));
-    await fh.sync();
-  } finally {
-    await fh.close();
+    const fh = await open(tmp, 'w');
+    try {
+      await fh.writeFile(manifestText(doc));
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+  } catch (err) {
+    throw withPath(err, tmp); // Node names no path for a failed write or fsync
   }
   await rename(tmp, path);
   await fsyncDir(out);
@@ -215,7 +220,7 @@ async function writeManifest(out: string, doc: PackedManifest): Promise<string> 
 export async function packEngram(req: PackRequest): Promise<PackSummary> {
   const t0 = performance.now();
   const out = resolve(req.out);
-  await mkdir(out, { recursive: true });
+  await makeWritableDir(out);
   const unlock = lockDirectory(out);
   try {
     return await packLocked(req, out, t0);

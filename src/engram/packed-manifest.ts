@@ -7,7 +7,7 @@
 //   page:  floor(4096 / stride) rows per 4096-byte page, row i at
 //          dataOffset + floor(i / perPage) * 4096 + (i mod perPage) * stride, stride = rowBytes.
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readSmallText } from '../small-file.js';
 import { join } from 'node:path';
 import { SparkError } from '../errors.js';
 import { arr, bad, int, num, obj, str } from './manifest-fields.js';
@@ -100,8 +100,9 @@ export async function readPackedManifest(dir: string): Promise<PackedManifest> {
   const path = join(dir, MANIFEST_NAME);
   let text: string;
   try {
-    text = await readFile(path, 'utf8');
+    text = await readSmallText(path, { what: 'manifest' });
   } catch (err) {
+    if (err instanceof SparkError) throw err; // a FIFO, a directory: already one line naming it
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') {
       throw new SparkError('E_FILE_NOT_FOUND', `${dir} is not a packed directory: no ${MANIFEST_NAME} (run spark pack)`, { path });

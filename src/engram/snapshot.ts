@@ -2,12 +2,14 @@
 // one .safetensors file, validated and reduced to what the tools need: the shards, every
 // tensor's place in its file, config.json, and the Engram tables.
 import { lstat, realpath, stat } from 'node:fs/promises';
-import { basename, dirname, isAbsolute, join, relative, sep } from 'node:path';
+import { basename, dirname, isAbsolute, join } from 'node:path';
 import { SparkError } from '../errors.js';
 import { readHeadersSettled, type SafetensorsHeader, type SafetensorsTensor } from '../native/safetensors.js';
 import { readModelConfig, type ModelConfig } from './config.js';
 import { engramTensorNames, findEngramTables, type EngramPatterns, type EngramTable, type TensorRef } from './engram-tables.js';
 import { readJsonIfExists } from '../read-optional.js';
+import { SIZE_CAPS } from '../small-file.js';
+import { revisionOfSnapshotDir } from '../hf-cache.js';
 
 export type { EngramTable, TensorRef } from './engram-tables.js';
 
@@ -46,6 +48,9 @@ export async function openSnapshot(path: string, options: OpenSnapshotOptions = 
     throw err;
   });
   if (info.isFile()) return fromFiles(dirname(path), 'file', [basename(path)], undefined, options);
+  if (!info.isDirectory()) {
+    throw new SparkError('E_NOT_A_FILE', `${path}: neither a snapshot directory nor a .safetensors file (a FIFO, device or socket)`, { path });
+  }
   const dir = path;
   const indexPath = join(dir, INDEX_FILE);
   const index = await readIndex(indexPath);
@@ -66,11 +71,18 @@ export async function openSnapshot(path: string, options: OpenSnapshotOptions = 
 type WeightMap = Map<string, string>;
 
 async function readIndex(indexPath: string): Promise<WeightMap | undefined> {
-  const doc = await readJsonIfExists(indexPath, 'E_INDEX_JSON');
+  const doc = await readJsonIfExists(indexPath, 'E_INDEX_JSON', { what: 'index', maxBytes: SIZE_CAPS.index });
   if (doc === undefined) return undefined;
   const weightMap = (doc as { weight_map?: unknown } | null)?.weight_map;
   if (typeof doc !== 'object' || doc === null || typeof weightMap !== 'object' || weightMap === null || Array.isArray(weightMap)) {
     throw new SparkError('E_INDEX_JSON', `${indexPath}: expected an object with a "weight_map" object`, { path: indexPath });
+  }
+  // Without this, an empty index reads as a snapshot without Engram tables, and the error
+  // blames config.json for listing layers the snapshot "lacks".
+  if (Object.keys(weightMap).length === 0) {
+    throw new SparkError('E_INDEX_JSON', `${indexPath}: "weight_map" is empty, so the index names no tensors; download the index again`, {
+      path: indexPath,
+    });
   }
   const map: WeightMap = new Map();
   const checked = new Set<string>();
@@ -153,6 +165,11 @@ class LazyTensorMap {
     return this.all().values();
   }
 
+  /** Every tensor name, in file order. */
+  names(): string[] {
+    return this.headers.flatMap((h) => h.tensors.map((t) => t.name));
+  }
+
   /** The tensors whose names pass `keep`, without building the whole map. */
   filter(keep: (name: string) => boolean): TensorRef[] {
     const out: TensorRef[] = [];
@@ -209,8 +226,13 @@ async function exists(path: string): Promise<boolean> {
   }
 }
 
-/** A shard must be a regular file whose real path stays inside the snapshot directory. */
-async function resolveShard(dir: string, realDir: string, fileName: string): Promise<string> {
+/**
+ * The path of a shard the index names. Its NAME must stay inside the snapshot (checkShardName);
+ * where a link then leads is the user's choice: the Hugging Face cache links into blobs/,
+ * `huggingface-cli download --local-dir` trees and NFS-hosted shards link anywhere. The header
+ * reader refuses what is not a regular file.
+ */
+async function resolveShard(dir: string, fileName: string): Promise<string> {
   const file = join(dir, fileName);
   try {
     await lstat(file);
@@ -222,18 +244,10 @@ async function resolveShard(dir: string, realDir: string, fileName: string): Pro
     }
     throw err;
   }
-  const real = await realpath(file).catch(() => {
-    throw new SparkError('E_SHARD_MISSING', `${file}: shard is a dangling link; download it again`, { path: file });
+  await realpath(file).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== 'ENOENT' && err.code !== 'ELOOP' && err.code !== 'ENOTDIR') throw err;
+    throw new SparkError('E_SHARD_MISSING', `${file}: shard is a dangling link (or a link loop); download it again`, { path: file });
   });
-  // The Hugging Face cache links snapshots/<rev>/x to ../../blobs/<hash>: allow the model's own
-  // cache folder (the parent of snapshots/), nothing outside it.
-  const allowed = basename(dirname(realDir)) === 'snapshots' ? dirname(dirname(realDir)) : realDir;
-  const rel = relative(allowed, real);
-  if (rel.startsWith('..') || isAbsolute(rel)) {
-    throw new SparkError('E_INDEX_PATH', `${file}: links outside the snapshot (to ${real}); refusing to read it`, {
-      path: file,
-    });
-  }
   return file;
 }
 
@@ -245,7 +259,7 @@ async function fromFiles(
   options: OpenSnapshotOptions,
 ): Promise<Snapshot> {
   const realDir = await realpath(dir);
-  const files = await Promise.all(fileNames.map((f) => resolveShard(dir, realDir, f)));
+  const files = await Promise.all(fileNames.map((f) => resolveShard(dir, f)));
   const expected = index ? namesPerFile(index, fileNames) : undefined;
   const [settled, config] = await Promise.all([readHeadersSettled(files, { expected }), readModelConfig(dir)]);
   const headers: SafetensorsHeader[] = [];
@@ -264,7 +278,6 @@ async function fromFiles(
   }));
   const tensors = new LazyTensorMap(headers, shards);
   const engram = findEngramTables(tensors, config, options);
-  const rev = basename(realDir);
-  const revision = /^[0-9a-f]{40}$/.test(rev) && realDir.includes(`${sep}snapshots${sep}`) ? rev : undefined;
+  const revision = revisionOfSnapshotDir(realDir);
   return { dir, kind, revision, shards, tensors, config, engram };
 }

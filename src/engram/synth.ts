@@ -3,7 +3,7 @@
 // the data is not 4 KiB aligned, and row bytes from synth-rows.ts that any reader can check.
 import { closeSync, ftruncateSync, mkdirSync, openSync, renameSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { usageError } from '../errors.js';
+import { usageError, withPath } from '../errors.js';
 import type { EngramConfig } from './config.js';
 import { engramSubTableSizes, prefixOffsets } from './primes.js';
 import { fillRows } from './synth-rows.js';
@@ -163,18 +163,22 @@ function writeShard(path: string, tensors: TensorSpec[], metadata: Record<string
   headerBytes.writeBigUInt64LE(BigInt(dataStart - 8), 0);
   headerBytes.write(json, 8, 'utf8');
   const partial = `${path}.partial`;
-  const fd = openSync(partial, 'w');
   try {
-    writeAll(fd, headerBytes, 0);
-    if (sparse) ftruncateSync(fd, dataStart + offset);
-    let at = dataStart;
-    for (const t of tensors) {
-      t.write(fd, at);
-      at += t.bytes;
+    const fd = openSync(partial, 'w');
+    try {
+      writeAll(fd, headerBytes, 0);
+      if (sparse) ftruncateSync(fd, dataStart + offset);
+      let at = dataStart;
+      for (const t of tensors) {
+        t.write(fd, at);
+        at += t.bytes;
+      }
+      ftruncateSync(fd, dataStart + offset);
+    } finally {
+      closeSync(fd);
     }
-    ftruncateSync(fd, dataStart + offset);
-  } finally {
-    closeSync(fd);
+  } catch (err) {
+    throw withPath(err, partial); // a failed write (ENOSPC) names no file otherwise
   }
   renameSync(partial, path);
   return dataStart + offset;
@@ -263,6 +267,10 @@ export function synthesize(o: SynthOptions): SynthResult {
 }
 
 function writeJsonAtomic(path: string, value: unknown): void {
-  writeFileSync(`${path}.partial`, JSON.stringify(value, null, 2) + '\n');
+  try {
+    writeFileSync(`${path}.partial`, JSON.stringify(value, null, 2) + '\n');
+  } catch (err) {
+    throw withPath(err, `${path}.partial`);
+  }
   renameSync(`${path}.partial`, path);
 }

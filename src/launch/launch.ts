@@ -131,6 +131,22 @@ export async function runLaunch(req: LaunchRequest, io: Io): Promise<LaunchResul
   const log = (text: string) => io.stderr(text.endsWith('\n') ? text : text + '\n');
   const tools = toolsFromEnv(io.env, req.sparkBin);
   const inputs = await loadInputs(req, io);
+  const { recipe, cluster } = inputs;
+  const head = cluster.nodes[cluster.head]!;
+  const readText: ReadText = readTextViaHead(head, tools, io.env);
+  const env = envValues(effectiveEnv(recipe, cluster, inputs.envFile));
+  // Resolved once: preflight checks the very snapshot the containers are given. When it cannot
+  // be resolved (the head's cache unreadable), preflight still runs on every node first: its
+  // report says why (a NAS not mounted, a node down) better than the ref that was not found.
+  let unresolved: SparkError | undefined;
+  const snapshot =
+    recipeModelArg(recipe) === undefined
+      ? await resolveSnapshot(recipe, cluster, { ...pin(req, env), readText, home: io.env.HOME ?? homedir() }).catch((err: unknown) => {
+          if (!(err instanceof SparkError) || err.code !== 'E_SNAPSHOT') throw err;
+          unresolved = err;
+          return undefined;
+        })
+      : undefined;
 
   // The same preflight `spark preflight --cluster` runs: every node, over ssh.
   const report = await runPreflight(
@@ -140,6 +156,7 @@ export async function runLaunch(req: LaunchRequest, io: Io): Promise<LaunchResul
       ...(req.env ? { env: req.env } : {}),
       ...(req.sparkBin !== undefined ? { sparkBin: req.sparkBin } : {}),
       ...(req.nodeTimeoutMs !== undefined ? { nodeTimeoutMs: req.nodeTimeoutMs } : {}),
+      ...(snapshot ? { servedSnapshot: snapshot.hostPath } : {}),
     },
     io,
   );
@@ -147,16 +164,9 @@ export async function runLaunch(req: LaunchRequest, io: Io): Promise<LaunchResul
   if (report.counts.error > 0 && !req.force) {
     throw new SparkError('E_CHECK_FAILED', `preflight found ${report.counts.error} error(s), nothing was started; fix them, or pass --force to launch anyway`);
   }
+  if (unresolved) throw unresolved;
   if (req.signal?.aborted) throw interrupted();
 
-  const { recipe, cluster } = inputs;
-  const head = cluster.nodes[cluster.head]!;
-  const readText: ReadText = readTextViaHead(head, tools, io.env);
-  const env = envValues(effectiveEnv(recipe, cluster, inputs.envFile));
-  const snapshot =
-    recipeModelArg(recipe) === undefined
-      ? await resolveSnapshot(recipe, cluster, { ...pin(req, env), readText, home: io.env.HOME ?? homedir() })
-      : undefined;
   const homes = usesHome(inputs) ? await probeHomes(cluster.nodes, tools, io.env) : undefined;
   const query = req.detectGid === false ? undefined : gidQuery(env);
   const gids = query ? await probeGids(cluster.nodes, query, tools, io.env) : undefined;

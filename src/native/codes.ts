@@ -8,6 +8,10 @@ export const ERROR_CODES = {
   E_ADDON_LOAD: 3,
   E_CHECK_FAILED: 1,
   E_FILE_NOT_FOUND: 2,
+  /** A directory, FIFO, device or socket where a regular file is expected. */
+  E_NOT_A_FILE: 2,
+  /** A small file (recipe, config, index) past its size cap. */
+  E_FILE_TOO_LARGE: 2,
   E_SAFETENSORS_TRUNCATED: 2,
   E_SAFETENSORS_HEADER_SIZE: 2,
   E_SAFETENSORS_UTF8: 2,
@@ -41,6 +45,8 @@ export const ERROR_CODES = {
   E_SYSFS: 3,
   E_EXEC: 3,
   E_STORE_CLOSED: 2,
+  /** A worker thread could not be started (pid limit, ulimit -u). */
+  E_THREAD_START: 3,
   E_PACK_MANIFEST: 2,
   E_NODE_FAILED: 3,
   E_HEALTH_TIMEOUT: 3,

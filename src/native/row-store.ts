@@ -48,13 +48,33 @@ export interface PackedTableSpec {
 
 export type TableSpec = SnapshotTableSpec | PackedTableSpec;
 
-/** Deterministic faults for tests: every Nth read is cut short / interrupted / fails with EIO. */
+/** Deterministic faults for tests: every Nth read call (counted across threads) misbehaves. */
 export interface FaultOptions {
+  /** Cut short (keeping O_DIRECT alignment). */
   shortEvery?: number;
+  /** O_DIRECT: returns half a block less than it read, as an NFS server may. */
+  shortUnalignedEvery?: number;
   eintrEvery?: number;
   eioEvery?: number;
+  etimedoutEvery?: number;
+  /** The descriptor used by the Nth read goes stale: ESTALE on it from then on. */
+  estaleAt?: number;
+  /** The Nth read throws a C++ exception (a bug where none is expected). */
+  throwAt?: number;
+  /** Starting the Nth reader thread fails as under a pid limit. */
+  threadStartFailAt?: number;
   /** Sleep this long before every read (models NFS latency). */
   delayUs?: number;
+}
+
+/**
+ * Transient read errors (ETIMEDOUT, ESTALE, EIO: what NFS reports when its server is slow or
+ * failed over) are retried `retries` times (default 4), waiting `delayMs` (default 50) before
+ * the first retry and twice as long before each next one, at most 1 s; ESTALE reopens the file.
+ */
+export interface RetryOptions {
+  retries?: number;
+  delayMs?: number;
 }
 
 export interface RowStoreOptions {
@@ -67,6 +87,7 @@ export interface RowStoreOptions {
   maxMergeBytes?: number;
   /** POSIX_FADV_RANDOM on buffered files (default true). */
   fadviseRandom?: boolean;
+  retry?: RetryOptions;
   faults?: FaultOptions;
   /** Environment consulted for SPARK_ENGRAM_THREADS (default process.env). */
   env?: NodeJS.ProcessEnv;
@@ -79,7 +100,12 @@ export interface RowStoreStats {
   bytesRead: number;
   duplicates: number;
   merged: number;
+  /** EINTR and short-read continuations. */
   retries: number;
+  /** Reads retried after a transient error. */
+  errorRetries: number;
+  /** Files opened again after ESTALE. */
+  reopens: number;
   residentBytes: number;
   threads: number;
   inflight: number;
@@ -98,7 +124,8 @@ export interface RowTableInfo {
 export type RowIds = Uint32Array | BigUint64Array | readonly number[];
 
 interface NativeRowStore {
-  gather(layer: number, ids: Uint32Array | BigUint64Array, out: Uint8Array): Promise<void>;
+  /** Fills `out` at completion, or resolves with a new Buffer when it is omitted. */
+  gather(layer: number, ids: Uint32Array | BigUint64Array, out?: Uint8Array): Promise<Buffer | undefined>;
   loadResident(): Promise<void>;
   stats(): RowStoreStats;
   tables(): RowTableInfo[];
@@ -178,17 +205,21 @@ export class RowStore {
 
   /**
    * Reads the rows at `ids` of `layer` in one batch: row i lands at out[i * rowBytes]. Resolves
-   * with `out` (a new Buffer when omitted). Rejects with a RangeError for an id outside the
-   * table (before any read), a TypeError for an output buffer that is too small, and an error
-   * carrying code/path/offset for I/O failures.
+   * with `out` as a Buffer (a new Buffer when omitted). `out` is written only when the batch
+   * completes, on this thread; a buffer detached meanwhile (transferred with postMessage or
+   * structuredClone) makes the batch reject with E_USAGE instead. Rejects with a RangeError for
+   * an id outside the table (before any read), a TypeError for an output buffer that is too
+   * small, and an error carrying code/path/offset for I/O failures.
    */
   gather(layer: number, ids: RowIds, out?: Uint8Array): Promise<Buffer> {
     try {
       const typed = toIdArray(ids);
-      const size = typed.length * this.rowBytes(layer);
-      const target = out ?? Buffer.allocUnsafe(size);
-      const result = Buffer.isBuffer(target) ? target : Buffer.from(target.buffer, target.byteOffset, target.byteLength);
-      return this.track(this.native.gather(layer, typed, target)).then(() => result);
+      this.rowBytes(layer); // an unknown layer is a RangeError here, before the addon is asked
+      if (out === undefined) {
+        return this.track(this.native.gather(layer, typed)).then((rows) => rows as Buffer);
+      }
+      const result = Buffer.isBuffer(out) ? out : Buffer.from(out.buffer, out.byteOffset, out.byteLength);
+      return this.track(this.native.gather(layer, typed, out)).then(() => result);
     } catch (err) {
       return Promise.reject(err);
     }

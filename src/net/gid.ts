@@ -4,9 +4,10 @@
 // AF_INET: IPv4-mapped GIDs), the wanted RoCE version (NCCL_IB_ROCE_VERSION_NUM, 2) and the
 // range (NCCL_IB_ADDR_RANGE); the lowest such index wins. One value (B12X_ROCE_GID_INDEX)
 // serves every HCA of a node, so HCAs that disagree are a failure too.
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { SparkError } from '../errors.js';
+import { readSmallTextSync, SIZE_CAPS } from '../small-file.js';
 import { formatHcaItem, hcaListMatches, parseHcaList, unmatchedItems } from './hca-list.js';
 import {
   gidAddress,
@@ -48,6 +49,10 @@ export function gidPolicy(env: NodeJS.ProcessEnv, overrides: GidPolicyOverrides 
   }
   let roceVersion = 2;
   const verText = (overrides.roceVersion ?? env.NCCL_IB_ROCE_VERSION_NUM ?? '').trim();
+  if (overrides.roceVersion !== undefined && !/^[12]$/.test(verText)) {
+    // Only the flag is refused: the variable is NCCL's, and what NCCL does with it is reported.
+    throw new SparkError('E_USAGE', `--roce-version must be 1 or 2, got '${overrides.roceVersion}'`);
+  }
   if (verText !== '') {
     if (/^\d+$/.test(verText)) roceVersion = Number(verText);
     else if (overrides.roceVersion !== undefined) throw new SparkError('E_USAGE', `--roce-version must be 1 or 2, got '${verText}'`);
@@ -122,9 +127,12 @@ export interface GidScanOptions {
 
 function readText(path: string): string | undefined {
   try {
-    return readFileSync(path, 'utf8').trim();
-  } catch {
-    return undefined; // unpopulated entries fail to read (EINVAL) on real sysfs
+    return readSmallTextSync(path, { what: 'sysfs attribute', maxBytes: SIZE_CAPS.sysfs }).trim();
+  } catch (err) {
+    // A FIFO or device under --sysfs is a bad sysfs tree, said so; unpopulated entries fail
+    // to read (EINVAL) on real sysfs and are simply absent.
+    if (err instanceof SparkError) throw err;
+    return undefined;
   }
 }
 

@@ -21,8 +21,7 @@ import {
   type HostPath,
 } from '../recipes/index.js';
 import type { NodeView } from './facts/view.js';
-import { hasCopyManifest } from './local-copy.js';
-import { hfSnapshotDir, isSnapshotPath, type SnapshotSource } from './sources.js';
+import { findSnapshotSource, isSnapshotPath, type SnapshotSource } from './sources.js';
 import type { CheckedNode, LocalNode, PreflightContext } from './types.js';
 
 export interface PreflightOptions {
@@ -47,6 +46,8 @@ export interface PreflightOptions {
   only?: string[];
   /** Skip these rules (ids or `family.` prefixes). */
   skip?: string[];
+  /** The snapshot `spark launch` resolved and will serve (host path): checked instead of refs/main. */
+  servedSnapshot?: string;
   /** For tests: how this host is named and addressed. */
   hostname?: string;
   addresses?: string[];
@@ -68,26 +69,20 @@ export async function buildContext(options: PreflightOptions, io: Io): Promise<P
   const clusterDiagnostics: FileDiagnostic[] = [...(loadedCluster?.diagnostics ?? []), ...(envFile?.diagnostics ?? [])];
   const mode = clusterMode(options) ? 'cluster' : 'local';
 
-  let source: SnapshotSource | undefined | null = null;
-  const snapshotSource = (): SnapshotSource | undefined => {
-    if (source !== null) return source;
-    source = undefined;
-    if (options.snapshot !== undefined) {
-      const dir = resolve(io.cwd, options.snapshot);
-      if (mode === 'local' || isSnapshotPath(dir)) source = { dir, how: '--snapshot' };
-    } else {
-      const engramDir = env.get('SPARK_ENGRAM_DIR')?.value;
-      const mapped = engramDir ? containerToHost(engramDir, recipe, cluster, home, io.cwd) : undefined;
-      // A sparse copy has an index too, but it is a node's copy of some rows, not the model.
-      if (mapped && isSnapshotPath(mapped.host) && !hasCopyManifest(mapped.host)) {
-        source = { dir: mapped.host, how: 'SPARK_ENGRAM_DIR' };
-      } else if (cluster?.hfCache !== undefined) {
-        const dir = hfSnapshotDir(resolve(io.cwd, cluster.hfCache), recipe.model);
-        if (dir) source = { dir, how: 'hf_cache' };
-      }
-    }
-    return source;
-  };
+  // In cluster mode --snapshot and the served snapshot are paths on the nodes: this machine reads
+  // config.json there only when it sees the same path (a NAS mounted here too).
+  const seenHere = (p: string | undefined) => p !== undefined && (mode === 'local' || isSnapshotPath(resolve(io.cwd, p)));
+  const source = await findSnapshotSource({
+    ...(seenHere(options.snapshot) ? { snapshot: options.snapshot! } : {}),
+    ...(options.servedSnapshot !== undefined ? { served: options.servedSnapshot } : {}),
+    ...(cluster?.hfCache !== undefined ? { hfCache: cluster.hfCache } : {}),
+    model: recipe.model,
+    env,
+    toHost: (containerPath) => containerToHost(containerPath, recipe, cluster, home, io.cwd),
+    home,
+    cwd: io.cwd,
+  });
+  const snapshotSource = (): SnapshotSource | undefined => source;
 
   let config: Promise<ModelConfig | undefined> | undefined;
   const ctx: PreflightContext = {

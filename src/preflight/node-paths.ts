@@ -1,7 +1,8 @@
 // The host paths node rules look at, named in one place: the request a node answers is built
 // from these (facts/request.ts), and the rules read the answers by the same names.
 import { join } from 'node:path';
-import { HF_CACHE_CONTAINER_PATH, hfModelDir, hostPath, type EnvValue, type HostPath, type Mount } from '../recipes/index.js';
+import { hfModelDir } from '../hf-cache.js';
+import { HF_CACHE_CONTAINER_PATH, hostPath, type EnvValue, type HostPath, type Mount } from '../recipes/index.js';
 import { PACK_MANIFEST_NAME } from '../engram/local-dir.js';
 import { SPARSE_MANIFEST_NAME } from '../engram/sparse-manifest.js';
 import type { NodeView } from './facts/view.js';
@@ -78,9 +79,13 @@ export function hfCacheHost(ctx: PreflightContext): string | undefined {
   return ctx.cluster?.hfCache === undefined ? undefined : hostPath(ctx.cluster.hfCache, ctx.home, ctx.cwd);
 }
 
-/** Where the node's snapshot may be, in the order preflight looks (see SnapshotSource). */
-export function snapshotCandidates(ctx: PreflightContext, snapshotFlag: string | undefined): SnapshotCandidate[] {
-  if (snapshotFlag !== undefined) return [{ dir: snapshotFlag }];
+/**
+ * Where the node's snapshot may be, in the order preflight looks (see findSnapshotSource):
+ * --snapshot, else the snapshot a launch serves, else SPARK_ENGRAM_DIR, else the cache's.
+ */
+export function snapshotCandidates(ctx: PreflightContext, given: { snapshot?: string; served?: string }): SnapshotCandidate[] {
+  if (given.snapshot !== undefined) return [{ dir: given.snapshot }];
+  if (given.served !== undefined) return [{ dir: given.served }];
   const out: SnapshotCandidate[] = [];
   const e = engramDirOnNode(ctx);
   // A node-local copy there is some of the rows, not the model: the node skips it.

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Io } from '../io.js';
-import { toSparkError, usageError } from '../errors.js';
+import { SparkError, toSparkError, usageError } from '../errors.js';
 import { configFamily, stackOf } from '../recipes/index.js';
 import { toolsFromEnv } from '../launch/ssh.js';
 import { VERSION } from '../cli.js';
@@ -52,9 +52,9 @@ export function ruleSelected(id: string, patterns: readonly string[]): boolean {
   return patterns.some((p) => id === p || id.startsWith(p.endsWith('.') ? p : p + '.'));
 }
 
-function validatePatterns(patterns: readonly string[] | undefined, flag: string): void {
+function validatePatterns(patterns: readonly string[] | undefined, flag: string, rules: readonly Rule[]): void {
   for (const p of patterns ?? []) {
-    if (!RULES.some((r) => ruleSelected(r.id, [p]))) {
+    if (!rules.some((r) => ruleSelected(r.id, [p]))) {
       throw usageError(`${flag} ${p}: no such rule (rule ids are listed in docs/preflight.md)`);
     }
   }
@@ -65,7 +65,18 @@ export function appliesTo(rule: Rule, ctx: PreflightContext): boolean {
   return rule.families === undefined || rule.families.includes(ctx.family);
 }
 
-type Outcome = { findings: Finding[] } | { skip: string };
+/**
+ * What a rule may fail on and still leave the others' findings worth reading: the environment
+ * (EACCES on a mount, a FIFO where a file belongs) or bad input (a malformed config.json).
+ * Anything else (a TypeError, an E_INTERNAL) is a bug in the rule.
+ */
+function isEnvironmentError(err: unknown): boolean {
+  if (err instanceof SparkError) return err.code !== 'E_INTERNAL';
+  const e = err as NodeJS.ErrnoException | undefined;
+  return typeof e?.code === 'string' && typeof e.syscall === 'string';
+}
+
+type Outcome = { findings: Finding[] } | { skip: string } | { bug: unknown };
 
 async function checkRule(rule: Rule, ctx: PreflightContext): Promise<Outcome> {
   try {
@@ -74,8 +85,21 @@ async function checkRule(rule: Rule, ctx: PreflightContext): Promise<Outcome> {
   } catch (err) {
     // One rule that cannot read what it needs (EACCES on a mount, a malformed config.json)
     // must not hide the others' findings; it is reported as not checked, with the reason.
+    // A bug is not "not checked": a green report would hide it.
+    if (!isEnvironmentError(err)) return { bug: err };
     return { skip: `could not check: ${toSparkError(err).message.split('\n')[0]}` };
   }
+}
+
+/** A rule that failed with a bug: the run fails with E_INTERNAL (exit 3) naming it. */
+function internalError(rule: Rule, bug: unknown): SparkError {
+  const message = bug instanceof Error ? bug.message : String(bug);
+  return new SparkError(
+    'E_INTERNAL',
+    `preflight rule ${rule.id} failed with an internal error (a bug in spark; please report it): ` +
+      `${message.split('\n')[0]}; --skip ${rule.id} runs the other rules`,
+    { rule: rule.id },
+  );
 }
 
 /** This machine as the one node (local mode). */
@@ -93,8 +117,10 @@ async function checkThisNode(base: PreflightContext, options: PreflightOptions):
   return [{ node, view: nodeView(facts, request), sysfs: base.sysfs, notes: [] }];
 }
 
-function snapshotFlag(options: PreflightOptions, cwd: string): { snapshot?: string } {
-  return options.snapshot === undefined ? {} : { snapshot: resolve(cwd, options.snapshot) };
+/** Where the request says the node's snapshot is, when the command line or the launch says. */
+function snapshotFlag(options: PreflightOptions, cwd: string): { snapshot?: string; served?: string } {
+  if (options.snapshot !== undefined) return { snapshot: resolve(cwd, options.snapshot) };
+  return options.servedSnapshot === undefined ? {} : { served: options.servedSnapshot };
 }
 
 /** Every node that runs the recipe, over ssh, all at once (cluster mode). */
@@ -134,24 +160,25 @@ function fileContexts(base: PreflightContext): PreflightContext[] {
   return [one ? forNode(base, one.node, { home: base.home, sysfs: base.sysfs }) : base];
 }
 
-export async function runPreflight(options: PreflightOptions, io: Io): Promise<PreflightReport> {
+/** `rules` is for tests; the CLI runs RULES. */
+export async function runPreflight(options: PreflightOptions, io: Io, rules: readonly Rule[] = RULES): Promise<PreflightReport> {
   const began = performance.now();
-  validatePatterns(options.only, '--only');
-  validatePatterns(options.skip, '--skip');
+  validatePatterns(options.only, '--only', rules);
+  validatePatterns(options.skip, '--skip', rules);
   const ctx = await buildContext(options, io);
   const scratch = ctx.mode === 'cluster' ? mkdtempSync(join(tmpdir(), 'spark-preflight-')) : undefined;
   try {
     ctx.checked = scratch !== undefined ? await checkNodes(ctx, options, io, scratch) : await checkThisNode(ctx, options);
     await settleFamily(ctx);
-    return await runRules(ctx, options, began);
+    return await runRules(ctx, options, rules, began);
   } finally {
     if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
   }
 }
 
-async function runRules(ctx: PreflightContext, options: PreflightOptions, began: number): Promise<PreflightReport> {
+async function runRules(ctx: PreflightContext, options: PreflightOptions, rules: readonly Rule[], began: number): Promise<PreflightReport> {
   // Cluster rules compare nodes: with --local there is one, so they do not apply.
-  const selected = RULES.filter(
+  const selected = rules.filter(
     (r) => appliesTo(r, ctx) && (r.scope !== 'cluster' || ctx.mode === 'cluster') && (options.only === undefined || ruleSelected(r.id, options.only)) && !ruleSelected(r.id, options.skip ?? []),
   );
   const findings: Finding[] = [];
@@ -164,6 +191,7 @@ async function runRules(ctx: PreflightContext, options: PreflightOptions, began:
     seen.add(key);
   };
   const reachable = ctx.checked.filter((c) => c.view);
+  let bug: SparkError | undefined;
   await Promise.all(
     selected.map(async (rule) => {
       if (rule.scope === 'local-node') {
@@ -178,7 +206,8 @@ async function runRules(ctx: PreflightContext, options: PreflightOptions, began:
         for (const c of reachable) {
           const ref: NodeRef = { rank: c.node.rank, host: c.node.host };
           const o = await checkRule(rule, forNode(ctx, c.node, { home: c.view!.facts.home, sysfs: c.sysfs, view: c.view! }));
-          if ('skip' in o) skipped.push({ rule: rule.id, reason: o.skip, node: ref });
+          if ('bug' in o) bug ??= internalError(rule, o.bug);
+          else if ('skip' in o) skipped.push({ rule: rule.id, reason: o.skip, node: ref });
           else {
             ran.add(rule.id);
             for (const f of o.findings) add(f.node ? f : { ...f, node: ref });
@@ -188,6 +217,11 @@ async function runRules(ctx: PreflightContext, options: PreflightOptions, began:
       }
       const contexts = rule.scope === 'files' ? fileContexts(ctx) : [ctx];
       const outcomes = await Promise.all(contexts.map((c) => checkRule(rule, c)));
+      const failed = outcomes.find((o): o is { bug: unknown } => 'bug' in o);
+      if (failed) {
+        bug ??= internalError(rule, failed.bug);
+        return;
+      }
       const done = outcomes.filter((o): o is { findings: Finding[] } => 'findings' in o);
       if (done.length === 0) {
         skipped.push({ rule: rule.id, reason: (outcomes[0] as { skip: string }).skip });
@@ -197,8 +231,9 @@ async function runRules(ctx: PreflightContext, options: PreflightOptions, began:
       for (const o of done) for (const f of o.findings) add(f);
     }),
   );
+  if (bug) throw bug;
   // Stable: by severity, then rule order, then as each rule listed them.
-  const order = new Map(RULES.map((r, i) => [r.id, i]));
+  const order = new Map(rules.map((r, i) => [r.id, i]));
   findings.sort((a, b) => ORDER[a.severity] - ORDER[b.severity] || order.get(a.rule)! - order.get(b.rule)!);
   skipped.sort((a, b) => order.get(a.rule)! - order.get(b.rule)!);
   const counts: Record<Severity, number> = { error: 0, warn: 0, info: 0 };

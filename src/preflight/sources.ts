@@ -1,16 +1,19 @@
 // Where preflight finds the model: the snapshot directory (for config.json and the shard
 // headers) and the Engram directory a recipe points its containers at. Nothing here reads a
 // shard; config.json is one small file.
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
-import { hfModelDir } from '../recipes/index.js';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { hfModelDir, hfSnapshotPath, resolveRevision } from '../hf-cache.js';
+import { hostPath, type EffectiveEnv, type HostPath } from '../recipes/index.js';
+import { hasCopyManifest } from './local-copy.js';
 
 export interface SnapshotSource {
   /** Host directory (or single .safetensors file). */
   dir: string;
-  /** How it was found: the --snapshot flag, the recipe's SPARK_ENGRAM_DIR through its mounts,
-   *  or the model id under the cluster's hf_cache (refs/main). */
-  how: '--snapshot' | 'SPARK_ENGRAM_DIR' | 'hf_cache';
+  /** How it was found: the --snapshot flag, the snapshot `spark launch` resolved and serves,
+   *  the recipe's SPARK_ENGRAM_DIR through its mounts, or the model id under the cluster's
+   *  hf_cache (refs/main, else its only snapshot). */
+  how: '--snapshot' | 'launch' | 'SPARK_ENGRAM_DIR' | 'hf_cache';
 }
 
 /** What the snapshot rules need from an opened snapshot. */
@@ -30,29 +33,33 @@ export function isSnapshotPath(path: string): boolean {
 /** A packed Engram directory (its manifest is written last, so present = complete). */
 export { isPackedDir as isPackDir } from '../engram/packed-manifest.js';
 
-/**
- * The snapshot of `model` in a Hugging Face cache: hub/models--org--name/snapshots/<rev>, where
- * rev is refs/main, or the only snapshot present.
- */
-export function hfSnapshotDir(hfCache: string, model: string): string | undefined {
-  const base = hfModelDir(hfCache, model);
-  try {
-    const rev = readFileSync(join(base, 'refs', 'main'), 'utf8').trim();
-    const dir = join(base, 'snapshots', rev);
-    if (rev !== '' && existsSync(dir)) return dir;
-  } catch {
-    // no refs/main: fall through to the snapshots listing
-  }
-  try {
-    const revs = readdirSync(join(base, 'snapshots')).filter((d) => statSync(join(base, 'snapshots', d)).isDirectory());
-    return revs.length === 1 ? join(base, 'snapshots', revs[0]!) : undefined;
-  } catch {
-    return undefined;
-  }
+export interface SourceInputs {
+  /** --snapshot, relative to cwd. */
+  snapshot?: string;
+  /** The snapshot a launch serves, resolved once by the launcher. */
+  served?: string;
+  model: string;
+  env: EffectiveEnv;
+  hfCache?: string;
+  toHost(containerPath: string): HostPath | undefined;
+  home: string;
+  cwd: string;
 }
 
-/** The revision of a snapshot directory under a Hugging Face cache (its directory name). */
-export function revisionOf(dir: string): string | undefined {
-  const m = /\/snapshots\/([0-9a-f]{7,64})\/?$/.exec(dir);
-  return m?.[1];
+/** The snapshot preflight checks, in that order of precedence; undefined when none is on this node. */
+export async function findSnapshotSource(i: SourceInputs): Promise<SnapshotSource | undefined> {
+  if (i.snapshot !== undefined) return { dir: resolve(i.cwd, i.snapshot), how: '--snapshot' };
+  if (i.served !== undefined) return existsSync(i.served) ? { dir: i.served, how: 'launch' } : undefined;
+  const engramDir = i.env.get('SPARK_ENGRAM_DIR')?.value;
+  const mapped = engramDir ? i.toHost(engramDir) : undefined;
+  // A node-local copy under SPARK_ENGRAM_DIR is not the snapshot: its rules read its manifest.
+  if (mapped && isSnapshotPath(mapped.host) && !hasCopyManifest(mapped.host)) return { dir: mapped.host, how: 'SPARK_ENGRAM_DIR' };
+  if (i.hfCache === undefined) return undefined;
+  const modelDir = hfModelDir(hostPath(i.hfCache, i.home, i.cwd), i.model);
+  try {
+    const dir = hfSnapshotPath(modelDir, (await resolveRevision(modelDir)).revision);
+    return existsSync(dir) ? { dir, how: 'hf_cache' } : undefined;
+  } catch {
+    return undefined; // no snapshot of the model in this cache: the rules say what they could not check
+  }
 }

@@ -78,6 +78,20 @@ function parseAddress(r: FieldReader, key: string, text: string, allowPrefix: bo
   return { addr, prefix: Number(p) };
 }
 
+/**
+ * Why `host` cannot be an ssh target, or undefined. A leading '-' would make ssh read the
+ * host as an option (`-oProxyCommand=…` runs a command); an empty one runs nothing.
+ */
+function badHost(host: string): string | undefined {
+  if (host === '') return 'is empty: it must name the node to ssh to';
+  if (host.startsWith('-')) return "starts with '-', which ssh would read as an option";
+  if ([...host].some((c) => /\s/.test(c) || c.charCodeAt(0) < 0x20 || c === '\x7f')) return 'contains whitespace or a control character';
+  const at = host.lastIndexOf('@');
+  const name = host.slice(at + 1);
+  if (name === '' || name.startsWith('-')) return `has no host name after '${host.slice(0, at + 1)}'`;
+  return undefined;
+}
+
 /** Parses and validates a cluster file. Throws SparkError E_CLUSTER (exit 2) on bad data. */
 export function parseCluster(source: string, file: string): LoadedCluster {
   const document = parseTomlDocument(source, file, 'E_CLUSTER');
@@ -93,7 +107,10 @@ export function parseCluster(source: string, file: string): LoadedCluster {
   const nodes = readers.map((r, rank): ClusterNode => {
     diagnostics.push(...r.unknownKeys(NODE_KEYS, '[[nodes]] table'));
     const fabric = parseAddress(r, 'fabric_addr', r.requiredString('fabric_addr', 'fabric_addr = "192.168.200.1"'), true);
-    const node: ClusterNode = { rank, host: r.requiredString('host', 'host = "spark1"'), fabricAddr: fabric.addr, env: {} };
+    const host = r.requiredString('host', 'host = "spark1"');
+    const bad = badHost(host);
+    if (bad) r.fail('host', `${r.path('host')} ${JSON.stringify(host)} ${bad}`, 'write the ssh target, e.g. host = "spark1" or "user@10.0.0.1"');
+    const node: ClusterNode = { rank, host, fabricAddr: fabric.addr, env: {} };
     if (fabric.prefix !== undefined) node.fabricPrefix = fabric.prefix;
     const dist = r.string('dist_addr');
     if (dist !== undefined) node.distAddr = parseAddress(r, 'dist_addr', dist, false).addr;

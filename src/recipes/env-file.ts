@@ -1,11 +1,15 @@
-// .env files with the semantics docker compose and dotenv share: `KEY=value` lines, `#`
-// comments, an optional `export ` prefix, 'single' quotes (literal), "double" quotes (escapes
-// and expansion, may span lines), and $VAR / ${VAR} / ${VAR:-default} / ${VAR-default}
-// expansion. A variable resolves against the keys defined earlier in the same file first, then
-// the environment: what the file says is what a reader of the file sees.
+// .env files with the semantics docker compose and dotenv share: `KEY=value` lines (LF, CRLF
+// or CR-only endings), `#` comments, an optional `export ` prefix, 'single' quotes (literal),
+// "double" quotes (escapes and expansion, may span lines), and $VAR / ${VAR} / ${VAR:-word}
+// expansion (src/recipes/env-expand.ts). A variable resolves against the keys defined earlier
+// in the same file first, then the environment: what the file says is what a reader sees.
 import { SparkError } from '../errors.js';
+import { composeOnlyDiagnostic } from './compose-only.js';
+import { expand, ExpandError, type Lookup } from './env-expand.js';
 import type { FileDiagnostic } from './fields.js';
 import { readTextFile } from './toml-file.js';
+
+export { expand };
 
 export interface EnvEntry {
   key: string;
@@ -32,10 +36,24 @@ export async function readEnvFile(path: string, env: NodeJS.ProcessEnv): Promise
 
 /** Parses .env text. Throws SparkError E_ENV_FILE (exit 2) naming file:line on a bad line. */
 export function parseEnvFile(source: string, file: string, env: NodeJS.ProcessEnv): EnvFile {
-  const lines = source.replace(/\r\n/g, '\n').split('\n');
+  // A classic-Mac file (CR only) is as many lines as it shows, not one.
+  const lines = source.split(/\r\n|\r|\n/);
   const out: EnvFile = { file, entries: [], vars: new Map(), diagnostics: [] };
   const fail = (line: number, message: string): never => {
     throw new SparkError('E_ENV_FILE', `${file}:${line}: ${message}`, { path: file, line });
+  };
+  // No environment variable can hold a NUL (execve ends the string there): docker would fail
+  // at launch, minutes later. Refuse it here, naming the line.
+  const nul = lines.findIndex((l) => l.includes('\0'));
+  if (nul >= 0) fail(nul + 1, 'contains a NUL byte, which no environment variable can hold; is this a text file?');
+  const expandAt = (text: string, line: number): string => {
+    const look: Lookup = (n, quiet) => lookup(n, line, quiet);
+    try {
+      return expand(text, look);
+    } catch (err) {
+      if (err instanceof ExpandError) return fail(line, err.message);
+      throw err;
+    }
   };
   const lookup = (name: string, line: number, quiet: boolean): string | undefined => {
     const v = out.vars.get(name)?.value ?? env[name];
@@ -78,15 +96,19 @@ export function parseEnvFile(source: string, file: string, env: NodeJS.ProcessEn
       const after = body.slice(close + 1).trim();
       if (after !== '' && !after.startsWith('#')) fail(i + 1, `${key}: unexpected text after the closing quote: '${after}'`);
       const inner = body.slice(0, close);
-      value = quote === "'" ? inner : expand(unescape(inner), (n, quiet) => lookup(n, lineNo, quiet));
+      value = quote === "'" ? inner : expandAt(unescape(inner), lineNo);
     } else {
       // Unquoted: a ' #' starts a comment; surrounding blanks are dropped.
       const hash = rest.search(/\s#/);
-      value = expand((hash >= 0 ? rest.slice(0, hash) : rest).trim(), (n, quiet) => lookup(n, lineNo, quiet));
+      value = expandAt((hash >= 0 ? rest.slice(0, hash) : rest).trim(), lineNo);
     }
     const entry = { key: key!, value, line: lineNo };
     out.entries.push(entry);
     out.vars.set(key!, entry);
+  }
+  for (const [key, e] of out.vars) {
+    const d = composeOnlyDiagnostic(file, key, e.line);
+    if (d) out.diagnostics.push(d);
   }
   return out;
 }
@@ -116,20 +138,4 @@ function unescape(s: string): string {
         return c;
     }
   });
-}
-
-/** $VAR, ${VAR}, ${VAR:-default} (unset or empty), ${VAR-default} (unset); \$ is a literal $.
- *  `lookup(name, quiet)`: quiet is true when a default follows, so unset is not worth a warning. */
-export function expand(s: string, lookup: (name: string, quiet: boolean) => string | undefined): string {
-  return s.replace(
-    /\\\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g,
-    (m, braced: string | undefined, op: string | undefined, dflt: string | undefined, bare: string | undefined) => {
-      if (m === '\\$') return '$';
-      const name = (braced ?? bare)!;
-      if (op === undefined) return lookup(name, false) ?? '';
-      const v = lookup(name, true);
-      if (v === undefined || (op === ':-' && v === '')) return expand(dflt ?? '', lookup);
-      return v;
-    },
-  );
 }

@@ -8,7 +8,7 @@ import { pathSegment } from './toml-scan.js';
 
 /** A problem found while reading a file that is not fatal (fatal ones are thrown). */
 export interface FileDiagnostic {
-  kind: 'unknown-key' | 'swallowed-key' | 'undefined-variable';
+  kind: 'unknown-key' | 'swallowed-key' | 'undefined-variable' | 'compose-only';
   severity: 'error' | 'warn';
   /** The file as the user named it. */
   file: string;

@@ -65,8 +65,3 @@ export function hostPath(path: string, home: string = homedir(), base: string = 
   const p = expandHome(path, home);
   return isAbsolute(p) ? p : resolve(base, p);
 }
-
-/** The Hugging Face cache directory of a model id: `hub/models--org--name`. */
-export function hfModelDir(hfCache: string, model: string): string {
-  return posix.join(hfCache, 'hub', `models--${model.split('/').join('--')}`);
-}

@@ -1,9 +1,9 @@
 // One TOML document: values from smol-toml, positions from the scanner, and syntax errors as
 // one-line SparkErrors naming file:line:column.
-import { readFile } from 'node:fs/promises';
 import { parse, TomlError, type TomlTable } from 'smol-toml';
 import { SparkError, toSparkError } from '../errors.js';
 import type { ErrorCode } from '../native/codes.js';
+import { readSmallText } from '../small-file.js';
 import { scanToml, type TomlLocations } from './toml-scan.js';
 
 export interface TomlDocument {
@@ -34,8 +34,9 @@ export function parseTomlDocument(source: string, file: string, code: ErrorCode)
 /** Reads a text file; a missing or unreadable file names the path and what it should be. */
 export async function readTextFile(path: string, what: string): Promise<string> {
   try {
-    return await readFile(path, 'utf8');
+    return await readSmallText(path, { what });
   } catch (err) {
+    if (err instanceof SparkError) throw err; // a FIFO, a device, too large: already one line
     const e = toSparkError(err);
     const reason = (err as NodeJS.ErrnoException).code ?? 'read failed';
     throw new SparkError(e.code, `cannot read the ${what} ${path} (${reason})`, { path });

@@ -300,7 +300,14 @@ ${cases}
   *) spark_fail 2 "rank $spark_rank is outside the world of $spark_baked_world ranks" ;;
 esac
 `;
+  // sh's own exec would exit 127 (or 126) with its message; the Node wrapper says E_EXEC and
+  // exits 3, and the two promise the same exit codes. A failed exec cannot be caught in sh
+  // (even \`command exec\` exits), so the engine is looked up first, as execvp would.
   const tail = `
+case $1 in
+  */*) [ -f "$1" ] && [ -x "$1" ] || spark_fail 3 "cannot run the engine $1: not an executable file" ;;
+  *) command -v "$1" >/dev/null 2>&1 || spark_fail 3 "cannot run the engine '$1' in PATH: not found (PATH=$PATH)" ;;
+esac
 spark_say "rank $spark_rank of $spark_world ($spark_rank_from, $spark_world_from): SPARK_ENGRAM_ROWS=$spark_rows $spark_rows_verb ($spark_rows_from); $spark_gid_note; exec $*"
 exec "$@"
 `;

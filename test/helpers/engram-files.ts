@@ -3,6 +3,7 @@
 // Row bytes are a fixed function of (layer, id, column) so any read can be checked.
 import { openSync, writeSync, closeSync, ftruncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { SnapshotTableSpec } from '../../src/native/row-store.js';
 
 /** Deterministic row: D weight bytes then D/32 scale bytes. */
 export function testRow(layer: number, id: number, dim: number): Buffer {
@@ -36,6 +37,18 @@ export function writeRawSnapshot(path: string, layer: number, rows: number, dim:
   writeSync(fd, buf);
   closeSync(fd);
   return { path, rows, dim, weightOffset: header, scaleOffset: header + rows * dim };
+}
+
+/** The row store's description of a snapshot written by writeRawSnapshot. */
+export function rawSnapshotTable(snap: RawSnapshot, layer: number): SnapshotTableSpec {
+  return {
+    kind: 'snapshot',
+    layer,
+    rows: snap.rows,
+    dim: snap.dim,
+    weight: { path: snap.path, offset: snap.weightOffset },
+    scale: { path: snap.path, offset: snap.scaleOffset },
+  };
 }
 
 /** A packed data file: 4096-byte JSON header block, rows [start, end) from dataOffset 4096. */

@@ -7,7 +7,9 @@ import { hostname, networkInterfaces, release } from 'node:os';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { toSparkError } from '../../errors.js';
-import { isSnapshotPath, hfSnapshotDir } from '../sources.js';
+import { readSmallTextSync, SIZE_CAPS } from '../../small-file.js';
+import { hfSnapshotPath, resolveRevision } from '../../hf-cache.js';
+import { isSnapshotPath } from '../sources.js';
 import { openSnapshotFacts } from '../snapshot-reader.js';
 import { hasCopyManifest, inspectCopy } from '../local-copy.js';
 import { parseAddresses, parseNvidiaSmi, parseRoutes } from './parse.js';
@@ -34,11 +36,10 @@ function pathFact(p: string): PathFact {
   }
 }
 
+/** A small regular file's text; null when absent, not a regular file, unreadable or over TEXT_LIMIT. */
 function readText(p: string): string | null {
   try {
-    if (!statSync(p).isFile()) return null;
-    const text = readFileSync(p, 'utf8');
-    return text.length > TEXT_LIMIT ? text.slice(0, TEXT_LIMIT) : text;
+    return readSmallTextSync(p, { what: 'file', maxBytes: TEXT_LIMIT });
   } catch {
     return null;
   }
@@ -118,7 +119,7 @@ export function dumpSysfs(root: string): SysfsDump {
   };
   const file = (rel: string) => {
     try {
-      dump.files[rel] = readFileSync(join(root, rel), 'utf8').replace(/\n$/, '');
+      dump.files[rel] = readSmallTextSync(join(root, rel), { what: 'sysfs attribute', maxBytes: SIZE_CAPS.sysfs }).replace(/\n$/, '');
     } catch {
       // unpopulated GID attributes fail to read (EINVAL) on real sysfs: absent, as the reader expects
     }
@@ -140,10 +141,19 @@ export function dumpSysfs(root: string): SysfsDump {
   return dump;
 }
 
+/** A model's snapshot in a Hugging Face cache: refs/main, else its only snapshot (as huggingface_hub). */
+async function cachedSnapshot(modelDir: string): Promise<string | undefined> {
+  try {
+    return hfSnapshotPath(modelDir, (await resolveRevision(modelDir)).revision);
+  } catch {
+    return undefined;
+  }
+}
+
 /** The first candidate that holds a checkpoint, as preflight resolves snapshots everywhere. */
-export function resolveCandidate(request: FactsRequest): { candidate: number; dir: string } | undefined {
+export async function resolveCandidate(request: FactsRequest): Promise<{ candidate: number; dir: string } | undefined> {
   for (const [i, c] of request.snapshot.entries()) {
-    const dir = 'dir' in c ? c.dir : hfSnapshotDir(c.hfCache, c.model);
+    const dir = 'dir' in c ? c.dir : await cachedSnapshot(c.modelDir);
     if (dir === undefined || !isSnapshotPath(dir)) continue;
     if ('notCopy' in c && c.notCopy && hasCopyManifest(dir)) continue;
     return { candidate: i, dir };
@@ -158,7 +168,7 @@ export function errorFact(err: unknown): ErrorFact {
 }
 
 async function snapshotFact(request: FactsRequest): Promise<SnapshotFact | undefined> {
-  const found = resolveCandidate(request);
+  const found = await resolveCandidate(request);
   if (!found) return undefined;
   const fact: SnapshotFact = { ...found, result: { error: { code: 'E_INTERNAL', message: 'not read' } } };
   const config = readText(join(found.dir, 'config.json'));

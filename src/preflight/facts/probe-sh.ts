@@ -36,7 +36,8 @@ export function probeScript(request: FactsRequest): string {
   const lines = [PRELUDE, "printf 'spark-probe 1\\n'"];
   lines.push(`i=0; for p in ${words(request.paths)}; do kind "$p"; s=; [ $k = file ] && s=$(wc -c < "$p" 2>/dev/null | tr -d ' '); printf 'path %s %s %s\\n' $i $k "$s"; i=$((i+1)); done`);
   lines.push(
-    `i=0; for p in ${words(request.texts)}; do if [ -f "$p" ] && [ -r "$p" ]; then printf 'text %s ' $i; head -c ${TEXT_LIMIT} "$p" | hx; else printf 'text %s -\\n' $i; fi; i=$((i+1)); done`,
+    `i=0; for p in ${words(request.texts)}; do if [ -f "$p" ] && [ -r "$p" ] && [ "$(wc -c < "$p" | tr -d ' ')" -le ${TEXT_LIMIT} ]; then printf 'text %s ' $i; hx < "$p"; ` +
+      `else printf 'text %s -\\n' $i; fi; i=$((i+1)); done`,
   );
   lines.push(
     `i=0; for p in ${words(request.free)}; do d=$p; while [ ! -e "$d" ] && [ "$d" != / ]; do d=$(dirname "$d"); done; ` +
@@ -114,8 +115,11 @@ snap_dir() { if [ -f "$2" ]; then case $2 in *.safetensors) snap=$2; cand=$1 ;; 
     if [ "$3" = 1 ] && { [ -f "$2/engram-local.json" ] || [ -f "$2/spark-pack.json" ]; }; then return; fi
     snap=$2; cand=$1
   fi; }
-snap_model() { d=; if [ -f "$2/refs/main" ]; then r=$(cat "$2/refs/main"); [ -n "$r" ] && [ -d "$2/snapshots/$r" ] && d=$2/snapshots/$r; fi
-  if [ -z "$d" ]; then n=0; for x in "$2"/snapshots/*; do [ -d "$x" ] && { d=$x; n=$((n+1)); }; done; [ $n = 1 ] || d=; fi
+# snap_model CANDIDATE MODELDIR: refs/main (a 40-hex commit), else the only snapshot, as huggingface_hub.
+commit() { case $1 in *[!0-9a-f]*) return 1 ;; esac; [ ${'$'}{#1} = 40 ]; }
+snap_model() { d=
+  if [ -f "$2/refs/main" ]; then r=$(cat "$2/refs/main"); commit "$r" && d=$2/snapshots/$r
+  else n=0; for x in "$2"/snapshots/*; do [ -d "$x" ] && commit "${'$'}{x##*/}" && { d=$x; n=$((n+1)); }; done; [ $n = 1 ] || d=; fi
   [ -n "$d" ] && snap_dir "$1" "$d" 0; }
 ${tries.join('\n')}
 if [ -n "$snap" ]; then

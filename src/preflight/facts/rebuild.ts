@@ -6,7 +6,7 @@
 import { closeSync, ftruncateSync, mkdirSync, openSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { openSnapshotFacts } from '../snapshot-reader.js';
-import { revisionOf } from '../sources.js';
+import { revisionOfSnapshotDir } from '../../hf-cache.js';
 import { copyFact, errorFact } from './collect.js';
 import type { ProbedDir, ProbedSnapshot } from './probe-sh.js';
 import type { CopyFact, SnapshotFact, SysfsDump } from './types.js';
@@ -77,7 +77,7 @@ export async function judgeProbedSnapshot(probe: ProbedSnapshot, root: string): 
   if (config !== undefined) fact.config = config;
   try {
     const facts = await openSnapshotFacts(local);
-    const revision = revisionOf(nodeDir);
+    const revision = revisionOfSnapshotDir(nodeDir);
     fact.result = { facts: { ...facts, dir: back(facts.dir), ...(revision !== undefined ? { revision } : {}) } };
   } catch (err) {
     const e = errorFact(err);

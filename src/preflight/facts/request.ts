@@ -8,6 +8,8 @@ import { FACTS_VERSION, type FactsRequest } from './types.js';
 export interface RequestOptions {
   /** --snapshot: the snapshot directory as the node sees it. */
   snapshot?: string;
+  /** The snapshot a launch serves (its host path on the nodes). */
+  served?: string;
   /** Ask for the image id, driver and CUDA versions (cluster mode: they are compared across nodes). */
   versions: boolean;
   docker: string;
@@ -42,7 +44,7 @@ export function buildRequest(ctx: PreflightContext, options: RequestOptions): Fa
     docker: options.docker,
     sysfs: ctx.sysfs,
     procNet: '/proc/net',
-    snapshot: snapshotCandidates(ctx, options.snapshot),
+    snapshot: snapshotCandidates(ctx, options),
     ...(pack ? { copyDir: pack.host } : {}),
   };
 }

@@ -49,3 +49,20 @@ export const undefinedVariable = defineRule({
       .map((d) => finding(this, { message: d.message, where: at(d.file, d.line), fix: d.fix }));
   },
 });
+
+export const composeOnly = defineRule({
+  id: 'env.compose-only',
+  title: 'an env file sets variables only a compose file or start script reads',
+  engines: ENGINES,
+  severity: 'warn',
+  scope: 'files',
+  evidence:
+    'The mia-tp4 env file configures its start script (TP_SIZE, NNODES, PORT, SSH_IDENTITY, …) as well as the ' +
+    'containers (seed: mia-tp4 env); spark launch passes every key into every container, where those do nothing.',
+  fix: 'set the value where spark reads it (the recipe or the cluster file) and drop it from the env file',
+  check(ctx) {
+    return ctx.clusterDiagnostics
+      .filter((d) => d.kind === 'compose-only')
+      .map((d) => finding(this, { message: d.message, where: at(d.file, d.line), fix: d.fix }));
+  },
+});

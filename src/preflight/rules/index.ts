@@ -7,7 +7,7 @@ import { sglangGraphBs, vllmCapture } from './cudagraph.js';
 import { shmSize } from './docker.js';
 import { rangesSource, rangesTile } from './engram.js';
 import { gid, hca, socketIfname } from './fabric.js';
-import { swallowedKey, undefinedVariable, unknownKey } from './files.js';
+import { composeOnly, swallowedKey, undefinedVariable, unknownKey } from './files.js';
 import { utilizationCeiling } from './memory.js';
 import { contextLength } from './model.js';
 import { fileIsDirectory, hostPaths } from './mounts.js';
@@ -24,6 +24,7 @@ export const RULES: readonly Rule[] = [
   swallowedKey,
   unknownKey,
   undefinedVariable,
+  composeOnly,
   jsonValue,
   launcherOwned,
   // the stack

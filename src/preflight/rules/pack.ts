@@ -7,7 +7,7 @@ import { formatBytes } from '../../format.js';
 import { defineRule, envSourceName, finding, whereEnv, whereNode } from '../rule.js';
 import { formatEngramRows, parseEngramRows } from '../../engram/ranges.js';
 import type { LocalCopy } from '../../engram/layer-source.js';
-import { revisionOf } from '../sources.js';
+import { revisionOfSnapshotDir } from '../../hf-cache.js';
 import { dirKind, hasCopy, packTarget } from '../node-paths.js';
 import type { PreflightContext } from '../types.js';
 import { expectedEngramRows } from './snapshot.js';
@@ -103,7 +103,7 @@ async function copyProblems(ctx: PreflightContext, c: LocalCopy, manifestProblem
   }
   const snap = ctx.view!.snapshot();
   const src = ctx.snapshotSource();
-  const want = snap && 'facts' in snap ? snap.facts.revision : src ? revisionOf(src.dir) : undefined;
+  const want = snap && 'facts' in snap ? snap.facts.revision : src ? revisionOfSnapshotDir(src.dir) : undefined;
   if (want && c.revision !== undefined && c.revision !== want) errors.push(`source revision ${c.revision}, the model snapshot is ${want}`);
   return { errors, warnings, notes };
 }

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# npm run test:arm64: the native code built for aarch64 (every DGX Spark node) on this machine.
+#   1. the addon cross-built from binding.gyp (spark_core + the binding) with
+#      aarch64-linux-gnu-g++ against this node's Node-API headers, and checked to be an
+#      aarch64 shared object whose only unresolved symbols are Node-API's and versioned
+#      libc/libstdc++ ones (a core source missing from the build would show up here);
+#   2. every C++ unit test cross-compiled and run under qemu-aarch64 (run.sh --arm64), the
+#      CRC-32 tests once on the CRC extension and once on the portable fallback.
+# Needs Debian's g++-aarch64-linux-gnu and qemu-user. Ends with "N passed, M failed".
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+prefix=${ARM64_PREFIX:-aarch64-linux-gnu-}
+
+for tool in "${prefix}gcc" "${prefix}g++" "${prefix}ar" "${prefix}readelf" qemu-aarch64; do
+  command -v "$tool" >/dev/null || {
+    echo "arm64: $tool not found; install the cross tools: apt-get install g++-aarch64-linux-gnu qemu-user" >&2
+    exit 3
+  }
+done
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/spark-arm64-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+. "$here/addon-copy.sh"
+
+echo "== addon, cross-built for arm64"
+CC="${prefix}gcc" CXX="${prefix}g++" LINK="${prefix}g++" AR="${prefix}ar" \
+  build_addon_copy "$root" "$work" --arch=arm64
+addon="$work/build/Release/spark.node"
+header=$("${prefix}readelf" -h "$addon")
+grep -Eq 'Type: +DYN' <<<"$header" && grep -Eq 'Machine: +AArch64' <<<"$header" || {
+  echo "arm64: $addon is not an aarch64 shared object:" >&2
+  echo "$header" >&2
+  exit 1
+}
+# Undefined dynamic symbols (not weak ones): Node-API's come from node at load time,
+# versioned ones from libc/libstdc++/libgcc; anything else would fail only when the addon
+# first calls it.
+undefined=$("${prefix}readelf" --dyn-syms -W "$addon" | awk '$7 == "UND" && $5 == "GLOBAL" && $8 != "" { print $8 }' | sort -u)
+stray=$(grep -Ev '^(napi_|node_api_)|@' <<<"$undefined" || true)
+if [ -n "$stray" ]; then
+  echo "arm64: spark.node leaves symbols unresolved that node does not provide (a source missing from binding.gyp?):" >&2
+  echo "$stray" >&2
+  exit 1
+fi
+echo "spark.node: aarch64 shared object, $(grep -c '^napi_' <<<"$undefined") Node-API imports, no other unresolved symbols"
+
+exec bash "$here/run.sh" --arm64
