@@ -145,9 +145,9 @@ test('exit codes: a warning alone is 0; a malformed recipe is 2 with one line na
   assert.equal((await cli(['preflight', DSV41, '--cluster', w.cluster, '--node-rank', '9'])).code, 2);
 });
 
-test('on a host that is not in the cluster, node-local rules are reported as not checked', async () => {
+test('with --local on a host that is not in the cluster, node-local rules are reported as not checked', async () => {
   const w = await world();
-  const { report } = await json(['preflight', w.recipe(w.dsv41Text), '--cluster', w.cluster, '--sysfs', w.sysfs]);
+  const { report } = await json(['preflight', w.recipe(w.dsv41Text), '--cluster', w.cluster, '--sysfs', w.sysfs, '--local']);
   assert.equal(report.node, null);
   const skipped = report.skipped.map((s) => s.rule);
   for (const id of ['mounts.host-path', 'fabric.hca', 'node.ports', 'snapshot.engram-dir']) assert.ok(skipped.includes(id), id);

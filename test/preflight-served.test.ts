@@ -89,9 +89,11 @@ test('spark launch --revision X preflights snapshot X, the one it serves', async
   assert.deepEqual(fake.calls().filter((c) => c.prog === 'docker' && c.argv[0] !== 'image'), [], 'nothing started');
 
   // Serving REV (the complete one) passes the same check.
-  const ok = await cli(['preflight', AIDEN16, '--cluster', cluster, '--only', 'snapshot.complete', '--json']);
+  // (On this machine as node 0: the nodes s1-s4 exist only in the cluster file.)
+  const ok = await cli(['preflight', AIDEN16, '--cluster', cluster, '--node-rank', '0', '--only', 'snapshot.complete', '--json']);
   assert.equal(ok.code, 0, ok.stderr);
   assert.equal(JSON.parse(ok.stdout).snapshot.dir, join(modelDir, 'snapshots', REV));
+  assert.deepEqual(JSON.parse(ok.stdout).ran, ['snapshot.complete']);
 });
 
 test('one revision resolver: pinned commits, refs, the only snapshot, bad refs', async () => {
