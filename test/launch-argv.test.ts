@@ -110,7 +110,8 @@ test('aiden16 on 4node-switch: the exact docker run argv on every node', async (
       '--shm-size', '32gb',
       '--mount', 'type=bind,source=/mnt/nas/ai/huggingface,target=/root/.cache/huggingface',
       '--mount', 'type=bind,source=/home/kilork/aiden4x-launch.sh,target=/aiden4x-launch.sh,readonly',
-      ...e([...SWITCH_NCCL, ...recipeEnv, `NODE_RANK=${n.rank}`, 'SPARK_WORLD_SIZE=4']),
+      // The launcher's own, last: the rank, the world, and the address this node advertises.
+      ...e([...SWITCH_NCCL, ...recipeEnv, `NODE_RANK=${n.rank}`, 'SPARK_WORLD_SIZE=4', `SGLANG_HOST_IP=192.168.200.${n.rank + 1}`]),
       '--entrypoint', 'sh', 'aidendle94/sparkrun-sglang-dsv41-gb10:production-1.6', '/aiden4x-launch.sh',
       ...DSV41_ENGINE_ARGS,
       ...sglangTail(n.rank),
@@ -143,7 +144,8 @@ test('packed recipe on 4node-switch: python entrypoint, the node-local shard mou
   assert.equal(n.env.NCCL_SOCKET_IFNAME, 'enp1s0f0np0');
   assert.equal(n.env.HF_HUB_OFFLINE, '1');
   assert.equal(n.env.NODE_RANK, '2');
-  assert.equal(Object.keys(n.env).at(-1), 'SPARK_WORLD_SIZE');
+  assert.deepEqual(Object.keys(n.env).slice(-3), ['NODE_RANK', 'SPARK_WORLD_SIZE', 'SGLANG_HOST_IP']);
+  assert.equal(n.env.SGLANG_HOST_IP, '192.168.200.3');
 });
 
 const EUGR_ARGS = [
@@ -206,7 +208,7 @@ test('eugr on 2node-pair: vllm serve <snapshot>, mp multi-node flags, --headless
     const env = n.argv.slice(envStart, entry);
     assert.equal(env.length % 2, 0);
     assert.ok(env.every((a, i) => (i % 2 === 0 ? a === '-e' : /^[A-Z_][A-Z0-9_]*=/.test(a))));
-    assert.deepEqual(env.slice(-4), ['-e', `NODE_RANK=${n.rank}`, '-e', 'SPARK_WORLD_SIZE=2']);
+    assert.deepEqual(env.slice(-6), ['-e', `NODE_RANK=${n.rank}`, '-e', 'SPARK_WORLD_SIZE=2', '-e', `VLLM_HOST_IP=192.168.100.${n.rank + 1}`]);
     assert.ok(env.includes('PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True'));
     assert.ok(env.includes('NCCL_IB_HCA=rocep1s0f1,roceP2p1s0f1'));
   }
@@ -215,8 +217,9 @@ test('eugr on 2node-pair: vllm serve <snapshot>, mp multi-node flags, --headless
 test('the human dry run prints one pasteable docker command per node', async () => {
   const r = await cli(['launch', EUGR, '--cluster', 'recipes/clusters/2node-pair.toml', '--dry-run', '--revision', REV], { HOME: '/home/op' });
   assert.equal(r.code, 0, r.stderr);
-  assert.match(r.stdout, /^# node 0: run on spark1 \(head\)\ndocker run -d --name spark-2nodes-pair-r0 \\$/m);
-  assert.match(r.stdout, /^# node 1: run on spark2\n/m);
+  assert.match(r.stdout, /^# node 0: run on spark1 \(192\.168\.100\.1\), head\ndocker run -d --name spark-2nodes-pair-r0 \\$/m);
+  assert.match(r.stdout, /^# node 1: run on spark2 \(192\.168\.100\.2\)\n/m);
+  assert.match(r.stdout, /^# rendezvous 192\.168\.100\.1:25000; health http:\/\/spark1:8000\/health$/m);
   assert.match(r.stdout, /^ {2}--compilation-config '\{"cudagraph_mode":"FULL_AND_PIECEWISE","custom_ops":\["all"\]\}' \\$/m);
   assert.match(r.stdout, /^ {2}--headless \\$/m);
   assert.match(r.stdout, /# note: ~ in host paths is shown as this machine's home \(\/home\/op\)/);

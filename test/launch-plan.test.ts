@@ -115,11 +115,17 @@ test('a pinned revision wins over refs/main; a ref name is read from refs/', asy
   assert.equal(inRecipe.model.from, 'recipe --revision');
 });
 
-test('model resolution failures name the file and the fix (exit 2)', async () => {
+test('a dry run off the cluster shows the model id where refs/main is unreadable here; a bad ref is exit 2', async () => {
   const empty = writeCluster({ ...FOUR, hfCache: '/nonexistent/hf' });
-  const r = await cli(['launch', PACKED, '--cluster', empty, '--dry-run']);
-  assert.equal(r.code, 2);
-  assert.match(r.stderr, /cannot resolve deepseek-ai\/DeepSeek-V4\.1-Flash@main: \/nonexistent\/hf\/hub\/models--deepseek-ai--DeepSeek-V4\.1-Flash\/refs\/main is not readable; .*--revision <commit>/);
+  const r = await cli(['launch', PACKED, '--cluster', empty, '--dry-run', '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  const doc = JSON.parse(r.stdout) as PlanDoc;
+  assert.deepEqual(doc.model, { id: 'deepseek-ai/DeepSeek-V4.1-Flash', path: 'deepseek-ai/DeepSeek-V4.1-Flash' });
+  for (const n of doc.nodes) assert.equal(valueAfter(n.argv, '--model-path'), 'deepseek-ai/DeepSeek-V4.1-Flash');
+  assert.ok(
+    doc.notes.some((n) => n.startsWith('/nonexistent/hf/hub/models--deepseek-ai--DeepSeek-V4.1-Flash/refs/main is not readable on this machine') && n.includes('--revision')),
+    doc.notes.join('\n'),
+  );
   const bad = writeCluster({ ...FOUR, hfCache: hfCacheWith('deepseek-ai/DeepSeek-V4.1-Flash', REV, { main: 'not-a-hash' }) });
   const r2 = await cli(['launch', PACKED, '--cluster', bad, '--dry-run', '--json']);
   assert.equal(r2.code, 2);
@@ -129,11 +135,11 @@ test('model resolution failures name the file and the fix (exit 2)', async () =>
 test('cluster and recipe shapes the launcher refuses (exit 2), before touching any node', async () => {
   const cache = hfCacheWith('deepseek-ai/DeepSeek-V4-Flash-0731', REV);
   const cases: [string[], RegExp][] = [
-    [[EUGR, '--cluster', 'recipes/clusters/4node-switch.toml', '--revision', REV], /needs required_nodes = 2, but .*4node-switch\.toml lists 4 node\(s\)/],
+    [[EUGR, '--cluster', writeCluster({ name: 'one', hosts: ['a'], fabric: ['10.0.0.1'], hfCache: cache })], /the recipe needs 2 nodes and cluster one \(.*one\.toml\) has 1; use a cluster file with enough nodes/],
     [[EUGR, '--cluster', writeCluster({ name: 'h1', hosts: ['a', 'b'], fabric: ['10.0.0.1', '10.0.0.2'], hfCache: cache, head: 1 })], /head = 1, but SGLang and vLLM host the rendezvous .* on rank 0/],
     [[writeRecipe(readFileSync(EUGR, 'utf8').replace('distributed_backend = "mp"', 'distributed_backend = "ray"')), '--cluster', writeCluster({ name: 'p2', hosts: ['a', 'b'], fabric: ['10.0.0.1', '10.0.0.2'], hfCache: cache })], /distributed_backend = "ray" is not supported/],
     [[writeRecipe(readFileSync(EUGR, 'utf8').replace('host = "~/.cache/vllm-ds4-eugr"', 'host = "cache/vllm"')), '--cluster', writeCluster({ name: 'p3', hosts: ['a', 'b'], fabric: ['10.0.0.1', '10.0.0.2'], hfCache: cache })], /extra_mounts\[0\]\.host "cache\/vllm" is relative/],
-    [[writeRecipe(readFileSync(EUGR, 'utf8').replace('tensor_parallel_size = 2', 'tensor_parallel_size = 4')), '--cluster', writeCluster({ name: 'p4', hosts: ['a', 'b'], fabric: ['10.0.0.1', '10.0.0.2'], hfCache: cache })], /tensor_parallel_size 4 × pipeline_parallel_size 1 = 4, but required_nodes = 2/],
+    [[writeRecipe(readFileSync(EUGR, 'utf8').replace('tensor_parallel_size = 2', 'tensor_parallel_size = 4')), '--cluster', writeCluster({ name: 'p4', hosts: ['a', 'b'], fabric: ['10.0.0.1', '10.0.0.2'], hfCache: cache })], /tensor_parallel_size 4 × pipeline_parallel_size 1 = 4 ranks, but required_nodes = 2/],
   ];
   for (const [argv, message] of cases) {
     const r = await cli(['launch', ...argv, '--dry-run']);

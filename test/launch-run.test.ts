@@ -41,6 +41,10 @@ const HOSTS4 = ['n1', 'n2', 'n3', 'n4'];
 const cluster4 = () =>
   writeCluster({ name: 'fake4', hosts: HOSTS4, fabric: ['192.168.200.11', '192.168.200.12', '192.168.200.13', '192.168.200.14'], hfCache: '/nonexistent/hf' });
 const FAST = ['--revision', REV, '--interval', '0.05', '--timeout', '20'];
+// The fake nodes hold none of the recipes' files, so preflight (which now asks every node)
+// finds errors on them; the tests below are about what happens after it, hence --force.
+// preflight-cluster.test.ts checks nodes that pass.
+const FORCED = [...FAST, '--force'];
 
 const runs = (calls: FakeCall[]) => calls.filter((c) => c.prog === 'docker' && c.argv[0] === 'run');
 const byHost = (calls: FakeCall[], sub: string) => new Map(calls.filter((c) => c.prog === 'docker' && c.argv[0] === sub).map((c) => [c.host, c]));
@@ -50,7 +54,7 @@ test('a healthy launch: docker on every node receives the plan argv byte for byt
   // Healthy only once every node's log stream is up, as on a real boot (minutes, not ms).
   const health = await healthServer(2, () => fake.calls().filter((c) => c.argv[0] === 'logs').length === 4);
   try {
-    const r = await cli(['launch', AIDEN16, '--cluster', cluster4(), '--json', '--health-url', health.url, ...FAST], fake.env());
+    const r = await cli(['launch', AIDEN16, '--cluster', cluster4(), '--json', '--health-url', health.url, ...FORCED], fake.env());
     assert.equal(r.code, 0, r.stderr);
     const doc = JSON.parse(r.stdout) as LaunchDoc;
     assert.equal(doc.healthy, true);
@@ -71,7 +75,7 @@ test('a healthy launch: docker on every node receives the plan argv byte for byt
     const sshCalls = calls.filter((c) => c.prog === 'ssh');
     for (const c of sshCalls) assert.deepEqual(c.argv.slice(0, 4), ['-o', 'BatchMode=yes', '-o', 'ConnectTimeout=15']);
     assert.ok(sshCalls.every((c) => c.argv[5] === '--'));
-    const gid = calls.filter((c) => c.prog === 'spark');
+    const gid = calls.filter((c) => c.prog === 'spark' && c.argv[0] === 'gid');
     assert.deepEqual(gid[0]!.argv, ['gid', '--index-only', '--hca', 'rocep1s0f0,roceP2p1s0f0', '--addr-range', '192.168.200.0/24', '--family', 'AF_INET', '--roce-version', '2']);
     // A stale stopped container is removed before each start; the log followers are gone.
     assert.deepEqual([...byHost(calls, 'rm').values()].map((c) => c.argv).sort(), HOSTS4.map((_, i) => ['rm', `spark-fake4-r${i}`]));
@@ -96,7 +100,7 @@ test('arguments with quotes, $, backslashes, newlines and JSON arrive byte-exact
     .replace('HF_HUB_OFFLINE = "1"', `HF_HUB_OFFLINE = "1"\nX_TRICKY = ${JSON.stringify(tricky)}`);
   const cluster = writeCluster({ name: 'fake2', hosts: ['m1', 'm2'], fabric: ['10.8.0.1', '10.8.0.2'], hfCache: '~/hf' });
   try {
-    const r = await cli(['launch', writeRecipe(text), '--cluster', cluster, '--json', '--health-url', health.url, '--force', ...FAST], fake.env({}, { HOME: '/home/o p' }));
+    const r = await cli(['launch', writeRecipe(text), '--cluster', cluster, '--json', '--health-url', health.url, ...FORCED], fake.env({}, { HOME: '/home/o p' }));
     assert.equal(r.code, 0, r.stderr);
     const doc = JSON.parse(r.stdout) as LaunchDoc;
     const started = byHost(fake.calls(), 'run');
@@ -128,7 +132,7 @@ async function failing(behavior: Behavior, extra: string[] = [], during?: (fake:
   const fake = fakeNodes();
   const health = await healthServer(-1);
   try {
-    const pending = cli(['launch', AIDEN16, '--cluster', cluster4(), '--health-url', health.url, ...FAST, ...extra], fake.env(behavior));
+    const pending = cli(['launch', AIDEN16, '--cluster', cluster4(), '--health-url', health.url, ...FORCED, ...extra], fake.env(behavior));
     if (during) await during(fake);
     const r: CliRun = await pending;
     return { r, calls: fake.calls() };
@@ -156,16 +160,19 @@ test('containers of an earlier launch still running: refused before anything sta
   const { r, calls } = await failing({ 'n3 docker container': { stdout: 'true\n' } });
   assert.equal(r.code, 3);
   assert.match(r.stderr, /spark: already running: spark-fake4-r2 on node 2 \(n3\); nothing was started; stop them first \(spark launch --stop --cluster \S+fake4\.toml\) or pick other names with --name\n$/);
-  assert.deepEqual(calls.filter((c) => c.prog === 'docker').map((c) => c.argv.slice(0, 2).join(' ')), Array(4).fill('container inspect'));
+  // Preflight only asked about the image; then each node was asked about its container, and nothing else ran.
+  assert.deepEqual(calls.filter((c) => c.prog === 'docker' && c.argv[0] !== 'image').map((c) => c.argv.slice(0, 2).join(' ')), Array(4).fill('container inspect'));
   const noRoute = { 'n4 ssh': { exit: 255, stderr: 'ssh: connect to host n4 port 22: No route to host\n' } };
   const down = await failing(noRoute);
   assert.equal(down.r.code, 3);
-  assert.match(down.r.stderr, /^spark: node 3 \(n4\): cannot reach the node over ssh: ssh: connect to host n4 port 22: No route to host; check that `ssh n4` works without a password\n$/);
+  // Preflight names the node first (one error, the others still checked), then the launch stops on it.
+  assert.match(down.r.stderr, /nodes\.reachable: node 3 \(n4\) did not answer: ssh failed: ssh: connect to host n4 port 22: No route to host; its node checks did not run/);
+  assert.match(down.r.stderr, /\nspark: node 3 \(n4\): cannot reach the node over ssh: ssh: connect to host n4 port 22: No route to host; check that `ssh n4` works without a password\n$/);
   const noGid = await failing(noRoute, ['--no-detect-gid']);
   assert.equal(noGid.r.code, 3);
   assert.match(noGid.r.stderr, /cannot run docker on 1 node\(s\), nothing was started: node 3 \(n4\): ssh: connect to host n4 port 22: No route to host\n$/);
   assert.equal(runs([...down.calls, ...noGid.calls]).length, 0);
-  assert.equal(noGid.calls.filter((c) => c.prog === 'spark').length, 0);
+  assert.equal(noGid.calls.filter((c) => c.prog === 'spark' && c.argv[0] === 'gid').length, 0);
 });
 
 test('killing one node\'s start makes the launch stop the others and exit non-zero', async () => {
@@ -209,7 +216,7 @@ test('no /health within the timeout: exit 3 naming the URL; --keep-on-failure le
   assert.equal(byHost(kept.calls, 'stop').size, 0);
 });
 
-test('preflight errors stop the launch before any node is touched, unless --force', async () => {
+test('preflight errors stop the launch before anything starts on a node, unless --force', async () => {
   const fake = fakeNodes();
   // `args` below a table header belongs to that table: preflight reports it as an error.
   const text = readFileSync(EUGR, 'utf8').replace(/\nargs = \[/, '\n[[extra_mounts]]\nhost = "/tmp"\ncontainer = "/x"\nargs = [');
@@ -219,7 +226,10 @@ test('preflight errors stop the launch before any node is touched, unless --forc
   assert.equal(r.code, 1, r.stderr);
   assert.match(r.stderr, /spark: preflight found \d+ error\(s\), nothing was started; fix them, or pass --force to launch anyway\n$/);
   assert.match(r.stderr, /args on line \d+ is inside the \[\[extra_mounts\]\] table/);
-  assert.deepEqual(fake.calls(), []);
+  // Preflight asked each node for its facts (ssh, docker image inspect, spark --version); nothing ran.
+  const asked = fake.calls();
+  assert.deepEqual([...new Set(asked.filter((c) => c.prog === 'ssh').map((c) => c.host))].sort(), ['p1', 'p2']);
+  assert.deepEqual(asked.filter((c) => c.prog === 'docker').map((c) => c.argv[0]), ['image', 'image']);
   const health = await healthServer(0);
   try {
     const forced = await cli(['launch', recipe, '--cluster', cluster, '--force', '--health-url', health.url, ...FAST], fake.env());
@@ -235,7 +245,7 @@ test('a node named 127.0.0.1 runs docker directly, without ssh', async () => {
   const health = await healthServer(0);
   const cluster = writeCluster({ name: 'loc', hosts: ['127.0.0.1', 'far'], fabric: ['10.5.0.1', '10.5.0.2'], hfCache: '/nonexistent/hf' });
   try {
-    const r = await cli(['launch', EUGR, '--cluster', cluster, '--health-url', health.url, '--force', '--json', ...FAST], fake.env());
+    const r = await cli(['launch', EUGR, '--cluster', cluster, '--health-url', health.url, '--json', ...FORCED], fake.env());
     assert.equal(r.code, 0, r.stderr);
     const calls = fake.calls();
     assert.deepEqual([...byHost(calls, 'run').keys()].sort(), ['far', 'local']);
@@ -257,7 +267,7 @@ function recordingIo(env: NodeJS.ProcessEnv): { io: Io; err: () => string } {
 }
 
 function request(cluster: string, url: string, extra: Partial<LaunchRequest> = {}): LaunchRequest {
-  return { recipe: AIDEN16, cluster, revision: REV, healthUrl: url, timeoutMs: 20_000, intervalMs: 50, progressEveryMs: 0, ...extra };
+  return { recipe: AIDEN16, cluster, revision: REV, healthUrl: url, timeoutMs: 20_000, intervalMs: 50, progressEveryMs: 0, force: true, ...extra };
 }
 
 test('Ctrl-C while booting stops every container; with --follow after healthy it only ends the log stream', async () => {

@@ -113,7 +113,7 @@ test('the human report groups findings by severity, each with where and the fix'
   const r = await cli(args(w, w.recipe(text), ['--cluster', w.writeCluster({ nodes: 2 })]));
   assert.equal(r.code, 1);
   const out = r.stdout;
-  assert.match(out, /^preflight .*recipe\.toml: vllm-dsv4, 2 nodes; node 0 \(spark1\)$/m);
+  assert.match(out, /^preflight .*recipe\.toml: vllm-dsv4 \(family from model id\), 2 nodes; node 0 \(spark1\)$/m);
   const errorsAt = out.indexOf('ERRORS (1)');
   const warnAt = out.indexOf('WARNINGS (1)');
   assert.ok(errorsAt > 0 && warnAt > errorsAt, out);
@@ -145,9 +145,9 @@ test('exit codes: a warning alone is 0; a malformed recipe is 2 with one line na
   assert.equal((await cli(['preflight', DSV41, '--cluster', w.cluster, '--node-rank', '9'])).code, 2);
 });
 
-test('on a host that is not in the cluster, node-local rules are reported as not checked', async () => {
+test('with --local on a host that is not in the cluster, node-local rules are reported as not checked', async () => {
   const w = await world();
-  const { report } = await json(['preflight', w.recipe(w.dsv41Text), '--cluster', w.cluster, '--sysfs', w.sysfs]);
+  const { report } = await json(['preflight', w.recipe(w.dsv41Text), '--cluster', w.cluster, '--sysfs', w.sysfs, '--local']);
   assert.equal(report.node, null);
   const skipped = report.skipped.map((s) => s.rule);
   for (const id of ['mounts.host-path', 'fabric.hca', 'node.ports', 'snapshot.engram-dir']) assert.ok(skipped.includes(id), id);

@@ -2,7 +2,7 @@
 // (--only) against a world built in a temp dir (test/helpers/preflight.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RULES, type PreflightOptions } from '../src/preflight/index.js';
 import { makeSnapshot } from './helpers/synth.js';
@@ -60,15 +60,22 @@ function noEngramSnapshot(w: World): string {
   return dir;
 }
 
-/** A well-formed version 1 pack manifest of rank `rank` of 4 (floor split) for the world's two tables. */
-const manifest = (w: World, rank: number) => {
-  const cfg = JSON.parse(readFileSync(join(w.snapshotDir, 'config.json'), 'utf8')) as { text_config: { engram_num_embeddings: number[] } };
-  const layers = [1, 14].map((layer, i) => {
-    const rows = cfg.text_config.engram_num_embeddings[i]!;
-    const [start, end] = [Math.floor((rows * rank) / 4), Math.floor((rows * (rank + 1)) / 4)];
+/** The world's Engram tables: layer -> rows, from its config.json. */
+function tables(w: World): [number, number][] {
+  const cfg = JSON.parse(readFileSync(join(w.snapshotDir, 'config.json'), 'utf8')) as {
+    text_config: { engram_layer_ids: number[]; engram_num_embeddings: number[] };
+  };
+  return cfg.text_config.engram_layer_ids.map((l, i) => [l, cfg.text_config.engram_num_embeddings[i]!]);
+}
+
+/** A well-formed manifest of rank `rank` of 4 (floor split) for the world's tables; `rows` overrides layer 1's count. */
+const manifest = (w: World, rank: number, rows?: number) => {
+  const layers = tables(w).map(([layer, n0]) => {
+    const n = layer === 1 && rows !== undefined ? rows : n0;
+    const [start, end] = [Math.floor((n * rank) / 4), Math.floor((n * (rank + 1)) / 4)];
     return {
-      layer, rows, start, end, file: `engram-l${layer}-r${rank}of4.bin`, rowBytes: 264, stride: 264, dataOffset: 4096,
-      weightDtype: 'F8_E4M3', scaleDtype: 'F8_E8M0', layout: 'dense', checksum: { algorithm: 'crc32', chunkRows: 1 << 20, values: ['0badf00d'] },
+      layer, rows: n, start, end, file: `engram-l${layer}-r${rank}of4.bin`, rowBytes: 264, stride: 264, dataOffset: 4096,
+      weightDtype: 'F8_E4M3', scaleDtype: 'F8_E8M0', layout: 'dense', checksum: { algorithm: 'crc32', chunkRows: 1024, values: Array.from({ length: Math.ceil((end - start) / 1024) }, () => '0badf00d') },
     };
   });
   return JSON.stringify({ format: 'spark-engram-packed', version: 1, rank, world: 4, split: 'floor', source: { snapshot: '/x', revision: REVISION, files: [] }, layers });
@@ -273,16 +280,78 @@ const CASES: RuleCase[] = [
     },
     expect: /port \d+, the serving port, is in use on node 0 \(spark1\)/,
   },
+  {
+    rule: 'parallel.ep-size',
+    pass: (w) => w.options(w.recipe(w.dsv41Text)),
+    fail: (w) => w.options(w.recipe(edit(w.dsv41Text, '"--ep-size", "4"', '"--ep-size", "3"'))),
+    expect: /^--ep-size 3 does not divide the TP size 4 \(tensor_parallel_size\)$/,
+    where: /recipe\.toml:\d+$/,
+  },
+  {
+    rule: 'rendezvous.subnet',
+    pass: (w) => w.options(w.recipe(w.dsv41Text)),
+    fail: (w) =>
+      w.options(w.recipe(w.dsv41Text), { cluster: write(join(w.root, 'ring4.toml'), edit(readFileSync(w.cluster, 'utf8'), 'fabric_addr = "192.168.200.3"', 'fabric_addr = "192.168.201.3"')) }),
+    expect: /^node 2 \(spark3\) cannot reach the rendezvous 192\.168\.200\.1:\d+ on the head node 0 \(spark1\) \(its fabric_addr; no dist_addr\): its fabric_addr 192\.168\.201\.3 is outside 192\.168\.200\.1\/24 \(\/24 assumed/,
+    where: /ring4\.toml:\d+$/,
+  },
+  {
+    rule: 'mounts.file-is-directory',
+    pass: (w) => w.options(w.recipe(w.dsv41Text)),
+    fail: (w) => {
+      const dir = join(w.root, 'docker-made', 'aiden4x-launch.sh');
+      mkdirSync(dir, { recursive: true });
+      return w.options(w.recipe(edit(w.dsv41Text, join(w.root, 'aiden4x-launch.sh'), dir)));
+    },
+    expect: /^extra_mounts host .*docker-made\/aiden4x-launch\.sh is a directory on node 0 \(spark1\), but the container uses \/aiden4x-launch\.sh as a file \(the entrypoint runs it\)$/,
+  },
+];
+
+/** vLLM's dotted form of the speculative config in place of the eugr recipe's JSON. */
+const dottedSpec = (text: string) =>
+  edit(text, /"--speculative-config", """\n'\{[^']*\}'""",/, '"--speculative-config.method", "dspark",\n    "--speculative-config.num_speculative_tokens", "5",');
+
+/** Mistakes the rules used to miss: each a rule's failing and passing fixture. */
+const MISSED: (RuleCase & { name: string })[] = [
+  {
+    name: "vLLM's dotted --speculative-config.num_speculative_tokens in the capture-size rule",
+    rule: 'vllm.cudagraph-capture',
+    pass: (w) => w.options(w.recipe(dottedSpec(w.eugrText)), { cluster: w.writeCluster({ nodes: 2 }) }),
+    fail: (w) => w.options(w.recipe(edit(dottedSpec(w.eugrText), '"--max-num-seqs", "6"', '"--max-num-seqs", "8"')), { cluster: w.writeCluster({ nodes: 2 }) }),
+    expect: /--max-cudagraph-capture-size 36 is below --max-num-seqs 8 × \(k\+1 = 6\) = 48/,
+  },
+  {
+    name: "PyTorch's newer PYTORCH_ALLOC_CONF",
+    rule: 'alloc.expandable-segments',
+    pass: (w) => w.options(w.recipe(edit(w.dsv41Text, 'CUDA_DEVICE_ORDER', 'PYTORCH_ALLOC_CONF = "expandable_segments:False"\nCUDA_DEVICE_ORDER'))),
+    fail: (w) => w.options(w.recipe(edit(w.dsv41Text, 'CUDA_DEVICE_ORDER', 'PYTORCH_ALLOC_CONF = "expandable_segments:True"\nCUDA_DEVICE_ORDER'))),
+    expect: /^PYTORCH_ALLOC_CONF=expandable_segments:True \(from the recipe's \[env\]\) gives NaN logits/,
+  },
+  {
+    name: 'SGLang --mem-fraction-static too high for unified memory',
+    rule: 'memory.utilization-ceiling',
+    pass: (w) => w.options(w.recipe(edit(w.dsv41Text, '"--mem-fraction-static", "0.80"', '"--mem-fraction-static", "0.95"'))),
+    fail: (w) => w.options(w.recipe(edit(w.dsv41Text, '"--mem-fraction-static", "0.80"', '"--mem-fraction-static", "0.97"'))),
+    expect: /^--mem-fraction-static 0\.97 is above 0\.95, the most measured to work on unified memory/,
+  },
+  {
+    name: '--tp given only in args',
+    rule: 'parallel.nodes',
+    pass: (w) => w.options(w.recipe(edit(edit(w.dsv41Text, 'tensor_parallel_size = 4\n', ''), '"--trust-remote-code",', '"--trust-remote-code", "--tp", "4",'))),
+    fail: (w) => w.options(w.recipe(edit(w.dsv41Text, '"--trust-remote-code",', '"--trust-remote-code", "--tp", "2",'))),
+    expect: /^tensor_parallel_size = 4 but args sets --tp 2; the launcher appends --tp-size 4/,
+    where: /recipe\.toml:\d+$/,
+  },
 ];
 
 const heldPorts: { close(): Promise<void> }[] = [];
 
-test('every rule has a passing and a failing fixture below', () => {
-  assert.deepEqual(CASES.map((c) => c.rule).sort(), RULES.map((r) => r.id).sort());
+test('every rule on one machine has a passing and a failing fixture below (cluster rules: preflight-cluster.test.ts)', () => {
+  assert.deepEqual(CASES.map((c) => c.rule).sort(), RULES.filter((r) => r.scope !== 'cluster').map((r) => r.id).sort());
 });
 
-for (const c of CASES) {
-  test(`${c.rule}: passes on its good fixture, fails on its bad one`, async () => {
+for (const c of [...CASES, ...MISSED]) {
+  test(`${'name' in c ? `${c.rule} (${c.name})` : c.rule}: passes on its good fixture, fails on its bad one`, async () => {
     const w = await world();
     const rule = RULES.find((r) => r.id === c.rule)!;
     const good = await preflight({ ...(await c.pass(w)), only: [c.rule] }, c.env);
@@ -301,3 +370,43 @@ for (const c of CASES) {
     if (rule.scope === 'local-node') assert.deepEqual(hit.node, { rank: 0, host: 'spark1' });
   });
 }
+
+test('model.context-length: VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is honoured (a warning, not an error)', async () => {
+  const w = await world();
+  const long = edit(w.eugrText, '"--max-model-len", "1048576"', '"--max-model-len", "2M"');
+  const opts = (text: string) => ({ ...w.options(w.recipe(text), { cluster: w.writeCluster({ nodes: 2 }), snapshot: w.snapshotDir }), only: ['model.context-length'] });
+  const refused = await preflight(opts(long));
+  assert.deepEqual(refused.findings.map((f) => f.severity), ['error']);
+  assert.match(refused.findings[0]!.message, /--max-model-len 2M is above the model's max_position_embeddings 1048576/);
+  const allowed = await preflight(opts(edit(long, 'HF_HUB_OFFLINE = "1"', 'HF_HUB_OFFLINE = "1"\nVLLM_ALLOW_LONG_MAX_MODEL_LEN = "1"')));
+  assert.deepEqual(allowed.findings.map((f) => f.severity), ['warn']);
+  assert.match(allowed.findings[0]!.message, /VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 \(.*recipe\.toml:\d+\) makes the engine accept it/);
+  const sglang = edit(w.dsv41Text, '"--context-length", "524288"', '"--context-length", "2M"');
+  const sg = await preflight({ ...w.options(w.recipe(edit(sglang, 'CUDA_DEVICE_ORDER', 'SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN = "true"\nCUDA_DEVICE_ORDER'))), only: ['model.context-length'] });
+  assert.deepEqual(sg.findings.map((f) => f.severity), ['warn']);
+});
+
+test("the model's identity comes from config.json, not its name", async () => {
+  const w = await world();
+  // A local path as the model: by its name no rule would know it is DeepSeek-V4.1.
+  const renamed = edit(edit(w.dsv41Text, 'model = "deepseek-ai/DeepSeek-V4.1-Flash"', 'model = "/models/dsv41-native"'), /parent_model = .*\n/, '');
+  const text = edit(renamed, 'SPARK_ENGRAM_MODE', `SPARK_ENGRAM_ROWS = "${fullRange(w)}"\nSPARK_ENGRAM_MODE`);
+  // Without a cluster file SPARK_ENGRAM_DIR maps nowhere: no config.json, so only the name is left.
+  const byName = await preflight({ recipe: w.recipe(text), nodeRank: 0, sysfs: w.sysfs, only: ['engram.ranges-tile'] });
+  assert.deepEqual(byName.family, { name: 'other', from: 'model id' });
+  assert.deepEqual(byName.ran, []);
+  // Through the cluster's hf_cache (or --snapshot), config.json says deepseek V4.1 with Engram tables.
+  const byConfig = await preflight({ ...w.options(w.recipe(text)), only: ['engram.ranges-tile'] });
+  assert.deepEqual(byConfig.family, { name: 'dsv41', from: 'config.json' });
+  assert.equal(byConfig.stack, 'sglang-dsv41');
+  assert.deepEqual(byConfig.findings.map((f) => f.rule), ['engram.ranges-tile']);
+});
+
+test("a copy's row counts are checked against the node's snapshot", async () => {
+  const w = await world();
+  write(join(w.root, 'pack-rows', 'engram-local.json'), manifest(w, 0, 123));
+  const r = await preflight({ ...w.options(w.recipe(w.packedText), { packDir: join(w.root, 'pack-rows') }), only: ['pack.manifest'] });
+  const rows = tables(w)[0]![1];
+  const want = new RegExp(`engram-local\\.json: layer 1's table has 123 rows, the snapshot's has ${rows}: it was made from another checkpoint$`);
+  assert.ok(r.findings.some((f) => f.severity === 'error' && want.test(f.message)), JSON.stringify(r.findings, null, 1));
+});

@@ -85,12 +85,15 @@ test('spark launch --revision X preflights snapshot X, the one it serves', async
   assert.equal(r.code, 1, r.stderr);
   assert.ok(r.stderr.includes(`snapshot: ${join(modelDir, 'snapshots', OTHER)} (from launch)`), r.stderr);
   assert.match(r.stderr, /snapshots\/0123456789abcdef0123456789abcdef01234567\/model-00001-of-00003\.safetensors: shard is missing/);
-  assert.deepEqual(fake.calls(), [], 'nothing started');
+  // Preflight asked every node about the served snapshot (ssh, docker image inspect); nothing started.
+  assert.deepEqual(fake.calls().filter((c) => c.prog === 'docker' && c.argv[0] !== 'image'), [], 'nothing started');
 
   // Serving REV (the complete one) passes the same check.
-  const ok = await cli(['preflight', AIDEN16, '--cluster', cluster, '--only', 'snapshot.complete', '--json']);
+  // (On this machine as node 0: the nodes s1-s4 exist only in the cluster file.)
+  const ok = await cli(['preflight', AIDEN16, '--cluster', cluster, '--node-rank', '0', '--only', 'snapshot.complete', '--json']);
   assert.equal(ok.code, 0, ok.stderr);
   assert.equal(JSON.parse(ok.stdout).snapshot.dir, join(modelDir, 'snapshots', REV));
+  assert.deepEqual(JSON.parse(ok.stdout).ran, ['snapshot.complete']);
 });
 
 test('one revision resolver: pinned commits, refs, the only snapshot, bad refs', async () => {

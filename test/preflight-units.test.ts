@@ -79,7 +79,7 @@ test('a rule that cannot read what it needs is reported as not checked, and the 
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'config.json'), '{not json');
   const r = await preflight(w.options(w.recipe(w.dsv41Text), { snapshot: dir, only: ['parallel', 'docker'] }));
-  assert.deepEqual(r.ran.sort(), ['docker.shm-size', 'parallel.nodes']);
+  assert.deepEqual(r.ran.sort(), ['docker.shm-size', 'parallel.ep-size', 'parallel.nodes']);
   assert.deepEqual(
     r.skipped.map((s) => s.rule),
     ['parallel.tp-divides'],

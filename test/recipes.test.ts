@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SparkError } from '../src/errors.js';
-import { containerToHost, parseCluster, parseRecipe, readCluster, readRecipe, parseDockerSize, stackOf } from '../src/recipes/index.js';
+import { containerToHost, effectiveEnv, nodeAddress, parseCluster, parseEnvFile, parseRecipe, readCluster, readRecipe, parseDockerSize, stackOf } from '../src/recipes/index.js';
 import { DSV41, EUGR, PACKED, edit, repoFile } from './helpers/preflight.js';
 import { cli } from './helpers/cli.js';
 import { tempDir } from './helpers/tmp.js';
@@ -68,6 +68,13 @@ test('the example cluster files parse', async () => {
     assert.equal(cluster.head, 0);
     assert.ok(cluster.nccl.NCCL_IB_HCA);
   }
+  // The ring has no fabric subnet every node shares: each node says where it is reached.
+  const ring = (await readCluster('recipes/clusters/3node-ring.toml')).cluster;
+  assert.deepEqual(ring.nodes.map((n) => [n.fabricAddr, n.fabricPrefix, n.distAddr]), [
+    ['10.0.22.1', 24, '10.0.0.1'],
+    ['10.0.22.2', 24, '10.0.0.2'],
+    ['10.0.23.3', 24, '10.0.0.3'],
+  ]);
   const { cluster } = await readCluster('recipes/clusters/4node-switch.toml');
   assert.equal(cluster.hfCache, '/mnt/nas/ai/huggingface');
   assert.equal(cluster.distPort, 25000);
@@ -144,7 +151,7 @@ test('cluster files: required keys, addresses, head and duplicates', () => {
   );
   assert.equal(cluster.distPort, 25000);
   assert.deepEqual(cluster.nccl, { NCCL_NET: 'IB' });
-  refused(() => parseCluster(ok.replace('"10.0.0.2"', '"spark2"'), 'c.toml'), 'E_CLUSTER', /^c\.toml:8: nodes\[1\]\.fabric_addr must be an IP address, got "spark2"/);
+  refused(() => parseCluster(ok.replace('"10.0.0.2"', '"spark2"'), 'c.toml'), 'E_CLUSTER', /^c\.toml:8: nodes\[1\]\.fabric_addr must be an IP address like "192\.168\.200\.1" or "192\.168\.200\.1\/24", got "spark2"/);
   refused(() => parseCluster(ok.replace('"b"', '"a"'), 'c.toml'), 'E_CLUSTER', /nodes 0 and 1 have the same host a/);
   refused(() => parseCluster('head = 2\n' + ok, 'c.toml'), 'E_CLUSTER', /^c\.toml:1: head must be between 0 and 1, got 2/);
   refused(() => parseCluster('name = "c"\n', 'c.toml'), 'E_CLUSTER', /nodes is missing/);
@@ -212,4 +219,52 @@ test('docker sizes', () => {
   assert.equal(parseDockerSize('1048576'), 1048576);
   assert.equal(parseDockerSize('32 gigs'), undefined);
   assert.equal(parseDockerSize(''), undefined);
+});
+
+test('cluster files: dist_addr, fabric prefixes and per-node environment', () => {
+  const src = [
+    'name = "ring"',
+    '[[nodes]]',
+    'host = "a"',
+    'fabric_addr = "10.0.22.1/24"',
+    'dist_addr = "10.0.0.1"',
+    '[[nodes]]',
+    'host = "b"',
+    'fabric_addr = "10.0.22.2"',
+    '[nodes.env]',
+    'NCCL_SOCKET_IFNAME = "enP2p1s0"',
+    'dist_addr = "10.0.0.2"',
+    '[nccl]',
+    'NCCL_SOCKET_IFNAME = "enP7s7"',
+    '',
+  ].join('\n');
+  const { cluster, diagnostics } = parseCluster(src, 'c.toml');
+  assert.deepEqual(
+    cluster.nodes.map((n) => [n.fabricAddr, n.fabricPrefix, n.distAddr, nodeAddress(n), n.env]),
+    [
+      ['10.0.22.1', 24, '10.0.0.1', '10.0.0.1', {}],
+      ['10.0.22.2', undefined, undefined, '10.0.22.2', { NCCL_SOCKET_IFNAME: 'enP2p1s0' }],
+    ],
+  );
+  // dist_addr written below [nodes.env] is a variable of that table, not the node's address: said.
+  assert.deepEqual(diagnostics.map((d) => [d.kind, d.key, d.line]), [['swallowed-key', 'nodes[1].env.dist_addr', 11]]);
+  assert.match(diagnostics[0]!.message, /^dist_addr on line 11 is inside the \[nodes\.env\] table \(header on line 9\), so it is the environment variable nodes\[1\]\.env\.dist_addr/);
+  refused(() => parseCluster(src.replace('"10.0.22.1/24"', '"10.0.22.1/33"'), 'c.toml'), 'E_CLUSTER', /^c\.toml:4: nodes\[0\]\.fabric_addr: the prefix length in "10\.0\.22\.1\/33" must be 0-32/);
+  refused(() => parseCluster(src.replace('dist_addr = "10.0.0.1"', 'dist_addr = "10.0.0.1/24"'), 'c.toml'), 'E_CLUSTER', /^c\.toml:5: nodes\[0\]\.dist_addr must be an IP address like "10\.0\.0\.1", got "10\.0\.0\.1\/24"/);
+  refused(
+    () => parseCluster(src.replace('fabric_addr = "10.0.22.2"', 'fabric_addr = "10.0.22.2"\ndist_addr = "10.0.0.1"'), 'c.toml'),
+    'E_CLUSTER',
+    /nodes 0 and 1 have the same dist_addr 10\.0\.0\.1/,
+  );
+});
+
+test("a node's [nodes.env] wins over the cluster, the recipe and the env file, on that node only", () => {
+  const { cluster } = parseCluster('name = "c"\n[[nodes]]\nhost = "a"\nfabric_addr = "10.0.0.1"\n[[nodes]]\nhost = "b"\nfabric_addr = "10.0.0.2"\n[nodes.env]\nX = "node"\n[nccl]\nX = "cluster"\n', 'c.toml');
+  const { recipe } = parseRecipe('engine = "sglang"\ndocker_image = "i"\nmodel = "m"\n[env]\nX = "recipe"\n', 'r.toml');
+  const envFile = parseEnvFile('X=file\n', 'x.env', {});
+  assert.equal(effectiveEnv(recipe, cluster, envFile).get('X')!.value, 'file');
+  assert.equal(effectiveEnv(recipe, cluster, envFile, 0).get('X')!.value, 'file');
+  const b = effectiveEnv(recipe, cluster, envFile, 1).get('X')!;
+  assert.deepEqual([b.value, b.source, b.file, b.line], ['node', 'node', 'c.toml', 9]);
+  assert.deepEqual(b.overrides.map((o) => o.source), ['cluster', 'recipe', 'env-file']);
 });

@@ -6,7 +6,7 @@ import { SparkError } from '../errors.js';
 import type { CommandResult, Io } from '../io.js';
 import { formatDuration, runNodeTasks, type NodeTaskReport, type NodeTaskRequest } from '../launch/index.js';
 import { formatBytes, table } from '../format.js';
-import { parseSeconds } from './launch.js';
+import { parseSeconds } from './options.js';
 import { parseCount } from './options.js';
 import { parseRate } from './pack.js';
 

@@ -17,6 +17,7 @@ import {
 } from '../launch/index.js';
 import { readCluster } from '../recipes/index.js';
 import { table } from '../format.js';
+import { parseSeconds } from './options.js';
 
 export interface LaunchFlags {
   cluster?: string;
@@ -35,13 +36,7 @@ export interface LaunchFlags {
   name?: string;
   sparkBin?: string;
   detectGid?: boolean;
-}
-
-/** Seconds as a positive decimal (`0.5`, `1200`). */
-export function parseSeconds(text: string, flag: string, min = 0): number {
-  const t = text.trim();
-  if (!/^\d+(\.\d+)?$/.test(t) || Number(t) < min) throw usageError(`${flag} must be a number of seconds >= ${min}, got '${text}'`);
-  return Number(t);
+  nodeTimeout?: string;
 }
 
 export function launchRequest(recipe: string, f: LaunchFlags, signal?: AbortSignal): LaunchRequest {
@@ -62,6 +57,7 @@ export function launchRequest(recipe: string, f: LaunchFlags, signal?: AbortSign
     req.namePrefix = f.name;
   }
   if (f.sparkBin !== undefined) req.sparkBin = f.sparkBin;
+  if (f.nodeTimeout !== undefined) req.nodeTimeoutMs = parseSeconds(f.nodeTimeout, '--node-timeout', 0.001) * 1000;
   if (f.force) req.force = true;
   if (f.keepOnFailure) req.keepOnFailure = true;
   if (f.follow) req.follow = true;
@@ -104,7 +100,7 @@ export function launchCommand(ctx: CliContext): Command {
   return new Command('launch')
     .description('run a recipe on a cluster: one container per node over ssh, then wait for the head to be healthy')
     .argument('[recipe.toml]', 'the recipe to launch (not needed with --stop)')
-    .option('--cluster <file>', 'cluster file: [[nodes]] host and fabric_addr in rank order, head, hf_cache, dist_port, [nccl]')
+    .option('--cluster <file>', 'cluster file: [[nodes]] host, fabric_addr, dist_addr and [nodes.env] in rank order, head, hf_cache, dist_port, [nccl]')
     .option('--dry-run', 'print each node\'s container command and run nothing')
     .option('--json', 'one JSON document on stdout: {"nodes": [{"rank", "host", "argv", "env", ...}], ...}')
     .option('--stop', 'stop the launch\'s containers on every node of the cluster')
@@ -118,16 +114,18 @@ export function launchCommand(ctx: CliContext): Command {
     .option('--keep-on-failure', 'leave the containers running when the launch fails')
     .option('--follow', 'keep streaming the logs once healthy, until Ctrl-C')
     .option('--name <prefix>', 'container name prefix (default spark-<cluster name>); containers are <prefix>-r<rank>')
-    .option('--spark-bin <path>', 'spark on the nodes, for the GID detection (default SPARK_REMOTE_BIN, else spark)')
+    .option('--spark-bin <path>', 'spark on the nodes, for the preflight and the GID detection (default SPARK_REMOTE_BIN, else spark)')
+    .option('--node-timeout <seconds>', "the most one node may take to answer the preflight", '30')
     .option('--no-detect-gid', 'do not ask each node for B12X_ROCE_GID_INDEX (spark gid) when the env sets B12X_ROCE_HCA')
     .addHelpText(
       'after',
       `
-Without --dry-run: preflight runs first (errors stop the launch unless --force), then every
-node's container starts at once over ssh (docker run -d; a stopped container of the same name is
-removed first, a running one refuses the launch), the logs stream with a [rank host] prefix, and
-the launch waits for the head's /health. A node that fails to start, or whose container exits before the server is healthy,
-stops the others (docker stop keeps them, so docker logs still works); exit 3.
+Without --dry-run: preflight runs first, on every node over ssh (errors stop the launch unless
+--force); then every node's container starts at once over ssh (docker run -d; a stopped
+container of the same name is removed first, a running one refuses the launch), the logs stream
+with a [rank host] prefix, and the launch waits for the head's /health. A node that fails to
+start, or whose container exits before the server is healthy, stops the others (docker stop
+keeps them, so docker logs still works); exit 3.
 ssh and docker are looked up on PATH; SPARK_SSH and SPARK_DOCKER override them.
 
 Examples:

@@ -38,3 +38,10 @@ export function requireOption(
   if (v === undefined) throw usageError(`${flag} is required (or set ${variable})`);
   return v;
 }
+
+/** Seconds as a positive decimal (`0.5`, `1200`). */
+export function parseSeconds(text: string, flag: string, min = 0): number {
+  const t = text.trim();
+  if (!/^\d+(\.\d+)?$/.test(t) || Number(t) < min) throw usageError(`${flag} must be a number of seconds >= ${min}, got '${text}'`);
+  return Number(t);
+}

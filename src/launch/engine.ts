@@ -9,9 +9,20 @@
 //   --distributed-executor-backend mp --nnodes N --node-rank r --master-addr HEAD
 //   --master-port PORT [--headless on every node but the head] --host 0.0.0.0 --port PORT
 // Rank 0 hosts the rendezvous and the HTTP server in both engines, so the head is rank 0.
+// Both engines also advertise an address of their own to the other nodes (vLLM's cross-node
+// message queue, SGLang's broadcast and scheduler sockets): VLLM_HOST_IP / SGLANG_HOST_IP, else
+// the address of the default route. The launcher sets it per node to the node's own address.
 import { isIPv6 } from 'node:net';
 import { SparkError } from '../errors.js';
 import { parseArgs, type Engine, type ParsedArgs, type Recipe } from '../recipes/index.js';
+
+/** The variable each engine reads for the address it advertises to the other nodes. */
+export const HOST_IP_VARIABLE: Record<Engine, string> = { vllm: 'VLLM_HOST_IP', sglang: 'SGLANG_HOST_IP' };
+
+/** Environment keys the launcher sets per node; a value a recipe or cluster file gives is replaced. */
+export function launcherEnvKeys(engine: Engine): string[] {
+  return ['NODE_RANK', 'SPARK_WORLD_SIZE', HOST_IP_VARIABLE[engine]];
+}
 
 export interface NodeTopology {
   world: number;
@@ -19,7 +30,7 @@ export interface NodeTopology {
   /** Tensor- and pipeline-parallel sizes (tp × pp = world). */
   tp: number;
   pp: number;
-  /** The head's fabric address and the rendezvous port. */
+  /** The head's address (its dist_addr, else its fabric address) and the rendezvous port. */
   rendezvousAddr: string;
   rendezvousPort: number;
   /** HTTP port the head serves on. */

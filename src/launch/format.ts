@@ -11,6 +11,7 @@ export function planJson(plan: LaunchPlan): Record<string, unknown> {
     image: plan.image,
     world: plan.world,
     head: plan.head,
+    rendezvous: plan.rendezvous,
     port: plan.port,
     model: plan.model,
     healthUrl: plan.healthUrl,
@@ -23,6 +24,7 @@ export function planJson(plan: LaunchPlan): Record<string, unknown> {
       container: n.container,
       head: n.head,
       fabricAddr: n.fabricAddr,
+      distAddr: n.distAddr,
       commandLine: shJoin(n.argv),
     })),
   };
@@ -36,12 +38,12 @@ export function formatPlan(plan: LaunchPlan): string {
     plan.model.revision !== undefined
       ? `# model ${plan.model.id} @ ${plan.model.revision} (${plan.model.from}): ${plan.model.path}`
       : `# model ${plan.model.path}`,
-    `# health ${plan.healthUrl}`,
+    `# rendezvous ${plan.rendezvous}; health ${plan.healthUrl}`,
   ];
   for (const note of plan.notes) out.push(`# note: ${note}`);
   for (const n of plan.nodes) {
     // docker run -d --name NAME on the first line, then one option per line.
-    out.push('', `# node ${n.rank}: run on ${n.host}${n.head ? ' (head)' : ''}`, shLines(n.argv, 5));
+    out.push('', `# node ${n.rank}: run on ${n.host} (${n.distAddr})${n.head ? ', head' : ''}`, shLines(n.argv, 5));
   }
   return out.join('\n');
 }

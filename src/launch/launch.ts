@@ -1,5 +1,6 @@
 // `spark launch`: plan, preflight, start every node's container at once, follow their logs,
 // wait for the head's /health; on any node's failure stop the others and say which and why.
+import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { SparkError } from '../errors.js';
 import type { Io } from '../io.js';
@@ -25,8 +26,10 @@ export interface LaunchRequest {
   healthUrl?: string;
   /** Container name prefix; names are `<prefix>-r<rank>`. */
   namePrefix?: string;
-  /** spark on the nodes (for `spark gid`). */
+  /** spark on the nodes (for the preflight and `spark gid`). */
   sparkBin?: string;
+  /** The most one node may take to answer the preflight (ms). */
+  nodeTimeoutMs?: number;
   /** Ask each node for B12X_ROCE_GID_INDEX when the env names B12X_ROCE_HCA (default true). */
   detectGid?: boolean;
   timeoutMs: number;
@@ -70,15 +73,29 @@ export async function planDryRun(req: LaunchRequest, io: Io): Promise<LaunchPlan
   const inputs = await loadInputs(req, io);
   const home = io.env.HOME ?? homedir();
   const env = envValues(effectiveEnv(inputs.recipe, inputs.cluster, inputs.envFile));
+  let unresolved: string | undefined;
   const snapshot =
     recipeModelArg(inputs.recipe) === undefined
-      ? await resolveSnapshot(inputs.recipe, inputs.cluster, { ...pin(req, env), home })
+      ? await resolveSnapshot(inputs.recipe, inputs.cluster, { ...pin(req, env), home }).catch((err: unknown) => {
+          // This machine may not mount the cache (a workstation): the launch reads the ref on
+          // the head, which a dry run does not contact. Say so instead of failing.
+          const path = err instanceof SparkError && err.code === 'E_SNAPSHOT' ? err.details.path : undefined;
+          if (typeof path !== 'string' || !/\/refs\/[^/]+$/.test(path) || existsSync(path)) throw err;
+          unresolved = path;
+          return undefined;
+        })
       : undefined;
   const plan = buildPlan(
-    { ...inputs, ...(snapshot ? { snapshot } : {}) },
+    { ...inputs, ...(snapshot ? { snapshot } : {}), ...(unresolved !== undefined ? { unresolvedModel: inputs.recipe.model } : {}) },
     { home: () => home, ...(req.namePrefix ? { namePrefix: req.namePrefix } : {}), ...(req.healthUrl ? { healthUrl: req.healthUrl } : {}) },
   );
   for (const d of inputs.diagnostics) plan.notes.unshift(`${d.severity}: ${d.message}`);
+  if (unresolved !== undefined) {
+    plan.notes.push(
+      `${unresolved} is not readable on this machine, so the plan passes the model id ${inputs.recipe.model} where the ` +
+        'launch passes the snapshot: the launch reads the ref on the head and pins that revision (or pass --revision)',
+    );
+  }
   if (usesHome(inputs)) plan.notes.push(`~ in host paths is shown as this machine's home (${home}); the launch asks each node for its own`);
   if (req.detectGid !== false && gidQuery(env)) {
     plan.notes.push('B12X_ROCE_GID_INDEX is detected on each node at launch (spark gid --index-only); a dry run cannot show it');
@@ -118,17 +135,27 @@ export async function runLaunch(req: LaunchRequest, io: Io): Promise<LaunchResul
   const head = cluster.nodes[cluster.head]!;
   const readText: ReadText = readTextViaHead(head, tools, io.env);
   const env = envValues(effectiveEnv(recipe, cluster, inputs.envFile));
-  // Resolved once: preflight checks the very snapshot the containers are given.
+  // Resolved once: preflight checks the very snapshot the containers are given. When it cannot
+  // be resolved (the head's cache unreadable), preflight still runs on every node first: its
+  // report says why (a NAS not mounted, a node down) better than the ref that was not found.
+  let unresolved: SparkError | undefined;
   const snapshot =
     recipeModelArg(recipe) === undefined
-      ? await resolveSnapshot(recipe, cluster, { ...pin(req, env), readText, home: io.env.HOME ?? homedir() })
+      ? await resolveSnapshot(recipe, cluster, { ...pin(req, env), readText, home: io.env.HOME ?? homedir() }).catch((err: unknown) => {
+          if (!(err instanceof SparkError) || err.code !== 'E_SNAPSHOT') throw err;
+          unresolved = err;
+          return undefined;
+        })
       : undefined;
 
+  // The same preflight `spark preflight --cluster` runs: every node, over ssh.
   const report = await runPreflight(
     {
       recipe: req.recipe,
       cluster: req.cluster,
       ...(req.env ? { env: req.env } : {}),
+      ...(req.sparkBin !== undefined ? { sparkBin: req.sparkBin } : {}),
+      ...(req.nodeTimeoutMs !== undefined ? { nodeTimeoutMs: req.nodeTimeoutMs } : {}),
       ...(snapshot ? { servedSnapshot: snapshot.hostPath } : {}),
     },
     io,
@@ -137,6 +164,7 @@ export async function runLaunch(req: LaunchRequest, io: Io): Promise<LaunchResul
   if (report.counts.error > 0 && !req.force) {
     throw new SparkError('E_CHECK_FAILED', `preflight found ${report.counts.error} error(s), nothing was started; fix them, or pass --force to launch anyway`);
   }
+  if (unresolved) throw unresolved;
   if (req.signal?.aborted) throw interrupted();
 
   const homes = usesHome(inputs) ? await probeHomes(cluster.nodes, tools, io.env) : undefined;

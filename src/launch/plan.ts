@@ -4,18 +4,24 @@ import { posix } from 'node:path';
 import { SparkError } from '../errors.js';
 import {
   HF_CACHE_CONTAINER_PATH,
+  argLine,
   argvForExec,
-  defaultPort,
   effectiveEnv,
   envValues,
   expandHome,
-  parseArgs,
+  nodeAddress,
+  parallelShape,
+  placement,
+  servingPort,
   type Cluster,
+  type EffectiveEnv,
   type Engine,
   type EnvFile,
+  type EnvSourceKind,
   type Recipe,
+  type TopologyProblem,
 } from '../recipes/index.js';
-import { engineArgs, recipeModelArg, type NodeTopology } from './engine.js';
+import { HOST_IP_VARIABLE, engineArgs, launcherEnvKeys, recipeModelArg, type NodeTopology } from './engine.js';
 import { requireHfCache, revisionInPath, type ModelSnapshot } from './snapshot.js';
 
 export interface NodePlan {
@@ -23,6 +29,8 @@ export interface NodePlan {
   /** ssh target. */
   host: string;
   fabricAddr: string;
+  /** The address the other nodes reach this one at (dist_addr, else fabric_addr). */
+  distAddr: string;
   head: boolean;
   /** Container name on the node. */
   container: string;
@@ -42,6 +50,8 @@ export interface LaunchPlan {
   world: number;
   /** Rank of the head (rendezvous and HTTP). */
   head: number;
+  /** `addr:port` every node dials: the head's dist_addr (else fabric_addr) and dist_port. */
+  rendezvous: string;
   /** HTTP port on the head. */
   port: number;
   model: { id: string; path: string; revision?: string; from?: string; hostPath?: string };
@@ -71,6 +81,8 @@ export interface PlanInput {
   envFile?: EnvFile;
   /** The resolved model; undefined when the recipe names its model path itself. */
   snapshot?: ModelSnapshot;
+  /** A dry run that could not read the revision here: the model id stands in for the snapshot. */
+  unresolvedModel?: string;
 }
 
 /** Flags every container gets: the fabric and the GPU need these on a DGX Spark. */
@@ -134,57 +146,60 @@ function absoluteHostPath(
   return posix.normalize(p);
 }
 
+/** The first problem of a shape or placement as the SparkError a launch refuses with (exit 2). */
+function refuse(problem: TopologyProblem, recipe: Recipe, cluster: Cluster): SparkError {
+  const inCluster = problem.key === 'head' || problem.key === 'required_nodes';
+  const file = inCluster ? cluster.file : recipe.file;
+  const line = problem.flag ? argLine(recipe, problem.flag.index) : recipe.document.locations.get(problem.key)?.line;
+  const where = inCluster ? '' : `${line === undefined ? file : `${file}:${line}`}: `;
+  return new SparkError(inCluster ? 'E_CLUSTER' : 'E_RECIPE', `${where}${problem.message}; ${problem.fix}`, { path: file, key: problem.key });
+}
+
+/** "NCCL_SOCKET_IFNAME: recipe [env] "x" wins over cluster [nccl] "y"" for each value a later source replaced. */
+function overrideNotes(env: EffectiveEnv, who = ''): string[] {
+  const name = (source: EnvSourceKind, file: string) =>
+    source === 'recipe' ? 'recipe [env]' : source === 'cluster' ? 'cluster [nccl]' : source === 'node' ? `${who}[nodes.env]` : file;
+  const notes: string[] = [];
+  for (const [key, v] of env) {
+    const replaced = v.overrides.filter((o) => o.value !== v.value);
+    if (replaced.length === 0 || v.source === 'cluster') continue;
+    const last = replaced.at(-1)!;
+    notes.push(`${key}: ${name(v.source, v.file)} "${v.value}" wins over ${name(last.source, last.file)} "${last.value}"`);
+  }
+  return notes;
+}
+
 export function buildPlan(input: PlanInput, options: PlanOptions): LaunchPlan {
   const { recipe, cluster } = input;
   const world = recipe.requiredNodes;
-  if (cluster.nodes.length !== world) {
-    throw new SparkError(
-      'E_CLUSTER',
-      `${recipe.file} needs required_nodes = ${world}, but ${cluster.file} lists ${cluster.nodes.length} node(s); ` +
-        `use a cluster file with exactly ${world} [[nodes]]`,
-      { path: cluster.file, key: 'nodes' },
-    );
-  }
-  if (cluster.head !== 0) {
-    throw new SparkError(
-      'E_CLUSTER',
-      `${cluster.file}: head = ${cluster.head}, but SGLang and vLLM host the rendezvous and the HTTP server on rank 0; ` +
-        'list the head node first in [[nodes]] and set head = 0',
-      { path: cluster.file, key: 'head' },
-    );
-  }
+  const shape = parallelShape(recipe);
+  const place = placement(recipe, cluster);
+  const problem = place.problems[0] ?? shape.problems[0];
+  if (problem) throw refuse(problem, recipe, cluster);
   const hfCache = requireHfCache(cluster);
-  const pp = recipe.pipelineParallelSize;
-  const tp = recipe.tensorParallelSize ?? Math.max(1, Math.floor(world / pp));
-  if (tp * pp !== world) {
-    throw new SparkError(
-      'E_RECIPE',
-      `${recipe.file}: tensor_parallel_size ${tp} × pipeline_parallel_size ${pp} = ${tp * pp}, but required_nodes = ${world} ` +
-        '(one rank per node); make tp × pp equal required_nodes',
-      { path: recipe.file, key: 'tensor_parallel_size' },
+  const { tp, pp } = shape;
+  const port = servingPort(recipe);
+  const headNode = place.head;
+  const notes: string[] = [];
+  if (place.idle.length > 0) {
+    notes.push(
+      `the recipe needs ${world} node(s): it runs on ${place.nodes.map((n) => n.host).join(', ')}; ` +
+        `${place.idle.map((n) => `${n.host} (rank ${n.rank})`).join(', ')} of ${cluster.name} stay${place.idle.length === 1 ? 's' : ''} idle`,
     );
   }
-  const port = recipe.port ?? parseArgs(recipe.args).number('--port') ?? defaultPort(recipe.engine);
-  const headNode = cluster.nodes[cluster.head]!;
-  const notes: string[] = [];
 
   const ownModel = recipeModelArg(recipe);
-  if (ownModel === undefined && input.snapshot === undefined) {
+  if (ownModel === undefined && input.snapshot === undefined && input.unresolvedModel === undefined) {
     throw new SparkError('E_INTERNAL', 'buildPlan needs a resolved snapshot when the recipe names no model path');
   }
-  const modelPath = ownModel === undefined ? input.snapshot!.containerPath : undefined;
+  const modelPath = ownModel === undefined ? input.snapshot?.containerPath ?? input.unresolvedModel! : undefined;
   if (ownModel !== undefined) notes.push(`the recipe names its model path itself (${ownModel}); the launcher does not add one`);
 
   const env = effectiveEnv(recipe, cluster, input.envFile);
-  for (const [key, v] of env) {
-    const replaced = v.overrides.filter((o) => o.value !== v.value);
-    if (replaced.length > 0 && v.source !== 'cluster') {
-      const last = replaced.at(-1)!;
-      notes.push(`${key}: ${v.source === 'recipe' ? 'recipe [env]' : v.file} "${v.value}" wins over ${last.source === 'cluster' ? 'cluster [nccl]' : 'recipe [env]'} "${last.value}"`);
-    }
-  }
-  for (const key of ['NODE_RANK', 'SPARK_WORLD_SIZE']) {
-    if (env.has(key)) notes.push(`${key} is set per node by the launcher; the value in ${env.get(key)!.file} is replaced`);
+  notes.push(...overrideNotes(env));
+  for (const key of launcherEnvKeys(recipe.engine)) {
+    const set = [env.get(key), ...place.nodes.map((n) => effectiveEnv(recipe, cluster, input.envFile, n.rank).get(key))].find(Boolean);
+    if (set) notes.push(`${key} is set per node by the launcher; the value in ${set.file} is replaced`);
   }
   const engramDir = env.get('SPARK_ENGRAM_DIR')?.value;
   const engramRev = engramDir === undefined ? undefined : revisionInPath(engramDir, recipe.model);
@@ -194,28 +209,31 @@ export function buildPlan(input: PlanInput, options: PlanOptions): LaunchPlan {
         'point both at the same snapshot',
     );
   }
-  const baseEnv = envValues(env);
   const docker = options.docker ?? 'docker';
   const prefix = options.namePrefix ?? containerPrefix(cluster.name);
 
-  const nodes = cluster.nodes.map((node): NodePlan => {
+  const nodes = place.nodes.map((node): NodePlan => {
     const home = options.home(node.rank);
     const topo: NodeTopology = {
       world,
       rank: node.rank,
       tp,
       pp,
-      rendezvousAddr: headNode.fabricAddr,
-      rendezvousPort: cluster.distPort,
+      rendezvousAddr: place.rendezvous.addr,
+      rendezvousPort: place.rendezvous.port,
       port,
     };
     const engine = engineArgs(recipe, topo, modelPath);
-    if (node.rank === cluster.head) notes.push(...engine.conflicts);
+    if (node.rank === headNode.rank) notes.push(...engine.conflicts);
+    const ownEnv = effectiveEnv(recipe, cluster, input.envFile, node.rank);
+    notes.push(...overrideNotes(ownEnv, `node ${node.rank} `).filter((n) => n.includes('[nodes.env]')));
     const nodeEnv: Record<string, string> = {
-      ...baseEnv,
+      ...envValues(ownEnv),
       ...(options.nodeEnv?.(node.rank) ?? {}),
       NODE_RANK: String(node.rank),
       SPARK_WORLD_SIZE: String(world),
+      // The address the other nodes reach this one at, advertised by the engine.
+      [HOST_IP_VARIABLE[recipe.engine]]: nodeAddress(node),
     };
     const binds: Bind[] = [
       {
@@ -258,7 +276,8 @@ export function buildPlan(input: PlanInput, options: PlanOptions): LaunchPlan {
       rank: node.rank,
       host: node.host,
       fabricAddr: node.fabricAddr,
-      head: node.rank === cluster.head,
+      distAddr: nodeAddress(node),
+      head: node.rank === headNode.rank,
       container,
       argv,
       env: nodeEnv,
@@ -278,7 +297,8 @@ export function buildPlan(input: PlanInput, options: PlanOptions): LaunchPlan {
     engine: recipe.engine,
     image: recipe.dockerImage,
     world,
-    head: cluster.head,
+    head: headNode.rank,
+    rendezvous: `${place.rendezvous.addr}:${place.rendezvous.port}`,
     port,
     model,
     healthUrl: options.healthUrl ?? `http://${urlHost(headNode.host)}:${port}/health`,

@@ -1,36 +1,44 @@
-// Loads the files named on the command line into one PreflightContext. Parsing errors are
-// thrown (exit 2); everything a rule reads later (config.json, snapshot headers) is loaded
-// lazily and once, so a run that needs no snapshot reads none.
+// Loads the files named on the command line into one PreflightContext, and derives the view of
+// one node from it (that node's environment, home, sysfs and facts). Parsing errors are thrown
+// (exit 2); config.json is read lazily and once, from this machine's snapshot when one resolves
+// here, else from the first node that reported one.
 import { homedir } from 'node:os';
 import { resolve } from 'node:path';
-import { readModelConfig, type ModelConfig } from '../engram/config.js';
-import { toSparkError, type SparkError } from '../errors.js';
+import { parseModelConfig, readModelConfig, type ModelConfig } from '../engram/config.js';
 import type { Io } from '../io.js';
+import { SparkError } from '../errors.js';
 import {
   containerToHost,
   effectiveEnv,
   modelFamily,
+  parallelShape,
   parseArgs,
+  placement,
   readCluster,
   readEnvFile,
   readRecipe,
   type FileDiagnostic,
   type HostPath,
 } from '../recipes/index.js';
-import { identifyNode, type NodeHints } from './node.js';
-import { findSnapshotSource, type SnapshotFacts, type SnapshotSource } from './sources.js';
-import { openSnapshotFacts } from './snapshot-reader.js';
-import type { PreflightContext } from './types.js';
+import type { NodeView } from './facts/view.js';
+import { findSnapshotSource, isSnapshotPath, type SnapshotSource } from './sources.js';
+import type { CheckedNode, LocalNode, PreflightContext } from './types.js';
 
 export interface PreflightOptions {
   recipe: string;
   cluster?: string;
   env?: string;
   snapshot?: string;
-  /** This node's rank (--node-rank, else NODE_RANK). */
+  /** This node's rank (--node-rank, else NODE_RANK); implies local. */
   nodeRank?: number;
   nodeRankFrom?: '--node-rank' | 'NODE_RANK';
-  /** sysfs root, default /sys. */
+  /** Check this machine only, even with a cluster file (--local). */
+  local?: boolean;
+  /** spark on the nodes (--spark-bin, else SPARK_REMOTE_BIN, else spark). */
+  sparkBin?: string;
+  /** The most one node may take to answer (ms). */
+  nodeTimeoutMs?: number;
+  /** sysfs root, default /sys (on every node). */
   sysfs?: string;
   /** Host directory of this node's pack (default: SPARK_ENGRAM_DIR through its extra_mount). */
   packDir?: string;
@@ -46,39 +54,38 @@ export interface PreflightOptions {
   home?: string;
 }
 
+/** Whether the run checks every node over ssh (a cluster file, no --local, no rank given). */
+export function clusterMode(options: PreflightOptions): boolean {
+  return options.cluster !== undefined && !options.local && options.nodeRank === undefined;
+}
+
 export async function buildContext(options: PreflightOptions, io: Io): Promise<PreflightContext> {
   const { recipe, diagnostics: recipeDiagnostics } = await readRecipe(options.recipe);
   const loadedCluster = options.cluster === undefined ? undefined : await readCluster(options.cluster);
   const cluster = loadedCluster?.cluster;
   const envFile = options.env === undefined ? undefined : await readEnvFile(options.env, io.env);
-  const hints: NodeHints = {};
-  if (options.nodeRank !== undefined) hints.rank = options.nodeRank;
-  if (options.nodeRankFrom !== undefined) hints.rankFrom = options.nodeRankFrom;
-  if (options.hostname !== undefined) hints.hostname = options.hostname;
-  if (options.addresses !== undefined) hints.addresses = options.addresses;
-  const node = identifyNode(cluster, hints);
   const home = options.home ?? io.env.HOME ?? homedir();
   const env = effectiveEnv(recipe, cluster, envFile);
   const clusterDiagnostics: FileDiagnostic[] = [...(loadedCluster?.diagnostics ?? []), ...(envFile?.diagnostics ?? [])];
+  const mode = clusterMode(options) ? 'cluster' : 'local';
 
-  const toHost = (containerPath: string): HostPath | undefined => containerToHost(containerPath, recipe, cluster, home, io.cwd);
-
+  // In cluster mode --snapshot and the served snapshot are paths on the nodes: this machine reads
+  // config.json there only when it sees the same path (a NAS mounted here too).
+  const seenHere = (p: string | undefined) => p !== undefined && (mode === 'local' || isSnapshotPath(resolve(io.cwd, p)));
   const source = await findSnapshotSource({
-    ...(options.snapshot !== undefined ? { snapshot: options.snapshot } : {}),
+    ...(seenHere(options.snapshot) ? { snapshot: options.snapshot! } : {}),
     ...(options.servedSnapshot !== undefined ? { served: options.servedSnapshot } : {}),
     ...(cluster?.hfCache !== undefined ? { hfCache: cluster.hfCache } : {}),
     model: recipe.model,
     env,
-    toHost,
+    toHost: (containerPath) => containerToHost(containerPath, recipe, cluster, home, io.cwd),
     home,
     cwd: io.cwd,
   });
   const snapshotSource = (): SnapshotSource | undefined => source;
 
   let config: Promise<ModelConfig | undefined> | undefined;
-  let snapshot: Promise<{ facts: SnapshotFacts } | { error: SparkError } | undefined> | undefined;
-
-  return {
+  const ctx: PreflightContext = {
     recipe,
     recipeDiagnostics,
     cluster,
@@ -87,32 +94,66 @@ export async function buildContext(options: PreflightOptions, io: Io): Promise<P
     env,
     args: parseArgs(recipe.args),
     family: modelFamily(recipe),
+    familyFrom: 'model id',
     world: recipe.requiredNodes,
-    node,
+    shape: parallelShape(recipe),
+    mode,
+    checked: [],
     packDir: options.packDir === undefined ? undefined : resolve(io.cwd, options.packDir),
     sysfs: options.sysfs ?? '/sys',
     home,
     cwd: io.cwd,
-    toHost,
+    toHost: (containerPath: string): HostPath | undefined => containerToHost(containerPath, recipe, cluster, home, io.cwd),
     snapshotSource,
     modelConfig() {
       config ??= (async () => {
         const src = snapshotSource();
-        return src ? readModelConfig(src.dir) : undefined;
+        const local = src ? await readModelConfig(src.dir) : undefined;
+        return local ?? configFromNodes(ctx.checked);
       })();
       return config;
     },
-    snapshot() {
-      snapshot ??= (async () => {
-        const src = snapshotSource();
-        if (!src) return undefined;
-        try {
-          return { facts: await openSnapshotFacts(src.dir) };
-        } catch (err) {
-          return { error: toSparkError(err) };
-        }
-      })();
-      return snapshot;
-    },
   };
+  if (cluster) ctx.placement = placement(recipe, cluster);
+  return ctx;
+}
+
+/** config.json as the nodes reported it: the head's first, then the others in rank order. */
+function configFromNodes(checked: readonly CheckedNode[]): ModelConfig | undefined {
+  for (const c of [...checked].sort((a, b) => (a.node.rank ?? 0) - (b.node.rank ?? 0))) {
+    const snap = c.view?.facts.snapshot;
+    if (snap?.config === undefined) continue;
+    const path = `${c.node.host}:${snap.dir.replace(/\/[^/]+\.safetensors$/, '')}/config.json`;
+    let raw: unknown;
+    try {
+      raw = JSON.parse(snap.config);
+    } catch (err) {
+      throw new SparkError('E_CONFIG', `${path}: not valid JSON (${(err as Error).message})`, { path });
+    }
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new SparkError('E_CONFIG', `${path}: expected a JSON object`, { path });
+    return parseModelConfig(raw as Record<string, unknown>, path);
+  }
+  return undefined;
+}
+
+/** The context of one node: its environment (with [nodes.env]), home, sysfs and facts. */
+export function forNode(
+  base: PreflightContext,
+  node: LocalNode,
+  at: { home: string; sysfs: string; view?: NodeView },
+): PreflightContext {
+  const { recipe, cluster } = base;
+  const rank = node.rank ?? undefined;
+  const env = cluster && rank !== undefined ? effectiveEnv(recipe, cluster, base.envFile, rank) : base.env;
+  const ctx: PreflightContext = {
+    ...base,
+    env,
+    node,
+    home: at.home,
+    sysfs: at.sysfs,
+    toHost: (containerPath: string) => containerToHost(containerPath, recipe, cluster, at.home, base.cwd),
+  };
+  if (at.view) ctx.view = at.view;
+  else delete ctx.view;
+  return ctx;
 }

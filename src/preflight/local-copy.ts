@@ -1,10 +1,12 @@
 // Node-local copies as preflight sees them: whether a host directory holds one (a sparse copy's
 // engram-local.json, a pack's spark-pack.json or version 1 engram-local.json), and the copy
-// itself, read by the same code the wrapper and `spark engram-ranges` use.
+// itself, read by the same code the wrapper and `spark engram-ranges` use. Run on the node (or
+// on this machine against the node's manifests and headers, rebuilt by facts/rebuild.ts).
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { loadLocalCopy, type LocalCopy } from '../engram/layer-source.js';
-import { PACK_MANIFEST_NAME } from '../engram/local-dir.js';
+import { PACK_MANIFEST_NAME, readLocalDir } from '../engram/local-dir.js';
+import { checkManifest } from '../engram/pack-manifest-check.js';
 import { SPARSE_MANIFEST_NAME } from '../engram/sparse-manifest.js';
 import { toSparkError, type SparkError } from '../errors.js';
 
@@ -21,4 +23,20 @@ export async function readCopy(dir: string): Promise<{ copy: LocalCopy } | { err
   } catch (err) {
     return { error: toSparkError(err) };
   }
+}
+
+/** The copy in `dir` with what verify would say of a pack's manifest beyond its reader. */
+export async function inspectCopy(dir: string): Promise<{ copy: LocalCopy; manifestProblems: string[] } | { error: SparkError } | undefined> {
+  const read = await readCopy(dir);
+  if (!read || 'error' in read) return read;
+  const manifestProblems: string[] = [];
+  if (read.copy.kind === 'packed') {
+    try {
+      const local = await readLocalDir(dirname(read.copy.manifestPath));
+      if (local.kind === 'packed') manifestProblems.push(...checkManifest(local.manifest));
+    } catch (err) {
+      return { error: toSparkError(err) };
+    }
+  }
+  return { copy: read.copy, manifestProblems };
 }

@@ -5,8 +5,9 @@ import type { RuleScope } from './types.js';
 
 const SCOPES: Record<RuleScope, string> = {
   files: 'the recipe, cluster and env files (same answer on every node)',
-  snapshot: "the model's config.json or the snapshot's headers",
-  'local-node': 'this node: run preflight on every node',
+  snapshot: "the model's config.json (from this machine's snapshot, else a node's)",
+  'local-node': "each node's own files, devices, ports and snapshot (over ssh on every node; --local: this machine)",
+  cluster: 'every node at once: what must agree across the cluster (not with --local)',
 };
 
 const FAMILIES: Record<string, string> = { dsv41: 'DeepSeek-V4.1', dsv4: 'DeepSeek-V4', other: 'other models' };

@@ -12,8 +12,9 @@ import type {
   Recipe,
 } from '../recipes/index.js';
 import type { ModelConfig } from '../engram/config.js';
-import type { SparkError } from '../errors.js';
-import type { SnapshotFacts, SnapshotSource } from './sources.js';
+import type { ParallelShape, Placement } from '../recipes/index.js';
+import type { NodeView } from './facts/view.js';
+import type { SnapshotSource } from './sources.js';
 
 export type Severity = 'error' | 'warn' | 'info';
 export const SEVERITIES: readonly Severity[] = ['error', 'warn', 'info'];
@@ -39,12 +40,14 @@ export interface Finding {
 
 /** What a rule looks at and which nodes it concerns. */
 export type RuleScope =
-  /** Only the recipe, cluster and env files: the same answer on every node. */
+  /** Only the recipe, cluster and env files (and each node's environment from them). */
   | 'files'
-  /** config.json or the snapshot's headers. */
+  /** The model's config.json. */
   | 'snapshot'
-  /** This node's filesystem, devices or ports: runs on the node it is about. */
-  | 'local-node';
+  /** One node's filesystem, devices, ports or snapshot: runs once per node, on its facts. */
+  | 'local-node'
+  /** Every node at once: what must agree across the cluster. */
+  | 'cluster';
 
 export interface RuleMeta {
   /** `family.name`, e.g. `engram.ranges-tile`. */
@@ -76,7 +79,19 @@ export interface Rule extends RuleMeta {
 export interface LocalNode extends NodeRef {
   clusterNode?: ClusterNode;
   /** How it was identified. */
-  how: '--node-rank' | 'NODE_RANK' | 'hostname' | 'address' | 'no cluster file';
+  how: '--node-rank' | 'NODE_RANK' | 'hostname' | 'address' | 'no cluster file' | 'cluster file';
+}
+
+/** A node preflight looked at: its facts, or why it could not reach it. */
+export interface CheckedNode {
+  node: LocalNode;
+  view?: NodeView;
+  /** Why the node gave no facts (ssh failed, no answer in time). */
+  unreachable?: string;
+  /** The sysfs root its rules read: this machine's, or the node's rebuilt here. */
+  sysfs: string;
+  /** How its facts were gathered, and anything worth knowing about that. */
+  notes: string[];
 }
 
 export interface PreflightContext {
@@ -89,10 +104,22 @@ export interface PreflightContext {
   env: EffectiveEnv;
   args: ParsedArgs;
   family: ModelFamily;
+  /** Where the family came from: the checkpoint's config.json, else the recipe's model id. */
+  familyFrom: 'config.json' | 'model id';
   /** Ranks = nodes: required_nodes. */
   world: number;
-  /** This node; undefined when a cluster file is given and this host is not in it. */
+  /** tp and pp, as the launcher computes them. */
+  shape: ParallelShape;
+  /** The nodes that run the recipe (with a cluster file). */
+  placement?: Placement;
+  /** `local`: this machine only; `cluster`: every node over ssh. */
+  mode: 'local' | 'cluster';
+  /** The node a node rule looks at; undefined when a cluster file is given and this host is not in it. */
   node?: LocalNode;
+  /** That node's facts (node rules only). */
+  view?: NodeView;
+  /** Every node looked at (cluster rules). */
+  checked: CheckedNode[];
   /** --pack-dir: where this node's pack is (or will be) written. */
   packDir?: string;
   /** sysfs root (default /sys). */
@@ -102,9 +129,8 @@ export interface PreflightContext {
   cwd: string;
   /** A container path as a host path on this node, through the recipe's mounts and hf_cache. */
   toHost(containerPath: string): HostPath | undefined;
-  /** The snapshot to read config.json (and headers) from, if one resolves on this node. */
+  /** The snapshot to read config.json from on this machine, if one resolves here. */
   snapshotSource(): SnapshotSource | undefined;
+  /** The model's config.json: from this machine's snapshot, else from a node's. */
   modelConfig(): Promise<ModelConfig | undefined>;
-  /** The snapshot's headers, read once; an error when they do not validate. */
-  snapshot(): Promise<{ facts: SnapshotFacts } | { error: SparkError } | undefined>;
 }

@@ -1,5 +1,7 @@
-// A cluster file: the nodes in rank order, the head, the shared Hugging Face cache and the
-// cluster's NCCL environment (format in docs/recipes.md; examples in recipes/clusters/).
+// A cluster file: the nodes in rank order (each with its fabric address, the address the other
+// nodes reach it at, and environment values of its own), the head, the shared Hugging Face
+// cache and the cluster's NCCL environment (format in docs/recipes.md; examples in
+// recipes/clusters/).
 import { isIP } from 'node:net';
 import { FieldReader, type FileDiagnostic } from './fields.js';
 import { failIfSwallowed, findSwallowedKeys, swallowedDiagnostic, withoutSwallowed } from './swallowed.js';
@@ -10,8 +12,17 @@ export interface ClusterNode {
   rank: number;
   /** ssh target, e.g. `spark1` or `user@10.0.0.1`. */
   host: string;
-  /** The node's address on the RoCE fabric. */
+  /** The node's address on the RoCE fabric (without a prefix length). */
   fabricAddr: string;
+  /** The fabric subnet's prefix length, when written as `fabric_addr = "a.b.c.d/24"`. */
+  fabricPrefix?: number;
+  /**
+   * The address every other node reaches this one at (the rendezvous and the engine's control
+   * plane); undefined means the fabric address (see nodeAddress).
+   */
+  distAddr?: string;
+  /** Environment values of this node alone (`[nodes.env]`); they win over every other source. */
+  env: Record<string, string>;
   /** Line of the node's `[[nodes]]` header. */
   line?: number;
 }
@@ -37,13 +48,34 @@ export interface LoadedCluster {
 }
 
 export const CLUSTER_KEYS = ['name', 'nodes', 'head', 'hf_cache', 'dist_port', 'nccl'] as const;
-export const NODE_KEYS = ['host', 'fabric_addr'] as const;
+export const NODE_KEYS = ['host', 'fabric_addr', 'dist_addr', 'env'] as const;
 export const DEFAULT_DIST_PORT = 25000;
 /** Where the launcher mounts the cluster's hf_cache inside every container. */
 export const HF_CACHE_CONTAINER_PATH = '/root/.cache/huggingface';
 
+/** The address the other nodes reach `node` at: its dist_addr, else its fabric address. */
+export function nodeAddress(node: Pick<ClusterNode, 'distAddr' | 'fabricAddr'>): string {
+  return node.distAddr ?? node.fabricAddr;
+}
+
 export async function readCluster(path: string): Promise<LoadedCluster> {
   return parseCluster(await readTextFile(path, 'cluster file'), path);
+}
+
+/** `10.0.22.1/24` → address and prefix; the prefix must suit the address family. */
+function parseAddress(r: FieldReader, key: string, text: string, allowPrefix: boolean): { addr: string; prefix?: number } {
+  const slash = text.indexOf('/');
+  const addr = slash < 0 ? text : text.slice(0, slash);
+  const family = isIP(addr);
+  const example = allowPrefix ? '"192.168.200.1" or "192.168.200.1/24"' : '"10.0.0.1"';
+  if (family === 0 || (slash >= 0 && !allowPrefix)) {
+    r.fail(key, `${r.path(key)} must be an IP address like ${example}, got "${text}"`);
+  }
+  if (slash < 0) return { addr };
+  const p = text.slice(slash + 1);
+  const max = family === 4 ? 32 : 128;
+  if (!/^\d{1,3}$/.test(p) || Number(p) > max) r.fail(key, `${r.path(key)}: the prefix length in "${text}" must be 0-${max}`);
+  return { addr, prefix: Number(p) };
 }
 
 /**
@@ -66,24 +98,32 @@ export function parseCluster(source: string, file: string): LoadedCluster {
   const swallowed = findSwallowedKeys(document, { topLevel: CLUSTER_KEYS, tables: { nodes: NODE_KEYS } });
   const top = new FieldReader(file, withoutSwallowed(document.table, swallowed), '', document.locations, 'E_CLUSTER');
   const diagnostics = swallowed.map((loc) => swallowedDiagnostic(file, loc));
+  // A node key written below a node's [nodes.env] header lands in that table as a variable.
+  diagnostics.push(...swallowedNodeKeys(document, file));
   failIfSwallowed(top, 'name', swallowed);
   diagnostics.push(...top.unknownKeys(CLUSTER_KEYS, 'cluster file'));
   const readers = top.tableArray('nodes');
   if (readers.length === 0) top.missing('nodes', 'one [[nodes]] table per node, in rank order');
   const nodes = readers.map((r, rank): ClusterNode => {
     diagnostics.push(...r.unknownKeys(NODE_KEYS, '[[nodes]] table'));
-    const fabricAddr = r.requiredString('fabric_addr', 'fabric_addr = "192.168.200.1"');
-    if (isIP(fabricAddr) === 0) r.fail('fabric_addr', `${r.path('fabric_addr')} must be an IP address, got "${fabricAddr}"`);
+    const fabric = parseAddress(r, 'fabric_addr', r.requiredString('fabric_addr', 'fabric_addr = "192.168.200.1"'), true);
     const host = r.requiredString('host', 'host = "spark1"');
     const bad = badHost(host);
     if (bad) r.fail('host', `${r.path('host')} ${JSON.stringify(host)} ${bad}`, 'write the ssh target, e.g. host = "spark1" or "user@10.0.0.1"');
-    const node: ClusterNode = { rank, host, fabricAddr };
+    const node: ClusterNode = { rank, host, fabricAddr: fabric.addr, env: {} };
+    if (fabric.prefix !== undefined) node.fabricPrefix = fabric.prefix;
+    const dist = r.string('dist_addr');
+    if (dist !== undefined) node.distAddr = parseAddress(r, 'dist_addr', dist, false).addr;
+    const env = r.stringMap('env');
+    if (env) node.env = Object.fromEntries(Object.entries(env).filter(([k]) => !(NODE_KEYS as readonly string[]).includes(k)));
     if (r.headerLine !== undefined) node.line = r.headerLine;
     return node;
   });
   const seen = new Map<string, number>();
   for (const n of nodes) {
-    for (const key of [`host ${n.host}`, `fabric_addr ${n.fabricAddr}`]) {
+    const keys = [`host ${n.host}`, `fabric_addr ${n.fabricAddr}`];
+    if (n.distAddr !== undefined) keys.push(`dist_addr ${n.distAddr}`);
+    for (const key of keys) {
       const prev = seen.get(key);
       if (prev !== undefined) {
         readers[n.rank]!.fail(key.split(' ')[0]!, `nodes ${prev} and ${n.rank} have the same ${key}`, 'each node needs its own');
@@ -104,4 +144,20 @@ export function parseCluster(source: string, file: string): LoadedCluster {
   const hfCache = top.string('hf_cache');
   if (hfCache !== undefined) cluster.hfCache = hfCache;
   return { cluster, diagnostics };
+}
+
+function swallowedNodeKeys(document: TomlDocument, file: string): FileDiagnostic[] {
+  return document.locations.keys
+    .filter((loc) => /^nodes\[\d+\]\.env$/.test(loc.table?.path ?? '') && (NODE_KEYS as readonly string[]).includes(loc.key))
+    .map((loc) => ({
+      kind: 'swallowed-key' as const,
+      severity: 'error' as const,
+      file,
+      line: loc.line,
+      key: loc.path,
+      message:
+        `${loc.key} on line ${loc.line} is inside the [${loc.table!.path.replace(/\[\d+\]/, '')}] table (header on line ` +
+        `${loc.table!.line}), so it is the environment variable ${loc.path}, not the node's ${loc.key}`,
+      fix: `move ${loc.key} above the node's [nodes.env] header`,
+    }));
 }

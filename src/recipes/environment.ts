@@ -1,11 +1,13 @@
 // The environment a container gets, with where each value came from. Precedence (later wins):
-// the cluster's [nccl], the recipe's [env], then an env file given on the command line (the
-// most specific: one deployment's overrides of a shared recipe).
+// the cluster's [nccl], the recipe's [env], an env file given on the command line (one
+// deployment's overrides of a shared recipe), then the node's own [nodes.env] in the cluster
+// file (the most specific: values that differ per node, like interface names).
 import type { Cluster } from './cluster.js';
 import type { EnvFile } from './env-file.js';
 import type { Recipe } from './recipe.js';
+import { pathSegment } from './toml-scan.js';
 
-export type EnvSourceKind = 'cluster' | 'recipe' | 'env-file';
+export type EnvSourceKind = 'cluster' | 'recipe' | 'env-file' | 'node';
 
 export interface EnvValue {
   value: string;
@@ -19,7 +21,8 @@ export interface EnvValue {
 
 export type EffectiveEnv = Map<string, EnvValue>;
 
-export function effectiveEnv(recipe: Recipe, cluster?: Cluster, envFile?: EnvFile): EffectiveEnv {
+/** The environment of node `rank` (without a rank: the values every node shares). */
+export function effectiveEnv(recipe: Recipe, cluster?: Cluster, envFile?: EnvFile, rank?: number): EffectiveEnv {
   const out: EffectiveEnv = new Map();
   const set = (key: string, value: string, source: EnvSourceKind, file: string, line: number | undefined) => {
     const prev = out.get(key);
@@ -41,6 +44,12 @@ export function effectiveEnv(recipe: Recipe, cluster?: Cluster, envFile?: EnvFil
   }
   if (envFile) {
     for (const [k, e] of envFile.vars) set(k, e.value, 'env-file', envFile.file, e.line);
+  }
+  const node = cluster && rank !== undefined ? cluster.nodes[rank] : undefined;
+  if (node) {
+    for (const [k, v] of Object.entries(node.env)) {
+      set(k, v, 'node', cluster!.file, cluster!.document.locations.get(`nodes[${rank}].env.${pathSegment(k)}`)?.line);
+    }
   }
   return out;
 }

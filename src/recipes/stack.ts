@@ -14,8 +14,25 @@ export function modelFamily(recipe: Pick<Recipe, 'model' | 'parentModel'>): Mode
   return 'other';
 }
 
-export function stackOf(recipe: Pick<Recipe, 'engine' | 'model' | 'parentModel'>): Stack {
-  return `${recipe.engine}-${modelFamily(recipe)}`;
+/**
+ * The family a checkpoint's config.json declares: `model_type` / `architectures` naming
+ * DeepSeek-V4.1 or V4, and Engram keys (only V4.1 has Engram tables). Undefined when the config
+ * names neither, so the caller can fall back to the model id.
+ */
+export function configFamily(raw: Record<string, unknown>): ModelFamily | undefined {
+  const text = typeof raw.text_config === 'object' && raw.text_config !== null ? (raw.text_config as Record<string, unknown>) : {};
+  const names = [raw.model_type, text.model_type, ...(Array.isArray(raw.architectures) ? raw.architectures : [])]
+    .filter((v): v is string => typeof v === 'string')
+    .join(' ');
+  const engram = [raw, text].some((t) => Array.isArray(t.engram_layer_ids) && t.engram_layer_ids.length > 0);
+  if (engram || /deepseek[_-]?v4[._]?1|deepseekv41/i.test(names)) return 'dsv41';
+  if (/deepseek[_-]?v4|deepseekv4/i.test(names)) return 'dsv4';
+  return undefined;
+}
+
+/** A recipe's stack; `family` overrides the one its model id suggests (see configFamily). */
+export function stackOf(recipe: Pick<Recipe, 'engine' | 'model' | 'parentModel'>, family?: ModelFamily): Stack {
+  return `${recipe.engine}-${family ?? modelFamily(recipe)}`;
 }
 
 /** Engine flag names for the settings rules check. */

@@ -3,6 +3,11 @@
 // with the host it ran "on" and its pid) into one file per call, and behave as the test says.
 // The fake ssh does what real ssh does with its command: joins the arguments after the host
 // with spaces and has `sh -c` parse the result, so quoting is exercised for real.
+//
+// Hosts can differ (fake-cluster.ts builds on this): a command "on" host H runs with
+// FAKE_DIR/hosts/H/bin first on PATH (its own nvidia-smi, uname, df, ip, spark...), with every
+// occurrence of FAKE_ROOT in the command replaced by FAKE_DIR/hosts/H/root (its own files under
+// the same absolute paths), and /proc/net by FAKE_DIR/hosts/H/proc/net when that exists.
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from './tmp.js';
@@ -62,7 +67,12 @@ while [ $# -gt 0 ]; do a=$1; shift; case $a in -o) shift ;; -*) ;; *) break ;; e
 [ "$1" = "--" ] && shift
 act "$host ssh"
 FAKE_HOST=$host; export FAKE_HOST
-exec /bin/sh -c "$*"
+cmd=$*
+hd=$FAKE_DIR/hosts/$host
+[ -d "$hd/bin" ] && { PATH=$hd/bin:$PATH; export PATH; }
+if [ -n "\${FAKE_ROOT:-}" ] && [ -d "$hd/root" ]; then cmd=$(printf '%s\n' "$cmd" | sed "s#$FAKE_ROOT#$hd/root#g"); fi
+[ -d "$hd/proc/net" ] && cmd=$(printf '%s\n' "$cmd" | sed "s#/proc/net#$hd/proc/net#g")
+exec /bin/sh -c "$cmd"
 `;
 
 const DOCKER = `
@@ -71,6 +81,7 @@ rec docker "$host" "$@"
 act "$host docker $1" || act "* docker $1"
 case $1 in
   run) echo 4f0c1e0000000000000000000000000000000000000000000000000000000000 ;;
+  image) echo "sha256:\${FAKE_IMAGE_ID:-1111111111111111111111111111111111111111111111111111111111111111}" ;;
   logs) echo 'server booting'; exec sleep 100000 ;;
   inspect) echo 'exited 1 false' ;;
   stop) echo "$2" ;;
@@ -85,6 +96,8 @@ act "$host spark $1" || act "* spark $1"
 rank=-1; prev=
 for a in "$@"; do [ "$prev" = --rank ] && rank=$a; prev=$a; done
 case $1 in
+  --version) echo 0.1.0 ;;
+  preflight) echo 'spark: this fake answers no facts' >&2; exit 2 ;;
   gid) echo 3 ;;
   pack) echo 'packing layer 1' >&2; echo "{\\"bytes\\":$((1000 + rank)),\\"seconds\\":1,\\"layers\\":[1,14],\\"rank\\":$rank}" ;;
   verify) echo '{"ok":true}' ;;

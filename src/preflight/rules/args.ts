@@ -1,6 +1,7 @@
 // The argument vector itself: values the engine will refuse, and flags the launcher owns.
 import { ENGINES, type Engine } from '../../recipes/index.js';
-import { defineRule, finding, whereArg } from '../rule.js';
+import { launcherEnvKeys } from '../../launch/engine.js';
+import { defineRule, envSourceName, finding, whereArg, whereEnv } from '../rule.js';
 
 export const jsonValue = defineRule({
   id: 'args.json-value',
@@ -27,7 +28,10 @@ export const jsonValue = defineRule({
 /** Flags the launcher appends to every engine command (dsv41 recipe: "The launcher also appends"). */
 export const LAUNCHER_FLAGS: Record<Engine, readonly string[]> = {
   sglang: ['--model-path', '--tp', '--tp-size', '--tensor-parallel-size', '--nnodes', '--node-rank', '--dist-init-addr', '--host', '--port'],
-  vllm: ['--tensor-parallel-size', '-tp', '--pipeline-parallel-size', '-pp', '--host', '--port'],
+  vllm: [
+    '--tensor-parallel-size', '-tp', '--pipeline-parallel-size', '-pp', '--nnodes', '--node-rank', '--master-addr', '--master-port',
+    '--headless', '--host', '--port',
+  ],
 };
 
 export const launcherOwned = defineRule({
@@ -38,12 +42,26 @@ export const launcherOwned = defineRule({
   scope: 'files',
   evidence:
     'The launcher appends --model-path, --tp, --nnodes, --node-rank, --dist-init-addr, --host and --port from the ' +
-    'recipe and cluster (seed: dsv41 recipe); a second copy in args makes the result depend on argument order.',
-  fix: 'remove the flag from args; set the recipe key (port, tensor_parallel_size) or the cluster file instead',
+    'recipe and cluster (seed: dsv41 recipe); a second copy in args makes the result depend on argument order. It ' +
+    'also sets NODE_RANK, SPARK_WORLD_SIZE and VLLM_HOST_IP / SGLANG_HOST_IP per node: one shared value is wrong on ' +
+    'every node but one.',
+  fix: 'remove the flag from args; set the recipe key (port, tensor_parallel_size) or the cluster file (dist_addr) instead',
   check(ctx) {
     const owned = LAUNCHER_FLAGS[ctx.recipe.engine];
-    return ctx.args.flags
+    const flags = ctx.args.flags
       .filter((f) => owned.includes(f.name))
       .map((f) => finding(this, { message: `args sets ${f.name}, which the launcher appends itself`, where: whereArg(ctx, f) }));
+    const env = launcherEnvKeys(ctx.recipe.engine).flatMap((key) => {
+      const v = ctx.env.get(key);
+      if (!v) return [];
+      return [
+        finding(this, {
+          message: `${envSourceName(v)} sets ${key}=${v.value}, which the launcher sets per node`,
+          where: whereEnv(v),
+          fix: "remove it; the launcher sets it from the cluster file (the node's rank, its dist_addr)",
+        }),
+      ];
+    });
+    return [...flags, ...env];
   },
 });

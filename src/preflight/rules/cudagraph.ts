@@ -1,5 +1,6 @@
 // CUDA graph sizes against the decode batch: a batch larger than the largest captured graph
 // runs eagerly (slow), and vLLM with speculative decoding captures in multiples of k+1.
+import type { ArgFlag, ParsedArgs } from '../../recipes/index.js';
 import { defineRule, finding, whereArg, whereKey } from '../rule.js';
 
 /** k, the number of speculative tokens, from vLLM's --speculative-config JSON. */
@@ -7,6 +8,19 @@ export function speculativeTokens(config: unknown): number | undefined {
   if (typeof config !== 'object' || config === null) return undefined;
   const k = (config as Record<string, unknown>).num_speculative_tokens;
   return typeof k === 'number' && Number.isInteger(k) && k > 0 ? k : undefined;
+}
+
+/**
+ * The speculative-decoding flag and k, from the JSON value or vLLM's dotted form
+ * (`--speculative-config.num_speculative_tokens 5`, which vLLM merges into the JSON; it wins).
+ */
+export function speculation(args: ParsedArgs): { flag: ArgFlag; k: number } | undefined {
+  const dotted = args.get('--speculative-config.num_speculative_tokens');
+  const text = dotted && typeof dotted.value === 'string' ? dotted.value.trim() : undefined;
+  if (dotted && text !== undefined && /^\d+$/.test(text) && Number(text) > 0) return { flag: dotted, k: Number(text) };
+  const json = args.get('--speculative-config');
+  const k = speculativeTokens(args.json('--speculative-config'));
+  return json && k !== undefined ? { flag: json, k } : undefined;
 }
 
 export const vllmCapture = defineRule({
@@ -21,12 +35,13 @@ export const vllmCapture = defineRule({
   evidence:
     'Each decode step of a sequence verifies k+1 tokens, so a full batch is max_num_seqs × (k+1) tokens; a smaller ' +
     'capture size runs those batches eagerly, and k=5 rejects --max-num-seqs 1 at boot (seed: eugr agent recipe, ' +
-    '"the k+1 multiple rule": 6 × 6 = 36).',
+    '"the k+1 multiple rule": 6 × 6 = 36). k comes from the --speculative-config JSON or its dotted form ' +
+    '(--speculative-config.num_speculative_tokens 5).',
   fix: 'set --max-cudagraph-capture-size to max_num_seqs × (k+1)',
   check(ctx) {
-    const spec = ctx.args.get('--speculative-config');
-    const k = speculativeTokens(ctx.args.json('--speculative-config'));
-    if (!spec || k === undefined) return [];
+    const found = speculation(ctx.args);
+    if (!found) return [];
+    const { flag: spec, k } = found;
     const seqsFlag = ctx.args.get('--max-num-seqs');
     const seqs = ctx.args.number('--max-num-seqs');
     const capFlag = ctx.args.get('--max-cudagraph-capture-size');

@@ -1,14 +1,11 @@
 // Engram row ranges: every rank must own a slice of each table such that the slices tile
 // [0, N) exactly per layer (domain.md, "How ranks split a table").
-import { existsSync } from 'node:fs';
-import { readSmallTextSync } from '../../small-file.js';
 import { basename } from 'node:path';
 import { checkTiling, dashEntries, parseEngramRows, type LayerRange } from '../../engram/ranges.js';
 import type { EnvValue } from '../../recipes/index.js';
-import { ENGINES, HF_CACHE_CONTAINER_PATH } from '../../recipes/index.js';
-import { defineRule, envSourceName, finding, whereEnv } from '../rule.js';
-import { isSnapshotPath } from '../sources.js';
-import { hasCopyManifest } from '../local-copy.js';
+import { ENGINES } from '../../recipes/index.js';
+import { defineRule, envSourceName, finding, whereEnv, whereNode } from '../rule.js';
+import { dirKind, underHfCache, wrapperOnNode } from '../node-paths.js';
 import type { PreflightContext } from '../types.js';
 import { expectedEngramRows } from './snapshot.js';
 
@@ -57,34 +54,29 @@ export const rangesTile = defineRule({
   },
 });
 
-/** The script an entrypoint runs (`sh /x.sh`, `bash -c …` excluded, or `/x.sh` itself). */
-export function wrapperScript(entrypoint: readonly string[] | undefined): string | undefined {
-  if (!entrypoint || entrypoint.length === 0) return undefined;
-  const [cmd, arg] = entrypoint;
-  if (/(^|\/)(sh|bash|dash)$/.test(cmd!) && arg !== undefined && !arg.startsWith('-')) return arg;
-  if (/\.sh$/.test(cmd!)) return cmd;
-  return undefined;
-}
+export { wrapperScript } from '../node-paths.js';
 
 function rowsSource(ctx: PreflightContext, dir: EnvValue): { skip: string } | { problem: string; fix?: string } | undefined {
   const mapped = ctx.toHost(dir.value);
   if (!mapped) {
-    if (dir.value.startsWith(HF_CACHE_CONTAINER_PATH) && !ctx.cluster?.hfCache) {
+    if (underHfCache(dir.value) && !ctx.cluster?.hfCache) {
       return { skip: 'SPARK_ENGRAM_DIR is under the Hugging Face cache mount: pass --cluster (hf_cache) to check it' };
     }
     return undefined; // snapshot.engram-dir reports an unmounted directory
   }
-  if (hasCopyManifest(mapped.host)) return undefined; // a node-local copy: its manifest holds this rank's ranges
-  if (!isSnapshotPath(mapped.host)) return undefined; // nothing there yet: snapshot.engram-dir reports it
-  const script = wrapperScript(ctx.recipe.entrypoint);
-  if (script) {
-    const host = ctx.toHost(script);
-    if (!host || !existsSync(host.host)) {
-      return { skip: `the ranges come from the entrypoint ${script}, which is not readable on this node` };
+  const view = ctx.view!;
+  const kind = dirKind(view, mapped.host);
+  if (kind === 'copy') return undefined; // a node-local copy: its manifest holds this rank's ranges
+  if (kind !== 'snapshot') return undefined; // nothing there yet: snapshot.engram-dir reports it
+  const wrapper = wrapperOnNode(ctx);
+  if (wrapper) {
+    const text = wrapper.host === undefined ? undefined : view.text(wrapper.host);
+    if (text === undefined) {
+      return { skip: `the ranges come from the entrypoint ${wrapper.script}, which is not readable on ${whereNode(ctx)}` };
     }
-    if (/SPARK_ENGRAM_ROWS/.test(readSmallTextSync(host.host, { what: 'entrypoint' }))) return undefined;
+    if (/SPARK_ENGRAM_ROWS/.test(text)) return undefined;
     return {
-      problem: `SPARK_ENGRAM_DIR is a full snapshot and the entrypoint ${basename(script)} (${host.host}) never sets SPARK_ENGRAM_ROWS`,
+      problem: `SPARK_ENGRAM_DIR is a full snapshot and the entrypoint ${basename(wrapper.script)} (${wrapper.host}) never sets SPARK_ENGRAM_ROWS`,
       fix: 'export SPARK_ENGRAM_ROWS from NODE_RANK in the wrapper (spark engram-ranges --rank "$NODE_RANK" --world W)',
     };
   }
@@ -109,18 +101,13 @@ function parses(value: string): boolean {
  * older `spark wrapper --emit-sh` wrote it: the overlay rejects it at install, on every rank.
  */
 function staleScript(ctx: PreflightContext): { script: string; host: string; value: string } | undefined {
-  const script = wrapperScript(ctx.recipe.entrypoint);
-  const host = script ? ctx.toHost(script) : undefined;
-  if (!script || !host) return undefined;
-  let text: string;
-  try {
-    text = readSmallTextSync(host.host, { what: 'entrypoint' });
-  } catch {
-    return undefined; // mounts.host-path reports a missing or unreadable script
-  }
+  const wrapper = wrapperOnNode(ctx);
+  // A script missing on the node is mounts.host-path's finding.
+  const text = wrapper?.host === undefined ? undefined : ctx.view!.text(wrapper.host);
+  if (text === undefined) return undefined;
   // Any quoted value that parses as SPARK_ENGRAM_ROWS and has an entry in the old form.
   for (const m of text.matchAll(/'([\d:,-]+)'/g)) {
-    if (dashEntries(m[1]!).length > 0 && parses(m[1]!)) return { script, host: host.host, value: m[1]! };
+    if (dashEntries(m[1]!).length > 0 && parses(m[1]!)) return { script: wrapper!.script, host: wrapper!.host!, value: m[1]! };
   }
   return undefined;
 }

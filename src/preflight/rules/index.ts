@@ -10,12 +10,14 @@ import { gid, hca, socketIfname } from './fabric.js';
 import { composeOnly, swallowedKey, undefinedVariable, unknownKey } from './files.js';
 import { utilizationCeiling } from './memory.js';
 import { contextLength } from './model.js';
-import { hostPaths } from './mounts.js';
+import { fileIsDirectory, hostPaths } from './mounts.js';
+import { clockSkew, reachable, sameImage, sameSpark, sameVersions } from './nodes.js';
 import { freeSpace, manifest } from './pack.js';
-import { nodes, tpDivides } from './parallel.js';
+import { epSize, nodes, tpDivides } from './parallel.js';
 import { ports } from './ports.js';
+import { route, subnet } from './rendezvous.js';
 import { rowsGrammar } from './rows-grammar.js';
-import { complete, engramDir, engramTables } from './snapshot.js';
+import { complete, engramDir, engramTables, sameRevision } from './snapshot.js';
 
 export const RULES: readonly Rule[] = [
   // the files
@@ -34,20 +36,31 @@ export const RULES: readonly Rule[] = [
   expandableSegments,
   shmSize,
   nodes,
+  epSize,
   fabricRange,
+  subnet,
   // the model
   tpDivides,
   contextLength,
+  // each node
   complete,
   engramTables,
-  // this node
   engramDir,
   rangesSource,
   freeSpace,
   manifest,
   hostPaths,
+  fileIsDirectory,
   hca,
   gid,
   socketIfname,
   ports,
+  // across the nodes
+  reachable,
+  route,
+  sameImage,
+  sameVersions,
+  sameSpark,
+  sameRevision,
+  clockSkew,
 ];

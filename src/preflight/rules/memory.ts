@@ -9,6 +9,8 @@ export const VLLM_GMU_CEILING = 0.85;
 export const VLLM_GMU_SAFE = 0.78;
 /** vLLM's own default when the flag is absent. */
 export const VLLM_GMU_DEFAULT = 0.9;
+/** SGLang: the highest --mem-fraction-static measured to boot and serve on GB10 (mia-tp4's working value). */
+export const SGLANG_MFS_CEILING = 0.95;
 
 export const utilizationCeiling = defineRule({
   id: 'memory.utilization-ceiling',
@@ -20,14 +22,28 @@ export const utilizationCeiling = defineRule({
   evidence:
     '"0.80 boots but dies under traffic"; 0.78 is the safe ceiling on 2× GB10 with weights at ~77.7 of ~119.6 GiB ' +
     '(seed: eugr agent recipe; domain.md: above ~0.78-0.85 boots then dies). SGLang\'s --mem-fraction-static ' +
-    'counts differently (0.95 is the mia-tp4 working value), so only its range is checked.',
-  fix: `vLLM: --gpu-memory-utilization ${VLLM_GMU_SAFE}; SGLang: a --mem-fraction-static between 0 and 1`,
+    'counts differently: 0.95 is the mia-tp4 working value, where rank 0 already has ~0.3 GB left for the OS, ' +
+    'and a pinned allocation that pushed the need to 0.9569 left no KV cache at all (seed: mia-tp4 env); above ' +
+    `${SGLANG_MFS_CEILING} the host starves (page cache, NCCL buffers, the OS share the same 128 GB).`,
+  fix: `vLLM: --gpu-memory-utilization ${VLLM_GMU_SAFE}; SGLang: --mem-fraction-static ${SGLANG_MFS_CEILING} or less`,
   check(ctx) {
     if (ctx.recipe.engine === 'sglang') {
       const f = ctx.args.get('--mem-fraction-static');
       const v = ctx.args.number('--mem-fraction-static');
-      if (!f || (v !== undefined && v > 0 && v < 1)) return [];
-      return [finding(this, { message: `--mem-fraction-static must be a number between 0 and 1, got '${String(f.value)}'`, where: whereArg(ctx, f) })];
+      if (!f) return [];
+      if (v === undefined || v <= 0 || v >= 1) {
+        return [finding(this, { message: `--mem-fraction-static must be a number between 0 and 1, got '${String(f.value)}'`, where: whereArg(ctx, f) })];
+      }
+      if (v <= SGLANG_MFS_CEILING) return [];
+      return [
+        finding(this, {
+          message:
+            `--mem-fraction-static ${String(f.value)} is above ${SGLANG_MFS_CEILING}, the most measured to work on unified memory: ` +
+            'the OS, page cache and NCCL buffers are left too little of the 128 GB',
+          where: whereArg(ctx, f),
+          fix: `set "--mem-fraction-static", "${SGLANG_MFS_CEILING}" or less`,
+        }),
+      ];
     }
     const flag = ctx.args.get('--gpu-memory-utilization');
     const v = flag ? ctx.args.number('--gpu-memory-utilization') : VLLM_GMU_DEFAULT;

@@ -1,6 +1,6 @@
 // Settings checked against the model's own config.json.
-import { ENGINES, ENGINE_FLAGS } from '../../recipes/index.js';
-import { defineRule, finding, whereArg } from '../rule.js';
+import { ENGINES, ENGINE_FLAGS, type Engine } from '../../recipes/index.js';
+import { defineRule, finding, whereArg, whereEnv } from '../rule.js';
 
 /** `524288`, `128k` (×1000), `128K` (×1024), `1m` / `1M`; undefined for `auto` or junk. */
 export function parseTokenCount(text: string): number | undefined {
@@ -10,15 +10,29 @@ export function parseTokenCount(text: string): number | undefined {
   return Number(m[1]) * mult[m[2]!]!;
 }
 
+/** The variable with which each engine accepts a context longer than max_position_embeddings. */
+export const LONG_CONTEXT_VARIABLE: Record<Engine, string> = {
+  vllm: 'VLLM_ALLOW_LONG_MAX_MODEL_LEN',
+  sglang: 'SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN',
+};
+
+/** Both engines read these as booleans: 1 or true (any case). */
+function envTrue(value: string | undefined): boolean {
+  return value !== undefined && /^(1|true)$/i.test(value.trim());
+}
+
 export const contextLength = defineRule({
   id: 'model.context-length',
   title: "the context length is within the model's max_position_embeddings",
   engines: ENGINES,
   severity: 'error',
+  also: `warn instead when the override is set (${LONG_CONTEXT_VARIABLE.vllm}=1, ${LONG_CONTEXT_VARIABLE.sglang}=1): the engine boots, positions past the trained length may give wrong output`,
   scope: 'snapshot',
   evidence:
     'Both engines refuse a context length above max_position_embeddings at boot unless overridden; DeepSeek-V4(.1) ' +
-    'Flash allows 1,048,576 (seeds: eugr agent recipe 1048576, dsv41 recipe 524288, mia-tp4 env "model max 1,048,576").',
+    'Flash allows 1,048,576 (seeds: eugr agent recipe 1048576, dsv41 recipe 524288, mia-tp4 env "model max 1,048,576"). ' +
+    `vLLM accepts a longer --max-model-len with ${LONG_CONTEXT_VARIABLE.vllm}=1, SGLang a longer --context-length with ` +
+    `${LONG_CONTEXT_VARIABLE.sglang}=1.`,
   fix: 'lower the context length to at most max_position_embeddings',
   async check(ctx) {
     const name = ENGINE_FLAGS[ctx.recipe.engine].contextLength;
@@ -30,11 +44,25 @@ export const contextLength = defineRule({
     if (!config) return { skip: 'no config.json: pass --snapshot DIR (or --cluster with hf_cache)' };
     const max = config.maxPositionEmbeddings;
     if (max === undefined || want <= max) return [];
+    const override = LONG_CONTEXT_VARIABLE[ctx.recipe.engine];
+    const allowed = ctx.env.get(override);
+    if (envTrue(allowed?.value)) {
+      return [
+        finding(this, {
+          severity: 'warn',
+          message:
+            `${name} ${flag.value} is above the model's max_position_embeddings ${max} (${config.path}); ${override}=${allowed!.value} ` +
+            `(${whereEnv(allowed!)}) makes the engine accept it, but positions past ${max} were never trained`,
+          where: whereArg(ctx, flag),
+          fix: `set ${name} ${max} or less, unless the model is extended (rope scaling) to the longer context`,
+        }),
+      ];
+    }
     return [
       finding(this, {
         message: `${name} ${flag.value} is above the model's max_position_embeddings ${max} (${config.path})`,
         where: whereArg(ctx, flag),
-        fix: `set ${name} ${max} or less`,
+        fix: `set ${name} ${max} or less (or set ${override}=1 when the model is extended to the longer context)`,
       }),
     ];
   },

@@ -1,7 +1,9 @@
-// Host paths the container mounts must exist on the node that runs it.
-import { existsSync } from 'node:fs';
-import { at, ENGINES, hostPath, type Mount } from '../../recipes/index.js';
+// Host paths the container mounts must exist on the node that runs it, and be what the
+// container expects there (a file where it runs a script).
+import { posix } from 'node:path';
+import { at, ENGINES, type Mount } from '../../recipes/index.js';
 import { defineRule, finding, whereNode } from '../rule.js';
+import { hfCacheHost, mountHost, wrapperScript } from '../node-paths.js';
 import type { PreflightContext } from '../types.js';
 
 /** Whether anything the container runs names a path inside the mount. */
@@ -13,7 +15,7 @@ export function mountReferenced(ctx: PreflightContext, mount: Mount): boolean {
 
 export const hostPaths = defineRule({
   id: 'mounts.host-path',
-  title: 'every extra_mounts host path (and the cluster hf_cache) exists on this node',
+  title: 'every extra_mounts host path (and the cluster hf_cache) exists on the node',
   engines: ENGINES,
   severity: 'error',
   also: 'warn when nothing in the entrypoint, args or environment refers to the missing mount (a cache directory)',
@@ -21,12 +23,12 @@ export const hostPaths = defineRule({
   evidence:
     'docker -v creates a missing host path as an empty root-owned directory, so a missing wrapper script becomes a ' +
     "directory and the entrypoint fails minutes into the boot (domain.md failure 10; seed: dsv41 recipe's wrapper).",
-  fix: 'create the path on this node (copy the script, mkdir the cache) or correct host = "…"',
+  fix: 'create the path on that node (copy the script, mkdir the cache) or correct host = "…"',
   check(ctx) {
     const out = [];
-    ctx.recipe.extraMounts.forEach((m) => {
-      const host = hostPath(m.host, ctx.home, ctx.cwd);
-      if (existsSync(host)) return;
+    for (const m of ctx.recipe.extraMounts) {
+      const host = mountHost(ctx, m);
+      if (ctx.view!.path(host).kind !== 'missing') continue;
       const used = mountReferenced(ctx, m);
       out.push(
         finding(this, {
@@ -39,17 +41,52 @@ export const hostPaths = defineRule({
           where: at(ctx.recipe.file, m.line),
         }),
       );
-    });
+    }
     const c = ctx.cluster;
-    if (c?.hfCache !== undefined && !existsSync(hostPath(c.hfCache, ctx.home, ctx.cwd))) {
+    const hf = hfCacheHost(ctx);
+    if (c && hf !== undefined && ctx.view!.path(hf).kind === 'missing') {
       out.push(
         finding(this, {
           message: `hf_cache ${c.hfCache} does not exist on ${whereNode(ctx)}: the container would see an empty Hugging Face cache`,
           where: at(c.file, c.document.locations.get('hf_cache')?.line),
-          fix: 'mount the NAS (or create the cache) on this node, or correct hf_cache',
+          fix: 'mount the NAS (or create the cache) on that node, or correct hf_cache',
         }),
       );
     }
     return out;
+  },
+});
+
+/** A mount the container uses as a file: the script its entrypoint runs, or a path with a file extension. */
+export function meantAsFile(ctx: PreflightContext, m: Mount): boolean {
+  const script = wrapperScript(ctx.recipe.entrypoint);
+  if (script !== undefined && posix.normalize(script) === posix.normalize(m.container)) return true;
+  return /\.(sh|bash|py|json|toml|ya?ml|conf|cfg|txt|env)$/.test(m.container) || /\.(sh|py|json|toml|ya?ml|conf|cfg|txt|env)$/.test(m.host);
+}
+
+export const fileIsDirectory = defineRule({
+  id: 'mounts.file-is-directory',
+  title: 'a read-only mount meant as a file (the wrapper script) is a file on the node, not a directory',
+  engines: ENGINES,
+  severity: 'error',
+  scope: 'local-node',
+  evidence:
+    'docker -v once ran with the wrapper script missing and created its host path as an empty root-owned directory; ' +
+    'the path then exists, so every later launch mounts a directory where `sh /aiden4x-launch.sh` expects a script ' +
+    '(domain.md failure 10; seed: dsv41 recipe mounts its wrapper read-only).',
+  fix: 'remove the directory docker created (sudo rmdir PATH) and copy the file there',
+  check(ctx) {
+    return ctx.recipe.extraMounts
+      .filter((m) => m.readOnly && meantAsFile(ctx, m))
+      .filter((m) => ctx.view!.path(mountHost(ctx, m)).kind === 'dir')
+      .map((m) =>
+        finding(this, {
+          message:
+            `extra_mounts host ${m.host} is a directory on ${whereNode(ctx)}, but the container uses ${m.container} as a file` +
+            (wrapperScript(ctx.recipe.entrypoint) === m.container ? ' (the entrypoint runs it)' : ''),
+          where: at(ctx.recipe.file, m.line),
+          fix: `remove the directory on that node (sudo rmdir ${mountHost(ctx, m)}) and copy the file there`,
+        }),
+      );
   },
 });

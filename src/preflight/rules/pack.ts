@@ -1,35 +1,25 @@
-// Node-local Engram copies: room on the local disk to write this rank's copy, and a copy (a
-// sparse copy the overlay reads, or a dense/page pack) that belongs to this rank, world,
-// engine and snapshot.
-import { existsSync, statfsSync } from 'node:fs';
-import { dirname } from 'node:path';
+// Node-local Engram copies on each node: room on the local disk to write this rank's copy, and
+// a copy (a sparse copy the overlay reads, or a dense/page pack) that belongs to this rank,
+// world, engine and snapshot. The copy is read on the node (facts/collect.ts, or rebuilt here
+// from the sh probe's answer) by the readers the row store, verify and the wrapper use.
 import { ENGINES, type Engine } from '../../recipes/index.js';
 import { formatBytes } from '../../format.js';
 import { defineRule, envSourceName, finding, whereEnv, whereNode } from '../rule.js';
-import { checkManifest } from '../../engram/pack-manifest-check.js';
-import { readLocalDir } from '../../engram/local-dir.js';
 import { formatEngramRows, parseEngramRows } from '../../engram/ranges.js';
 import type { LocalCopy } from '../../engram/layer-source.js';
 import { revisionOfSnapshotDir } from '../../hf-cache.js';
-import { isSnapshotPath } from '../sources.js';
+import { dirKind, hasCopy, packTarget } from '../node-paths.js';
 import type { PreflightContext } from '../types.js';
-import { hasCopyManifest, readCopy } from '../local-copy.js';
 import { expectedEngramRows } from './snapshot.js';
 
 /** Header block in front of each packed data file (contract: packed directory format 1). */
 const PACK_HEADER_BYTES = 4096;
 
-/**
- * Where this node's copy lives: --pack-dir, else SPARK_ENGRAM_DIR's host path through an
- * extra_mount, unless that is a full snapshot (a sparse copy has an index too, and a manifest).
- */
-export function packTarget(ctx: PreflightContext): { host: string; from: string } | undefined {
-  if (ctx.packDir !== undefined) return { host: ctx.packDir, from: '--pack-dir' };
-  const v = ctx.env.get('SPARK_ENGRAM_DIR');
-  const mapped = v ? ctx.toHost(v.value) : undefined;
-  if (!v || !mapped || mapped.via.kind !== 'extra_mount') return undefined;
-  if (isSnapshotPath(mapped.host) && !hasCopyManifest(mapped.host)) return undefined;
-  return { host: mapped.host, from: whereEnv(v) };
+/** The copy target, unless it is a full snapshot (then the rows come from SPARK_ENGRAM_ROWS, not a manifest). */
+function usablePackTarget(ctx: PreflightContext): { host: string; from: string } | undefined {
+  const target = packTarget(ctx);
+  if (!target) return undefined;
+  return !target.given && dirKind(ctx.view!, target.host) === 'snapshot' ? undefined : target;
 }
 
 /** Bytes of one rank's dense pack: the largest floor share of each table, rows of D + D/32 bytes. */
@@ -37,14 +27,6 @@ export function packBytesPerRank(rowsPerLayer: Iterable<number>, dim: number, wo
   let total = 0;
   for (const rows of rowsPerLayer) total += Math.ceil(rows / world) * (dim + dim / 32) + PACK_HEADER_BYTES;
   return total;
-}
-
-/** Free bytes for an unprivileged writer at `path`, or at its nearest existing ancestor. */
-export function freeBytes(path: string): number {
-  let p = path;
-  while (!existsSync(p) && dirname(p) !== p) p = dirname(p);
-  const s = statfsSync(p);
-  return s.bavail * s.bsize;
 }
 
 export const freeSpace = defineRule({
@@ -59,14 +41,15 @@ export const freeSpace = defineRule({
     '"~68 GiB/node"); a pack that runs out of space wastes the time it took.',
   fix: 'free space on that disk, or pack to another local disk and mount that instead',
   async check(ctx) {
-    const target = packTarget(ctx);
+    const target = usablePackTarget(ctx);
     if (!target) return [];
-    if (hasCopyManifest(target.host)) return []; // already made: pack.manifest checks it
+    if (hasCopy(ctx.view!, target.host)) return []; // already made: pack.manifest checks it
     const config = await ctx.modelConfig();
     const rows = config ? expectedEngramRows(config) : undefined;
     if (!config?.engram || !rows) return { skip: 'no config.json with Engram keys: pass --snapshot DIR' };
     const need = packBytesPerRank(rows.values(), config.engram.headDim, ctx.world);
-    const free = freeBytes(target.host);
+    const free = ctx.view!.free(target.host);
+    if (free === undefined) return { skip: `the free space at ${target.host} is unknown on ${whereNode(ctx)}` };
     if (free >= need) return [];
     return [
       finding(this, {
@@ -83,24 +66,20 @@ export const ENGINE_SPLIT: Record<Engine, string> = { sglang: 'floor', vllm: 'he
 /** How the copy's rank and world are known, for messages. */
 const known = (c: LocalCopy): string => (c.identity?.from === 'inferred' ? ' (inferred from its ranges)' : '');
 
-/** Row counts per layer of the snapshot the engine loads: its headers, else config.json. */
+/** Row counts per layer of the snapshot the engine loads on this node: its headers, else config.json. */
 async function snapshotRows(ctx: PreflightContext): Promise<Map<number, number> | undefined> {
-  const s = await ctx.snapshot();
+  const s = ctx.view!.snapshot();
   if (s && 'facts' in s) return new Map(s.facts.engram.map((t) => [t.layer, t.rows]));
   const config = await ctx.modelConfig().catch(() => undefined);
   return config ? expectedEngramRows(config) : undefined;
 }
 
 /** What is wrong with the copy for this node, recipe and snapshot, one line each. */
-async function copyProblems(ctx: PreflightContext, c: LocalCopy): Promise<{ errors: string[]; warnings: string[]; notes: string[] }> {
-  const errors: string[] = [];
+async function copyProblems(ctx: PreflightContext, c: LocalCopy, manifestProblems: string[]): Promise<{ errors: string[]; warnings: string[]; notes: string[] }> {
+  const errors: string[] = [...manifestProblems];
   const warnings: string[] = [];
   const notes: string[] = [];
   const id = c.identity;
-  if (c.kind === 'packed') {
-    const local = await readLocalDir(dirname(c.manifestPath));
-    if (local.kind === 'packed') errors.push(...checkManifest(local.manifest));
-  }
   if (id) {
     if (id.world !== ctx.world) errors.push(`world ${id.world}${known(c)}, the recipe runs ${ctx.world} ranks`);
     if (ctx.node && ctx.node.rank !== null && id.rank !== ctx.node.rank) errors.push(`rank ${id.rank}${known(c)}, this is ${whereNode(ctx)}`);
@@ -122,8 +101,9 @@ async function copyProblems(ctx: PreflightContext, c: LocalCopy): Promise<{ erro
     if (rows && want === undefined) errors.push(`layer ${l.layer} is not an Engram layer of the snapshot the engine loads`);
     else if (want !== undefined && want !== l.rows) errors.push(`layer ${l.layer}'s table has ${l.rows} rows, the snapshot's has ${want}: it was made from another checkpoint`);
   }
+  const snap = ctx.view!.snapshot();
   const src = ctx.snapshotSource();
-  const want = src ? revisionOfSnapshotDir(src.dir) : undefined;
+  const want = snap && 'facts' in snap ? snap.facts.revision : src ? revisionOfSnapshotDir(src.dir) : undefined;
   if (want && c.revision !== undefined && c.revision !== want) errors.push(`source revision ${c.revision}, the model snapshot is ${want}`);
   return { errors, warnings, notes };
 }
@@ -165,14 +145,14 @@ export const manifest = defineRule({
     'when a manifest exists (hostnode mode warns on disagreement, staged mode raises).',
   fix: 'make this node\'s copy: spark pack <snapshot> --out DIR --rank R --world W (or spark fanout pack for every node)',
   async check(ctx) {
-    const target = packTarget(ctx);
-    if (!target || !hasCopyManifest(target.host)) return [];
-    const read = await readCopy(target.host);
+    const target = usablePackTarget(ctx);
+    if (!target || !hasCopy(ctx.view!, target.host)) return [];
+    // Read on the node by the same readers the row store, verify and the wrapper use.
+    const read = ctx.view!.copy();
     if (!read) return [];
-    // The same readers the row store, verify and the wrapper use.
-    if ('error' in read) return [finding(this, { message: read.error.message, where: String(read.error.details.path ?? target.host) })];
+    if ('error' in read) return [finding(this, { message: read.error.message, where: read.error.path ?? target.host })];
     const c = read.copy;
-    const p = await copyProblems(ctx, c);
+    const p = await copyProblems(ctx, c, read.manifestProblems);
     const out = [
       ...p.errors.map((m) => finding(this, { message: `${c.manifestPath}: ${m}`, where: c.manifestPath })),
       ...p.warnings.map((m) => finding(this, { message: `${c.manifestPath}: ${m}`, where: c.manifestPath, severity: 'warn' })),

@@ -1,46 +1,50 @@
-// Parallelism against the cluster and the model: one rank per node, and TP must divide the
-// dimensions it splits.
-import { at, ENGINES } from '../../recipes/index.js';
-import { defineRule, finding, whereKey } from '../rule.js';
+// Parallelism against the cluster and the model: one rank per node, TP must divide the
+// dimensions it splits, and SGLang's expert parallelism must fit inside TP. The shape and the
+// nodes that run come from src/recipes/topology.ts, which the launcher uses too.
+import { argLine, at, ENGINES } from '../../recipes/index.js';
+import { defineRule, finding, whereArg, whereKey } from '../rule.js';
 import type { PreflightContext } from '../types.js';
 
-/** Tensor-parallel size: the recipe's key (what the launcher passes), else 1. */
+/** Tensor-parallel size as the launcher passes it (the recipe key, else args, else required_nodes). */
 export function tensorParallel(ctx: PreflightContext): number {
-  return ctx.recipe.tensorParallelSize ?? 1;
+  return ctx.shape.tp;
 }
 
 export const nodes = defineRule({
   id: 'parallel.nodes',
-  title: 'tensor_parallel_size × pipeline_parallel_size = required_nodes = the nodes in the cluster',
+  title: 'tensor_parallel_size × pipeline_parallel_size = required_nodes ≤ the nodes in the cluster, head first',
   engines: ENGINES,
   severity: 'error',
-  also: 'warn when the cluster has more nodes than the recipe needs',
+  also: 'warn when the cluster has more nodes than the recipe needs (the launch runs on the first required_nodes)',
   scope: 'files',
   evidence:
     'These stacks run one rank per node (one GB10 GPU each); the eugr recipe says to bump tensor_parallel_size and ' +
-    'required_nodes together for 3 nodes (seed: eugr agent recipe; domain.md failure 6).',
+    'required_nodes together for 3 nodes (seed: eugr agent recipe; domain.md failure 6). `spark launch` refuses the ' +
+    'same shapes, so preflight and launch agree.',
   fix: 'make tensor_parallel_size × pipeline_parallel_size equal required_nodes',
   check(ctx) {
-    const out = [];
-    const tp = tensorParallel(ctx);
-    const pp = ctx.recipe.pipelineParallelSize;
-    if (tp * pp !== ctx.world) {
-      out.push(
-        finding(this, {
-          message: `tensor_parallel_size ${tp} × pipeline_parallel_size ${pp} = ${tp * pp} ranks, but required_nodes = ${ctx.world} (one rank per node)`,
-          where: whereKey(ctx, ctx.recipe.tensorParallelSize === undefined ? 'required_nodes' : 'tensor_parallel_size'),
-        }),
-      );
-    }
+    const out = ctx.shape.problems.map((p) =>
+      finding(this, {
+        message: p.message,
+        where: p.flag ? at(ctx.recipe.file, argLine(ctx.recipe, p.flag.index)) : whereKey(ctx, p.key),
+        fix: p.fix,
+      }),
+    );
     const c = ctx.cluster;
-    if (c && c.nodes.length !== ctx.world) {
-      const fewer = c.nodes.length < ctx.world;
+    const place = ctx.placement;
+    if (!c || !place) return out;
+    for (const p of place.problems) {
+      out.push(finding(this, { message: p.message, where: at(c.file, p.key === 'head' ? c.document.locations.get('head')?.line : c.nodes.at(-1)?.line), fix: p.fix }));
+    }
+    if (place.idle.length > 0) {
       out.push(
         finding(this, {
-          severity: fewer ? 'error' : 'warn',
-          message: `the recipe needs ${ctx.world} nodes and cluster ${c.name} has ${c.nodes.length}${fewer ? '' : ` (the first ${ctx.world} would run it)`}`,
-          where: at(c.file, c.nodes[c.nodes.length - 1]?.line),
-          fix: fewer ? 'use a cluster file with enough nodes, or a recipe for fewer nodes' : 'use a cluster file listing exactly the nodes to use',
+          severity: 'warn',
+          message:
+            `the recipe needs ${ctx.world} node${ctx.world === 1 ? '' : 's'} and cluster ${c.name} has ${c.nodes.length}: ` +
+            `the launch runs on ${place.nodes.map((n) => n.host).join(', ')} and leaves ${place.idle.map((n) => n.host).join(', ')} idle`,
+          where: at(c.file, place.idle[0]!.line),
+          fix: 'use a cluster file listing exactly the nodes to use, or a recipe for more nodes',
         }),
       );
     }
@@ -77,3 +81,40 @@ export const tpDivides = defineRule({
     ];
   },
 });
+
+/** SGLang's spellings of the expert-parallel size. */
+export const EP_FLAGS = ['--ep-size', '--ep', '--expert-parallel-size'] as const;
+
+export const epSize = defineRule({
+  id: 'parallel.ep-size',
+  title: "SGLang's expert-parallel size divides the tensor-parallel size",
+  engines: ['sglang'],
+  severity: 'error',
+  scope: 'files',
+  evidence:
+    'SGLang places expert parallelism inside the TP group (each expert shard spans tp ÷ ep ranks) and refuses an ' +
+    '--ep-size that does not divide --tp-size at start-up; the dsv41 recipe runs --ep-size 4 with TP 4, the mia-tp4 ' +
+    'stack EP_SIZE 1 with TP 3 (seeds: dsv41 recipe, mia-tp4 env).',
+  fix: 'set --ep-size to a divisor of the TP size (1 or the TP size itself)',
+  check(ctx) {
+    const flag = EP_FLAGS.map((n) => ctx.args.get(n)).filter((f) => f !== undefined).sort((a, b) => a.index - b.index).at(-1);
+    if (!flag) return [];
+    const tp = tensorParallel(ctx);
+    const ep = typeof flag.value === 'string' && /^\d+$/.test(flag.value.trim()) ? Number(flag.value) : undefined;
+    if (ep === undefined || ep < 1) {
+      return [finding(this, { message: `${flag.name} ${String(flag.value)} is not a whole number >= 1`, where: whereArg(ctx, flag) })];
+    }
+    if (ep <= tp && tp % ep === 0) return [];
+    return [
+      finding(this, {
+        message: `${flag.name} ${ep} does not divide the TP size ${tp} (${ctx.shape.tpFrom === 'tensor_parallel_size' ? 'tensor_parallel_size' : ctx.shape.tpFrom === 'args' ? 'from args' : 'required_nodes'})`,
+        where: whereArg(ctx, flag),
+        fix: `set ${flag.name} to a divisor of ${tp} (${divisors(tp).join(', ')})`,
+      }),
+    ];
+  },
+});
+
+function divisors(n: number): number[] {
+  return Array.from({ length: n }, (_, i) => i + 1).filter((d) => n % d === 0);
+}

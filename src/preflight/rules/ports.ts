@@ -1,28 +1,17 @@
-// Ports the head node will listen on must be free there.
-import { createServer } from 'node:net';
-import { ENGINES, defaultPort } from '../../recipes/index.js';
+// Ports the head node will listen on must be free there (the node's facts say: a bind test
+// with spark, the listening sockets of /proc/net/tcp with the sh probe).
+import { DEFAULT_DIST_PORT, ENGINES, defaultPort, servingPort } from '../../recipes/index.js';
 import { defineRule, finding, whereNode } from '../rule.js';
 import type { PreflightContext } from '../types.js';
 
-/** 'free', 'in-use', or 'denied' (a privileged port), by trying to listen on all addresses. */
-export function probePort(port: number): Promise<'free' | 'in-use' | 'denied'> {
-  return new Promise((resolvePromise) => {
-    const server = createServer();
-    server.once('error', (err: NodeJS.ErrnoException) => {
-      resolvePromise(err.code === 'EADDRINUSE' ? 'in-use' : err.code === 'EACCES' ? 'denied' : 'free');
-    });
-    server.listen({ port, host: '0.0.0.0', exclusive: true }, () => server.close(() => resolvePromise('free')));
-  });
-}
-
 /** The ports this node listens on: the serving port and the rendezvous port, on the head only. */
 export function headPorts(ctx: PreflightContext): { port: number; what: string }[] {
-  const isHead = ctx.cluster ? ctx.node?.rank === ctx.cluster.head : ctx.node?.rank === null || ctx.node?.rank === 0;
+  const isHead = ctx.placement ? ctx.node?.rank === ctx.placement.head.rank : ctx.node?.rank === null || ctx.node?.rank === 0;
   if (!isHead) return [];
-  const serving = ctx.recipe.port ?? defaultPort(ctx.recipe.engine);
-  const dist = ctx.cluster?.distPort ?? 25000;
+  const serving = servingPort(ctx.recipe);
+  const dist = ctx.cluster?.distPort ?? DEFAULT_DIST_PORT;
   return [
-    { port: serving, what: `the serving port${ctx.recipe.port === undefined ? ` (${ctx.recipe.engine} default)` : ''}` },
+    { port: serving, what: `the serving port${serving === defaultPort(ctx.recipe.engine) && ctx.recipe.port === undefined ? ` (${ctx.recipe.engine} default)` : ''}` },
     { port: dist, what: 'the rendezvous port (--dist-init-addr)' },
   ];
 }
@@ -38,10 +27,10 @@ export const ports = defineRule({
     'The head binds the serving port and the --dist-init-addr port (seed: dsv41 recipe: port 30000, :25000); a ' +
     'leftover container holding either fails the boot (domain.md failure 8).',
   fix: 'stop whatever holds the port (docker ps; ss -ltnp), or change port / dist_port',
-  async check(ctx) {
+  check(ctx) {
     const wanted = headPorts(ctx);
     if (wanted.length === 0) return [];
-    const results = await Promise.all(wanted.map(async (w) => ({ ...w, state: await probePort(w.port) })));
+    const results = wanted.map((w) => ({ ...w, state: ctx.view!.port(w.port) }));
     return results
       .filter((r) => r.state !== 'free')
       .map((r) =>

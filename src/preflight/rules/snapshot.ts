@@ -1,35 +1,36 @@
-// The checkpoint: every shard present at the size its header implies, the Engram tables the
-// config promises, and the Engram directory the containers will read visible on this node.
-import { existsSync } from 'node:fs';
-import { ENGINES, HF_CACHE_CONTAINER_PATH } from '../../recipes/index.js';
+// The checkpoint on each node: every shard present at the size its header implies, the Engram
+// tables the config promises, the Engram directory the containers will read, and the same
+// revision everywhere.
+import { ENGINES } from '../../recipes/index.js';
 import { engramSubTableSizes } from '../../engram/primes.js';
 import type { ModelConfig } from '../../engram/config.js';
-import { defineRule, finding, whereEnv } from '../rule.js';
-import { isSnapshotPath, type SnapshotFacts } from '../sources.js';
-import { hasCopyManifest } from '../local-copy.js';
+import { defineRule, finding, whereEnv, whereNode } from '../rule.js';
+import { nodeLabel } from '../node.js';
+import { dirKind, engramDirOnNode, underHfCache } from '../node-paths.js';
+import type { SnapshotFacts } from '../sources.js';
 import type { PreflightContext } from '../types.js';
 
 const NO_SNAPSHOT = 'no snapshot on this node: pass --snapshot DIR (or --cluster with hf_cache)';
 
 export const complete = defineRule({
   id: 'snapshot.complete',
-  title: 'every shard the index names is present, with the size its header implies',
+  title: 'every shard the index names is present on the node, with the size its header implies',
   engines: ENGINES,
   severity: 'error',
-  scope: 'snapshot',
+  scope: 'local-node',
   evidence:
     'A missing or truncated shard fails the load minutes into the boot (domain.md failure 7); the reader checks each ' +
-    "file's size against its header's data_offsets.",
+    "file's size against its header's data_offsets. A NAS mounted on every node can still be missing or stale on one.",
   fix: 'finish or repeat the download (huggingface-cli download <model> --revision <rev>) so every shard is complete',
-  async check(ctx) {
-    const s = await ctx.snapshot();
+  check(ctx) {
+    const s = ctx.view!.snapshot();
     if (!s) return { skip: NO_SNAPSHOT };
     if ('facts' in s) return [];
     // Engram table errors come after every header and size checked out; snapshot.engram-tables
     // reports them when the stack serves Engram rows.
     if (isEngramError(s.error.code) && engramTablesApply(ctx)) return [];
-    const path = typeof s.error.details.path === 'string' ? s.error.details.path : ctx.snapshotSource()?.dir ?? '';
-    return [finding(this, { message: `${s.error.message} [${s.error.code}]`, where: path })];
+    const path = typeof s.error.details.path === 'string' ? s.error.details.path : s.dir;
+    return [finding(this, { message: `${s.error.message} [${s.error.code}] on ${whereNode(ctx)}`, where: path })];
   },
 });
 
@@ -65,22 +66,22 @@ export function engramTableProblems(facts: SnapshotFacts, expected: Map<number, 
 
 export const engramTables = defineRule({
   id: 'snapshot.engram-tables',
-  title: 'with SPARK_ENGRAM_DIR set, the snapshot holds every Engram table config.json names',
+  title: "with SPARK_ENGRAM_DIR set, the node's snapshot holds every Engram table config.json names",
   engines: ENGINES,
   families: ['dsv41'],
   severity: 'error',
-  scope: 'snapshot',
+  scope: 'local-node',
   evidence:
     'The overlay serves Engram rows from SPARK_ENGRAM_DIR; layers 1 and 14 of V4.1-Flash hold 384,006,168 and ' +
     '384,016,682 rows (domain.md, Engram tables; seed: dsv41 recipe).',
   fix: 'point SPARK_ENGRAM_DIR at the complete V4.1 snapshot (or a pack made from it)',
   async check(ctx) {
     if (!engramTablesApply(ctx)) return [];
-    const s = await ctx.snapshot();
+    const s = ctx.view!.snapshot();
     if (!s) return { skip: NO_SNAPSHOT };
     if (!('facts' in s)) {
       if (!isEngramError(s.error.code)) return { skip: 'the snapshot does not validate (see snapshot.complete)' };
-      const path = typeof s.error.details.path === 'string' ? s.error.details.path : ctx.snapshotSource()?.dir ?? '';
+      const path = typeof s.error.details.path === 'string' ? s.error.details.path : s.dir;
       return [finding(this, { message: `${s.error.message} [${s.error.code}]`, where: path })];
     }
     const config = await ctx.modelConfig();
@@ -91,7 +92,7 @@ export const engramTables = defineRule({
 
 export const engramDir = defineRule({
   id: 'snapshot.engram-dir',
-  title: "SPARK_ENGRAM_DIR is mounted into the container and exists on this node",
+  title: 'SPARK_ENGRAM_DIR is mounted into the container and exists on the node',
   engines: ENGINES,
   families: ['dsv41'],
   severity: 'error',
@@ -101,11 +102,11 @@ export const engramDir = defineRule({
     'extra_mount at its container path (seed: dsv41 recipe); a path under no mount, or missing on the node, fails at boot.',
   fix: 'mount the directory (extra_mounts or the cluster hf_cache) and make sure it exists on every node',
   check(ctx) {
-    const v = ctx.env.get('SPARK_ENGRAM_DIR');
-    if (!v) return [];
-    const mapped = ctx.toHost(v.value);
-    if (!mapped) {
-      if (v.value.startsWith(HF_CACHE_CONTAINER_PATH + '/') && !ctx.cluster?.hfCache) {
+    const e = engramDirOnNode(ctx);
+    if (!e) return [];
+    const v = e.value;
+    if (!e.mapped) {
+      if (underHfCache(v.value) && !ctx.cluster?.hfCache) {
         return { skip: `${v.value} is under the Hugging Face cache: pass --cluster (with hf_cache) to map it to this node` };
       }
       return [
@@ -115,28 +116,60 @@ export const engramDir = defineRule({
         }),
       ];
     }
-    const via = mapped.via.kind === 'hf_cache' ? `hf_cache ${mapped.via.hfCache}` : `the mount of ${mapped.via.mount.host}`;
-    if (!existsSync(mapped.host)) {
-      const pack = mapped.via.kind === 'extra_mount';
+    const host = e.mapped.host;
+    const via = e.mapped.via.kind === 'hf_cache' ? `hf_cache ${e.mapped.via.hfCache}` : `the mount of ${e.mapped.via.mount.host}`;
+    const kind = dirKind(ctx.view!, host);
+    if (kind === 'missing') {
+      const pack = e.mapped.via.kind === 'extra_mount';
       return [
         finding(this, {
-          message: `SPARK_ENGRAM_DIR=${v.value} is ${mapped.host} on this node (through ${via}), which does not exist`,
+          message: `SPARK_ENGRAM_DIR=${v.value} is ${host} on ${whereNode(ctx)} (through ${via}), which does not exist`,
           where: whereEnv(v),
           fix: pack
-            ? `write this rank's pack there: spark pack <snapshot> --out ${mapped.host} --rank R --world ${ctx.world}`
+            ? `write this rank's pack there: spark pack <snapshot> --out ${host} --rank R --world ${ctx.world}`
             : 'download the snapshot into the Hugging Face cache, or fix the revision in the path',
         }),
       ];
     }
-    if (!isSnapshotPath(mapped.host) && !hasCopyManifest(mapped.host)) {
+    if (kind === 'other') {
       return [
         finding(this, {
-          message: `${mapped.host} (SPARK_ENGRAM_DIR=${v.value}) is neither a snapshot (no model.safetensors.index.json) nor a pack (no engram-local.json)`,
+          message: `${host} (SPARK_ENGRAM_DIR=${v.value}) on ${whereNode(ctx)} is neither a snapshot (no model.safetensors.index.json) nor a pack (no engram-local.json)`,
           where: whereEnv(v),
-          fix: `finish the pack there (spark pack <snapshot> --out ${mapped.host} --rank R --world ${ctx.world}) or point SPARK_ENGRAM_DIR at the snapshot`,
+          fix: `finish the pack there (spark pack <snapshot> --out ${host} --rank R --world ${ctx.world}) or point SPARK_ENGRAM_DIR at the snapshot`,
         }),
       ];
     }
     return [];
+  },
+});
+
+export const sameRevision = defineRule({
+  id: 'snapshot.same-revision',
+  title: 'every node that reads the model has the same snapshot revision',
+  engines: ENGINES,
+  severity: 'error',
+  scope: 'cluster',
+  evidence:
+    "Each node resolves the model in its own cache (refs/main, or a copy of the NAS); ranks that load different revisions " +
+    'hold weights that do not belong together and the all-reduce sums them (domain.md: the public revision is dba1be0a…).',
+  fix: "download the head's revision on that node (huggingface-cli download <model> --revision <rev>), or pass --revision to the launch",
+  check(ctx) {
+    const head = ctx.checked.find((c) => c.node.rank === ctx.placement?.head.rank);
+    const revOf = (c: (typeof ctx.checked)[number]) => {
+      const s = c.view?.snapshot();
+      return s && 'facts' in s ? s.facts.revision : undefined;
+    };
+    const want = head ? revOf(head) : undefined;
+    if (!head || want === undefined) return [];
+    return ctx.checked
+      .filter((c) => c !== head && revOf(c) !== undefined && revOf(c) !== want)
+      .map((c) =>
+        finding(this, {
+          message: `${nodeLabel(c.node)} has revision ${revOf(c)} of the model, the head ${nodeLabel(head.node)} has ${want}`,
+          where: nodeLabel(c.node),
+          node: { rank: c.node.rank, host: c.node.host },
+        }),
+      );
   },
 });

@@ -1,0 +1,101 @@
+// The host paths node rules look at, named in one place: the request a node answers is built
+// from these (facts/request.ts), and the rules read the answers by the same names.
+import { join } from 'node:path';
+import { hfModelDir } from '../hf-cache.js';
+import { HF_CACHE_CONTAINER_PATH, hostPath, type EnvValue, type HostPath, type Mount } from '../recipes/index.js';
+import { PACK_MANIFEST_NAME } from '../engram/local-dir.js';
+import { SPARSE_MANIFEST_NAME } from '../engram/sparse-manifest.js';
+import type { NodeView } from './facts/view.js';
+import type { SnapshotCandidate } from './facts/types.js';
+import type { PreflightContext } from './types.js';
+
+export const INDEX_NAME = 'model.safetensors.index.json';
+export const SINGLE_NAME = 'model.safetensors';
+
+/** SPARK_ENGRAM_DIR and where it is on the node (undefined host: under no mount). */
+export function engramDirOnNode(ctx: PreflightContext): { value: EnvValue; mapped?: HostPath } | undefined {
+  const value = ctx.env.get('SPARK_ENGRAM_DIR');
+  if (!value) return undefined;
+  const mapped = ctx.toHost(value.value);
+  return mapped ? { value, mapped } : { value };
+}
+
+/** The manifests of a node-local copy: a sparse copy's (which has an index too) and a pack's. */
+export const COPY_MANIFESTS = [SPARSE_MANIFEST_NAME, PACK_MANIFEST_NAME] as const;
+
+/** The paths that tell what a directory is: itself, an index, a single model file, a copy's manifests. */
+export function dirProbes(dir: string): string[] {
+  return [dir, join(dir, INDEX_NAME), join(dir, SINGLE_NAME), ...COPY_MANIFESTS.map((m) => join(dir, m))];
+}
+
+/** Whether the node's directory holds a node-local copy (the paths of dirProbes must have been requested). */
+export function hasCopy(view: NodeView, dir: string): boolean {
+  return COPY_MANIFESTS.some((m) => view.path(join(dir, m)).kind === 'file');
+}
+
+/**
+ * What a directory is on the node: a node-local copy (a sparse copy holds an index too), a
+ * snapshot, missing, or neither (the paths of dirProbes must have been requested).
+ */
+export function dirKind(view: NodeView, dir: string): 'missing' | 'snapshot' | 'copy' | 'other' {
+  if (dir.endsWith('.safetensors')) return view.path(dir).kind === 'file' ? 'snapshot' : 'missing';
+  if (view.path(dir).kind === 'missing') return 'missing';
+  if (hasCopy(view, dir)) return 'copy';
+  if (view.path(join(dir, INDEX_NAME)).kind === 'file' || view.path(join(dir, SINGLE_NAME)).kind === 'file') return 'snapshot';
+  return 'other';
+}
+
+/** Where this node's pack lives: --pack-dir, else SPARK_ENGRAM_DIR's host path through an extra_mount. */
+export function packTarget(ctx: PreflightContext): { host: string; from: string; given: boolean } | undefined {
+  if (ctx.packDir !== undefined) return { host: ctx.packDir, from: '--pack-dir', given: true };
+  const e = engramDirOnNode(ctx);
+  if (!e?.mapped || e.mapped.via.kind !== 'extra_mount') return undefined;
+  return { host: e.mapped.host, from: `${e.value.file}${e.value.line !== undefined ? `:${e.value.line}` : ''}`, given: false };
+}
+
+/** The script an entrypoint runs (`sh /x.sh`, `bash -c …` excluded, or `/x.sh` itself). */
+export function wrapperScript(entrypoint: readonly string[] | undefined): string | undefined {
+  if (!entrypoint || entrypoint.length === 0) return undefined;
+  const [cmd, arg] = entrypoint;
+  if (/(^|\/)(sh|bash|dash)$/.test(cmd!) && arg !== undefined && !arg.startsWith('-')) return arg;
+  if (/\.sh$/.test(cmd!)) return cmd;
+  return undefined;
+}
+
+/** The entrypoint's script on the node, when a mount brings it in. */
+export function wrapperOnNode(ctx: PreflightContext): { script: string; host?: string } | undefined {
+  const script = wrapperScript(ctx.recipe.entrypoint);
+  if (!script) return undefined;
+  const mapped = ctx.toHost(script);
+  return mapped ? { script, host: mapped.host } : { script };
+}
+
+/** An extra_mount's host path on the node (`~` is the node's home). */
+export function mountHost(ctx: PreflightContext, m: Mount): string {
+  return hostPath(m.host, ctx.home, ctx.cwd);
+}
+
+export function hfCacheHost(ctx: PreflightContext): string | undefined {
+  return ctx.cluster?.hfCache === undefined ? undefined : hostPath(ctx.cluster.hfCache, ctx.home, ctx.cwd);
+}
+
+/**
+ * Where the node's snapshot may be, in the order preflight looks (see findSnapshotSource):
+ * --snapshot, else the snapshot a launch serves, else SPARK_ENGRAM_DIR, else the cache's.
+ */
+export function snapshotCandidates(ctx: PreflightContext, given: { snapshot?: string; served?: string }): SnapshotCandidate[] {
+  if (given.snapshot !== undefined) return [{ dir: given.snapshot }];
+  if (given.served !== undefined) return [{ dir: given.served }];
+  const out: SnapshotCandidate[] = [];
+  const e = engramDirOnNode(ctx);
+  // A node-local copy there is some of the rows, not the model: the node skips it.
+  if (e?.mapped) out.push({ dir: e.mapped.host, notCopy: true });
+  const hf = hfCacheHost(ctx);
+  if (hf !== undefined) out.push({ hfCache: hf, model: ctx.recipe.model, modelDir: hfModelDir(hf, ctx.recipe.model) });
+  return out;
+}
+
+/** True when a path is under the Hugging Face cache mount (mapped only through a cluster's hf_cache). */
+export function underHfCache(containerPath: string): boolean {
+  return containerPath === HF_CACHE_CONTAINER_PATH || containerPath.startsWith(HF_CACHE_CONTAINER_PATH + '/');
+}

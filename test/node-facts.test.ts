@@ -1,0 +1,178 @@
+// A node's facts, gathered two ways: by spark's own collector (in-process here, `spark preflight
+// --node-facts` on a node) and by the sh probe sent over ssh to nodes without spark. Both must
+// answer the same request the same way, so a node gets one verdict whichever way it answered.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { collectFacts, dumpSysfs, localHello } from '../src/preflight/facts/collect.js';
+import { probeScript } from '../src/preflight/facts/probe-sh.js';
+import { factsFromProbe } from '../src/preflight/facts/remote.js';
+import { judgeProbedSnapshot, rebuildSysfs } from '../src/preflight/facts/rebuild.js';
+import { parseAddresses, parseListeners, parseNvidiaSmi, parseRoutes } from '../src/preflight/facts/parse.js';
+import { routeTo } from '../src/preflight/facts/view.js';
+import { parseFactsRequest } from '../src/preflight/facts/answer.js';
+import { FACTS_VERSION, type FactsRequest, type NodeFacts } from '../src/preflight/facts/types.js';
+import { busyPort, freePort, REVISION, world, write } from './helpers/preflight.js';
+import { procRoutes } from './helpers/fake-cluster.js';
+import { makeSnapshot } from './helpers/synth.js';
+import { writeSparseCopy } from './helpers/copy-fixtures.js';
+import { tempDir } from './helpers/tmp.js';
+
+function request(over: Partial<FactsRequest>): FactsRequest {
+  return { version: FACTS_VERSION, paths: [], texts: [], free: [], ports: [], images: [], docker: 'docker', sysfs: '/sys', procNet: '/proc/net', snapshot: [], ...over };
+}
+
+/** Runs the probe for `req` on this machine under `shell`, as ssh would on a node. */
+async function probe(req: FactsRequest, shell = 'sh'): Promise<NodeFacts> {
+  const r = spawnSync(shell, ['-c', probeScript(req)], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  assert.equal(r.status, 0, r.stderr);
+  return factsFromProbe(r.stdout, req, localHello('/home/x', '0.1.0'), tempDir('spark-shadow-'));
+}
+
+test('the sh probe and spark answer the same request the same way (dash and bash)', async () => {
+  const w = await world();
+  const dir = join(w.root, 'facts-case');
+  const file = write(join(dir, 'odd name $x \'q\'.sh'), '#!/bin/sh\necho "é ✓"\nexport SPARK_ENGRAM_ROWS=1\n');
+  mkdirSync(join(dir, 'sub dir'), { recursive: true });
+  const held = await busyPort();
+  const free = await freePort();
+  try {
+    const req = request({
+      paths: [file, join(dir, 'sub dir'), join(dir, 'missing'), w.snapshotDir],
+      texts: [file, join(dir, 'missing.json'), join(dir, 'sub dir')],
+      free: [dir, join(dir, 'not', 'yet', 'made')],
+      ports: [held.port, free],
+      sysfs: w.sysfs,
+      snapshot: [{ dir: join(dir, 'missing') }, { hfCache: w.hfCache, model: 'deepseek-ai/DeepSeek-V4.1-Flash', modelDir: join(w.hfCache, 'hub', 'models--deepseek-ai--DeepSeek-V4.1-Flash') }],
+    });
+    const spark = await collectFacts(req, localHello('/home/x', '0.1.0'), { via: 'spark', dumpSysfs: true });
+    for (const shell of ['dash', 'bash']) {
+      const sh = await probe(req, shell);
+      assert.deepEqual(sh.paths, spark.paths, shell);
+      assert.deepEqual(sh.paths.map((p) => p.kind), ['file', 'dir', 'missing', 'dir']);
+      assert.deepEqual(sh.texts, spark.texts);
+      assert.equal(sh.texts[0], '#!/bin/sh\necho "é ✓"\nexport SPARK_ENGRAM_ROWS=1\n');
+      assert.deepEqual(sh.texts.slice(1), [null, null]);
+      // df counts KiB; statfs bytes: equal to the KiB, give or take what others wrote meanwhile.
+      sh.free.forEach((b, i) => assert.ok(b !== null && Math.abs(b - spark.free[i]!) < 64 * 1024 * 1024, `free ${i}: ${b} vs ${spark.free[i]}`));
+      assert.deepEqual(sh.ports, ['in-use', 'free']);
+      assert.deepEqual(spark.ports, ['in-use', 'free']);
+      assert.deepEqual(sh.sysfs, spark.sysfs);
+      assert.ok(Object.keys(sh.sysfs!.files).some((f) => f.endsWith('/gids/3')));
+      assert.deepEqual(sh.snapshot, spark.snapshot);
+      assert.equal(sh.snapshot!.candidate, 1);
+      assert.ok('facts' in sh.snapshot!.result && sh.snapshot!.result.facts.revision === REVISION);
+      assert.deepEqual(sh.routes, spark.routes);
+      assert.deepEqual(sh.addresses, spark.addresses);
+    }
+  } finally {
+    await held.close();
+  }
+});
+
+test('a truncated shard: the probe and spark report the same error, with the node\'s paths', async () => {
+  const dir = join(tempDir(), 'snap');
+  makeSnapshot({ dir });
+  const shard = join(dir, 'model-00003-of-00003.safetensors');
+  truncateSync(shard, statSync(shard).size - 10);
+  const req = request({ snapshot: [{ dir }] });
+  const spark = await collectFacts(req, localHello('/home/x', '0.1.0'), { via: 'spark', dumpSysfs: false });
+  const sh = await probe(req);
+  assert.ok('error' in spark.snapshot!.result);
+  assert.deepEqual(sh.snapshot, spark.snapshot);
+  const e = (sh.snapshot!.result as { error: { code: string; message: string; path?: string } }).error;
+  assert.equal(e.code, 'E_SHARD_TRUNCATED');
+  assert.equal(e.path, shard);
+  assert.ok(e.message.includes(shard), e.message);
+});
+
+test('rebuilding a dump accepts only sysfs-shaped names inside its root', () => {
+  const root = tempDir('spark-rebuild-');
+  rebuildSysfs(
+    {
+      dirs: ['class/infiniband/mlx5_0/ports/1', 'class/net/eth0', '../escape', 'class/infiniband/../../x'],
+      files: {
+        'class/infiniband/mlx5_0/ports/1/gids/0': 'fe80:0000:0000:0000:0000:0000:0000:0001',
+        'class/infiniband/mlx5_0/ports/1/gid_attrs/types/0': 'RoCE v2',
+        '../../etc/owned': 'x',
+        'class/net/eth0/../../../../tmp/x': 'x',
+        '/abs/path': 'x',
+      },
+    },
+    root,
+  );
+  const dump = dumpSysfs(root);
+  assert.deepEqual(dump.dirs, ['class/infiniband', 'class/infiniband/mlx5_0/ports/1', 'class/net/eth0']);
+  assert.deepEqual(Object.keys(dump.files).sort(), ['class/infiniband/mlx5_0/ports/1/gid_attrs/types/0', 'class/infiniband/mlx5_0/ports/1/gids/0']);
+});
+
+test('a probed shard name that is not a plain file name is not written', async () => {
+  const root = join(tempDir('spark-shadow-'), 'snapshot');
+  const fact = await judgeProbedSnapshot(
+    { candidate: 0, path: '/nas/snap', files: { 'model.safetensors.index.json': '{"weight_map":{}}', '../evil': 'x' }, shards: [{ name: '../../x.safetensors', size: 10, headerLength: 2 }] },
+    root,
+  );
+  assert.ok('facts' in fact.result || 'error' in fact.result);
+  assert.equal(spawnSync('ls', [join(root, '..')], { encoding: 'utf8' }).stdout.trim(), 'snapshot');
+});
+
+test('readers of node output: routes, listening sockets, addresses, nvidia-smi', () => {
+  const routes = parseRoutes(procRoutes([{ iface: 'eth0', dest: '10.0.0.0/24' }, { iface: 'eth0', dest: 'default', via: '10.0.0.254' }, { iface: 'ib0', dest: '10.0.22.0/24' }]));
+  assert.deepEqual(routes, [
+    { iface: 'eth0', destination: '10.0.0.0', gateway: '0.0.0.0', prefix: 24 },
+    { iface: 'eth0', destination: '0.0.0.0', gateway: '10.0.0.254', prefix: 0 },
+    { iface: 'ib0', destination: '10.0.22.0', gateway: '0.0.0.0', prefix: 24 },
+  ]);
+  const facts = { addresses: ['10.0.0.2'], routes } as unknown as NodeFacts;
+  assert.equal(routeTo(facts, '10.0.0.2'), 'own');
+  assert.equal(routeTo(facts, '10.0.0.7'), 'direct');
+  assert.equal(routeTo(facts, '10.0.22.1'), 'direct');
+  assert.equal(routeTo(facts, '10.0.23.1'), 'default');
+  assert.equal(routeTo({ ...facts, routes: routes.filter((r) => r.prefix > 0) }, '10.0.23.1'), 'none');
+  assert.equal(routeTo({ ...facts, routes: [] }, '10.0.23.1'), 'unknown');
+  const tcp = '  sl  local_address rem_address   st\n   0: 00000000:75BC 00000000:0000 0A 0\n   1: 0100007F:1F90 0200007F:1234 01 0\n';
+  assert.deepEqual([...parseListeners(tcp)], [0x75bc]);
+  assert.deepEqual(parseAddresses('1: lo    inet 127.0.0.1/8 scope host lo\n2: eth0    inet 10.0.0.2/24 brd 10.0.0.255\n2: eth0    inet6 fe80::1/64 scope link\n'), ['127.0.0.1', '10.0.0.2', 'fe80::1']);
+  assert.deepEqual(parseAddresses('10.0.0.2 192.168.200.2 \n'), ['10.0.0.2', '192.168.200.2']);
+  assert.deepEqual(parseNvidiaSmi('| NVIDIA-SMI 580.95.05   Driver Version: 580.95.05   CUDA Version: 13.0 |'), { driver: '580.95.05', cuda: '13.0' });
+  assert.deepEqual(parseNvidiaSmi('command not found'), {});
+});
+
+test('spark preflight --node-facts refuses a malformed request (exit 2 naming what is wrong)', () => {
+  assert.throws(() => parseFactsRequest('{'), /--node-facts: not JSON/);
+  assert.throws(() => parseFactsRequest(JSON.stringify({ ...request({}), version: 99 })), /request version 99, this spark answers 1/);
+  assert.throws(() => parseFactsRequest(JSON.stringify({ ...request({}), paths: [1] })), /paths must be a list of strings/);
+  assert.throws(() => parseFactsRequest(JSON.stringify({ ...request({}), ports: [70000] })), /ports must be a list of port numbers/);
+  assert.deepEqual(parseFactsRequest(JSON.stringify(request({ paths: ['/x'] }))).paths, ['/x']);
+});
+
+test("a node-local copy: the probe and spark read it alike (spark's sparse copy, the overlay tool's, a broken one)", async () => {
+  const tables = [
+    { layer: 1, rows: 4000, dim: 256 },
+    { layer: 14, rows: 4004, dim: 256 },
+  ];
+  const cases: [string, (dir: string) => void][] = [
+    ['spark', (dir) => writeSparseCopy(dir, { tables, ranges: [{ layer: 1, start: 1000, end: 2000 }, { layer: 14, start: 1001, end: 2002 }], spark: { rank: 1, world: 4, split: 'floor' } })],
+    // No spark key: rank and world are inferred from the ranges and the copy's own headers.
+    ['overlay', (dir) => writeSparseCopy(dir, { tables, ranges: [{ layer: 1, start: 2000, end: 3000 }, { layer: 14, start: 2002, end: 3003 }] })],
+    ['broken', (dir) => writeFileSync(join(dir, 'engram-local.json'), '{"layers": 5}')],
+  ];
+  for (const [name, make] of cases) {
+    const dir = join(tempDir(), 'engram');
+    mkdirSync(dir, { recursive: true });
+    make(dir);
+    const req = request({ copyDir: dir });
+    const spark = await collectFacts(req, localHello('/home/x', '0.1.0'), { via: 'spark', dumpSysfs: false });
+    const sh = await probe(req);
+    assert.ok(spark.copy, name);
+    assert.deepEqual(sh.copy, spark.copy, name);
+    if (name === 'overlay') {
+      const r = sh.copy!.result as { copy: { identity?: { rank: number; world: number; from: string }; manifestPath: string } };
+      assert.deepEqual([r.copy.identity?.rank, r.copy.identity?.world, r.copy.identity?.from], [2, 4, 'inferred']);
+      assert.equal(r.copy.manifestPath, join(dir, 'engram-local.json'));
+    }
+    if (name === 'broken') assert.ok('error' in sh.copy!.result && sh.copy!.result.error.message.includes(join(dir, 'engram-local.json')));
+  }
+});
