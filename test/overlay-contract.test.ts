@@ -9,6 +9,8 @@ import { synthRow } from '../src/engram/synth-rows.js';
 import type { PackTable } from '../src/engram/pack-io.js';
 import { checkTiling, openOverlayView, parseEngramRows, type OverlayView, type Ranges } from './helpers/overlay-view.js';
 import { makeSnapshot } from './helpers/synth.js';
+import { writeSparseCopy } from './helpers/sparse-copy.js';
+import { openRowSource } from '../src/engram/row-source.js';
 import { tempDir } from './helpers/tmp.js';
 import { packRequest } from './helpers/pack-request.js';
 
@@ -204,4 +206,37 @@ test('a shard holding two Engram layers: one sparse file with both layers rows, 
   }
   checkTiling(perRank, new Map(one.engram.map((t) => [t.layer, t.rows])));
   source.close();
+});
+
+test("a copy laid out as the overlay's own tool lays it out reads the same way, in the overlay's view and in spark's", async () => {
+  const source = openOverlayView(snap.dir);
+  try {
+    for (const rank of [0, 1]) {
+      const ranges = packRanges(opened.engram, opened.config, rank, 2, 'floor');
+      const dir = join(tempDir(), `tool-r${rank}`);
+      mkdirSync(dir);
+      writeSparseCopy(snap.dir, dir, { flavour: 'overlay', ranges });
+      const view = openOverlayView(dir);
+      try {
+        checkCopy(view, source, ranges, `the tool's copy of rank ${rank} of 2`);
+      } finally {
+        view.close();
+      }
+      // spark reads the same rows from it, and refuses (never zeros) an id it does not hold.
+      const src = await openRowSource(dir);
+      try {
+        for (const r of ranges) {
+          const got = await src.store.gather(r.layer, new Uint32Array([r.start, r.end - 1]));
+          const t = opened.engram.find((e) => e.layer === r.layer)!;
+          assert.ok(Buffer.from(got).equals(Buffer.concat([synthRow(r.layer, r.start, t.dim), synthRow(r.layer, r.end - 1, t.dim)])));
+          const outside = r.start > 0 ? r.start - 1 : r.end;
+          await assert.rejects(src.store.gather(r.layer, new Uint32Array([outside])), /outside|range/);
+        }
+      } finally {
+        await src.close();
+      }
+    }
+  } finally {
+    source.close();
+  }
 });
