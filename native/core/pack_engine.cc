@@ -318,8 +318,11 @@ Status PackFileInner(const PackFileJob& job, const PackTarget& target, PackProgr
 
 Status PackFile(const PackFileJob& job, const PackTarget& target, PackProgress* progress, PackResult* result) {
   Status s = PackFileInner(job, target, progress, result);
-  if (s.code == Code::E_NO_SPACE || s.code == Code::E_IO) {
-    s.message += "; chunks already written are kept: fix the disk (free space) and re-run the same command to resume";
+  // Advice that fits the cause: a read-only or forbidden --out is not fixed by freeing space.
+  if (s.code == Code::E_NO_SPACE) {
+    s.message += "; chunks already written are kept: free space and re-run the same command to resume";
+  } else if (s.code == Code::E_IO) {
+    s.message += "; chunks already written are kept: fix the cause and re-run the same command to resume";
   }
   return s;
 }
