@@ -5,6 +5,10 @@
 //
 // Cases per round, alternating so drift on a shared machine hits all alike:
 //   copy        dd of each layer's weight and scale ranges into one file, conv=fsync
+//   direct copy dd with O_DIRECT reads and writes of the same ranges (rounded out to 4 KiB) to
+//               the same offsets of files of the shards' names and sizes: the sparse layout's
+//               bytes, copied the plainest fast way
+//   pack sparse spark pack --layout sparse (the default): fsyncs, checksums, journal
 //   pack dense  spark pack (fsyncs its files too), both layers
 //   pack page   the same with --layout page
 //   read pack   dd of the dense pack's data files to /dev/null (and fio, 4 streams, where installed)
@@ -19,6 +23,7 @@ import { machineInfo } from './lib/processes.js';
 import { openSnapshot } from '../src/engram/snapshot.js';
 import { packageRoot } from '../src/native/index.js';
 import { crc32Implementation } from '../src/native/pack.js';
+import { checkSparseCopy } from '../test/helpers/sparse-check.js';
 
 interface Args {
   dir: string;
@@ -61,6 +66,13 @@ function run(argv: string[]): { ms: number; stdout: string } {
   return { ms, stdout: r.stdout.toString() };
 }
 
+/** dd with O_DIRECT of [offset, offset + bytes) of `file`, rounded out to 4 KiB, to the same offset of `out`. */
+function ddDirect(file: string, offset: number, bytes: number, out: string): string[] {
+  const lo = Math.floor(offset / 4096) * 4096;
+  const hi = Math.ceil((offset + bytes) / 4096) * 4096;
+  return ['dd', `if=${file}`, `of=${out}`, 'bs=8M', 'iflag=direct,skip_bytes,count_bytes', 'oflag=direct,seek_bytes', `skip=${lo}`, `seek=${lo}`, `count=${hi - lo}`, 'conv=notrunc,fsync', 'status=none'];
+}
+
 /** dd of [offset, offset + bytes) of `file`, appended to `out` (or to /dev/null). */
 function dd(file: string, offset: number, bytes: number, out: string, fsync: boolean): string[] {
   const args = ['dd', `if=${file}`, `of=${out}`, 'bs=8M', 'iflag=skip_bytes,count_bytes', `skip=${offset}`, `count=${bytes}`, 'status=none'];
@@ -88,9 +100,21 @@ async function main(): Promise<void> {
   const bytes = tables.reduce((sum, t) => sum + t.rows * t.rowBytes, 0);
   const snapshotBytes = s.shards.reduce((sum, f) => sum + f.bytes, 0);
   const copy = join(a.dir, 'copy.bin');
+  const direct = join(a.dir, 'copy-direct');
+  const sparse = join(a.dir, 'pack-sparse');
   const dense = join(a.dir, 'pack-dense');
   const page = join(a.dir, 'pack-page');
   const copyCmd = sh(tables.flatMap((t) => [dd(t.weight.file, t.weight.fileOffset, t.rows * t.dim, copy, false), dd(t.scale.file, t.scale.fileOffset, t.rows * (t.dim / 32), copy, true)]));
+  // The same bytes as the sparse copy, at the same offsets of files of the same names and sizes.
+  const shards = [...new Map(tables.map((t) => [t.weight.fileName, t.weight.file])).entries()];
+  const directCmd = sh([
+    ['mkdir', '-p', direct],
+    ...shards.map(([name, file]) => ['truncate', '-s', String(statSync(file).size), join(direct, name)]),
+    ...tables.flatMap((t) => [
+      ddDirect(t.weight.file, t.weight.fileOffset, t.rows * t.dim, join(direct, t.weight.fileName)),
+      ddDirect(t.scale.file, t.scale.fileOffset, t.rows * (t.dim / 32), join(direct, t.scale.fileName)),
+    ]),
+  ]);
   const packCmd = (out: string, layout: string): string[] =>
     spark('pack', snap, '--out', out, '--rank', '0', '--world', '1', '--layout', layout, '--threads', String(a.threads), '--json');
   const denseFiles = (): string[] => tables.map((t) => join(dense, `engram-l${t.layer}-r0of1.bin`));
@@ -109,6 +133,8 @@ async function main(): Promise<void> {
     );
   const cases: { name: string; bytes: () => number; argv: () => string[]; before?: () => void }[] = [
     { name: 'copy (dd, conv=fsync)', bytes: () => bytes, argv: () => copyCmd, before: () => rmSync(copy, { force: true }) },
+    { name: 'direct copy (dd O_DIRECT, same offsets)', bytes: () => bytes, argv: () => directCmd, before: () => rmSync(direct, { recursive: true, force: true }) },
+    { name: 'spark pack --layout sparse', bytes: () => bytes, argv: () => packCmd(sparse, 'sparse'), before: () => rmSync(sparse, { recursive: true, force: true }) },
     { name: 'spark pack --layout dense', bytes: () => bytes, argv: () => packCmd(dense, 'dense'), before: () => rmSync(dense, { recursive: true, force: true }) },
     { name: 'spark pack --layout page', bytes: () => bytes, argv: () => packCmd(page, 'page'), before: () => rmSync(page, { recursive: true, force: true }) },
     { name: 'read pack (dd to /dev/null)', bytes: () => denseFiles().reduce((n, f) => n + statSync(f).size, 0), argv: readPack },
@@ -132,8 +158,10 @@ async function main(): Promise<void> {
       process.stderr.write(`round ${r + 1}: ${c.name}: ${times[i][times[i].length - 1].toFixed(0)} ms\n`);
     });
   }
-  // Byte-exact check of both layouts against the source.
+  // Byte-exact check of both one-read layouts against the source (spark verify), and of the
+  // sparse copy through the overlay's view with every chunk checksum recomputed (it throws).
   const exact = [dense, page].map((dir) => JSON.parse(run(spark('verify', dir, '--source', snap, '--full', '--json')).stdout) as { ok: boolean });
+  const sparseChecked = checkSparseCopy(sparse, snap);
   const median = (xs: number[]): number => [...xs].sort((x, y) => x - y)[xs.length >> 1];
   const rows = cases.map((c, i) => ({
     name: c.name,
@@ -155,6 +183,7 @@ async function main(): Promise<void> {
     rounds: a.rounds,
     cases: rows,
     ratios: {
+      packSparseVsDirectCopy: ratio('spark pack --layout sparse', 'direct copy'),
       packDenseVsCopy: ratio('spark pack --layout dense', 'copy'),
       packPageVsCopy: ratio('spark pack --layout page', 'copy'),
       verifyVsRead: ratio('spark verify (checksums)', 'read pack (dd'),
@@ -162,13 +191,14 @@ async function main(): Promise<void> {
       ...(haveFio ? { verifyVsFio: ratio('spark verify (checksums)', 'read pack (fio') } : {}),
     },
     ratiosWithoutStartup: {
+      packSparseVsDirectCopy: innerRatio('spark pack --layout sparse', 'direct copy'),
       packDenseVsCopy: innerRatio('spark pack --layout dense', 'copy'),
       packPageVsCopy: innerRatio('spark pack --layout page', 'copy'),
       verifyVsRead: innerRatio('spark verify (checksums)', 'read pack (dd'),
       verifyFullVsRead: innerRatio('spark verify --source', 'read pack + source'),
       ...(haveFio ? { verifyVsFio: innerRatio('spark verify (checksums)', 'read pack (fio') } : {}),
     },
-    byteExact: { dense: exact[0].ok, page: exact[1].ok },
+    byteExact: { dense: exact[0].ok, page: exact[1].ok, sparse: sparseChecked.rows > 0 },
   };
   const outDir = join(packageRoot(), 'bench', 'out');
   mkdirSync(outDir, { recursive: true });

@@ -82,13 +82,13 @@ class Collector {
     return true;
   }
 
-  text(): string {
-    return Buffer.concat(this.chunks, this.total).toString('utf8');
+  bytes(): Buffer {
+    return Buffer.concat(this.chunks, this.total);
   }
 }
 
-/** The whole file as UTF-8 text. Open errors (ENOENT, EACCES) are thrown as Node raised them. */
-export async function readSmallText(path: string, options: SmallFileOptions): Promise<string> {
+/** The whole file. Open errors (ENOENT, EACCES) are thrown as Node raised them. */
+export async function readSmallBytes(path: string, options: SmallFileOptions): Promise<Buffer> {
   const maxBytes = options.maxBytes ?? SIZE_CAPS.text;
   const fh = await open(path, READ_FLAGS);
   try {
@@ -96,8 +96,31 @@ export async function readSmallText(path: string, options: SmallFileOptions): Pr
     const out = new Collector(path, options.what, maxBytes);
     for (;;) {
       const buf = out.nextBuffer();
-      if (!out.add(buf, (await fh.read(buf, 0, buf.length, null)).bytesRead)) return out.text();
+      if (!out.add(buf, (await fh.read(buf, 0, buf.length, null)).bytesRead)) return out.bytes();
     }
+  } finally {
+    await fh.close();
+  }
+}
+
+/** The whole file as UTF-8 text. */
+export async function readSmallText(path: string, options: SmallFileOptions): Promise<string> {
+  return (await readSmallBytes(path, options)).toString('utf8');
+}
+
+/** The first `bytes` bytes (fewer at EOF) of a regular file of any size: a shard's header. */
+export async function readFilePrefix(path: string, bytes: number, what: string): Promise<Buffer> {
+  const fh = await open(path, READ_FLAGS);
+  try {
+    checkStat(await fh.stat(), path, what, Number.MAX_SAFE_INTEGER);
+    const b = Buffer.alloc(bytes);
+    let got = 0;
+    while (got < bytes) {
+      const { bytesRead } = await fh.read(b, got, bytes - got, got);
+      if (bytesRead === 0) break;
+      got += bytesRead;
+    }
+    return b.subarray(0, got);
   } finally {
     await fh.close();
   }
@@ -112,7 +135,7 @@ export function readSmallTextSync(path: string, options: SmallFileOptions): stri
     const out = new Collector(path, options.what, maxBytes);
     for (;;) {
       const buf = out.nextBuffer();
-      if (!out.add(buf, readSync(fd, buf, 0, buf.length, null))) return out.text();
+      if (!out.add(buf, readSync(fd, buf, 0, buf.length, null))) return out.bytes().toString('utf8');
     }
   } finally {
     closeSync(fd);

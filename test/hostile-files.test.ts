@@ -11,6 +11,7 @@ import { readSmallText, readSmallTextSync } from '../src/small-file.js';
 import { binPath } from './helpers/cli.js';
 import { world } from './helpers/preflight.js';
 import { buildSysfs, typical } from './helpers/sysfs.js';
+import { floorRange, writeSparseCopy } from './helpers/sparse-copy.js';
 import { makeSnapshot } from './helpers/synth.js';
 import { tempDir } from './helpers/tmp.js';
 
@@ -152,4 +153,18 @@ test('a catastrophic --weight-pattern is refused within its time bound, not a ha
   const ranges = spark(['engram-ranges', snap.dir, '--rank', '0', '--world', '2', '--scale-pattern', evil.replace('X', 'Y')]);
   assert.equal(ranges.code, 2, ranges.error.message);
   assert.match(ranges.error.message, /^--scale-pattern '.*' did not finish matching/);
+});
+
+test('verify of a sparse copy whose index or shard is a FIFO fails at once, naming it', { timeout: 4 * BOUND_MS }, () => {
+  const snap = makeSnapshot();
+  for (const victim of ['model.safetensors.index.json', 'model-00002-of-00003.safetensors']) {
+    const dir = tempDir();
+    writeSparseCopy(snap.dir, dir, { flavour: 'spark', ranges: snap.layers.map((l) => floorRange(l.layer, l.rows, 0, 2)), world: 2 });
+    rmSync(join(dir, victim));
+    mkfifo(join(dir, victim));
+    const r = spawnSync(process.execPath, [binPath, 'verify', dir, '--source', snap.dir, '--json'], { encoding: 'utf8', timeout: BOUND_MS, input: '' });
+    assert.equal(r.signal, null, `verify hung on a FIFO ${victim}`);
+    assert.ok(r.status === 1 || r.status === 2, `${victim}: status ${r.status}: ${r.stderr}`);
+    assert.ok((r.stdout + r.stderr).includes(victim), `${victim}: ${r.stdout.slice(0, 400)} ${r.stderr}`);
+  }
 });

@@ -6,6 +6,8 @@ import { cli } from './helpers/cli.js';
 import { makeSnapshot } from './helpers/synth.js';
 import { tempDir } from './helpers/tmp.js';
 import { mountTmpfs } from './helpers/tmpfs.js';
+import { fakeNodes } from './helpers/fake-node.js';
+import { writeCluster } from './helpers/launch-files.js';
 import { readManifest } from './helpers/packed.js';
 
 const snap = makeSnapshot();
@@ -18,9 +20,17 @@ test('pack usage errors are exit 2 and name the flag', async () => {
   r = await cli(['pack', snap.dir, '--out', out, '--rank', '2', '--world', '2']);
   assert.equal(r.code, 2);
   assert.match(r.stderr, /rank 2 is outside the world of 2 ranks/);
-  r = await cli(['pack', snap.dir, '--out', out, '--rank', '0', '--world', '2', '--layout', 'sparse']);
+  r = await cli(['pack', snap.dir, '--out', out, '--rank', '0', '--world', '2', '--layout', 'tight']);
   assert.equal(r.code, 2);
-  assert.match(r.stderr, /--layout must be dense or page/);
+  assert.match(r.stderr, /--layout must be sparse, dense or page, got 'tight'/);
+  r = await cli(['pack', snap.dir, '--out', '', '--rank', '0', '--world', '2']);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /--out is empty/);
+  for (const bad of ['0', '-5', 'fast', '1e3']) {
+    r = await cli(['pack', snap.dir, '--out', out, '--rank', '0', '--world', '2', '--rate-limit', bad]);
+    assert.equal(r.code, 2, bad);
+    assert.match(r.stderr, /--rate-limit must be a positive number of MB\/s/);
+  }
   r = await cli(['pack', snap.dir, '--out', out, '--world', '2']);
   assert.equal(r.code, 2);
   assert.match(r.stderr, /--rank is required \(or set NODE_RANK\)/);
@@ -35,15 +45,16 @@ test('pack usage errors are exit 2 and name the flag', async () => {
 test('pack from the environment, JSON summary, no-op re-run, verify exit codes', async () => {
   const out = join(tempDir(), 'p');
   const env = { NODE_RANK: '1', SPARK_WORLD_SIZE: '3', SPARK_ENGRAM_DIR: snap.dir };
-  const r = await cli(['pack', '--out', out, '--json', '--chunk-rows', '1000'], env);
+  const r = await cli(['pack', '--out', out, '--json', '--chunk-rows', '1000', '--layout', 'dense'], env);
   assert.equal(r.code, 0, r.stderr);
   const s = JSON.parse(r.stdout) as { bytes: number; seconds: number; noop: boolean; layers: { layer: number; start: number; end: number; bytes: number }[] };
   assert.equal(s.noop, false);
   assert.equal(s.layers.length, 2);
-  assert.equal(s.bytes, s.layers.reduce((a, l) => a + l.bytes, 0));
-  for (const l of s.layers) assert.equal(statSync(join(out, `engram-l${l.layer}-r1of3.bin`)).size, l.bytes);
+  // The data files: a 4096-byte header block each, then the rows.
+  assert.equal(s.bytes, s.layers.reduce((a, l) => a + 4096 + l.bytes, 0));
+  for (const l of s.layers) assert.equal(statSync(join(out, `engram-l${l.layer}-r1of3.bin`)).size, 4096 + l.bytes);
   assert.equal(typeof s.seconds, 'number');
-  const again = await cli(['pack', '--out', out], env);
+  const again = await cli(['pack', '--out', out, '--layout', 'dense'], env);
   assert.equal(again.code, 0);
   assert.match(again.stdout, /^already complete: rank 1 of 3 .* nothing to do/);
   const ok = await cli(['verify', out, '--source', snap.dir, '--full']);
@@ -70,23 +81,23 @@ test('a full disk is exit 3 with the numbers; mid-pack it keeps what was written
   const fs = mountTmpfs(8 << 20);
   try {
     const out = join(fs.dir, 'p');
-    const args = ['pack', snap.dir, '--out', out, '--rank', '0', '--world', '1', '--chunk-rows', '512'];
+    const args = ['pack', snap.dir, '--out', out, '--rank', '0', '--world', '1', '--chunk-rows', '512', '--layout', 'dense'];
     const refused = await cli(args);
     assert.equal(refused.code, 3);
     assert.match(refused.stderr, /not enough free space in .*: the pack needs [\d.]+ MiB more .* 8\.0 MiB \(8388608 bytes\) are free/);
     const mid = await cli([...args, '--no-space-check', '--json']);
     assert.equal(mid.code, 3);
     assert.equal(JSON.parse(mid.stderr).error.code, 'E_NO_SPACE');
-    assert.equal(existsSync(join(out, 'engram-local.json')), false);
+    assert.equal(existsSync(join(out, 'spark-pack.json')), false);
     assert.ok(readdirSync(out).includes('engram-l1-r0of1.bin'), 'the finished first layer is kept');
     const verify = await cli(['verify', out]);
     assert.equal(verify.code, 1);
     fs.resize(32 << 20);
     const done = await cli([...args, '--json']);
     assert.equal(done.code, 0, done.stderr);
-    const s = JSON.parse(done.stdout) as { resumed: boolean; layers: { chunks: number; chunksKept: number }[] };
+    const s = JSON.parse(done.stdout) as { resumed: boolean; files: { chunks: number; chunksKept: number }[] };
     assert.equal(s.resumed, true);
-    assert.equal(s.layers[0].chunksKept, s.layers[0].chunks);
+    assert.equal(s.files[0].chunksKept, s.files[0].chunks);
     const full = await cli(['verify', out, '--source', snap.dir, '--full']);
     assert.equal(full.code, 0, full.stderr);
   } finally {
@@ -96,10 +107,30 @@ test('a full disk is exit 3 with the numbers; mid-pack it keeps what was written
 
 test('pack --progress prints whole progress lines without a terminal', async () => {
   const snap = makeSnapshot({ vocab: 3000 });
-  const r = await cli(['pack', snap.dir, '--out', join(tempDir(), 'p'), '--rank', '0', '--world', '1', '--progress', '1']);
+  const r = await cli(['pack', snap.dir, '--out', join(tempDir(), 'p'), '--rank', '0', '--world', '1', '--progress', '1', '--layout', 'page']);
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stderr, /^pack layer 1 \(1\/2\) .*%$/m);
+  const sparse = await cli(['pack', snap.dir, '--out', join(tempDir(), 's'), '--rank', '0', '--world', '1', '--progress', '1']);
+  assert.equal(sparse.code, 0, sparse.stderr);
+  assert.match(sparse.stderr, /^pack shard model-00003-of-00003\.safetensors \(2\/2\) .*%$/m);
   assert.ok(!r.stderr.includes('\r'), 'no terminal control characters in a log');
   const bad = await cli(['pack', snap.dir, '--out', join(tempDir(), 'q'), '--rank', '0', '--world', '1', '--progress', '0']);
   assert.equal(bad.code, 2);
+});
+
+test('spark fanout pack passes --layout, --rate-limit and --no-drop-cache through to every node', async () => {
+  const fake = fakeNodes();
+  const cluster = writeCluster({ name: 'pair', hosts: ['n1', 'n2'], fabric: ['10.0.0.1', '10.0.0.2'], hfCache: '/mnt/nas/hf' });
+  const r = await cli(['fanout', 'pack', '/mnt/nas/snap', '--out', '/engram', '--cluster', cluster, '--layout', 'sparse', '--rate-limit', '600', '--no-drop-cache', '--json'], fake.env());
+  assert.equal(r.code, 0, r.stderr);
+  const packs = fake.calls().filter((c) => c.prog === 'spark');
+  assert.equal(packs.length, 2);
+  for (const [rank, host] of ['n1', 'n2'].entries()) {
+    const argv = packs.find((c) => c.host === host)!.argv;
+    assert.deepEqual(argv.slice(0, 7), ['pack', '/mnt/nas/snap', '--out', '/engram', '--rank', String(rank), '--world']);
+    assert.deepEqual(argv.slice(argv.indexOf('--layout')), ['--layout', 'sparse', '--rate-limit', '600', '--no-drop-cache']);
+  }
+  const bad = await cli(['fanout', 'pack', '/mnt/nas/snap', '--out', '/engram', '--cluster', cluster, '--rate-limit', 'lots'], fake.env());
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /--rate-limit must be a positive number of MB\/s/);
 });

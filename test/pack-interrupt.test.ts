@@ -26,7 +26,7 @@ test('Ctrl-C during a pack says it can be resumed, ends by SIGINT, and the re-ru
     child.on('exit', () => resolve()); // finished before it could be interrupted: fails below
     child.stderr.on('data', (d: Buffer) => {
       stderr += d.toString();
-      if ((stderr.match(/pack layer \d+ \(\d\/2\) copying/g) ?? []).length >= 2 && child.exitCode === null) {
+      if ((stderr.match(/pack (?:layer|shard) \S+ \(\d\/2\) copying/g) ?? []).length >= 2 && child.exitCode === null) {
         child.kill('SIGINT');
         resolve();
       }

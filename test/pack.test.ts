@@ -4,7 +4,6 @@ import { existsSync, readdirSync, readFileSync, utimesSync, writeFileSync } from
 import { join } from 'node:path';
 import { packEngram, type PackRequest } from '../src/engram/pack.js';
 import { verifyPack } from '../src/engram/verify.js';
-import { packRanges } from '../src/engram/pack-ranges.js';
 import { synthRow } from '../src/engram/synth-rows.js';
 import { crc32 } from '../src/native/pack.js';
 import { SparkError } from '../src/errors.js';
@@ -13,37 +12,13 @@ import { tempDir } from './helpers/tmp.js';
 import { openSnapshot } from '../src/engram/snapshot.js';
 import { readManifest, readPackedRow } from './helpers/packed.js';
 import { mountTmpfs } from './helpers/tmpfs.js';
+import { packRequest, rejects } from './helpers/pack-request.js';
 
 const snap = makeSnapshot();
 const tables = (await openSnapshot(snap.dir)).engram;
 
 function request(out: string, over: Partial<PackRequest> = {}): PackRequest {
-  const rank = over.rank ?? 0;
-  const world = over.world ?? 2;
-  return {
-    snapshotDir: snap.dir,
-    tables,
-    out,
-    rank,
-    world,
-    split: 'floor',
-    ranges: packRanges(tables, undefined, rank, world, 'floor'),
-    layout: 'dense',
-    threads: 3,
-    chunkRows: 512,
-    ...over,
-  };
-}
-
-async function rejects(p: Promise<unknown>, code: string): Promise<SparkError> {
-  try {
-    await p;
-  } catch (err) {
-    assert.ok(err instanceof SparkError, String(err));
-    assert.equal(err.code, code, err.message);
-    return err;
-  }
-  assert.fail(`expected ${code}`);
+  return packRequest(snap.dir, tables, out, over);
 }
 
 for (const layout of ['dense', 'page'] as const) {
@@ -73,7 +48,7 @@ for (const layout of ['dense', 'page'] as const) {
       assert.equal(e.checksum.values[0], crc32(data.subarray(4096, 4096 + span)).toString(16).padStart(8, '0'));
       if (layout === 'page') assert.equal(data.length, 4096 + Math.ceil((e.end - e.start) / 15) * 4096);
     }
-    assert.deepEqual(readdirSync(out).sort(), m.layers.map((e) => e.file).concat('engram-local.json').sort());
+    assert.deepEqual(readdirSync(out).sort(), m.layers.map((e) => e.file).concat('spark-pack.json').sort());
     const v = await verifyPack({ dir: out, source: { snapshotDir: snap.dir, tables }, rows: 'full', threads: 2 });
     assert.deepEqual(v.problems, []);
     assert.equal(v.layers.reduce((a, l) => a + (l.rows?.compared ?? 0), 0), m.layers.reduce((a, e) => a + e.end - e.start, 0));
@@ -83,11 +58,11 @@ for (const layout of ['dense', 'page'] as const) {
 test('a second run on a complete directory is a no-op; a different request is refused unless --force', async () => {
   const out = join(tempDir(), 'pack');
   await packEngram(request(out));
-  const before = readFileSync(join(out, 'engram-local.json'));
+  const before = readFileSync(join(out, 'spark-pack.json'));
   const again = await packEngram(request(out));
   assert.equal(again.noop, true);
   assert.equal(again.bytesWritten, 0);
-  assert.ok(before.equals(readFileSync(join(out, 'engram-local.json'))));
+  assert.ok(before.equals(readFileSync(join(out, 'spark-pack.json'))));
   const e = await rejects(packEngram(request(out, { layout: 'page', chunkRows: 600 })), 'E_PACK_EXISTS');
   assert.match(e.message, /dense layout.*--force/);
   const forced = await packEngram(request(out, { layout: 'page', chunkRows: 600, force: true }));
@@ -127,7 +102,7 @@ test('a directory without a manifest is refused by verify, naming the interrupte
   await packEngram(request(out));
   writeFileSync(join(out, 'x.bin.partial'), '');
   const { rmSync } = await import('node:fs');
-  rmSync(join(out, 'engram-local.json'));
+  rmSync(join(out, 'spark-pack.json'));
   const e = await rejects(verifyPack({ dir: out, rows: 'none', threads: 1 }), 'E_PACK_INCOMPLETE');
   assert.equal(e.exitCode, 1);
   assert.match(e.message, /interrupted pack/);
@@ -138,7 +113,7 @@ test('a manifest that does not match its split or its files is refused', async (
   await packEngram(request(out));
   const m = readManifest(out);
   m.layers[0].end -= 1;
-  writeFileSync(join(out, 'engram-local.json'), JSON.stringify(m));
+  writeFileSync(join(out, 'spark-pack.json'), JSON.stringify(m));
   const e = await rejects(verifyPack({ dir: out, rows: 'none', threads: 1 }), 'E_PACK_MISMATCH');
   assert.equal(e.exitCode, 1);
   assert.match(e.message, /not rank 0 of 2 under the floor split/);
@@ -161,7 +136,7 @@ test('a snapshot that changes during the pack is an error, and no manifest is wr
     'E_SOURCE_CHANGED',
   );
   assert.match(e.message, /changed while it was being packed/);
-  assert.equal(existsSync(join(out, 'engram-local.json')), false);
+  assert.equal(existsSync(join(out, 'spark-pack.json')), false);
 });
 
 test('full disk: refused up front with the numbers; mid-pack ENOSPC is exit 3 and a later run resumes', async () => {
@@ -177,12 +152,12 @@ test('full disk: refused up front with the numbers; mid-pack ENOSPC is exit 3 an
     // Without the check the first layer fits and the second does not.
     const e2 = await rejects(packEngram({ ...whole, checkSpace: false }), 'E_NO_SPACE');
     assert.match(e2.message, /engram-l14-r0of1\.bin\.partial: reserving \d+ bytes failed: No space left on device; chunks already written are kept/);
-    assert.equal(existsSync(join(out, 'engram-local.json')), false);
+    assert.equal(existsSync(join(out, 'spark-pack.json')), false);
     assert.ok(statSafe(join(fs.dir, 'pack')).length > 0);
     fs.resize(32 << 20);
     const s = await packEngram(whole);
     assert.equal(s.resumed, true);
-    assert.equal(s.layers[0].chunksKept, s.layers[0].chunks);
+    assert.equal(s.files[0].chunksKept, s.files[0].chunks);
     const v = await verifyPack({ dir: out, source: { snapshotDir: snap.dir, tables }, rows: 'full', threads: 2 });
     assert.deepEqual(v.problems, []);
   } finally {

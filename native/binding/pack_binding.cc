@@ -1,10 +1,12 @@
-// Node-API glue for the packer and verifier (core/pack.h, core/verify.h).
+// Node-API glue for the packer and verifier (core/pack.h, core/pack_sparse.h, core/verify.h).
 //
-// packLayer(job) and verifyLayer(job) return {promise, progress}: the promise settles once
-// with the result; progress() reads the job's counters (atomics the core updates) at any
-// time, so TypeScript can poll it for a progress line without any callback into JS from the
-// worker threads. lockDirectory/unlockDirectory hold an flock on the output directory so two
-// packs cannot write the same files; the kernel drops it when the process dies.
+// packLayer(job), packSparseShard(job) and verifyLayer(job) return {promise, progress}: the
+// promise settles once with the result; progress() reads the job's counters (atomics the core
+// updates) at any time, so TypeScript can poll it for a progress line without any callback
+// into JS from the worker threads. lockDirectory/unlockDirectory hold an flock on the output
+// directory so two packs cannot write the same files (the kernel drops it when the process
+// dies); the locked descriptor is also the directory every pack file is written through
+// (dirWriteFile, dirReadFile, dirRemove, probeHoles: small, synchronous, core/pack_dir.h).
 #include <fcntl.h>
 #include <napi.h>
 #include <sys/file.h>
@@ -18,6 +20,8 @@
 #include "binding/errors.h"
 #include "core/crc32.h"
 #include "core/pack.h"
+#include "core/pack_dir.h"
+#include "core/pack_sparse.h"
 #include "core/verify.h"
 
 namespace spark {
@@ -102,58 +106,119 @@ Napi::Object Handle(Napi::Env env, Napi::Promise promise, std::shared_ptr<State>
   return h;
 }
 
-// Pack and verify jobs run on the environment's job pool with job.threads threads kept for them.
+Napi::Object PackResultObject(Napi::Env env, const PackResult& r) {
+  Napi::Object o = Napi::Object::New(env);
+  Napi::Array crcs = Napi::Array::New(env, r.crcs.size());
+  for (uint32_t i = 0; i < r.crcs.size(); ++i) crcs.Set(i, Napi::Number::New(env, r.crcs[i]));
+  o.Set("checksums", crcs);
+  o.Set("chunksKept", FromU64(env, r.chunks_kept));
+  o.Set("chunksRejected", FromU64(env, r.chunks_rejected));
+  o.Set("chunksWritten", FromU64(env, r.chunks_written));
+  o.Set("bytesWritten", FromU64(env, r.bytes_written));
+  o.Set("journalDiscarded", r.journal_discarded);
+  o.Set("wasComplete", r.was_complete);
+  return o;
+}
+
+// What every pack job shares: the directory (a borrowed descriptor), the file's name, the
+// resume key, the workers and the commit policy. The baton owns the directory and the limiter.
+struct FileJobParts {
+  PackDir dir;
+  std::unique_ptr<RateLimiter> rate;
+};
+
+void GetFileJob(Napi::Object o, FileJobParts* parts, PackFileJob* file) {
+  Napi::Env env = o.Env();
+  uint64_t fd = GetU64(o, "dirFd");
+  if (fd > 1u << 30) ThrowType(env, "'dirFd' must be a file descriptor");
+  Status s = PackDir::Borrow(static_cast<int>(fd), GetString(o, "dirPath"), &parts->dir);
+  if (!s.ok()) throw StatusToError(env, s);
+  parts->rate = std::make_unique<RateLimiter>(GetU64Or(o, "rateLimit", 0));
+  file->name = GetString(o, "name");
+  file->key = GetString(o, "key");
+  file->threads = GetThreads(o);
+  file->commit_bytes = GetU64Or(o, "commitBytes", file->commit_bytes);
+  file->commit_seconds = static_cast<double>(GetU64Or(o, "commitMs", 2000)) / 1000.0;
+  file->drop_cache = GetBoolOr(o, "dropCache", true);
+  file->fault_after_chunks = GetU64Or(o, "faultAfterChunks", 0);
+}
+
+std::vector<uint64_t> ReadPackProgress(const PackProgress& p) {
+  return {p.phase.load(), p.chunks_total.load(), p.chunks_done.load(), p.bytes_total.load(), p.bytes_done.load()};
+}
+
+// Job is PackJob or SparseShardJob; Run is PackLayer or PackSparseShard.
+template <typename Job, Status (*Run)(const Job&, PackProgress*, PackResult*)>
 class PackBaton : public JobBaton {
  public:
-  PackBaton(Napi::Env env, PackJob job, std::shared_ptr<PackProgress> progress)
-      : JobBaton(env, job.threads), job_(std::move(job)), progress_(std::move(progress)) {}
+  // The copy workers and the committer run on the environment's job pool, with that many
+  // threads kept for this job while it is in flight.
+  PackBaton(Napi::Env env, Job job, std::unique_ptr<FileJobParts> parts, std::shared_ptr<PackProgress> progress)
+      : JobBaton(env, size_t{job.file.threads} + 1), job_(std::move(job)), parts_(std::move(parts)), progress_(std::move(progress)) {
+    job_.file.dir = &parts_->dir;
+    job_.file.rate = parts_->rate.get();
+  }
   void Execute() override {
-    job_.pool = &pool();
-    status_ = PackLayer(job_, progress_.get(), &result_);
+    job_.file.pool = &pool();
+    status_ = Run(job_, progress_.get(), &result_);
   }
-  Napi::Value OnOk(Napi::Env env) override {
-    Napi::Object o = Napi::Object::New(env);
-    Napi::Array crcs = Napi::Array::New(env, result_.crcs.size());
-    for (uint32_t i = 0; i < result_.crcs.size(); ++i) crcs.Set(i, Napi::Number::New(env, result_.crcs[i]));
-    o.Set("checksums", crcs);
-    o.Set("chunksKept", FromU64(env, result_.chunks_kept));
-    o.Set("chunksRejected", FromU64(env, result_.chunks_rejected));
-    o.Set("chunksWritten", FromU64(env, result_.chunks_written));
-    o.Set("bytesWritten", FromU64(env, result_.bytes_written));
-    o.Set("journalDiscarded", result_.journal_discarded);
-    o.Set("wasComplete", result_.was_complete);
-    return o;
-  }
+  Napi::Value OnOk(Napi::Env env) override { return PackResultObject(env, result_); }
 
  private:
-  PackJob job_;
+  Job job_;
+  std::unique_ptr<FileJobParts> parts_;
   std::shared_ptr<PackProgress> progress_;
   PackResult result_;
 };
+
+template <typename Job, Status (*Run)(const Job&, PackProgress*, PackResult*)>
+Napi::Value SchedulePack(Napi::Env env, Job job, std::unique_ptr<FileJobParts> parts) {
+  auto progress = std::make_shared<PackProgress>();
+  auto baton = std::make_unique<PackBaton<Job, Run>>(env, std::move(job), std::move(parts), progress);
+  Napi::Promise promise = ScheduleJob(env, std::move(baton));
+  return Handle(env, promise, progress, ReadPackProgress);
+}
 
 Napi::Value PackLayerJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Napi::Object o = ObjectArg(info, 0, "job");
   PackJob job;
+  auto parts = std::make_unique<FileJobParts>();
+  GetFileJob(o, parts.get(), &job.file);
   job.weight = GetSource(o, "weight");
   job.scale = GetSource(o, "scale");
   job.start = GetU64(o, "start");
   job.geometry = GetGeometry(o);
-  job.out_path = GetString(o, "outPath");
   job.header = GetString(o, "header");
-  job.key = GetString(o, "key");
-  job.threads = GetThreads(o);
-  job.commit_bytes = GetU64Or(o, "commitBytes", job.commit_bytes);
-  job.commit_seconds = static_cast<double>(GetU64Or(o, "commitMs", 2000)) / 1000.0;
-  job.drop_cache = GetBoolOr(o, "dropCache", true);
-  job.fault_after_chunks = GetU64Or(o, "faultAfterChunks", 0);
-  auto progress = std::make_shared<PackProgress>();
-  auto baton = std::make_unique<PackBaton>(env, std::move(job), progress);
-  Napi::Promise promise = ScheduleJob(env, std::move(baton));
-  return Handle(env, promise, progress, [](const PackProgress& p) {
-    return std::vector<uint64_t>{p.phase.load(), p.chunks_total.load(), p.chunks_done.load(), p.bytes_total.load(),
-                                 p.bytes_done.load()};
-  });
+  job.drop_source_cache = GetBoolOr(o, "dropSourceCache", true);
+  return SchedulePack<PackJob, PackLayer>(env, std::move(job), std::move(parts));
+}
+
+Napi::Value PackSparseShardJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Object o = ObjectArg(info, 0, "job");
+  SparseShardJob job;
+  auto parts = std::make_unique<FileJobParts>();
+  GetFileJob(o, parts.get(), &job.file);
+  job.source_path = GetString(o, "sourcePath");
+  job.source_bytes = GetU64(o, "sourceBytes");
+  job.header_bytes = GetU64(o, "headerBytes");
+  uint64_t crc = GetU64(o, "headerCrc");
+  if (crc > 0xFFFFFFFFull) ThrowType(env, "'headerCrc' must be a uint32");
+  job.header_crc = static_cast<uint32_t>(crc);
+  job.drop_source_cache = GetBoolOr(o, "dropSourceCache", true);
+  Napi::Value tv = o.Get("tables");
+  if (!tv.IsArray()) ThrowType(env, "'tables' must be an array");
+  auto tables = tv.As<Napi::Array>();
+  for (uint32_t i = 0; i < tables.Length(); ++i) {
+    if (!tables.Get(i).IsObject()) ThrowType(env, "'tables' must hold objects");
+    auto t = tables.Get(i).As<Napi::Object>();
+    job.tables.push_back({GetU64(t, "weightOffset"), GetU64(t, "scaleOffset"), GetU64(t, "dim"), GetU64(t, "start"),
+                          GetU64(t, "end"), GetU64(t, "chunkRows")});
+  }
+  Status s = CheckSparseJob(job);
+  if (!s.ok()) throw StatusToError(env, s);
+  return SchedulePack<SparseShardJob, PackSparseShard>(env, std::move(job), std::move(parts));
 }
 
 class VerifyBaton : public JobBaton {
@@ -244,6 +309,69 @@ void UnlockDirectoryJs(const Napi::CallbackInfo& info) {
   ::close(info[0].As<Napi::Number>().Int32Value());  // closing releases the flock
 }
 
+// The directory a locked descriptor names: dirFd (from lockDirectory) and its path for messages.
+PackDir DirArg(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  uint64_t fd = 0;
+  if (info.Length() < 2 || !ToU64(info[0], &fd) || fd > 1u << 30 || !info[1].IsString()) {
+    ThrowType(env, "expected (dirFd, dirPath, ...)");
+  }
+  PackDir dir;
+  Status s = PackDir::Borrow(static_cast<int>(fd), info[1].As<Napi::String>().Utf8Value(), &dir);
+  if (!s.ok()) throw StatusToError(env, s);
+  return dir;
+}
+
+std::string NameArg(const Napi::CallbackInfo& info, size_t i) {
+  if (info.Length() <= i || !info[i].IsString()) ThrowType(info.Env(), "name must be a string");
+  return info[i].As<Napi::String>().Utf8Value();
+}
+
+// dirWriteFile(dirFd, dirPath, name, data): name written atomically (name.tmp, fsync, rename).
+void DirWriteFileJs(const Napi::CallbackInfo& info) {
+  PackDir dir = DirArg(info);
+  std::string name = NameArg(info, 2);
+  if (info.Length() < 4 || !info[3].IsTypedArray()) ThrowType(info.Env(), "data must be a Buffer or Uint8Array");
+  auto data = info[3].As<Napi::Uint8Array>();
+  Status s = dir.WriteFileAtomic(name, data.Data(), data.ByteLength());
+  if (!s.ok()) throw StatusToError(info.Env(), s);
+}
+
+// dirReadFile(dirFd, dirPath, name, maxBytes): the file's bytes, or undefined when absent.
+Napi::Value DirReadFileJs(const Napi::CallbackInfo& info) {
+  PackDir dir = DirArg(info);
+  std::string name = NameArg(info, 2);
+  uint64_t max = 0;
+  if (info.Length() < 4 || !ToU64(info[3], &max)) ThrowType(info.Env(), "maxBytes must be a non-negative integer");
+  std::string text;
+  bool exists = false;
+  Status s = dir.ReadSmallFile(name, max, &text, &exists);
+  if (!s.ok()) throw StatusToError(info.Env(), s);
+  if (!exists) return info.Env().Undefined();
+  return Napi::Buffer<char>::Copy(info.Env(), text.data(), text.size());
+}
+
+// dirRemove(dirFd, dirPath, name): removes a file if present; a link there is refused.
+void DirRemoveJs(const Napi::CallbackInfo& info) {
+  PackDir dir = DirArg(info);
+  Status s = dir.Remove(NameArg(info, 2));
+  if (s.ok()) s = dir.Sync();
+  if (!s.ok()) throw StatusToError(info.Env(), s);
+}
+
+// probeHoles(dirFd, dirPath, fill): {apparent, allocated} of a 16 MiB file with 4 KiB written.
+Napi::Value ProbeHolesJs(const Napi::CallbackInfo& info) {
+  PackDir dir = DirArg(info);
+  if (info.Length() < 3 || !info[2].IsBoolean()) ThrowType(info.Env(), "fill must be a boolean");
+  HoleProbe probe;
+  Status s = ProbeHoles(dir, info[2].As<Napi::Boolean>().Value(), &probe);
+  if (!s.ok()) throw StatusToError(info.Env(), s);
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("apparent", FromU64(info.Env(), probe.apparent));
+  o.Set("allocated", FromU64(info.Env(), probe.allocated));
+  return o;
+}
+
 // crc32(buffer, crc = 0): the same CRC-32 the packer writes (zlib's).
 Napi::Value Crc32Js(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -261,7 +389,12 @@ Napi::Value Crc32Js(const Napi::CallbackInfo& info) {
 
 void InitPack(Napi::Env env, Napi::Object exports) {
   exports.Set("packLayer", Napi::Function::New(env, PackLayerJs, "packLayer"));
+  exports.Set("packSparseShard", Napi::Function::New(env, PackSparseShardJs, "packSparseShard"));
   exports.Set("verifyLayer", Napi::Function::New(env, VerifyLayerJs, "verifyLayer"));
+  exports.Set("dirWriteFile", Napi::Function::New(env, DirWriteFileJs, "dirWriteFile"));
+  exports.Set("dirReadFile", Napi::Function::New(env, DirReadFileJs, "dirReadFile"));
+  exports.Set("dirRemove", Napi::Function::New(env, DirRemoveJs, "dirRemove"));
+  exports.Set("probeHoles", Napi::Function::New(env, ProbeHolesJs, "probeHoles"));
   exports.Set("lockDirectory", Napi::Function::New(env, LockDirectoryJs, "lockDirectory"));
   exports.Set("unlockDirectory", Napi::Function::New(env, UnlockDirectoryJs, "unlockDirectory"));
   exports.Set("crc32", Napi::Function::New(env, Crc32Js, "crc32"));

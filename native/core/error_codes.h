@@ -54,4 +54,6 @@
   X(E_PACK_EXISTS, 2)                   \
   X(E_PACK_BUSY, 3)                     \
   X(E_PACK_INCOMPLETE, 1)               \
-  X(E_PACK_MISMATCH, 1)
+  X(E_PACK_MISMATCH, 1)                 \
+  X(E_UNSAFE_PATH, 3)                   \
+  X(E_NO_HOLES, 3)

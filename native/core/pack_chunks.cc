@@ -20,18 +20,23 @@ Status ChunkReader::Open(const std::string& path, bool drop_cache) {
   return s;
 }
 
-Status ChunkReader::Read(const PackGeometry& g, uint64_t k, uint32_t* crc, bool* complete) {
+Status ReadChunk(int fd, const std::string& path, const PackGeometry& g, uint64_t k, bool drop_cache,
+                 std::vector<uint8_t>* buf, uint32_t* crc, bool* complete) {
   ChunkSpan span = g.Chunk(k);
   const uint64_t off = kPackHeaderBytes + span.offset;
-  buf_.resize(span.bytes);
+  buf->resize(span.bytes);
   size_t got = 0;
-  Status s = PreadFull(fd_.get(), buf_.data(), span.bytes, off, path_, &got);
+  Status s = PreadFull(fd, buf->data(), span.bytes, off, path, &got);
   if (!s.ok()) return s;
-  if (drop_cache_) DropCache(fd_.get(), off, got);
-  buf_.resize(got);
+  if (drop_cache) DropCache(fd, off, got);
+  buf->resize(got);
   *complete = got == span.bytes;
-  *crc = *complete ? Crc32(0, buf_.data(), got) : 0;
+  *crc = *complete ? Crc32(0, buf->data(), got) : 0;
   return Status::Ok();
+}
+
+Status ChunkReader::Read(const PackGeometry& g, uint64_t k, uint32_t* crc, bool* complete) {
+  return ReadChunk(fd_.get(), path_, g, k, drop_cache_, &buf_, crc, complete);
 }
 
 Status SourceReader::BuildChunk(const PackGeometry& g, uint64_t k, std::vector<uint8_t>* out) {

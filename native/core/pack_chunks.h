@@ -18,6 +18,11 @@ namespace spark {
 // (bench/RESULTS.md: ~1.9x faster than 4 threads taking chunks in turn from one descriptor,
 // and faster than O_DIRECT on a virtual disk). With drop_cache, pages are dropped once
 // checked: a check re-reads tens of GiB, and page cache is GPU memory on the target machines.
+// Reads chunk k of a data file open as `fd` into *buf, with its CRC-32 (the re-check of a
+// resumed pack, and ChunkReader below). *complete false when the file ends inside the chunk.
+Status ReadChunk(int fd, const std::string& path, const PackGeometry& g, uint64_t k, bool drop_cache,
+                 std::vector<uint8_t>* buf, uint32_t* crc, bool* complete);
+
 class ChunkReader {
  public:
   Status Open(const std::string& path, bool drop_cache);

@@ -55,15 +55,11 @@ bool Parse(const std::vector<uint8_t>& img, const std::string& key, uint64_t chu
   return true;
 }
 
-Status ReadImage(const std::string& path, std::vector<uint8_t>* img, bool* exists) {
+Status ReadImage(const PackDir& dir, const std::string& name, std::vector<uint8_t>* img, bool* exists) {
+  const std::string path = dir.PathOf(name);
   Fd fd;
-  Status s = OpenFile(path, O_RDONLY, &fd);
-  if (s.code == Code::E_FILE_NOT_FOUND) {
-    *exists = false;
-    return Status::Ok();
-  }
-  if (!s.ok()) return s;
-  *exists = true;
+  Status s = dir.OpenExisting(name, O_RDONLY, &fd, exists);
+  if (!s.ok() || !*exists) return s;
   uint64_t size = 0;
   s = FileSize(fd.get(), path, &size);
   if (!s.ok()) return s;
@@ -77,12 +73,12 @@ Status ReadImage(const std::string& path, std::vector<uint8_t>* img, bool* exist
 
 }  // namespace
 
-Status PackJournal::Read(const std::string& path, const std::string& key, uint64_t chunk_count,
+Status PackJournal::Read(const PackDir& dir, const std::string& name, const std::string& key, uint64_t chunk_count,
                          std::vector<JournalRecord>* records, bool* matches) {
-  if (key.size() > kMaxKeyBytes) return Status::Error(Code::E_USAGE, "journal key too long", path);
+  if (key.size() > kMaxKeyBytes) return Status::Error(Code::E_USAGE, "journal key too long", dir.PathOf(name));
   std::vector<uint8_t> img;
   bool exists = false;
-  Status s = ReadImage(path, &img, &exists);
+  Status s = ReadImage(dir, name, &img, &exists);
   if (!s.ok()) return s;
   uint64_t end = 0;
   *matches = exists && Parse(img, key, chunk_count, records, &end);
@@ -90,20 +86,23 @@ Status PackJournal::Read(const std::string& path, const std::string& key, uint64
   return Status::Ok();
 }
 
-Status PackJournal::Open(const std::string& path, const std::string& key, uint64_t chunk_count, PackJournal* out,
-                         bool* reused) {
+Status PackJournal::Open(const PackDir& dir, const std::string& name, const std::string& key, uint64_t chunk_count,
+                         PackJournal* out, bool* reused) {
+  const std::string path = dir.PathOf(name);
   if (key.size() > kMaxKeyBytes) return Status::Error(Code::E_USAGE, "journal key too long", path);
   std::vector<uint8_t> img;
   bool exists = false;
-  Status s = ReadImage(path, &img, &exists);
+  Status s = ReadImage(dir, name, &img, &exists);
   if (!s.ok()) return s;
   out->path_ = path;
   out->records_.clear();
   uint64_t end = 0;
   *reused = exists && Parse(img, key, chunk_count, &out->records_, &end);
   if (*reused) {
-    s = OpenFile(path, O_WRONLY, &out->fd_);
+    bool still = false;
+    s = dir.OpenExisting(name, O_WRONLY, &out->fd_, &still);
     if (!s.ok()) return s;
+    if (!still) return Status::Error(Code::E_IO, "disappeared while the pack was reading it", path);
     if (end != img.size()) {
       // Cut off a torn tail so new records follow the last good one.
       if (::ftruncate(out->fd_.get(), static_cast<off_t>(end)) != 0) return ErrnoStatus(errno, "truncate", path);
@@ -113,7 +112,8 @@ Status PackJournal::Open(const std::string& path, const std::string& key, uint64
     out->end_ = end;
     return Status::Ok();
   }
-  s = OpenFile(path, O_WRONLY | O_CREAT | O_TRUNC, &out->fd_);
+  // Never reuse a name this run did not vouch for: a journal for other parameters is replaced.
+  s = dir.CreateFresh(name, &out->fd_);
   if (!s.ok()) return s;
   std::string header = HeaderFor(key);
   s = PwriteFull(out->fd_.get(), header.data(), header.size(), 0, path);
@@ -121,7 +121,7 @@ Status PackJournal::Open(const std::string& path, const std::string& key, uint64
   s = SyncAll(out->fd_.get(), path);
   if (!s.ok()) return s;
   out->end_ = header.size();
-  return SyncParentDir(path);
+  return dir.Sync();
 }
 
 Status PackJournal::Append(const std::vector<JournalRecord>& recs) {

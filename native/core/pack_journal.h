@@ -7,6 +7,8 @@
 // returned, so the journal never claims bytes that are not on disk. A torn or garbled tail
 // (a crash mid-append) ends the valid prefix; it is cut off before new records are appended.
 // A journal for another key (changed source, layout, range...) is discarded, never reused.
+// Journals live in the pack's directory and are opened through it (core/pack_dir.h): never
+// through a link.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "core/file_io.h"
+#include "core/pack_dir.h"
 #include "core/status.h"
 
 namespace spark {
@@ -25,13 +28,14 @@ struct JournalRecord {
 
 class PackJournal {
  public:
-  // Opens `path`. If it is a journal for `key`, keeps its valid records (those naming a chunk
-  // below chunk_count) and sets *reused; otherwise creates a fresh, durable, empty journal.
-  static Status Open(const std::string& path, const std::string& key, uint64_t chunk_count, PackJournal* out,
-                     bool* reused);
+  // Opens `name` in `dir`. If it is a journal for `key`, keeps its valid records (those naming
+  // a chunk below chunk_count) and sets *reused; otherwise replaces it with a fresh, durable,
+  // empty journal.
+  static Status Open(const PackDir& dir, const std::string& name, const std::string& key, uint64_t chunk_count,
+                     PackJournal* out, bool* reused);
   // Reads the valid records of a journal for `key` without changing it (*matches false when
   // the file is missing or belongs to another key).
-  static Status Read(const std::string& path, const std::string& key, uint64_t chunk_count,
+  static Status Read(const PackDir& dir, const std::string& name, const std::string& key, uint64_t chunk_count,
                      std::vector<JournalRecord>* records, bool* matches);
 
   const std::vector<JournalRecord>& records() const { return records_; }

@@ -9,7 +9,6 @@
 #include <fstream>
 #include <iterator>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/crc32.h"
@@ -55,12 +54,6 @@ Source MakeSource(uint64_t rows, uint64_t dim, uint64_t lead = 664) {
   return s;
 }
 
-// The workers' pool for every job of these tests.
-ThreadPool& Pool() {
-  static ThreadPool pool(4);
-  return pool;
-}
-
 std::vector<uint8_t> ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
@@ -70,26 +63,55 @@ void WriteAll(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
 
+ThreadPool& Pool() {
+  static ThreadPool pool(6);
+  return pool;
+}
+
+// The output directory of a test (its own temp dir) and the name of the data file in it.
+struct Out {
+  PackDir dir;
+  std::string name;
+  std::string path() const { return dir.PathOf(name); }
+  std::string partial() const { return dir.PathOf(PartialName(name)); }
+  std::string journal() const { return dir.PathOf(JournalName(name)); }
+};
+
+std::unique_ptr<Out> MakeOut(const std::string& name) {
+  auto out = std::make_unique<Out>();
+  CHECK(PackDir::Open(TempDir(), &out->dir).ok());
+  out->name = name;
+  return out;
+}
+
+// The key the journal of the file at `path` is written under.
+std::string KeyOnDisk(const std::string& job_key, const std::string& path) {
+  struct stat st;
+  CHECK_EQ(::stat(path.c_str(), &st), 0);
+  return FileJournalKey(job_key, st.st_dev, st.st_ino);
+}
+
 PackJob MakeJob(const Source& src, uint64_t start, uint64_t count, PackLayout layout, uint64_t chunk_rows,
-                const std::string& out) {
+                const Out& out) {
   PackJob job;
   job.weight = {src.path, src.weight_offset()};
   job.scale = {src.path, src.scale_offset()};
   job.start = start;
   Status s = PackGeometry::Make(count, src.dim, layout, chunk_rows, &job.geometry);
   CHECK(s.ok());
-  job.out_path = out;
   job.header = std::string("{\"layer\":1,\"layout\":\"") + LayoutName(layout) + "\"}";
-  job.key = "key-" + std::to_string(start) + "-" + std::to_string(count) + LayoutName(layout);
-  job.threads = 3;
-  job.pool = &Pool();
-  job.commit_bytes = 1;  // commit after every chunk: exercises the journal
+  job.file.dir = &out.dir;
+  job.file.name = out.name;
+  job.file.key = "key-" + std::to_string(start) + "-" + std::to_string(count) + LayoutName(layout);
+  job.file.threads = 3;
+  job.file.pool = &Pool();
+  job.file.commit_bytes = 1;  // commit after every chunk: exercises the journal
   return job;
 }
 
 // Every row of the packed file equals the source; padding is zero; header as given.
 bool PackedFileIsRight(const PackJob& job, const Source& src) {
-  auto bytes = ReadAll(job.out_path);
+  auto bytes = ReadAll(job.file.dir->PathOf(job.file.name));
   const PackGeometry& g = job.geometry;
   if (bytes.size() != g.file_bytes()) return false;
   std::string block;
@@ -107,12 +129,11 @@ bool PackedFileIsRight(const PackJob& job, const Source& src) {
 
 VerifyJob VerifyFor(const PackJob& job, const PackResult& r) {
   VerifyJob v;
-  v.path = job.out_path;
+  v.path = job.file.dir->PathOf(job.file.name);
   v.geometry = job.geometry;
   v.header = job.header;
   v.crcs = r.crcs;
   v.threads = 2;
-  v.pool = &Pool();
   v.weight = job.weight;
   v.scale = job.scale;
   v.start = job.start;
@@ -146,18 +167,19 @@ TEST(PacksBothLayoutsByteExact) {
   Source src = MakeSource(1000, 64);
   for (PackLayout layout : {PackLayout::kDense, PackLayout::kPage}) {
     uint64_t chunk = layout == PackLayout::kPage ? (4096 / 66) * 3 : 64;  // 62 rows of 66 bytes per page
-    PackJob job = MakeJob(src, 123, 700, layout, chunk, src.dir + "/out-" + LayoutName(layout) + ".bin");
+    auto out = MakeOut(std::string("out-") + LayoutName(layout) + ".bin");
+    PackJob job = MakeJob(src, 123, 700, layout, chunk, *out);
     PackProgress progress;
     PackResult r;
     Status s = PackLayer(job, &progress, &r);
     CHECK(s.ok());
     if (!s.ok()) std::printf("  %s\n", s.ToString().c_str());
     CHECK(PackedFileIsRight(job, src));
-    CHECK(!PathExists(PartialPath(job.out_path)));
-    CHECK(PathExists(JournalPath(job.out_path)));
+    CHECK(!PathExists(out->partial()));
+    CHECK(PathExists(out->journal()));
     CHECK_EQ(r.chunks_written, job.geometry.chunk_count());
     CHECK_EQ(progress.bytes_done.load(), job.geometry.data_bytes());
-    auto bytes = ReadAll(job.out_path);
+    auto bytes = ReadAll(out->path());
     for (uint64_t k = 0; k < job.geometry.chunk_count(); ++k) {
       ChunkSpan span = job.geometry.Chunk(k);
       CHECK_EQ(r.crcs[k], Crc32(0, bytes.data() + kPackHeaderBytes + span.offset, span.bytes));
@@ -177,23 +199,24 @@ TEST(PacksBothLayoutsByteExact) {
 
 TEST(ResumeKeepsGoodChunksAndRedoesBadOnes) {
   Source src = MakeSource(500, 32);
-  PackJob job = MakeJob(src, 0, 500, PackLayout::kDense, 40, src.dir + "/l.bin");
+  auto out = MakeOut("l.bin");
+  PackJob job = MakeJob(src, 0, 500, PackLayout::kDense, 40, *out);
   PackProgress progress;
   PackResult first;
   CHECK(PackLayer(job, &progress, &first).ok());
   // Make it look interrupted: back to .partial, journal cut to 6 records plus a torn tail,
   // one journaled chunk damaged on disk, one unjournaled chunk garbage.
-  CHECK_EQ(::rename(job.out_path.c_str(), PartialPath(job.out_path).c_str()), 0);
-  auto journal = ReadAll(JournalPath(job.out_path));
+  CHECK_EQ(::rename(out->path().c_str(), out->partial().c_str()), 0);
+  auto journal = ReadAll(out->journal());
   uint64_t records_at = journal.size() - 13 * 16;
   journal.resize(records_at + 6 * 16 + 7);
-  WriteAll(JournalPath(job.out_path), journal);
+  WriteAll(out->journal(), journal);
   std::vector<JournalRecord> kept;
   bool matches = false;
-  CHECK(PackJournal::Read(JournalPath(job.out_path), job.key, 13, &kept, &matches).ok());
+  CHECK(PackJournal::Read(out->dir, JournalName(out->name), KeyOnDisk(job.file.key, out->partial()), 13, &kept, &matches).ok());
   CHECK(matches);
   CHECK_EQ(kept.size(), 6u);
-  auto data = ReadAll(PartialPath(job.out_path));
+  auto data = ReadAll(out->partial());
   uint64_t damaged = kept[2].chunk;
   data[kPackHeaderBytes + job.geometry.Chunk(damaged).offset + 5] ^= 0x40;
   for (uint64_t k = 0; k < 13; ++k) {
@@ -201,7 +224,7 @@ TEST(ResumeKeepsGoodChunksAndRedoesBadOnes) {
     for (auto& r : kept) journaled |= r.chunk == k;
     if (!journaled) data[kPackHeaderBytes + job.geometry.Chunk(k).offset] ^= 0xff;
   }
-  WriteAll(PartialPath(job.out_path), data);
+  WriteAll(out->partial(), data);
   PackResult second;
   CHECK(PackLayer(job, &progress, &second).ok());
   CHECK_EQ(second.chunks_kept, 5u);
@@ -213,7 +236,8 @@ TEST(ResumeKeepsGoodChunksAndRedoesBadOnes) {
 
 TEST(FinishedFileWithoutManifestIsRecheckedNotRewritten) {
   Source src = MakeSource(300, 32);
-  PackJob job = MakeJob(src, 10, 280, PackLayout::kPage, 124, src.dir + "/l.bin");
+  auto out = MakeOut("l.bin");
+  PackJob job = MakeJob(src, 10, 280, PackLayout::kPage, 124, *out);
   PackProgress progress;
   PackResult first, second;
   CHECK(PackLayer(job, &progress, &first).ok());
@@ -226,12 +250,13 @@ TEST(FinishedFileWithoutManifestIsRecheckedNotRewritten) {
 
 TEST(ChangedParametersDiscardTheJournal) {
   Source src = MakeSource(300, 32);
-  PackJob job = MakeJob(src, 0, 300, PackLayout::kDense, 50, src.dir + "/l.bin");
+  auto out = MakeOut("l.bin");
+  PackJob job = MakeJob(src, 0, 300, PackLayout::kDense, 50, *out);
   PackProgress progress;
   PackResult r;
   CHECK(PackLayer(job, &progress, &r).ok());
-  CHECK_EQ(::rename(job.out_path.c_str(), PartialPath(job.out_path).c_str()), 0);
-  job.key += "-other-source-mtime";
+  CHECK_EQ(::rename(out->path().c_str(), out->partial().c_str()), 0);
+  job.file.key += "-other-source-mtime";
   CHECK(PackLayer(job, &progress, &r).ok());
   CHECK(r.journal_discarded);
   CHECK_EQ(r.chunks_kept, 0u);
@@ -241,20 +266,21 @@ TEST(ChangedParametersDiscardTheJournal) {
 
 TEST(AnIoErrorMidPackKeepsWhatWasCommittedAndResumes) {
   Source src = MakeSource(2000, 32);
-  PackJob job = MakeJob(src, 0, 2000, PackLayout::kDense, 50, src.dir + "/l.bin");  // 40 chunks
-  job.fault_after_chunks = 17;
+  auto out = MakeOut("l.bin");
+  PackJob job = MakeJob(src, 0, 2000, PackLayout::kDense, 50, *out);  // 40 chunks
+  job.file.fault_after_chunks = 17;
   PackProgress progress;
   PackResult r;
   Status s = PackLayer(job, &progress, &r);
   CHECK(s.code == Code::E_IO);
   CHECK(s.message.find("Input/output error") != std::string::npos);
   CHECK(s.message.find("re-run the same command to resume") != std::string::npos);
-  CHECK(!PathExists(job.out_path));
-  CHECK(PathExists(PartialPath(job.out_path)));
+  CHECK(!PathExists(out->path()));
+  CHECK(PathExists(out->partial()));
   CHECK(r.chunks_written <= 17);
   CHECK(r.chunks_written >= 1);
   uint64_t committed = r.chunks_written;
-  job.fault_after_chunks = 0;
+  job.file.fault_after_chunks = 0;
   PackResult again;
   CHECK(PackLayer(job, &progress, &again).ok());
   CHECK_EQ(again.chunks_kept, committed);
@@ -265,28 +291,30 @@ TEST(AnIoErrorMidPackKeepsWhatWasCommittedAndResumes) {
 
 TEST(ShortSourceIsRefused) {
   Source src = MakeSource(100, 32);
-  PackJob job = MakeJob(src, 50, 60, PackLayout::kDense, 16, src.dir + "/l.bin");  // rows 50..110 of 100
+  auto out = MakeOut("l.bin");
+  PackJob job = MakeJob(src, 50, 60, PackLayout::kDense, 16, *out);  // rows 50..110 of 100
   job.scale.offset = src.scale_offset() + 1000;
   PackProgress progress;
   PackResult r;
   Status s = PackLayer(job, &progress, &r);
   CHECK(s.code == Code::E_SOURCE_CHANGED);
-  CHECK(!PathExists(PartialPath(job.out_path)));
+  CHECK(!PathExists(out->partial()));
 }
 
 TEST(VerifyNamesFlippedChunkTruncationHeaderAndRows) {
   Source src = MakeSource(400, 64);
-  PackJob job = MakeJob(src, 0, 400, PackLayout::kDense, 32, src.dir + "/l.bin");
+  auto out = MakeOut("l.bin");
+  PackJob job = MakeJob(src, 0, 400, PackLayout::kDense, 32, *out);
   PackProgress progress;
   PackResult r;
   CHECK(PackLayer(job, &progress, &r).ok());
-  auto good = ReadAll(job.out_path);
+  auto good = ReadAll(out->path());
   VerifyProgress vp;
   VerifyResult vr;
   // One flipped byte in chunk 5 (row 5*32+3).
   auto bytes = good;
   bytes[kPackHeaderBytes + job.geometry.RowOffset(5 * 32 + 3) + 65] ^= 1;  // its last scale byte
-  WriteAll(job.out_path, bytes);
+  WriteAll(out->path(), bytes);
   VerifyJob v = VerifyFor(job, r);
   v.has_source = true;
   v.all_rows = true;
@@ -302,7 +330,7 @@ TEST(VerifyNamesFlippedChunkTruncationHeaderAndRows) {
   // A flipped header byte.
   bytes = good;
   bytes[3] ^= 0x20;
-  WriteAll(job.out_path, bytes);
+  WriteAll(out->path(), bytes);
   v = VerifyFor(job, r);
   CHECK(VerifyLayer(v, &vp, &vr).ok());
   CHECK(!vr.header_ok);
@@ -310,36 +338,12 @@ TEST(VerifyNamesFlippedChunkTruncationHeaderAndRows) {
   // Truncated: the size is wrong and the cut chunks are bad.
   bytes = good;
   bytes.resize(bytes.size() - (16 * 66 + 100));  // all of the last chunk (16 rows), 100 bytes of chunk 11
-  WriteAll(job.out_path, bytes);
+  WriteAll(out->path(), bytes);
   CHECK(VerifyLayer(v, &vp, &vr).ok());
   CHECK(!vr.size_ok);
   CHECK(vr.header_ok);
   CHECK_EQ(vr.bad_chunk_count, 2u);
   CHECK(vr.bad_chunks == (std::vector<uint64_t>{11, 12}));
-}
-
-TEST(AnAbandonedPoolStopsAPackAtItsNextChunkAndTheRunResumes) {
-  Source src = MakeSource(50000, 32);
-  PackJob job = MakeJob(src, 0, 50000, PackLayout::kDense, 50, src.dir + "/l.bin");  // 1000 chunks, a sync each
-  ThreadPool pool(3);
-  job.pool = &pool;
-  PackProgress progress;
-  PackResult r;
-  Status s;
-  std::thread caller([&] { s = PackLayer(job, &progress, &r); });
-  while (progress.chunks_done.load() < 3) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  CHECK(pool.Abandon(std::chrono::milliseconds(5000)));  // the workers stop at their next chunk
-  caller.join();
-  CHECK(s.code == Code::E_INTERNAL);
-  CHECK(s.message.find("cancelled") != std::string::npos);
-  CHECK(r.chunks_written >= 3 && r.chunks_written < 1000);
-  uint64_t committed = r.chunks_written;
-  job.pool = &Pool();
-  PackResult again;
-  CHECK(PackLayer(job, &progress, &again).ok());
-  CHECK_EQ(again.chunks_kept, committed);
-  CHECK_EQ(again.chunks_written, 1000u - committed);
-  CHECK(PackedFileIsRight(job, src));
 }
 
 int main() { return spark_test::RunAll("pack_test"); }

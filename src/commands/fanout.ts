@@ -8,6 +8,7 @@ import { formatDuration, runNodeTasks, type NodeTaskReport, type NodeTaskRequest
 import { formatBytes, table } from '../format.js';
 import { parseSeconds } from './options.js';
 import { parseCount } from './options.js';
+import { parseRate } from './pack.js';
 
 interface FanoutFlags {
   cluster?: string;
@@ -15,6 +16,8 @@ interface FanoutFlags {
   split?: string;
   threads?: string;
   layout?: string;
+  rateLimit?: string;
+  dropCache?: boolean;
   source?: string;
   full?: boolean;
   sample?: string;
@@ -53,6 +56,8 @@ function request(kind: NodeTaskRequest['kind'], path: string, f: FanoutFlags): N
   if (f.split !== undefined) req.split = f.split;
   if (f.threads !== undefined) req.threads = parseCount(f.threads, '--threads', 1, 4096);
   if (f.layout !== undefined) req.layout = f.layout;
+  if (f.rateLimit !== undefined) req.rateLimit = parseRate(f.rateLimit);
+  if (f.dropCache === false) req.keepCache = true;
   if (f.source !== undefined) req.source = f.source;
   if (f.full) req.full = true;
   if (f.sample !== undefined) req.sample = parseCount(f.sample, '--sample', 1);
@@ -74,7 +79,9 @@ export function fanoutCommand(ctx: CliContext): Command {
       .requiredOption('--out <dir>', 'the output directory on each node (node-local disk)')
       .option('--split <rule>', 'floor (SGLang), front or heads (vLLM)')
       .option('--threads <n>', 'reader threads on each node')
-      .option('--layout <layout>', 'dense or page'),
+      .option('--layout <layout>', 'sparse (default: what the overlay reads), dense or page')
+      .option('--rate-limit <MB/s>', 'each node reads at most this many MB/s from the snapshot (they share one NAS)')
+      .option('--no-drop-cache', "keep the snapshot's pages cached on the nodes (dropped behind the copy by default)"),
   )
     .addHelpText(
       'after',

@@ -1,12 +1,12 @@
-// spark pack: copies this rank's Engram rows from the snapshot to a node-local packed
-// directory (docs/packed-format.md), resumably; a no-op when the directory already holds it.
+// spark pack: copies this rank's Engram rows from the snapshot to a node-local directory: the
+// overlay's sparse copy (the default) or spark's one-read layouts (docs/packed-format.md),
+// resumably; a no-op when the directory already holds it.
 import { Command } from 'commander';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { CliContext } from '../cli.js';
 import { usageError } from '../errors.js';
 import type { CommandResult, Io } from '../io.js';
-import type { PackProgressInfo, PackSummary } from '../engram/pack.js';
-import type { PackLayout } from '../native/pack.js';
+import type { PackLayoutName, PackProgressInfo, PackSummary } from '../engram/pack.js';
 import { parseSplit } from '../engram/ranges.js';
 import { formatBytes } from '../format.js';
 import { fromEnv, parseCount, requireOption } from './options.js';
@@ -28,6 +28,8 @@ export interface PackFlags {
   layout?: string;
   chunkRows?: string;
   syncEvery?: string;
+  rateLimit?: string;
+  dropCache?: boolean;
   progress?: string;
   spaceCheck?: boolean;
   force?: boolean;
@@ -41,9 +43,12 @@ export interface PackOptions {
   world: number;
   split: 'floor' | 'front' | 'heads';
   threads: number;
-  layout: PackLayout;
+  layout: PackLayoutName;
   chunkRows?: number;
   syncBytes?: number;
+  /** Bytes per second read from the snapshot, at most. */
+  rateLimit?: number;
+  dropSourceCache: boolean;
   checkSpace: boolean;
   force: boolean;
   weightPattern?: RegExp;
@@ -55,12 +60,13 @@ export interface PackOptions {
 export function parsePackFlags(snapshot: string | undefined, f: PackFlags, io: Io): PackOptions {
   const snap = snapshotArgument(snapshot, io.env);
   if (f.out === undefined) throw usageError('--out DIR is required: the node-local directory to write the pack to');
+  if (f.out.trim() === '') throw usageError('--out is empty: name the node-local directory to write the pack to');
   const world = parseCount(requireOption(f.world, io.env, '--world', 'SPARK_WORLD_SIZE'), '--world', 1, 1 << 20);
   const rank = parseCount(requireOption(f.rank, io.env, '--rank', 'NODE_RANK'), '--rank', 0);
   if (rank >= world) throw usageError(`rank ${rank} is outside the world of ${world} ranks (ranks are 0-${world - 1})`);
   const split = parseSplit(f.split, '--split');
-  const layout = f.layout ?? 'dense';
-  if (layout !== 'dense' && layout !== 'page') throw usageError(`--layout must be dense or page, got '${layout}'`);
+  const layout = f.layout ?? 'sparse';
+  if (layout !== 'sparse' && layout !== 'dense' && layout !== 'page') throw usageError(`--layout must be sparse, dense or page, got '${layout}'`);
   const threadsText = fromEnv(f.threads, io.env, 'SPARK_ENGRAM_THREADS');
   const threads = threadsText === undefined ? 4 : Math.min(MAX_PACK_THREADS, parseCount(threadsText, '--threads', 1, 1024));
   const o: PackOptions = {
@@ -72,25 +78,39 @@ export function parsePackFlags(snapshot: string | undefined, f: PackFlags, io: I
     threads,
     layout,
     checkSpace: f.spaceCheck !== false,
+    dropSourceCache: f.dropCache !== false,
     force: Boolean(f.force),
   };
   if (f.chunkRows !== undefined) o.chunkRows = parseCount(f.chunkRows, '--chunk-rows', 1, 1 << 24);
   if (f.syncEvery !== undefined) o.syncBytes = parseCount(f.syncEvery, '--sync-every', 1, 1 << 20) * 2 ** 20;
+  if (f.rateLimit !== undefined) o.rateLimit = parseRate(f.rateLimit);
   if (f.progress !== undefined) o.progressSeconds = parseCount(f.progress, '--progress', 1, 86_400);
   return { ...o, ...patternsFromFlags(f) };
+}
+
+/** --rate-limit MB/s (decimal megabytes, like the overlay's --mbps): bytes per second. */
+export function parseRate(text: string): number {
+  const t = text.trim();
+  const v = Number(t);
+  if (!/^\d+(\.\d+)?$/.test(t) || !(v > 0) || v > 1e6) throw usageError(`--rate-limit must be a positive number of MB/s (at most 1000000), got '${text}'`);
+  return Math.max(1, Math.round(v * 1e6));
 }
 
 function summaryText(s: PackSummary): string {
   const head = `rank ${s.rank} of ${s.world} (${s.split} split, ${s.layout} layout) in ${s.out}`;
   if (s.noop) return `already complete: ${head} holds this pack; nothing to do`;
   const rate = s.seconds > 0 ? ` (${formatBytes(s.bytesWritten / s.seconds)}/s)` : '';
-  const lines = [`packed ${head}: ${s.layers.length} layers, ${formatBytes(s.bytes)} in ${s.seconds.toFixed(2)} s${rate}`];
-  for (const l of s.layers) {
-    const kept = l.chunksKept > 0 ? `, ${l.chunksKept} kept from an interrupted run` : '';
-    const redo = l.chunksRejected > 0 ? `, ${l.chunksRejected} failed their re-check and were copied again` : '';
-    const fresh = l.journalDiscarded ? ' (an interrupted run with other inputs was discarded)' : '';
-    lines.push(`  layer ${l.layer}: rows ${l.start}-${l.end} -> ${l.file} (${formatBytes(l.bytes)}, ${l.chunks} chunk${l.chunks === 1 ? '' : 's'}${kept}${redo})${fresh}`);
+  const apparent = s.apparentBytes !== undefined ? ` (apparent size ${formatBytes(s.apparentBytes)})` : '';
+  const lines = [`packed ${head}: ${s.layers.length} layers, ${formatBytes(s.bytes)}${apparent} in ${s.seconds.toFixed(2)} s${rate}`];
+  for (const l of s.layers) lines.push(`  layer ${l.layer}: rows ${l.start}:${l.end} -> ${l.file} (${formatBytes(l.bytes)}, ${l.chunks} chunk${l.chunks === 1 ? '' : 's'})`);
+  for (const f of s.files) {
+    const kept = f.chunksKept > 0 ? `${f.chunksKept} chunks kept from an interrupted run` : '';
+    const redo = f.chunksRejected > 0 ? `${f.chunksRejected} failed their re-check and were copied again` : '';
+    const fresh = f.journalDiscarded ? 'an interrupted run with other inputs was discarded' : '';
+    const notes = [kept, redo, fresh].filter((x) => x !== '');
+    if (notes.length > 0) lines.push(`  ${f.file}: ${notes.join('; ')}`);
   }
+  if (s.removed.length > 0) lines.push(`  removed the replaced pack's ${s.removed.length} file(s)`);
   lines.push(`check it: spark verify ${s.out}`);
   return lines.join('\n');
 }
@@ -101,14 +121,14 @@ function progressText(p: PackProgressInfo): string {
   const eta = rate > 0 ? Math.max(0, (p.bytesTotal - p.bytesDone) / rate) : undefined;
   const clock = (s: number): string => `${Math.floor(s / 60)}:${String(Math.floor(s % 60)).padStart(2, '0')}`;
   return (
-    `pack layer ${p.layer} (${p.layerIndex + 1}/${p.layerCount}) ${p.phase}: ${formatBytes(p.bytesDone)} / ${formatBytes(p.bytesTotal)} ${pct}%` +
+    `pack ${p.unit} (${p.unitIndex + 1}/${p.unitCount}) ${p.phase}: ${formatBytes(p.bytesDone)} / ${formatBytes(p.bytesTotal)} ${pct}%` +
     (rate > 0 ? `  ${formatBytes(rate)}/s` : '') +
     (eta !== undefined ? `  ETA ${clock(eta)}` : '')
   );
 }
 
 export async function runPack(o: PackOptions, io: Io): Promise<CommandResult> {
-  const { openSnapshot } = await import('../engram/snapshot.js');
+  const { openSnapshot, INDEX_FILE } = await import('../engram/snapshot.js');
   const { packRanges } = await import('../engram/pack-ranges.js');
   const { packEngram } = await import('../engram/pack.js');
   const snapshot = await openSnapshot(o.snapshot, {
@@ -127,6 +147,7 @@ export async function runPack(o: PackOptions, io: Io): Promise<CommandResult> {
     summary = await packEngram({
       snapshotDir: snapshot.dir,
       ...(snapshot.revision ? { revision: snapshot.revision } : {}),
+      ...(snapshot.kind === 'index' ? { index: join(snapshot.dir, INDEX_FILE) } : {}),
       tables: snapshot.engram,
       out: o.out,
       rank: o.rank,
@@ -139,6 +160,8 @@ export async function runPack(o: PackOptions, io: Io): Promise<CommandResult> {
       ...(o.syncBytes !== undefined ? { syncBytes: o.syncBytes } : {}),
       checkSpace: o.checkSpace,
       force: o.force,
+      dropSourceCache: o.dropSourceCache,
+      ...(o.rateLimit !== undefined ? { rateLimit: o.rateLimit } : {}),
       ...(line ? { onProgress: (p: PackProgressInfo) => line.update(progressText(p)) } : {}),
     });
   } finally {
@@ -149,30 +172,39 @@ export async function runPack(o: PackOptions, io: Io): Promise<CommandResult> {
 
 export function packCommand(ctx: CliContext): Command {
   const cmd = new Command('pack')
-    .description("copy this rank's Engram rows to a node-local packed directory (one read per row)")
+    .description("copy this rank's Engram rows to a node-local directory (the overlay's sparse copy, or a one-read pack)")
     .argument('[snapshot]', 'snapshot directory or .safetensors file (default SPARK_ENGRAM_DIR)')
     .option('--out <dir>', 'node-local directory to write (created if missing)')
     .option('--rank <r>', 'this rank (default NODE_RANK)')
     .option('--world <w>', 'number of ranks (default SPARK_WORLD_SIZE)')
     .option('--split <rule>', 'floor (SGLang, default), front, or heads (vLLM: whole sub-tables)')
-    .option('--layout <l>', 'dense (rows back to back, default) or page (no row crosses a 4 KiB page)')
+    .option('--layout <l>', "sparse (default: the serving overlay's sparse copy), dense (rows back to back) or page (no row crosses a 4 KiB page)")
     .option('--threads <n>', `copy workers (default SPARK_ENGRAM_THREADS, else 4; at most ${MAX_PACK_THREADS} are used)`)
     .option('--chunk-rows <n>', 'rows per checksum chunk (default ~16 MiB of rows)')
     .option('--sync-every <MiB>', 'make progress durable every this many MiB (default 1024) or 2 s; lost work on a crash is at most that')
+    .option('--rate-limit <MB/s>', 'read at most this many MB (10^6 bytes) per second from the snapshot (several nodes packing from one NAS)')
+    .option('--no-drop-cache', "keep the snapshot's pages in the page cache (by default they are dropped behind the copy: page cache is GPU memory)")
     .option('--progress <seconds>', 'without a terminal, print a progress line every this many seconds (logs, spark fanout)')
     .option('--no-space-check', 'skip the free-space check (for filesystems that misreport free space)')
-    .option('--force', 'replace a complete pack in --out that differs from this one')
+    .option('--force', "replace a complete pack in --out that differs from this one (its files are removed once the new manifest is written)")
     .option('--json', 'print a JSON summary (bytes, seconds, layers)')
     .addHelpText(
       'after',
       `
+The sparse layout is what the serving overlay reads (SPARK_ENGRAM_DIR): the index, and the
+shards holding the Engram tables under their own names and sizes, with this rank's rows at
+their original offsets and holes elsewhere (~47 GiB allocated per rank of 4). It needs a
+filesystem that keeps holes (ext4, xfs, btrfs); dense and page are spark's one-read layouts.
 Interrupted (Ctrl-C, killed, disk full, I/O error)? Run the same command again: finished
-chunks are re-checked and kept. Ctrl-C says so and ends with status 130 (128 + SIGINT). Re-running on a complete directory is a no-op. Check with spark verify.
-Exit codes: 0 ok, 2 bad usage or snapshot, 3 disk full, I/O error or snapshot changed.
+chunks are re-checked and kept; Ctrl-C says so and ends with status 130 (128 + SIGINT). Re-running on a complete directory is a no-op. Check with spark verify.
+--out may not be the snapshot or inside it. spark never writes through a link in --out.
+Exit codes: 0 ok, 2 bad usage or snapshot, 3 disk full, I/O error, a link in --out, a
+filesystem without holes, or the snapshot changed.
 
 Examples:
   spark pack /models/dsv41 --out /engram --rank 0 --world 4
-  NODE_RANK=2 SPARK_WORLD_SIZE=4 spark pack /models/dsv41 --out /engram --layout page`,
+  spark pack /mnt/nas/dsv41 --out /engram --rank 1 --world 4 --rate-limit 600
+  NODE_RANK=2 SPARK_WORLD_SIZE=4 spark pack /models/dsv41 --out /engram-page --layout page`,
     )
     .action(async (snapshot: string | undefined, flags: PackFlags) => {
       const options = parsePackFlags(snapshot, flags, ctx.io);

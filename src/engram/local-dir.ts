@@ -6,14 +6,15 @@
 //   none     no manifest: a snapshot (or nothing spark made).
 // The manifest names differ so the overlay, which reads any engram-local.json as a sparse copy,
 // never mistakes a dense or page pack for one.
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SparkError } from '../errors.js';
 import { readTextIfExists } from '../read-optional.js';
-import { parsePackedManifest, type PackedManifest } from './packed-manifest.js';
+import { PACK_MANIFEST_NAME, parsePackedManifest, type PackedManifest } from './packed-manifest.js';
 import { hasSparseLayers, parseSparseManifest, SPARSE_MANIFEST_NAME, type SparseManifest } from './sparse-manifest.js';
 
 /** The manifest of spark's own one-read layouts (dense, page). */
-export const PACK_MANIFEST_NAME = 'spark-pack.json';
+export { PACK_MANIFEST_NAME };
 /** The name version 1 packs were first written under, read still. */
 export const LEGACY_PACK_MANIFEST_NAME = SPARSE_MANIFEST_NAME;
 
@@ -24,6 +25,8 @@ export type LocalDir =
 
 /** Reads and checks whichever manifest `dir` holds; a malformed one is E_PACK_MANIFEST. */
 export async function readLocalDir(dir: string): Promise<LocalDir> {
+  // A file (one .safetensors) or a missing path holds no manifest.
+  if (!(await stat(dir).then((st) => st.isDirectory(), () => false))) return { kind: 'none', dir };
   const packPath = join(dir, PACK_MANIFEST_NAME);
   const packText = await readTextIfExists(packPath);
   if (packText !== undefined) return { kind: 'packed', dir, manifestPath: packPath, manifest: parsePackedManifest(packText, packPath) };

@@ -1,9 +1,8 @@
 // The packed directory format, version 1, as the packer writes it (docs/packed-format.md):
 // file names, the layer geometry, the 4096-byte header block and the manifest JSON text.
-// The strict reader of engram-local.json lives with the row store; this is the writing side.
+// The strict reader of the manifest is packed-manifest.ts; this is the writing side.
 import {
   MANIFEST_FORMAT,
-  MANIFEST_NAME,
   MANIFEST_VERSION,
   PACK_HEADER_BYTES,
   PAGE_BYTES,
@@ -14,7 +13,7 @@ import {
   type PackLayout,
 } from './packed-manifest.js';
 
-export { MANIFEST_FORMAT, MANIFEST_NAME, MANIFEST_VERSION, PACK_HEADER_BYTES, PAGE_BYTES, packedFileName };
+export { MANIFEST_FORMAT, MANIFEST_VERSION, PACK_HEADER_BYTES, PAGE_BYTES, packedFileName };
 export type { PackedLayer, PackedManifest, PackedSourceFile } from './packed-manifest.js';
 export const CHECKSUM_ALGORITHM = 'crc32';
 

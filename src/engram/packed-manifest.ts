@@ -12,6 +12,9 @@ import { join } from 'node:path';
 import { SparkError } from '../errors.js';
 import { arr, bad, int, num, obj, str } from './manifest-fields.js';
 
+/** The manifest of layouts dense and page (local-dir.ts tells it from a sparse copy's). */
+export const PACK_MANIFEST_NAME = 'spark-pack.json';
+/** The name version 1 packs were first written under (still read). */
 export const MANIFEST_NAME = 'engram-local.json';
 export const MANIFEST_FORMAT = 'spark-engram-packed';
 export const MANIFEST_VERSION = 1;
@@ -91,13 +94,13 @@ export function packedFileBytes(entry: PackedLayer): number {
   return entry.dataOffset + Math.ceil(n / rowsPerPage(entry)) * PAGE_BYTES;
 }
 
-/** A directory is a pack exactly when it holds engram-local.json (written last). */
+/** A directory is a pack (or a sparse copy) when it holds a manifest (written last). */
 export function isPackedDir(dir: string): boolean {
-  return existsSync(join(dir, MANIFEST_NAME));
+  return existsSync(join(dir, PACK_MANIFEST_NAME)) || existsSync(join(dir, MANIFEST_NAME));
 }
 
 export async function readPackedManifest(dir: string): Promise<PackedManifest> {
-  const path = join(dir, MANIFEST_NAME);
+  const path = join(dir, existsSync(join(dir, PACK_MANIFEST_NAME)) ? PACK_MANIFEST_NAME : MANIFEST_NAME);
   let text: string;
   try {
     text = await readSmallText(path, { what: 'manifest' });

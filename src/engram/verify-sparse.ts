@@ -11,7 +11,8 @@
 //   - with a source snapshot: header bytes and index bytes compared, and the rows (all or a
 //     sample) compared with the source's.
 // Every problem is one line naming the file, the layer and the first bad row or chunk.
-import { open, readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
+import { readFilePrefix, readSmallBytes, readSmallText, SIZE_CAPS } from '../small-file.js';
 import { join } from 'node:path';
 import { SparkError } from '../errors.js';
 import { crc32 } from '../native/pack.js';
@@ -47,15 +48,8 @@ function firstDifference(a: Buffer, b: Buffer): number | undefined {
   return a.length === b.length ? undefined : n;
 }
 
-async function readPrefix(path: string, bytes: number): Promise<Buffer> {
-  const fh = await open(path, 'r');
-  try {
-    const b = Buffer.alloc(bytes);
-    const { bytesRead } = await fh.read(b, 0, bytes, 0);
-    return b.subarray(0, bytesRead);
-  } finally {
-    await fh.close();
-  }
+function readPrefix(path: string, bytes: number): Promise<Buffer> {
+  return readFilePrefix(path, bytes, 'shard'); // a FIFO or directory is refused, never waited on
 }
 
 /** The safetensors header bytes of a shard as written: 8 + N. */
@@ -69,7 +63,7 @@ async function headerBytesOf(path: string): Promise<Buffer> {
 async function tableShards(dir: string, m: SparseManifest, problems: string[]): Promise<string[] | undefined> {
   let index: unknown;
   try {
-    index = JSON.parse(await readFile(join(dir, INDEX_FILE), 'utf8'));
+    index = JSON.parse(await readSmallText(join(dir, INDEX_FILE), { what: 'index', maxBytes: SIZE_CAPS.index }));
   } catch (err) {
     const why = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'is missing (the overlay reads it): copy it from the snapshot' : `cannot be read (${(err as Error).message})`;
     problems.push(`${INDEX_FILE}: ${why}`);
@@ -274,7 +268,7 @@ async function checkSparkFiles(dir: string, m: SparseManifest, tables: EngramTab
       if (st[k] !== got[k]) problems.push(`engram-local.json: spark.tables[${i}].${k} is ${st[k]} but the copy's shard header says ${got[k]}`);
     }
   });
-  const index = await readFile(join(dir, s.index.name)).catch(() => undefined);
+  const index = await readSmallBytes(join(dir, s.index.name), { what: 'index', maxBytes: SIZE_CAPS.index }).catch(() => undefined);
   if (!index) problems.push(`${s.index.name}: is missing`);
   else if (index.length !== s.index.bytes || hex(crc32(index)) !== s.index.crc32) {
     problems.push(`${s.index.name}: ${index.length} bytes with CRC-32 ${hex(crc32(index))}, the manifest says ${s.index.bytes} bytes with ${s.index.crc32}: the index was changed`);
@@ -299,7 +293,8 @@ async function checkSparkFiles(dir: string, m: SparseManifest, tables: EngramTab
 /** The index and the header bytes of every shard holding a table, byte for byte against the source's. */
 async function compareWithSource(dir: string, tables: EngramTable[], sourceDir: string, found: CopyFindings): Promise<void> {
   const report = found.report;
-  const [mine, theirs] = await Promise.all([readFile(join(dir, INDEX_FILE)), readFile(join(sourceDir, INDEX_FILE)).catch(() => undefined)]);
+  const readIndex = (d: string) => readSmallBytes(join(d, INDEX_FILE), { what: 'index', maxBytes: SIZE_CAPS.index });
+  const [mine, theirs] = await Promise.all([readIndex(dir), readIndex(sourceDir).catch(() => undefined)]);
   if (theirs === undefined) {
     report.problems.push(`${INDEX_FILE}: the source ${sourceDir} has none to compare with`);
   } else {

@@ -20,6 +20,10 @@ export interface NodeTaskRequest {
   split?: string;
   threads?: number;
   layout?: string;
+  /** pack: bytes per second each node reads at most (--rate-limit, in MB/s on the node's command line). */
+  rateLimit?: number;
+  /** pack: keep the snapshot's pages in the page cache (--no-drop-cache). */
+  keepCache?: boolean;
   /** verify */
   source?: string;
   full?: boolean;
@@ -51,6 +55,8 @@ export function nodeTaskArgv(req: NodeTaskRequest, spark: string, rank: number, 
     if (req.split !== undefined) argv.push('--split', req.split);
     if (req.threads !== undefined) argv.push('--threads', String(req.threads));
     if (req.layout !== undefined) argv.push('--layout', req.layout);
+    if (req.rateLimit !== undefined) argv.push('--rate-limit', String(req.rateLimit / 1e6));
+    if (req.keepCache) argv.push('--no-drop-cache');
     return argv;
   }
   const argv = [spark, 'verify', req.path, '--json'];

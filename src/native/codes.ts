@@ -55,6 +55,8 @@ export const ERROR_CODES = {
   E_PACK_BUSY: 3,
   E_PACK_INCOMPLETE: 1,
   E_PACK_MISMATCH: 1,
+  E_UNSAFE_PATH: 3,
+  E_NO_HOLES: 3,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

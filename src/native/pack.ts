@@ -1,7 +1,8 @@
 // Typed wrapper over the addon's packer and verifier (native/binding/pack_binding.cc).
 // Each job returns a promise and a progress() reader that callers may poll; nothing calls
-// back into JavaScript from the native worker threads.
-import { toSparkError } from '../errors.js';
+// back into JavaScript from the native worker threads. Every file a pack writes goes through
+// the locked output directory's descriptor (PackDirectory), never through a path.
+import { SparkError, toSparkError } from '../errors.js';
 import { addon } from './index.js';
 
 export type PackLayout = 'dense' | 'page';
@@ -20,23 +21,54 @@ export interface LayerGeometry {
   chunkRows: number;
 }
 
-export interface PackLayerJob extends LayerGeometry {
+/** What every pack job shares: where it writes, its identity, its workers and commit policy. */
+export interface PackFileJob {
+  /** The locked output directory (lockDirectory). */
+  dir: PackDirectory;
+  /** The final data file's name in it; `.partial` and `.journal` are written beside it. */
+  name: string;
+  /** Identity of the job: an interrupted run is resumed only under the same key. */
+  key: string;
+  threads: number;
+  /** Bytes per second copied, at most (0 or absent: unlimited). */
+  rateLimit?: number;
+  commitBytes?: number;
+  commitMs?: number;
+  /** Drop written pages once durable (default true). */
+  dropCache?: boolean;
+  /** Drop the source's pages once read (default true: the node may be serving). */
+  dropSourceCache?: boolean;
+  /** Tests only: writes after this many chunks fail with EIO. */
+  faultAfterChunks?: number;
+}
+
+export interface PackLayerJob extends LayerGeometry, PackFileJob {
   weight: SourceTensor;
   scale: SourceTensor;
   /** Global id of the file's first row. */
   start: number;
-  /** The final data file; `.partial` and `.journal` are written beside it. */
-  outPath: string;
   /** Header block JSON (at most 4096 bytes; padded with spaces). */
   header: string;
-  /** Identity of the job: an interrupted run is resumed only under the same key. */
-  key: string;
-  threads: number;
-  commitBytes?: number;
-  commitMs?: number;
-  dropCache?: boolean;
-  /** Tests only: writes after this many chunks fail with EIO. */
-  faultAfterChunks?: number;
+}
+
+/** One Engram table of a shard, for the sparse copy: its rows [start, end) at their offsets. */
+export interface SparseTableJob {
+  weightOffset: number;
+  scaleOffset: number;
+  dim: number;
+  start: number;
+  end: number;
+  chunkRows: number;
+}
+
+export interface SparseShardJob extends PackFileJob {
+  sourcePath: string;
+  /** The shard's size: the copy's apparent size. */
+  sourceBytes: number;
+  /** 8 + N: the safetensors header bytes copied verbatim, and their CRC-32 when planned. */
+  headerBytes: number;
+  headerCrc: number;
+  tables: SparseTableJob[];
 }
 
 export interface PackLayerResult {
@@ -102,11 +134,18 @@ export interface NativeJob<R, P> {
   progress(): P;
 }
 
+type NativeFileJob = Omit<PackFileJob, 'dir'> & { dirFd: number; dirPath: string };
+
 interface PackAddon {
-  packLayer(job: PackLayerJob): { promise: Promise<PackLayerResult>; progress(): number[] };
+  packLayer(job: Omit<PackLayerJob, 'dir'> & NativeFileJob): { promise: Promise<PackLayerResult>; progress(): number[] };
+  packSparseShard(job: Omit<SparseShardJob, 'dir'> & NativeFileJob): { promise: Promise<PackLayerResult>; progress(): number[] };
   verifyLayer(job: VerifyLayerJob): { promise: Promise<VerifyLayerResult>; progress(): number[] };
   lockDirectory(path: string): number;
   unlockDirectory(fd: number): void;
+  dirWriteFile(fd: number, dir: string, name: string, data: Uint8Array): void;
+  dirReadFile(fd: number, dir: string, name: string, maxBytes: number): Buffer | undefined;
+  dirRemove(fd: number, dir: string, name: string): void;
+  probeHoles(fd: number, dir: string, fill: boolean): { apparent: number; allocated: number };
   crc32(data: Uint8Array, crc?: number): number;
   crc32Implementation: string;
 }
@@ -115,8 +154,17 @@ function native(): PackAddon {
   return addon() as unknown as PackAddon;
 }
 
-export function packLayer(job: PackLayerJob): NativeJob<PackLayerResult, PackLayerProgress> {
-  const h = native().packLayer(job);
+function packJob<J extends PackFileJob>(
+  start: (job: Omit<J, 'dir'> & NativeFileJob) => { promise: Promise<PackLayerResult>; progress(): number[] },
+  job: J,
+): NativeJob<PackLayerResult, PackLayerProgress> {
+  const { dir, ...rest } = job;
+  let h: ReturnType<typeof start>;
+  try {
+    h = start({ ...rest, dirFd: dir.fd, dirPath: dir.path });
+  } catch (err) {
+    throw toSparkError(err);
+  }
   return {
     promise: h.promise.catch((err: unknown) => {
       throw toSparkError(err);
@@ -126,6 +174,15 @@ export function packLayer(job: PackLayerJob): NativeJob<PackLayerResult, PackLay
       return { phase: PHASES[phase] ?? 'preparing', chunksTotal, chunksDone, bytesTotal, bytesDone };
     },
   };
+}
+
+export function packLayer(job: PackLayerJob): NativeJob<PackLayerResult, PackLayerProgress> {
+  return packJob((j) => native().packLayer(j), job);
+}
+
+/** The overlay's sparse copy of one shard; checksums hold every table's chunks, table after table. */
+export function packSparseShard(job: SparseShardJob): NativeJob<PackLayerResult, PackLayerProgress> {
+  return packJob((j) => native().packSparseShard(j), job);
 }
 
 export function verifyLayer(job: VerifyLayerJob): NativeJob<VerifyLayerResult, VerifyLayerProgress> {
@@ -141,18 +198,51 @@ export function verifyLayer(job: VerifyLayerJob): NativeJob<VerifyLayerResult, V
   };
 }
 
-/** An exclusive lock on a directory (flock), released by the returned function or at exit. */
-export function lockDirectory(path: string): () => void {
-  let fd: number;
+/**
+ * A pack's output directory, opened and locked (flock: one pack at a time; released by
+ * unlock() or at exit). Every file the pack writes goes through its descriptor: created with
+ * O_EXCL|O_NOFOLLOW, never through a link (E_UNSAFE_PATH names the link instead).
+ */
+export interface PackDirectory {
+  readonly path: string;
+  readonly fd: number;
+  /** Writes `name` atomically: name.tmp, fsync, rename, fsync of the directory. */
+  writeFile(name: string, data: string | Uint8Array): void;
+  /** The file's bytes (a regular file of at most maxBytes), or undefined when absent. */
+  readFile(name: string, maxBytes: number): Buffer | undefined;
+  /** Removes `name` if present (then fsyncs the directory). */
+  remove(name: string): void;
+  /** Whether the filesystem keeps holes; `fill` makes the probe allocate like one that does not (tests). */
+  probeHoles(fill?: boolean): { apparent: number; allocated: number };
+  unlock(): void;
+}
+
+function call<T>(fn: () => T): T {
   try {
-    fd = native().lockDirectory(path);
+    return fn();
   } catch (err) {
     throw toSparkError(err);
   }
+}
+
+export function lockDirectory(path: string): PackDirectory {
+  const fd = call(() => native().lockDirectory(path));
   let held = true;
-  return () => {
-    if (held) native().unlockDirectory(fd);
-    held = false;
+  const open = (): number => {
+    if (!held) throw new SparkError('E_INTERNAL', `${path}: the pack directory was already unlocked`);
+    return fd;
+  };
+  return {
+    path,
+    fd,
+    writeFile: (name, data) => call(() => native().dirWriteFile(open(), path, name, typeof data === 'string' ? Buffer.from(data) : data)),
+    readFile: (name, maxBytes) => call(() => native().dirReadFile(open(), path, name, maxBytes)),
+    remove: (name) => call(() => native().dirRemove(open(), path, name)),
+    probeHoles: (fill = false) => call(() => native().probeHoles(open(), path, fill)),
+    unlock() {
+      if (held) native().unlockDirectory(fd);
+      held = false;
+    },
   };
 }
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { layerGeometry, PAGE_BYTES, type PackedLayer, type PackedManifest } from '../../src/engram/pack-format.js';
 
 export function readManifest(dir: string): PackedManifest {
-  return JSON.parse(readFileSync(join(dir, 'engram-local.json'), 'utf8')) as PackedManifest;
+  return JSON.parse(readFileSync(join(dir, 'spark-pack.json'), 'utf8')) as PackedManifest;
 }
 
 /** Row `id` (global) of a packed layer, read with the format's own rules. */

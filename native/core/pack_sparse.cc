@@ -1,0 +1,262 @@
+#include "core/pack_sparse.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <vector>
+
+#include "core/checked.h"
+#include "core/crc32.h"
+#include "core/file_io.h"
+
+namespace spark {
+
+namespace {
+
+constexpr uint64_t kMaxDim = 1 << 20;
+constexpr uint64_t kMaxChunkBytes = uint64_t{1} << 30;  // one chunk is held in memory per worker
+constexpr uint64_t kMaxHeaderBytes = 8 + 100'000'000;   // safetensors caps N at 100,000,000
+
+Status Bad(const SparseShardJob& job, const std::string& what) {
+  return Status::Error(Code::E_USAGE, "sparse pack job: " + what, job.source_path);
+}
+
+// Reads the source's first header_bytes and checks they are still the header planned for.
+Status ReadHeader(const SparseShardJob& job, int fd, std::string* out) {
+  uint8_t len[8];
+  Status s = PreadExact(fd, len, 8, 0, job.source_path, Code::E_SOURCE_CHANGED);
+  if (!s.ok()) return s;
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= uint64_t{len[i]} << (8 * i);
+  auto total = CheckedAdd(n, 8);
+  if (!total || *total != job.header_bytes) {
+    return Status::Error(Code::E_SOURCE_CHANGED,
+                         "the safetensors header is no longer " + std::to_string(job.header_bytes) +
+                             " bytes: the shard changed since the pack was planned; re-run spark pack",
+                         job.source_path);
+  }
+  out->resize(job.header_bytes);
+  s = PreadExact(fd, out->data(), out->size(), 0, job.source_path, Code::E_SOURCE_CHANGED);
+  if (!s.ok()) return s;
+  if (Crc32(0, out->data(), out->size()) != job.header_crc) {
+    return Status::Error(Code::E_SOURCE_CHANGED,
+                         "the safetensors header changed since the pack was planned; re-run spark pack",
+                         job.source_path);
+  }
+  return Status::Ok();
+}
+
+struct Runs {
+  uint64_t weight_off, weight_len, scale_off, scale_len;
+};
+
+class SparseTarget : public PackTarget {
+ public:
+  explicit SparseTarget(const SparseShardJob& job) : job_(job) {
+    uint64_t k = 0;
+    for (const auto& t : job.tables) {
+      first_chunk_.push_back(k);
+      k += SparseChunkCount(t);
+    }
+    chunks_ = k;
+  }
+
+  uint64_t chunk_count() const override { return chunks_; }
+  uint64_t chunk_bytes(uint64_t k) const override {
+    Runs r = RunsOf(k);
+    return r.weight_len + r.scale_len;
+  }
+  uint64_t total_bytes() const override {
+    uint64_t n = 0;
+    for (const auto& t : job_.tables) n += (t.hi - t.lo) * (t.dim + t.dim / 32);
+    return n;
+  }
+
+  // The byte runs of chunk k (bounds checked once by CheckSparseJob).
+  Runs RunsOf(uint64_t k) const {
+    size_t t = first_chunk_.size() - 1;
+    while (t > 0 && first_chunk_[t] > k) --t;
+    const SparseTable& tab = job_.tables[t];
+    uint64_t a = tab.lo + (k - first_chunk_[t]) * tab.chunk_rows;
+    uint64_t b = tab.hi - a < tab.chunk_rows ? tab.hi : a + tab.chunk_rows;
+    uint64_t sb = tab.dim / 32;
+    return {tab.weight_offset + a * tab.dim, (b - a) * tab.dim, tab.scale_offset + a * sb, (b - a) * sb};
+  }
+
+  Status CheckSources() const override {
+    Fd fd;
+    Status s = OpenFile(job_.source_path, O_RDONLY, &fd);
+    uint64_t size = 0;
+    if (s.ok()) s = FileSize(fd.get(), job_.source_path, &size);
+    if (s.ok() && size != job_.source_bytes) {
+      return Status::Error(Code::E_SOURCE_CHANGED,
+                           "is " + std::to_string(size) + " bytes, the pack was planned for " +
+                               std::to_string(job_.source_bytes) + ": the snapshot changed; re-run spark pack",
+                           job_.source_path);
+    }
+    std::string header;
+    if (s.ok()) s = ReadHeader(job_, fd.get(), &header);
+    return s;
+  }
+
+  Status Prepare(int fd, const std::string& path) const override {
+    uint64_t size = 0;
+    Status s = FileSize(fd, path, &size);
+    if (s.ok() && size != job_.source_bytes && ::ftruncate(fd, static_cast<off_t>(job_.source_bytes)) != 0) {
+      s = ErrnoStatus(errno, "truncate", path);
+    }
+    // Reserve exactly what will be written: the header and the rows' two runs per table.
+    if (s.ok()) s = Reserve(fd, path, 0, job_.header_bytes);
+    for (const auto& t : job_.tables) {
+      if (s.ok()) s = Reserve(fd, path, t.weight_offset + t.lo * t.dim, (t.hi - t.lo) * t.dim);
+      if (s.ok()) s = Reserve(fd, path, t.scale_offset + t.lo * (t.dim / 32), (t.hi - t.lo) * (t.dim / 32));
+    }
+    Fd src;
+    std::string header;
+    if (s.ok()) s = OpenFile(job_.source_path, O_RDONLY, &src);
+    if (s.ok()) s = ReadHeader(job_, src.get(), &header);
+    if (s.ok()) s = PwriteFull(fd, header.data(), header.size(), 0, path);
+    return s;
+  }
+
+  class Worker : public PackTarget::Worker {
+   public:
+    explicit Worker(const SparseTarget& t) : t_(t) {}
+    Status Open() {
+      // Two descriptors: the weight and the scale runs are two sequential streams.
+      Status s = OpenFile(t_.job_.source_path, O_RDONLY, &wfd_);
+      if (s.ok()) s = OpenFile(t_.job_.source_path, O_RDONLY, &sfd_);
+      if (!s.ok()) return s;
+      ::posix_fadvise(wfd_.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+      ::posix_fadvise(sfd_.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+      return Status::Ok();
+    }
+    Status Copy(uint64_t k, int out_fd, const std::string& out_path, uint32_t* crc) override {
+      Runs r = t_.RunsOf(k);
+      const std::string& src = t_.job_.source_path;
+      const bool drop = t_.job_.drop_source_cache;
+      buf_.resize(r.weight_len > r.scale_len ? r.weight_len : r.scale_len);
+      Status s = PreadExact(wfd_.get(), buf_.data(), r.weight_len, r.weight_off, src, Code::E_SOURCE_CHANGED);
+      if (!s.ok()) return s;
+      if (drop) DropCache(wfd_.get(), r.weight_off, r.weight_len);
+      *crc = Crc32(0, buf_.data(), r.weight_len);
+      s = PwriteFull(out_fd, buf_.data(), r.weight_len, r.weight_off, out_path);
+      if (s.ok()) s = PreadExact(sfd_.get(), buf_.data(), r.scale_len, r.scale_off, src, Code::E_SOURCE_CHANGED);
+      if (!s.ok()) return s;
+      if (drop) DropCache(sfd_.get(), r.scale_off, r.scale_len);
+      *crc = Crc32(*crc, buf_.data(), r.scale_len);
+      s = PwriteFull(out_fd, buf_.data(), r.scale_len, r.scale_off, out_path);
+      if (!s.ok()) return s;
+      StartWriteback(out_fd, r.weight_off, r.weight_len);
+      StartWriteback(out_fd, r.scale_off, r.scale_len);
+      return Status::Ok();
+    }
+    Status Recheck(uint64_t k, int fd, const std::string& path, uint32_t* crc, bool* complete) override {
+      Runs r = t_.RunsOf(k);
+      buf_.resize(r.weight_len > r.scale_len ? r.weight_len : r.scale_len);
+      *crc = 0;
+      *complete = false;
+      const uint64_t offs[2] = {r.weight_off, r.scale_off}, lens[2] = {r.weight_len, r.scale_len};
+      for (int i = 0; i < 2; ++i) {
+        size_t got = 0;
+        Status s = PreadFull(fd, buf_.data(), lens[i], offs[i], path, &got);
+        if (!s.ok()) return s;
+        if (t_.job_.file.drop_cache) DropCache(fd, offs[i], got);
+        if (got != lens[i]) return Status::Ok();
+        *crc = Crc32(*crc, buf_.data(), got);
+      }
+      *complete = true;
+      return Status::Ok();
+    }
+
+   private:
+    const SparseTarget& t_;
+    Fd wfd_, sfd_;
+    std::vector<uint8_t> buf_;
+  };
+
+  Status NewWorker(std::unique_ptr<PackTarget::Worker>* out) const override { return MakeWorker<Worker>(*this, out); }
+
+  void DropWritten(int fd, uint64_t k) const override {
+    Runs r = RunsOf(k);
+    DropCache(fd, r.weight_off, r.weight_len);
+    DropCache(fd, r.scale_off, r.scale_len);
+  }
+
+ private:
+  static Status Reserve(int fd, const std::string& path, uint64_t offset, uint64_t len) {
+    if (len == 0) return Status::Ok();
+    if (::fallocate(fd, 0, static_cast<off_t>(offset), static_cast<off_t>(len)) == 0) return Status::Ok();
+    int err = errno;
+    // Filesystems that cannot reserve find a full disk at the write instead.
+    if (err == EOPNOTSUPP || err == ENOSYS || err == EINVAL) return Status::Ok();
+    return ErrnoStatus(err, "reserving " + std::to_string(len) + " bytes", path).At(offset);
+  }
+
+  const SparseShardJob& job_;
+  std::vector<uint64_t> first_chunk_;
+  uint64_t chunks_ = 0;
+};
+
+}  // namespace
+
+uint64_t SparseChunkCount(const SparseTable& t) {
+  if (t.chunk_rows == 0 || t.hi <= t.lo) return 0;
+  return (t.hi - t.lo - 1) / t.chunk_rows + 1;
+}
+
+Status CheckSparseJob(const SparseShardJob& job) {
+  if (job.header_bytes < 8 || job.header_bytes > kMaxHeaderBytes || job.header_bytes > job.source_bytes) {
+    return Bad(job, "header of " + std::to_string(job.header_bytes) + " bytes does not fit the shard");
+  }
+  if (job.tables.empty()) return Bad(job, "no tables");
+  uint64_t chunks = 0;
+  for (const auto& t : job.tables) {
+    if (t.dim == 0 || t.dim % 32 != 0 || t.dim > kMaxDim) {
+      return Bad(job, "row dimension must be a positive multiple of 32 (at most 1048576), got " + std::to_string(t.dim));
+    }
+    auto chunk = CheckedMul(t.chunk_rows, t.dim);
+    if (t.chunk_rows == 0 || !chunk || *chunk > kMaxChunkBytes) {
+      return Bad(job, "a chunk of " + std::to_string(t.chunk_rows) + " rows must be 1 row to 1 GiB");
+    }
+    if (t.lo > t.hi) return Bad(job, "range [" + std::to_string(t.lo) + ", " + std::to_string(t.hi) + ") has lo > hi");
+    auto w_end = CheckedMul(t.hi, t.dim);
+    if (w_end) w_end = CheckedAdd(t.weight_offset, *w_end);
+    auto s_end = CheckedMul(t.hi, t.dim / 32);
+    if (s_end) s_end = CheckedAdd(t.scale_offset, *s_end);
+    if (!w_end || !s_end || *w_end > job.source_bytes || *s_end > job.source_bytes) {
+      return Status::Error(Code::E_SOURCE_CHANGED,
+                           "rows up to " + std::to_string(t.hi) + " end past the shard's " +
+                               std::to_string(job.source_bytes) + " bytes: the snapshot is truncated or changed",
+                           job.source_path);
+    }
+    if (t.weight_offset < job.header_bytes || t.scale_offset < job.header_bytes) {
+      return Bad(job, "a tensor starts inside the header");
+    }
+    chunks += SparseChunkCount(t);
+  }
+  if (chunks > (uint64_t{1} << 32)) return Bad(job, "too many chunks: use larger chunks");
+  return Status::Ok();
+}
+
+Status PackSparseShard(const SparseShardJob& job, PackProgress* progress, PackResult* result) {
+  Status s = CheckSparseJob(job);
+  if (!s.ok()) return s;
+  SparseTarget target(job);
+  s = PackFile(job.file, target, progress, result);
+  if (s.ok() && job.drop_source_cache) {
+    // Dropping behind each chunk misses pages the kernel could not let go of at that moment
+    // (read ahead, or still on another CPU's LRU list): one last sweep over what was read.
+    Fd fd;
+    if (OpenFile(job.source_path, O_RDONLY, &fd).ok()) {
+      for (const auto& t : job.tables) {
+        DropCache(fd.get(), t.weight_offset + t.lo * t.dim, (t.hi - t.lo) * t.dim);
+        DropCache(fd.get(), t.scale_offset + t.lo * (t.dim / 32), (t.hi - t.lo) * (t.dim / 32));
+      }
+    }
+  }
+  return s;
+}
+
+}  // namespace spark

@@ -1,0 +1,138 @@
+// The plan of spark's own one-read layouts, dense and page (docs/packed-format.md): one data
+// file per layer, engram-l{L}-r{r}of{W}.bin, and the manifest spark-pack.json.
+import { join, resolve } from 'node:path';
+import { packLayer } from '../native/pack.js';
+import { PACK_MANIFEST_NAME } from './local-dir.js';
+import {
+  CHECKSUM_ALGORITHM,
+  checksumHex,
+  defaultChunkRows,
+  headerJson,
+  layerGeometry,
+  manifestText,
+  MANIFEST_FORMAT,
+  MANIFEST_VERSION,
+  PACK_HEADER_BYTES,
+  packedFileName,
+  type PackedLayer,
+  type PackedManifest,
+} from './pack-format.js';
+import { fileInfo, sourceFileEntry, sourceKey, type SourceIdentity } from './pack-io.js';
+import type { LayoutPlan, PackRequest, PackUnit, PlannedRange } from './pack-plan.js';
+
+export function planDense(req: PackRequest, ranges: PlannedRange[], sources: SourceIdentity[]): LayoutPlan {
+  const layout = req.layout === 'page' ? 'page' : 'dense';
+  const layers = ranges.map(({ range: r, table }) => {
+    const rowBytes = table.dim + table.dim / 32;
+    const entry: PackedLayer = {
+      layer: r.layer,
+      rows: table.rows,
+      start: r.start,
+      end: r.end,
+      file: packedFileName(r.layer, req.rank, req.world),
+      rowBytes,
+      stride: rowBytes,
+      dataOffset: PACK_HEADER_BYTES,
+      weightDtype: table.weight.dtype,
+      scaleDtype: table.scale.dtype,
+      layout,
+      checksum: { algorithm: CHECKSUM_ALGORITHM, chunkRows: req.chunkRows ?? defaultChunkRows(layout, rowBytes), values: [] },
+    };
+    return { table, entry, geometry: layerGeometry(entry) };
+  });
+  const sourceOf = (name: string): object => sourceKey(sources.find((s) => s.name === name)!);
+  const units: PackUnit[] = layers.map(({ table, entry, geometry: g }) => ({
+    file: entry.file,
+    label: `layer ${entry.layer}`,
+    layers: [entry.layer],
+    bytes: g.dataBytes,
+    start: (c) => {
+      const header = headerJson(req, entry);
+      const key = JSON.stringify({
+        format: MANIFEST_FORMAT,
+        version: MANIFEST_VERSION,
+        header,
+        weight: { offset: table.weight.fileOffset, ...sourceOf(table.weight.fileName) },
+        scale: { offset: table.scale.fileOffset, ...sourceOf(table.scale.fileName) },
+      });
+      return packLayer({
+        dir: c.dir,
+        name: entry.file,
+        key,
+        threads: c.threads,
+        weight: { path: table.weight.file, offset: table.weight.fileOffset },
+        scale: { path: table.scale.file, offset: table.scale.fileOffset },
+        start: entry.start,
+        rows: g.count,
+        dim: g.dim,
+        layout,
+        chunkRows: entry.checksum.chunkRows,
+        header,
+        ...(c.rateLimit !== undefined ? { rateLimit: c.rateLimit } : {}),
+        ...(c.commitBytes !== undefined ? { commitBytes: c.commitBytes } : {}),
+        ...(c.dropSourceCache !== undefined ? { dropSourceCache: c.dropSourceCache } : {}),
+        ...(c.faultAfterChunks !== undefined ? { faultAfterChunks: c.faultAfterChunks } : {}),
+      });
+    },
+  }));
+  const bytes = layers.reduce((s, l) => s + l.geometry.fileBytes, 0);
+  return {
+    manifestName: PACK_MANIFEST_NAME,
+    files: layers.map((l) => l.entry.file),
+    layers: layers.map(({ entry, geometry: g }) => ({
+      layer: entry.layer,
+      file: entry.file,
+      start: entry.start,
+      end: entry.end,
+      bytes: g.count * entry.rowBytes,
+      chunks: g.chunkCount,
+    })),
+    bytes,
+    needsHoles: false,
+    units,
+    async difference(existing) {
+      const conflict = (why: string) => ({ kind: 'conflict' as const, why });
+      if (existing.kind !== 'packed') return conflict('it is a sparse copy');
+      const m = existing.manifest;
+      if (m.rank !== req.rank || m.world !== req.world) return conflict(`it is rank ${m.rank} of ${m.world}`);
+      if (m.split !== req.split) return conflict(`it uses the ${m.split} split`);
+      if (m.layers.length !== layers.length) return conflict(`it holds ${m.layers.length} layers`);
+      for (const [i, l] of layers.entries()) {
+        const e = m.layers[i];
+        if (e.layer !== l.entry.layer || e.start !== l.entry.start || e.end !== l.entry.end) return conflict(`its layer ${e.layer} range is [${e.start}, ${e.end})`);
+        if (e.layout !== layout) return conflict(`it uses the ${e.layout} layout`);
+        if (req.chunkRows !== undefined && e.checksum.chunkRows !== req.chunkRows) return conflict(`it uses ${e.checksum.chunkRows} rows per chunk`);
+      }
+      const before = new Map(m.source.files.map((f) => [f.name, f]));
+      for (const f of sources) {
+        const old = before.get(f.name);
+        if (!old || old.bytes !== f.bytes || old.mtimeMs !== f.mtimeMs) return conflict(`the snapshot file ${f.name} changed since it was packed`);
+      }
+      for (const l of layers) {
+        const st = await fileInfo(join(existing.dir, l.entry.file));
+        if (!st || st.size !== l.geometry.fileBytes) return { kind: 'stale', why: `its data file ${l.entry.file} is missing or cut short` };
+      }
+      // Version 1 as first shipped named its manifest engram-local.json, which the overlay reads
+      // as a sparse copy's: written again under the new name.
+      if (existing.manifestPath !== join(existing.dir, PACK_MANIFEST_NAME)) return { kind: 'stale', why: 'its manifest has the name the overlay reserves' };
+      return { kind: 'same' };
+    },
+    space: () => ({
+      files: layers.map((l) => ({ file: l.entry.file, bytes: l.geometry.fileBytes })),
+      extra: layers.reduce((s, l) => s + 65536 + 16 * l.geometry.chunkCount, 0), // manifest share and journal
+    }),
+    finish(_dir, results) {
+      for (const [i, r] of results.entries()) layers[i].entry.checksum.values = r.checksums.map(checksumHex);
+      const doc: PackedManifest = {
+        format: MANIFEST_FORMAT,
+        version: MANIFEST_VERSION,
+        rank: req.rank,
+        world: req.world,
+        split: req.split,
+        source: { snapshot: resolve(req.snapshotDir), ...(req.revision ? { revision: req.revision } : {}), files: sources.map(sourceFileEntry) },
+        layers: layers.map((l) => l.entry),
+      };
+      return manifestText(doc);
+    },
+  };
+}

@@ -1,0 +1,192 @@
+// What `spark pack` asks for and what a layout plans from it: the request, the summary it
+// returns, and the plan each layout (pack-dense.ts, pack-sparse.ts) hands the driver (pack.ts),
+// which owns what every layout shares: the directory, the lock, resume, space, the manifest.
+import { SparkError } from '../errors.js';
+import type { NativeJob, PackDirectory, PackLayerProgress, PackLayerResult } from '../native/pack.js';
+import type { LocalDir } from './local-dir.js';
+import { INDEX_FILE } from './snapshot.js';
+import type { PackSplit } from './packed-manifest.js';
+import type { PackTable, SourceIdentity } from './pack-io.js';
+import type { SpaceNeed } from './pack-space.js';
+
+/** sparse: the overlay's copy (the default); dense, page: spark's one-read layouts. */
+export type PackLayoutName = 'sparse' | 'dense' | 'page';
+
+export interface PackRange {
+  layer: number;
+  start: number;
+  end: number;
+}
+
+export interface PackRequest {
+  snapshotDir: string;
+  revision?: string;
+  /** The snapshot's model.safetensors.index.json (absolute path); the sparse layout copies it. */
+  index?: string;
+  /** The Engram tables of the snapshot (at least those named by `ranges`). */
+  tables: PackTable[];
+  out: string;
+  rank: number;
+  world: number;
+  split: PackSplit;
+  /** This rank's rows per layer. */
+  ranges: PackRange[];
+  layout: PackLayoutName;
+  threads: number;
+  /** Rows per checksum chunk; default ~16 MiB of rows. */
+  chunkRows?: number;
+  /** Refuse up front when the disk cannot hold the pack (default true). */
+  checkSpace?: boolean;
+  /** Replace a complete pack that differs from this request. */
+  force?: boolean;
+  /** Make progress durable (fdatasync + journal) after this many bytes (default 1 GiB) or 2 s. */
+  syncBytes?: number;
+  /** Read at most this many bytes per second from the snapshot (default: unlimited). */
+  rateLimit?: number;
+  /** Drop the snapshot's pages from the page cache behind the copy (default true). */
+  dropSourceCache?: boolean;
+  onProgress?: (p: PackProgressInfo) => void;
+  /** Tests only. */
+  testing?: {
+    /** Make the hole probe allocate every byte, as a filesystem without holes does. */
+    fillHoleProbe?: boolean;
+    /** Writes after this many chunks (per file) fail with EIO. */
+    faultAfterChunks?: number;
+  };
+}
+
+export interface PackProgressInfo {
+  /** What is being written: "layer 14", "shard model-00048-of-00048.safetensors". */
+  unit: string;
+  unitIndex: number;
+  unitCount: number;
+  phase: PackLayerProgress['phase'];
+  /** Over the whole pack. */
+  bytesDone: number;
+  bytesTotal: number;
+  /** Bytes this run copied so far (kept chunks excluded): the rate's numerator. */
+  bytesCopied: number;
+  seconds: number;
+}
+
+/** The rows of one layer in the pack. */
+export interface PackLayerSummary {
+  layer: number;
+  /** The file holding them. */
+  file: string;
+  start: number;
+  end: number;
+  /** Bytes of these rows (weight and scale). */
+  bytes: number;
+  chunks: number;
+}
+
+/** One data file and what this run did to it. */
+export interface PackFileSummary {
+  file: string;
+  layers: number[];
+  chunks: number;
+  chunksKept: number;
+  chunksRejected: number;
+  chunksWritten: number;
+  journalDiscarded: boolean;
+}
+
+export interface PackSummary {
+  out: string;
+  manifest: string;
+  rank: number;
+  world: number;
+  split: PackSplit;
+  layout: PackLayoutName;
+  /** True when the directory already held this exact pack: nothing was done. */
+  noop: boolean;
+  /** True when an interrupted run's chunks were kept. */
+  resumed: boolean;
+  /** Bytes the pack holds: data files (dense, page); header, rows and index (sparse). */
+  bytes: number;
+  /** Sparse: the shards' apparent sizes (the source shards' sizes). */
+  apparentBytes?: number;
+  /** Data bytes written by this run. */
+  bytesWritten: number;
+  seconds: number;
+  layers: PackLayerSummary[];
+  files: PackFileSummary[];
+  /** Files of a replaced pack removed once this one's manifest landed. */
+  removed: string[];
+}
+
+/**
+ * same: the directory already holds this pack, complete. stale: it holds this pack, but not
+ * whole (a file missing or cut, the first version's manifest name): written again without
+ * asking. conflict: another pack (rank, world, split, layout, source): replaced only with --force.
+ */
+export type PackDifference = { kind: 'same' } | { kind: 'stale' | 'conflict'; why: string };
+
+/** What every native job of a pack shares. */
+export interface UnitCommon {
+  dir: PackDirectory;
+  threads: number;
+  rateLimit?: number;
+  commitBytes?: number;
+  dropSourceCache?: boolean;
+  faultAfterChunks?: number;
+}
+
+/** One data file of the plan and how to write it. */
+export interface PackUnit {
+  file: string;
+  label: string;
+  layers: number[];
+  /** Data bytes it copies. */
+  bytes: number;
+  start(common: UnitCommon): NativeJob<PackLayerResult, PackLayerProgress>;
+}
+
+export interface LayoutPlan {
+  manifestName: string;
+  /** Every file of the finished pack (the manifest excluded). */
+  files: string[];
+  layers: PackLayerSummary[];
+  bytes: number;
+  apparentBytes?: number;
+  /** The sparse layout needs a filesystem that keeps holes. */
+  needsHoles: boolean;
+  units: PackUnit[];
+  /** How an existing pack relates to this one. */
+  difference(existing: Exclude<LocalDir, { kind: 'none' }>): Promise<PackDifference>;
+  /** Allocated bytes of the finished files, and what else is written (manifest, journals, index). */
+  space(block: number): { files: SpaceNeed[]; extra: number };
+  /** After the data files: writes what else belongs to the pack and returns the manifest text. */
+  finish(dir: PackDirectory, results: PackLayerResult[]): string;
+}
+
+/** A layout's planner: the request, its checked ranges and the identities of the sources. */
+export type Planner = (req: PackRequest, ranges: PlannedRange[], sources: SourceIdentity[]) => LayoutPlan;
+
+export interface PlannedRange {
+  range: PackRange;
+  table: PackTable;
+}
+
+/** The snapshot files a pack of these ranges reads (and the index, for the sparse layout). */
+export function sourceFiles(ranges: PlannedRange[], index?: string): { name: string; file: string }[] {
+  const files = ranges.flatMap(({ table }) => [table.weight, table.scale]).map((t) => ({ name: t.fileName, file: t.file }));
+  if (index !== undefined) files.push({ name: INDEX_FILE, file: index });
+  return files;
+}
+
+/** The request's ranges in layer order, each checked against its table. */
+export function plannedRanges(req: PackRequest): PlannedRange[] {
+  const byLayer = new Map(req.tables.map((t) => [t.layer, t]));
+  return [...req.ranges]
+    .sort((a, b) => a.layer - b.layer)
+    .map((range) => {
+      const table = byLayer.get(range.layer);
+      if (!table) throw new SparkError('E_ENGRAM_NOT_FOUND', `layer ${range.layer} has no Engram table in ${req.snapshotDir}`);
+      if (!(range.start >= 0 && range.start <= range.end && range.end <= table.rows)) {
+        throw new SparkError('E_ROW_RANGE', `layer ${range.layer}: range [${range.start}, ${range.end}) is outside the table's ${table.rows} rows`);
+      }
+      return { range, table };
+    });
+}

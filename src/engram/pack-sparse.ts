@@ -1,0 +1,224 @@
+// The plan of the sparse layout: the serving overlay's sparse copy (domain.md, "The
+// consumer"). For every shard holding an Engram layer's weight and scale, a file of the same
+// name and apparent size with the header bytes copied verbatim and this rank's rows at their
+// original offsets (holes elsewhere); the index copied verbatim; then engram-local.json, the
+// overlay's manifest with spark's metadata under one key (sparse-manifest.ts).
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { SparkError } from '../errors.js';
+import { crc32, packSparseShard } from '../native/pack.js';
+import { checksumHex } from './pack-format.js';
+import { fileInfo, sourceFileEntry, sourceKey, type SourceIdentity } from './pack-io.js';
+import type { LayoutPlan, PackRequest, PackUnit, PlannedRange } from './pack-plan.js';
+import { blockSpan } from './pack-space.js';
+import { INDEX_FILE } from './snapshot.js';
+import {
+  SPARSE_CHECKSUM_ALGORITHM,
+  SPARSE_FORMAT,
+  SPARSE_MANIFEST_NAME,
+  SPARSE_VERSION,
+  sparseManifestText,
+  type SparkSparseMeta,
+} from './sparse-manifest.js';
+
+/** Default rows per checksum chunk: 16 MiB of weight rows (65536 rows of 256 bytes). */
+export function defaultSparseChunkRows(dim: number): number {
+  return Math.max(1, Math.floor((16 << 20) / dim));
+}
+
+interface ShardPlan {
+  name: string;
+  file: string;
+  tables: (PlannedRange & { chunkRows: number; chunks: number })[];
+}
+
+/** Engram tables grouped by the shard holding them, each table's weight and scale in one. */
+function shardsOf(req: PackRequest, ranges: PlannedRange[]): ShardPlan[] {
+  const shards = new Map<string, ShardPlan>();
+  for (const p of ranges) {
+    const { weight, scale, layer } = p.table;
+    if (weight.fileName !== scale.fileName) {
+      throw new SparkError(
+        'E_SNAPSHOT',
+        `layer ${layer}: its weight is in ${weight.fileName} and its scale in ${scale.fileName}; the overlay reads both ` +
+          'from one shard, so the sparse layout cannot copy this snapshot: use --layout dense',
+        { path: req.snapshotDir },
+      );
+    }
+    if (/[\\/]/.test(weight.fileName)) {
+      throw new SparkError('E_SNAPSHOT', `layer ${layer}: its shard '${weight.fileName}' is in a subdirectory, which a sparse copy cannot mirror: use --layout dense`, {
+        path: req.snapshotDir,
+      });
+    }
+    const chunkRows = req.chunkRows ?? defaultSparseChunkRows(p.table.dim);
+    const chunks = Math.ceil((p.range.end - p.range.start) / chunkRows);
+    const shard = shards.get(weight.fileName) ?? { name: weight.fileName, file: weight.file, tables: [] };
+    shard.tables.push({ ...p, chunkRows, chunks });
+    shards.set(shard.name, shard);
+  }
+  return [...shards.values()];
+}
+
+export function planSparse(req: PackRequest, ranges: PlannedRange[], sources: SourceIdentity[]): LayoutPlan {
+  if (req.index === undefined) {
+    throw new SparkError(
+      'E_SNAPSHOT',
+      `${req.snapshotDir} has no ${INDEX_FILE}: the sparse layout copies it (the overlay reads it); use --layout dense`,
+      { path: req.snapshotDir },
+    );
+  }
+  const shards = shardsOf(req, ranges);
+  const id = (name: string): SourceIdentity => sources.find((s) => s.name === name)!;
+  const index = id(INDEX_FILE);
+  const rowBytes = (t: PlannedRange): number => (t.range.end - t.range.start) * (t.table.dim + t.table.dim / 32);
+  const units: PackUnit[] = shards.map((shard) => {
+    const src = id(shard.name);
+    const tables = shard.tables.map((t) => ({
+      weightOffset: t.table.weight.fileOffset,
+      scaleOffset: t.table.scale.fileOffset,
+      dim: t.table.dim,
+      start: t.range.start,
+      end: t.range.end,
+      chunkRows: t.chunkRows,
+    }));
+    return {
+      file: shard.name,
+      label: `shard ${shard.name}`,
+      layers: shard.tables.map((t) => t.range.layer),
+      bytes: shard.tables.reduce((s, t) => s + rowBytes(t), 0),
+      start: (c) =>
+        packSparseShard({
+          dir: c.dir,
+          name: shard.name,
+          key: JSON.stringify({ format: SPARSE_FORMAT, version: SPARSE_VERSION, source: sourceKey(src), tables }),
+          threads: c.threads,
+          sourcePath: shard.file,
+          sourceBytes: src.bytes,
+          headerBytes: src.headerBytes,
+          headerCrc: src.crc,
+          tables,
+          ...(c.rateLimit !== undefined ? { rateLimit: c.rateLimit } : {}),
+          ...(c.commitBytes !== undefined ? { commitBytes: c.commitBytes } : {}),
+          ...(c.dropSourceCache !== undefined ? { dropSourceCache: c.dropSourceCache } : {}),
+          ...(c.faultAfterChunks !== undefined ? { faultAfterChunks: c.faultAfterChunks } : {}),
+        }),
+    };
+  });
+  const headers = shards.reduce((s, sh) => s + id(sh.name).headerBytes, 0);
+  const rows = units.reduce((s, u) => s + u.bytes, 0);
+  const files = [...shards.map((s) => s.name), INDEX_FILE];
+  const meta = (): SparkSparseMeta => ({
+    format: SPARSE_FORMAT,
+    version: SPARSE_VERSION,
+    rank: req.rank,
+    world: req.world,
+    split: req.split,
+    source: {
+      snapshot: resolve(req.snapshotDir),
+      ...(req.revision ? { revision: req.revision } : {}),
+      files: shards.map((s) => sourceFileEntry(id(s.name))),
+    },
+    index: { name: INDEX_FILE, bytes: index.bytes, crc32: checksumHex(index.crc) },
+    shards: shards.map((s) => ({ name: s.name, bytes: id(s.name).bytes, headerBytes: id(s.name).headerBytes, headerCrc32: checksumHex(id(s.name).crc) })),
+    tables: shards.flatMap((s) =>
+      s.tables.map((t) => ({
+        layer: t.range.layer,
+        rows: t.table.rows,
+        dim: t.table.dim,
+        shard: s.name,
+        weightOffset: t.table.weight.fileOffset,
+        scaleOffset: t.table.scale.fileOffset,
+        checksum: { algorithm: SPARSE_CHECKSUM_ALGORITHM, chunkRows: t.chunkRows, values: [] as string[] },
+      })),
+    ).sort((a, b) => a.layer - b.layer),
+  });
+  return {
+    manifestName: SPARSE_MANIFEST_NAME,
+    files,
+    layers: shards
+      .flatMap((s) => s.tables.map((t) => ({ layer: t.range.layer, file: s.name, start: t.range.start, end: t.range.end, bytes: rowBytes(t), chunks: t.chunks })))
+      .sort((a, b) => a.layer - b.layer),
+    bytes: headers + rows + index.bytes,
+    apparentBytes: shards.reduce((s, sh) => s + id(sh.name).bytes, 0),
+    needsHoles: true,
+    units,
+    async difference(existing) {
+      const conflict = (why: string) => ({ kind: 'conflict' as const, why });
+      if (existing.kind !== 'sparse') return conflict(`it is a ${existing.manifest.layers[0]?.layout ?? 'dense'} pack`);
+      const m = existing.manifest;
+      const s = m.spark;
+      if (!s) return conflict('it is a sparse copy made by another tool (no spark metadata to check it against)');
+      if (s.rank !== req.rank || s.world !== req.world) return conflict(`it is rank ${s.rank} of ${s.world}`);
+      if (s.split !== req.split) return conflict(`it uses the ${s.split} split`);
+      const want = ranges.map((r) => `${r.range.layer}:${r.range.start}:${r.range.end}`).join(',');
+      const have = m.layers.map((l) => `${l.layer}:${l.start}:${l.end}`).join(',');
+      if (want !== have) return conflict(`it holds rows ${have}, not ${want}`);
+      for (const t of s.tables) {
+        if (req.chunkRows !== undefined && t.checksum.chunkRows !== req.chunkRows) return conflict(`it uses ${t.checksum.chunkRows} rows per chunk`);
+      }
+      for (const sh of shards) {
+        const src = id(sh.name);
+        const old = s.shards.find((x) => x.name === sh.name);
+        const file = s.source.files.find((f) => f.name === sh.name);
+        if (!old || !file || old.bytes !== src.bytes || old.headerCrc32 !== checksumHex(src.crc) || file.mtimeMs !== src.mtimeMs) {
+          return conflict(`the snapshot file ${sh.name} changed since it was packed`);
+        }
+      }
+      if (s.index.crc32 !== checksumHex(index.crc)) return conflict(`the snapshot's ${INDEX_FILE} changed since it was packed`);
+      for (const sh of s.shards) {
+        const st = await fileInfo(join(existing.dir, sh.name));
+        if (!st || st.size !== sh.bytes) return { kind: 'stale', why: `its shard ${sh.name} is missing or has another size` };
+      }
+      const ix = await fileInfo(join(existing.dir, INDEX_FILE));
+      if (!ix || ix.size !== s.index.bytes) return { kind: 'stale', why: `its ${INDEX_FILE} is missing or has another size` };
+      return { kind: 'same' };
+    },
+    space(block) {
+      const need = shards.map((sh) => ({
+        file: sh.name,
+        bytes:
+          blockSpan(0, id(sh.name).headerBytes, block) +
+          sh.tables.reduce((s, t) => {
+            const sb = t.table.dim / 32;
+            return (
+              s +
+              blockSpan(t.table.weight.fileOffset + t.range.start * t.table.dim, (t.range.end - t.range.start) * t.table.dim, block) +
+              blockSpan(t.table.scale.fileOffset + t.range.start * sb, (t.range.end - t.range.start) * sb, block)
+            );
+          }, 0),
+      }));
+      const chunks = shards.reduce((s, sh) => s + sh.tables.reduce((a, t) => a + t.chunks, 0), 0);
+      return { files: need, extra: blockSpan(0, index.bytes, block) + 65536 + 16 * chunks + 4096 * shards.length };
+    },
+    finish(dir, results) {
+      // The index, verbatim, checked against the checksum taken when the pack began.
+      const bytes = readFileSync(index.file);
+      if (crc32(bytes) !== index.crc) {
+        throw new SparkError('E_SOURCE_CHANGED', `${index.file} changed while it was being packed; no manifest was written; re-run spark pack`, { path: index.file });
+      }
+      dir.writeFile(INDEX_FILE, bytes);
+      // Each shard's checksums, table after table, back into per-table lists.
+      const values = shards.map((sh, si) => {
+        let at = 0;
+        return sh.tables.map((t) => {
+          const v = results[si].checksums.slice(at, at + t.chunks).map(checksumHex);
+          at += t.chunks;
+          return v;
+        });
+      });
+      const spark = meta();
+      for (const t of spark.tables) {
+        const si = shards.findIndex((s) => s.name === t.shard);
+        const ti = shards[si].tables.findIndex((x) => x.range.layer === t.layer);
+        t.checksum.values = values[si][ti];
+      }
+      return sparseManifestText({
+        layers: ranges.map((r) => ({ layer: r.range.layer, start: r.range.start, end: r.range.end })),
+        source: resolve(req.snapshotDir),
+        quant: 'fp8',
+        note: `sparse copy: only these rows exist; spark pack rank ${req.rank} of ${req.world} (${req.split} split)`,
+        spark,
+      });
+    },
+  };
+}
