@@ -164,13 +164,14 @@ test('a node that hangs is cut off at --node-timeout, named, and the rest checke
   const c = await fakeCluster();
   const began = Date.now();
   const r = await runPreflight(
-    { recipe: c.recipe(c.dsv41Text), cluster: c.clusterFile(), sysfs: join(c.root, 'sys'), nodeTimeoutMs: 1500 },
+    // The healthy nodes' probes must answer within the bound on a busy 2-core machine too.
+    { recipe: c.recipe(c.dsv41Text), cluster: c.clusterFile(), sysfs: join(c.root, 'sys'), nodeTimeoutMs: 6000 },
     io(c.env({ 'spark3 ssh': { sleep: true } })),
   );
-  assert.ok(Date.now() - began < 10_000);
+  assert.ok(Date.now() - began < 20_000);
   const errors = problems(r);
   assert.deepEqual(errors.map((e) => [e.rule, e.node?.rank]), [['nodes.reachable', 2]], dump(r));
-  assert.match(errors[0]!.message, /did not answer: no answer within 2 s/);
+  assert.match(errors[0]!.message, /did not answer: no answer within 6 s/);
 });
 
 test("a node's [nodes.env] is that node's environment: its own interface names are checked on it", async () => {
