@@ -48,3 +48,22 @@ export function int(path: string, key: string, v: unknown, min: number): number 
   if (v < min) throw bad(path, key, `must be >= ${min} (got ${v})`);
   return v;
 }
+
+/** `rank`, `world` and `split` under `prefix` ('' or 'spark.'), checked together. */
+export function rankWorldSplit(path: string, prefix: string, o: Record<string, unknown>): { rank: number; world: number; split: 'floor' | 'front' | 'heads' } {
+  const world = int(path, `${prefix}world`, o.world, 1);
+  const rank = int(path, `${prefix}rank`, o.rank, 0);
+  if (rank >= world) throw bad(path, `${prefix}rank`, `is ${rank} but world is ${world}`);
+  const split = o.split;
+  if (split !== 'floor' && split !== 'front' && split !== 'heads') throw bad(path, `${prefix}split`, 'must be floor, front or heads');
+  return { rank, world, split };
+}
+
+/** The snapshot files a manifest records under `key` ([{name, bytes, mtimeMs}]). */
+export function sourceFiles(path: string, key: string, v: unknown): { name: string; bytes: number; mtimeMs: number }[] {
+  return arr(path, key, v).map((f, i) => {
+    const at = `${key}[${i}]`;
+    const o = obj(path, at, f);
+    return { name: str(path, `${at}.name`, o.name), bytes: int(path, `${at}.bytes`, o.bytes, 0), mtimeMs: num(path, `${at}.mtimeMs`, o.mtimeMs) };
+  });
+}

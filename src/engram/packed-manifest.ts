@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { readSmallText } from '../small-file.js';
 import { join } from 'node:path';
 import { SparkError } from '../errors.js';
-import { arr, bad, int, num, obj, str } from './manifest-fields.js';
+import { arr, bad, int, obj, rankWorldSplit, sourceFiles, str } from './manifest-fields.js';
 
 /** The manifest of layouts dense and page (local-dir.ts tells it from a sparse copy's). */
 export const PACK_MANIFEST_NAME = 'spark-pack.json';
@@ -128,19 +128,11 @@ export function parsePackedManifest(text: string, path = MANIFEST_NAME): PackedM
   if (m.version !== MANIFEST_VERSION) {
     throw bad(path, 'version', `is ${JSON.stringify(m.version)}; this spark reads version ${MANIFEST_VERSION} (upgrade spark or re-pack)`);
   }
-  const world = int(path, 'world', m.world, 1);
-  const rank = int(path, 'rank', m.rank, 0);
-  if (rank >= world) throw bad(path, 'rank', `is ${rank} but world is ${world}`);
-  const split = m.split;
-  if (split !== 'floor' && split !== 'front' && split !== 'heads') throw bad(path, 'split', 'must be floor, front or heads');
+  const { rank, world, split } = rankWorldSplit(path, '', m);
   const src = obj(path, 'source', m.source);
   const snapshot = str(path, 'source.snapshot', src.snapshot);
   const revision = src.revision === undefined ? undefined : str(path, 'source.revision', src.revision);
-  const files = arr(path, 'source.files', src.files).map((f, i) => {
-    const key = `source.files[${i}]`;
-    const o = obj(path, key, f);
-    return { name: str(path, `${key}.name`, o.name), bytes: int(path, `${key}.bytes`, o.bytes, 0), mtimeMs: num(path, `${key}.mtimeMs`, o.mtimeMs) };
-  });
+  const files = sourceFiles(path, 'source.files', src.files);
   const layers = arr(path, 'layers', m.layers).map((l, i) => parseLayer(path, `layers[${i}]`, l));
   if (layers.length === 0) throw bad(path, 'layers', 'is empty: a pack holds at least one layer');
   for (let i = 1; i < layers.length; i++) {

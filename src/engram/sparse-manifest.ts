@@ -17,7 +17,7 @@
 //                             checksum {algorithm: "crc32", chunkRows, values}: values[k] is the
 //                             CRC-32 of the weight bytes of rows [lo + k*chunkRows, min(lo +
 //                             (k+1)*chunkRows, hi)) followed by the scale bytes of the same rows.
-import { arr, bad, hex8, int, num, obj, plainName, str } from './manifest-fields.js';
+import { arr, bad, hex8, int, obj, plainName, rankWorldSplit, sourceFiles, str } from './manifest-fields.js';
 import type { PackSplit } from './packed-manifest.js';
 
 export const SPARSE_MANIFEST_NAME = 'engram-local.json';
@@ -133,17 +133,9 @@ function parseSparkMeta(path: string, value: unknown, layers: SparseRange[]): Sp
   if (s.version !== SPARSE_VERSION) {
     throw bad(path, 'spark.version', `is ${JSON.stringify(s.version)}; this spark reads version ${SPARSE_VERSION} (upgrade spark or re-pack)`);
   }
-  const world = int(path, 'spark.world', s.world, 1);
-  const rank = int(path, 'spark.rank', s.rank, 0);
-  if (rank >= world) throw bad(path, 'spark.rank', `is ${rank} but world is ${world}`);
-  const split = s.split;
-  if (split !== 'floor' && split !== 'front' && split !== 'heads') throw bad(path, 'spark.split', 'must be floor, front or heads');
+  const { rank, world, split } = rankWorldSplit(path, 'spark.', s);
   const src = obj(path, 'spark.source', s.source);
-  const files = arr(path, 'spark.source.files', src.files).map((f, i) => {
-    const key = `spark.source.files[${i}]`;
-    const o = obj(path, key, f);
-    return { name: str(path, `${key}.name`, o.name), bytes: int(path, `${key}.bytes`, o.bytes, 0), mtimeMs: num(path, `${key}.mtimeMs`, o.mtimeMs) };
-  });
+  const files = sourceFiles(path, 'spark.source.files', src.files);
   const source: SparkSparseMeta['source'] = { snapshot: str(path, 'spark.source.snapshot', src.snapshot), files };
   if (src.revision !== undefined) source.revision = str(path, 'spark.source.revision', src.revision);
   const ix = obj(path, 'spark.index', s.index);
