@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runEmitSh, runWrapper, type Exec } from '../src/commands/wrapper.js';
 import { tileLayers, formatEngramRows } from '../src/engram/ranges.js';
@@ -212,4 +212,16 @@ test('the script execs the engine in place and logs one line', async () => {
   assert.equal(rec.match(/^arg=.*$/gm)!.join('|'), 'arg=--nnodes|arg=2|arg=a b');
   assert.match(rec, /^stdin=line$/m);
   assert.equal(Number(/^pid=(\d+)$/m.exec(rec)![1]), r.pid, 'exec, not a child');
+});
+
+test('--emit-sh --out never writes through a link planted at its temporary names', async () => {
+  const dir = tempDir();
+  const out = join(dir, 'spark-wrapper.sh');
+  const target = join(tempDir(), 'victim');
+  writeFileSync(target, 'untouched\n');
+  // Every name the write could use beside the target: a fixed one and the per-process one.
+  for (const name of [`${out}.partial`, `${out}.${process.pid}.partial`]) symlinkSync(target, name);
+  await assert.rejects(runEmitSh({ snapshot: '/snap', world: '2', split: 'floor', out }, io({}), load), /EEXIST/);
+  assert.equal(readFileSync(target, 'utf8'), 'untouched\n');
+  assert.equal(existsSync(out), false);
 });

@@ -2,9 +2,10 @@
 // overlay's mmap path against fio and a naive TypeScript loop in the same run, prints a table,
 // recommends SPARK_ENGRAM_THREADS (from the overlay's path when it ran).
 import { Command } from 'commander';
-import { accessSync, closeSync, constants, lstatSync, openSync, renameSync, statSync, writeSync } from 'node:fs';
+import { accessSync, constants, lstatSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { CliContext } from '../cli.js';
+import { writeNewFile } from '../new-file.js';
 import { runGatherBench, type BenchVariant, type GatherBenchOptions, type GatherBenchReport, type GatherBenchResult } from '../engram/gather-bench.js';
 import { lineChartSvg } from '../engram/svg-chart.js';
 import { usageError } from '../errors.js';
@@ -81,18 +82,6 @@ export function checkSvgTarget(path: string): void {
   }
   const st = lstatSync(path, { throwIfNoEntry: false });
   if (st && !st.isFile()) throw usageError(`--svg ${path}: exists and is not a regular file (a link, a directory?): give another path`);
-}
-
-/** Writes a file of our own (created, never followed) and renames it over `path`. */
-function writeNewFile(path: string, text: string): void {
-  const partial = `${path}.${process.pid}.partial`;
-  const fd = openSync(partial, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
-  try {
-    writeSync(fd, text);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(partial, path);
 }
 
 export async function runBenchGather(o: BenchGatherRun, io: Io): Promise<CommandResult> {

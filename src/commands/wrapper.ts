@@ -2,6 +2,7 @@
 // B12X_ROCE_GID_INDEX for this rank, logs one line, then becomes the engine (execve), so the
 // engine gets docker's signals and its exit status is the container's.
 // spark wrapper --emit-sh --snapshot DIR --world W: the same as a POSIX sh script.
+import { writeNewFile } from '../new-file.js';
 import { Command } from 'commander';
 import type { CliContext } from '../cli.js';
 import type { CommandResult, Io } from '../io.js';
@@ -78,11 +79,7 @@ export async function runEmitSh(flags: WrapperFlags, io: Io, load: LayerLoader =
   const { emitWrapperSh } = await import('../wrapper/emit-sh.js');
   const script = emitWrapperSh({ world, split, source: source.path, ranks });
   if (flags.out === undefined) return { json: { script }, text: script.replace(/\n$/, ''), exitCode: 0 };
-  // Written beside the target and renamed, so a reader never sees half a script.
-  const { renameSync, writeFileSync } = await import('node:fs');
-  const partial = `${flags.out}.partial`;
-  writeFileSync(partial, script, { mode: 0o755 });
-  renameSync(partial, flags.out);
+  writeNewFile(flags.out, script, 0o755);
   return { json: { out: flags.out, world, split, bytes: Buffer.byteLength(script) }, text: `wrote ${flags.out} (${world} ranks, ${split} split)`, exitCode: 0 };
 }
 
