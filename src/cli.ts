@@ -1,16 +1,10 @@
 // Builds the commander program. Command modules are small and import the addon lazily, so
 // `spark --help` and `spark --version` never load native code.
 import { Command, CommanderError } from 'commander';
-import type { CommandResult, Io } from './io.js';
+import type { Io } from './io.js';
+import type { CliContext } from './commands/context.js';
 import { commandEntries } from './commands/index.js';
-
-export interface CliContext {
-  io: Io;
-  /** Called once by the command that ran, with its result. */
-  emit(result: CommandResult, json: boolean): void;
-}
-
-export const VERSION = '0.1.0';
+import { VERSION } from './version.js';
 
 /**
  * The program for one invocation: the command named in argv (or after `help`) is loaded in

@@ -4,7 +4,7 @@
 import { Command } from 'commander';
 import { accessSync, constants, lstatSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { CliContext } from '../cli.js';
+import type { CliContext } from './context.js';
 import { writeNewFile } from '../new-file.js';
 import { runGatherBench, type BenchVariant, type GatherBenchOptions, type GatherBenchReport, type GatherBenchResult } from '../engram/gather-bench.js';
 import { lineChartSvg } from '../engram/svg-chart.js';

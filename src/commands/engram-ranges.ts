@@ -2,7 +2,7 @@
 // rank's (--all), or a check that given values tile every table exactly (--check).
 import { Command } from 'commander';
 import { resolve } from 'node:path';
-import type { CliContext } from '../cli.js';
+import type { CliContext } from './context.js';
 import { reportCheckFailure, type CommandResult, type Io } from '../io.js';
 import { usageError } from '../errors.js';
 import type { LayerSource } from '../engram/layer-source.js';

@@ -1,14 +1,12 @@
 // `spark fanout pack|verify`: node-local work on every node of a cluster at once over ssh, each
 // node with its own rank (docs/launch.md).
 import { Command } from 'commander';
-import type { CliContext } from '../cli.js';
+import type { CliContext } from './context.js';
 import { SparkError } from '../errors.js';
 import type { CommandResult, Io } from '../io.js';
 import { formatDuration, runNodeTasks, type NodeTaskReport, type NodeTaskRequest } from '../launch/index.js';
 import { formatBytes, table } from '../format.js';
-import { parseSeconds } from './options.js';
-import { parseCount } from './options.js';
-import { parseRate } from './pack.js';
+import { parseCount, parseRate, parseSeconds } from './options.js';
 
 interface FanoutFlags {
   cluster?: string;

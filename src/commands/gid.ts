@@ -1,7 +1,7 @@
 // spark gid: the RoCE GID index NCCL would pick on this node, per HCA, and whether one value
 // serves them all.
 import { Command } from 'commander';
-import type { CliContext } from '../cli.js';
+import type { CliContext } from './context.js';
 import { reportCheckFailure, type CommandResult, type Io } from '../io.js';
 import { describeEntry, gidPolicy, scanGids, type GidReport } from '../net/gid.js';
 import { fromEnv, parseCount } from './options.js';

@@ -1,7 +1,7 @@
 // Every CLI command, in the order `spark --help` lists them. Only the command being run is
 // imported: start-up stays close to Node's own (several commands run on every boot).
 import type { Command } from 'commander';
-import type { CliContext } from '../cli.js';
+import type { CliContext } from './context.js';
 
 export type CommandFactory = (ctx: CliContext) => Command;
 

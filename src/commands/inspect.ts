@@ -1,7 +1,7 @@
 // `spark inspect <snapshot>`: validates the index and every shard header (and each file's size
 // against its header), then reports shards, tensor counts and the Engram tables.
 import { Command } from 'commander';
-import type { CliContext } from '../cli.js';
+import type { CliContext } from './context.js';
 import { openSnapshot, type Snapshot, type TensorRef } from '../engram/snapshot.js';
 import type { CommandResult } from '../io.js';
 import { formatBytes, table } from '../format.js';

@@ -1,6 +1,6 @@
 // `spark launch <recipe.toml> --cluster FILE`: one container per node from a recipe (docs/launch.md).
 import { Command } from 'commander';
-import type { CliContext } from '../cli.js';
+import type { CliContext } from './context.js';
 import { usageError } from '../errors.js';
 import type { CommandResult, Io } from '../io.js';
 import {

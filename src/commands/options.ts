@@ -45,3 +45,11 @@ export function parseSeconds(text: string, flag: string, min = 0): number {
   if (!/^\d+(\.\d+)?$/.test(t) || Number(t) < min) throw usageError(`${flag} must be a number of seconds >= ${min}, got '${text}'`);
   return Number(t);
 }
+
+/** --rate-limit MB/s (decimal megabytes, like the overlay's --mbps): bytes per second. */
+export function parseRate(text: string): number {
+  const t = text.trim();
+  const v = Number(t);
+  if (!/^\d+(\.\d+)?$/.test(t) || !(v > 0) || v > 1e6) throw usageError(`--rate-limit must be a positive number of MB/s (at most 1000000), got '${text}'`);
+  return Math.max(1, Math.round(v * 1e6));
+}

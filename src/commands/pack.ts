@@ -3,13 +3,13 @@
 // resumably; a no-op when the directory already holds it.
 import { Command } from 'commander';
 import { join, resolve } from 'node:path';
-import type { CliContext } from '../cli.js';
+import type { CliContext } from './context.js';
 import { usageError } from '../errors.js';
 import type { CommandResult, Io } from '../io.js';
 import type { PackLayoutName, PackProgressInfo, PackSummary } from '../engram/pack.js';
 import { parseSplit } from '../engram/ranges.js';
 import { formatBytes } from '../format.js';
-import { fromEnv, parseCount, requireOption } from './options.js';
+import { fromEnv, parseCount, parseRate, requireOption } from './options.js';
 import { progressLine, progressLog, type ProgressLine } from './progress.js';
 import { engramPatternFlags, patternsFromFlags, snapshotArgument } from './snapshot-args.js';
 import { reportInterrupt } from './interrupt.js';
@@ -86,14 +86,6 @@ export function parsePackFlags(snapshot: string | undefined, f: PackFlags, io: I
   if (f.rateLimit !== undefined) o.rateLimit = parseRate(f.rateLimit);
   if (f.progress !== undefined) o.progressSeconds = parseCount(f.progress, '--progress', 1, 86_400);
   return { ...o, ...patternsFromFlags(f) };
-}
-
-/** --rate-limit MB/s (decimal megabytes, like the overlay's --mbps): bytes per second. */
-export function parseRate(text: string): number {
-  const t = text.trim();
-  const v = Number(t);
-  if (!/^\d+(\.\d+)?$/.test(t) || !(v > 0) || v > 1e6) throw usageError(`--rate-limit must be a positive number of MB/s (at most 1000000), got '${text}'`);
-  return Math.max(1, Math.round(v * 1e6));
 }
 
 function summaryText(s: PackSummary): string {

@@ -1,7 +1,7 @@
 // `spark preflight <recipe.toml>`: the checks that catch, in under a second, what would
 // otherwise fail minutes into a boot (rules: docs/preflight.md).
 import { Command, Option } from 'commander';
-import type { CliContext } from '../cli.js';
+import type { CliContext } from './context.js';
 import type { CommandResult, Io } from '../io.js';
 import { formatReport, runPreflight, type PreflightOptions } from '../preflight/index.js';
 import { usageError } from '../errors.js';

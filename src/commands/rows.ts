@@ -1,7 +1,7 @@
 // `spark rows <snapshot|copy> --layer L --ids I[,I…]`: reads rows through the row store (from a
 // snapshot, a sparse copy or a dense/page pack) and prints their bytes (with --dequant, values).
 import { Command } from 'commander';
-import type { CliContext } from '../cli.js';
+import type { CliContext } from './context.js';
 import { dequantRow } from '../engram/dequant.js';
 import { openRowSource, type RowSourceKind, type SnapshotOpener } from '../engram/row-source.js';
 import { usageError } from '../errors.js';

@@ -1,6 +1,6 @@
 // `spark synth <dir>`: writes a DSV4.1-shaped synthetic snapshot (see src/engram/synth.ts).
 import { Command } from 'commander';
-import type { CliContext } from '../cli.js';
+import type { CliContext } from './context.js';
 import { synthesize, SYNTH_DEFAULTS, validateSynthOptions, type SynthOptions, type SynthResult } from '../engram/synth.js';
 import type { CommandResult, Io } from '../io.js';
 import { parseCount, parseCountList } from './options.js';

@@ -3,10 +3,10 @@
 // --full, else a sample) and the copied header and index bytes against the snapshot.
 import { Command } from 'commander';
 import { resolve } from 'node:path';
-import type { CliContext } from '../cli.js';
+import type { CliContext } from './context.js';
 import { usageError } from '../errors.js';
 import type { CommandResult, Io } from '../io.js';
-import type { VerifyReport, VerifyRowsMode } from '../engram/verify.js';
+import type { VerifyReport, VerifyRowsMode } from '../engram/verify-report.js';
 import { formatBytes } from '../format.js';
 import { fromEnv, parseCount } from './options.js';
 import { progressLine } from './progress.js';

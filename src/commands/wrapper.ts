@@ -4,7 +4,7 @@
 // spark wrapper --emit-sh --snapshot DIR --world W: the same as a POSIX sh script.
 import { writeNewFile } from '../new-file.js';
 import { Command } from 'commander';
-import type { CliContext } from '../cli.js';
+import type { CliContext } from './context.js';
 import type { CommandResult, Io } from '../io.js';
 import { usageError } from '../errors.js';
 import { loadLayerSource, sourceAllRanges } from '../engram/layer-source.js';

@@ -23,7 +23,7 @@ import { sparsePatterns } from './row-source.js';
 import { INDEX_FILE, openSnapshot, type EngramTable } from './snapshot.js';
 import type { SparseManifest, SparseRange } from './sparse-manifest.js';
 import { scanTable, type ScanJob } from './sparse-scan.js';
-import type { VerifyLayerReport, VerifyReport, VerifyRequest } from './verify.js';
+import type { VerifyLayerReport, VerifyReport, VerifyRequest } from './verify-report.js';
 
 export interface SparseVerifyRequest extends VerifyRequest {
   manifest: SparseManifest;

@@ -8,7 +8,7 @@ import type { Io } from '../io.js';
 import { SparkError, toSparkError, usageError } from '../errors.js';
 import { configFamily, stackOf } from '../recipes/index.js';
 import { toolsFromEnv } from '../launch/ssh.js';
-import { VERSION } from '../cli.js';
+import { VERSION } from '../version.js';
 import { buildContext, forNode, type PreflightOptions } from './context.js';
 import { collectFacts, localHello } from './facts/collect.js';
 import { gatherNode } from './facts/remote.js';

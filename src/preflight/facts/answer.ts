@@ -2,7 +2,7 @@
 // with this machine's facts (the sysfs dump included, since the rules run over there).
 import { homedir } from 'node:os';
 import { usageError } from '../../errors.js';
-import { VERSION } from '../../cli.js';
+import { VERSION } from '../../version.js';
 import { collectFacts, localHello } from './collect.js';
 import { FACTS_VERSION, type FactsRequest, type NodeFacts, type SnapshotCandidate } from './types.js';
 
