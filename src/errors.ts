@@ -1,6 +1,6 @@
 // SparkError: every failure a user can see. One line of message (what, where, the fix), a
 // stable code from the shared table, and the exit code that code implies.
-import { ERROR_CODES, exitCodeOf, type ErrorCode, type ExitCode } from './native/codes.js';
+import { ERROR_CODES, exitCodeOf, type ErrorCode, type ExitCode } from './error-codes.js';
 
 export interface ErrorDetails {
   path?: string;

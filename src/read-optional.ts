@@ -1,6 +1,6 @@
 // Optional files (config.json, an index, an earlier manifest): absent is an answer, not an error.
 import { SparkError } from './errors.js';
-import type { ErrorCode } from './native/codes.js';
+import type { ErrorCode } from './error-codes.js';
 import { readSmallText, type SmallFileOptions } from './small-file.js';
 
 /** The file's text, or undefined when it does not exist; any other failure is thrown. */

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ERROR_CODES } from '../src/native/codes.js';
+import { ERROR_CODES } from '../src/error-codes.js';
 import { addon, packageRoot } from '../src/native/index.js';
 
 test('the C++ error-code header and the TypeScript table agree', () => {

@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { MessageChannel, Worker } from 'node:worker_threads';
-import { RowStore, type PackedTableSpec, type TableSpec } from '../src/native/row-store.js';
+import type { PackedTableSpec, TableSpec } from '../src/domain/table-spec.js';
+import { RowStore } from '../src/native/row-store.js';
 import { rawSnapshotTable, testRow, writePacked, writeRawSnapshot } from './helpers/engram-files.js';
 import { tempDir } from './helpers/tmp.js';
 

@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { RowStore, toIdArray, threadsFromEnv, type PackedTableSpec, type TableSpec } from '../src/native/row-store.js';
+import type { PackedTableSpec, TableSpec } from '../src/domain/table-spec.js';
+import { RowStore, toIdArray, threadsFromEnv } from '../src/native/row-store.js';
 import { rawSnapshotTable, testRow, writePacked, writeRawSnapshot, writeSparseShard } from './helpers/engram-files.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'row-store-'));

@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SparkError } from '../src/errors.js';
-import type { ErrorCode } from '../src/native/codes.js';
+import type { ErrorCode } from '../src/error-codes.js';
 import {
   SAFETENSORS_DTYPE_BITS,
   parseHeaderBytes,

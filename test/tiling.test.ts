@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { tileHeads, tileRows, type RowRange } from '../src/native/tiling.js';
+import type { RowRange } from '../src/domain/split-rule.js';
+import { tileHeads, tileRows } from '../src/native/tiling.js';
 import { randomBelowPow2, randomInt, rng } from './helpers/random.js';
 
 const bounds = (ranges: RowRange[]): number[] => [...ranges.map((r) => r.start), ranges[ranges.length - 1]!.end];

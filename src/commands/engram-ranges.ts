@@ -7,7 +7,7 @@ import { reportCheckFailure, type CommandResult, type Io } from '../io.js';
 import { usageError } from '../errors.js';
 import type { LayerSource } from '../engram/layer-source.js';
 import type { RankLayerRange, TilingReport } from '../engram/ranges.js';
-import type { SplitRule } from '../native/tiling.js';
+import type { SplitRule } from '../domain/split-rule.js';
 import { fromEnv, parseCount } from './options.js';
 import { compilePattern } from './snapshot-args.js';
 

@@ -5,7 +5,7 @@
 // (floor, front, or heads when config.json gives the sub-tables). Any partition serves the
 // overlay, so a copy that matches none is not wrong, only unknown.
 import { SparkError } from '../errors.js';
-import type { SplitRule } from '../native/tiling.js';
+import type { SplitRule } from '../domain/split-rule.js';
 import { formatEngramRows, tileLayers, type EngramLayerRows, type LayerRange, type RankLayerRange } from './ranges.js';
 
 /** Who a copy is for. `from`: its manifest says so, or its ranges match one rank's share. */

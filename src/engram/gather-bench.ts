@@ -18,7 +18,7 @@ import { cachedFraction, evictFromCache, warmCache } from './page-cache.js';
 import { engramSubTableSizes } from './primes.js';
 import { openRowSource, type RowSource, type RowSourceKind, type SnapshotOpener } from './row-source.js';
 import { usageError } from '../errors.js';
-import type { TableSpec } from '../native/row-store.js';
+import type { TableSpec } from '../domain/table-spec.js';
 import { MmapGather } from '../native/sparse.js';
 
 export type BenchVariant = 'snapshot' | 'snapshot+scales' | 'packed' | 'overlay';

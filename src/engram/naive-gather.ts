@@ -2,7 +2,7 @@
 // (weight and scale for a snapshot, the whole row for a pack), all issued at once with
 // Promise.all on libuv's thread pool, no sorting, no de-duplication.
 import { open, type FileHandle } from 'node:fs/promises';
-import type { TableSpec } from '../native/row-store.js';
+import type { TableSpec } from '../domain/table-spec.js';
 
 export class NaiveGather {
   private constructor(

@@ -10,8 +10,8 @@ import {
   packedFileName,
   type PackedLayer,
   type PackedManifest,
-  type PackLayout,
 } from './packed-manifest.js';
+import type { PackLayout } from '../domain/pack-layout.js';
 
 export { MANIFEST_FORMAT, MANIFEST_VERSION, PACK_HEADER_BYTES, PAGE_BYTES, packedFileName };
 export type { PackedLayer, PackedManifest, PackedSourceFile } from './packed-manifest.js';

@@ -5,7 +5,7 @@ import { SparkError } from '../errors.js';
 import type { NativeJob, PackDirectory, PackLayerProgress, PackLayerResult } from '../native/pack.js';
 import type { LocalDir } from './local-dir.js';
 import { INDEX_FILE } from './snapshot.js';
-import type { PackSplit } from './packed-manifest.js';
+import type { SplitRule } from '../domain/split-rule.js';
 import type { PackTable, SourceIdentity } from './pack-io.js';
 import type { SpaceNeed } from './pack-space.js';
 
@@ -28,7 +28,7 @@ export interface PackRequest {
   out: string;
   rank: number;
   world: number;
-  split: PackSplit;
+  split: SplitRule;
   /** This rank's rows per layer. */
   ranges: PackRange[];
   layout: PackLayoutName;
@@ -97,7 +97,7 @@ export interface PackSummary {
   manifest: string;
   rank: number;
   world: number;
-  split: PackSplit;
+  split: SplitRule;
   layout: PackLayoutName;
   /** True when the directory already held this exact pack: nothing was done. */
   noop: boolean;

@@ -3,14 +3,14 @@
 import type { ModelConfig } from './config.js';
 import { withSubTables } from './layer-source.js';
 import { rankRanges } from './ranges.js';
-import type { PackSplit } from './packed-manifest.js';
+import type { SplitRule } from '../domain/split-rule.js';
 
 export function packRanges(
   tables: readonly { layer: number; rows: number }[],
   config: ModelConfig | undefined,
   rank: number,
   world: number,
-  split: PackSplit,
+  split: SplitRule,
   where = 'the snapshot',
 ): { layer: number; rows: number; start: number; end: number }[] {
   const layers = tables.map((t) => ({ layer: t.layer, rows: t.rows }));

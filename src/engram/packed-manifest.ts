@@ -10,6 +10,8 @@ import { existsSync } from 'node:fs';
 import { readSmallText } from '../small-file.js';
 import { join } from 'node:path';
 import { SparkError } from '../errors.js';
+import type { PackLayout } from '../domain/pack-layout.js';
+import type { SplitRule } from '../domain/split-rule.js';
 import { arr, bad, int, obj, rankWorldSplit, sourceFiles, str } from './manifest-fields.js';
 
 /** The manifest of layouts dense and page (local-dir.ts tells it from a sparse copy's). */
@@ -21,8 +23,6 @@ export const MANIFEST_VERSION = 1;
 export const PACK_HEADER_BYTES = 4096;
 export const PAGE_BYTES = 4096;
 
-export type PackLayout = 'dense' | 'page';
-export type PackSplit = 'floor' | 'front' | 'heads';
 
 export interface PackChecksum {
   algorithm: string;
@@ -60,7 +60,7 @@ export interface PackedManifest {
   version: typeof MANIFEST_VERSION;
   rank: number;
   world: number;
-  split: PackSplit;
+  split: SplitRule;
   source: { snapshot: string; revision?: string; files: PackedSourceFile[] };
   layers: PackedLayer[];
 }

@@ -9,7 +9,8 @@
 // wrote, layer ":" lo "-" hi, which the overlay rejects at install (so values are rewritten, and
 // preflight flags it where it would reach the overlay).
 import { SparkError, usageError } from '../errors.js';
-import { SPLIT_RULES, tileHeads, tileRows, type RowRange, type SplitRule } from '../native/tiling.js';
+import { SPLIT_RULES, type RowRange, type SplitRule } from '../domain/split-rule.js';
+import { tileHeads, tileRows } from '../native/tiling.js';
 
 export interface LayerRange {
   layer: number;

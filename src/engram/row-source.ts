@@ -10,7 +10,8 @@
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { SparkError } from '../errors.js';
-import { RowStore, type RowStoreOptions, type TableSpec } from '../native/row-store.js';
+import type { TableSpec } from '../domain/table-spec.js';
+import { RowStore, type RowStoreOptions } from '../native/row-store.js';
 import { readLocalDir } from './local-dir.js';
 import { dimOfRowBytes, type PackedManifest } from './packed-manifest.js';
 import { openSnapshot } from './snapshot.js';

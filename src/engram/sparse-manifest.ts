@@ -18,7 +18,7 @@
 //                             CRC-32 of the weight bytes of rows [lo + k*chunkRows, min(lo +
 //                             (k+1)*chunkRows, hi)) followed by the scale bytes of the same rows.
 import { arr, bad, hex8, int, obj, plainName, rankWorldSplit, sourceFiles, str } from './manifest-fields.js';
-import type { PackSplit } from './packed-manifest.js';
+import type { SplitRule } from '../domain/split-rule.js';
 
 export const SPARSE_MANIFEST_NAME = 'engram-local.json';
 export const SPARSE_FORMAT = 'spark-engram-sparse';
@@ -58,7 +58,7 @@ export interface SparkSparseMeta {
   version: typeof SPARSE_VERSION;
   rank: number;
   world: number;
-  split: PackSplit;
+  split: SplitRule;
   source: { snapshot: string; revision?: string; files: { name: string; bytes: number; mtimeMs: number }[] };
   index: { name: string; bytes: number; crc32: string };
   shards: SparseShard[];

@@ -4,8 +4,7 @@
 // the locked output directory's descriptor (PackDirectory), never through a path.
 import { SparkError, toSparkError } from '../errors.js';
 import { addon } from './index.js';
-
-export type PackLayout = 'dense' | 'page';
+import type { PackLayout } from '../domain/pack-layout.js';
 
 export interface SourceTensor {
   path: string;

@@ -2,15 +2,7 @@
 // exact up to 2^53, far above any table (~2^29 rows); larger values are refused here.
 import { SparkError } from '../errors.js';
 import { addon } from './index.js';
-
-export type SplitRule = 'floor' | 'front' | 'heads';
-export const SPLIT_RULES: readonly SplitRule[] = ['floor', 'front', 'heads'];
-
-/** Half-open [start, end). */
-export interface RowRange {
-  start: number;
-  end: number;
-}
+import type { RowRange } from '../domain/split-rule.js';
 
 interface TilingAddon {
   tileRows(split: 'floor' | 'front', rows: number, world: number): (number | bigint)[];

@@ -2,7 +2,7 @@
 // recipe and cluster readers: a wrong type is refused (SparkError, exit 2), an unknown key is a
 // warning the caller reports.
 import { SparkError } from '../errors.js';
-import type { ErrorCode } from '../native/codes.js';
+import type { ErrorCode } from '../error-codes.js';
 import type { TomlLocations } from './toml-scan.js';
 import { pathSegment } from './toml-scan.js';
 

@@ -2,7 +2,7 @@
 // one-line SparkErrors naming file:line:column.
 import { parse, TomlError, type TomlTable } from 'smol-toml';
 import { SparkError, toSparkError } from '../errors.js';
-import type { ErrorCode } from '../native/codes.js';
+import type { ErrorCode } from '../error-codes.js';
 import { readSmallText } from '../small-file.js';
 import { scanToml, type TomlLocations } from './toml-scan.js';
 

@@ -6,7 +6,7 @@
 // under dash).
 import type { RankLayerRange } from '../engram/ranges.js';
 import { formatEngramRows } from '../engram/ranges.js';
-import type { SplitRule } from '../native/tiling.js';
+import type { SplitRule } from '../domain/split-rule.js';
 import { bakedTables, MANIFEST_SH, ROWS_SH } from './sh-manifest.js';
 
 export interface EmitShInput {

@@ -6,7 +6,7 @@ import { formatEngramRows, parseEngramRows, parseSplit, rankRanges, type RankLay
 import { sourceRankRanges, type LayerSource } from '../engram/layer-source.js';
 import { describeIdentity } from '../engram/copy-ranges.js';
 import { gidPolicy, scanGids } from '../net/gid.js';
-import { SPLIT_RULES, type SplitRule } from '../native/tiling.js';
+import { SPLIT_RULES, type SplitRule } from '../domain/split-rule.js';
 import { decideRank, decideWorld } from './engine-argv.js';
 
 export interface WrapperOptions {

@@ -3,7 +3,7 @@
 // Row bytes are a fixed function of (layer, id, column) so any read can be checked.
 import { openSync, writeSync, closeSync, ftruncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { SnapshotTableSpec } from '../../src/native/row-store.js';
+import type { SnapshotTableSpec } from '../../src/domain/table-spec.js';
 
 /** Deterministic row: D weight bytes then D/32 scale bytes. */
 export function testRow(layer: number, id: number, dim: number): Buffer {
