@@ -3,7 +3,7 @@
 // in one run. Usage: node dist/bench/inspect.js [rounds]
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { synthesize, SYNTH_DEFAULTS } from '../src/engram/synth.js';
+import { synthesize, SYNTH_DEFAULTS } from '../src/synth/synth.js';
 import { packageRoot } from '../src/native/index.js';
 import { compareProcesses, machineInfo, timingTable } from './lib/processes.js';
 

@@ -12,10 +12,10 @@
 import { spawnSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { packRanges } from '../src/engram/pack-ranges.js';
+import { packRanges } from '../src/pack/pack-ranges.js';
 import { INDEX_FILE, openSnapshot } from '../src/engram/snapshot.js';
 import { parseSparseManifest } from '../src/engram/sparse-manifest.js';
-import { synthRow } from '../src/engram/synth-rows.js';
+import { synthRow } from '../src/synth/synth-rows.js';
 import { packageRoot } from '../src/native/index.js';
 import { crc32 } from '../src/native/pack.js';
 import { openOverlayView } from '../test/helpers/overlay-view.js';

@@ -4,7 +4,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { drawBatch, idModel, rng } from '../src/engram/bench-ids.js';
 import { recommendThreads, type BenchVariant, type GatherBenchResult } from '../src/engram/gather-bench.js';
-import { synthRow } from '../src/engram/synth-rows.js';
+import { synthRow } from '../src/synth/synth-rows.js';
 import { cli } from './helpers/cli.js';
 import { writePackDir } from './helpers/engram-files.js';
 import { tempDir } from './helpers/tmp.js';

@@ -4,8 +4,8 @@
 import { createHash } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, renameSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { synthesize, SYNTH_DEFAULTS } from '../../src/engram/synth.js';
-import { fillRows } from '../../src/engram/synth-rows.js';
+import { synthesize, SYNTH_DEFAULTS } from '../../src/synth/synth.js';
+import { fillRows } from '../../src/synth/synth-rows.js';
 import { packedFileName } from '../../src/engram/packed-manifest.js';
 
 export function makeBenchSnapshot(dir: string, vocab: number, layers = [1]): string {

@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import type { CliContext } from './context.js';
 import { usageError } from '../errors.js';
 import type { CommandResult, Io } from '../io.js';
-import type { PackLayoutName, PackProgressInfo, PackSummary } from '../engram/pack.js';
+import type { PackLayoutName, PackProgressInfo, PackSummary } from '../pack/pack.js';
 import { parseSplit } from '../engram/ranges.js';
 import { formatBytes } from '../format.js';
 import { fromEnv, parseCount, parseRate, requireOption } from './options.js';
@@ -121,8 +121,8 @@ function progressText(p: PackProgressInfo): string {
 
 export async function runPack(o: PackOptions, io: Io): Promise<CommandResult> {
   const { openSnapshot, INDEX_FILE } = await import('../engram/snapshot.js');
-  const { packRanges } = await import('../engram/pack-ranges.js');
-  const { packEngram } = await import('../engram/pack.js');
+  const { packRanges } = await import('../pack/pack-ranges.js');
+  const { packEngram } = await import('../pack/pack.js');
   const snapshot = await openSnapshot(o.snapshot, {
     engramOnly: true,
     ...(o.weightPattern ? { weightPattern: o.weightPattern } : {}),

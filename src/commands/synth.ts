@@ -1,7 +1,7 @@
-// `spark synth <dir>`: writes a DSV4.1-shaped synthetic snapshot (see src/engram/synth.ts).
+// `spark synth <dir>`: writes a DSV4.1-shaped synthetic snapshot (see src/synth/synth.ts).
 import { Command } from 'commander';
 import type { CliContext } from './context.js';
-import { synthesize, SYNTH_DEFAULTS, validateSynthOptions, type SynthOptions, type SynthResult } from '../engram/synth.js';
+import { synthesize, SYNTH_DEFAULTS, validateSynthOptions, type SynthOptions, type SynthResult } from '../synth/synth.js';
 import type { CommandResult, Io } from '../io.js';
 import { parseCount, parseCountList } from './options.js';
 import { formatBytes } from '../format.js';

@@ -6,7 +6,7 @@ import { resolve } from 'node:path';
 import type { CliContext } from './context.js';
 import { usageError } from '../errors.js';
 import type { CommandResult, Io } from '../io.js';
-import type { VerifyReport, VerifyRowsMode } from '../engram/verify-report.js';
+import type { VerifyReport, VerifyRowsMode } from '../pack/verify-report.js';
 import { formatBytes } from '../format.js';
 import { fromEnv, parseCount } from './options.js';
 import { progressLine } from './progress.js';
@@ -62,7 +62,7 @@ function reportText(r: VerifyReport): string {
 }
 
 export async function runVerify(o: VerifyOptions, io: Io): Promise<CommandResult> {
-  const { verifyPack } = await import('../engram/verify.js');
+  const { verifyPack } = await import('../pack/verify.js');
   let source: Parameters<typeof verifyPack>[0]['source'];
   if (o.source !== undefined) {
     const { openSnapshot } = await import('../engram/snapshot.js');

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { loadLocalCopy, type LocalCopy } from '../engram/layer-source.js';
 import { PACK_MANIFEST_NAME, readLocalDir } from '../engram/local-dir.js';
-import { checkManifest } from '../engram/pack-manifest-check.js';
+import { checkManifest } from '../pack/pack-manifest-check.js';
 import { SPARSE_MANIFEST_NAME } from '../engram/sparse-manifest.js';
 import { toSparkError, type SparkError } from '../errors.js';
 

@@ -1,9 +1,9 @@
 // Pack requests and refusals for the pack tests.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import type { PackRequest } from '../../src/engram/pack.js';
-import type { PackTable } from '../../src/engram/pack-io.js';
-import { packRanges } from '../../src/engram/pack-ranges.js';
+import type { PackRequest } from '../../src/pack/pack.js';
+import type { PackTable } from '../../src/pack/pack-io.js';
+import { packRanges } from '../../src/pack/pack-ranges.js';
 import { INDEX_FILE } from '../../src/engram/snapshot.js';
 import { SparkError } from '../../src/errors.js';
 

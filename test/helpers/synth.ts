@@ -1,6 +1,6 @@
 // Synthetic snapshots for tests, written by the same code as `spark synth`.
 import { join } from 'node:path';
-import { synthesize, SYNTH_DEFAULTS, type SynthOptions, type SynthResult } from '../../src/engram/synth.js';
+import { synthesize, SYNTH_DEFAULTS, type SynthOptions, type SynthResult } from '../../src/synth/synth.js';
 import { tempDir } from './tmp.js';
 
 export function makeSnapshot(options: Partial<SynthOptions> = {}): SynthResult & { dir: string } {

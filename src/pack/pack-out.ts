@@ -17,11 +17,11 @@ import { dirname, join, relative, resolve, sep, isAbsolute, basename } from 'nod
 import { SparkError, usageError } from '../errors.js';
 import { makeWritableDir } from '../writable-dir.js';
 import type { PackDirectory } from '../native/pack.js';
-import { LEGACY_PACK_MANIFEST_NAME, PACK_MANIFEST_NAME, readLocalDir, type LocalDir } from './local-dir.js';
-import { parsePackedManifest } from './packed-manifest.js';
+import { LEGACY_PACK_MANIFEST_NAME, PACK_MANIFEST_NAME, readLocalDir, type LocalDir } from '../engram/local-dir.js';
+import { parsePackedManifest } from '../engram/packed-manifest.js';
 import { fsyncDir } from './pack-io.js';
-import { hasSparseLayers, parseSparseManifest, SPARSE_MANIFEST_NAME } from './sparse-manifest.js';
-import { INDEX_FILE } from './snapshot.js';
+import { hasSparseLayers, parseSparseManifest, SPARSE_MANIFEST_NAME } from '../engram/sparse-manifest.js';
+import { INDEX_FILE } from '../engram/snapshot.js';
 
 /** Every manifest name a pack directory may hold, the one readers prefer first. */
 export const MANIFEST_NAMES = [PACK_MANIFEST_NAME, SPARSE_MANIFEST_NAME] as const;

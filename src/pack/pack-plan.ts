@@ -3,8 +3,8 @@
 // which owns what every layout shares: the directory, the lock, resume, space, the manifest.
 import { SparkError } from '../errors.js';
 import type { NativeJob, PackDirectory, PackLayerProgress, PackLayerResult } from '../native/pack.js';
-import type { LocalDir } from './local-dir.js';
-import { INDEX_FILE } from './snapshot.js';
+import type { LocalDir } from '../engram/local-dir.js';
+import { INDEX_FILE } from '../engram/snapshot.js';
 import type { SplitRule } from '../domain/split-rule.js';
 import type { PackTable, SourceIdentity } from './pack-io.js';
 import type { SpaceNeed } from './pack-space.js';

@@ -1,8 +1,8 @@
 // The rows a rank packs per layer: the tiling module's split rules (ranges.ts), with the
 // prime-rule sub-table sizes from config.json for the heads split.
-import type { ModelConfig } from './config.js';
-import { withSubTables } from './layer-source.js';
-import { rankRanges } from './ranges.js';
+import type { ModelConfig } from '../engram/config.js';
+import { withSubTables } from '../engram/layer-source.js';
+import { rankRanges } from '../engram/ranges.js';
 import type { SplitRule } from '../domain/split-rule.js';
 
 export function packRanges(

@@ -11,7 +11,7 @@ import { checksumHex } from './pack-format.js';
 import { fileInfo, sourceFileEntry, sourceKey, type SourceIdentity } from './pack-io.js';
 import type { LayoutPlan, PackRequest, PackUnit, PlannedRange } from './pack-plan.js';
 import { blockSpan } from './pack-space.js';
-import { INDEX_FILE } from './snapshot.js';
+import { INDEX_FILE } from '../engram/snapshot.js';
 import {
   SPARSE_CHECKSUM_ALGORITHM,
   SPARSE_FORMAT,
@@ -19,7 +19,7 @@ import {
   SPARSE_VERSION,
   sparseManifestText,
   type SparkSparseMeta,
-} from './sparse-manifest.js';
+} from '../engram/sparse-manifest.js';
 
 /** Default rows per checksum chunk: 16 MiB of weight rows (65536 rows of 256 bytes). */
 export function defaultSparseChunkRows(dim: number): number {

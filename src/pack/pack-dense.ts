@@ -2,7 +2,7 @@
 // file per layer, engram-l{L}-r{r}of{W}.bin, and the manifest spark-pack.json.
 import { join, resolve } from 'node:path';
 import { packLayer } from '../native/pack.js';
-import { PACK_MANIFEST_NAME } from './local-dir.js';
+import { PACK_MANIFEST_NAME } from '../engram/local-dir.js';
 import {
   CHECKSUM_ALGORITHM,
   checksumHex,

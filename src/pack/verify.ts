@@ -9,12 +9,12 @@ import { join, resolve } from 'node:path';
 import { SparkError } from '../errors.js';
 import { verifyLayer, type VerifyLayerProgress } from '../native/pack.js';
 import { linkOutside } from './copy-files.js';
-import { LEGACY_PACK_MANIFEST_NAME, PACK_MANIFEST_NAME, readLocalDir } from './local-dir.js';
+import { LEGACY_PACK_MANIFEST_NAME, PACK_MANIFEST_NAME, readLocalDir } from '../engram/local-dir.js';
 import { chunkSpan, headerJson, layerGeometry, type PackedLayer } from './pack-format.js';
-import type { PackedManifest } from './packed-manifest.js';
+import type { PackedManifest } from '../engram/packed-manifest.js';
 import { checkManifest } from './pack-manifest-check.js';
 import { pollWhile } from './pack-io.js';
-import type { ModelConfig } from './config.js';
+import type { ModelConfig } from '../engram/config.js';
 import type { VerifyLayerReport, VerifyReport, VerifyRequest } from './verify-report.js';
 import { verifySparse } from './verify-sparse.js';
 

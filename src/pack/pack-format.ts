@@ -10,11 +10,11 @@ import {
   packedFileName,
   type PackedLayer,
   type PackedManifest,
-} from './packed-manifest.js';
+} from '../engram/packed-manifest.js';
 import type { PackLayout } from '../domain/pack-layout.js';
 
 export { MANIFEST_FORMAT, MANIFEST_VERSION, PACK_HEADER_BYTES, PAGE_BYTES, packedFileName };
-export type { PackedLayer, PackedManifest, PackedSourceFile } from './packed-manifest.js';
+export type { PackedLayer, PackedManifest, PackedSourceFile } from '../engram/packed-manifest.js';
 export const CHECKSUM_ALGORITHM = 'crc32';
 
 /** A CRC-32 as the manifest writes it: 8 lowercase hex digits. */

@@ -19,9 +19,9 @@ import { crc32 } from '../native/pack.js';
 import { findHole } from '../native/sparse.js';
 import { linkOutside } from './copy-files.js';
 import { packRanges } from './pack-ranges.js';
-import { sparsePatterns } from './row-source.js';
-import { INDEX_FILE, openSnapshot, type EngramTable } from './snapshot.js';
-import type { SparseManifest, SparseRange } from './sparse-manifest.js';
+import { sparsePatterns } from '../engram/row-source.js';
+import { INDEX_FILE, openSnapshot, type EngramTable } from '../engram/snapshot.js';
+import type { SparseManifest, SparseRange } from '../engram/sparse-manifest.js';
 import { scanTable, type ScanJob } from './sparse-scan.js';
 import type { VerifyLayerReport, VerifyReport, VerifyRequest } from './verify-report.js';
 

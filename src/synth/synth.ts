@@ -4,8 +4,8 @@
 import { closeSync, ftruncateSync, mkdirSync, openSync, renameSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { usageError, withPath } from '../errors.js';
-import type { EngramConfig } from './config.js';
-import { engramSubTableSizes, prefixOffsets } from './primes.js';
+import type { EngramConfig } from '../engram/config.js';
+import { engramSubTableSizes, prefixOffsets } from '../engram/primes.js';
 import { fillRows } from './synth-rows.js';
 
 export interface SynthOptions {
