@@ -10,6 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { packageRoot } from '../src/native/index.js';
 import { join } from 'node:path';
 import { bin, cli } from './helpers/cli.js';
+import { rankRangesJson } from './helpers/ranges.js';
 import { writePackDir } from './helpers/engram-files.js';
 import { makeSnapshot } from './helpers/synth.js';
 import { tempDir } from './helpers/tmp.js';
@@ -83,29 +84,27 @@ test('explicit row counts and sub-table sizes from config.json', () => {
 
 test('spark engram-ranges and the wrapper read a packed directory\'s engram-local.json', async () => {
   const dir = tempDir();
+  /** Rank 2 of 4's share of two small tables (floor split). */
+  const rank2 = [
+    { layer: 1, rows: 1000, start: 500, end: 750 },
+    { layer: 14, rows: 1010, start: 505, end: 757 },
+  ];
   writePackDir(dir, {
     rank: 2,
     world: 4,
     layout: 'dense',
     dim: 256,
-    layers: [
-      { layer: 1, rows: 1000, start: 500, end: 750 },
-      { layer: 14, rows: 1010, start: 505, end: 757 },
-    ],
+    layers: rank2,
   });
   const own = await cli(['engram-ranges', dir]);
   assert.deepEqual(own, { code: 0, stdout: '1:500:750,14:505:757\n', stderr: '' });
   const json = JSON.parse((await cli(['engram-ranges', '--json'], { SPARK_ENGRAM_DIR: dir, NODE_RANK: '2', SPARK_WORLD_SIZE: '4' })).stdout);
-  assert.deepEqual(json, {
-    rank: 2,
-    world: 4,
-    split: 'floor',
-    layers: [
-      { layer: 1, rows: 1000, start: 500, end: 750 },
-      { layer: 14, rows: 1010, start: 505, end: 757 },
-    ],
-    copy: { kind: 'packed', manifest: join(dir, 'engram-local.json'), rank: 2, world: 4, split: 'floor', from: 'manifest' },
-  });
+  assert.deepEqual(
+    json,
+    rankRangesJson(2, 4, 'floor', rank2, {
+      copy: { kind: 'packed', manifest: join(dir, 'engram-local.json'), rank: 2, world: 4, split: 'floor', from: 'manifest' },
+    }),
+  );
   const all = await cli(['engram-ranges', dir, '--all']);
   assert.equal(all.stdout, '1:0:250,14:0:252\n1:250:500,14:252:505\n1:500:750,14:505:757\n1:750:1000,14:757:1010\n');
   const other = await cli(['engram-ranges', dir], { NODE_RANK: '1' });

@@ -1,10 +1,30 @@
 // Field readers for the JSON manifests spark reads (packed and sparse): each checks one value
 // and fails with one E_PACK_MANIFEST error naming the file and the key.
 import { SparkError } from '../errors.js';
+import type { SplitRule } from '../domain/split-rule.js';
 
 export function bad(path: string, key: string, what: string): SparkError {
   const where = key === '' ? path : `${path}: ${key}`;
   return new SparkError('E_PACK_MANIFEST', `${where} ${what}`, { path, key });
+}
+
+/** A manifest's text as a JSON object: text that is not JSON, or not an object, fails naming the file. */
+export function manifestObject(path: string, text: string): Record<string, unknown> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw bad(path, '', `is not valid JSON (${(err as Error).message}); re-run spark pack`);
+  }
+  return obj(path, '', raw);
+}
+
+/** `format` and `version` under `prefix` ('' or 'spark.'): this spark reads its own format and version only. */
+export function formatAndVersion(path: string, prefix: string, o: Record<string, unknown>, format: string, version: number): void {
+  if (o.format !== format) throw bad(path, `${prefix}format`, `must be "${format}"`);
+  if (o.version !== version) {
+    throw bad(path, `${prefix}version`, `is ${JSON.stringify(o.version)}; this spark reads version ${version} (upgrade spark or re-pack)`);
+  }
 }
 
 export function obj(path: string, key: string, v: unknown): Record<string, unknown> {
@@ -50,7 +70,7 @@ export function int(path: string, key: string, v: unknown, min: number): number 
 }
 
 /** `rank`, `world` and `split` under `prefix` ('' or 'spark.'), checked together. */
-export function rankWorldSplit(path: string, prefix: string, o: Record<string, unknown>): { rank: number; world: number; split: 'floor' | 'front' | 'heads' } {
+export function rankWorldSplit(path: string, prefix: string, o: Record<string, unknown>): { rank: number; world: number; split: SplitRule } {
   const world = int(path, `${prefix}world`, o.world, 1);
   const rank = int(path, `${prefix}rank`, o.rank, 0);
   if (rank >= world) throw bad(path, `${prefix}rank`, `is ${rank} but world is ${world}`);

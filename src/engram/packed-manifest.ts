@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { SparkError } from '../errors.js';
 import type { PackLayout } from '../domain/pack-layout.js';
 import type { SplitRule } from '../domain/split-rule.js';
-import { arr, bad, int, obj, rankWorldSplit, sourceFiles, str } from './manifest-fields.js';
+import { arr, bad, formatAndVersion, int, manifestObject, obj, rankWorldSplit, sourceFiles, str } from './manifest-fields.js';
 
 /** The manifest of layouts dense and page (local-dir.ts tells it from a sparse copy's). */
 export const PACK_MANIFEST_NAME = 'spark-pack.json';
@@ -117,17 +117,8 @@ export async function readPackedManifest(dir: string): Promise<PackedManifest> {
 
 /** Parses and checks every field; the first problem is one E_PACK_MANIFEST error naming the key. */
 export function parsePackedManifest(text: string, path = MANIFEST_NAME): PackedManifest {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (err) {
-    throw bad(path, '', `is not valid JSON (${(err as Error).message}); re-run spark pack`);
-  }
-  const m = obj(path, '', raw);
-  if (m.format !== MANIFEST_FORMAT) throw bad(path, 'format', `must be "${MANIFEST_FORMAT}"`);
-  if (m.version !== MANIFEST_VERSION) {
-    throw bad(path, 'version', `is ${JSON.stringify(m.version)}; this spark reads version ${MANIFEST_VERSION} (upgrade spark or re-pack)`);
-  }
+  const m = manifestObject(path, text);
+  formatAndVersion(path, '', m, MANIFEST_FORMAT, MANIFEST_VERSION);
   const { rank, world, split } = rankWorldSplit(path, '', m);
   const src = obj(path, 'source', m.source);
   const snapshot = str(path, 'source.snapshot', src.snapshot);

@@ -17,7 +17,7 @@
 //                             checksum {algorithm: "crc32", chunkRows, values}: values[k] is the
 //                             CRC-32 of the weight bytes of rows [lo + k*chunkRows, min(lo +
 //                             (k+1)*chunkRows, hi)) followed by the scale bytes of the same rows.
-import { arr, bad, hex8, int, obj, plainName, rankWorldSplit, sourceFiles, str } from './manifest-fields.js';
+import { arr, bad, formatAndVersion, hex8, int, manifestObject, obj, plainName, rankWorldSplit, sourceFiles, str } from './manifest-fields.js';
 import type { SplitRule } from '../domain/split-rule.js';
 
 export const SPARSE_MANIFEST_NAME = 'engram-local.json';
@@ -100,13 +100,7 @@ export function sparseManifestText(m: SparseManifest): string {
 
 /** Parses a sparse copy's manifest: the overlay's rules for `layers`, strict rules for `spark`. */
 export function parseSparseManifest(text: string, path = SPARSE_MANIFEST_NAME): SparseManifest {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (err) {
-    throw bad(path, '', `is not valid JSON (${(err as Error).message}); re-run spark pack`);
-  }
-  const m = obj(path, '', raw);
+  const m = manifestObject(path, text);
   const layersObj = obj(path, 'layers', m.layers);
   const layers: SparseRange[] = [];
   for (const [key, span] of Object.entries(layersObj)) {
@@ -129,10 +123,7 @@ export function parseSparseManifest(text: string, path = SPARSE_MANIFEST_NAME): 
 
 function parseSparkMeta(path: string, value: unknown, layers: SparseRange[]): SparkSparseMeta {
   const s = obj(path, 'spark', value);
-  if (s.format !== SPARSE_FORMAT) throw bad(path, 'spark.format', `must be "${SPARSE_FORMAT}"`);
-  if (s.version !== SPARSE_VERSION) {
-    throw bad(path, 'spark.version', `is ${JSON.stringify(s.version)}; this spark reads version ${SPARSE_VERSION} (upgrade spark or re-pack)`);
-  }
+  formatAndVersion(path, 'spark.', s, SPARSE_FORMAT, SPARSE_VERSION);
   const { rank, world, split } = rankWorldSplit(path, 'spark.', s);
   const src = obj(path, 'spark.source', s.source);
   const files = sourceFiles(path, 'spark.source.files', src.files);
