@@ -2,7 +2,7 @@
 // (optionally) the first failure stops the others. Each child runs in its own process group so
 // stopping it also stops whatever it started locally.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { killGroup } from './ssh.js';
+import { killGroup } from '../remote/ssh.js';
 
 export interface NodeJob {
   rank: number;

@@ -1,6 +1,6 @@
 // A launch plan for people (shell lines to run on each node) and for machines (JSON).
 import type { LaunchPlan } from './plan.js';
-import { shJoin, shLines } from './shell.js';
+import { shJoin, shLines } from '../remote/shell.js';
 
 /** The JSON form: contract keys `nodes[].{rank, host, argv, env}`, plus what helps scripts. */
 export function planJson(plan: LaunchPlan): Record<string, unknown> {

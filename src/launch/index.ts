@@ -2,13 +2,13 @@
 // node-local work (pack, verify) fanned out to every node. Reference: docs/launch.md.
 export { buildPlan, containerPrefix, urlHost, CONTAINER_FLAGS } from './plan.js';
 export type { LaunchPlan, NodePlan, PlanInput, PlanOptions } from './plan.js';
-export { engineArgs, isServeCommand, recipeModelArg } from './engine.js';
-export type { NodeTopology, EngineArgs } from './engine.js';
+export { engineArgs, isServeCommand, recipeModelArg } from '../engine/args.js';
+export type { NodeTopology, EngineArgs } from '../engine/args.js';
 export { resolveSnapshot, recipeRevision, revisionInPath, readLocalText } from './snapshot.js';
 export type { ModelSnapshot, ReadText, ResolveOptions } from './snapshot.js';
-export { shQuote, shJoin, shLines } from './shell.js';
-export { toolsFromEnv, nodeCommand, nodeArgv, isLocalHost, capture, killGroup, DEFAULT_SSH_OPTIONS } from './ssh.js';
-export type { Tools, Captured } from './ssh.js';
+export { shQuote, shJoin, shLines } from '../remote/shell.js';
+export { toolsFromEnv, nodeCommand, nodeArgv, isLocalHost, capture, killGroup, DEFAULT_SSH_OPTIONS } from '../remote/ssh.js';
+export type { Tools, Captured } from '../remote/ssh.js';
 export { startFanOut, fanOut, describeEnd, nodePrefix } from './fanout.js';
 export type { NodeJob, NodeJobResult, FanOutOptions, FanOutRun } from './fanout.js';
 export { waitForHealth, probe, formatDuration } from './health.js';

@@ -6,14 +6,14 @@ import { SparkError } from '../errors.js';
 import type { Io } from '../io.js';
 import { formatReport, runPreflight } from '../preflight/index.js';
 import { effectiveEnv, envValues, readCluster, readEnvFile, readRecipe, type Cluster, type EnvFile, type FileDiagnostic, type Recipe } from '../recipes/index.js';
-import { recipeModelArg } from './engine.js';
+import { recipeModelArg } from '../engine/args.js';
 import { describeEnd, fanOut, startFanOut, type NodeJobResult } from './fanout.js';
 import { formatDuration, waitForHealth } from './health.js';
 import { buildPlan, type LaunchPlan, type NodePlan } from './plan.js';
 import { gidQuery, probeGids, probeHomes, readTextViaHead } from './probe.js';
-import { shJoin } from './shell.js';
+import { shJoin } from '../remote/shell.js';
 import { resolveSnapshot, type ReadText } from './snapshot.js';
-import { capture, lastLine, nodeArgv, nodeCommand, toolsFromEnv, type Tools } from './ssh.js';
+import { capture, lastLine, nodeArgv, nodeCommand, toolsFromEnv, type Tools } from '../remote/ssh.js';
 import { describeStops, stopContainers, type StopOutcome } from './stop.js';
 
 export interface LaunchRequest {

@@ -6,7 +6,7 @@ import type { Io } from '../io.js';
 import { readCluster } from '../recipes/index.js';
 import { fanOut, describeEnd, type NodeJobResult } from './fanout.js';
 import { formatDuration } from './health.js';
-import { nodeArgv, toolsFromEnv } from './ssh.js';
+import { nodeArgv, toolsFromEnv } from '../remote/ssh.js';
 
 export type NodeTaskKind = 'pack' | 'verify';
 

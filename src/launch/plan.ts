@@ -21,7 +21,7 @@ import {
   type Recipe,
   type TopologyProblem,
 } from '../recipes/index.js';
-import { HOST_IP_VARIABLE, engineArgs, launcherEnvKeys, recipeModelArg, type NodeTopology } from './engine.js';
+import { HOST_IP_VARIABLE, engineArgs, launcherEnvKeys, recipeModelArg, type NodeTopology } from '../engine/args.js';
 import { requireHfCache, revisionInPath, type ModelSnapshot } from './snapshot.js';
 
 export interface NodePlan {

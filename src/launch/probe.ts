@@ -5,7 +5,7 @@ import { homedir } from 'node:os';
 import { SparkError } from '../errors.js';
 import type { ClusterNode } from '../recipes/index.js';
 import { readLocalText, type ReadText } from './snapshot.js';
-import { capture, isLocalHost, lastLine, nodeArgv, nodeCommand, type Tools } from './ssh.js';
+import { capture, isLocalHost, lastLine, nodeArgv, nodeCommand, type Tools } from '../remote/ssh.js';
 
 function nodeName(node: Pick<ClusterNode, 'rank' | 'host'>): string {
   return `node ${node.rank} (${node.host})`;

@@ -5,7 +5,7 @@ import { SparkError } from '../errors.js';
 import type { Cluster } from '../recipes/index.js';
 import { fanOut, type NodeJobResult } from './fanout.js';
 import { containerPrefix } from './plan.js';
-import { nodeArgv, type Tools } from './ssh.js';
+import { nodeArgv, type Tools } from '../remote/ssh.js';
 
 export interface StopTarget {
   rank: number;

@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import type { Io } from '../io.js';
 import { SparkError, toSparkError, usageError } from '../errors.js';
 import { configFamily, stackOf } from '../recipes/index.js';
-import { toolsFromEnv } from '../launch/ssh.js';
+import { toolsFromEnv } from '../remote/ssh.js';
 import { VERSION } from '../version.js';
 import { buildContext, forNode, type PreflightOptions } from './context.js';
 import { collectFacts, localHello } from './facts/collect.js';

@@ -3,7 +3,7 @@
 // (od, tr, wc, df, tail, head, uname, date), plus docker and nvidia-smi when present. Every
 // value of arbitrary content travels hex-encoded (od), keyed by its index in the request, so
 // the answer parses the same whatever the paths or files hold.
-import { shQuote } from '../../launch/shell.js';
+import { shQuote } from '../../remote/shell.js';
 import { parseAddresses, parseListeners, parseNvidiaSmi, parseRoutes } from './parse.js';
 import { imageFailure } from './collect.js';
 import { TEXT_LIMIT, type FactsRequest, type NodeFacts, type NodeHello, type PathKind, type SysfsDump } from './types.js';

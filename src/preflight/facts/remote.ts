@@ -3,7 +3,7 @@
 // node when it is there, else by the sh probe. A node that does not answer the hello is
 // unreachable; every other failure still leaves the facts of whichever way worked.
 import { join } from 'node:path';
-import { capture, lastLine, nodeArgv, type Tools } from '../../launch/ssh.js';
+import { capture, lastLine, nodeArgv, type Tools } from '../../remote/ssh.js';
 import { helloScript, parseHello, parseProbe, probeScript } from './probe-sh.js';
 import { judgeProbedCopy, judgeProbedSnapshot, rebuildSysfs } from './rebuild.js';
 import { FACTS_VERSION, type FactsRequest, type NodeFacts, type NodeHello } from './types.js';

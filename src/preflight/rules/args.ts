@@ -1,6 +1,6 @@
 // The argument vector itself: values the engine will refuse, and flags the launcher owns.
 import { ENGINES, type Engine } from '../../recipes/index.js';
-import { launcherEnvKeys } from '../../launch/engine.js';
+import { launcherEnvKeys } from '../../engine/args.js';
 import { defineRule, envSourceName, finding, whereArg, whereEnv } from '../rule.js';
 
 export const jsonValue = defineRule({
