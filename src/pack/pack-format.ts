@@ -1,6 +1,6 @@
 // The packed directory format, version 1, as the packer writes it (docs/packed-format.md):
 // file names, the layer geometry, the 4096-byte header block and the manifest JSON text.
-// The strict reader of the manifest is packed-manifest.ts; this is the writing side.
+// The strict reader of the manifest is engram/packed-manifest.ts; this is the writing side.
 import {
   MANIFEST_FORMAT,
   MANIFEST_VERSION,

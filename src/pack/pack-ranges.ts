@@ -1,4 +1,4 @@
-// The rows a rank packs per layer: the tiling module's split rules (ranges.ts), with the
+// The rows a rank packs per layer: the tiling module's split rules (engram/ranges.ts), with the
 // prime-rule sub-table sizes from config.json for the heads split.
 import type { ModelConfig } from '../engram/config.js';
 import { withSubTables } from '../engram/layer-source.js';

@@ -2,7 +2,7 @@
 // consumer"). For every shard holding an Engram layer's weight and scale, a file of the same
 // name and apparent size with the header bytes copied verbatim and this rank's rows at their
 // original offsets (holes elsewhere); the index copied verbatim; then engram-local.json, the
-// overlay's manifest with spark's metadata under one key (sparse-manifest.ts).
+// overlay's manifest with spark's metadata under one key (engram/sparse-manifest.ts).
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { SparkError } from '../errors.js';

@@ -1,5 +1,5 @@
 // `spark verify` without the CLI. Which checks run depends on what the directory holds
-// (local-dir.ts): a sparse copy is checked by verify-sparse.ts; a dense/page pack here: the
+// (engram/local-dir.ts): a sparse copy is checked by verify-sparse.ts; a dense/page pack here: the
 // manifest's sanity (format, ranges inside their tables and matching the split it claims,
 // entries consistent with the layout), every data file's size and header block, every chunk
 // checksum (native, parallel), and with a source snapshot the rows themselves, all of them or
