@@ -1,10 +1,13 @@
 // Helpers every rule module uses: building findings and naming where they point.
-import { argLine, at, type ArgFlag, type EnvValue } from '../recipes/index.js';
+import { argLine, at, ENGINES, type ArgFlag, type Engine, type EnvValue } from '../recipes/index.js';
 import { nodeLabel } from './node.js';
 import type { Finding, PreflightContext, Rule, RuleMeta, Severity } from './types.js';
 
-export function defineRule(rule: Rule): Rule {
-  return rule;
+/** A rule as its module writes it: `engines` may be left out when the rule holds on every engine. */
+export type RuleInput = Omit<Rule, 'engines'> & { engines?: readonly Engine[] };
+
+export function defineRule(rule: RuleInput): Rule {
+  return Object.assign(rule, { engines: rule.engines ?? ENGINES });
 }
 
 export interface FindingInput {
@@ -16,7 +19,7 @@ export interface FindingInput {
 }
 
 /** A finding of `rule`, with the rule's severity and fix unless given. */
-export function finding(rule: RuleMeta, f: FindingInput): Finding {
+export function finding(rule: Pick<RuleMeta, 'id' | 'severity' | 'fix'>, f: FindingInput): Finding {
   const out: Finding = {
     rule: rule.id,
     severity: f.severity ?? rule.severity,

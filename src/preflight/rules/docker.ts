@@ -1,5 +1,5 @@
 // Container settings.
-import { ENGINES, parseDockerSize } from '../../recipes/index.js';
+import { parseDockerSize } from '../../recipes/index.js';
 import { formatBytes } from '../../format.js';
 import { defineRule, finding, whereKey } from '../rule.js';
 
@@ -8,7 +8,6 @@ export const MIN_SHM_BYTES = 2 ** 30;
 export const shmSize = defineRule({
   id: 'docker.shm-size',
   title: 'the container gets a /dev/shm large enough for NCCL and the engine',
-  engines: ENGINES,
   severity: 'error',
   also: 'warn below 1 GiB',
   scope: 'files',

@@ -1,6 +1,5 @@
 // GPU memory fractions on unified memory: on GB10 the 128 GB is both host RAM and GPU memory,
 // so what the engine reserves is taken from the OS, page cache and pinned NCCL buffers.
-import { ENGINES } from '../../recipes/index.js';
 import { defineRule, finding, whereArg, whereKey } from '../rule.js';
 
 /** vLLM: above this the server boots and then dies under traffic. */
@@ -15,7 +14,6 @@ export const SGLANG_MFS_CEILING = 0.95;
 export const utilizationCeiling = defineRule({
   id: 'memory.utilization-ceiling',
   title: 'the GPU memory fraction leaves room for the OS on unified memory',
-  engines: ENGINES,
   severity: 'error',
   also: `warn for a vLLM value above ${VLLM_GMU_SAFE} and at most ${VLLM_GMU_CEILING}`,
   scope: 'files',

@@ -1,7 +1,7 @@
 // Parallelism against the cluster and the model: one rank per node, TP must divide the
 // dimensions it splits, and SGLang's expert parallelism must fit inside TP. The shape and the
 // nodes that run come from src/recipes/topology.ts, which the launcher uses too.
-import { argLine, at, ENGINES } from '../../recipes/index.js';
+import { argLine, at } from '../../recipes/index.js';
 import { defineRule, finding, whereArg, whereKey } from '../rule.js';
 import type { PreflightContext } from '../types.js';
 
@@ -13,7 +13,6 @@ export function tensorParallel(ctx: PreflightContext): number {
 export const nodes = defineRule({
   id: 'parallel.nodes',
   title: 'tensor_parallel_size × pipeline_parallel_size = required_nodes ≤ the nodes in the cluster, head first',
-  engines: ENGINES,
   severity: 'error',
   also: 'warn when the cluster has more nodes than the recipe needs (the launch runs on the first required_nodes)',
   scope: 'files',
@@ -55,7 +54,6 @@ export const nodes = defineRule({
 export const tpDivides = defineRule({
   id: 'parallel.tp-divides',
   title: 'TP divides the attention heads, hidden size and vocabulary of config.json',
-  engines: ENGINES,
   severity: 'error',
   scope: 'snapshot',
   evidence:
