@@ -47,7 +47,7 @@ export const hostPaths = defineRule({
       out.push(
         finding(this, {
           message: `hf_cache ${c.hfCache} does not exist on ${whereNode(ctx)}: the container would see an empty Hugging Face cache`,
-          where: at(c.file, c.document.locations.get('hf_cache')?.line),
+          where: at(c.file, c.locate('hfCache')),
           fix: 'mount the NAS (or create the cache) on that node, or correct hf_cache',
         }),
       );
