@@ -9,6 +9,27 @@ import { failIfSwallowed, findSwallowedKeys, swallowedDiagnostic, withoutSwallow
 import { parseTomlDocument, readTextFile } from './toml-file.js';
 import { formatPath, type TomlPositions } from './toml-positions.js';
 
+/** The TOML key of each field. */
+const CLUSTER_FIELDS = {
+  name: 'name',
+  nodes: 'nodes',
+  head: 'head',
+  hfCache: 'hf_cache',
+  distPort: 'dist_port',
+  nccl: 'nccl',
+} as const satisfies Record<Exclude<keyof Cluster, 'file' | 'locate'>, string>;
+const NODE_FIELDS = {
+  host: 'host',
+  fabricAddr: 'fabric_addr',
+  distAddr: 'dist_addr',
+  env: 'env',
+} as const satisfies Partial<Record<keyof ClusterNode, string>>;
+
+export type ClusterField = keyof typeof CLUSTER_FIELDS;
+export type NodeField = keyof typeof NODE_FIELDS;
+export const CLUSTER_KEYS: readonly string[] = Object.values(CLUSTER_FIELDS);
+export const NODE_KEYS: readonly string[] = Object.values(NODE_FIELDS);
+
 export interface ClusterNode {
   /** Rank = position in the file. */
   rank: number;
@@ -33,6 +54,8 @@ export interface ClusterNode {
 
 export interface Cluster {
   file: string;
+  /** The line that wrote a field of the cluster, a node's table or a key of nccl. */
+  locate: Locate<Cluster, ClusterField>;
   name: string;
   nodes: ClusterNode[];
   /** Index of the head node (rank that serves HTTP and hosts the rendezvous). Default 0. */
@@ -43,8 +66,6 @@ export interface Cluster {
   distPort: number;
   /** The cluster's NCCL environment; the recipe's [env] wins where both set a key. */
   nccl: Record<string, string>;
-  /** The line that wrote a field of the cluster, a node's table or a key of nccl. */
-  locate: Locate<Cluster, ClusterField>;
 }
 
 export interface LoadedCluster {
@@ -52,26 +73,6 @@ export interface LoadedCluster {
   diagnostics: FileDiagnostic[];
 }
 
-/** The TOML key of each field. */
-const CLUSTER_FIELDS = {
-  name: 'name',
-  nodes: 'nodes',
-  head: 'head',
-  hfCache: 'hf_cache',
-  distPort: 'dist_port',
-  nccl: 'nccl',
-} as const satisfies Record<Exclude<keyof Cluster, 'file' | 'locate'>, string>;
-const NODE_FIELDS = {
-  host: 'host',
-  fabricAddr: 'fabric_addr',
-  distAddr: 'dist_addr',
-  env: 'env',
-} as const satisfies Partial<Record<keyof ClusterNode, string>>;
-
-export type ClusterField = keyof typeof CLUSTER_FIELDS;
-export type NodeField = keyof typeof NODE_FIELDS;
-export const CLUSTER_KEYS: readonly string[] = Object.values(CLUSTER_FIELDS);
-export const NODE_KEYS: readonly string[] = Object.values(NODE_FIELDS);
 export const DEFAULT_DIST_PORT = 25000;
 /** Where the launcher mounts the cluster's hf_cache inside every container. */
 export const HF_CACHE_CONTAINER_PATH = '/root/.cache/huggingface';

@@ -8,55 +8,6 @@ import { failIfSwallowed, findSwallowedKeys, swallowedDiagnostic, withoutSwallow
 export type Engine = 'sglang' | 'vllm';
 export const ENGINES: readonly Engine[] = ['sglang', 'vllm'];
 
-/** One bind mount into the container. */
-export interface Mount {
-  /** Host path as written (may start with `~`). */
-  host: string;
-  /** Absolute path inside the container. */
-  container: string;
-  readOnly: boolean;
-  /** Line of the `[[extra_mounts]]` header. */
-  line?: number;
-}
-
-export interface Recipe {
-  /** The file as the user named it. */
-  file: string;
-  engine: Engine;
-  /** Display name. */
-  name?: string;
-  dockerImage: string;
-  /** Hugging Face model id, e.g. `deepseek-ai/DeepSeek-V4.1-Flash`. */
-  model: string;
-  parentModel?: string;
-  /** Serving port (the launcher appends `--port`). */
-  port?: number;
-  /** Nodes the stack needs: one rank per node. Default 1. */
-  requiredNodes: number;
-  tensorParallelSize?: number;
-  /** Default 1. */
-  pipelineParallelSize: number;
-  distributedBackend?: string;
-  /** Docker `--shm-size` value as written, e.g. `32gb` (see parseDockerSize). */
-  shmSize?: string;
-  dockerImageDir?: string;
-  /** Container command; undefined means the image's own entrypoint. */
-  entrypoint?: string[];
-  /** Engine arguments, verbatim (see parseArgs for the flag view). */
-  args: string[];
-  extraMounts: Mount[];
-  /** The recipe's [env], verbatim. */
-  env: Record<string, string>;
-  /** The line that wrote a field, an element of args or a key of env (for file:line in messages). */
-  locate: Locate<Recipe, RecipeField>;
-}
-
-export interface LoadedRecipe {
-  recipe: Recipe;
-  /** Unknown keys (warn) and keys a table header swallowed (error). */
-  diagnostics: FileDiagnostic[];
-}
-
 /** The TOML key of each field, in the order the docs list them. */
 const RECIPE_FIELDS = {
   engine: 'engine',
@@ -89,6 +40,55 @@ export function recipeKey(field: RecipeField): string {
 export const RECIPE_KEYS: readonly string[] = Object.values(RECIPE_FIELDS);
 
 export const MOUNT_KEYS = ['host', 'container', 'read_only'] as const;
+
+/** One bind mount into the container. */
+export interface Mount {
+  /** Host path as written (may start with `~`). */
+  host: string;
+  /** Absolute path inside the container. */
+  container: string;
+  readOnly: boolean;
+  /** Line of the `[[extra_mounts]]` header (or of the inline table in `extra_mounts = [...]`). */
+  line?: number;
+}
+
+export interface Recipe {
+  /** The file as the user named it. */
+  file: string;
+  /** The line that wrote a field, an element of args or a key of env (for file:line in messages). */
+  locate: Locate<Recipe, RecipeField>;
+  engine: Engine;
+  /** Display name. */
+  name?: string;
+  dockerImage: string;
+  /** Hugging Face model id, e.g. `deepseek-ai/DeepSeek-V4.1-Flash`. */
+  model: string;
+  parentModel?: string;
+  /** Serving port (the launcher appends `--port`). */
+  port?: number;
+  /** Nodes the stack needs: one rank per node. Default 1. */
+  requiredNodes: number;
+  tensorParallelSize?: number;
+  /** Default 1. */
+  pipelineParallelSize: number;
+  distributedBackend?: string;
+  /** Docker `--shm-size` value as written, e.g. `32gb` (see parseDockerSize). */
+  shmSize?: string;
+  dockerImageDir?: string;
+  /** Container command; undefined means the image's own entrypoint. */
+  entrypoint?: string[];
+  /** Engine arguments, verbatim (see parseArgs for the flag view). */
+  args: string[];
+  extraMounts: Mount[];
+  /** The recipe's [env], verbatim. */
+  env: Record<string, string>;
+}
+
+export interface LoadedRecipe {
+  recipe: Recipe;
+  /** Unknown keys (warn) and keys a table header swallowed (error). */
+  diagnostics: FileDiagnostic[];
+}
 
 export async function readRecipe(path: string): Promise<LoadedRecipe> {
   return parseRecipe(await readTextFile(path, 'recipe'), path);
