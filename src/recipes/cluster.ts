@@ -134,7 +134,7 @@ export function parseCluster(source: string, file: string): LoadedCluster {
     const host = r.requiredString('host', 'host = "spark1"');
     const bad = badHost(host);
     if (bad) r.fail('host', `${r.path('host')} ${JSON.stringify(host)} ${bad}`, 'write the ssh target, e.g. host = "spark1" or "user@10.0.0.1"');
-    const node: ClusterNode = { rank, host, fabricAddr: fabric.addr, env: {}, locate: locator<ClusterNode, NodeField>(NODE_FIELDS, r.at) };
+    const node: ClusterNode = { rank, host, fabricAddr: fabric.addr, env: {}, locate: locator<ClusterNode, NodeField>(NODE_FIELDS, r.position) };
     if (fabric.prefix !== undefined) node.fabricPrefix = fabric.prefix;
     const dist = r.string('dist_addr');
     if (dist !== undefined) node.distAddr = parseAddress(r, 'dist_addr', dist, false).addr;

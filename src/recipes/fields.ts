@@ -39,14 +39,14 @@ export function isTable(value: unknown): value is Record<string, unknown> {
 
 /**
  * Reads the keys of one table. `prefix` is the table's path in messages ('' at the top level),
- * `at` where the file wrote the table, and `headerLine` the line to name for a key it lacks.
+ * `position` where the file wrote the table, and `headerLine` the line to name for a key it lacks.
  */
 export class FieldReader {
   constructor(
     readonly file: string,
     readonly table: Record<string, unknown>,
     readonly prefix: string,
-    readonly at: TomlPosition | undefined,
+    readonly position: TomlPosition | undefined,
     readonly code: ErrorCode,
     readonly headerLine?: number,
   ) {}
@@ -56,7 +56,7 @@ export class FieldReader {
   }
 
   lineOf(key: string): number | undefined {
-    return this.at?.keys.get(key)?.line ?? this.headerLine;
+    return this.position?.keys.get(key)?.line ?? this.headerLine;
   }
 
   fail(key: string, message: string, fix?: string): never {
@@ -111,7 +111,7 @@ export class FieldReader {
     if (!Array.isArray(v)) this.wrongType(key, 'an array of strings', `${key} = ["…", "…"]`);
     v.forEach((item, i) => {
       if (typeof item !== 'string') {
-        const line = this.at?.keys.get(key)?.items[i]?.line ?? this.lineOf(key);
+        const line = this.position?.keys.get(key)?.items[i]?.line ?? this.lineOf(key);
         throw new SparkError(
           this.code,
           `${at(this.file, line)}: ${this.path(key)}[${i}] must be a string, got ${typeName(item)}; quote it`,
@@ -141,7 +141,7 @@ export class FieldReader {
     const v = this.table[key];
     if (v === undefined) return [];
     if (!Array.isArray(v) || !v.every(isTable)) this.wrongType(key, 'an array of tables', `[[${key}]]`);
-    const at = this.at?.keys.get(key);
+    const at = this.position?.keys.get(key);
     return v.map((item, i) => {
       const element = at?.items[i];
       return new FieldReader(this.file, item, `${this.path(key)}[${i}]`, element, this.code, element?.line ?? this.lineOf(key));
@@ -149,7 +149,7 @@ export class FieldReader {
   }
 
   sub(key: string, table: Record<string, unknown>): FieldReader {
-    return new FieldReader(this.file, table, this.path(key), this.at?.keys.get(key), this.code, this.lineOf(key));
+    return new FieldReader(this.file, table, this.path(key), this.position?.keys.get(key), this.code, this.lineOf(key));
   }
 
   /** Keys of this table not in `known`, as warnings. */

@@ -21,12 +21,12 @@ export interface SwallowedKey {
 }
 
 /** `extra_mounts[0].args`: where the key ended up. */
-export function swallowedPath(s: SwallowedKey): string {
+function swallowedPath(s: SwallowedKey): string {
   return formatPath([...s.header.path, ...s.key]);
 }
 
 /** The header as written: `[[extra_mounts]]`, `[nccl]`. */
-export function writtenHeader(header: TomlHeader): string {
+function writtenHeader(header: TomlHeader): string {
   return header.array ? `[[${formatPath(header.path.slice(0, -1))}]]` : `[${formatPath(header.path)}]`;
 }
 

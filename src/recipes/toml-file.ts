@@ -7,9 +7,6 @@ import { readSmallText } from '../small-file.js';
 import { tomlPositions, type TomlPositions } from './toml-positions.js';
 
 export interface TomlDocument {
-  /** The file as the user named it (used in every message). */
-  file: string;
-  source: string;
   table: TomlTable;
   positions: TomlPositions;
 }
@@ -28,7 +25,7 @@ export function parseTomlDocument(source: string, file: string, code: ErrorCode)
     }
     throw err;
   }
-  return { file, source, table, positions: tomlPositions(source) };
+  return { table, positions: tomlPositions(source) };
 }
 
 /** Reads a text file; a missing or unreadable file names the path and what it should be. */

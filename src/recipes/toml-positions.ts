@@ -4,10 +4,10 @@
 //
 // One pass over the same text, run only after smol-toml accepted it, so it never has to judge
 // validity: it follows structure alone (headers, keys, strings, arrays and inline tables, which
-// may span lines) and never interprets a value. The maintained TOML parsers that do keep
-// positions are built for linters and read a different TOML than smol-toml does (they refuse
-// TOML 1.1's newlines in inline tables, round integers past 2^53), so swapping parsers would
-// change which recipes load; a structure walk over text already accepted cannot.
+// may span lines) and never interprets a value. The maintained TOML parser that does keep
+// positions is built for linters and reads a different TOML than smol-toml does (by default it
+// refuses the TOML 1.1 smol-toml reads, and it rounds integers past 2^53 that smol-toml refuses),
+// so swapping parsers would change which recipes load; a walk over text already accepted cannot.
 
 /** Where one key, table or array element was written, and what was written below it. */
 export interface TomlPosition {
