@@ -76,6 +76,8 @@ s = 2
       ['p', 17, false, ['s@18']],
     ],
   );
+  // A file saved with CRLF line endings has its keys on the same lines.
+  assert.deepEqual(flatten(tomlPositions(src.replaceAll('\n', '\r\n')).root), flatten(at.root));
 });
 
 test('strings, arrays and inline tables spanning lines: no key hidden or invented, elements and inner keys at their lines', () => {
