@@ -3,10 +3,23 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SparkError } from '../src/errors.js';
-import { argvForExec, parseArgs, parseEnvFile, readEnvFile, readRecipe } from '../src/recipes/index.js';
+import { argvForExec, parseArgs, parseEnvFile, readEnvFile, readRecipe, type EnvFile } from '../src/recipes/index.js';
 import { EUGR, MIA_ENV, DSV41 } from './helpers/preflight.js';
 import { cli } from './helpers/cli.js';
 import { tempDir } from './helpers/tmp.js';
+
+/** `env`'s values of the keys `want` names, to compare with `want` in one assertion. */
+function valuesOf(env: EnvFile, want: Record<string, string>): Record<string, string | undefined> {
+  return Object.fromEntries(Object.keys(want).map((k) => [k, env.vars.get(k)?.value]));
+}
+
+/** Asserts that parsing `src` is refused with E_ENV_FILE (exit 2) in one line matching `re`. */
+function refused(src: string, re: RegExp, env: NodeJS.ProcessEnv = {}): void {
+  assert.throws(
+    () => parseEnvFile(src, 'x.env', env),
+    (e: unknown) => e instanceof SparkError && e.code === 'E_ENV_FILE' && e.exitCode === 2 && re.test(e.message) && !e.message.includes('\n'),
+  );
+}
 
 test('env files: comments, quotes, export, expansion against the file then the environment', () => {
   const src = [
@@ -26,17 +39,20 @@ test('env files: comments, quotes, export, expansion against the file then the e
     'J=$A$MISSING', //                                    14
   ].join('\n');
   const env = parseEnvFile(src, '.env', { HOME: '/home/u', A: 'from-env', EMPTY: '' });
-  const v = (k: string) => env.vars.get(k)?.value;
-  assert.equal(v('A'), '3');
-  assert.equal(v('B'), 'two words');
-  assert.equal(v('C'), '$A literal # not a comment');
-  assert.equal(v('D'), 'x1y two words $A "q" \n');
-  assert.equal(v('E'), '/home/u/.ssh/id');
-  assert.equal(v('F'), 'fallback-1-e-');
-  assert.equal(v('G'), 'a#b');
-  assert.equal(v('H'), 'multi\nline');
-  assert.equal(v('I'), '');
-  assert.equal(v('J'), '3');
+  const want = {
+    A: '3',
+    B: 'two words',
+    C: '$A literal # not a comment',
+    D: 'x1y two words $A "q" \n',
+    E: '/home/u/.ssh/id',
+    F: 'fallback-1-e-',
+    G: 'a#b',
+    H: 'multi\nline',
+    I: '',
+    J: '3',
+  };
+  assert.deepEqual(valuesOf(env, want), want);
+  assert.equal(env.vars.size, Object.keys(want).length);
   assert.deepEqual(
     env.entries.map((e) => [e.key, e.line]),
     [
@@ -61,33 +77,23 @@ test('env files: comments, quotes, export, expansion against the file then the e
 });
 
 test('env files: malformed lines are refused with file:line', () => {
-  const bad = (src: string, re: RegExp) =>
-    assert.throws(
-      () => parseEnvFile(src, 'x.env', {}),
-      (e: unknown) => e instanceof SparkError && e.code === 'E_ENV_FILE' && e.exitCode === 2 && re.test(e.message),
-    );
-  bad('A=1\nnot a line', /^x\.env:2: expected '=' after not/);
-  bad('A=1\n=2', /^x\.env:2: expected KEY=value/);
-  bad('A="open\nB=2', /^x\.env:1: A: the double quote opened here is never closed/);
-  bad("A='x' y", /^x\.env:1: A: unexpected text after the closing quote/);
+  refused('A=1\nnot a line', /^x\.env:2: expected '=' after not/);
+  refused('A=1\n=2', /^x\.env:2: expected KEY=value/);
+  refused('A="open\nB=2', /^x\.env:1: A: the double quote opened here is never closed/);
+  refused("A='x' y", /^x\.env:1: A: unexpected text after the closing quote/);
 });
 
 test('env files: nested ${A:-${B:-x}}, the + and ? operators, CR-only line endings', () => {
-  const src = [
-    'A=${U1:-${U2:-x}}', //                               1
-    'B=${U1:-${A}/${U2-${A}y}}', //                       2
-    'C="${U1:-{braces} in ${A:+alt}}"', //                3
-    'D=${EMPTY:+set}|${EMPTY+set}|${U1+set}|${A:?need A}', // 4
-    'E=${U1:-a\\}b}', //                                  5
-  ].join('\n');
-  const env = parseEnvFile(src, '.env', { EMPTY: '' });
-  const v = (k: string) => env.vars.get(k)?.value;
-  assert.equal(v('A'), 'x');
-  assert.equal(v('B'), 'x/xy');
-  // As sh reads it: the first bare '}' ends the word.
-  assert.equal(v('C'), '{braces in alt}');
-  assert.equal(v('D'), '|set||x');
-  assert.equal(v('E'), 'a}b');
+  // Each line of the file beside the value it gives.
+  const lines: [string, string][] = [
+    ['A=${U1:-${U2:-x}}', 'x'],
+    ['B=${U1:-${A}/${U2-${A}y}}', 'x/xy'],
+    ['C="${U1:-{braces} in ${A:+alt}}"', '{braces in alt}'], // as sh reads it: the first bare '}' ends the word
+    ['D=${EMPTY:+set}|${EMPTY+set}|${U1+set}|${A:?need A}', '|set||x'],
+    ['E=${U1:-a\\}b}', 'a}b'],
+  ];
+  const env = parseEnvFile(lines.map(([line]) => line).join('\n'), '.env', { EMPTY: '' });
+  assert.deepEqual([...env.vars.values()].map((v) => v.value), lines.map(([, value]) => value));
   assert.deepEqual(env.diagnostics, []);
 
   // A file saved with classic Mac line endings: three lines, not one value "1\rB=2\rC=3".
@@ -98,18 +104,13 @@ test('env files: nested ${A:-${B:-x}}, the + and ? operators, CR-only line endin
 });
 
 test('env files: NUL bytes and broken expansions are refused at read time, naming file:line', () => {
-  const bad = (src: string, re: RegExp) =>
-    assert.throws(
-      () => parseEnvFile(src, 'x.env', { EMPTY: '' }),
-      (e: unknown) => e instanceof SparkError && e.code === 'E_ENV_FILE' && e.exitCode === 2 && re.test(e.message) && !e.message.includes('\n'),
-    );
-  bad('A=1\nB=x\0y\n', /^x\.env:2: contains a NUL byte/);
-  bad('A=1\nB="\0"', /^x\.env:2: contains a NUL byte/);
-  bad('A=${U:-${B:-x}', /^x\.env:1: \$\{U:-…: the '\$\{' is never closed/);
-  bad('A=${U:?set U first}', /^x\.env:1: \$\{U:\?…\}: U is not set: set U first$/);
-  bad('A=${EMPTY:?}', /^x\.env:1: \$\{EMPTY:\?…\}: EMPTY is empty$/);
-  bad('A=${1}', /^x\.env:1: '\$\{' must be followed by a variable name/);
-  bad('A=${U/x/y}', /^x\.env:1: \$\{U: expected '\}' or one of/);
+  refused('A=1\nB=x\0y\n', /^x\.env:2: contains a NUL byte/);
+  refused('A=1\nB="\0"', /^x\.env:2: contains a NUL byte/);
+  refused('A=${U:-${B:-x}', /^x\.env:1: \$\{U:-…: the '\$\{' is never closed/);
+  refused('A=${U:?set U first}', /^x\.env:1: \$\{U:\?…\}: U is not set: set U first$/);
+  refused('A=${EMPTY:?}', /^x\.env:1: \$\{EMPTY:\?…\}: EMPTY is empty$/, { EMPTY: '' });
+  refused('A=${1}', /^x\.env:1: '\$\{' must be followed by a variable name/);
+  refused('A=${U/x/y}', /^x\.env:1: \$\{U: expected '\}' or one of/);
 });
 
 test('a NUL byte in an env file is a preflight error naming the file, not a failure at launch', async () => {
@@ -132,13 +133,15 @@ test('the mia-tp4 env file parses as it is', async () => {
     ['HEAD_IP', 'SSH_IDENTITY', 'IMAGE', 'PORT', 'NNODES', 'TP_SIZE'],
   );
   assert.ok(!env.diagnostics.some((d) => /^(NCCL|DSV41|SGLANG|PYTORCH|GLOO)_/.test(d.key)));
-  const v = (k: string) => env.vars.get(k)?.value;
-  assert.equal(v('SSH_IDENTITY'), '/home/zurih/.ssh/id_ed25519_shared');
-  assert.equal(v('NCCL_PROTO'), '^LL128');
-  assert.equal(v('PYTORCH_CUDA_ALLOC_CONF'), 'expandable_segments:False');
-  assert.equal(v('EXTRA_SGLANG_ARGS'), '--fp8-gemm-backend flashinfer_cutlass --watchdog-timeout 1800 --sleep-on-idle');
-  assert.equal(v('BASE_IMAGE'), 'lmsysorg/sglang:dev-dsv41@sha256:3dbc313030a6ef2c5d7de8ecf48e9aece722694a82182cb618cc82b588816349');
-  assert.equal(v('DSV41_PREFILL_EMPTY_CACHE_TOKENS'), '8192');
+  const want = {
+    SSH_IDENTITY: '/home/zurih/.ssh/id_ed25519_shared',
+    NCCL_PROTO: '^LL128',
+    PYTORCH_CUDA_ALLOC_CONF: 'expandable_segments:False',
+    EXTRA_SGLANG_ARGS: '--fp8-gemm-backend flashinfer_cutlass --watchdog-timeout 1800 --sleep-on-idle',
+    BASE_IMAGE: 'lmsysorg/sglang:dev-dsv41@sha256:3dbc313030a6ef2c5d7de8ecf48e9aece722694a82182cb618cc82b588816349',
+    DSV41_PREFILL_EMPTY_CACHE_TOKENS: '8192',
+  };
+  assert.deepEqual(valuesOf(env, want), want);
   const withoutHome = await readEnvFile(MIA_ENV, {});
   assert.deepEqual(
     withoutHome.diagnostics.filter((d) => d.kind === 'undefined-variable').map((d) => d.key),

@@ -4,7 +4,6 @@ import { posix } from 'node:path';
 import { SparkError } from '../errors.js';
 import {
   HF_CACHE_CONTAINER_PATH,
-  argLine,
   argvForExec,
   effectiveEnv,
   envValues,
@@ -19,6 +18,7 @@ import {
   type EnvFile,
   type EnvSourceKind,
   type Recipe,
+  type ShapeProblem,
   type TopologyProblem,
 } from '../recipes/index.js';
 import { HOST_IP_VARIABLE, engineArgs, launcherEnvKeys, recipeModelArg, type NodeTopology } from '../engine/args.js';
@@ -147,10 +147,10 @@ function absoluteHostPath(
 }
 
 /** The first problem of a shape or placement as the SparkError a launch refuses with (exit 2). */
-function refuse(problem: TopologyProblem, recipe: Recipe, cluster: Cluster): SparkError {
+function refuse(problem: TopologyProblem | ShapeProblem, recipe: Recipe, cluster: Cluster): SparkError {
   const inCluster = problem.key === 'head' || problem.key === 'required_nodes';
   const file = inCluster ? cluster.file : recipe.file;
-  const line = problem.flag ? argLine(recipe, problem.flag.index) : recipe.document.locations.get(problem.key)?.line;
+  const line = problem.flag ? recipe.locate('args', problem.flag.index) : 'field' in problem ? recipe.locate(problem.field) : undefined;
   const where = inCluster ? '' : `${line === undefined ? file : `${file}:${line}`}: `;
   return new SparkError(inCluster ? 'E_CLUSTER' : 'E_RECIPE', `${where}${problem.message}; ${problem.fix}`, { path: file, key: problem.key });
 }

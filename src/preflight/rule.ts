@@ -1,10 +1,13 @@
 // Helpers every rule module uses: building findings and naming where they point.
-import { argLine, at, type ArgFlag, type EnvValue } from '../recipes/index.js';
+import { at, ENGINES, type ArgFlag, type Engine, type EnvValue, type RecipeField } from '../recipes/index.js';
 import { nodeLabel } from './node.js';
 import type { Finding, PreflightContext, Rule, RuleMeta, Severity } from './types.js';
 
-export function defineRule(rule: Rule): Rule {
-  return rule;
+/** A rule as its module writes it: `engines` may be left out when the rule holds on every engine. */
+export type RuleInput = Omit<Rule, 'engines'> & { engines?: readonly Engine[] };
+
+export function defineRule(rule: RuleInput): Rule {
+  return Object.assign(rule, { engines: rule.engines ?? ENGINES });
 }
 
 export interface FindingInput {
@@ -16,7 +19,7 @@ export interface FindingInput {
 }
 
 /** A finding of `rule`, with the rule's severity and fix unless given. */
-export function finding(rule: RuleMeta, f: FindingInput): Finding {
+export function finding(rule: Pick<RuleMeta, 'id' | 'severity' | 'fix'>, f: FindingInput): Finding {
   const out: Finding = {
     rule: rule.id,
     severity: f.severity ?? rule.severity,
@@ -28,14 +31,14 @@ export function finding(rule: RuleMeta, f: FindingInput): Finding {
   return out;
 }
 
-/** `recipe.toml:LINE` of a key path (`args`, `env.X`, `extra_mounts[0].host`). */
-export function whereKey(ctx: PreflightContext, path: string): string {
-  return at(ctx.recipe.file, ctx.recipe.document.locations.get(path)?.line);
+/** `recipe.toml:LINE` of the key that writes a field of the recipe. */
+export function whereField(ctx: PreflightContext, field: RecipeField): string {
+  return at(ctx.recipe.file, ctx.recipe.locate(field));
 }
 
 /** `recipe.toml:LINE` of a flag inside args. */
 export function whereArg(ctx: PreflightContext, flag: ArgFlag): string {
-  return at(ctx.recipe.file, argLine(ctx.recipe, flag.index));
+  return at(ctx.recipe.file, ctx.recipe.locate('args', flag.index));
 }
 
 /** `file:LINE` of the env value that won (recipe, cluster file or env file). */

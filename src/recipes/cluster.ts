@@ -4,8 +4,31 @@
 // recipes/clusters/).
 import { isIP } from 'node:net';
 import { FieldReader, type FileDiagnostic } from './fields.js';
+import { locator, type Locate } from './located.js';
 import { failIfSwallowed, findSwallowedKeys, swallowedDiagnostic, withoutSwallowed } from './swallowed.js';
-import { parseTomlDocument, readTextFile, type TomlDocument } from './toml-file.js';
+import { parseTomlDocument, readTextFile } from './toml-file.js';
+import { formatPath, type TomlPositions } from './toml-positions.js';
+
+/** The TOML key of each field. */
+const CLUSTER_FIELDS = {
+  name: 'name',
+  nodes: 'nodes',
+  head: 'head',
+  hfCache: 'hf_cache',
+  distPort: 'dist_port',
+  nccl: 'nccl',
+} as const satisfies Record<Exclude<keyof Cluster, 'file' | 'locate'>, string>;
+const NODE_FIELDS = {
+  host: 'host',
+  fabricAddr: 'fabric_addr',
+  distAddr: 'dist_addr',
+  env: 'env',
+} as const satisfies Partial<Record<keyof ClusterNode, string>>;
+
+export type ClusterField = keyof typeof CLUSTER_FIELDS;
+export type NodeField = keyof typeof NODE_FIELDS;
+export const CLUSTER_KEYS: readonly string[] = Object.values(CLUSTER_FIELDS);
+export const NODE_KEYS: readonly string[] = Object.values(NODE_FIELDS);
 
 export interface ClusterNode {
   /** Rank = position in the file. */
@@ -25,10 +48,14 @@ export interface ClusterNode {
   env: Record<string, string>;
   /** Line of the node's `[[nodes]]` header. */
   line?: number;
+  /** The line that wrote a field of the node, or a key of its env. */
+  locate: Locate<ClusterNode, NodeField>;
 }
 
 export interface Cluster {
   file: string;
+  /** The line that wrote a field of the cluster, a node's table or a key of nccl. */
+  locate: Locate<Cluster, ClusterField>;
   name: string;
   nodes: ClusterNode[];
   /** Index of the head node (rank that serves HTTP and hosts the rendezvous). Default 0. */
@@ -39,7 +66,6 @@ export interface Cluster {
   distPort: number;
   /** The cluster's NCCL environment; the recipe's [env] wins where both set a key. */
   nccl: Record<string, string>;
-  document: TomlDocument;
 }
 
 export interface LoadedCluster {
@@ -47,8 +73,6 @@ export interface LoadedCluster {
   diagnostics: FileDiagnostic[];
 }
 
-export const CLUSTER_KEYS = ['name', 'nodes', 'head', 'hf_cache', 'dist_port', 'nccl'] as const;
-export const NODE_KEYS = ['host', 'fabric_addr', 'dist_addr', 'env'] as const;
 export const DEFAULT_DIST_PORT = 25000;
 /** Where the launcher mounts the cluster's hf_cache inside every container. */
 export const HF_CACHE_CONTAINER_PATH = '/root/.cache/huggingface';
@@ -95,11 +119,11 @@ function badHost(host: string): string | undefined {
 /** Parses and validates a cluster file. Throws SparkError E_CLUSTER (exit 2) on bad data. */
 export function parseCluster(source: string, file: string): LoadedCluster {
   const document = parseTomlDocument(source, file, 'E_CLUSTER');
-  const swallowed = findSwallowedKeys(document, { topLevel: CLUSTER_KEYS, tables: { nodes: NODE_KEYS } });
-  const top = new FieldReader(file, withoutSwallowed(document.table, swallowed), '', document.locations, 'E_CLUSTER');
+  const swallowed = findSwallowedKeys(document.positions, { topLevel: CLUSTER_KEYS, tables: { nodes: NODE_KEYS } });
+  const top = new FieldReader(file, withoutSwallowed(document.table, swallowed), '', document.positions.root, 'E_CLUSTER');
   const diagnostics = swallowed.map((loc) => swallowedDiagnostic(file, loc));
   // A node key written below a node's [nodes.env] header lands in that table as a variable.
-  diagnostics.push(...swallowedNodeKeys(document, file));
+  diagnostics.push(...swallowedNodeKeys(document.positions, file));
   failIfSwallowed(top, 'name', swallowed);
   diagnostics.push(...top.unknownKeys(CLUSTER_KEYS, 'cluster file'));
   const readers = top.tableArray('nodes');
@@ -110,12 +134,12 @@ export function parseCluster(source: string, file: string): LoadedCluster {
     const host = r.requiredString('host', 'host = "spark1"');
     const bad = badHost(host);
     if (bad) r.fail('host', `${r.path('host')} ${JSON.stringify(host)} ${bad}`, 'write the ssh target, e.g. host = "spark1" or "user@10.0.0.1"');
-    const node: ClusterNode = { rank, host, fabricAddr: fabric.addr, env: {} };
+    const node: ClusterNode = { rank, host, fabricAddr: fabric.addr, env: {}, locate: locator<ClusterNode, NodeField>(NODE_FIELDS, r.position) };
     if (fabric.prefix !== undefined) node.fabricPrefix = fabric.prefix;
     const dist = r.string('dist_addr');
     if (dist !== undefined) node.distAddr = parseAddress(r, 'dist_addr', dist, false).addr;
     const env = r.stringMap('env');
-    if (env) node.env = Object.fromEntries(Object.entries(env).filter(([k]) => !(NODE_KEYS as readonly string[]).includes(k)));
+    if (env) node.env = Object.fromEntries(Object.entries(env).filter(([k]) => !NODE_KEYS.includes(k)));
     if (r.headerLine !== undefined) node.line = r.headerLine;
     return node;
   });
@@ -139,25 +163,33 @@ export function parseCluster(source: string, file: string): LoadedCluster {
     head,
     distPort: top.integer('dist_port', 1, 65535) ?? DEFAULT_DIST_PORT,
     nccl: top.stringMap('nccl') ?? {},
-    document,
+    locate: locator<Cluster, ClusterField>(CLUSTER_FIELDS, document.positions.root),
   };
   const hfCache = top.string('hf_cache');
   if (hfCache !== undefined) cluster.hfCache = hfCache;
   return { cluster, diagnostics };
 }
 
-function swallowedNodeKeys(document: TomlDocument, file: string): FileDiagnostic[] {
-  return document.locations.keys
-    .filter((loc) => /^nodes\[\d+\]\.env$/.test(loc.table?.path ?? '') && (NODE_KEYS as readonly string[]).includes(loc.key))
-    .map((loc) => ({
-      kind: 'swallowed-key' as const,
-      severity: 'error' as const,
-      file,
-      line: loc.line,
-      key: loc.path,
-      message:
-        `${loc.key} on line ${loc.line} is inside the [${loc.table!.path.replace(/\[\d+\]/, '')}] table (header on line ` +
-        `${loc.table!.line}), so it is the environment variable ${loc.path}, not the node's ${loc.key}`,
-      fix: `move ${loc.key} above the node's [nodes.env] header`,
-    }));
+function swallowedNodeKeys(positions: TomlPositions, file: string): FileDiagnostic[] {
+  return positions.headers
+    .filter(({ path: [nodes, rank, env, ...rest] }) => nodes === 'nodes' && typeof rank === 'number' && env === 'env' && rest.length === 0)
+    .flatMap((h) =>
+      h.keys
+        .filter(({ key }) => NODE_KEYS.includes(key.at(-1)!))
+        .map(({ key: written, line }) => {
+          const key = written.at(-1)!;
+          const path = formatPath([...h.path, ...written]);
+          return {
+            kind: 'swallowed-key' as const,
+            severity: 'error' as const,
+            file,
+            line,
+            key: path,
+            message:
+              `${key} on line ${line} is inside the [nodes.env] table (header on line ${h.line}), ` +
+              `so it is the environment variable ${path}, not the node's ${key}`,
+            fix: `move ${key} above the node's [nodes.env] header`,
+          };
+        }),
+    );
 }

@@ -5,7 +5,6 @@
 import type { Cluster } from './cluster.js';
 import type { EnvFile } from './env-file.js';
 import type { Recipe } from './recipe.js';
-import { pathSegment } from './toml-scan.js';
 
 export type EnvSourceKind = 'cluster' | 'recipe' | 'env-file' | 'node';
 
@@ -36,11 +35,11 @@ export function effectiveEnv(recipe: Recipe, cluster?: Cluster, envFile?: EnvFil
   };
   if (cluster) {
     for (const [k, v] of Object.entries(cluster.nccl)) {
-      set(k, v, 'cluster', cluster.file, cluster.document.locations.get(`nccl.${k}`)?.line);
+      set(k, v, 'cluster', cluster.file, cluster.locate('nccl', k));
     }
   }
   for (const [k, v] of Object.entries(recipe.env)) {
-    set(k, v, 'recipe', recipe.file, recipe.document.locations.get(`env.${k}`)?.line);
+    set(k, v, 'recipe', recipe.file, recipe.locate('env', k));
   }
   if (envFile) {
     for (const [k, e] of envFile.vars) set(k, e.value, 'env-file', envFile.file, e.line);
@@ -48,7 +47,7 @@ export function effectiveEnv(recipe: Recipe, cluster?: Cluster, envFile?: EnvFil
   const node = cluster && rank !== undefined ? cluster.nodes[rank] : undefined;
   if (node) {
     for (const [k, v] of Object.entries(node.env)) {
-      set(k, v, 'node', cluster!.file, cluster!.document.locations.get(`nodes[${rank}].env.${pathSegment(k)}`)?.line);
+      set(k, v, 'node', cluster!.file, node.locate('env', k));
     }
   }
   return out;

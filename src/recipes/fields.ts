@@ -3,8 +3,7 @@
 // warning the caller reports.
 import { SparkError } from '../errors.js';
 import type { ErrorCode } from '../error-codes.js';
-import type { TomlLocations } from './toml-scan.js';
-import { pathSegment } from './toml-scan.js';
+import { pathSegment, type TomlPosition } from './toml-positions.js';
 
 /** A problem found while reading a file that is not fatal (fatal ones are thrown). */
 export interface FileDiagnostic {
@@ -38,13 +37,16 @@ export function isTable(value: unknown): value is Record<string, unknown> {
   return typeName(value) === 'table';
 }
 
-/** Reads the keys of one table; `prefix` is the table's resolved path ('' at the top level). */
+/**
+ * Reads the keys of one table. `prefix` is the table's path in messages ('' at the top level),
+ * `position` where the file wrote the table, and `headerLine` the line to name for a key it lacks.
+ */
 export class FieldReader {
   constructor(
     readonly file: string,
     readonly table: Record<string, unknown>,
     readonly prefix: string,
-    readonly locations: TomlLocations,
+    readonly position: TomlPosition | undefined,
     readonly code: ErrorCode,
     readonly headerLine?: number,
   ) {}
@@ -54,7 +56,7 @@ export class FieldReader {
   }
 
   lineOf(key: string): number | undefined {
-    return this.locations.get(this.path(key))?.line ?? this.headerLine;
+    return this.position?.keys.get(key)?.line ?? this.headerLine;
   }
 
   fail(key: string, message: string, fix?: string): never {
@@ -109,7 +111,7 @@ export class FieldReader {
     if (!Array.isArray(v)) this.wrongType(key, 'an array of strings', `${key} = ["…", "…"]`);
     v.forEach((item, i) => {
       if (typeof item !== 'string') {
-        const line = this.locations.get(this.path(key))?.elementLines?.[i] ?? this.lineOf(key);
+        const line = this.position?.keys.get(key)?.items[i]?.line ?? this.lineOf(key);
         throw new SparkError(
           this.code,
           `${at(this.file, line)}: ${this.path(key)}[${i}] must be a string, got ${typeName(item)}; quote it`,
@@ -139,17 +141,15 @@ export class FieldReader {
     const v = this.table[key];
     if (v === undefined) return [];
     if (!Array.isArray(v) || !v.every(isTable)) this.wrongType(key, 'an array of tables', `[[${key}]]`);
+    const at = this.position?.keys.get(key);
     return v.map((item, i) => {
-      const prefix = `${this.path(key)}[${i}]`;
-      const header = this.locations.headers.find((h) => h.path === prefix);
-      return new FieldReader(this.file, item, prefix, this.locations, this.code, header?.line ?? this.lineOf(key));
+      const element = at?.items[i];
+      return new FieldReader(this.file, item, `${this.path(key)}[${i}]`, element, this.code, element?.line ?? this.lineOf(key));
     });
   }
 
   sub(key: string, table: Record<string, unknown>): FieldReader {
-    const prefix = this.path(key);
-    const header = this.locations.headers.find((h) => h.path === prefix);
-    return new FieldReader(this.file, table, prefix, this.locations, this.code, header?.line ?? this.lineOf(key));
+    return new FieldReader(this.file, table, this.path(key), this.position?.keys.get(key), this.code, this.lineOf(key));
   }
 
   /** Keys of this table not in `known`, as warnings. */

@@ -1,12 +1,10 @@
 // Recipes, env files and cluster files as typed, validated objects. `spark preflight` checks
 // them; `spark launch` turns them into container commands. Formats: docs/recipes.md.
-export { parseRecipe, readRecipe, recipeLine, argLine, RECIPE_KEYS, MOUNT_KEYS, ENGINES } from './recipe.js';
-export { findSwallowedKeys, swallowedDiagnostic } from './swallowed.js';
-export type { SwallowedKeySchema } from './swallowed.js';
-export type { Recipe, LoadedRecipe, Mount, Engine } from './recipe.js';
+export { parseRecipe, readRecipe, RECIPE_KEYS, MOUNT_KEYS, ENGINES } from './recipe.js';
+export type { Recipe, RecipeField, LoadedRecipe, Mount, Engine } from './recipe.js';
 export { parseCluster, readCluster, nodeAddress, CLUSTER_KEYS, NODE_KEYS, DEFAULT_DIST_PORT, HF_CACHE_CONTAINER_PATH } from './cluster.js';
 export { parallelShape, placement, servingPort, TP_FLAGS, PP_FLAGS } from './topology.js';
-export type { ParallelShape, Placement, TopologyProblem } from './topology.js';
+export type { ParallelShape, Placement, ShapeProblem, TopologyProblem } from './topology.js';
 export type { Cluster, ClusterNode, LoadedCluster } from './cluster.js';
 export { parseEnvFile, readEnvFile, expand } from './env-file.js';
 export type { EnvFile, EnvEntry } from './env-file.js';
@@ -19,8 +17,5 @@ export type { HostPath } from './paths.js';
 export { stackOf, modelFamily, configFamily, ENGINE_FLAGS, defaultPort } from './stack.js';
 export type { Stack, ModelFamily, EngineFlags } from './stack.js';
 export { parseDockerSize } from './units.js';
-export { scanToml, pathSegment } from './toml-scan.js';
-export type { TomlLocations, TomlKeyLocation, TomlHeader } from './toml-scan.js';
 export { at } from './fields.js';
 export type { FileDiagnostic } from './fields.js';
-export type { TomlDocument } from './toml-file.js';

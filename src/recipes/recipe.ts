@@ -1,11 +1,45 @@
 // A recipe file: one serving stack (engine, image, model, parallelism, container command,
 // mounts, environment) in TOML, as the users write them (see recipes/ and docs/recipes.md).
 import { FieldReader, type FileDiagnostic } from './fields.js';
-import { parseTomlDocument, readTextFile, type TomlDocument } from './toml-file.js';
+import { locator, type Locate } from './located.js';
+import { parseTomlDocument, readTextFile } from './toml-file.js';
 import { failIfSwallowed, findSwallowedKeys, swallowedDiagnostic, withoutSwallowed } from './swallowed.js';
 
 export type Engine = 'sglang' | 'vllm';
 export const ENGINES: readonly Engine[] = ['sglang', 'vllm'];
+
+/** The TOML key of each field, in the order the docs list them. */
+const RECIPE_FIELDS = {
+  engine: 'engine',
+  name: 'name',
+  dockerImage: 'docker_image',
+  model: 'model',
+  parentModel: 'parent_model',
+  port: 'port',
+  requiredNodes: 'required_nodes',
+  tensorParallelSize: 'tensor_parallel_size',
+  pipelineParallelSize: 'pipeline_parallel_size',
+  distributedBackend: 'distributed_backend',
+  shmSize: 'shm_size',
+  dockerImageDir: 'docker_image_dir',
+  entrypoint: 'entrypoint',
+  args: 'args',
+  extraMounts: 'extra_mounts',
+  env: 'env',
+} as const satisfies Record<Exclude<keyof Recipe, 'file' | 'locate'>, string>;
+
+/** A field of the recipe that a key of the file writes. */
+export type RecipeField = keyof typeof RECIPE_FIELDS;
+
+/** The key that writes `field` in a recipe file. */
+export function recipeKey(field: RecipeField): string {
+  return RECIPE_FIELDS[field];
+}
+
+/** Top-level keys, in the order the docs list them. */
+export const RECIPE_KEYS: readonly string[] = Object.values(RECIPE_FIELDS);
+
+export const MOUNT_KEYS = ['host', 'container', 'read_only'] as const;
 
 /** One bind mount into the container. */
 export interface Mount {
@@ -14,13 +48,15 @@ export interface Mount {
   /** Absolute path inside the container. */
   container: string;
   readOnly: boolean;
-  /** Line of the `[[extra_mounts]]` header. */
+  /** Line of the `[[extra_mounts]]` header (or of the inline table in `extra_mounts = [...]`). */
   line?: number;
 }
 
 export interface Recipe {
   /** The file as the user named it. */
   file: string;
+  /** The line that wrote a field, an element of args or a key of env (for file:line in messages). */
+  locate: Locate<Recipe, RecipeField>;
   engine: Engine;
   /** Display name. */
   name?: string;
@@ -46,8 +82,6 @@ export interface Recipe {
   extraMounts: Mount[];
   /** The recipe's [env], verbatim. */
   env: Record<string, string>;
-  /** Where each key was written (for file:line in messages). */
-  document: TomlDocument;
 }
 
 export interface LoadedRecipe {
@@ -56,28 +90,6 @@ export interface LoadedRecipe {
   diagnostics: FileDiagnostic[];
 }
 
-/** Top-level keys, in the order the docs list them. */
-export const RECIPE_KEYS = [
-  'engine',
-  'name',
-  'docker_image',
-  'model',
-  'parent_model',
-  'port',
-  'required_nodes',
-  'tensor_parallel_size',
-  'pipeline_parallel_size',
-  'distributed_backend',
-  'shm_size',
-  'docker_image_dir',
-  'entrypoint',
-  'args',
-  'extra_mounts',
-  'env',
-] as const;
-
-export const MOUNT_KEYS = ['host', 'container', 'read_only'] as const;
-
 export async function readRecipe(path: string): Promise<LoadedRecipe> {
   return parseRecipe(await readTextFile(path, 'recipe'), path);
 }
@@ -85,10 +97,10 @@ export async function readRecipe(path: string): Promise<LoadedRecipe> {
 /** Parses and validates recipe TOML. Throws SparkError E_RECIPE (exit 2) on wrong types. */
 export function parseRecipe(source: string, file: string): LoadedRecipe {
   const document = parseTomlDocument(source, file, 'E_RECIPE');
-  const swallowed = findSwallowedKeys(document, { topLevel: RECIPE_KEYS, tables: { extra_mounts: MOUNT_KEYS } });
+  const swallowed = findSwallowedKeys(document.positions, { topLevel: RECIPE_KEYS, tables: { extra_mounts: MOUNT_KEYS } });
   const table = withoutSwallowed(document.table, swallowed);
   const diagnostics: FileDiagnostic[] = swallowed.map((loc) => swallowedDiagnostic(file, loc));
-  const top = new FieldReader(file, table, '', document.locations, 'E_RECIPE');
+  const top = new FieldReader(file, table, '', document.positions.root, 'E_RECIPE');
 
   const required = (key: string, example: string): string => {
     failIfSwallowed(top, key, swallowed);
@@ -122,7 +134,7 @@ export function parseRecipe(source: string, file: string): LoadedRecipe {
     args: top.stringArray('args') ?? [],
     extraMounts,
     env: top.stringMap('env') ?? {},
-    document,
+    locate: locator<Recipe, RecipeField>(RECIPE_FIELDS, document.positions.root),
   };
   const optional = {
     name: top.string('name'),
@@ -139,15 +151,4 @@ export function parseRecipe(source: string, file: string): LoadedRecipe {
   }
   diagnostics.push(...top.unknownKeys(RECIPE_KEYS, 'recipe'));
   return { recipe, diagnostics };
-}
-
-/** The line a recipe key was written on (`args`, `env.X`, `extra_mounts[0].host`). */
-export function recipeLine(recipe: Recipe, path: string): number | undefined {
-  return recipe.document.locations.get(path)?.line;
-}
-
-/** The line of args[index], when the scanner saw it. */
-export function argLine(recipe: Recipe, index: number): number | undefined {
-  const loc = recipe.document.locations.get('args');
-  return loc?.elementLines?.[index] ?? loc?.line;
 }

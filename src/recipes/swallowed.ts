@@ -4,8 +4,7 @@
 // appended below a cluster's `[nccl]` becomes an NCCL variable. A key counts as swallowed when
 // it is one of the file's top-level keys and not one the table itself defines.
 import { isTable, type FieldReader, type FileDiagnostic } from './fields.js';
-import type { TomlDocument } from './toml-file.js';
-import type { TomlKeyLocation } from './toml-scan.js';
+import { formatPath, type TomlHeader, type TomlPositions } from './toml-positions.js';
 
 export interface SwallowedKeySchema {
   /** Keys the file defines at the top level. */
@@ -14,67 +13,62 @@ export interface SwallowedKeySchema {
   tables: Record<string, readonly string[]>;
 }
 
-/** The first key segment below the key's table (`args` for `extra_mounts[0].args`). */
-function keyInTable(loc: TomlKeyLocation): string {
-  return loc.path.slice(loc.table!.path.length + 1).split('.')[0] ?? '';
+/** A key written below `header` (its segments as written, the first one in the header's table). */
+export interface SwallowedKey {
+  header: TomlHeader;
+  key: string[];
+  line: number;
 }
 
-/** `extra_mounts[0]` → `extra_mounts`. */
-function tableName(loc: TomlKeyLocation): string {
-  return loc.table!.path.replace(/\[\d+\]$/, '').split('.')[0] ?? '';
+/** `extra_mounts[0].args`: where the key ended up. */
+function swallowedPath(s: SwallowedKey): string {
+  return formatPath([...s.header.path, ...s.key]);
 }
 
-export function findSwallowedKeys(doc: TomlDocument, schema: SwallowedKeySchema): TomlKeyLocation[] {
-  return doc.locations.keys.filter((loc) => {
-    if (!loc.table) return false;
-    const key = keyInTable(loc);
-    const table = tableName(loc);
-    if (!schema.topLevel.includes(key) || key === table) return false;
-    return !(schema.tables[table] ?? []).includes(key);
+/** The header as written: `[[extra_mounts]]`, `[nccl]`. */
+function writtenHeader(header: TomlHeader): string {
+  return header.array ? `[[${formatPath(header.path.slice(0, -1))}]]` : `[${formatPath(header.path)}]`;
+}
+
+export function findSwallowedKeys(positions: TomlPositions, schema: SwallowedKeySchema): SwallowedKey[] {
+  return positions.headers.flatMap((header) => {
+    const table = header.key[0]!;
+    return header.keys
+      .filter(({ key }) => schema.topLevel.includes(key[0]!) && key[0] !== table && !(schema.tables[table] ?? []).includes(key[0]!))
+      .map(({ key, line }) => ({ header, key, line }));
   });
 }
 
-export function swallowedDiagnostic(file: string, loc: TomlKeyLocation): FileDiagnostic {
-  const header = loc.table!;
-  const written = header.array ? `[[${header.path.replace(/\[\d+\]$/, '')}]]` : `[${header.path}]`;
-  const key = keyInTable(loc);
+export function swallowedDiagnostic(file: string, s: SwallowedKey): FileDiagnostic {
+  const key = s.key[0]!;
+  const path = swallowedPath(s);
   return {
     kind: 'swallowed-key',
     severity: 'error',
     file,
-    line: loc.line,
-    key: loc.path,
+    line: s.line,
+    key: path,
     message:
-      `${key} on line ${loc.line} is inside the ${written} table (header on line ${header.line}), ` +
-      `so it is ${loc.path}, not the file's top-level ${key}`,
+      `${key} on line ${s.line} is inside the ${writtenHeader(s.header)} table (header on line ${s.header.line}), ` +
+      `so it is ${path}, not the file's top-level ${key}`,
     fix: `move ${key} above the first table header in the file`,
   };
 }
 
 /** Refuses a required key that is missing because a table swallowed it, saying where it went. */
-export function failIfSwallowed(top: FieldReader, key: string, swallowed: TomlKeyLocation[]): void {
+export function failIfSwallowed(top: FieldReader, key: string, swallowed: SwallowedKey[]): void {
   if (top.has(key)) return;
-  const lost = swallowed.find((l) => keyInTable(l) === key);
+  const lost = swallowed.find((s) => s.key[0] === key);
   if (lost) top.fail(key, swallowedDiagnostic(top.file, lost).message, `move ${key} above the first table header`);
 }
 
 /** A copy of the document's table without the swallowed keys, so typing does not trip on them. */
-export function withoutSwallowed(table: Record<string, unknown>, swallowed: TomlKeyLocation[]): Record<string, unknown> {
+export function withoutSwallowed(table: Record<string, unknown>, swallowed: SwallowedKey[]): Record<string, unknown> {
   if (swallowed.length === 0) return table;
   const copy = structuredClone(table) as Record<string, unknown>;
-  for (const loc of swallowed) {
-    const holder = resolveTable(copy, loc.table!.path);
-    if (holder) delete holder[keyInTable(loc).replace(/^"|"$/g, '')];
+  for (const s of swallowed) {
+    const holder = s.header.path.reduce<unknown>((node, p) => (node as Record<string | number, unknown> | undefined)?.[p], copy);
+    if (isTable(holder)) delete holder[s.key[0]!];
   }
   return copy;
-}
-
-function resolveTable(root: Record<string, unknown>, path: string): Record<string, unknown> | undefined {
-  let node: unknown = root;
-  for (const part of path.split('.')) {
-    const m = /^(.*?)(?:\[(\d+)\])?$/.exec(part)!;
-    node = isTable(node) ? node[m[1] ?? ''] : undefined;
-    if (m[2] !== undefined) node = Array.isArray(node) ? node[Number(m[2])] : undefined;
-  }
-  return isTable(node) ? node : undefined;
 }

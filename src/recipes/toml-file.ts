@@ -1,17 +1,14 @@
-// One TOML document: values from smol-toml, positions from the scanner, and syntax errors as
-// one-line SparkErrors naming file:line:column.
+// One TOML document: values from smol-toml, positions from one pass over the text it accepted
+// (toml-positions.ts), and syntax errors as one-line SparkErrors naming file:line:column.
 import { parse, TomlError, type TomlTable } from 'smol-toml';
 import { SparkError, toSparkError } from '../errors.js';
 import type { ErrorCode } from '../error-codes.js';
 import { readSmallText } from '../small-file.js';
-import { scanToml, type TomlLocations } from './toml-scan.js';
+import { tomlPositions, type TomlPositions } from './toml-positions.js';
 
 export interface TomlDocument {
-  /** The file as the user named it (used in every message). */
-  file: string;
-  source: string;
   table: TomlTable;
-  locations: TomlLocations;
+  positions: TomlPositions;
 }
 
 export function parseTomlDocument(source: string, file: string, code: ErrorCode): TomlDocument {
@@ -28,7 +25,7 @@ export function parseTomlDocument(source: string, file: string, code: ErrorCode)
     }
     throw err;
   }
-  return { file, source, table, locations: scanToml(source) };
+  return { table, positions: tomlPositions(source) };
 }
 
 /** Reads a text file; a missing or unreadable file names the path and what it should be. */

@@ -3,7 +3,7 @@
 // same files (preflight reports each problem as a finding; launch refuses to plan).
 import { parseArgs, type ArgFlag } from './args.js';
 import { nodeAddress, type Cluster, type ClusterNode } from './cluster.js';
-import type { Recipe } from './recipe.js';
+import { recipeKey, type Recipe, type RecipeField } from './recipe.js';
 import { defaultPort } from './stack.js';
 
 /** The port the head serves on: the recipe's `port`, else its `--port` argument, else the engine's default. */
@@ -15,7 +15,7 @@ export function servingPort(recipe: Recipe): number {
 export const TP_FLAGS: readonly string[] = ['--tp-size', '--tp', '--tensor-parallel-size', '-tp'];
 export const PP_FLAGS: readonly string[] = ['--pp-size', '--pp', '--pipeline-parallel-size', '-pp'];
 
-/** A problem with the recipe or cluster that stops a launch; `key` is the recipe key to fix. */
+/** A problem with the recipe or cluster that stops a launch; `key` is the key to fix, as written. */
 export interface TopologyProblem {
   key: string;
   message: string;
@@ -24,12 +24,17 @@ export interface TopologyProblem {
   flag?: ArgFlag;
 }
 
+/** A problem of the recipe's parallel shape: `field` is where the recipe writes `key`. */
+export interface ShapeProblem extends TopologyProblem {
+  field: RecipeField;
+}
+
 export interface ParallelShape {
   tp: number;
   pp: number;
   /** Where tp came from: the recipe key, the engine args, or required_nodes ÷ pp. */
   tpFrom: 'tensor_parallel_size' | 'args' | 'required_nodes';
-  problems: TopologyProblem[];
+  problems: ShapeProblem[];
 }
 
 function lastOf(args: ReturnType<typeof parseArgs>, names: readonly string[]): ArgFlag | undefined {
@@ -52,16 +57,18 @@ function flagCount(flag: ArgFlag | undefined): number | undefined {
  */
 export function parallelShape(recipe: Recipe): ParallelShape {
   const args = parseArgs(recipe.args);
-  const problems: TopologyProblem[] = [];
-  const pick = (key: 'tensor_parallel_size' | 'pipeline_parallel_size', value: number | undefined, names: readonly string[]) => {
+  const problems: ShapeProblem[] = [];
+  const pick = (field: 'tensorParallelSize' | 'pipelineParallelSize', value: number | undefined, names: readonly string[]) => {
+    const key = recipeKey(field);
     const flag = lastOf(args, names);
     const fromArgs = flagCount(flag);
     if (flag && fromArgs === undefined) {
-      problems.push({ key, flag, message: `args sets ${flag.name} ${String(flag.value)}, which is not a whole number >= 1`, fix: `set ${key} instead` });
+      problems.push({ key, field, flag, message: `args sets ${flag.name} ${String(flag.value)}, which is not a whole number >= 1`, fix: `set ${key} instead` });
     }
     if (value !== undefined && fromArgs !== undefined && fromArgs !== value) {
       problems.push({
         key,
+        field,
         flag: flag!,
         message: `${key} = ${value} but args sets ${flag!.name} ${fromArgs}; the launcher appends ${names[0]} ${value}, so the engine would not run what args says`,
         fix: `remove ${flag!.name} from args and keep ${key}`,
@@ -70,16 +77,19 @@ export function parallelShape(recipe: Recipe): ParallelShape {
     return value ?? fromArgs;
   };
   const world = recipe.requiredNodes;
-  const ppKey = recipe.document.table.pipeline_parallel_size !== undefined ? recipe.pipelineParallelSize : undefined;
-  const pp = pick('pipeline_parallel_size', ppKey, PP_FLAGS) ?? 1;
-  const tpGiven = pick('tensor_parallel_size', recipe.tensorParallelSize, TP_FLAGS);
+  // pipeline_parallel_size defaults to 1, so only a value the file writes competes with args.
+  const ppKey = recipe.locate('pipelineParallelSize') !== undefined ? recipe.pipelineParallelSize : undefined;
+  const pp = pick('pipelineParallelSize', ppKey, PP_FLAGS) ?? 1;
+  const tpGiven = pick('tensorParallelSize', recipe.tensorParallelSize, TP_FLAGS);
   const tpFrom: ParallelShape['tpFrom'] =
     recipe.tensorParallelSize !== undefined ? 'tensor_parallel_size' : tpGiven !== undefined ? 'args' : 'required_nodes';
   const tp = tpGiven ?? Math.max(1, Math.floor(world / pp));
   if (tp * pp !== world) {
     const tpWhere = tpFrom === 'args' ? `tp ${tp} (from args)` : `tensor_parallel_size ${tp}`;
+    const field = tpFrom === 'tensor_parallel_size' ? 'tensorParallelSize' : 'requiredNodes';
     problems.push({
-      key: tpFrom === 'tensor_parallel_size' ? 'tensor_parallel_size' : 'required_nodes',
+      key: recipeKey(field),
+      field,
       message: `${tpWhere} × pipeline_parallel_size ${pp} = ${tp * pp} ranks, but required_nodes = ${world} (one rank per node)`,
       fix: 'make tensor_parallel_size × pipeline_parallel_size equal required_nodes',
     });

@@ -1,12 +1,11 @@
 // The argument vector itself: values the engine will refuse, and flags the launcher owns.
-import { ENGINES, type Engine } from '../../recipes/index.js';
+import { type Engine } from '../../recipes/index.js';
 import { launcherEnvKeys } from '../../engine/args.js';
 import { defineRule, envSourceName, finding, whereArg, whereEnv } from '../rule.js';
 
 export const jsonValue = defineRule({
   id: 'args.json-value',
   title: 'JSON-valued flags hold valid JSON',
-  engines: ENGINES,
   severity: 'error',
   scope: 'files',
   evidence:
@@ -37,7 +36,6 @@ export const LAUNCHER_FLAGS: Record<Engine, readonly string[]> = {
 export const launcherOwned = defineRule({
   id: 'args.launcher-owned',
   title: 'args do not repeat the flags the launcher appends',
-  engines: ENGINES,
   severity: 'warn',
   scope: 'files',
   evidence:

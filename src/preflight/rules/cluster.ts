@@ -1,7 +1,7 @@
 // The cluster file against the environment the containers get.
 import { isIPv4 } from 'node:net';
 import { gidInRange, parseCidr, parseIpv6 } from '../../net/ip.js';
-import { at, ENGINES } from '../../recipes/index.js';
+import { at } from '../../recipes/index.js';
 import { defineRule, finding, whereEnv } from '../rule.js';
 
 /** Whether an address lies in NCCL_IB_ADDR_RANGE, compared the way NCCL compares GIDs. */
@@ -16,7 +16,6 @@ export function addressInRange(address: string, rangeText: string): boolean | un
 export const fabricRange = defineRule({
   id: 'cluster.fabric-range',
   title: "every node's fabric address is inside NCCL_IB_ADDR_RANGE",
-  engines: ENGINES,
   severity: 'error',
   scope: 'files',
   evidence:

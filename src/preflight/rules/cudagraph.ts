@@ -1,7 +1,7 @@
 // CUDA graph sizes against the decode batch: a batch larger than the largest captured graph
 // runs eagerly (slow), and vLLM with speculative decoding captures in multiples of k+1.
 import type { ArgFlag, ParsedArgs } from '../../recipes/index.js';
-import { defineRule, finding, whereArg, whereKey } from '../rule.js';
+import { defineRule, finding, whereArg, whereField } from '../rule.js';
 
 /** k, the number of speculative tokens, from vLLM's --speculative-config JSON. */
 export function speculativeTokens(config: unknown): number | undefined {
@@ -71,7 +71,7 @@ export const vllmCapture = defineRule({
         finding(this, {
           severity: 'warn',
           message: `no --max-cudagraph-capture-size: with --max-num-seqs ${seqs} and k=${k} a full decode batch is ${want} tokens`,
-          where: ctx.args.has('--max-num-seqs') ? whereArg(ctx, seqsFlag) : whereKey(ctx, 'args'),
+          where: ctx.args.has('--max-num-seqs') ? whereArg(ctx, seqsFlag) : whereField(ctx, 'args'),
           fix: `add "--max-cudagraph-capture-size", "${want}"`,
         }),
       ];

@@ -1,14 +1,13 @@
 // Container settings.
-import { ENGINES, parseDockerSize } from '../../recipes/index.js';
+import { parseDockerSize } from '../../recipes/index.js';
 import { formatBytes } from '../../format.js';
-import { defineRule, finding, whereKey } from '../rule.js';
+import { defineRule, finding, whereField } from '../rule.js';
 
 export const MIN_SHM_BYTES = 2 ** 30;
 
 export const shmSize = defineRule({
   id: 'docker.shm-size',
   title: 'the container gets a /dev/shm large enough for NCCL and the engine',
-  engines: ENGINES,
   severity: 'error',
   also: 'warn below 1 GiB',
   scope: 'files',
@@ -23,14 +22,14 @@ export const shmSize = defineRule({
     }
     const bytes = parseDockerSize(text);
     if (bytes === undefined) {
-      return [finding(this, { message: `shm_size "${text}" is not a docker size (like 32gb, 16g, 512m)`, where: whereKey(ctx, 'shm_size') })];
+      return [finding(this, { message: `shm_size "${text}" is not a docker size (like 32gb, 16g, 512m)`, where: whereField(ctx, 'shmSize') })];
     }
     if (bytes < MIN_SHM_BYTES) {
       return [
         finding(this, {
           severity: 'warn',
           message: `shm_size "${text}" (${formatBytes(bytes)}) is below ${formatBytes(MIN_SHM_BYTES)}`,
-          where: whereKey(ctx, 'shm_size'),
+          where: whereField(ctx, 'shmSize'),
         }),
       ];
     }

@@ -3,7 +3,6 @@
 import { basename } from 'node:path';
 import { checkTiling, dashEntries, parseEngramRows, type LayerRange } from '../../engram/ranges.js';
 import type { EnvValue } from '../../recipes/index.js';
-import { ENGINES } from '../../recipes/index.js';
 import { defineRule, envSourceName, finding, whereEnv, whereNode } from '../rule.js';
 import { dirKind, underHfCache, wrapperOnNode } from '../node-paths.js';
 import type { PreflightContext } from '../types.js';
@@ -32,7 +31,6 @@ export function sharedRowsProblem(spec: string, world: number, tables?: { layer:
 export const rangesTile = defineRule({
   id: 'engram.ranges-tile',
   title: "the ranks' Engram row ranges tile each table exactly",
-  engines: ENGINES,
   families: ['dsv41'],
   severity: 'error',
   scope: 'files',
@@ -115,7 +113,6 @@ function staleScript(ctx: PreflightContext): { script: string; host: string; val
 export const rangesSource = defineRule({
   id: 'engram.ranges-source',
   title: 'with more than one rank, each rank gets its Engram rows from somewhere',
-  engines: ENGINES,
   families: ['dsv41'],
   severity: 'error',
   scope: 'local-node',

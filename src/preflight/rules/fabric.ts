@@ -4,7 +4,7 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { formatHcaItem, parseHcaList, unmatchedItems, type HcaList } from '../../net/hca-list.js';
-import { ENGINES, envValues, type EnvValue } from '../../recipes/index.js';
+import { envValues, type EnvValue } from '../../recipes/index.js';
 import { defineRule, finding, whereEnv, whereNode } from '../rule.js';
 import type { PreflightContext } from '../types.js';
 
@@ -34,7 +34,6 @@ function hcaListOf(key: string, value: string): HcaList {
 export const hca = defineRule({
   id: 'fabric.hca',
   title: 'the RDMA devices (HCAs) and ports the environment names exist on this node',
-  engines: ENGINES,
   severity: 'error',
   scope: 'local-node',
   evidence:
@@ -81,7 +80,6 @@ export function missingInterfaces(text: string, present: readonly string[], exac
 export const socketIfname = defineRule({
   id: 'fabric.socket-ifname',
   title: 'the socket interfaces NCCL and Gloo bootstrap over exist on this node',
-  engines: ENGINES,
   severity: 'error',
   scope: 'local-node',
   evidence:
@@ -117,7 +115,6 @@ function relevant(ctx: PreflightContext): EnvValue | undefined {
 export const gid = defineRule({
   id: 'fabric.gid',
   title: 'a RoCE GID index resolves on every HCA of this node (and a pinned one is valid on all of them)',
-  engines: ENGINES,
   severity: 'error',
   scope: 'local-node',
   evidence:

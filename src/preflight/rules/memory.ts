@@ -1,7 +1,6 @@
 // GPU memory fractions on unified memory: on GB10 the 128 GB is both host RAM and GPU memory,
 // so what the engine reserves is taken from the OS, page cache and pinned NCCL buffers.
-import { ENGINES } from '../../recipes/index.js';
-import { defineRule, finding, whereArg, whereKey } from '../rule.js';
+import { defineRule, finding, whereArg, whereField } from '../rule.js';
 
 /** vLLM: above this the server boots and then dies under traffic. */
 export const VLLM_GMU_CEILING = 0.85;
@@ -15,7 +14,6 @@ export const SGLANG_MFS_CEILING = 0.95;
 export const utilizationCeiling = defineRule({
   id: 'memory.utilization-ceiling',
   title: 'the GPU memory fraction leaves room for the OS on unified memory',
-  engines: ENGINES,
   severity: 'error',
   also: `warn for a vLLM value above ${VLLM_GMU_SAFE} and at most ${VLLM_GMU_CEILING}`,
   scope: 'files',
@@ -47,7 +45,7 @@ export const utilizationCeiling = defineRule({
     }
     const flag = ctx.args.get('--gpu-memory-utilization');
     const v = flag ? ctx.args.number('--gpu-memory-utilization') : VLLM_GMU_DEFAULT;
-    const where = flag ? whereArg(ctx, flag) : whereKey(ctx, 'args');
+    const where = flag ? whereArg(ctx, flag) : whereField(ctx, 'args');
     const fix = `set "--gpu-memory-utilization", "${VLLM_GMU_SAFE}"`;
     if (v === undefined || v <= 0 || v > 1) {
       return [finding(this, { message: `--gpu-memory-utilization must be a number in (0, 1], got '${String(flag?.value)}'`, where, fix })];

@@ -1,5 +1,5 @@
 // Settings checked against the model's own config.json.
-import { ENGINES, ENGINE_FLAGS, type Engine } from '../../recipes/index.js';
+import { ENGINE_FLAGS, type Engine } from '../../recipes/index.js';
 import { defineRule, finding, whereArg, whereEnv } from '../rule.js';
 
 /** `524288`, `128k` (×1000), `128K` (×1024), `1m` / `1M`; undefined for `auto` or junk. */
@@ -24,7 +24,6 @@ function envTrue(value: string | undefined): boolean {
 export const contextLength = defineRule({
   id: 'model.context-length',
   title: "the context length is within the model's max_position_embeddings",
-  engines: ENGINES,
   severity: 'error',
   also: `warn instead when the override is set (${LONG_CONTEXT_VARIABLE.vllm}=1, ${LONG_CONTEXT_VARIABLE.sglang}=1): the engine boots, positions past the trained length may give wrong output`,
   scope: 'snapshot',

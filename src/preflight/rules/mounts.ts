@@ -1,7 +1,7 @@
 // Host paths the container mounts must exist on the node that runs it, and be what the
 // container expects there (a file where it runs a script).
 import { posix } from 'node:path';
-import { at, ENGINES, type Mount } from '../../recipes/index.js';
+import { at, type Mount } from '../../recipes/index.js';
 import { defineRule, finding, whereNode } from '../rule.js';
 import { hfCacheHost, mountHost, wrapperScript } from '../node-paths.js';
 import type { PreflightContext } from '../types.js';
@@ -16,7 +16,6 @@ export function mountReferenced(ctx: PreflightContext, mount: Mount): boolean {
 export const hostPaths = defineRule({
   id: 'mounts.host-path',
   title: 'every extra_mounts host path (and the cluster hf_cache) exists on the node',
-  engines: ENGINES,
   severity: 'error',
   also: 'warn when nothing in the entrypoint, args or environment refers to the missing mount (a cache directory)',
   scope: 'local-node',
@@ -48,7 +47,7 @@ export const hostPaths = defineRule({
       out.push(
         finding(this, {
           message: `hf_cache ${c.hfCache} does not exist on ${whereNode(ctx)}: the container would see an empty Hugging Face cache`,
-          where: at(c.file, c.document.locations.get('hf_cache')?.line),
+          where: at(c.file, c.locate('hfCache')),
           fix: 'mount the NAS (or create the cache) on that node, or correct hf_cache',
         }),
       );
@@ -67,7 +66,6 @@ export function meantAsFile(ctx: PreflightContext, m: Mount): boolean {
 export const fileIsDirectory = defineRule({
   id: 'mounts.file-is-directory',
   title: 'a read-only mount meant as a file (the wrapper script) is a file on the node, not a directory',
-  engines: ENGINES,
   severity: 'error',
   scope: 'local-node',
   evidence:

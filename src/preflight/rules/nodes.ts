@@ -1,7 +1,6 @@
 // What must agree across the nodes, read from every node at once: each node answered, runs the
 // same image, the same NVIDIA driver, CUDA and kernel, the same spark, and keeps the same time.
 // Each finding names the node that differs from the head.
-import { ENGINES } from '../../recipes/index.js';
 import { nodeLabel } from '../node.js';
 import { defineRule, finding } from '../rule.js';
 import type { CheckedNode, PreflightContext } from '../types.js';
@@ -22,7 +21,6 @@ function reference(ctx: PreflightContext): CheckedNode | undefined {
 export const reachable = defineRule({
   id: 'nodes.reachable',
   title: 'every node that runs the recipe answers over ssh in time',
-  engines: ENGINES,
   severity: 'error',
   scope: 'cluster',
   evidence:
@@ -45,7 +43,6 @@ export const reachable = defineRule({
 export const sameImage = defineRule({
   id: 'nodes.same-image',
   title: "the recipe's image is present on every node, with the same id (digest) everywhere",
-  engines: ENGINES,
   severity: 'error',
   also: 'warn when docker cannot be asked on a node',
   scope: 'cluster',
@@ -96,7 +93,6 @@ const VERSIONS: [keyof NodeFacts, string][] = [
 export const sameVersions = defineRule({
   id: 'nodes.same-versions',
   title: 'every node runs the same NVIDIA driver, CUDA and kernel versions',
-  engines: ENGINES,
   severity: 'error',
   also: 'warn when a node has no nvidia-smi to ask',
   scope: 'cluster',
@@ -133,7 +129,6 @@ export const sameVersions = defineRule({
 export const sameSpark = defineRule({
   id: 'nodes.same-spark',
   title: 'every node that has spark runs the same version of it',
-  engines: ENGINES,
   severity: 'error',
   also: 'warn for a node without spark when the others have it',
   scope: 'cluster',
@@ -174,7 +169,6 @@ function offset(f: NodeFacts): { ms: number; error: number } {
 export const clockSkew = defineRule({
   id: 'nodes.clock-skew',
   title: "every node's clock agrees with the head's",
-  engines: ENGINES,
   severity: 'error',
   also: `warn above ${SKEW_WARN_MS / 1000} s`,
   scope: 'cluster',

@@ -2,7 +2,7 @@
 // a copy (a sparse copy the overlay reads, or a dense/page pack) that belongs to this rank,
 // world, engine and snapshot. The copy is read on the node (facts/collect.ts, or rebuilt here
 // from the sh probe's answer) by the readers the row store, verify and the wrapper use.
-import { ENGINES, type Engine } from '../../recipes/index.js';
+import { type Engine } from '../../recipes/index.js';
 import { formatBytes } from '../../format.js';
 import { defineRule, envSourceName, finding, whereEnv, whereNode } from '../rule.js';
 import { formatEngramRows, parseEngramRows } from '../../engram/ranges.js';
@@ -32,7 +32,6 @@ export function packBytesPerRank(rowsPerLayer: Iterable<number>, dim: number, wo
 export const freeSpace = defineRule({
   id: 'pack.free-space',
   title: "the node-local disk has room for this rank's packed Engram shard",
-  engines: ENGINES,
   families: ['dsv41'],
   severity: 'error',
   scope: 'local-node',
@@ -134,7 +133,6 @@ function presetProblem(ctx: PreflightContext, c: LocalCopy): { message: string; 
 export const manifest = defineRule({
   id: 'pack.manifest',
   title: "the node-local copy on this node was made for this node's rank, the recipe's world size, the engine's split and the snapshot",
-  engines: ENGINES,
   families: ['dsv41'],
   severity: 'error',
   also: "warn for a sparse copy of another split; info when a copy made by the overlay's own tool matches no single rank's share",

@@ -1,8 +1,8 @@
 // Parallelism against the cluster and the model: one rank per node, TP must divide the
 // dimensions it splits, and SGLang's expert parallelism must fit inside TP. The shape and the
 // nodes that run come from src/recipes/topology.ts, which the launcher uses too.
-import { argLine, at, ENGINES } from '../../recipes/index.js';
-import { defineRule, finding, whereArg, whereKey } from '../rule.js';
+import { at } from '../../recipes/index.js';
+import { defineRule, finding, whereArg, whereField } from '../rule.js';
 import type { PreflightContext } from '../types.js';
 
 /** Tensor-parallel size as the launcher passes it (the recipe key, else args, else required_nodes). */
@@ -13,7 +13,6 @@ export function tensorParallel(ctx: PreflightContext): number {
 export const nodes = defineRule({
   id: 'parallel.nodes',
   title: 'tensor_parallel_size × pipeline_parallel_size = required_nodes ≤ the nodes in the cluster, head first',
-  engines: ENGINES,
   severity: 'error',
   also: 'warn when the cluster has more nodes than the recipe needs (the launch runs on the first required_nodes)',
   scope: 'files',
@@ -26,7 +25,7 @@ export const nodes = defineRule({
     const out = ctx.shape.problems.map((p) =>
       finding(this, {
         message: p.message,
-        where: p.flag ? at(ctx.recipe.file, argLine(ctx.recipe, p.flag.index)) : whereKey(ctx, p.key),
+        where: p.flag ? whereArg(ctx, p.flag) : whereField(ctx, p.field),
         fix: p.fix,
       }),
     );
@@ -34,7 +33,7 @@ export const nodes = defineRule({
     const place = ctx.placement;
     if (!c || !place) return out;
     for (const p of place.problems) {
-      out.push(finding(this, { message: p.message, where: at(c.file, p.key === 'head' ? c.document.locations.get('head')?.line : c.nodes.at(-1)?.line), fix: p.fix }));
+      out.push(finding(this, { message: p.message, where: at(c.file, p.key === 'head' ? c.locate('head') : c.nodes.at(-1)?.line), fix: p.fix }));
     }
     if (place.idle.length > 0) {
       out.push(
@@ -55,7 +54,6 @@ export const nodes = defineRule({
 export const tpDivides = defineRule({
   id: 'parallel.tp-divides',
   title: 'TP divides the attention heads, hidden size and vocabulary of config.json',
-  engines: ENGINES,
   severity: 'error',
   scope: 'snapshot',
   evidence:
@@ -76,7 +74,7 @@ export const tpDivides = defineRule({
     return [
       finding(this, {
         message: `tensor_parallel_size ${tp} does not divide ${bad.join(', ')} (${config.path})`,
-        where: whereKey(ctx, 'tensor_parallel_size'),
+        where: whereField(ctx, 'tensorParallelSize'),
       }),
     ];
   },

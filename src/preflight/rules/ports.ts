@@ -1,6 +1,6 @@
 // Ports the head node will listen on must be free there (the node's facts say: a bind test
 // with spark, the listening sockets of /proc/net/tcp with the sh probe).
-import { DEFAULT_DIST_PORT, ENGINES, defaultPort, servingPort } from '../../recipes/index.js';
+import { DEFAULT_DIST_PORT, defaultPort, servingPort } from '../../recipes/index.js';
 import { defineRule, finding, whereNode } from '../rule.js';
 import type { PreflightContext } from '../types.js';
 
@@ -19,7 +19,6 @@ export function headPorts(ctx: PreflightContext): { port: number; what: string }
 export const ports = defineRule({
   id: 'node.ports',
   title: 'the serving and rendezvous ports are free on the head node',
-  engines: ENGINES,
   severity: 'error',
   also: 'warn when the port is privileged and preflight may not bind it',
   scope: 'local-node',

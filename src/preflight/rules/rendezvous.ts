@@ -4,7 +4,7 @@
 // ring of point-to-point links no fabric address is reachable from every node: the cluster
 // file must give each node a dist_addr they all reach (usually the LAN).
 import { isIPv4 } from 'node:net';
-import { at, ENGINES, nodeAddress, type Cluster, type ClusterNode } from '../../recipes/index.js';
+import { at, nodeAddress, type Cluster, type ClusterNode } from '../../recipes/index.js';
 import { routeTo } from '../facts/view.js';
 import { nodeLabel } from '../node.js';
 import { defineRule, finding } from '../rule.js';
@@ -28,7 +28,6 @@ function advertised(c: Cluster, k: ClusterNode, port?: number): string {
 export const subnet = defineRule({
   id: 'rendezvous.subnet',
   title: "every node shares a subnet with the rendezvous and with each fabric address used in dist_addr's place",
-  engines: ENGINES,
   severity: 'error',
   scope: 'files',
   evidence:
@@ -64,7 +63,6 @@ export const subnet = defineRule({
 export const route = defineRule({
   id: 'rendezvous.route',
   title: 'on every node, the rendezvous and each advertised address is its own or on a route, and each dist_addr is its node\'s',
-  engines: ENGINES,
   severity: 'error',
   also: 'warn when a node reaches an address only through its default gateway',
   scope: 'cluster',

@@ -3,7 +3,6 @@
 // manifest gives the ranges (domain.md, "The consumer"); spark before this version wrote
 // `layer:lo-hi`, so recipes, env files and cluster files may still carry that form.
 import { dashEntries, formatEngramRows, parseEngramRows } from '../../engram/ranges.js';
-import { ENGINES } from '../../recipes/index.js';
 import { defineRule, envSourceName, finding, whereEnv } from '../rule.js';
 
 /** The value in the overlay's grammar, or undefined when it does not parse at all. */
@@ -18,7 +17,6 @@ function rewritten(value: string): string | undefined {
 export const rowsGrammar = defineRule({
   id: 'engram.rows-grammar',
   title: "SPARK_ENGRAM_ROWS is written in the overlay's grammar, layer:lo:hi",
-  engines: ENGINES,
   families: ['dsv41'],
   severity: 'error',
   also: 'warn when SPARK_ENGRAM_DIR is not set (the overlay is off, so nothing reads the value yet)',

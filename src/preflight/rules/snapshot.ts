@@ -1,7 +1,6 @@
 // The checkpoint on each node: every shard present at the size its header implies, the Engram
 // tables the config promises, the Engram directory the containers will read, and the same
 // revision everywhere.
-import { ENGINES } from '../../recipes/index.js';
 import { engramSubTableSizes } from '../../engram/primes.js';
 import type { ModelConfig } from '../../engram/config.js';
 import { defineRule, finding, whereEnv, whereNode } from '../rule.js';
@@ -15,7 +14,6 @@ const NO_SNAPSHOT = 'no snapshot on this node: pass --snapshot DIR (or --cluster
 export const complete = defineRule({
   id: 'snapshot.complete',
   title: 'every shard the index names is present on the node, with the size its header implies',
-  engines: ENGINES,
   severity: 'error',
   scope: 'local-node',
   evidence:
@@ -67,7 +65,6 @@ export function engramTableProblems(facts: SnapshotFacts, expected: Map<number, 
 export const engramTables = defineRule({
   id: 'snapshot.engram-tables',
   title: "with SPARK_ENGRAM_DIR set, the node's snapshot holds every Engram table config.json names",
-  engines: ENGINES,
   families: ['dsv41'],
   severity: 'error',
   scope: 'local-node',
@@ -93,7 +90,6 @@ export const engramTables = defineRule({
 export const engramDir = defineRule({
   id: 'snapshot.engram-dir',
   title: 'SPARK_ENGRAM_DIR is mounted into the container and exists on the node',
-  engines: ENGINES,
   families: ['dsv41'],
   severity: 'error',
   scope: 'local-node',
@@ -147,7 +143,6 @@ export const engramDir = defineRule({
 export const sameRevision = defineRule({
   id: 'snapshot.same-revision',
   title: 'every node that reads the model has the same snapshot revision',
-  engines: ENGINES,
   severity: 'error',
   scope: 'cluster',
   evidence:
