@@ -6,10 +6,10 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RowStore, type PackedTableSpec, type RowStoreOptions, type TableSpec } from '../src/native/row-store.js';
+import { RowStore, type RowStoreOptions, type TableSpec } from '../src/native/row-store.js';
 import { synthRow } from '../src/engram/synth-rows.js';
 import { cli } from './helpers/cli.js';
-import { rawSnapshotTable, testRow, writePackDir, writePacked, writeRawSnapshot } from './helpers/engram-files.js';
+import { packedTable, rawSnapshotTable, testRow, writePackDir, writePacked, writeRawSnapshot } from './helpers/engram-files.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'row-store-engine-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));
@@ -19,19 +19,11 @@ const RB = DIM + DIM / 32;
 const snapTable: TableSpec = rawSnapshotTable(writeRawSnapshot(join(dir, 'snap.safetensors'), 1, 3000, DIM), 1);
 writePacked(join(dir, 'page.bin'), 14, 1000, 4000, DIM, 'page');
 writePacked(join(dir, 'dense.bin'), 15, 1000, 4000, DIM, 'dense');
-const packed = (file: string, layer: number, layout: 'dense' | 'page', direct: boolean): PackedTableSpec => ({
-  kind: 'packed',
-  layer,
-  path: join(dir, file),
-  start: 1000,
-  end: 4000,
-  dataOffset: 4096,
-  stride: RB,
-  rowBytes: RB,
-  layout,
-  direct,
-});
-const TABLES: TableSpec[] = [snapTable, packed('page.bin', 14, 'page', true), packed('dense.bin', 15, 'dense', false)];
+const TABLES: TableSpec[] = [
+  snapTable,
+  packedTable(join(dir, 'page.bin'), 14, 1000, 4000, DIM, 'page', true),
+  packedTable(join(dir, 'dense.bin'), 15, 1000, 4000, DIM, 'dense'),
+];
 
 function ids(lo: number, n: number, seed: number): number[] {
   const out: number[] = [];
