@@ -145,4 +145,9 @@ int Uring::RegisterBuffer(void* base, size_t bytes) {
   return Register(IORING_REGISTER_BUFFERS, &v, 1);
 }
 
+int Uring::SetMaxWorkers(unsigned bound, unsigned unbound) {
+  uint32_t counts[2] = {bound, unbound};
+  return Register(IORING_REGISTER_IOWQ_MAX_WORKERS, counts, 2);
+}
+
 }  // namespace spark

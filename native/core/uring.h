@@ -61,6 +61,10 @@ class Uring {
   int RegisterFiles(const int* fds, unsigned count);
   int UpdateFile(unsigned index, int fd);
   int RegisterBuffer(void* base, size_t bytes);
+  // Caps the kernel's worker threads for reads it cannot start without blocking (buffered
+  // reads of uncached pages on some filesystems). The default for reads of regular files is
+  // 4 per CPU, which on a small machine is far below the queue depth. 5.15+.
+  int SetMaxWorkers(unsigned bound, unsigned unbound);
 
  private:
   Uring() = default;

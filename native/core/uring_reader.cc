@@ -127,6 +127,9 @@ Status UringReader::Create(const std::vector<ReadFile*>& files, const UringReade
   const unsigned depth = std::clamp(options.depth, 1u, 4096u);
   Status st = Uring::Create(depth + 1, options.refuse_errno, &m->ring);  // + 1: the wake-up poll
   if (!st.ok()) return st;
+  // A buffered read of pages not in the cache may go to a kernel worker: let as many work as
+  // there are reads in flight (an older kernel keeps its default; that is not an error).
+  m->ring->SetMaxWorkers(depth, 0);
   m->files = files;
   m->ctx = ctx;
   m->closed = closed;
