@@ -50,7 +50,10 @@
         "native/core/row_store.cc",
         "native/core/row_gather.cc",
         "native/core/holes.cc",
-        "native/core/mmap_gather.cc"
+        "native/core/mmap_gather.cc",
+        "native/core/uring.cc",
+        "native/core/uring_reader.cc",
+        "native/core/row_store_engine.cc"
       ]
     },
     {

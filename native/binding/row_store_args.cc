@@ -103,6 +103,17 @@ StoreOptions ParseOptions(Napi::Object o, PoolOptions* pool) {
   opts.merge = BoolField(o, "merge", true);
   opts.fadvise_random = BoolField(o, "fadviseRandom", true);
   if (!o.Get("maxMergeBytes").IsUndefined()) opts.max_merge_bytes = U64Field(o, "maxMergeBytes", "options");
+  Napi::Value engine = o.Get("ioEngine");
+  if (!engine.IsUndefined()) {
+    std::string e = engine.IsString() ? engine.As<Napi::String>().Utf8Value() : "";
+    if (e != "auto" && e != "pread" && e != "uring") ThrowType(o.Env(), "options.ioEngine must be 'auto', 'pread' or 'uring'");
+    opts.io_engine = e == "uring" ? IoEngine::kUring : e == "pread" ? IoEngine::kPread : IoEngine::kAuto;
+  }
+  if (!o.Get("ioDepth").IsUndefined()) {
+    uint64_t d = U64Field(o, "ioDepth", "options");
+    if (d < 1 || d > 4096) ThrowRange(o.Env(), "options.ioDepth must be between 1 and 4096", Code::E_USAGE);
+    opts.io_depth = static_cast<unsigned>(d);
+  }
   Napi::Value r = o.Get("retry");
   if (!r.IsUndefined()) {
     if (!r.IsObject()) ThrowType(o.Env(), "options.retry must be an object");
@@ -137,6 +148,7 @@ StoreOptions ParseOptions(Napi::Object o, PoolOptions* pool) {
     opts.faults.throw_at = every("throwAt");
     pool->fail_start_at = every("threadStartFailAt");
     if (!fo.Get("delayUs").IsUndefined()) opts.faults.delay_us = U64Field(fo, "delayUs", "options.faults");
+    opts.uring_refuse_errno = static_cast<int>(std::min<uint32_t>(every("uringSetupErrno"), 4095));
   }
   return opts;
 }

@@ -112,6 +112,8 @@ class RowStoreWrap : public Napi::ObjectWrap<RowStoreWrap> {
     o.Set("errorRetries", FromU64(env, s.error_retries));
     o.Set("reopens", FromU64(env, s.reopens));
     o.Set("residentBytes", FromU64(env, s.resident_bytes));
+    o.Set("ioEngine", s.io_engine);
+    if (!s.io_engine_note.empty()) o.Set("ioEngineNote", s.io_engine_note);
     o.Set("threads", Napi::Number::New(env, pool_ ? static_cast<double>(pool_->size()) : 0));
     o.Set("inflight", Napi::Number::New(env, inflight_));
     return o;

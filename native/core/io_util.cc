@@ -23,12 +23,6 @@ void SleepMicros(uint64_t us) {
   }
 }
 
-uint64_t Backoff(const RetryPolicy& p, uint32_t failures) {
-  uint64_t delay = p.first_delay_us;
-  for (uint32_t i = 1; i < failures && delay < p.max_delay_us; ++i) delay *= 2;
-  return std::min(delay, p.max_delay_us);
-}
-
 // Opens without blocking (a FIFO would block a plain open) and insists on a regular file.
 Status OpenRegular(const std::string& path, int extra_flags, int* out, uint64_t* size) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | extra_flags);
@@ -61,46 +55,46 @@ bool EndsBy(int fd, uint64_t offset) {
 
 bool IsTransientReadError(int err) { return err == ETIMEDOUT || err == ESTALE || err == EIO; }
 
-long FaultInjector::Pread(int fd, void* buf, size_t len, uint64_t offset, size_t align) {
-  if (config_.delay_us > 0) SleepMicros(config_.delay_us);
+FaultDecision FaultInjector::Next(int fd, const void* buf, size_t len, uint64_t offset, size_t align) {
   uint64_t n = calls_.fetch_add(1, std::memory_order_relaxed) + 1;
   auto every = [n](uint32_t k) { return k != 0 && n % k == 0; };
+  FaultDecision d;
+  d.len = len;
   if (align > 1 && (offset % align != 0 || len % align != 0 || reinterpret_cast<uintptr_t>(buf) % align != 0)) {
-    errno = EINVAL;
-    return -1;
+    d.err = EINVAL;
+    return d;
   }
   if (config_.throw_at != 0 && n == config_.throw_at) throw std::runtime_error("injected fault: a read threw");
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (config_.estale_at != 0 && n == config_.estale_at) stale_fds_.push_back(fd);
     if (std::find(stale_fds_.begin(), stale_fds_.end(), fd) != stale_fds_.end()) {
-      errno = ESTALE;
-      return -1;
+      d.err = ESTALE;
+      return d;
     }
   }
-  if (every(config_.eio_every)) {
-    errno = EIO;
-    return -1;
-  }
-  if (every(config_.etimedout_every)) {
-    errno = ETIMEDOUT;
-    return -1;
-  }
-  if (every(config_.eintr_every)) {
-    errno = EINTR;
-    return -1;
-  }
+  d.err = every(config_.eio_every) ? EIO : every(config_.etimedout_every) ? ETIMEDOUT : every(config_.eintr_every) ? EINTR : 0;
+  if (d.err != 0) return d;
   if (every(config_.short_every) && len > 1) {
     size_t cut = len / 2;
     if (align > 1) cut -= cut % align;
-    if (cut > 0) len = cut;
+    if (cut > 0) d.len = cut;
   }
-  long r = static_cast<long>(pread(fd, buf, len, static_cast<off_t>(offset)));
   // A whole-block read whose count comes back short of a block boundary, as an NFS server may
   // return: the bytes are real, the count is not a multiple of the alignment.
-  if (every(config_.short_unaligned_every) && align > 1 && r >= static_cast<long>(align)) {
-    r -= static_cast<long>(align) / 2;
+  d.trim = every(config_.short_unaligned_every) && align > 1;
+  return d;
+}
+
+long FaultInjector::Pread(int fd, void* buf, size_t len, uint64_t offset, size_t align) {
+  if (config_.delay_us > 0) SleepMicros(config_.delay_us);
+  FaultDecision d = Next(fd, buf, len, offset, align);
+  if (d.err != 0) {
+    errno = d.err;
+    return -1;
   }
+  long r = static_cast<long>(pread(fd, buf, d.len, static_cast<off_t>(offset)));
+  if (d.trim && r >= static_cast<long>(align)) r -= static_cast<long>(align) / 2;
   return r;
 }
 
@@ -165,6 +159,55 @@ Status ReadFile::Reopen(int stale, bool* reopened) {
   return Status::Ok();
 }
 
+uint64_t RetryDelayMicros(const RetryPolicy& p, uint32_t failures) {
+  uint64_t delay = p.first_delay_us;
+  for (uint32_t i = 1; i < failures && delay < p.max_delay_us; ++i) delay *= 2;
+  return std::min(delay, p.max_delay_us);
+}
+
+ReadStep AdvanceRead(int fd, uint64_t offset, size_t len, size_t align, size_t r, size_t* done, bool* continued) {
+  const size_t end = *done + r;
+  *continued = false;
+  if (end == len || end % align == 0) {
+    *continued = end < len;
+    *done = end;
+    return ReadStep::kMore;
+  }
+  // A short O_DIRECT read. At the end of the file that is normal; elsewhere the rest must be
+  // read from the last whole block, as O_DIRECT cannot start at an unaligned offset.
+  if (EndsBy(fd, offset + end)) {
+    *done = end;
+    return ReadStep::kEnd;
+  }
+  if (end - end % align > *done) {
+    *done = end - end % align;
+    *continued = true;
+    return ReadStep::kMore;
+  }
+  return ReadStep::kShortBlock;
+}
+
+Status EndOfFileError(const ReadFile& file, size_t need, size_t done, uint64_t offset) {
+  return Status::Error(Code::E_IO,
+                       "unexpected end of file: " + std::to_string(need - done) +
+                           " more bytes needed (file shorter than the table says; re-pack or re-download)",
+                       file.path())
+      .At(offset + done);
+}
+
+Status ReadCallError(const ReadFile& file, const std::string& call, size_t len, int err, bool short_block, long r,
+                     uint64_t at, uint32_t failures) {
+  const std::string what = call + " of " + std::to_string(len) + " bytes";
+  Status st = short_block ? Status::Error(Code::E_IO,
+                                          what + " returned " + std::to_string(r) +
+                                              " with O_DIRECT, less than one block and not at the end of the file",
+                                          file.path())
+                          : ErrnoStatus(err, what, file.path());
+  st.At(at);
+  if (failures > 0) st.message += " (after " + std::to_string(failures) + (failures == 1 ? " retry)" : " retries)");
+  return st;
+}
+
 Status PreadAll(ReadFile& file, void* buf, size_t len, size_t need, uint64_t offset, const ReadContext& ctx) {
   auto* dst = static_cast<uint8_t*>(buf);
   const size_t align = file.direct() ? kDirectAlign : 1;
@@ -183,45 +226,21 @@ Status PreadAll(ReadFile& file, void* buf, size_t len, size_t need, uint64_t off
       count(&ReadCounters::retries);
       continue;
     }
-    bool short_block = false;  // an O_DIRECT read that returned less than one block, not at the end
+    bool short_block = false;
     if (r > 0) {
-      size_t end = done + static_cast<size_t>(r);
-      if (end == len || end % align == 0) {
-        if (end < len) count(&ReadCounters::retries);
-        done = end;
-        continue;
-      }
-      // A short O_DIRECT read. At the end of the file that is normal; elsewhere the rest must
-      // be read from the last whole block, as O_DIRECT cannot start at an unaligned offset.
-      if (EndsBy(fd, offset + end)) {
-        done = end;
-        r = 0;  // the end of file, handled below
-      } else if (end - end % align > done) {
-        done = end - end % align;
-        count(&ReadCounters::retries);
-        continue;
-      } else {
-        short_block = true;
-      }
+      bool continued = false;
+      ReadStep step = AdvanceRead(fd, offset, len, align, static_cast<size_t>(r), &done, &continued);
+      if (continued) count(&ReadCounters::retries);
+      if (step == ReadStep::kMore) continue;
+      if (step == ReadStep::kEnd) r = 0;  // the end of file, handled below
+      short_block = step == ReadStep::kShortBlock;
     }
     if (r == 0) {
       if (done >= need) return Status::Ok();
-      return Status::Error(Code::E_IO,
-                           "unexpected end of file: " + std::to_string(need - done) +
-                               " more bytes needed (file shorter than the table says; re-pack or re-download)",
-                           file.path())
-          .At(offset + done);
+      return EndOfFileError(file, need, done, offset);
     }
     if (!(short_block || IsTransientReadError(err)) || failures >= ctx.retry.retries) {
-      const std::string what = "pread of " + std::to_string(len - done) + " bytes";
-      Status st = short_block ? Status::Error(Code::E_IO,
-                                              what + " returned " + std::to_string(r) +
-                                                  " with O_DIRECT, less than one block and not at the end of the file",
-                                              file.path())
-                              : ErrnoStatus(err, what, file.path());
-      st.At(at);
-      if (failures > 0) st.message += " (after " + std::to_string(failures) + (failures == 1 ? " retry)" : " retries)");
-      return st;
+      return ReadCallError(file, "pread", len - done, err, short_block, r, at, failures);
     }
     ++failures;
     count(&ReadCounters::error_retries);
@@ -231,7 +250,7 @@ Status PreadAll(ReadFile& file, void* buf, size_t len, size_t need, uint64_t off
       if (!st.ok()) return st.At(at);
       if (reopened) count(&ReadCounters::reopens);
     }
-    SleepMicros(Backoff(ctx.retry, failures));
+    SleepMicros(RetryDelayMicros(ctx.retry, failures));
   }
   return Status::Ok();
 }

@@ -55,6 +55,13 @@ struct FaultConfig {
   }
 };
 
+// What the faults make of one read call, decided before it is issued.
+struct FaultDecision {
+  int err = 0;        // fail the call with this errno instead of issuing it
+  size_t len = 0;     // else issue it for this many bytes (maybe cut short)
+  bool trim = false;  // and report align/2 fewer bytes than came back, when at least align did
+};
+
 class FaultInjector {
  public:
   explicit FaultInjector(FaultConfig config) : config_(config) {}
@@ -62,6 +69,9 @@ class FaultInjector {
   // of O_DIRECT (offset, length and memory aligned, else EINVAL), so tests prove alignment
   // even on a filesystem that refused O_DIRECT and fell back to buffered reads.
   long Pread(int fd, void* buf, size_t len, uint64_t offset, size_t align);
+  // The same decisions for a read issued some other way (io_uring): counts one call. Does not
+  // sleep delay_us; throws at throw_at.
+  FaultDecision Next(int fd, const void* buf, size_t len, uint64_t offset, size_t align);
 
  private:
   FaultConfig config_;
@@ -129,6 +139,23 @@ struct ReadContext {
 // past the end); before that it is an E_IO error naming the file and the offset where data
 // ran out. Every failure names the file and the offset.
 Status PreadAll(ReadFile& file, void* buf, size_t len, size_t need, uint64_t offset, const ReadContext& ctx);
+
+// The rules PreadAll continues a read by, for engines that issue the calls themselves. One
+// call for [done, len) of a read at `offset` returned r > 0 bytes (r <= len - done):
+//   kMore        *done advanced; read again from there (or finished when *done == len)
+//   kEnd         an O_DIRECT read came back short at the end of the file: *done is where it ended
+//   kShortBlock  an O_DIRECT read came back with less than a block, not at the end: an error
+// `continued` is set when a short read will be continued (counted as a retry).
+enum class ReadStep { kMore, kEnd, kShortBlock };
+ReadStep AdvanceRead(int fd, uint64_t offset, size_t len, size_t align, size_t r, size_t* done, bool* continued);
+// The E_IO error for a file that ended `done` bytes into a read that needed `need`.
+Status EndOfFileError(const ReadFile& file, size_t need, size_t done, uint64_t offset);
+// The error of a read call that failed with `err` (or returned `r` < one O_DIRECT block when
+// short_block) asking `len` bytes at `at`, after `failures` retries. `call` names the call.
+Status ReadCallError(const ReadFile& file, const std::string& call, size_t len, int err, bool short_block, long r,
+                     uint64_t at, uint32_t failures);
+// The backoff before retry number `failures` (1 = the first) of a transient error.
+uint64_t RetryDelayMicros(const RetryPolicy& p, uint32_t failures);
 
 // Heap memory aligned to kDirectAlign, grown on demand, freed on destruction.
 class AlignedBuffer {

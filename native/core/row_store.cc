@@ -50,6 +50,8 @@ Status RowStore::Open(const std::vector<TableSpec>& tables, const StoreOptions& 
     Status st = store->AddTable(spec);
     if (!st.ok()) return st;
   }
+  Status st = store->StartIoEngine();
+  if (!st.ok()) return st;
   *out = std::move(store);
   return Status::Ok();
 }
@@ -225,6 +227,8 @@ StoreStats RowStore::Stats() const {
   s.error_retries = read_counters_.error_retries.load();
   s.reopens = read_counters_.reopens.load();
   s.resident_bytes = resident_bytes_.load();
+  s.io_engine = uring_ ? "uring" : "pread";
+  s.io_engine_note = io_engine_note_;
   return s;
 }
 

@@ -21,6 +21,7 @@
 #include "core/io_util.h"
 #include "core/status.h"
 #include "core/thread_pool.h"
+#include "core/uring_reader.h"
 
 namespace spark {
 
@@ -58,6 +59,11 @@ struct TableSpec {
   bool direct = false;  // O_DIRECT when the filesystem accepts it
 };
 
+// How a store issues its reads. kPread: the pool's blocking positioned reads. kUring: one
+// io_uring per store (core/uring_reader.h). kAuto: io_uring when every file is on a local
+// filesystem and the kernel allows it, else the pread pool (row_store_engine.cc says why).
+enum class IoEngine { kAuto, kPread, kUring };
+
 struct StoreOptions {
   bool dedup = true;           // sort ids, read each distinct row once, copy to duplicates
   bool merge = true;           // one read for rows whose byte ranges share or neighbour a page
@@ -65,6 +71,9 @@ struct StoreOptions {
   bool fadvise_random = true;  // POSIX_FADV_RANDOM: no readahead on buffered reads
   RetryPolicy retry;           // transient read errors (NFS): see IsTransientReadError
   FaultConfig faults;
+  IoEngine io_engine = IoEngine::kAuto;
+  unsigned io_depth = 128;     // io_uring: reads in flight per store
+  int uring_refuse_errno = 0;  // tests: io_uring_setup fails with this errno
 };
 
 struct StoreStats {
@@ -78,6 +87,8 @@ struct StoreStats {
   uint64_t error_retries = 0;  // reads retried after a transient error (ETIMEDOUT, ESTALE, EIO)
   uint64_t reopens = 0;        // files opened again after ESTALE
   uint64_t resident_bytes = 0;
+  std::string io_engine;       // "uring" or "pread": the engine running this store's gathers
+  std::string io_engine_note;  // why auto chose the pread pool, when it did
 };
 
 struct TableInfo {
@@ -137,6 +148,7 @@ class RowStore {
   Status AddTable(const TableSpec& spec);
   Status OpenFile(const std::string& path, bool want_direct, uint64_t probe_offset, uint32_t* index);
   const Table* FindTable(uint32_t layer) const;
+  Status StartIoEngine();  // row_store_engine.cc
   ReadContext Context() { return ReadContext{faults_.get(), &read_counters_, options_.retry}; }
 
   StoreOptions options_;
@@ -151,6 +163,9 @@ class RowStore {
   ReadCounters read_counters_;
   std::mutex resident_mu_;  // one LoadResident at a time
   std::atomic<uint64_t> resident_bytes_{0};
+  // Declared last, destroyed first: its thread uses the files and counters above.
+  std::unique_ptr<UringReader> uring_;
+  std::string io_engine_note_;
 };
 
 }  // namespace spark

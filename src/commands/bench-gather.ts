@@ -6,7 +6,7 @@ import { accessSync, constants, lstatSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { CliContext } from './context.js';
 import { writeNewFile } from '../new-file.js';
-import { runGatherBench, type BenchVariant, type GatherBenchOptions, type GatherBenchReport, type GatherBenchResult } from '../engram/gather-bench.js';
+import { runGatherBench, type BenchEngine, type BenchVariant, type GatherBenchOptions, type GatherBenchReport, type GatherBenchResult } from '../engram/gather-bench.js';
 import { lineChartSvg } from '../engram/svg-chart.js';
 import { usageError } from '../errors.js';
 import type { CommandResult, Io } from '../io.js';
@@ -103,6 +103,7 @@ interface Flags {
   direct?: boolean;
   delayUs?: string;
   variants?: string;
+  engines?: string;
   fio?: boolean;
   naive?: boolean;
   seed?: string;
@@ -132,6 +133,10 @@ export function parseBenchGatherFlags(source: string | undefined, f: Flags, env:
     direct: Boolean(f.direct),
     delayUs: f.delayUs === undefined ? undefined : parseCount(f.delayUs, '--delay-us', 1, 10_000_000),
     variants,
+    engines: f.engines?.split(',').map((e) => {
+      if (e !== 'pread' && e !== 'uring') throw usageError(`--engines takes pread, uring; got '${e}'`);
+      return e as BenchEngine;
+    }),
     fio: f.fio !== false,
     naive: f.naive !== false,
     seed: f.seed === undefined ? 1 : parseCount(f.seed, '--seed', 0, 0xffffffff),
@@ -152,6 +157,7 @@ export function benchCommand(ctx: CliContext): Command {
     .option('--direct', 'packed directories: O_DIRECT reads (fio runs with direct=1 too)')
     .option('--delay-us <n>', 'inject this delay before every read (models NFS latency; no baselines)')
     .option('--variants <list>', 'snapshot, snapshot+scales, overlay (snapshots and sparse copies), packed (packs); default: all the source supports')
+    .option('--engines <list>', "row store engines: pread (default), uring (io_uring; its queue depth is the thread count), or both: pread,uring")
     .option('--no-fio', 'skip the fio baseline')
     .option('--no-naive', 'skip the naive TypeScript baseline')
     .option('--seed <n>', 'id generator seed', '1')

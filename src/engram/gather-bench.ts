@@ -6,6 +6,8 @@
 //   overlay                     the serving overlay's path over the same files: one mmap with
 //                               MADV_RANDOM, a WILLNEED pass, memcpy workers (native/core/mmap_gather.h)
 //   packed                      the row store over spark's dense/page pack (one read per row)
+// The row store variants run on each of `engines`: its pread pool (the default), and/or its
+// io_uring engine, whose queue depth is the case's thread count.
 // Every result says what was read: `source` (contract.md), `layout` (dense, page, or sparse for
 // a sparse copy), `variant` and `reader`. The recommended SPARK_ENGRAM_THREADS comes from the
 // overlay's path when it ran: that is the engine's setting.
@@ -22,6 +24,8 @@ import type { TableSpec } from '../domain/table-spec.js';
 import { MmapGather } from '../native/sparse.js';
 
 export type BenchVariant = 'snapshot' | 'snapshot+scales' | 'packed' | 'overlay';
+/** The row store's read engines (RowStoreOptions.ioEngine), measured side by side. */
+export type BenchEngine = 'pread' | 'uring';
 
 /** The variants a source can be measured with: each reads the source the way its name says. */
 export const VARIANTS_OF: Record<RowSourceKind, BenchVariant[]> = {
@@ -45,6 +49,8 @@ export interface GatherBenchOptions {
   naive?: boolean;
   seed?: number;
   openSnapshot?: SnapshotOpener;
+  /** Row store engines to run the row store variants on (default pread). */
+  engines?: BenchEngine[];
   /** Row store I/O choices, to measure what each one pays. */
   store?: { dedup?: boolean; merge?: boolean; fadviseRandom?: boolean };
   /** Overlay variant: the WILLNEED pass before the copies (default true, as the overlay does). */
@@ -59,8 +65,8 @@ export interface GatherBenchResult {
   layout?: 'dense' | 'page' | 'sparse';
   /** The --variants name that produced this result. */
   variant: BenchVariant;
-  /** The row store's pread pool, or the overlay's mmap + memcpy path. */
-  reader: 'pread-pool' | 'mmap';
+  /** The row store's pread pool or io_uring engine (threads = its queue depth), or the overlay's mmap + memcpy path. */
+  reader: 'pread-pool' | 'uring' | 'mmap';
   /** Overlay variant: false when run without the WILLNEED pass (--no-willneed). */
   willneed?: boolean;
   direct?: boolean;
@@ -72,7 +78,7 @@ export interface GatherBenchResult {
   p50Ms: number;
   p99Ms: number;
   batchesRun: number;
-  /** pread pool only (the mmap path faults pages in instead of issuing reads). */
+  /** Row store only (the mmap path faults pages in instead of issuing reads). */
   readsPerRow?: number;
   /** Reads the store issued per second (rows/s x reads/row): the number to hold against fio's IOPS. */
   readsPerSec?: number;
@@ -137,7 +143,9 @@ export function recommendThreads(results: GatherBenchResult[]): { threads: numbe
   if (results.length === 0) return { threads: 64, variant: 'snapshot' };
   const variant = results.some((r) => r.variant === 'overlay') ? 'overlay' : results[0].variant;
   const batch = Math.max(...results.map((r) => r.batch));
-  const at = results.filter((r) => r.batch === batch && r.variant === variant);
+  // Threads are what SPARK_ENGRAM_THREADS sets: io_uring cases (threads = queue depth) only when nothing else ran.
+  const threaded = results.filter((r) => r.reader !== 'uring');
+  const at = (threaded.length > 0 ? threaded : results).filter((r) => r.batch === batch && r.variant === variant);
   const best = Math.max(...at.map((r) => r.rowsPerSec));
   return { threads: Math.min(...at.filter((r) => r.rowsPerSec >= 0.95 * best).map((r) => r.threads)), variant };
 }
@@ -180,6 +188,7 @@ export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBench
   const kind = probe.kind;
   await probe.close();
   const variants = benchVariants(kind, o.variants, o.delayUs);
+  if (o.delayUs !== undefined && o.engines?.includes('uring')) throw usageError("--delay-us slows the pread pool's reads; the uring engine does not sleep per read: leave uring out of --engines");
   let sizes: number[] | undefined;
   if (kind === 'snapshot') {
     const cfg = await readModelConfig(o.source).catch(() => undefined);
@@ -251,7 +260,7 @@ export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBench
     const fi = fioIops.get(t);
     if (fi !== undefined) res.baselines.fio = { iops: fi };
     results.push(res);
-    say(`${v} threads ${t} batch ${b}: ${Math.round(r.rowsPerSec)} rows/s, p50 ${r.p50.toFixed(2)} ms`);
+    say(`${v} (${res.reader}) threads ${t} batch ${b}: ${Math.round(r.rowsPerSec)} rows/s, p50 ${r.p50.toFixed(2)} ms`);
   };
 
   for (const v of variants) {
@@ -271,30 +280,34 @@ export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBench
         }
         continue;
       }
-      const src: RowSource = await openRowSource(o.source, {
-        threads: t,
-        layers: [table.layer],
-        direct: o.direct,
-        residentScales: v === 'snapshot+scales',
-        openSnapshot: o.openSnapshot,
-        faults: o.delayUs ? { delayUs: o.delayUs } : undefined,
-        ...o.store,
-      });
-      try {
-        const directActive = src.store.tables()[0].directActive;
-        for (const b of o.batches) {
-          // One output buffer per case, as a serving loop reuses its own: a fresh 13 MB buffer
-          // per batch would add thousands of first-touch page faults inside the reads.
-          const out = Buffer.alloc(b * table.rowBytes);
-          await prepare();
-          const before = src.store.stats();
-          const r = await timeLoop(o.seconds, fresh(b), (ids) => src.store.gather(table.layer, ids, out));
-          const after = src.store.stats();
-          const readsPerRow = (after.reads - before.reads) / Math.max(1, after.rows - before.rows);
-          record(v, t, b, r, { ...(spec.kind === 'packed' ? { direct: directActive } : {}), readsPerRow, readsPerSec: r.rowsPerSec * readsPerRow });
+      for (const engine of o.engines ?? ['pread']) {
+        const src: RowSource = await openRowSource(o.source, {
+          threads: t,
+          ioEngine: engine,
+          ...(engine === 'uring' ? { ioDepth: t } : {}),
+          layers: [table.layer],
+          direct: o.direct,
+          residentScales: v === 'snapshot+scales',
+          openSnapshot: o.openSnapshot,
+          faults: o.delayUs ? { delayUs: o.delayUs } : undefined,
+          ...o.store,
+        });
+        try {
+          const directActive = src.store.tables()[0].directActive;
+          for (const b of o.batches) {
+            // One output buffer per case, as a serving loop reuses its own: a fresh 13 MB buffer
+            // per batch would add thousands of first-touch page faults inside the reads.
+            const out = Buffer.alloc(b * table.rowBytes);
+            await prepare();
+            const before = src.store.stats();
+            const r = await timeLoop(o.seconds, fresh(b), (ids) => src.store.gather(table.layer, ids, out));
+            const after = src.store.stats();
+            const readsPerRow = (after.reads - before.reads) / Math.max(1, after.rows - before.rows);
+            record(v, t, b, r, { ...(spec.kind === 'packed' ? { direct: directActive } : {}), reader: engine === 'uring' ? 'uring' : 'pread-pool', readsPerRow, readsPerSec: r.rowsPerSec * readsPerRow });
+          }
+        } finally {
+          await src.close();
         }
-      } finally {
-        await src.close();
       }
     }
   }

@@ -20,8 +20,10 @@ export interface FaultOptions {
   throwAt?: number;
   /** Starting the Nth reader thread fails as under a pid limit. */
   threadStartFailAt?: number;
-  /** Sleep this long before every read (models NFS latency). */
+  /** Sleep this long before every read (models NFS latency; the pread pool only). */
   delayUs?: number;
+  /** io_uring_setup fails with this errno (tests of the fallback to the pread pool). */
+  uringSetupErrno?: number;
 }
 
 /**
@@ -46,6 +48,16 @@ export interface RowStoreOptions {
   fadviseRandom?: boolean;
   retry?: RetryOptions;
   faults?: FaultOptions;
+  /**
+   * How reads are issued. 'pread': blocking reads on the store's threads. 'uring': one io_uring
+   * per store, many reads in flight from one submitting thread (an error where the kernel
+   * refuses io_uring). 'auto' (default): io_uring when every file is on a local filesystem
+   * and io_uring can be set up, else the pread pool; stats().ioEngine says which runs and
+   * stats().ioEngineNote why auto kept the pread pool.
+   */
+  ioEngine?: 'auto' | 'pread' | 'uring';
+  /** io_uring: reads in flight per store (default 128). */
+  ioDepth?: number;
   /** Environment consulted for SPARK_ENGRAM_THREADS (default process.env). */
   env?: NodeJS.ProcessEnv;
 }
@@ -64,6 +76,10 @@ export interface RowStoreStats {
   /** Files opened again after ESTALE. */
   reopens: number;
   residentBytes: number;
+  /** The engine running this store's reads. */
+  ioEngine: 'pread' | 'uring';
+  /** Why 'auto' kept the pread pool (a network filesystem, io_uring refused, faults injected). */
+  ioEngineNote?: string;
   threads: number;
   inflight: number;
 }

@@ -3,7 +3,7 @@
 // Row bytes are a fixed function of (layer, id, column) so any read can be checked.
 import { openSync, writeSync, closeSync, ftruncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { SnapshotTableSpec } from '../../src/domain/table-spec.js';
+import type { PackedTableSpec, SnapshotTableSpec } from '../../src/domain/table-spec.js';
 
 /** Deterministic row: D weight bytes then D/32 scale bytes. */
 export function testRow(layer: number, id: number, dim: number): Buffer {
@@ -75,6 +75,12 @@ export function writePacked(
   const fd = openSync(path, 'w');
   writeSync(fd, buf);
   closeSync(fd);
+}
+
+/** The table spec of a file writePacked wrote. */
+export function packedTable(path: string, layer: number, start: number, end: number, dim: number, layout: 'dense' | 'page', direct = false): PackedTableSpec {
+  const rb = dim + dim / 32;
+  return { kind: 'packed', layer, path, start, end, dataOffset: 4096, stride: rb, rowBytes: rb, layout, direct };
 }
 
 export interface ShardTable {
