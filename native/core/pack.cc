@@ -52,7 +52,7 @@ class DenseTarget : public PackTarget {
     Status Open() {
       // Own descriptors: each worker's buffered reads get their own readahead state.
       const PackJob& j = t_.job_;
-      return reader_.Open(j.weight, j.scale, j.start, j.file.direct_io, j.drop_source_cache);
+      return reader_.Open(j.weight, j.scale, j.start, j.file.direct_io, j.drop_source_cache, j.file.direct_refusal_for_tests);
     }
     bool ReadsDirect() const override { return reader_.direct(); }
     // The chunk is built where the placement rule (core/pack_io.h) puts its file offset, so

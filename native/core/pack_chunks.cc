@@ -28,13 +28,13 @@ Status ReadChunk(int fd, const std::string& path, const PackGeometry& g, uint64_
 }
 
 Status SourceReader::Open(const PackSource& weight_src, const PackSource& scale_src, uint64_t start_row, bool direct,
-                          bool drop) {
+                          bool drop, DirectRefusal refusal) {
   weight = &weight_src;
   scale = &scale_src;
   start = start_row;
   drop_cache = drop;
-  Status s = weight_file.Open(weight_src.path, direct);
-  return s.ok() ? scale_file.Open(scale_src.path, direct) : s;
+  Status s = weight_file.Open(weight_src.path, direct, refusal);
+  return s.ok() ? scale_file.Open(scale_src.path, direct, refusal) : s;
 }
 
 Status SourceReader::BuildChunk(const PackGeometry& g, uint64_t k, uint8_t* out) {

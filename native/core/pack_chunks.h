@@ -32,7 +32,8 @@ struct SourceReader {
   bool drop_cache = false;  // drop the pages of buffered reads behind them
   AlignedBuffer weight_buf, scale_buf;
 
-  Status Open(const PackSource& weight_src, const PackSource& scale_src, uint64_t start_row, bool direct, bool drop);
+  Status Open(const PackSource& weight_src, const PackSource& scale_src, uint64_t start_row, bool direct, bool drop,
+              DirectRefusal refusal = DirectRefusal::kNone);
   bool direct() const { return weight_file.direct() && scale_file.direct(); }
   Status BuildChunk(const PackGeometry& g, uint64_t k, uint8_t* out);
 };

@@ -313,7 +313,7 @@ Status PackFileInner(const PackFileJob& job, const PackTarget& target, PackProgr
     st.active = workers;
     st.workers = workers;
     SpanWriter out;
-    s = out.Open(*job.dir, PartialName(job.name), out_fd.get(), job.direct_io);
+    s = out.Open(*job.dir, PartialName(job.name), out_fd.get(), job.direct_io, job.direct_refusal_for_tests);
     if (!s.ok()) return s;
     // Items 0..workers-1 copy; the last one commits. Items are handed out in order, so the
     // committer starts only once every copier has, and copiers never wait for it.

@@ -109,6 +109,7 @@ struct PackFileJob {
   double commit_seconds = 2.0;                // ... or this long, whichever comes first
   bool drop_cache = true;                     // drop written pages once durable
   bool direct_io = true;  // O_DIRECT reads and writes where the filesystem allows it
+  DirectRefusal direct_refusal_for_tests = DirectRefusal::kNone;
   // Tests only: writes after this many chunks fail with EIO, as a dying disk's would (0: off).
   uint64_t fault_after_chunks = 0;
 };

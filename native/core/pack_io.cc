@@ -35,8 +35,8 @@ Status DirectPread(int fd, uint8_t* p, uint64_t n, uint64_t off, const std::stri
 
 uint64_t SpanBufferBytes(uint64_t off, uint64_t len) { return AlignUp(SpanLead(off) + len); }
 
-Status SpanReader::Open(const std::string& path, bool want_direct) {
-  Status s = file_.Open(path, want_direct, 0, false);
+Status SpanReader::Open(const std::string& path, bool want_direct, DirectRefusal refusal) {
+  Status s = file_.Open(path, want_direct && refusal == DirectRefusal::kNone, 0, false);
   if (s.ok() && !file_.direct()) ::posix_fadvise(file_.fd(), 0, 0, POSIX_FADV_SEQUENTIAL);
   return s;
 }
@@ -67,12 +67,14 @@ void SpanReader::DropBehind(uint64_t off, uint64_t len) const {
   if (!file_.direct()) DropCache(file_.fd(), off, len);
 }
 
-Status SpanWriter::Open(const PackDir& dir, const std::string& name, int fd, bool want_direct) {
+Status SpanWriter::Open(const PackDir& dir, const std::string& name, int fd, bool want_direct,
+                        DirectRefusal refusal) {
   fd_ = fd;
   path_ = dir.PathOf(name);
   direct_fd_.Close();
   refused_.store(false);
-  if (!want_direct) return Status::Ok();
+  refuse_transfer_ = refusal == DirectRefusal::kAtTransfer;
+  if (!want_direct || refusal == DirectRefusal::kAtOpen) return Status::Ok();
   // The same file through the same directory, never a link; kept only if it is the very
   // inode the engine holds. tmpfs refuses O_DIRECT here (EINVAL): buffered then.
   int dfd = ::openat(dir.fd(), name.c_str(), O_RDWR | O_DIRECT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
@@ -97,7 +99,12 @@ Status SpanWriter::Write(uint64_t off, const uint8_t* data, uint64_t len) const 
   if (!s.ok()) return s;
   uint64_t done = 0;
   while (a + done < b) {
-    ssize_t r = ::pwrite(direct_fd_.get(), data + (a - off) + done, b - a - done, static_cast<off_t>(a + done));
+    ssize_t r = -1;
+    if (refuse_transfer_) {
+      errno = EINVAL;
+    } else {
+      r = ::pwrite(direct_fd_.get(), data + (a - off) + done, b - a - done, static_cast<off_t>(a + done));
+    }
     if (r < 0 && errno == EINTR) continue;
     if (r < 0 && errno == EINVAL && !refused_.load()) {
       refused_.store(true);  // accepted at open, refused at write (some FUSE and NFS mounts)

@@ -28,11 +28,17 @@ inline uint64_t SpanLead(uint64_t off) { return off % kDirectAlign; }
 // Buffer bytes a span [off, off + len) takes under the placement rule (the aligned-out size).
 uint64_t SpanBufferBytes(uint64_t off, uint64_t len);
 
+// Tests only: behave as a filesystem that refuses O_DIRECT at open (tmpfs before Linux 6.6),
+// or accepts the open and fails the first direct transfer with EINVAL (some FUSE and NFS
+// mounts), so the fallback is exercised on any machine.
+enum class DirectRefusal { kNone, kAtOpen, kAtTransfer };
+
 // A file read by the packer or the verifier: O_DIRECT when asked for and the filesystem
 // allows it (probed with one real read), else buffered with sequential readahead.
 class SpanReader {
  public:
-  Status Open(const std::string& path, bool want_direct);
+  // A refusal at the transfer shows in the probe read: the file is buffered either way.
+  Status Open(const std::string& path, bool want_direct, DirectRefusal refusal = DirectRefusal::kNone);
   bool direct() const { return file_.direct(); }
   int fd() const { return file_.fd(); }
   const std::string& path() const { return file_.path(); }
@@ -57,7 +63,8 @@ class SpanReader {
 class SpanWriter {
  public:
   // `dir`/`name`: where the engine opened `fd`. want_direct false: buffered only.
-  Status Open(const PackDir& dir, const std::string& name, int fd, bool want_direct);
+  Status Open(const PackDir& dir, const std::string& name, int fd, bool want_direct,
+              DirectRefusal refusal = DirectRefusal::kNone);
   bool direct() const { return direct_fd_.valid() && !refused_.load(std::memory_order_relaxed); }
   int fd() const { return fd_; }
   const std::string& path() const { return path_; }
@@ -74,6 +81,7 @@ class SpanWriter {
   Fd direct_fd_;
   std::string path_;
   mutable std::atomic<bool> refused_{false};
+  bool refuse_transfer_ = false;  // tests: the first direct write fails with EINVAL
 };
 
 // "direct" or "buffered", for the pack's and the verifier's reports.

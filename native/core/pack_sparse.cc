@@ -126,8 +126,9 @@ class SparseTarget : public PackTarget {
     Status Open() {
       // Two descriptors: the weight and the scale runs are two sequential streams.
       const bool direct = t_.job_.file.direct_io;
-      Status s = weight_.Open(t_.job_.source_path, direct);
-      return s.ok() ? scale_.Open(t_.job_.source_path, direct) : s;
+      const DirectRefusal refusal = t_.job_.file.direct_refusal_for_tests;
+      Status s = weight_.Open(t_.job_.source_path, direct, refusal);
+      return s.ok() ? scale_.Open(t_.job_.source_path, direct, refusal) : s;
     }
     bool ReadsDirect() const override { return weight_.direct() && scale_.direct(); }
     // Each run is read into its slot by the placement rule (core/pack_io.h): it is written
