@@ -93,8 +93,9 @@ function fioCopy(ranges: Range[], outDir: string): string[] {
   const args = ['fio', '--output=/dev/null', '--direct=1', '--bs=8m', '--ioengine=libaio', '--iodepth=4'];
   ranges.forEach((r, i) => {
     const lo = alignDown(r.offset);
-    const size = alignUp(r.offset + r.bytes) - lo;
-    args.push(`--name=read${i}`, `--filename=${r.file}`, '--readonly', '--rw=read', `--offset=${lo}`, `--size=${size}`);
+    // Never past the source's end: fio would extend a file too short for its read job.
+    const size = Math.min(alignUp(r.offset + r.bytes), statSync(r.file).size) - lo;
+    args.push(`--name=read${i}`, `--filename=${r.file}`, '--rw=read', `--offset=${lo}`, `--size=${size}`);
     args.push(`--name=write${i}`, `--filename=${join(outDir, `copy-${i}.bin`)}`, '--rw=write', `--size=${size}`, '--end_fsync=1');
   });
   return args;
