@@ -36,6 +36,8 @@
         "native/core/pack_chunks.cc",
         "native/core/pack_dir.cc",
         "native/core/pack_engine.cc",
+        "native/core/pack_io.cc",
+        "native/core/background.cc",
         "native/core/pack_rate.cc",
         "native/core/pack_sparse.cc",
         "native/core/pack_format.cc",

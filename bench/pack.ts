@@ -1,44 +1,60 @@
-// Pack and verify throughput against plain sequential I/O of the same bytes on the same disk,
-// in the same run, cold page cache before every timed command (root: drop_caches).
+// Pack and verify throughput against what the disk does for a plain direct copy and a plain
+// direct read of the same bytes, in the same run:
 //
-//   node dist/bench/pack.js [--dir /var/tmp/spark-pack-bench] [--vocab 200000] [--rounds 3]
+//   node dist/bench/pack.js --snapshot /path/to/snap [--dir /var/tmp/spark-pack-bench]
+//        [--rank 0] [--world 4] [--threads 4] [--exact]
+//   (without --snapshot, a synthetic one is made in --dir at --vocab rows per head)
 //
-// Cases per round, alternating so drift on a shared machine hits all alike:
-//   copy        dd of each layer's weight and scale ranges into one file, conv=fsync
-//   direct copy dd with O_DIRECT reads and writes of the same ranges (rounded out to 4 KiB) to
-//               the same offsets of files of the shards' names and sizes: the sparse layout's
-//               bytes, copied the plainest fast way
-//   pack sparse spark pack --layout sparse (the default): fsyncs, checksums, journal
-//   pack dense  spark pack (fsyncs its files too), both layers
-//   pack page   the same with --layout page
-//   read pack   dd of the dense pack's data files to /dev/null (and fio, 4 streams, where installed)
-//   verify      spark verify (every chunk checksum) of the dense pack
-//   read both   dd of the dense pack and of the source ranges to /dev/null
-//   verify full spark verify --source --full (reads the pack and the source)
-// Every pack is also checked byte for byte (verify --full exit 0). Writes bench/out/pack-*.json.
-import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+// Cases, once each, in this order (the outputs are removed as soon as they are measured, so
+// the disk holds at most one rank's worth of output at a time):
+//   fio copy      per table of the rank: a direct sequential read of its weight range and of
+//                 its scale range (rounded out to 4 KiB) with, at the same time, a direct
+//                 sequential write of as many bytes to a new file on the output filesystem
+//                 (fio, direct=1, bs=8m, libaio, queue depth 4, end_fsync): a copy with reads
+//                 and writes overlapped, without any checking
+//   pack sparse   spark pack --layout sparse (the default): checksums, journal, fsyncs
+//   pack dense    spark pack --layout dense
+//   fio read      a direct sequential read of the dense pack's files (fio, direct=1, bs=8m)
+//   verify        spark verify of the dense pack (every chunk checksum)
+// Every read is O_DIRECT on both sides (spark's JSON says so, and the bench records it), so a
+// source larger than the page cache stays cold without dropping caches on a shared machine;
+// the page cache's growth over each spark command (/proc/meminfo Cached) is recorded too.
+// --exact adds spark verify --source --full of the dense pack (reads everything again).
+// Writes bench/out/pack-*.json.
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { machineInfo } from './lib/processes.js';
 import { openSnapshot } from '../src/engram/snapshot.js';
+import { packRanges } from '../src/pack/pack-ranges.js';
 import { packageRoot } from '../src/native/index.js';
 import { crc32Implementation } from '../src/native/pack.js';
-import { checkSparseCopy } from '../test/helpers/sparse-check.js';
 
 interface Args {
+  snapshot?: string;
   dir: string;
   vocab: number;
-  rounds: number;
+  rank: number;
+  world: number;
   threads: number;
+  exact: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { dir: '/var/tmp/spark-pack-bench', vocab: 200_000, rounds: 3, threads: 4 };
-  for (let i = 0; i < argv.length; i += 2) {
+  const a: Args = { dir: '/var/tmp/spark-pack-bench', vocab: 200_000, rank: 0, world: 4, threads: 4, exact: false };
+  for (let i = 0; i < argv.length; i++) {
     const [k, v] = [argv[i], argv[i + 1]];
-    if (k === '--dir') a.dir = v;
+    if (k === '--exact') {
+      a.exact = true;
+      continue;
+    }
+    i++;
+    if (k === '--snapshot') a.snapshot = v;
+    else if (k === '--dir') a.dir = v;
     else if (k === '--vocab') a.vocab = Number(v);
-    else if (k === '--rounds') a.rounds = Number(v);
+    else if (k === '--rank') a.rank = Number(v);
+    else if (k === '--world') a.world = Number(v);
     else if (k === '--threads') a.threads = Number(v);
     else throw new Error(`unknown argument ${k}`);
   }
@@ -48,170 +64,162 @@ function parseArgs(argv: string[]): Args {
 const bin = join(packageRoot(), 'dist', 'src', 'bin.js');
 const spark = (...args: string[]): string[] => [process.execPath, bin, ...args];
 
-function dropCaches(): boolean {
-  try {
-    execFileSync('sync');
-    writeFileSync('/proc/sys/vm/drop_caches', '3');
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function run(argv: string[]): { ms: number; stdout: string } {
+function run(argv: string[]): { seconds: number; stdout: string } {
   const t0 = process.hrtime.bigint();
   const r = spawnSync(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 1 << 28 });
-  const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   if (r.status !== 0) throw new Error(`${argv.join(' ')} exited ${r.status}: ${r.stderr.toString().slice(0, 500)}`);
-  return { ms, stdout: r.stdout.toString() };
+  return { seconds, stdout: r.stdout.toString() };
 }
 
-/** dd with O_DIRECT of [offset, offset + bytes) of `file`, rounded out to 4 KiB, to the same offset of `out`. */
-function ddDirect(file: string, offset: number, bytes: number, out: string): string[] {
-  const lo = Math.floor(offset / 4096) * 4096;
-  const hi = Math.ceil((offset + bytes) / 4096) * 4096;
-  return ['dd', `if=${file}`, `of=${out}`, 'bs=8M', 'iflag=direct,skip_bytes,count_bytes', 'oflag=direct,seek_bytes', `skip=${lo}`, `seek=${lo}`, `count=${hi - lo}`, 'conv=notrunc,fsync', 'status=none'];
+/** Page cache in bytes (/proc/meminfo Cached). */
+function cachedBytes(): number {
+  const m = /^Cached:\s+(\d+) kB/m.exec(readFileSync('/proc/meminfo', 'utf8'));
+  return m ? Number(m[1]) * 1024 : NaN;
 }
 
-/** dd of [offset, offset + bytes) of `file`, appended to `out` (or to /dev/null). */
-function dd(file: string, offset: number, bytes: number, out: string, fsync: boolean): string[] {
-  const args = ['dd', `if=${file}`, `of=${out}`, 'bs=8M', 'iflag=skip_bytes,count_bytes', `skip=${offset}`, `count=${bytes}`, 'status=none'];
-  if (out !== '/dev/null') args.push('oflag=append', `conv=notrunc${fsync ? ',fsync' : ''}`);
+const ALIGN = 4096;
+const alignDown = (n: number): number => Math.floor(n / ALIGN) * ALIGN;
+const alignUp = (n: number): number => Math.ceil(n / ALIGN) * ALIGN;
+
+interface Range {
+  file: string;
+  offset: number;
+  bytes: number;
+}
+
+/** fio: direct sequential reads of `ranges` and, at the same time, direct writes of as many bytes to new files in `outDir`. */
+function fioCopy(ranges: Range[], outDir: string): string[] {
+  const args = ['fio', '--output=/dev/null', '--direct=1', '--bs=8m', '--ioengine=libaio', '--iodepth=4'];
+  ranges.forEach((r, i) => {
+    const lo = alignDown(r.offset);
+    // Never past the source's end: fio would extend a file too short for its read job.
+    const size = Math.min(alignUp(r.offset + r.bytes), statSync(r.file).size) - lo;
+    args.push(`--name=read${i}`, `--filename=${r.file}`, '--rw=read', `--offset=${lo}`, `--size=${size}`);
+    args.push(`--name=write${i}`, `--filename=${join(outDir, `copy-${i}.bin`)}`, '--rw=write', `--size=${size}`, '--end_fsync=1');
+  });
   return args;
 }
 
-function sh(commands: string[][]): string[] {
-  const quote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
-  return ['sh', '-c', commands.map((c) => c.map(quote).join(' ')).join(' && ')];
+function fioRead(files: string[]): string[] {
+  const args = ['fio', '--output=/dev/null', '--direct=1', '--bs=8m', '--ioengine=libaio', '--iodepth=4', '--readonly', '--rw=read'];
+  // One job after the other (stonewall): a sequential read of each file, as verify reads them.
+  files.forEach((f, i) => args.push(`--name=read${i}`, `--filename=${f}`, `--size=${statSync(f).size}`, ...(i > 0 ? ['--stonewall'] : [])));
+  return args;
+}
+
+interface CaseResult {
+  name: string;
+  bytes: number;
+  seconds: number;
+  mbPerSec: number;
+  /** The command's own "seconds" (spark's JSON): without node's start-up. */
+  innerSeconds?: number;
+  io?: unknown;
+  cacheGrowthBytes?: number;
 }
 
 async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));
+  if (spawnSync('fio', ['--version']).status !== 0) throw new Error('fio is required: apt-get install fio');
   mkdirSync(a.dir, { recursive: true });
-  const snap = join(a.dir, 'snap');
-  const marker = join(snap, `.bench-vocab-${a.vocab}`);
-  if (!existsSync(marker)) {
-    rmSync(snap, { recursive: true, force: true });
-    run(spark('synth', snap, '--vocab', String(a.vocab), '--shards', '48'));
-    writeFileSync(marker, '');
+  let snap = a.snapshot;
+  if (snap === undefined) {
+    snap = join(a.dir, 'snap');
+    const marker = join(snap, `.bench-vocab-${a.vocab}`);
+    if (!existsSync(marker)) {
+      rmSync(snap, { recursive: true, force: true });
+      run(spark('synth', snap, '--vocab', String(a.vocab), '--shards', '48'));
+      writeFileSync(marker, '');
+    }
   }
   const s = await openSnapshot(snap, { engramOnly: true });
-  const tables = s.engram;
-  const bytes = tables.reduce((sum, t) => sum + t.rows * t.rowBytes, 0);
-  const snapshotBytes = s.shards.reduce((sum, f) => sum + f.bytes, 0);
-  const copy = join(a.dir, 'copy.bin');
-  const direct = join(a.dir, 'copy-direct');
-  const sparse = join(a.dir, 'pack-sparse');
-  const dense = join(a.dir, 'pack-dense');
-  const page = join(a.dir, 'pack-page');
-  const copyCmd = sh(tables.flatMap((t) => [dd(t.weight.file, t.weight.fileOffset, t.rows * t.dim, copy, false), dd(t.scale.file, t.scale.fileOffset, t.rows * (t.dim / 32), copy, true)]));
-  // The same bytes as the sparse copy, at the same offsets of files of the same names and sizes.
-  const shards = [...new Map(tables.map((t) => [t.weight.fileName, t.weight.file])).entries()];
-  const directCmd = sh([
-    ['mkdir', '-p', direct],
-    ...shards.map(([name, file]) => ['truncate', '-s', String(statSync(file).size), join(direct, name)]),
-    ...tables.flatMap((t) => [
-      ddDirect(t.weight.file, t.weight.fileOffset, t.rows * t.dim, join(direct, t.weight.fileName)),
-      ddDirect(t.scale.file, t.scale.fileOffset, t.rows * (t.dim / 32), join(direct, t.scale.fileName)),
-    ]),
-  ]);
-  const packCmd = (out: string, layout: string): string[] =>
-    spark('pack', snap, '--out', out, '--rank', '0', '--world', '1', '--layout', layout, '--threads', String(a.threads), '--json');
-  const denseFiles = (): string[] => tables.map((t) => join(dense, `engram-l${t.layer}-r0of1.bin`));
-  const readPack = (): string[] => sh(denseFiles().map((f) => dd(f, 0, statSync(f).size, '/dev/null', false)));
-  const readBoth = (): string[] =>
-    sh([...denseFiles().map((f) => dd(f, 0, statSync(f).size, '/dev/null', false)), ...tables.map((t) => dd(t.weight.file, t.weight.fileOffset, t.rows * t.rowBytes, '/dev/null', false))]);
-  // fio, where installed: 4 parallel sequential streams per file, what the disk gives readers
-  // that do not depend on one stream's readahead. A reference beside dd, not the bar.
-  const haveFio = spawnSync('fio', ['--version']).status === 0;
-  const fioRead = (): string[] =>
-    sh(
-      denseFiles().map((f) => {
-        const quarter = Math.ceil(statSync(f).size / 4 / 4096) * 4096;
-        return ['fio', '--name=read', `--filename=${f}`, '--readonly', '--rw=read', '--bs=8m', '--numjobs=4', `--size=${quarter}`, `--offset_increment=${quarter}`, '--group_reporting', '--output=/dev/null'];
-      }),
-    );
-  const cases: { name: string; bytes: () => number; argv: () => string[]; before?: () => void }[] = [
-    { name: 'copy (dd, conv=fsync)', bytes: () => bytes, argv: () => copyCmd, before: () => rmSync(copy, { force: true }) },
-    { name: 'direct copy (dd O_DIRECT, same offsets)', bytes: () => bytes, argv: () => directCmd, before: () => rmSync(direct, { recursive: true, force: true }) },
-    { name: 'spark pack --layout sparse', bytes: () => bytes, argv: () => packCmd(sparse, 'sparse'), before: () => rmSync(sparse, { recursive: true, force: true }) },
-    { name: 'spark pack --layout dense', bytes: () => bytes, argv: () => packCmd(dense, 'dense'), before: () => rmSync(dense, { recursive: true, force: true }) },
-    { name: 'spark pack --layout page', bytes: () => bytes, argv: () => packCmd(page, 'page'), before: () => rmSync(page, { recursive: true, force: true }) },
-    { name: 'read pack (dd to /dev/null)', bytes: () => denseFiles().reduce((n, f) => n + statSync(f).size, 0), argv: readPack },
-    ...(haveFio ? [{ name: 'read pack (fio, 4 streams)', bytes: () => denseFiles().reduce((n, f) => n + statSync(f).size, 0), argv: fioRead }] : []),
-    { name: 'spark verify (checksums)', bytes: () => denseFiles().reduce((n, f) => n + statSync(f).size, 0), argv: () => spark('verify', dense, '--threads', String(a.threads), '--json') },
-    { name: 'read pack + source (dd)', bytes: () => 2 * bytes, argv: readBoth },
-    { name: 'spark verify --source --full', bytes: () => 2 * bytes, argv: () => spark('verify', dense, '--source', snap, '--full', '--threads', String(a.threads), '--json') },
-  ];
-  const times = cases.map(() => [] as number[]);
-  // The commands' own time (JSON "seconds"): without node's start-up, which is a constant
-  // ~0.2-0.4 s on this machine, not a cost per byte.
-  const inner = cases.map(() => [] as number[]);
-  let cold = true;
-  for (let r = 0; r < a.rounds; r++) {
-    cases.forEach((c, i) => {
-      c.before?.();
-      cold = dropCaches() && cold;
-      const res = run(c.argv());
-      times[i].push(res.ms);
-      if (c.argv()[0] === process.execPath) inner[i].push(1000 * (JSON.parse(res.stdout) as { seconds: number }).seconds);
-      process.stderr.write(`round ${r + 1}: ${c.name}: ${times[i][times[i].length - 1].toFixed(0)} ms\n`);
-    });
+  const ranges = packRanges(s.engram, undefined, a.rank, a.world, 'floor');
+  const rows: Range[] = [];
+  for (const t of s.engram) {
+    const r = ranges.find((x) => x.layer === t.layer);
+    if (r === undefined || r.end <= r.start) continue;
+    rows.push({ file: t.weight.file, offset: t.weight.fileOffset + r.start * t.dim, bytes: (r.end - r.start) * t.dim });
+    rows.push({ file: t.scale.file, offset: t.scale.fileOffset + r.start * (t.dim / 32), bytes: (r.end - r.start) * (t.dim / 32) });
   }
-  // Byte-exact check of both one-read layouts against the source (spark verify), and of the
-  // sparse copy through the overlay's view with every chunk checksum recomputed (it throws).
-  const exact = [dense, page].map((dir) => JSON.parse(run(spark('verify', dir, '--source', snap, '--full', '--json')).stdout) as { ok: boolean });
-  const sparseChecked = checkSparseCopy(sparse, snap);
-  const median = (xs: number[]): number => [...xs].sort((x, y) => x - y)[xs.length >> 1];
-  const rows = cases.map((c, i) => ({
-    name: c.name,
-    bytes: c.bytes(),
-    medianMs: median(times[i]),
-    mbPerSec: c.bytes() / 1e6 / (median(times[i]) / 1000),
-    allMs: times[i],
-    ...(inner[i].length > 0 ? { innerMedianMs: median(inner[i]), innerMbPerSec: c.bytes() / 1e6 / (median(inner[i]) / 1000) } : {}),
-  }));
-  const at = (name: string): number => cases.findIndex((c) => c.name.startsWith(name));
-  const ratio = (num: string, den: string): number => median(times[at(num)].map((t, r) => times[at(den)][r] / t));
-  const innerRatio = (num: string, den: string): number => median(inner[at(num)].map((t, r) => times[at(den)][r] / t));
+  const bytes = rows.reduce((n, r) => n + r.bytes, 0);
+  const load = [loadavg()];
+  const cases: CaseResult[] = [];
+  const measure = (name: string, argv: string[], caseBytes: number): CaseResult => {
+    const before = cachedBytes();
+    const r = run(argv);
+    const c: CaseResult = { name, bytes: caseBytes, seconds: r.seconds, mbPerSec: caseBytes / 1e6 / r.seconds };
+    if (argv[0] === process.execPath) {
+      const doc = JSON.parse(r.stdout) as { seconds: number; io?: unknown };
+      c.innerSeconds = doc.seconds;
+      c.io = doc.io;
+      c.cacheGrowthBytes = cachedBytes() - before;
+    }
+    cases.push(c);
+    process.stderr.write(`${name}: ${r.seconds.toFixed(2)} s, ${c.mbPerSec.toFixed(0)} MB/s${c.io ? ` io ${JSON.stringify(c.io)}` : ''}\n`);
+    return c;
+  };
+  const out = (name: string): string => join(a.dir, name);
+  const packArgs = (dir: string, layout: string): string[] =>
+    spark('pack', snap, '--out', dir, '--rank', String(a.rank), '--world', String(a.world), '--layout', layout, '--threads', String(a.threads), '--json');
+
+  rmSync(out('fio-copy'), { recursive: true, force: true });
+  mkdirSync(out('fio-copy'));
+  const copy = measure('fio direct copy', fioCopy(rows, out('fio-copy')), bytes);
+  rmSync(out('fio-copy'), { recursive: true, force: true });
+
+  rmSync(out('pack-sparse'), { recursive: true, force: true });
+  const sparse = measure('spark pack --layout sparse', packArgs(out('pack-sparse'), 'sparse'), bytes);
+  rmSync(out('pack-sparse'), { recursive: true, force: true });
+
+  rmSync(out('pack-dense'), { recursive: true, force: true });
+  const dense = measure('spark pack --layout dense', packArgs(out('pack-dense'), 'dense'), bytes);
+  const denseFiles = s.engram.map((t) => join(out('pack-dense'), `engram-l${t.layer}-r${a.rank}of${a.world}.bin`)).filter((f) => existsSync(f));
+  const packBytes = denseFiles.reduce((n, f) => n + statSync(f).size, 0);
+  const read = measure('fio direct read of the dense pack', fioRead(denseFiles), packBytes);
+  const verify = measure('spark verify (checksums)', spark('verify', out('pack-dense'), '--threads', String(a.threads), '--json'), packBytes);
+  let exact: boolean | undefined;
+  if (a.exact) {
+    const r = run(spark('verify', out('pack-dense'), '--source', snap, '--full', '--json'));
+    exact = (JSON.parse(r.stdout) as { ok: boolean }).ok;
+  }
+  rmSync(out('pack-dense'), { recursive: true, force: true });
+  load.push(loadavg());
+
+  const ratio = (num: CaseResult, den: CaseResult, inner = false): number => den.seconds / (inner && num.innerSeconds ? num.innerSeconds : num.seconds);
   const result = {
-    machine: { ...machineInfo(), crc32: crc32Implementation() },
-    cold,
-    snapshot: { dir: snap, bytes: snapshotBytes, vocab: a.vocab, layers: tables.map((t) => ({ layer: t.layer, rows: t.rows })) },
-    packBytes: bytes,
+    machine: { ...machineInfo(), crc32: crc32Implementation(), loadavgBefore: load[0], loadavgAfter: load[1] },
+    snapshot: { dir: snap, bytes: s.shards.reduce((n, f) => n + f.bytes, 0), tables: s.engram.map((t) => ({ layer: t.layer, rows: t.rows })) },
+    rank: a.rank,
+    world: a.world,
     threads: a.threads,
-    rounds: a.rounds,
-    cases: rows,
+    bytes,
+    cases,
     ratios: {
-      packSparseVsDirectCopy: ratio('spark pack --layout sparse', 'direct copy'),
-      packDenseVsCopy: ratio('spark pack --layout dense', 'copy'),
-      packPageVsCopy: ratio('spark pack --layout page', 'copy'),
-      verifyVsRead: ratio('spark verify (checksums)', 'read pack (dd'),
-      verifyFullVsRead: ratio('spark verify --source', 'read pack + source'),
-      ...(haveFio ? { verifyVsFio: ratio('spark verify (checksums)', 'read pack (fio') } : {}),
+      packSparseVsFioCopy: ratio(sparse, copy),
+      packDenseVsFioCopy: ratio(dense, copy),
+      verifyVsFioRead: ratio(verify, read),
     },
     ratiosWithoutStartup: {
-      packSparseVsDirectCopy: innerRatio('spark pack --layout sparse', 'direct copy'),
-      packDenseVsCopy: innerRatio('spark pack --layout dense', 'copy'),
-      packPageVsCopy: innerRatio('spark pack --layout page', 'copy'),
-      verifyVsRead: innerRatio('spark verify (checksums)', 'read pack (dd'),
-      verifyFullVsRead: innerRatio('spark verify --source', 'read pack + source'),
-      ...(haveFio ? { verifyVsFio: innerRatio('spark verify (checksums)', 'read pack (fio') } : {}),
+      packSparseVsFioCopy: ratio(sparse, copy, true),
+      packDenseVsFioCopy: ratio(dense, copy, true),
+      verifyVsFioRead: ratio(verify, read, true),
     },
-    byteExact: { dense: exact[0].ok, page: exact[1].ok, sparse: sparseChecked.rows > 0 },
+    targets: { pack: 0.95, verify: 0.9 },
+    ...(exact !== undefined ? { byteExactDense: exact } : {}),
   };
   const outDir = join(packageRoot(), 'bench', 'out');
   mkdirSync(outDir, { recursive: true });
   const file = join(outDir, `pack-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   writeFileSync(file, JSON.stringify(result, null, 2) + '\n');
-  const lines = ['| case | bytes | median s | MB/s | without start-up: s, MB/s |', '|---|---|---|---|---|'];
-  for (const r of rows) {
-    const own = r.innerMedianMs !== undefined ? `${(r.innerMedianMs / 1000).toFixed(2)}, ${r.innerMbPerSec!.toFixed(0)}` : '';
-    lines.push(`| ${r.name} | ${r.bytes} | ${(r.medianMs / 1000).toFixed(2)} | ${r.mbPerSec.toFixed(0)} | ${own} |`);
+  const lines = ['| case | bytes | s | MB/s | without start-up s | io | page cache growth |', '|---|---|---|---|---|---|---|'];
+  for (const c of cases) {
+    const growth = c.cacheGrowthBytes !== undefined ? `${(c.cacheGrowthBytes / 2 ** 20).toFixed(0)} MiB` : '';
+    lines.push(`| ${c.name} | ${c.bytes} | ${c.seconds.toFixed(2)} | ${c.mbPerSec.toFixed(0)} | ${c.innerSeconds?.toFixed(2) ?? ''} | ${c.io ? JSON.stringify(c.io) : ''} | ${growth} |`);
   }
-  process.stdout.write(`${lines.join('\n')}\n\nratios (throughput, median of per-round ratios): ${JSON.stringify(result.ratios)}\n`);
+  process.stdout.write(`${lines.join('\n')}\n\nratios (throughput): ${JSON.stringify(result.ratios)}\n`);
   process.stdout.write(`without node start-up: ${JSON.stringify(result.ratiosWithoutStartup)}\n`);
-  process.stdout.write(`byte-exact (verify --source --full): ${JSON.stringify(result.byteExact)}; cold cache: ${cold}\nwrote ${file}\n`);
+  process.stdout.write(`load average before ${load[0].map((x) => x.toFixed(2)).join(' ')}, after ${load[1].map((x) => x.toFixed(2)).join(' ')}\nwrote ${file}\n`);
 }
 
 await main();

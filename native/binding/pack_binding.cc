@@ -117,6 +117,8 @@ Napi::Object PackResultObject(Napi::Env env, const PackResult& r) {
   o.Set("bytesWritten", FromU64(env, r.bytes_written));
   o.Set("journalDiscarded", r.journal_discarded);
   o.Set("wasComplete", r.was_complete);
+  o.Set("readIo", r.read_io);
+  o.Set("writeIo", r.write_io);
   return o;
 }
 
@@ -141,6 +143,13 @@ void GetFileJob(Napi::Object o, FileJobParts* parts, PackFileJob* file) {
   file->commit_seconds = static_cast<double>(GetU64Or(o, "commitMs", 2000)) / 1000.0;
   file->drop_cache = GetBoolOr(o, "dropCache", true);
   file->fault_after_chunks = GetU64Or(o, "faultAfterChunks", 0);
+  file->direct_io = GetBoolOr(o, "directIo", true);
+  Napi::Value refusal = o.Get("testDirectRefusal");  // tests only: "open" or "transfer"
+  if (!refusal.IsUndefined()) {
+    std::string r = refusal.IsString() ? refusal.As<Napi::String>().Utf8Value() : "";
+    if (r != "open" && r != "transfer") ThrowType(env, "'testDirectRefusal' must be \"open\" or \"transfer\"");
+    file->direct_refusal_for_tests = r == "open" ? DirectRefusal::kAtOpen : DirectRefusal::kAtTransfer;
+  }
 }
 
 std::vector<uint64_t> ReadPackProgress(const PackProgress& p) {
@@ -241,6 +250,7 @@ class VerifyBaton : public JobBaton {
     o.Set("badRowCount", FromU64(env, result_.bad_row_count));
     o.Set("badRows", U64Array(env, result_.bad_rows));
     o.Set("bytesRead", FromU64(env, result_.bytes_read));
+    o.Set("readIo", result_.read_io);
     return o;
   }
 
@@ -264,6 +274,7 @@ Napi::Value VerifyLayerJs(const Napi::CallbackInfo& info) {
   job.threads = GetThreads(o);
   job.check_chunks = GetBoolOr(o, "checkChunks", true);
   job.drop_cache = GetBoolOr(o, "dropCache", true);
+  job.direct_io = GetBoolOr(o, "directIo", true);
   Napi::Value src = o.Get("source");
   if (!src.IsUndefined()) {
     if (!src.IsObject()) ThrowType(env, "'source' must be an object");

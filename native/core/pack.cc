@@ -50,37 +50,40 @@ class DenseTarget : public PackTarget {
    public:
     explicit Worker(const DenseTarget& t) : t_(t) {}
     Status Open() {
-      Status s = OpenFile(t_.job_.weight.path, O_RDONLY, &wfd_);
-      if (s.ok()) s = OpenFile(t_.job_.scale.path, O_RDONLY, &sfd_);
-      if (!s.ok()) return s;
-      ::posix_fadvise(wfd_.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
-      ::posix_fadvise(sfd_.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
-      reader_.weight_fd = wfd_.get();
-      reader_.scale_fd = sfd_.get();
-      reader_.weight = &t_.job_.weight;
-      reader_.scale = &t_.job_.scale;
-      reader_.start = t_.job_.start;
-      reader_.drop_cache = t_.job_.drop_source_cache;
-      return Status::Ok();
+      // Own descriptors: each worker's buffered reads get their own readahead state.
+      const PackJob& j = t_.job_;
+      return reader_.Open(j.weight, j.scale, j.start, j.file.direct_io, j.drop_source_cache, j.file.direct_refusal_for_tests);
     }
-    Status Copy(uint64_t k, int out_fd, const std::string& out_path, uint32_t* crc) override {
+    bool ReadsDirect() const override { return reader_.direct(); }
+    // The chunk is built where the placement rule (core/pack_io.h) puts its file offset, so
+    // its aligned middle is written with O_DIRECT whatever the row size.
+    Status Stage(uint64_t k, int slot, uint32_t* crc) override {
       ChunkSpan span = t_.g_.Chunk(k);
-      Status s = reader_.BuildChunk(t_.g_, k, &buf_);
-      if (!s.ok()) return s;
-      *crc = Crc32(0, buf_.data(), span.bytes);
-      s = PwriteFull(out_fd, buf_.data(), span.bytes, kPackHeaderBytes + span.offset, out_path);
-      if (s.ok()) StartWriteback(out_fd, kPackHeaderBytes + span.offset, span.bytes);
+      const uint64_t at = kPackHeaderBytes + span.offset;
+      uint8_t* base = slots_[slot].Reserve(SpanBufferBytes(at, span.bytes));
+      if (base == nullptr) return Status::Error(Code::E_IO, "out of memory for a chunk", t_.job_.weight.path);
+      uint8_t* data = base + SpanLead(at);
+      Status s = reader_.BuildChunk(t_.g_, k, data);
+      if (s.ok()) *crc = Crc32(0, data, span.bytes);
+      return s;
+    }
+    Status Write(uint64_t k, int slot, const SpanWriter& out) override {
+      ChunkSpan span = t_.g_.Chunk(k);
+      const uint64_t at = kPackHeaderBytes + span.offset;
+      uint8_t* base = slots_[slot].Reserve(SpanBufferBytes(at, span.bytes));
+      Status s = out.Write(at, base + SpanLead(at), span.bytes);
+      if (s.ok()) out.StartWriteback(at, span.bytes);
       return s;
     }
     Status Recheck(uint64_t k, int fd, const std::string& path, uint32_t* crc, bool* complete) override {
-      return ReadChunk(fd, path, t_.g_, k, t_.job_.file.drop_cache, &buf_, crc, complete);
+      return ReadChunk(fd, path, t_.g_, k, t_.job_.file.drop_cache, &recheck_, crc, complete);
     }
 
    private:
     const DenseTarget& t_;
-    Fd wfd_, sfd_;  // own descriptors: each worker gets its own readahead state
     SourceReader reader_;
-    std::vector<uint8_t> buf_;
+    AlignedBuffer slots_[2];
+    std::vector<uint8_t> recheck_;
   };
 
   Status NewWorker(std::unique_ptr<PackTarget::Worker>* out) const override { return MakeWorker<Worker>(*this, out); }

@@ -2,9 +2,10 @@
 // version 1 (core/pack_format.h, layouts dense and page), crash-safely and resumably, through
 // the shared engine (core/pack_engine.h: files, journal, resume, commit).
 //
-// Chunk k: each worker reads the chunk's weight rows (pieces of up to 8 MiB) and scale rows
-// with large preads on its own descriptors, interleaves them, checksums the chunk while it is
-// in memory and writes it with one pwrite at 4096 + the chunk's offset.
+// Chunk k: each worker reads the chunk's weight rows (pieces of up to 16 MiB) and scale rows
+// with large reads on its own descriptors, interleaves them, checksums the chunk while it is
+// in memory and writes it with one write at 4096 + the chunk's offset (O_DIRECT where the
+// filesystems allow it, core/pack_io.h; the next chunk is read meanwhile).
 #pragma once
 
 #include <cstdint>

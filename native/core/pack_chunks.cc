@@ -9,15 +9,7 @@
 namespace spark {
 
 namespace {
-constexpr uint64_t kPieceBytes = uint64_t{8} << 20;
-}
-
-Status ChunkReader::Open(const std::string& path, bool drop_cache) {
-  path_ = path;
-  drop_cache_ = drop_cache;
-  Status s = OpenFile(path, O_RDONLY, &fd_);
-  if (s.ok()) ::posix_fadvise(fd_.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
-  return s;
+constexpr uint64_t kPieceBytes = uint64_t{16} << 20;
 }
 
 Status ReadChunk(int fd, const std::string& path, const PackGeometry& g, uint64_t k, bool drop_cache,
@@ -35,34 +27,40 @@ Status ReadChunk(int fd, const std::string& path, const PackGeometry& g, uint64_
   return Status::Ok();
 }
 
-Status ChunkReader::Read(const PackGeometry& g, uint64_t k, uint32_t* crc, bool* complete) {
-  return ReadChunk(fd_.get(), path_, g, k, drop_cache_, &buf_, crc, complete);
+Status SourceReader::Open(const PackSource& weight_src, const PackSource& scale_src, uint64_t start_row, bool direct,
+                          bool drop, DirectRefusal refusal) {
+  weight = &weight_src;
+  scale = &scale_src;
+  start = start_row;
+  drop_cache = drop;
+  Status s = weight_file.Open(weight_src.path, direct, refusal);
+  return s.ok() ? scale_file.Open(scale_src.path, direct, refusal) : s;
 }
 
-Status SourceReader::BuildChunk(const PackGeometry& g, uint64_t k, std::vector<uint8_t>* out) {
+Status SourceReader::BuildChunk(const PackGeometry& g, uint64_t k, uint8_t* out) {
   ChunkSpan span = g.Chunk(k);
   const uint64_t d = g.dim(), sb = g.scale_bytes();
   const uint64_t first = start + span.first_row;  // global id; start + rows checked by CheckSourceRange
-  out->resize(span.bytes);
-  scale_buf.resize(span.rows * sb);
-  uint64_t scale_off = scale->offset + first * sb;
-  Status s = PreadExact(scale_fd, scale_buf.data(), scale_buf.size(), scale_off, scale->path, Code::E_SOURCE_CHANGED);
+  const uint64_t scale_off = scale->offset + first * sb, scale_len = span.rows * sb;
+  uint8_t* sbase = scale_buf.Reserve(SpanBufferBytes(scale_off, scale_len));
+  if (sbase == nullptr) return Status::Error(Code::E_IO, "out of memory for a chunk's scale rows", scale->path);
+  Status s = scale_file.ReadExact(scale_off, scale_len, sbase, Code::E_SOURCE_CHANGED);
   if (!s.ok()) return s;
+  scale_file.DropBehind(scale_off, scale_len);
+  const uint8_t* scales = sbase + SpanLead(scale_off);
   // Pieces hold whole pages of rows in the page layout so each lands on a page boundary.
   uint64_t unit = g.layout() == PackLayout::kPage ? g.rows_per_page() : 1;
   uint64_t piece_rows = kPieceBytes / d / unit * unit;
   if (piece_rows == 0) piece_rows = unit;
-  weight_buf.resize((piece_rows < span.rows ? piece_rows : span.rows) * d);
   for (uint64_t r = 0; r < span.rows; r += piece_rows) {
     uint64_t n = span.rows - r < piece_rows ? span.rows - r : piece_rows;
     uint64_t off = weight->offset + (first + r) * d;
-    s = PreadExact(weight_fd, weight_buf.data(), n * d, off, weight->path, Code::E_SOURCE_CHANGED);
+    uint8_t* wbase = weight_buf.Reserve(SpanBufferBytes(off, n * d));
+    if (wbase == nullptr) return Status::Error(Code::E_IO, "out of memory for a chunk's weight rows", weight->path);
+    s = weight_file.ReadExact(off, n * d, wbase, Code::E_SOURCE_CHANGED);
     if (!s.ok()) return s;
-    InterleaveRows(g, n, weight_buf.data(), scale_buf.data() + r * sb, out->data() + g.BytesForRows(r));
-  }
-  if (drop_cache) {
-    DropCache(weight_fd, weight->offset + first * d, span.rows * d);
-    DropCache(scale_fd, scale_off, span.rows * sb);
+    weight_file.DropBehind(off, n * d);
+    InterleaveRows(g, n, wbase + SpanLead(off), scales + r * sb, out + g.BytesForRows(r));
   }
   return Status::Ok();
 }

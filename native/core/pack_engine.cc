@@ -10,6 +10,7 @@
 #include <functional>
 #include <mutex>
 
+#include "core/background.h"
 #include "core/file_io.h"
 #include "core/pack_journal.h"
 #include "core/parallel.h"
@@ -164,46 +165,66 @@ struct CopyState {
   size_t workers = 1;
   size_t active = 0;
   std::atomic<uint64_t> writes{0};       // for fault_after_chunks
+  std::atomic<bool> reads_buffered{false};
   std::vector<JournalRecord> completed;  // written, not yet journaled
   uint64_t completed_bytes = 0;
   Status error;
   bool stop = false;
 };
 
+// Records a worker's first error and stops everyone; says whether to stop.
+bool ReportAndCheckStop(CopyState* st, const Status& s) {
+  std::lock_guard<std::mutex> lock(st->mu);
+  if (!s.ok() && st->error.ok()) {
+    st->error = s;
+    st->stop = true;
+  }
+  return st->stop;
+}
+
 // Worker w copies a contiguous run of the chunks to do, in order: its source descriptors see
-// one sequential stream each, which the kernel's readahead serves best.
-void CopyItem(const PackFileJob& job, const PackTarget& target, size_t w, int out_fd, CopyState* st,
+// one sequential stream each. Double buffered: chunk k + 1 is staged (read, checksummed) on
+// the worker's background thread while chunk k is written here. The rate limiter is asked
+// for a chunk's bytes before its read starts.
+void CopyItem(const PackFileJob& job, const PackTarget& target, size_t w, const SpanWriter& out, CopyState* st,
               PackProgress* progress) {
-  const std::string partial = job.dir->PathOf(PartialName(job.name));
   std::unique_ptr<PackTarget::Worker> worker;
   Status s = target.NewWorker(&worker);
+  Background ahead;  // declared after the worker: joined before the worker goes
+  if (s.ok() && !worker->ReadsDirect()) st->reads_buffered.store(true);
   auto [next, end] = ContiguousRun(st->todo.size(), st->workers, w);
-  for (;;) {
-    uint64_t k = 0;
-    {
-      std::lock_guard<std::mutex> lock(st->mu);
-      if (!s.ok() && st->error.ok()) {
-        st->error = s;
-        st->stop = true;
-      }
-      if (st->stop || next == end) break;
-      k = st->todo[next++];
-    }
-    const uint64_t bytes = target.chunk_bytes(k);
-    if (job.rate != nullptr) job.rate->Acquire(bytes);
-    uint32_t crc = 0;
+  uint32_t crcs[2] = {0, 0};
+  auto stage = [&](uint64_t k, int slot) {
+    if (job.rate != nullptr) job.rate->Acquire(target.chunk_bytes(k));
+    return worker->Stage(k, slot, &crcs[slot]);
+  };
+  int slot = 0;
+  bool have = s.ok() && next < end && !ReportAndCheckStop(st, s);
+  uint64_t k = have ? st->todo[next++] : 0;
+  if (have) s = stage(k, slot);
+  while (have && !ReportAndCheckStop(st, s)) {
+    const bool more = next < end;
+    const uint64_t after = more ? st->todo[next++] : 0;
+    if (more) ahead.Start([&stage, after, slot] { return stage(after, 1 - slot); });
     if (job.fault_after_chunks != 0 && st->writes.fetch_add(1) >= job.fault_after_chunks) {
-      s = ErrnoStatus(EIO, "write", partial);
+      s = ErrnoStatus(EIO, "write", out.path());
     } else {
-      s = worker->Copy(k, out_fd, partial, &crc);
+      s = worker->Write(k, slot, out);
     }
-    if (!s.ok()) continue;  // reported at the top of the loop
-    progress->bytes_done.fetch_add(bytes);
-    std::lock_guard<std::mutex> lock(st->mu);
-    st->completed.push_back({k, crc});
-    st->completed_bytes += bytes;
-    st->cv.notify_all();
+    Status read = more ? ahead.Wait() : Status::Ok();
+    if (s.ok()) {
+      progress->bytes_done.fetch_add(target.chunk_bytes(k));
+      std::lock_guard<std::mutex> lock(st->mu);
+      st->completed.push_back({k, crcs[slot]});
+      st->completed_bytes += target.chunk_bytes(k);
+      st->cv.notify_all();
+      s = read;
+    }
+    have = more;
+    k = after;
+    slot = 1 - slot;
   }
+  ReportAndCheckStop(st, s);
   std::lock_guard<std::mutex> lock(st->mu);
   --st->active;
   st->cv.notify_all();
@@ -291,17 +312,22 @@ Status PackFileInner(const PackFileJob& job, const PackTarget& target, PackProgr
     size_t workers = std::clamp<size_t>(job.threads, 1, st.todo.size());
     st.active = workers;
     st.workers = workers;
+    SpanWriter out;
+    s = out.Open(*job.dir, PartialName(job.name), out_fd.get(), job.direct_io, job.direct_refusal_for_tests);
+    if (!s.ok()) return s;
     // Items 0..workers-1 copy; the last one commits. Items are handed out in order, so the
     // committer starts only once every copier has, and copiers never wait for it.
     Status commit;
     RunItems(job.pool, workers + 1, [&](size_t i) {
       if (i < workers) {
-        CopyItem(job, target, i, out_fd.get(), &st, progress);
+        CopyItem(job, target, i, out, &st, progress);
       } else {
         commit = CommitLoop(job, target, out_fd.get(), &journal, &st, progress, result);
       }
     });
     if (!commit.ok()) return commit;
+    result->read_io = IoModeName(!st.reads_buffered.load());
+    result->write_io = IoModeName(out.direct());
   }
   progress->phase.store(static_cast<uint64_t>(PackPhase::kFinishing));
   const std::string partial = PartialName(job.name);

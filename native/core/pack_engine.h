@@ -13,8 +13,12 @@
 //   match are kept. A finished <name> without a manifest is re-checked the same way.
 //
 //   Copy: `threads` workers (items of RunParallel on the caller's pool, each with its own
-//   source descriptors and buffers) take contiguous runs of the chunks to do; the last item
-//   commits: fdatasync of the data, then the journal records of the chunks that sync covered.
+//   source descriptors and two staging buffers) take contiguous runs of the chunks to do; each
+//   stages (reads and checksums) chunk k + 1 on its own background thread while it writes
+//   chunk k. Reads and writes are O_DIRECT where the filesystems allow it (core/pack_io.h:
+//   the page cache is left alone), buffered with the pages dropped behind where they do not;
+//   the result says which. The last item commits: fdatasync of the data, then the journal
+//   records of the chunks that sync covered.
 #pragma once
 
 #include <atomic>
@@ -24,6 +28,7 @@
 #include <vector>
 
 #include "core/pack_dir.h"
+#include "core/pack_io.h"
 #include "core/pack_rate.h"
 #include "core/status.h"
 #include "core/thread_pool.h"
@@ -47,6 +52,10 @@ struct PackResult {
   uint64_t bytes_written = 0;       // data bytes written by this run
   bool journal_discarded = false;   // a journal for other parameters was thrown away
   bool was_complete = false;        // every chunk was already written (and re-checked)
+  // How this run's copy read the sources and wrote the data file: "direct" (O_DIRECT),
+  // "buffered" (the filesystem refused O_DIRECT, or the job asked for buffered I/O), or
+  // "none" when it copied nothing.
+  std::string read_io = "none", write_io = "none";
 };
 
 // What a layout provides. Const and thread-safe: workers call it concurrently.
@@ -56,8 +65,13 @@ class PackTarget {
   class Worker {
    public:
     virtual ~Worker() = default;
-    // Reads chunk k from the sources, writes it to out_fd, returns its CRC-32.
-    virtual Status Copy(uint64_t k, int out_fd, const std::string& out_path, uint32_t* crc) = 0;
+    // Reads chunk k from the sources into staging slot `slot` (0 or 1) and returns its CRC-32.
+    // Runs on the worker's background thread while the other slot is being written.
+    virtual Status Stage(uint64_t k, int slot, uint32_t* crc) = 0;
+    // Writes chunk k, staged in `slot`, to the data file.
+    virtual Status Write(uint64_t k, int slot, const SpanWriter& out) = 0;
+    // Whether this worker's source reads are O_DIRECT.
+    virtual bool ReadsDirect() const = 0;
     // Reads chunk k back from a data file: its CRC-32, *complete false when the file ends first.
     virtual Status Recheck(uint64_t k, int fd, const std::string& path, uint32_t* crc, bool* complete) = 0;
   };
@@ -94,6 +108,8 @@ struct PackFileJob {
   uint64_t commit_bytes = uint64_t{1} << 30;  // commit after this many bytes ...
   double commit_seconds = 2.0;                // ... or this long, whichever comes first
   bool drop_cache = true;                     // drop written pages once durable
+  bool direct_io = true;  // O_DIRECT reads and writes where the filesystem allows it
+  DirectRefusal direct_refusal_for_tests = DirectRefusal::kNone;
   // Tests only: writes after this many chunks fail with EIO, as a dying disk's would (0: off).
   uint64_t fault_after_chunks = 0;
 };

@@ -125,32 +125,24 @@ class SparseTarget : public PackTarget {
     explicit Worker(const SparseTarget& t) : t_(t) {}
     Status Open() {
       // Two descriptors: the weight and the scale runs are two sequential streams.
-      Status s = OpenFile(t_.job_.source_path, O_RDONLY, &wfd_);
-      if (s.ok()) s = OpenFile(t_.job_.source_path, O_RDONLY, &sfd_);
-      if (!s.ok()) return s;
-      ::posix_fadvise(wfd_.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
-      ::posix_fadvise(sfd_.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
-      return Status::Ok();
+      const bool direct = t_.job_.file.direct_io;
+      const DirectRefusal refusal = t_.job_.file.direct_refusal_for_tests;
+      Status s = weight_.Open(t_.job_.source_path, direct, refusal);
+      return s.ok() ? scale_.Open(t_.job_.source_path, direct, refusal) : s;
     }
-    Status Copy(uint64_t k, int out_fd, const std::string& out_path, uint32_t* crc) override {
+    bool ReadsDirect() const override { return weight_.direct() && scale_.direct(); }
+    // Each run is read into its slot by the placement rule (core/pack_io.h): it is written
+    // back at the same offset, so its aligned middle goes out with O_DIRECT and only its own
+    // bytes are written (the holes around the rank's rows stay holes).
+    Status Stage(uint64_t k, int slot, uint32_t* crc) override {
       Runs r = t_.RunsOf(k);
-      const std::string& src = t_.job_.source_path;
-      const bool drop = t_.job_.drop_source_cache;
-      buf_.resize(r.weight_len > r.scale_len ? r.weight_len : r.scale_len);
-      Status s = PreadExact(wfd_.get(), buf_.data(), r.weight_len, r.weight_off, src, Code::E_SOURCE_CHANGED);
-      if (!s.ok()) return s;
-      if (drop) DropCache(wfd_.get(), r.weight_off, r.weight_len);
-      *crc = Crc32(0, buf_.data(), r.weight_len);
-      s = PwriteFull(out_fd, buf_.data(), r.weight_len, r.weight_off, out_path);
-      if (s.ok()) s = PreadExact(sfd_.get(), buf_.data(), r.scale_len, r.scale_off, src, Code::E_SOURCE_CHANGED);
-      if (!s.ok()) return s;
-      if (drop) DropCache(sfd_.get(), r.scale_off, r.scale_len);
-      *crc = Crc32(*crc, buf_.data(), r.scale_len);
-      s = PwriteFull(out_fd, buf_.data(), r.scale_len, r.scale_off, out_path);
-      if (!s.ok()) return s;
-      StartWriteback(out_fd, r.weight_off, r.weight_len);
-      StartWriteback(out_fd, r.scale_off, r.scale_len);
-      return Status::Ok();
+      Status s = ReadRun(&weight_, r.weight_off, r.weight_len, &slots_[slot].weight, crc, 0);
+      return s.ok() ? ReadRun(&scale_, r.scale_off, r.scale_len, &slots_[slot].scale, crc, *crc) : s;
+    }
+    Status Write(uint64_t k, int slot, const SpanWriter& out) override {
+      Runs r = t_.RunsOf(k);
+      Status s = WriteRun(out, r.weight_off, r.weight_len, &slots_[slot].weight);
+      return s.ok() ? WriteRun(out, r.scale_off, r.scale_len, &slots_[slot].scale) : s;
     }
     Status Recheck(uint64_t k, int fd, const std::string& path, uint32_t* crc, bool* complete) override {
       Runs r = t_.RunsOf(k);
@@ -171,9 +163,29 @@ class SparseTarget : public PackTarget {
     }
 
    private:
+    Status ReadRun(SpanReader* file, uint64_t off, uint64_t len, AlignedBuffer* buf, uint32_t* crc, uint32_t seed) {
+      uint8_t* base = buf->Reserve(SpanBufferBytes(off, len));
+      if (base == nullptr) return Status::Error(Code::E_IO, "out of memory for a chunk", t_.job_.source_path);
+      Status s = file->ReadExact(off, len, base, Code::E_SOURCE_CHANGED);
+      if (!s.ok()) return s;
+      if (t_.job_.drop_source_cache) file->DropBehind(off, len);
+      *crc = Crc32(seed, base + SpanLead(off), len);
+      return Status::Ok();
+    }
+    static Status WriteRun(const SpanWriter& out, uint64_t off, uint64_t len, AlignedBuffer* buf) {
+      uint8_t* base = buf->Reserve(SpanBufferBytes(off, len));  // the staged bytes: same size, same memory
+      Status s = out.Write(off, base + SpanLead(off), len);
+      if (s.ok()) out.StartWriteback(off, len);
+      return s;
+    }
+
+    struct Slot {
+      AlignedBuffer weight, scale;
+    };
     const SparseTarget& t_;
-    Fd wfd_, sfd_;
-    std::vector<uint8_t> buf_;
+    SpanReader weight_, scale_;
+    Slot slots_[2];
+    std::vector<uint8_t> buf_;  // the re-check's
   };
 
   Status NewWorker(std::unique_ptr<PackTarget::Worker>* out) const override { return MakeWorker<Worker>(*this, out); }

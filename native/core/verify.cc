@@ -6,7 +6,10 @@
 #include <cstring>
 #include <mutex>
 
+#include "core/background.h"
+#include "core/crc32.h"
 #include "core/pack_chunks.h"
+#include "core/pack_io.h"
 #include "core/file_io.h"
 #include "core/parallel.h"
 
@@ -19,6 +22,7 @@ struct Findings {
   std::mutex mu;
   std::vector<uint64_t> chunks, rows;
   uint64_t chunk_count = 0, row_count = 0, chunks_checked = 0, rows_compared = 0, bytes_read = 0;
+  std::atomic<bool> buffered{false};  // some chunk read went through the page cache
   Status error;
 
   void Merge(const std::vector<uint64_t>& c, const std::vector<uint64_t>& r, uint64_t checked, uint64_t compared,
@@ -43,7 +47,18 @@ struct SourceFds {
   }
 };
 
-// Every chunk: checksum and, with all_rows, each row against the rebuilt source chunk.
+// One worker's staging slot: chunk k as read from the data file (by the placement rule of
+// core/pack_io.h) and, with all_rows, as rebuilt from the source.
+struct VerifySlot {
+  AlignedBuffer packed;
+  const uint8_t* data = nullptr;
+  size_t got = 0;
+  std::vector<uint8_t> expect;
+};
+
+// Every chunk: checksum and, with all_rows, each row against the rebuilt source chunk. Each
+// worker takes a contiguous run and reads chunk k + 1 (O_DIRECT where the file allows it) on
+// its background thread while it checksums and compares chunk k.
 void CheckChunks(const VerifyJob& job, VerifyProgress* progress, Findings* found) {
   const PackGeometry& g = job.geometry;
   const bool rows = job.has_source && job.all_rows;
@@ -51,48 +66,58 @@ void CheckChunks(const VerifyJob& job, VerifyProgress* progress, Findings* found
   RunParallel(job.pool, threads, threads, [&](size_t w) {
     std::vector<uint64_t> bad_chunks, bad_rows;
     uint64_t checked = 0, compared = 0, bytes = 0;
-    std::vector<uint8_t> expect;
-    ChunkReader chunks;
-    SourceFds src;
-    SourceReader reader;
-    Status s = chunks.Open(job.path, job.drop_cache);
-    if (s.ok() && rows) s = src.Open(job);
-    reader.weight_fd = src.weight.get();
-    reader.scale_fd = src.scale.get();
-    reader.weight = &job.weight;
-    reader.scale = &job.scale;
-    reader.start = job.start;
-    reader.drop_cache = job.drop_cache;
+    SpanReader file;
+    SourceReader source;
+    VerifySlot slots[2];
+    Status s = file.Open(job.path, job.direct_io);
+    if (s.ok() && rows) s = source.Open(job.weight, job.scale, job.start, job.direct_io, job.drop_cache);
+    if (s.ok() && (!file.direct() || (rows && !source.direct()))) found->buffered.store(true);
+    Background ahead;  // declared after what its tasks use: joined first
+    auto stage = [&](uint64_t k, int slot) {
+      ChunkSpan span = g.Chunk(k);
+      const uint64_t at = kPackHeaderBytes + span.offset;
+      VerifySlot& v = slots[slot];
+      uint8_t* base = v.packed.Reserve(SpanBufferBytes(at, span.bytes));
+      if (base == nullptr) return Status::Error(Code::E_IO, "out of memory for a chunk", job.path);
+      v.data = base + SpanLead(at);
+      Status st = file.Read(at, span.bytes, base, &v.got);
+      if (st.ok() && job.drop_cache) file.DropBehind(at, v.got);
+      if (st.ok() && rows) {
+        v.expect.resize(span.bytes);
+        st = source.BuildChunk(g, k, v.expect.data());
+      }
+      return st;
+    };
     auto [lo, hi] = ContiguousRun(g.chunk_count(), threads, w);
-    for (uint64_t k = lo; s.ok() && k < hi; ++k) {
+    if (s.ok() && lo < hi) s = stage(lo, 0);
+    int slot = 0;
+    for (uint64_t k = lo; s.ok() && k < hi; ++k, slot = 1 - slot) {
       if (job.pool != nullptr && job.pool->cancelled()) {
         s = Status::Error(Code::E_INTERNAL, "the verify was cancelled (the process is exiting)");
         break;
       }
+      if (k + 1 < hi) ahead.Start([&stage, k, slot] { return stage(k + 1, 1 - slot); });
+      const VerifySlot& v = slots[slot];
       ChunkSpan span = g.Chunk(k);
-      uint32_t crc = 0;
-      bool complete = false;
-      s = chunks.Read(g, k, &crc, &complete);
-      if (!s.ok()) break;
+      const bool complete = v.got == span.bytes;
       ++checked;
       bytes += span.bytes;
-      if (job.check_chunks && (!complete || crc != job.crcs[k])) bad_chunks.push_back(k);
+      if (job.check_chunks && (!complete || Crc32(0, v.data, v.got) != job.crcs[k])) bad_chunks.push_back(k);
       if (rows) {
-        s = reader.BuildChunk(g, k, &expect);
-        if (!s.ok()) break;
         bytes += span.rows * g.row_bytes();
         for (uint64_t i = 0; i < span.rows; ++i) {
           uint64_t off = g.RowOffset(span.first_row + i) - span.offset;
           // A row past the end of a truncated file is as wrong as a differing one.
-          if (!complete && off + g.row_bytes() > chunks.size()) {
+          if (!complete && off + g.row_bytes() > v.got) {
             bad_rows.push_back(span.first_row + i);
-          } else if (std::memcmp(chunks.data() + off, expect.data() + off, g.row_bytes()) != 0) {
+          } else if (std::memcmp(v.data + off, v.expect.data() + off, g.row_bytes()) != 0) {
             bad_rows.push_back(span.first_row + i);
           }
         }
         compared += span.rows;
       }
       progress->bytes_done.fetch_add(span.bytes);
+      if (k + 1 < hi) s = ahead.Wait();
     }
     found->Merge(bad_chunks, bad_rows, checked, compared, bytes, s);
   });
@@ -188,6 +213,7 @@ Status VerifyLayer(const VerifyJob& job, VerifyProgress* progress, VerifyResult*
   result->bad_rows = std::move(found.rows);
   Lowest(&result->bad_rows, job.max_report);
   result->bytes_read = found.bytes_read;
+  if (found.chunks_checked > 0) result->read_io = IoModeName(!found.buffered.load());
   return Status::Ok();
 }
 

@@ -1,5 +1,6 @@
 // Verifies one packed data file: its size, its header block, every chunk checksum (chunks
-// read in parallel, one large pread each) and, given the source tensors, the rows themselves:
+// read in parallel, one large read each, O_DIRECT where possible, the next read while the
+// current chunk is checked) and, given the source tensors, the rows themselves:
 // all of them (chunk by chunk, rebuilt from the source exactly as the packer builds them) or a
 // sample of row indices (one pread per row on each side).
 #pragma once
@@ -30,6 +31,7 @@ struct VerifyJob {
   bool all_rows = false;              // compare every row with the source
   std::vector<uint64_t> sample_rows;  // else these local row indices
   bool drop_cache = true;
+  bool direct_io = true;  // O_DIRECT chunk reads where the filesystem allows it
   size_t max_report = 16;  // bad chunks / rows listed (all are counted)
 };
 
@@ -48,6 +50,7 @@ struct VerifyResult {
   uint64_t bad_row_count = 0;
   std::vector<uint64_t> bad_rows;  // local indices, ascending, at most max_report
   uint64_t bytes_read = 0;
+  std::string read_io = "none";  // the chunk pass: "direct", "buffered" (or "none": no pass)
 };
 
 Status VerifyLayer(const VerifyJob& job, VerifyProgress* progress, VerifyResult* result);

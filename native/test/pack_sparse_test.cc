@@ -19,6 +19,7 @@
 #include "core/pack_dir.h"
 #include "core/pack_rate.h"
 #include "core/thread_pool.h"
+#include "test/direct_probe.h"
 #include "test/testing.h"
 
 using namespace spark;
@@ -143,6 +144,9 @@ TEST(SparseCopyKeepsOffsetsHeaderAndHoles) {
   CHECK(st.ok());
   CHECK(CopyIsRight(s, job, out->path()));
   CHECK_EQ(r.crcs.size(), SparseChunkCount(job.tables[0]) + SparseChunkCount(job.tables[1]));
+  // O_DIRECT wherever the filesystem allows it (the holes are checked below either way).
+  CHECK_EQ(r.read_io, std::string(IoModeName(spark_test::DirectAllowedIn(DirName(s.path)))));
+  CHECK_EQ(r.write_io, std::string(IoModeName(spark_test::DirectAllowedIn(out->dir.path()))));
   CHECK_EQ(r.crcs[0], ChunkCrc(s, job.tables[0], 70000, 74096));
   CHECK_EQ(SparseChunkCount(job.tables[0]), 15u);
   CHECK_EQ(r.crcs[14], ChunkCrc(s, job.tables[0], 70000 + 14 * 4096, 130001));

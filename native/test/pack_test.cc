@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -16,9 +18,12 @@
 #include "core/pack_journal.h"
 #include "core/thread_pool.h"
 #include "core/verify.h"
+#include "test/direct_probe.h"
 #include "test/testing.h"
 
 using namespace spark;
+using spark_test::DirectAllowedIn;
+using spark_test::IsTmpfs;
 
 namespace {
 
@@ -33,9 +38,10 @@ struct Source {
 uint8_t WeightByte(uint64_t row, uint64_t col) { return static_cast<uint8_t>(row * 131 + col * 7 + (row >> 8)); }
 uint8_t ScaleByte(uint64_t row, uint64_t col) { return static_cast<uint8_t>(0x70 + ((row + col) % 17)); }
 
-std::string TempDir() {
-  char tmpl[] = "/tmp/spark-pack-test-XXXXXX";
-  return mkdtemp(tmpl);
+std::string TempDir(const std::string& parent = "/tmp") {
+  std::string tmpl = parent + "/spark-pack-test-XXXXXX";
+  const char* made = mkdtemp(tmpl.data());
+  return made == nullptr ? std::string() : std::string(made);
 }
 
 Source MakeSource(uint64_t rows, uint64_t dim, uint64_t lead = 664) {
@@ -77,9 +83,9 @@ struct Out {
   std::string journal() const { return dir.PathOf(JournalName(name)); }
 };
 
-std::unique_ptr<Out> MakeOut(const std::string& name) {
+std::unique_ptr<Out> MakeOut(const std::string& name, const std::string& parent = "/tmp") {
   auto out = std::make_unique<Out>();
-  CHECK(PackDir::Open(TempDir(), &out->dir).ok());
+  CHECK(PackDir::Open(TempDir(parent), &out->dir).ok());
   out->name = name;
   return out;
 }
@@ -344,6 +350,90 @@ TEST(VerifyNamesFlippedChunkTruncationHeaderAndRows) {
   CHECK(vr.header_ok);
   CHECK_EQ(vr.bad_chunk_count, 2u);
   CHECK(vr.bad_chunks == (std::vector<uint64_t>{11, 12}));
+}
+
+// 264-byte rows (dim 256), a tensor at an odd offset, a range starting at an odd row and
+// chunks of 100 rows: every chunk starts and ends off a block boundary, in the source and in
+// the pack. Packs it under each I/O mode; the bytes must not depend on the mode, and the
+// result must say which mode was taken: direct wherever the filesystem allows it.
+TEST(PacksDirectWhereAllowedBufferedWhereNotByteExact) {
+  Source src = MakeSource(3000, 256, 4097);
+  const bool shm = IsTmpfs("/dev/shm");
+  Source shm_src = src;
+  if (shm) {
+    shm_src.dir = TempDir("/dev/shm");
+    shm_src.path = shm_src.dir + "/model.safetensors";
+    WriteAll(shm_src.path, ReadAll(src.path));
+  }
+  struct Case {
+    const char* what;
+    const Source* source;
+    std::string out_parent;
+    bool direct_io;
+    DirectRefusal refusal;
+  };
+  std::vector<Case> cases = {{"direct", &src, "/tmp", true, DirectRefusal::kNone},
+                             {"buffered by request", &src, "/tmp", false, DirectRefusal::kNone},
+                             {"refused at open", &src, "/tmp", true, DirectRefusal::kAtOpen},
+                             {"refused at the first write", &src, "/tmp", true, DirectRefusal::kAtTransfer}};
+  if (shm) {
+    // tmpfs takes O_DIRECT since Linux 6.6, refuses it before: whichever, the result must say.
+    cases.push_back({"output on tmpfs", &src, "/dev/shm", true, DirectRefusal::kNone});
+    cases.push_back({"source on tmpfs", &shm_src, "/tmp", true, DirectRefusal::kNone});
+  } else {
+    std::printf("  (/dev/shm is not tmpfs here: the tmpfs cases are skipped)\n");
+  }
+  for (const auto& c : cases) {
+    auto out = MakeOut("l.bin", c.out_parent);
+    PackJob job = MakeJob(*c.source, 7, 2893, PackLayout::kDense, 100, *out);
+    job.file.direct_io = c.direct_io;
+    job.file.direct_refusal_for_tests = c.refusal;
+    PackProgress progress;
+    PackResult r;
+    Status s = PackLayer(job, &progress, &r);
+    if (!s.ok()) std::printf("  %s: %s\n", c.what, s.ToString().c_str());
+    CHECK(s.ok());
+    CHECK(PackedFileIsRight(job, *c.source));
+    const bool usable = c.direct_io && c.refusal == DirectRefusal::kNone;
+    const bool read_direct = usable && DirectAllowedIn(c.source->dir);
+    const bool write_direct = usable && DirectAllowedIn(out->dir.path());
+    std::printf("  %s: read %s, write %s\n", c.what, r.read_io.c_str(), r.write_io.c_str());
+    CHECK_EQ(r.read_io, std::string(IoModeName(read_direct)));
+    CHECK_EQ(r.write_io, std::string(IoModeName(write_direct)));
+    VerifyJob v = VerifyFor(job, r);
+    v.has_source = true;
+    v.all_rows = true;
+    v.direct_io = usable;
+    VerifyProgress vp;
+    VerifyResult vr;
+    CHECK(VerifyLayer(v, &vp, &vr).ok());
+    CHECK_EQ(vr.bad_chunk_count, 0u);
+    CHECK_EQ(vr.bad_row_count, 0u);
+    CHECK_EQ(vr.rows_compared, 2893u);
+    // The verifier reads the pack and the source: direct only if both allow it.
+    CHECK_EQ(vr.read_io, std::string(IoModeName(usable && DirectAllowedIn(out->dir.path()) && DirectAllowedIn(c.source->dir))));
+    if (c.out_parent == "/dev/shm") std::filesystem::remove_all(out->dir.path());  // memory, not disk
+  }
+  if (shm) std::filesystem::remove_all(shm_src.dir);
+}
+
+// The limiter is asked for each chunk's bytes before its read starts, read-ahead included:
+// 16 chunks of 67,584 bytes at 2 MB/s cannot take less than 15 chunks' worth of time.
+TEST(RateLimitHoldsThePackToItsRate) {
+  Source src = MakeSource(4096, 256);
+  auto out = MakeOut("l.bin");
+  PackJob job = MakeJob(src, 0, 4096, PackLayout::kDense, 256, *out);
+  RateLimiter rate(2'000'000);
+  job.file.rate = &rate;
+  PackProgress progress;
+  PackResult r;
+  auto t0 = std::chrono::steady_clock::now();
+  CHECK(PackLayer(job, &progress, &r).ok());
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("  16 chunks at 2 MB/s: %.2f s\n", seconds);
+  CHECK(seconds >= 15.0 * 67584 / 2e6 * 0.98);
+  CHECK_EQ(r.chunks_written, 16u);
+  CHECK(PackedFileIsRight(job, src));
 }
 
 int main() { return spark_test::RunAll("pack_test"); }

@@ -102,6 +102,10 @@ function summaryText(s: PackSummary): string {
     const notes = [kept, redo, fresh].filter((x) => x !== '');
     if (notes.length > 0) lines.push(`  ${f.file}: ${notes.join('; ')}`);
   }
+  if (s.io.write !== 'none') {
+    const how = (m: string): string => (m === 'direct' ? 'O_DIRECT' : 'buffered, pages dropped behind (the filesystem refused O_DIRECT)');
+    lines.push(`  read ${how(s.io.read)}; written ${how(s.io.write)}`);
+  }
   if (s.removed.length > 0) lines.push(`  removed the replaced pack's ${s.removed.length} file(s)`);
   lines.push(`check it: spark verify ${s.out}`);
   return lines.join('\n');

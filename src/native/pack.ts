@@ -39,7 +39,14 @@ export interface PackFileJob {
   dropSourceCache?: boolean;
   /** Tests only: writes after this many chunks fail with EIO. */
   faultAfterChunks?: number;
+  /** O_DIRECT reads and writes where the filesystems allow it (default true). */
+  directIo?: boolean;
+  /** Tests only: behave as a filesystem refusing O_DIRECT at open, or at the first write. */
+  testDirectRefusal?: 'open' | 'transfer';
 }
+
+/** How a copy or a check moved its bytes: O_DIRECT, through the page cache, or not at all. */
+export type IoMode = 'direct' | 'buffered' | 'none';
 
 export interface PackLayerJob extends LayerGeometry, PackFileJob {
   weight: SourceTensor;
@@ -78,6 +85,9 @@ export interface PackLayerResult {
   bytesWritten: number;
   journalDiscarded: boolean;
   wasComplete: boolean;
+  /** How this run read the sources and wrote the data file. */
+  readIo: IoMode;
+  writeIo: IoMode;
 }
 
 export type PackPhase = 'preparing' | 'checking' | 'copying' | 'finishing' | 'done';
@@ -98,6 +108,8 @@ export interface VerifyLayerJob extends LayerGeometry {
   threads: number;
   checkChunks?: boolean;
   dropCache?: boolean;
+  /** O_DIRECT chunk reads where the filesystem allows it (default true). */
+  directIo?: boolean;
   source?: {
     weight: SourceTensor;
     scale: SourceTensor;
@@ -121,6 +133,8 @@ export interface VerifyLayerResult {
   /** Lowest bad local row indices (at most 16). */
   badRows: number[];
   bytesRead: number;
+  /** How the chunk pass read ('none': no chunk pass). */
+  readIo: IoMode;
 }
 
 export interface VerifyLayerProgress {

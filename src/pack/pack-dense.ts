@@ -72,6 +72,7 @@ export function planDense(req: PackRequest, ranges: PlannedRange[], sources: Sou
         ...(c.commitBytes !== undefined ? { commitBytes: c.commitBytes } : {}),
         ...(c.dropSourceCache !== undefined ? { dropSourceCache: c.dropSourceCache } : {}),
         ...(c.faultAfterChunks !== undefined ? { faultAfterChunks: c.faultAfterChunks } : {}),
+        ...(c.testDirectRefusal !== undefined ? { testDirectRefusal: c.testDirectRefusal } : {}),
       });
     },
   }));

@@ -2,7 +2,7 @@
 // returns, and the plan each layout (pack-dense.ts, pack-sparse.ts) hands the driver (pack.ts),
 // which owns what every layout shares: the directory, the lock, resume, space, the manifest.
 import { SparkError } from '../errors.js';
-import type { NativeJob, PackDirectory, PackLayerProgress, PackLayerResult } from '../native/pack.js';
+import type { IoMode, NativeJob, PackDirectory, PackLayerProgress, PackLayerResult } from '../native/pack.js';
 import type { LocalDir } from '../engram/local-dir.js';
 import { INDEX_FILE } from '../engram/snapshot.js';
 import type { SplitRule } from '../domain/split-rule.js';
@@ -52,6 +52,8 @@ export interface PackRequest {
     fillHoleProbe?: boolean;
     /** Writes after this many chunks (per file) fail with EIO. */
     faultAfterChunks?: number;
+    /** Behave as a filesystem refusing O_DIRECT at open, or at the first write. */
+    directRefusal?: 'open' | 'transfer';
   };
 }
 
@@ -90,6 +92,8 @@ export interface PackFileSummary {
   chunksRejected: number;
   chunksWritten: number;
   journalDiscarded: boolean;
+  /** How this run read the snapshot and wrote the file: 'direct' (O_DIRECT), 'buffered', 'none' (nothing copied). */
+  io: { read: IoMode; write: IoMode };
 }
 
 export interface PackSummary {
@@ -112,6 +116,8 @@ export interface PackSummary {
   seconds: number;
   layers: PackLayerSummary[];
   files: PackFileSummary[];
+  /** Over the files: 'buffered' if any moved bytes through the page cache, else 'direct' if any copied. */
+  io: { read: IoMode; write: IoMode };
   /** Files of a replaced pack removed once this one's manifest landed. */
   removed: string[];
 }
@@ -131,6 +137,7 @@ export interface UnitCommon {
   commitBytes?: number;
   dropSourceCache?: boolean;
   faultAfterChunks?: number;
+  testDirectRefusal?: 'open' | 'transfer';
 }
 
 /** One data file of the plan and how to write it. */

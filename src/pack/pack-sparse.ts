@@ -101,6 +101,7 @@ export function planSparse(req: PackRequest, ranges: PlannedRange[], sources: So
           ...(c.commitBytes !== undefined ? { commitBytes: c.commitBytes } : {}),
           ...(c.dropSourceCache !== undefined ? { dropSourceCache: c.dropSourceCache } : {}),
           ...(c.faultAfterChunks !== undefined ? { faultAfterChunks: c.faultAfterChunks } : {}),
+          ...(c.testDirectRefusal !== undefined ? { testDirectRefusal: c.testDirectRefusal } : {}),
         }),
     };
   });

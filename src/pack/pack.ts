@@ -10,7 +10,7 @@
 // a replaced pack's files removed. A directory without the manifest is not a pack.
 import { resolve } from 'node:path';
 import { SparkError } from '../errors.js';
-import { lockDirectory, type PackDirectory, type PackLayerResult } from '../native/pack.js';
+import { lockDirectory, type IoMode, type PackDirectory, type PackLayerResult } from '../native/pack.js';
 import { formatBytes } from '../format.js';
 import { planDense } from './pack-dense.js';
 import { identifySources, pollWhile, recheckSources } from './pack-io.js';
@@ -78,6 +78,7 @@ async function packLocked(
     seconds: (performance.now() - t0) / 1000,
     layers: plan.layers,
     files: fileSummaries,
+    io: { read: overallIo(fileSummaries.map((f) => f.io.read)), write: overallIo(fileSummaries.map((f) => f.io.write)) },
     removed,
   });
   const untouched = (): PackFileSummary[] =>
@@ -89,6 +90,7 @@ async function packLocked(
       chunksRejected: 0,
       chunksWritten: 0,
       journalDiscarded: false,
+      io: { read: 'none', write: 'none' },
     }));
 
   const existing = await readExistingPack(dir);
@@ -126,6 +128,7 @@ async function packLocked(
       ...(req.syncBytes !== undefined ? { commitBytes: req.syncBytes } : {}),
       ...(req.dropSourceCache !== undefined ? { dropSourceCache: req.dropSourceCache } : {}),
       ...(req.testing?.faultAfterChunks !== undefined ? { faultAfterChunks: req.testing.faultAfterChunks } : {}),
+      ...(req.testing?.directRefusal !== undefined ? { testDirectRefusal: req.testing.directRefusal } : {}),
     });
     let kept = 0;
     const report = (): void => {
@@ -151,6 +154,7 @@ async function packLocked(
       chunksRejected: r.chunksRejected,
       chunksWritten: r.chunksWritten,
       journalDiscarded: r.journalDiscarded,
+      io: { read: r.readIo, write: r.writeIo },
     });
   }
 
@@ -159,6 +163,12 @@ async function packLocked(
   dir.writeFile(plan.manifestName, plan.finish(dir, results));
   const removed = clearReplaced(dir, plan.files);
   return summary(false, fileSummaries, copied, removed);
+}
+
+/** One mode for several files: any page-cache copy shows; 'none' when nothing was copied. */
+function overallIo(modes: IoMode[]): IoMode {
+  if (modes.includes('buffered')) return 'buffered';
+  return modes.includes('direct') ? 'direct' : 'none';
 }
 
 /** Refuses (exit 3) a filesystem that would allocate every byte of every sparse shard. */

@@ -32,7 +32,7 @@ export interface ScanJob {
 }
 
 /** What the native verifier reports of a pack's data file, less the file checks; badRows are global ids here. */
-export type ScanResult = Omit<VerifyLayerResult, 'fileBytes' | 'sizeOk' | 'headerOk'>;
+export type ScanResult = Omit<VerifyLayerResult, 'fileBytes' | 'sizeOk' | 'headerOk' | 'readIo'>;
 
 /** Reads a table's rows from its two columns (often one file, opened twice: no shared position). */
 class Reader {

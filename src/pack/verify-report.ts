@@ -1,6 +1,7 @@
 // What `spark verify` is asked and what it answers, for both kinds of copy: verify.ts checks a
 // dense/page pack, verify-sparse.ts a sparse copy, and both fill these in.
 import type { ModelConfig } from '../engram/config.js';
+import type { IoMode } from '../native/pack.js';
 import type { PackTable } from './pack-io.js';
 
 export type VerifyRowsMode = 'none' | 'full' | 'sample';
@@ -55,5 +56,7 @@ export interface VerifyReport {
   /** One line per problem, naming the file, layer and first bad chunk or row. */
   problems: string[];
   bytesRead: number;
+  /** spark's own layouts: how the chunk pass read ('direct': O_DIRECT; 'buffered': the filesystem refused it). */
+  io?: IoMode;
   seconds: number;
 }

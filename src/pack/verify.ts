@@ -7,7 +7,7 @@
 import { readdir, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { SparkError } from '../errors.js';
-import { verifyLayer, type VerifyLayerProgress } from '../native/pack.js';
+import { verifyLayer, type IoMode, type VerifyLayerProgress } from '../native/pack.js';
 import { linkOutside } from './copy-files.js';
 import { LEGACY_PACK_MANIFEST_NAME, PACK_MANIFEST_NAME, readLocalDir } from '../engram/local-dir.js';
 import { chunkSpan, headerJson, layerGeometry, type PackedLayer } from './pack-format.js';
@@ -89,6 +89,7 @@ export async function verifyPack(req: VerifyRequest): Promise<VerifyReport> {
     report.layers.push(r.layer);
     report.problems.push(...r.problems);
     report.bytesRead += r.bytesRead;
+    if (r.readIo !== 'none' && report.io !== 'buffered') report.io = r.readIo;
   }
   report.ok = report.problems.length === 0;
   report.seconds = (performance.now() - t0) / 1000;
@@ -101,7 +102,7 @@ async function verifyOne(
   m: PackedManifest,
   e: PackedLayer,
   onProgress: (p: VerifyLayerProgress) => void,
-): Promise<{ layer: VerifyLayerReport; problems: string[]; bytesRead: number }> {
+): Promise<{ layer: VerifyLayerReport; problems: string[]; bytesRead: number; readIo: IoMode }> {
   const g = layerGeometry(e);
   const path = join(dir, e.file);
   const where = `${e.file}: layer ${e.layer}`;
@@ -120,7 +121,7 @@ async function verifyOne(
   };
   if (!st) {
     problems.push(link ? `${where}: ${link}` : `${where}: the data file is missing`);
-    return { layer, problems, bytesRead: 0 };
+    return { layer, problems, bytesRead: 0, readIo: 'none' };
   }
   let source: Parameters<typeof verifyLayer>[0]['source'];
   if (req.source && req.rows !== 'none') {
@@ -177,5 +178,5 @@ async function verifyOne(
     }
   }
   layer.ok = problems.length === 0;
-  return { layer, problems, bytesRead: r.bytesRead };
+  return { layer, problems, bytesRead: r.bytesRead, readIo: r.readIo };
 }
