@@ -106,8 +106,10 @@ Status SpanWriter::Write(uint64_t off, const uint8_t* data, uint64_t len) const 
       r = ::pwrite(direct_fd_.get(), data + (a - off) + done, b - a - done, static_cast<off_t>(a + done));
     }
     if (r < 0 && errno == EINTR) continue;
-    if (r < 0 && errno == EINVAL && !refused_.load()) {
-      refused_.store(true);  // accepted at open, refused at write (some FUSE and NFS mounts)
+    if (r < 0 && errno == EINVAL) {
+      // Accepted at open, refused at write (some FUSE and NFS mounts). Every writer that got
+      // past direct() before the first refusal lands here too: each finishes buffered.
+      refused_.store(true);
       break;
     }
     if (r < 0) return ErrnoStatus(errno, "write (O_DIRECT)", path_).At(a + done);
