@@ -59,6 +59,7 @@
       "sources": [
         "native/binding/addon.cc",
         "native/binding/addon_env.cc",
+        "native/binding/args.cc",
         "native/binding/async.cc",
         "native/binding/errors.cc",
         "native/binding/exec_binding.cc",
