@@ -27,7 +27,10 @@
       "type": "static_library",
       "sources": [
         "native/core/json.cc",
+        "native/core/json_key_set.cc",
+        "native/core/json_parser.cc",
         "native/core/safetensors.cc",
+        "native/core/safetensors_check.cc",
         "native/core/shard_set.cc",
         "native/core/status.cc",
         "native/core/thread_pool.cc",
