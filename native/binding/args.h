@@ -6,7 +6,9 @@
 #include <napi.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace spark {
@@ -31,6 +33,10 @@ class Fields {
   std::string String(const char* key) const;
   uint64_t U64(const char* key) const;
   uint64_t U64Or(const char* key, uint64_t fallback) const;
+  // A u64 that must also fit 32 bits (a layer number).
+  uint32_t U32(const char* key) const;
+  // An optional pair [first, second] of u64s: false when absent.
+  bool U64PairOr(const char* key, const char* first, const char* second, uint64_t* a, uint64_t* b) const;
   bool BoolOr(const char* key, bool fallback) const;
   // Absent: empty.
   std::vector<uint64_t> U64ListOr(const char* key) const;
@@ -41,5 +47,8 @@ class Fields {
   Napi::Object object_;
   std::string where_;
 };
+
+// The other way: a result object whose fields are u64 counters (numbers, BigInts past 2^53).
+Napi::Object U64Object(Napi::Env env, std::initializer_list<std::pair<const char*, uint64_t>> fields);
 
 }  // namespace spark

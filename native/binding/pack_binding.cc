@@ -66,14 +66,13 @@ Napi::Object Handle(Napi::Env env, Napi::Promise promise, std::shared_ptr<State>
 }
 
 Napi::Object PackResultObject(Napi::Env env, const PackResult& r) {
-  Napi::Object o = Napi::Object::New(env);
+  Napi::Object o = U64Object(env, {{"chunksKept", r.chunks_kept},
+                                   {"chunksRejected", r.chunks_rejected},
+                                   {"chunksWritten", r.chunks_written},
+                                   {"bytesWritten", r.bytes_written}});
   Napi::Array crcs = Napi::Array::New(env, r.crcs.size());
   for (uint32_t i = 0; i < r.crcs.size(); ++i) crcs.Set(i, Napi::Number::New(env, r.crcs[i]));
   o.Set("checksums", crcs);
-  o.Set("chunksKept", FromU64(env, r.chunks_kept));
-  o.Set("chunksRejected", FromU64(env, r.chunks_rejected));
-  o.Set("chunksWritten", FromU64(env, r.chunks_written));
-  o.Set("bytesWritten", FromU64(env, r.bytes_written));
   o.Set("journalDiscarded", r.journal_discarded);
   o.Set("wasComplete", r.was_complete);
   return o;
@@ -194,17 +193,16 @@ class VerifyBaton : public JobBaton {
     status_ = VerifyLayer(job_, progress_.get(), &result_);
   }
   Napi::Value OnOk(Napi::Env env) override {
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("fileBytes", FromU64(env, result_.file_bytes));
+    Napi::Object o = U64Object(env, {{"fileBytes", result_.file_bytes},
+                                     {"chunksChecked", result_.chunks_checked},
+                                     {"badChunkCount", result_.bad_chunk_count},
+                                     {"rowsCompared", result_.rows_compared},
+                                     {"badRowCount", result_.bad_row_count},
+                                     {"bytesRead", result_.bytes_read}});
     o.Set("sizeOk", result_.size_ok);
     o.Set("headerOk", result_.header_ok);
-    o.Set("chunksChecked", FromU64(env, result_.chunks_checked));
-    o.Set("badChunkCount", FromU64(env, result_.bad_chunk_count));
     o.Set("badChunks", U64Array(env, result_.bad_chunks));
-    o.Set("rowsCompared", FromU64(env, result_.rows_compared));
-    o.Set("badRowCount", FromU64(env, result_.bad_row_count));
     o.Set("badRows", U64Array(env, result_.bad_rows));
-    o.Set("bytesRead", FromU64(env, result_.bytes_read));
     return o;
   }
 
@@ -314,10 +312,7 @@ Napi::Value ProbeHolesJs(const Napi::CallbackInfo& info) {
   HoleProbe probe;
   Status s = ProbeHoles(dir, info[2].As<Napi::Boolean>().Value(), &probe);
   if (!s.ok()) throw StatusToError(info.Env(), s);
-  Napi::Object o = Napi::Object::New(info.Env());
-  o.Set("apparent", FromU64(info.Env(), probe.apparent));
-  o.Set("allocated", FromU64(info.Env(), probe.allocated));
-  return o;
+  return U64Object(info.Env(), {{"apparent", probe.apparent}, {"allocated", probe.allocated}});
 }
 
 // crc32(buffer, crc = 0): the same CRC-32 the packer writes (zlib's).

@@ -11,9 +11,7 @@ TableSpec ParseTable(Napi::Value value, size_t index) {
   Fields o(value, "tables[" + std::to_string(index) + "]");
   TableSpec t;
   std::string kind = o.String("kind");
-  uint64_t layer = o.U64("layer");
-  if (layer > UINT32_MAX) ThrowType(o.Env(), o.Name("layer") + " is too large");
-  t.layer = static_cast<uint32_t>(layer);
+  t.layer = o.U32("layer");
   if (kind == "snapshot") {
     t.kind = TableKind::kSnapshot;
     t.rows = o.U64("rows");
@@ -23,20 +21,8 @@ TableSpec ParseTable(Napi::Value value, size_t index) {
     t.weight_offset = w.U64("offset");
     t.scale_path = s.String("path");
     t.scale_offset = s.U64("offset");
-    if (o.Has("residentScales")) {
-      std::vector<uint64_t> r = o.U64ListOr("residentScales");
-      if (r.size() != 2) ThrowType(o.Env(), o.Name("residentScales") + " must be [start, end]");
-      t.resident_start = r[0];
-      t.resident_end = r[1];
-      t.resident_scales = true;
-    }
-    if (o.Has("range")) {
-      std::vector<uint64_t> r = o.U64ListOr("range");
-      if (r.size() != 2) ThrowType(o.Env(), o.Name("range") + " must be [lo, hi] (two non-negative integers)");
-      t.lo = r[0];
-      t.hi = r[1];
-      t.ranged = true;
-    }
+    t.resident_scales = o.U64PairOr("residentScales", "start", "end", &t.resident_start, &t.resident_end);
+    t.ranged = o.U64PairOr("range", "lo", "hi", &t.lo, &t.hi);
     if (o.Has("holes")) {
       Napi::Value holes = o.Get("holes");
       std::string rule = holes.IsString() ? holes.As<Napi::String>().Utf8Value() : "";

@@ -61,9 +61,7 @@ Napi::Value DropCacheJs(const Napi::CallbackInfo& info) {
 MmapTable ParseMmapTable(Napi::Value v, size_t i) {
   Fields o(v, "tables[" + std::to_string(i) + "]");
   MmapTable t;
-  uint64_t layer = o.U64("layer");
-  if (layer > UINT32_MAX) ThrowType(v.Env(), o.Name("layer") + " is too large");
-  t.layer = static_cast<uint32_t>(layer);
+  t.layer = o.U32("layer");
   t.rows = o.U64("rows");
   t.dim = o.U64("dim");
   t.weight_path = o.String("weightPath");
@@ -125,12 +123,10 @@ class MmapGatherWrap : public Napi::ObjectWrap<MmapGatherWrap> {
 
   Napi::Value Stats(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("batches", FromU64(env, gather_ ? gather_->batches() : 0));
-    o.Set("rows", FromU64(env, gather_ ? gather_->rows() : 0));
-    o.Set("zeroRows", FromU64(env, gather_ ? gather_->zero_rows() : 0));
-    o.Set("threads", Napi::Number::New(env, static_cast<double>(workers_)));
-    return o;
+    return U64Object(env, {{"batches", gather_ ? gather_->batches() : 0},
+                           {"rows", gather_ ? gather_->rows() : 0},
+                           {"zeroRows", gather_ ? gather_->zero_rows() : 0},
+                           {"threads", workers_}});
   }
 
   Napi::Value Close(const Napi::CallbackInfo& info) {

@@ -139,8 +139,17 @@ export function writeSparseCopy(srcDir: string, dstDir: string, o: SparseCopyOpt
     closeSync(dst);
   }
   writeFileSync(join(dstDir, INDEX), indexText, { flag: 'wx' });
-  const manifest = writeManifest(srcDir, dstDir, o, { source: srcDir }, tables, shardBytes, indexText);
+  const manifest = writeManifest({ srcDir, dstDir, tables, shardBytes, indexText }, o, { source: srcDir });
   return { dir: dstDir, manifest, tables, shards: [...fds.keys()] };
+}
+
+/** What was copied where: the tables, each shard's size and header bytes, the index text. */
+interface Copied {
+  srcDir: string;
+  dstDir: string;
+  tables: CopiedTable[];
+  shardBytes: Map<string, { bytes: number; headerBytes: number }>;
+  indexText: Buffer;
 }
 
 /** The overlay's top-level fields as a test wants them written. */
@@ -153,15 +162,7 @@ interface ManifestStyle {
 }
 
 /** engram-local.json of the copy in dstDir (written last, as the overlay's tool does). */
-function writeManifest(
-  srcDir: string,
-  dstDir: string,
-  o: SparseCopyOptions,
-  m: ManifestStyle,
-  tables: CopiedTable[],
-  shardBytes: Map<string, { bytes: number; headerBytes: number }>,
-  indexText: Buffer,
-): Record<string, unknown> {
+function writeManifest(c: Copied, o: SparseCopyOptions, m: ManifestStyle): Record<string, unknown> {
   const layers: Record<string, [number, number]> = {};
   for (const r of o.ranges) layers[String(r.layer)] = [r.start, r.end];
   const manifest: Record<string, unknown> = {
@@ -172,20 +173,13 @@ function writeManifest(
     note: 'sparse copy: "layers": {"1": [0, 1]} \\ only these rows exist; tools/engram_local.py',
     ...m.extra,
   };
-  if (o.flavour === 'spark') manifest.spark = sparkKey(srcDir, dstDir, o, tables, shardBytes, indexText);
+  if (o.flavour === 'spark') manifest.spark = sparkKey(c, o);
   const text = m.style === 'one-line' ? JSON.stringify(manifest).replace(/,"/g, ', "').replace(/":/g, '": ') : JSON.stringify(manifest, null, 1) + '\n';
-  writeFileSync(join(dstDir, 'engram-local.json'), text, { flag: 'wx' });
+  writeFileSync(join(c.dstDir, 'engram-local.json'), text, { flag: 'wx' });
   return manifest;
 }
 
-function sparkKey(
-  srcDir: string,
-  dstDir: string,
-  o: SparseCopyOptions,
-  tables: CopiedTable[],
-  shardBytes: Map<string, { bytes: number; headerBytes: number }>,
-  indexText: Buffer,
-): Record<string, unknown> {
+function sparkKey({ srcDir, dstDir, tables, shardBytes, indexText }: Copied, o: SparseCopyOptions): Record<string, unknown> {
   const chunkRows = o.chunkRows ?? 1000;
   const shards = [...shardBytes].map(([name, s]) => {
     const fd = openSync(join(dstDir, name), 'r');
@@ -264,5 +258,6 @@ export function writeSyntheticCopy(dir: string, spec: SyntheticCopySpec): void {
   const o: SparseCopyOptions = { flavour: spec.spark ? 'spark' : 'overlay', ranges: spec.ranges, chunkRows: 64, ...spec.spark };
   const shards = new Map([[COPY_SHARD, { bytes: statSync(shard.path).size, headerBytes: shard.dataStart }]]);
   const source = '/models/dsv41 "the NAS", rank: 9 of 9 {not: [a key]}';
-  writeManifest(dir, dir, o, { source, extra: spec.extra, style: spec.style }, tables, shards, readFileSync(join(dir, INDEX)));
+  const copied = { srcDir: dir, dstDir: dir, tables, shardBytes: shards, indexText: readFileSync(join(dir, INDEX)) };
+  writeManifest(copied, o, { source, extra: spec.extra, style: spec.style });
 }
