@@ -27,7 +27,10 @@
       "type": "static_library",
       "sources": [
         "native/core/json.cc",
+        "native/core/json_key_set.cc",
+        "native/core/json_parser.cc",
         "native/core/safetensors.cc",
+        "native/core/safetensors_check.cc",
         "native/core/shard_set.cc",
         "native/core/status.cc",
         "native/core/thread_pool.cc",
@@ -64,6 +67,7 @@
       "sources": [
         "native/binding/addon.cc",
         "native/binding/addon_env.cc",
+        "native/binding/args.cc",
         "native/binding/async.cc",
         "native/binding/errors.cc",
         "native/binding/exec_binding.cc",

@@ -12,7 +12,7 @@ import type { Io } from '../src/io.js';
 import { tileLayers } from '../src/engram/ranges.js';
 import { recordingEngine } from './helpers/engine.js';
 import { writePackDir } from './helpers/engram-files.js';
-import { writeSparseCopy, writeTablesDir, type SparseCopySpec } from './helpers/copy-fixtures.js';
+import { writeSyntheticCopy, writeTablesDir, type SyntheticCopySpec } from './helpers/sparse-copy.js';
 import { tempDir } from './helpers/tmp.js';
 
 const DASH = '/usr/bin/dash';
@@ -64,14 +64,14 @@ function dir(name: string): string {
   return d;
 }
 
-function sparse(name: string, spec: Omit<SparseCopySpec, 'tables'>): string {
+function sparse(name: string, spec: Omit<SyntheticCopySpec, 'tables'>): string {
   const d = dir(name);
-  writeSparseCopy(d, { tables: TABLES, ...spec });
+  writeSyntheticCopy(d, { tables: TABLES, ...spec });
   return d;
 }
 
 /** A copy of rank r of `world` under `split`, in the layer order and JSON style given. */
-function share(name: string, rank: number, world: number, split: 'floor' | 'front', o: Partial<SparseCopySpec> = {}): string {
+function share(name: string, rank: number, world: number, split: 'floor' | 'front', o: Partial<SyntheticCopySpec> = {}): string {
   const ranges = tileLayers(ROWS, world, split)[rank]!.map(({ layer, start, end }) => ({ layer, start, end }));
   return sparse(name, { ranges: o.style === 'one-line' ? [...ranges].reverse() : ranges, ...o });
 }

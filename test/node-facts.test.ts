@@ -17,7 +17,7 @@ import { FACTS_VERSION, type FactsRequest, type NodeFacts } from '../src/preflig
 import { busyPort, freePort, REVISION, world, write } from './helpers/preflight.js';
 import { procRoutes } from './helpers/fake-cluster.js';
 import { makeSnapshot } from './helpers/synth.js';
-import { writeSparseCopy } from './helpers/copy-fixtures.js';
+import { writeSyntheticCopy } from './helpers/sparse-copy.js';
 import { tempDir } from './helpers/tmp.js';
 
 function request(over: Partial<FactsRequest>): FactsRequest {
@@ -171,9 +171,9 @@ test("a node-local copy: the probe and spark read it alike (spark's sparse copy,
     { layer: 14, rows: 4004, dim: 256 },
   ];
   const cases: [string, (dir: string) => void][] = [
-    ['spark', (dir) => writeSparseCopy(dir, { tables, ranges: [{ layer: 1, start: 1000, end: 2000 }, { layer: 14, start: 1001, end: 2002 }], spark: { rank: 1, world: 4, split: 'floor' } })],
+    ['spark', (dir) => writeSyntheticCopy(dir, { tables, ranges: [{ layer: 1, start: 1000, end: 2000 }, { layer: 14, start: 1001, end: 2002 }], spark: { rank: 1, world: 4, split: 'floor' } })],
     // No spark key: rank and world are inferred from the ranges and the copy's own headers.
-    ['overlay', (dir) => writeSparseCopy(dir, { tables, ranges: [{ layer: 1, start: 2000, end: 3000 }, { layer: 14, start: 2002, end: 3003 }] })],
+    ['overlay', (dir) => writeSyntheticCopy(dir, { tables, ranges: [{ layer: 1, start: 2000, end: 3000 }, { layer: 14, start: 2002, end: 3003 }] })],
     ['broken', (dir) => writeFileSync(join(dir, 'engram-local.json'), '{"layers": 5}')],
   ];
   for (const [name, make] of cases) {

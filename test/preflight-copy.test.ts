@@ -9,10 +9,10 @@ import { join } from 'node:path';
 import { tileLayers } from '../src/engram/ranges.js';
 import type { Finding, PreflightReport } from '../src/preflight/index.js';
 import { edit, preflight, write, world, type World } from './helpers/preflight.js';
-import { writeSparseCopy, type SparseCopySpec } from './helpers/copy-fixtures.js';
+import { writeSyntheticCopy, type SyntheticCopySpec } from './helpers/sparse-copy.js';
 
 /** The world snapshot's tables as config.json gives them. */
-function tables(w: World, extra = 0): SparseCopySpec['tables'] {
+function tables(w: World, extra = 0): SyntheticCopySpec['tables'] {
   const cfg = JSON.parse(readFileSync(join(w.snapshotDir, 'config.json'), 'utf8')) as { text_config: { engram_num_embeddings: number[] } };
   return [1, 14].map((layer, i) => ({ layer, rows: cfg.text_config.engram_num_embeddings[i]! + extra, dim: 256 }));
 }
@@ -24,7 +24,7 @@ function makeCopy(w: World, rank: number, o: { worldSize?: number; spark?: boole
   const t = tables(w, o.extra ?? 0);
   const worldSize = o.worldSize ?? 4;
   const ranges = tileLayers(t.map(({ layer, rows }) => ({ layer, rows })), worldSize, 'floor')[rank]!.map(({ layer, start, end }) => ({ layer, start, end }));
-  writeSparseCopy(w.packDir, { tables: t, ranges, ...(o.spark === false ? {} : { spark: { rank, world: worldSize, split: 'floor' } }) });
+  writeSyntheticCopy(w.packDir, { tables: t, ranges, ...(o.spark === false ? {} : { spark: { rank, world: worldSize, split: 'floor' } }) });
 }
 
 const errors = (r: PreflightReport): Finding[] => r.findings.filter((f) => f.severity === 'error');
@@ -62,7 +62,7 @@ test('a copy made for another rank, world or checkpoint is an error naming what 
   // Made by the overlay's tool with a partition no split rule gives: nothing to check it against.
   rmSync(w.packDir, { recursive: true, force: true });
   mkdirSync(w.packDir);
-  writeSparseCopy(w.packDir, { tables: tables(w), ranges: [{ layer: 1, start: 0, end: 3 }, { layer: 14, start: 0, end: 700 }] });
+  writeSyntheticCopy(w.packDir, { tables: tables(w), ranges: [{ layer: 1, start: 0, end: 3 }, { layer: 14, start: 0, end: 700 }] });
   const custom = await preflight({ ...w.options(recipe), only: ['pack.manifest'] });
   assert.deepEqual(errors(custom), []);
   assert.match(manifestFindings(custom)[0]!.message, /rank and world unknown: its ranges 1:0:3,14:0:700 are no single rank's floor(, front or heads| or front) share/);

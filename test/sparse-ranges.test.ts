@@ -10,7 +10,7 @@ import { tileLayers, type RankLayerRange } from '../src/engram/ranges.js';
 import { runWrapper, type Exec } from '../src/commands/wrapper.js';
 import type { Io } from '../src/io.js';
 import { cli } from './helpers/cli.js';
-import { writeSparseCopy, type SparseCopySpec } from './helpers/copy-fixtures.js';
+import { writeSyntheticCopy, type SyntheticCopySpec } from './helpers/sparse-copy.js';
 import { tempDir } from './helpers/tmp.js';
 
 const TABLES = [
@@ -22,10 +22,10 @@ const REAL = [
   { layer: 14, rows: 384016682 },
 ];
 
-function copy(spec: Omit<SparseCopySpec, 'tables'> & { tables?: SparseCopySpec['tables'] }): string {
+function copy(spec: Omit<SyntheticCopySpec, 'tables'> & { tables?: SyntheticCopySpec['tables'] }): string {
   const dir = join(tempDir(), 'copy');
   mkdirSync(dir);
-  writeSparseCopy(dir, { tables: TABLES, ...spec });
+  writeSyntheticCopy(dir, { tables: TABLES, ...spec });
   return dir;
 }
 

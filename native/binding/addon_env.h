@@ -1,7 +1,7 @@
 // What the addon keeps per Node environment (the main thread, and each worker thread that
 // loads it), as Node-API instance data: the baton queue, the job pool (pack, verify, header
-// reads) and the row stores with their pools. Nothing is process-global, so worker threads
-// never share pools and an environment's teardown stops exactly its own work.
+// reads) and the pools of the row stores and mmap gathers. Nothing is process-global, so
+// worker threads never share pools and an environment's teardown stops exactly its own work.
 //
 // Teardown (an environment cleanup hook, run before Node tears down the thread-safe
 // function): running batons are let go, row stores closed (their batches stop at the next
@@ -39,7 +39,8 @@ class AddonEnv {
   Status ReserveJobThreads(size_t width, std::shared_ptr<ThreadPool>* pool);
   void ReleaseJobThreads(size_t width);
 
-  // JS thread. A pool of `threads` for one row store, stopped with this environment. When a
+  // JS thread. A pool of `threads` for one row reader (a RowStore, an MmapGather), stopped with
+  // this environment. When a
   // thread will not start the others are stopped too and the error names it (E_THREAD_START).
   // fail_start_at: tests only (ThreadPool::FailThreadStartForTesting).
   Status NewStorePool(size_t threads, size_t fail_start_at, std::shared_ptr<ThreadPool>* out);

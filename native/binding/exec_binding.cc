@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "binding/args.h"
 #include "binding/errors.h"
 
 namespace spark {
@@ -25,17 +26,10 @@ namespace {
 
 constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
-std::vector<std::string> StringArray(Napi::Env env, Napi::Value v, const char* what) {
-  if (!v.IsArray()) ThrowType(env, std::string(what) + " must be an array of strings");
-  Napi::Array arr = v.As<Napi::Array>();
-  std::vector<std::string> out;
-  out.reserve(arr.Length());
-  for (uint32_t i = 0; i < arr.Length(); ++i) {
-    Napi::Value item = arr.Get(i);
-    if (!item.IsString()) ThrowType(env, std::string(what) + " must be an array of strings");
-    std::string s = item.As<Napi::String>().Utf8Value();
-    if (s.find('\0') != std::string::npos) ThrowType(env, std::string(what) + " must not contain NUL bytes");
-    out.push_back(std::move(s));
+std::vector<std::string> StringArray(Napi::Value v, const char* what) {
+  std::vector<std::string> out = StringList(v, what);
+  for (const auto& s : out) {
+    if (s.find('\0') != std::string::npos) ThrowType(v.Env(), std::string(what) + " must not contain NUL bytes");
   }
   return out;
 }
@@ -114,8 +108,8 @@ Napi::Value ExecEngine(const Napi::CallbackInfo& info) {
   if (info.Length() != 3 || !info[0].IsString()) ThrowType(env, "execEngine(file, argv, env)");
   std::string file = info[0].As<Napi::String>().Utf8Value();
   if (file.empty()) ThrowType(env, "execEngine: the engine command is empty");
-  std::vector<std::string> argv = StringArray(env, info[1], "argv");
-  std::vector<std::string> envp = StringArray(env, info[2], "env");
+  std::vector<std::string> argv = StringArray(info[1], "argv");
+  std::vector<std::string> envp = StringArray(info[2], "env");
   if (argv.empty()) ThrowType(env, "execEngine: argv must hold at least the program name");
   std::vector<char*> c_argv = CStrings(argv);
   std::vector<char*> c_envp = CStrings(envp);
@@ -138,8 +132,7 @@ Napi::Value ExecEngine(const Napi::CallbackInfo& info) {
   }
   if (saw_eacces && (last_err == ENOENT || last_err == ENOTDIR)) last_err = EACCES;
   std::string where = file.find('/') != std::string::npos ? file : "'" + file + "' in PATH";
-  Napi::Error err = Napi::Error::New(env, "cannot run the engine " + where + ": " + std::strerror(last_err));
-  err.Value().Set("code", "E_EXEC");
+  Napi::Error err = StatusToError(env, Status::Error(Code::E_EXEC, "cannot run the engine " + where + ": " + std::strerror(last_err)));
   err.Value().Set("errno", last_err);
   throw err;
 }

@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "binding/addon_env.h"
+#include "binding/args.h"
 #include "binding/async.h"
 #include "binding/errors.h"
 #include "core/crc32.h"
@@ -27,65 +28,23 @@
 namespace spark {
 namespace {
 
-Napi::Object ObjectArg(const Napi::CallbackInfo& info, size_t i, const char* what) {
-  if (info.Length() <= i || !info[i].IsObject()) ThrowType(info.Env(), std::string(what) + " must be an object");
-  return info[i].As<Napi::Object>();
+PackSource GetSource(const Fields& o, const char* key) {
+  Fields s = o.Object(key);
+  return PackSource{s.String("path"), s.U64("offset")};
 }
 
-std::string GetString(Napi::Object o, const char* key) {
-  Napi::Value v = o.Get(key);
-  if (!v.IsString()) ThrowType(o.Env(), std::string("'") + key + "' must be a string");
-  return v.As<Napi::String>().Utf8Value();
-}
-
-uint64_t GetU64(Napi::Object o, const char* key) {
-  uint64_t out = 0;
-  if (!ToU64(o.Get(key), &out)) ThrowType(o.Env(), std::string("'") + key + "' must be a non-negative integer");
-  return out;
-}
-
-uint64_t GetU64Or(Napi::Object o, const char* key, uint64_t fallback) {
-  return o.Get(key).IsUndefined() ? fallback : GetU64(o, key);
-}
-
-bool GetBoolOr(Napi::Object o, const char* key, bool fallback) {
-  Napi::Value v = o.Get(key);
-  if (v.IsUndefined()) return fallback;
-  if (!v.IsBoolean()) ThrowType(o.Env(), std::string("'") + key + "' must be a boolean");
-  return v.As<Napi::Boolean>().Value();
-}
-
-std::vector<uint64_t> GetU64List(Napi::Object o, const char* key) {
-  Napi::Value v = o.Get(key);
-  if (v.IsUndefined()) return {};
-  if (!v.IsArray()) ThrowType(o.Env(), std::string("'") + key + "' must be an array");
-  auto arr = v.As<Napi::Array>();
-  std::vector<uint64_t> out(arr.Length());
-  for (uint32_t i = 0; i < arr.Length(); ++i) {
-    if (!ToU64(arr.Get(i), &out[i])) ThrowType(o.Env(), std::string("'") + key + "' must hold non-negative integers");
-  }
-  return out;
-}
-
-PackSource GetSource(Napi::Object o, const char* key) {
-  Napi::Value v = o.Get(key);
-  if (!v.IsObject()) ThrowType(o.Env(), std::string("'") + key + "' must be {path, offset}");
-  auto s = v.As<Napi::Object>();
-  return PackSource{GetString(s, "path"), GetU64(s, "offset")};
-}
-
-PackGeometry GetGeometry(Napi::Object o) {
+PackGeometry GetGeometry(const Fields& o) {
   PackLayout layout;
-  if (!ParseLayout(GetString(o, "layout"), &layout)) ThrowType(o.Env(), "'layout' must be 'dense' or 'page'");
+  if (!ParseLayout(o.String("layout"), &layout)) ThrowType(o.Env(), o.Name("layout") + " must be 'dense' or 'page'");
   PackGeometry g;
-  Status s = PackGeometry::Make(GetU64(o, "rows"), GetU64(o, "dim"), layout, GetU64(o, "chunkRows"), &g);
+  Status s = PackGeometry::Make(o.U64("rows"), o.U64("dim"), layout, o.U64("chunkRows"), &g);
   if (!s.ok()) ThrowRange(o.Env(), s.message, s.code);
   return g;
 }
 
-uint32_t GetThreads(Napi::Object o) {
-  uint64_t t = GetU64Or(o, "threads", 4);
-  if (t < 1 || t > 256) ThrowRange(o.Env(), "'threads' must be between 1 and 256", Code::E_USAGE);
+uint32_t GetThreads(const Fields& o) {
+  uint64_t t = o.U64Or("threads", 4);
+  if (t < 1 || t > 256) ThrowRange(o.Env(), o.Name("threads") + " must be between 1 and 256", Code::E_USAGE);
   return static_cast<uint32_t>(t);
 }
 
@@ -107,19 +66,29 @@ Napi::Object Handle(Napi::Env env, Napi::Promise promise, std::shared_ptr<State>
 }
 
 Napi::Object PackResultObject(Napi::Env env, const PackResult& r) {
-  Napi::Object o = Napi::Object::New(env);
+  Napi::Object o = U64Object(env, {{"chunksKept", r.chunks_kept},
+                                   {"chunksRejected", r.chunks_rejected},
+                                   {"chunksWritten", r.chunks_written},
+                                   {"bytesWritten", r.bytes_written}});
   Napi::Array crcs = Napi::Array::New(env, r.crcs.size());
   for (uint32_t i = 0; i < r.crcs.size(); ++i) crcs.Set(i, Napi::Number::New(env, r.crcs[i]));
   o.Set("checksums", crcs);
-  o.Set("chunksKept", FromU64(env, r.chunks_kept));
-  o.Set("chunksRejected", FromU64(env, r.chunks_rejected));
-  o.Set("chunksWritten", FromU64(env, r.chunks_written));
-  o.Set("bytesWritten", FromU64(env, r.bytes_written));
   o.Set("journalDiscarded", r.journal_discarded);
   o.Set("wasComplete", r.was_complete);
   o.Set("readIo", r.read_io);
   o.Set("writeIo", r.write_io);
   return o;
+}
+
+// The directory a locked descriptor names (dirFd from lockDirectory), borrowed for one call
+// or job; its path only names it in messages.
+PackDir BorrowDir(Napi::Env env, Napi::Value fd_value, Napi::Value path_value) {
+  uint64_t fd = U64Value(fd_value, "dirFd");
+  if (fd > 1u << 30) ThrowType(env, "dirFd must be a file descriptor");
+  PackDir dir;
+  Status s = PackDir::Borrow(static_cast<int>(fd), StringValue(path_value, "dirPath"), &dir);
+  if (!s.ok()) throw StatusToError(env, s);
+  return dir;
 }
 
 // What every pack job shares: the directory (a borrowed descriptor), the file's name, the
@@ -129,25 +98,21 @@ struct FileJobParts {
   std::unique_ptr<RateLimiter> rate;
 };
 
-void GetFileJob(Napi::Object o, FileJobParts* parts, PackFileJob* file) {
-  Napi::Env env = o.Env();
-  uint64_t fd = GetU64(o, "dirFd");
-  if (fd > 1u << 30) ThrowType(env, "'dirFd' must be a file descriptor");
-  Status s = PackDir::Borrow(static_cast<int>(fd), GetString(o, "dirPath"), &parts->dir);
-  if (!s.ok()) throw StatusToError(env, s);
-  parts->rate = std::make_unique<RateLimiter>(GetU64Or(o, "rateLimit", 0));
-  file->name = GetString(o, "name");
-  file->key = GetString(o, "key");
+void GetFileJob(const Fields& o, FileJobParts* parts, PackFileJob* file) {
+  parts->dir = BorrowDir(o.Env(), o.Get("dirFd"), o.Get("dirPath"));
+  parts->rate = std::make_unique<RateLimiter>(o.U64Or("rateLimit", 0));
+  file->name = o.String("name");
+  file->key = o.String("key");
   file->threads = GetThreads(o);
-  file->commit_bytes = GetU64Or(o, "commitBytes", file->commit_bytes);
-  file->commit_seconds = static_cast<double>(GetU64Or(o, "commitMs", 2000)) / 1000.0;
-  file->drop_cache = GetBoolOr(o, "dropCache", true);
-  file->fault_after_chunks = GetU64Or(o, "faultAfterChunks", 0);
-  file->direct_io = GetBoolOr(o, "directIo", true);
-  Napi::Value refusal = o.Get("testDirectRefusal");  // tests only: "open" or "transfer"
-  if (!refusal.IsUndefined()) {
+  file->commit_bytes = o.U64Or("commitBytes", file->commit_bytes);
+  file->commit_seconds = static_cast<double>(o.U64Or("commitMs", 2000)) / 1000.0;
+  file->drop_cache = o.BoolOr("dropCache", true);
+  file->fault_after_chunks = o.U64Or("faultAfterChunks", 0);
+  file->direct_io = o.BoolOr("directIo", true);
+  if (o.Has("testDirectRefusal")) {  // tests only: "open" or "transfer"
+    Napi::Value refusal = o.Get("testDirectRefusal");
     std::string r = refusal.IsString() ? refusal.As<Napi::String>().Utf8Value() : "";
-    if (r != "open" && r != "transfer") ThrowType(env, "'testDirectRefusal' must be \"open\" or \"transfer\"");
+    if (r != "open" && r != "transfer") ThrowType(o.Env(), o.Name("testDirectRefusal") + " must be \"open\" or \"transfer\"");
     file->direct_refusal_for_tests = r == "open" ? DirectRefusal::kAtOpen : DirectRefusal::kAtTransfer;
   }
 }
@@ -189,41 +154,39 @@ Napi::Value SchedulePack(Napi::Env env, Job job, std::unique_ptr<FileJobParts> p
 }
 
 Napi::Value PackLayerJs(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  Napi::Object o = ObjectArg(info, 0, "job");
+  Fields o(info[0], "job");
   PackJob job;
   auto parts = std::make_unique<FileJobParts>();
   GetFileJob(o, parts.get(), &job.file);
   job.weight = GetSource(o, "weight");
   job.scale = GetSource(o, "scale");
-  job.start = GetU64(o, "start");
+  job.start = o.U64("start");
   job.geometry = GetGeometry(o);
-  job.header = GetString(o, "header");
-  job.drop_source_cache = GetBoolOr(o, "dropSourceCache", true);
-  return SchedulePack<PackJob, PackLayer>(env, std::move(job), std::move(parts));
+  job.header = o.String("header");
+  job.drop_source_cache = o.BoolOr("dropSourceCache", true);
+  return SchedulePack<PackJob, PackLayer>(info.Env(), std::move(job), std::move(parts));
 }
 
 Napi::Value PackSparseShardJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Napi::Object o = ObjectArg(info, 0, "job");
+  Fields o(info[0], "job");
   SparseShardJob job;
   auto parts = std::make_unique<FileJobParts>();
   GetFileJob(o, parts.get(), &job.file);
-  job.source_path = GetString(o, "sourcePath");
-  job.source_bytes = GetU64(o, "sourceBytes");
-  job.header_bytes = GetU64(o, "headerBytes");
-  uint64_t crc = GetU64(o, "headerCrc");
-  if (crc > 0xFFFFFFFFull) ThrowType(env, "'headerCrc' must be a uint32");
+  job.source_path = o.String("sourcePath");
+  job.source_bytes = o.U64("sourceBytes");
+  job.header_bytes = o.U64("headerBytes");
+  uint64_t crc = o.U64("headerCrc");
+  if (crc > 0xFFFFFFFFull) ThrowType(env, "job.headerCrc must be a uint32");
   job.header_crc = static_cast<uint32_t>(crc);
-  job.drop_source_cache = GetBoolOr(o, "dropSourceCache", true);
+  job.drop_source_cache = o.BoolOr("dropSourceCache", true);
   Napi::Value tv = o.Get("tables");
-  if (!tv.IsArray()) ThrowType(env, "'tables' must be an array");
+  if (!tv.IsArray()) ThrowType(env, "job.tables must be an array");
   auto tables = tv.As<Napi::Array>();
   for (uint32_t i = 0; i < tables.Length(); ++i) {
-    if (!tables.Get(i).IsObject()) ThrowType(env, "'tables' must hold objects");
-    auto t = tables.Get(i).As<Napi::Object>();
-    job.tables.push_back({GetU64(t, "weightOffset"), GetU64(t, "scaleOffset"), GetU64(t, "dim"), GetU64(t, "start"),
-                          GetU64(t, "end"), GetU64(t, "chunkRows")});
+    Fields t(tables.Get(i), "job.tables[" + std::to_string(i) + "]");
+    job.tables.push_back({t.U64("weightOffset"), t.U64("scaleOffset"), t.U64("dim"), t.U64("start"), t.U64("end"),
+                          t.U64("chunkRows")});
   }
   Status s = CheckSparseJob(job);
   if (!s.ok()) throw StatusToError(env, s);
@@ -239,17 +202,16 @@ class VerifyBaton : public JobBaton {
     status_ = VerifyLayer(job_, progress_.get(), &result_);
   }
   Napi::Value OnOk(Napi::Env env) override {
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("fileBytes", FromU64(env, result_.file_bytes));
+    Napi::Object o = U64Object(env, {{"fileBytes", result_.file_bytes},
+                                     {"chunksChecked", result_.chunks_checked},
+                                     {"badChunkCount", result_.bad_chunk_count},
+                                     {"rowsCompared", result_.rows_compared},
+                                     {"badRowCount", result_.bad_row_count},
+                                     {"bytesRead", result_.bytes_read}});
     o.Set("sizeOk", result_.size_ok);
     o.Set("headerOk", result_.header_ok);
-    o.Set("chunksChecked", FromU64(env, result_.chunks_checked));
-    o.Set("badChunkCount", FromU64(env, result_.bad_chunk_count));
     o.Set("badChunks", U64Array(env, result_.bad_chunks));
-    o.Set("rowsCompared", FromU64(env, result_.rows_compared));
-    o.Set("badRowCount", FromU64(env, result_.bad_row_count));
     o.Set("badRows", U64Array(env, result_.bad_rows));
-    o.Set("bytesRead", FromU64(env, result_.bytes_read));
     o.Set("readIo", result_.read_io);
     return o;
   }
@@ -262,29 +224,27 @@ class VerifyBaton : public JobBaton {
 
 Napi::Value VerifyLayerJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Napi::Object o = ObjectArg(info, 0, "job");
+  Fields o(info[0], "job");
   VerifyJob job;
-  job.path = GetString(o, "path");
+  job.path = o.String("path");
   job.geometry = GetGeometry(o);
-  job.header = GetString(o, "header");
-  for (uint64_t c : GetU64List(o, "checksums")) {
-    if (c > 0xFFFFFFFFull) ThrowType(env, "'checksums' must hold 32-bit values");
+  job.header = o.String("header");
+  for (uint64_t c : o.U64ListOr("checksums")) {
+    if (c > 0xFFFFFFFFull) ThrowType(env, "job.checksums must hold 32-bit values");
     job.crcs.push_back(static_cast<uint32_t>(c));
   }
   job.threads = GetThreads(o);
-  job.check_chunks = GetBoolOr(o, "checkChunks", true);
-  job.drop_cache = GetBoolOr(o, "dropCache", true);
-  job.direct_io = GetBoolOr(o, "directIo", true);
-  Napi::Value src = o.Get("source");
-  if (!src.IsUndefined()) {
-    if (!src.IsObject()) ThrowType(env, "'source' must be an object");
-    auto s = src.As<Napi::Object>();
+  job.check_chunks = o.BoolOr("checkChunks", true);
+  job.drop_cache = o.BoolOr("dropCache", true);
+  job.direct_io = o.BoolOr("directIo", true);
+  if (o.Has("source")) {
+    Fields s = o.Object("source");
     job.has_source = true;
     job.weight = GetSource(s, "weight");
     job.scale = GetSource(s, "scale");
-    job.start = GetU64(s, "start");
-    job.all_rows = GetBoolOr(s, "allRows", false);
-    job.sample_rows = GetU64List(s, "sampleRows");
+    job.start = s.U64("start");
+    job.all_rows = s.BoolOr("allRows", false);
+    job.sample_rows = s.U64ListOr("sampleRows");
   }
   auto progress = std::make_shared<VerifyProgress>();
   auto baton = std::make_unique<VerifyBaton>(env, std::move(job), progress);
@@ -321,22 +281,9 @@ void UnlockDirectoryJs(const Napi::CallbackInfo& info) {
 }
 
 // The directory a locked descriptor names: dirFd (from lockDirectory) and its path for messages.
-PackDir DirArg(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  uint64_t fd = 0;
-  if (info.Length() < 2 || !ToU64(info[0], &fd) || fd > 1u << 30 || !info[1].IsString()) {
-    ThrowType(env, "expected (dirFd, dirPath, ...)");
-  }
-  PackDir dir;
-  Status s = PackDir::Borrow(static_cast<int>(fd), info[1].As<Napi::String>().Utf8Value(), &dir);
-  if (!s.ok()) throw StatusToError(env, s);
-  return dir;
-}
+PackDir DirArg(const Napi::CallbackInfo& info) { return BorrowDir(info.Env(), info[0], info[1]); }
 
-std::string NameArg(const Napi::CallbackInfo& info, size_t i) {
-  if (info.Length() <= i || !info[i].IsString()) ThrowType(info.Env(), "name must be a string");
-  return info[i].As<Napi::String>().Utf8Value();
-}
+std::string NameArg(const Napi::CallbackInfo& info, size_t i) { return StringValue(info[i], "name"); }
 
 // dirWriteFile(dirFd, dirPath, name, data): name written atomically (name.tmp, fsync, rename).
 void DirWriteFileJs(const Napi::CallbackInfo& info) {
@@ -352,8 +299,7 @@ void DirWriteFileJs(const Napi::CallbackInfo& info) {
 Napi::Value DirReadFileJs(const Napi::CallbackInfo& info) {
   PackDir dir = DirArg(info);
   std::string name = NameArg(info, 2);
-  uint64_t max = 0;
-  if (info.Length() < 4 || !ToU64(info[3], &max)) ThrowType(info.Env(), "maxBytes must be a non-negative integer");
+  uint64_t max = U64Value(info[3], "maxBytes");
   std::string text;
   bool exists = false;
   Status s = dir.ReadSmallFile(name, max, &text, &exists);
@@ -377,10 +323,7 @@ Napi::Value ProbeHolesJs(const Napi::CallbackInfo& info) {
   HoleProbe probe;
   Status s = ProbeHoles(dir, info[2].As<Napi::Boolean>().Value(), &probe);
   if (!s.ok()) throw StatusToError(info.Env(), s);
-  Napi::Object o = Napi::Object::New(info.Env());
-  o.Set("apparent", FromU64(info.Env(), probe.apparent));
-  o.Set("allocated", FromU64(info.Env(), probe.allocated));
-  return o;
+  return U64Object(info.Env(), {{"apparent", probe.apparent}, {"allocated", probe.allocated}});
 }
 
 // crc32(buffer, crc = 0): the same CRC-32 the packer writes (zlib's).

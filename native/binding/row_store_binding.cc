@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "binding/addon_env.h"
+#include "binding/args.h"
 #include "binding/async.h"
 #include "binding/errors.h"
 #include "binding/ids.h"
@@ -101,21 +102,20 @@ class RowStoreWrap : public Napi::ObjectWrap<RowStoreWrap> {
   Napi::Value Stats(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     StoreStats s = store_ ? store_->Stats() : final_stats_;
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("batches", FromU64(env, s.batches));
-    o.Set("rows", FromU64(env, s.rows));
-    o.Set("reads", FromU64(env, s.reads));
-    o.Set("bytesRead", FromU64(env, s.bytes_read));
-    o.Set("duplicates", FromU64(env, s.duplicates));
-    o.Set("merged", FromU64(env, s.merged));
-    o.Set("retries", FromU64(env, s.retries));
-    o.Set("errorRetries", FromU64(env, s.error_retries));
-    o.Set("reopens", FromU64(env, s.reopens));
-    o.Set("residentBytes", FromU64(env, s.resident_bytes));
+    Napi::Object o = U64Object(env, {{"batches", s.batches},
+                                     {"rows", s.rows},
+                                     {"reads", s.reads},
+                                     {"bytesRead", s.bytes_read},
+                                     {"duplicates", s.duplicates},
+                                     {"merged", s.merged},
+                                     {"retries", s.retries},
+                                     {"errorRetries", s.error_retries},
+                                     {"reopens", s.reopens},
+                                     {"residentBytes", s.resident_bytes},
+                                     {"threads", pool_ ? pool_->size() : 0},
+                                     {"inflight", static_cast<uint64_t>(inflight_)}});
     o.Set("ioEngine", s.io_engine);
     if (!s.io_engine_note.empty()) o.Set("ioEngineNote", s.io_engine_note);
-    o.Set("threads", Napi::Number::New(env, pool_ ? static_cast<double>(pool_->size()) : 0));
-    o.Set("inflight", Napi::Number::New(env, inflight_));
     return o;
   }
 
@@ -125,11 +125,7 @@ class RowStoreWrap : public Napi::ObjectWrap<RowStoreWrap> {
     if (!store_) return out;
     uint32_t i = 0;
     for (const TableInfo& t : store_->Tables()) {
-      Napi::Object o = Napi::Object::New(env);
-      o.Set("layer", t.layer);
-      o.Set("lo", FromU64(env, t.lo));
-      o.Set("hi", FromU64(env, t.hi));
-      o.Set("rowBytes", FromU64(env, t.row_bytes));
+      Napi::Object o = U64Object(env, {{"layer", t.layer}, {"lo", t.lo}, {"hi", t.hi}, {"rowBytes", t.row_bytes}});
       o.Set("directRequested", t.direct_requested);
       o.Set("directActive", t.direct_active);
       o.Set("residentScales", t.resident);

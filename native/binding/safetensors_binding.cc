@@ -15,8 +15,10 @@
 #include <algorithm>
 
 #include "binding/addon_env.h"
+#include "binding/args.h"
 #include "binding/async.h"
 #include "binding/errors.h"
+#include "core/json_writer.h"
 #include "core/parallel.h"
 #include "core/safetensors.h"
 #include "core/shard_set.h"
@@ -27,118 +29,115 @@ namespace {
 
 constexpr size_t kHeaderThreads = 32;
 
-Napi::Value HeaderToJs(Napi::Env env, const safetensors::Header& h) {
-  Napi::Object out = Napi::Object::New(env);
-  out.Set("path", h.path);
-  out.Set("headerLength", FromU64(env, h.header_length));
-  out.Set("dataStart", FromU64(env, h.data_start));
-  out.Set("dataLength", FromU64(env, h.data_length));
-  out.Set("fileSize", FromU64(env, h.file_size));
+// The one description of a header as JS sees it (RawHeader in src/native/safetensors.ts).
+// `out` is a json::Writer (text for JSON.parse) or a JsBuilder (JS values, one by one).
+template <class Out>
+void RenderHeader(const safetensors::Header& h, Out& out) {
+  out.BeginObject();
+  out.Key("path");
+  out.String(h.path);
+  out.Key("headerLength");
+  out.U64(h.header_length);
+  out.Key("dataStart");
+  out.U64(h.data_start);
+  out.Key("dataLength");
+  out.U64(h.data_length);
+  out.Key("fileSize");
+  out.U64(h.file_size);
   // Pairs, not an object: a key such as "__proto__" must stay data, never touch a prototype.
-  Napi::Array metadata = Napi::Array::New(env, h.metadata.size());
-  for (size_t i = 0; i < h.metadata.size(); ++i) {
-    Napi::Array pair = Napi::Array::New(env, 2);
-    pair.Set(uint32_t{0}, h.metadata[i].first);
-    pair.Set(uint32_t{1}, h.metadata[i].second);
-    metadata.Set(static_cast<uint32_t>(i), pair);
+  out.Key("metadata");
+  out.BeginArray();
+  for (const auto& [key, value] : h.metadata) {
+    out.BeginArray();
+    out.String(key);
+    out.String(value);
+    out.EndArray();
   }
-  out.Set("metadata", metadata);
-  Napi::Array tensors = Napi::Array::New(env, h.tensors.size());
-  for (size_t i = 0; i < h.tensors.size(); ++i) {
-    const safetensors::Tensor& t = h.tensors[i];
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("name", t.name);
-    o.Set("dtype", safetensors::DtypeName(t.dtype));
-    Napi::Array shape = Napi::Array::New(env, t.shape.size());
-    for (size_t d = 0; d < t.shape.size(); ++d) shape.Set(static_cast<uint32_t>(d), FromU64(env, t.shape[d]));
-    o.Set("shape", shape);
-    Napi::Array offsets = Napi::Array::New(env, 2);
-    offsets.Set(uint32_t{0}, FromU64(env, t.begin));
-    offsets.Set(uint32_t{1}, FromU64(env, t.end));
-    o.Set("dataOffsets", offsets);
-    o.Set("fileOffset", FromU64(env, t.file_offset));
-    o.Set("bytes", FromU64(env, t.bytes));
-    tensors.Set(static_cast<uint32_t>(i), o);
+  out.EndArray();
+  out.Key("tensors");
+  out.BeginArray();
+  for (const safetensors::Tensor& t : h.tensors) {
+    out.BeginObject();
+    out.Key("name");
+    out.String(t.name);
+    out.Key("dtype");
+    out.String(safetensors::DtypeName(t.dtype));
+    out.Key("shape");
+    out.BeginArray();
+    for (uint64_t d : t.shape) out.U64(d);
+    out.EndArray();
+    out.Key("dataOffsets");
+    out.BeginArray();
+    out.U64(t.begin);
+    out.U64(t.end);
+    out.EndArray();
+    out.Key("fileOffset");
+    out.U64(t.file_offset);
+    out.Key("bytes");
+    out.U64(t.bytes);
+    out.EndObject();
   }
-  out.Set("tensors", tensors);
-  return out;
+  out.EndArray();
+  out.EndObject();
 }
 
-constexpr uint64_t kMaxSafeInteger = (uint64_t{1} << 53) - 1;
+// Builds JS values with the calls a json::Writer takes; u64 values past 2^53 become BigInts.
+class JsBuilder {
+ public:
+  explicit JsBuilder(Napi::Env env) : env_(env) {}
+  void BeginObject() { Open(Napi::Object::New(env_), false); }
+  void EndObject() { stack_.pop_back(); }
+  void BeginArray() { Open(Napi::Array::New(env_), true); }
+  void EndArray() { stack_.pop_back(); }
+  void Key(const char* key) { key_ = key; }
+  void String(std::string_view s) { Put(Napi::String::New(env_, s.data(), s.size())); }
+  void U64(uint64_t v) { Put(FromU64(env_, v)); }
+  Napi::Value Result() const { return result_; }
 
-void AppendJsonString(std::string& out, const std::string& s) {
-  out += '"';
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      static const char kHex[] = "0123456789abcdef";
-      out += "\\u00";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += static_cast<char>(c);  // validated UTF-8 passes through
-    }
-  }
-  out += '"';
-}
-
-// The header as canonical JSON text with the same shape HeaderToJs builds, for JSON.parse on
-// the JS thread: V8 builds thousands of tensor objects from text far faster than one napi
-// call per property. False (and nothing usable in `out`) when a value is past 2^53, which
-// JSON numbers cannot carry exactly; the caller then builds the objects one by one.
-bool HeaderToJson(const safetensors::Header& h, std::string& out) {
-  bool exact = true;
-  auto num = [&](uint64_t v) {
-    if (v > kMaxSafeInteger) exact = false;
-    out += std::to_string(v);
+ private:
+  struct Frame {
+    Napi::Object container;
+    bool array;
+    uint32_t next = 0;
   };
-  out.reserve(64 + h.tensors.size() * 128);
-  out += "{\"path\":";
-  AppendJsonString(out, h.path);
-  out += ",\"headerLength\":";
-  num(h.header_length);
-  out += ",\"dataStart\":";
-  num(h.data_start);
-  out += ",\"dataLength\":";
-  num(h.data_length);
-  out += ",\"fileSize\":";
-  num(h.file_size);
-  out += ",\"metadata\":[";
-  for (size_t i = 0; i < h.metadata.size(); ++i) {
-    if (i) out += ',';
-    out += '[';
-    AppendJsonString(out, h.metadata[i].first);
-    out += ',';
-    AppendJsonString(out, h.metadata[i].second);
-    out += ']';
+  void Open(Napi::Object container, bool array) {
+    Put(container);
+    stack_.push_back(Frame{container, array});
   }
-  out += "],\"tensors\":[";
-  for (size_t i = 0; i < h.tensors.size() && exact; ++i) {
-    const safetensors::Tensor& t = h.tensors[i];
-    if (i) out += ',';
-    out += "{\"name\":";
-    AppendJsonString(out, t.name);
-    out += ",\"dtype\":\"";
-    out += safetensors::DtypeName(t.dtype);
-    out += "\",\"shape\":[";
-    for (size_t d = 0; d < t.shape.size(); ++d) {
-      if (d) out += ',';
-      num(t.shape[d]);
+  void Put(Napi::Value v) {
+    if (stack_.empty()) {
+      result_ = v;
+      return;
     }
-    out += "],\"dataOffsets\":[";
-    num(t.begin);
-    out += ',';
-    num(t.end);
-    out += "],\"fileOffset\":";
-    num(t.file_offset);
-    out += ",\"bytes\":";
-    num(t.bytes);
-    out += '}';
+    Frame& f = stack_.back();
+    if (f.array) {
+      f.container.Set(f.next++, v);
+    } else {
+      f.container.Set(key_, v);
+    }
   }
-  out += "]}";
-  return exact;
+
+  Napi::Env env_;
+  std::vector<Frame> stack_;
+  const char* key_ = "";
+  Napi::Value result_;
+};
+
+Napi::Value HeaderToJs(Napi::Env env, const safetensors::Header& h) {
+  JsBuilder out(env);
+  RenderHeader(h, out);
+  return out.Result();
+}
+
+// The header as JSON text, for JSON.parse on the JS thread: V8 builds thousands of tensor
+// objects from text far faster than one napi call per property. False (and nothing usable in
+// `out`) when a value is past 2^53, which a JSON number cannot carry into JS exactly; the
+// caller then builds the values with HeaderToJs.
+bool HeaderToJson(const safetensors::Header& h, std::string& out) {
+  out.reserve(64 + h.tensors.size() * 128);
+  json::Writer writer(&out);
+  RenderHeader(h, writer);
+  return writer.exact_in_double();
 }
 
 class ReadHeadersBaton : public JobBaton {
@@ -197,15 +196,7 @@ class ReadHeadersBaton : public JobBaton {
 
 Napi::Value ReadHeaders(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 1 || !info[0].IsArray()) ThrowType(env, "readHeaders: paths must be an array of strings");
-  Napi::Array list = info[0].As<Napi::Array>();
-  std::vector<std::string> paths;
-  paths.reserve(list.Length());
-  for (uint32_t i = 0; i < list.Length(); ++i) {
-    Napi::Value v = list.Get(i);
-    if (!v.IsString()) ThrowType(env, "readHeaders: paths[" + std::to_string(i) + "] is not a string");
-    paths.push_back(v.As<Napi::String>().Utf8Value());
-  }
+  std::vector<std::string> paths = StringList(info[0], "readHeaders: paths");
   uint64_t threads = kHeaderThreads;
   if (info.Length() > 1 && !info[1].IsUndefined()) {
     if (!ToU64(info[1], &threads) || threads < 1 || threads > 1024) {
@@ -220,17 +211,8 @@ Napi::Value ReadHeaders(const Napi::CallbackInfo& info) {
       ThrowType(env, "readHeaders: expected must be an array with one string array per path");
     }
     Napi::Array outer = info[2].As<Napi::Array>();
-    expected.resize(paths.size());
     for (uint32_t i = 0; i < outer.Length(); ++i) {
-      Napi::Value v = outer.Get(i);
-      if (!v.IsArray()) ThrowType(env, "readHeaders: expected[" + std::to_string(i) + "] is not an array");
-      Napi::Array names = v.As<Napi::Array>();
-      expected[i].reserve(names.Length());
-      for (uint32_t j = 0; j < names.Length(); ++j) {
-        Napi::Value n = names.Get(j);
-        if (!n.IsString()) ThrowType(env, "readHeaders: expected names must be strings");
-        expected[i].push_back(n.As<Napi::String>().Utf8Value());
-      }
+      expected.push_back(StringList(outer.Get(i), "readHeaders: expected[" + std::to_string(i) + "]"));
     }
   }
   auto baton = std::make_unique<ReadHeadersBaton>(env, std::move(paths), static_cast<size_t>(threads), std::move(expected));

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "binding/addon_env.h"
+#include "binding/args.h"
 #include "binding/async.h"
 #include "binding/errors.h"
 #include "binding/ids.h"
@@ -30,21 +32,10 @@
 namespace spark {
 namespace {
 
-uint64_t U64Arg(Napi::Value v, const std::string& what) {
-  uint64_t out = 0;
-  if (!ToU64(v, &out)) ThrowType(v.Env(), what + " must be a non-negative integer");
-  return out;
-}
-
-std::string StringArg(Napi::Value v, const std::string& what) {
-  if (!v.IsString()) ThrowType(v.Env(), what + " must be a string");
-  return v.As<Napi::String>().Utf8Value();
-}
-
 Napi::Value FindHoleJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  std::string path = StringArg(info[0], "path");
-  uint64_t start = U64Arg(info[1], "start"), end = U64Arg(info[2], "end");
+  std::string path = StringValue(info[0], "path");
+  uint64_t start = U64Value(info[1], "start"), end = U64Value(info[2], "end");
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw StatusToError(env, ErrnoStatus(errno, "open", path));
   struct stat st;
@@ -59,8 +50,8 @@ Napi::Value FindHoleJs(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value DropCacheJs(const Napi::CallbackInfo& info) {
-  uint64_t fd = U64Arg(info[0], "fd");
-  uint64_t offset = U64Arg(info[1], "offset"), length = U64Arg(info[2], "length");
+  uint64_t fd = U64Value(info[0], "fd");
+  uint64_t offset = U64Value(info[1], "offset"), length = U64Value(info[2], "length");
   if (fd <= INT32_MAX && offset <= INT64_MAX && length <= INT64_MAX) {
     posix_fadvise(static_cast<int>(fd), static_cast<off_t>(offset), static_cast<off_t>(length), POSIX_FADV_DONTNEED);
   }
@@ -68,21 +59,17 @@ Napi::Value DropCacheJs(const Napi::CallbackInfo& info) {
 }
 
 MmapTable ParseMmapTable(Napi::Value v, size_t i) {
-  const std::string where = "tables[" + std::to_string(i) + "]";
-  if (!v.IsObject()) ThrowType(v.Env(), where + " must be an object");
-  Napi::Object o = v.As<Napi::Object>();
+  Fields o(v, "tables[" + std::to_string(i) + "]");
   MmapTable t;
-  uint64_t layer = U64Arg(o.Get("layer"), where + ".layer");
-  if (layer > UINT32_MAX) ThrowType(v.Env(), where + ".layer is too large");
-  t.layer = static_cast<uint32_t>(layer);
-  t.rows = U64Arg(o.Get("rows"), where + ".rows");
-  t.dim = U64Arg(o.Get("dim"), where + ".dim");
-  t.weight_path = StringArg(o.Get("weightPath"), where + ".weightPath");
-  t.weight_offset = U64Arg(o.Get("weightOffset"), where + ".weightOffset");
-  t.scale_path = StringArg(o.Get("scalePath"), where + ".scalePath");
-  t.scale_offset = U64Arg(o.Get("scaleOffset"), where + ".scaleOffset");
-  t.lo = U64Arg(o.Get("lo"), where + ".lo");
-  t.hi = U64Arg(o.Get("hi"), where + ".hi");
+  t.layer = o.U32("layer");
+  t.rows = o.U64("rows");
+  t.dim = o.U64("dim");
+  t.weight_path = o.String("weightPath");
+  t.weight_offset = o.U64("weightOffset");
+  t.scale_path = o.String("scalePath");
+  t.scale_offset = o.U64("scaleOffset");
+  t.lo = o.U64("lo");
+  t.hi = o.U64("hi");
   return t;
 }
 
@@ -99,28 +86,29 @@ class MmapGatherWrap : public Napi::ObjectWrap<MmapGatherWrap> {
   explicit MmapGatherWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<MmapGatherWrap>(info) {
     Napi::Env env = info.Env();
     if (!info[0].IsArray()) ThrowType(env, "tables must be an array");
-    if (!info[1].IsObject()) ThrowType(env, "options must be an object");
     Napi::Array arr = info[0].As<Napi::Array>();
     std::vector<MmapTable> tables;
     for (uint32_t i = 0; i < arr.Length(); ++i) tables.push_back(ParseMmapTable(arr.Get(i), i));
-    Napi::Object o = info[1].As<Napi::Object>();
-    uint64_t threads = U64Arg(o.Get("threads"), "options.threads");
+    Fields o(info[1], "options");
+    uint64_t threads = o.U64("threads");
     if (threads < 1 || threads > 1024) ThrowRange(env, "options.threads must be between 1 and 1024", Code::E_USAGE);
     MmapGatherOptions opts;
-    Napi::Value w = o.Get("willneed");
-    if (!w.IsUndefined()) {
-      if (!w.IsBoolean()) ThrowType(env, "options.willneed must be a boolean");
-      opts.willneed = w.As<Napi::Boolean>().Value();
-    }
-    Status st = MmapGather::Open(tables, opts, &gather_);
-    if (!st.ok()) throw StatusToError(env, st);
+    opts.willneed = o.BoolOr("willneed", opts.willneed);
     workers_ = static_cast<size_t>(threads);
-    pool_ = std::make_unique<ThreadPool>(workers_);
+    // The environment's pool for this reader: stopped with the environment, like a row store's.
+    Status st = AddonEnv::Of(env).NewStorePool(workers_, 0, &pool_);
+    if (st.ok()) st = MmapGather::Open(tables, opts, &gather_);
+    if (!st.ok()) {
+      pool_.reset();
+      throw StatusToError(env, st);
+    }
   }
 
   std::shared_ptr<MmapGather> gather_;
-  std::unique_ptr<ThreadPool> pool_;
-  std::vector<uint8_t> out_;  // the last batch's rows; written only while a batch is in flight
+  std::shared_ptr<ThreadPool> pool_;
+  // The last batch's rows; written only while a batch is in flight. Shared with the batch, which
+  // may outlive this object when the environment shuts down under it.
+  std::shared_ptr<std::vector<uint8_t>> out_ = std::make_shared<std::vector<uint8_t>>();
   size_t last_bytes_ = 0;     // how many of them the last batch filled
   size_t workers_ = 1;
   bool inflight_ = false;
@@ -130,25 +118,22 @@ class MmapGatherWrap : public Napi::ObjectWrap<MmapGatherWrap> {
 
   Napi::Value Rows(const Napi::CallbackInfo& info) {
     if (inflight_) ThrowType(info.Env(), "rows() while a batch is in flight: await gather() first");
-    return Napi::Buffer<uint8_t>::Copy(info.Env(), out_.data(), last_bytes_);
+    return Napi::Buffer<uint8_t>::Copy(info.Env(), out_->data(), last_bytes_);
   }
 
   Napi::Value Stats(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("batches", FromU64(env, gather_ ? gather_->batches() : 0));
-    o.Set("rows", FromU64(env, gather_ ? gather_->rows() : 0));
-    o.Set("zeroRows", FromU64(env, gather_ ? gather_->zero_rows() : 0));
-    o.Set("threads", Napi::Number::New(env, static_cast<double>(workers_)));
-    return o;
+    return U64Object(env, {{"batches", gather_ ? gather_->batches() : 0},
+                           {"rows", gather_ ? gather_->rows() : 0},
+                           {"zeroRows", gather_ ? gather_->zero_rows() : 0},
+                           {"threads", workers_}});
   }
 
   Napi::Value Close(const Napi::CallbackInfo& info) {
     if (inflight_) ThrowType(info.Env(), "close() while a batch is in flight: await gather() first");
     pool_.reset();
     gather_.reset();
-    out_.clear();
-    out_.shrink_to_fit();
+    out_ = std::make_shared<std::vector<uint8_t>>();
     last_bytes_ = 0;
     return info.Env().Undefined();
   }
@@ -157,19 +142,30 @@ class MmapGatherWrap : public Napi::ObjectWrap<MmapGatherWrap> {
 class MmapBaton : public Baton {
  public:
   MmapBaton(Napi::Env env, MmapGatherWrap* wrap, uint32_t layer, std::vector<uint64_t> ids)
-      : Baton(env), wrap_(wrap), gather_(wrap->gather_), layer_(layer), ids_(std::move(ids)) {
+      : Baton(env),
+        wrap_(wrap),
+        gather_(wrap->gather_),
+        pool_(wrap->pool_),
+        out_(wrap->out_),
+        workers_(wrap->workers_),
+        layer_(layer),
+        ids_(std::move(ids)) {
     Keep(wrap->Value());
     wrap->inflight_ = true;
   }
-  ~MmapBaton() override { wrap_->inflight_ = false; }
   void Execute() override {
-    std::vector<uint8_t>& out = wrap_->out_;
-    status_ = gather_->Gather(*wrap_->pool_, wrap_->workers_, layer_, ids_.data(), ids_.size(), out.data(), out.size());
+    status_ = gather_->Gather(*pool_, workers_, layer_, ids_.data(), ids_.size(), out_->data(), out_->size());
   }
 
+ protected:
+  void ReleaseJs() override { wrap_->inflight_ = false; }
+
  private:
-  MmapGatherWrap* wrap_;
+  MmapGatherWrap* wrap_;  // JS thread only
   std::shared_ptr<MmapGather> gather_;
+  std::shared_ptr<ThreadPool> pool_;
+  std::shared_ptr<std::vector<uint8_t>> out_;
+  size_t workers_;
   uint32_t layer_;
   std::vector<uint64_t> ids_;
 };
@@ -178,7 +174,7 @@ Napi::Value MmapGatherWrap::Gather(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!gather_) throw StatusToError(env, Status::Error(Code::E_STORE_CLOSED, "the mmap gather is closed"));
   if (inflight_) ThrowType(env, "one batch at a time: await the previous gather()");
-  uint64_t layer = U64Arg(info[0], "layer");
+  uint64_t layer = U64Value(info[0], "layer");
   uint64_t rb = layer <= UINT32_MAX ? gather_->RowBytes(static_cast<uint32_t>(layer)) : 0;
   if (rb == 0) ThrowRange(env, "layer " + std::to_string(layer) + " is not in this gather");
   std::vector<uint64_t> copy = CopyIds(info[1]);
@@ -188,7 +184,7 @@ Napi::Value MmapGatherWrap::Gather(const Napi::CallbackInfo& info) {
   }
   // Resized here, on the JS thread, so its pages are reused batch after batch (no first-touch
   // faults inside the timed copies once the largest batch has run).
-  if (out_.size() < need) out_.resize(static_cast<size_t>(need));
+  if (out_->size() < need) out_->resize(static_cast<size_t>(need));
   last_bytes_ = static_cast<size_t>(need);
   auto baton = std::make_unique<MmapBaton>(env, this, static_cast<uint32_t>(layer), std::move(copy));
   return Schedule(env, *pool_, std::move(baton));

@@ -5,17 +5,12 @@
 
 #include <vector>
 
+#include "binding/args.h"
 #include "binding/errors.h"
 #include "core/tiling.h"
 
 namespace spark {
 namespace {
-
-uint64_t ArgU64(const Napi::CallbackInfo& info, size_t i, const char* what) {
-  uint64_t v = 0;
-  if (!ToU64(info[i], &v)) ThrowType(info.Env(), std::string(what) + " must be a non-negative safe integer or BigInt");
-  return v;
-}
 
 Napi::Value RangesToJs(Napi::Env env, const Status& st, const std::vector<RowRange>& ranges) {
   if (!st.ok()) throw StatusToError(env, st);
@@ -34,8 +29,8 @@ Napi::Value TileRows(const Napi::CallbackInfo& info) {
   Status st = ParseSplit(info[0].As<Napi::String>().Utf8Value(), &split);
   if (!st.ok()) throw StatusToError(env, st);
   if (split == Split::kHeads) ThrowType(env, "tileRows: the heads split needs tileHeads(subTables, rows, world)");
-  uint64_t rows = ArgU64(info, 1, "rows");
-  uint64_t world = ArgU64(info, 2, "world");
+  uint64_t rows = U64Value(info[1], "rows");
+  uint64_t world = U64Value(info[2], "world");
   std::vector<RowRange> ranges;
   st = split == Split::kFloor ? TileFloor(rows, world, &ranges) : TileFront(rows, world, &ranges);
   return RangesToJs(env, st, ranges);
@@ -46,11 +41,9 @@ Napi::Value TileHeadsJs(const Napi::CallbackInfo& info) {
   if (info.Length() != 3 || !info[0].IsArray()) ThrowType(env, "tileHeads(subTables, rows, world)");
   Napi::Array js_sizes = info[0].As<Napi::Array>();
   std::vector<uint64_t> sizes(js_sizes.Length());
-  for (uint32_t i = 0; i < js_sizes.Length(); ++i) {
-    if (!ToU64(js_sizes.Get(i), &sizes[i])) ThrowType(env, "subTables must hold non-negative safe integers or BigInts");
-  }
-  uint64_t rows = ArgU64(info, 1, "rows");
-  uint64_t world = ArgU64(info, 2, "world");
+  for (uint32_t i = 0; i < js_sizes.Length(); ++i) sizes[i] = U64Value(js_sizes.Get(i), "subTables[" + std::to_string(i) + "]");
+  uint64_t rows = U64Value(info[1], "rows");
+  uint64_t world = U64Value(info[2], "world");
   std::vector<RowRange> ranges;
   Status st = TileHeads(sizes, rows, world, &ranges);
   return RangesToJs(env, st, ranges);

@@ -10,8 +10,29 @@
 namespace spark {
 
 namespace {
+
 constexpr size_t kMaxIo = size_t{1} << 30;  // Linux transfers at most ~2 GiB per call anyway
+
+// Moves n bytes at `offset` with io(at, want) (a pread or pwrite of `want` bytes at buffer
+// position `at`, file offset offset + at), continuing short transfers and EINTR; stops early
+// when a call moves nothing. *done: the bytes moved. `what` names the call in errors.
+template <class Io>
+Status TransferAll(Io io, size_t n, uint64_t offset, const char* what, const std::string& path, size_t* done) {
+  *done = 0;
+  while (*done < n) {
+    size_t want = n - *done < kMaxIo ? n - *done : kMaxIo;
+    ssize_t r = io(*done, want);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus(errno, what, path).At(offset + *done);
+    }
+    if (r == 0) break;
+    *done += static_cast<size_t>(r);
+  }
+  return Status::Ok();
 }
+
+}  // namespace
 
 void Fd::Close() {
   if (fd_ >= 0) ::close(fd_);
@@ -30,20 +51,8 @@ Status OpenFile(const std::string& path, int flags, Fd* out, int mode) {
 
 Status PreadFull(int fd, void* buf, size_t n, uint64_t offset, const std::string& path, size_t* got) {
   auto* p = static_cast<uint8_t*>(buf);
-  size_t done = 0;
-  while (done < n) {
-    size_t want = n - done < kMaxIo ? n - done : kMaxIo;
-    ssize_t r = ::pread(fd, p + done, want, static_cast<off_t>(offset + done));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      Status s = ErrnoStatus(errno, "read", path);
-      return s.At(offset + done);
-    }
-    if (r == 0) break;
-    done += static_cast<size_t>(r);
-  }
-  *got = done;
-  return Status::Ok();
+  return TransferAll([&](size_t at, size_t want) { return ::pread(fd, p + at, want, static_cast<off_t>(offset + at)); }, n,
+                     offset, "read", path, got);
 }
 
 Status PreadExact(int fd, void* buf, size_t n, uint64_t offset, const std::string& path, Code short_code) {
@@ -61,18 +70,10 @@ Status PreadExact(int fd, void* buf, size_t n, uint64_t offset, const std::strin
 Status PwriteFull(int fd, const void* buf, size_t n, uint64_t offset, const std::string& path) {
   const auto* p = static_cast<const uint8_t*>(buf);
   size_t done = 0;
-  while (done < n) {
-    size_t want = n - done < kMaxIo ? n - done : kMaxIo;
-    ssize_t r = ::pwrite(fd, p + done, want, static_cast<off_t>(offset + done));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      Status s = ErrnoStatus(errno, "write", path);
-      return s.At(offset + done);
-    }
-    if (r == 0) return Status::Error(Code::E_IO, "write made no progress", path).At(offset + done);
-    done += static_cast<size_t>(r);
-  }
-  return Status::Ok();
+  Status s = TransferAll([&](size_t at, size_t want) { return ::pwrite(fd, p + at, want, static_cast<off_t>(offset + at)); },
+                         n, offset, "write", path, &done);
+  if (s.ok() && done < n) return Status::Error(Code::E_IO, "write made no progress", path).At(offset + done);
+  return s;
 }
 
 Status FileSize(int fd, const std::string& path, uint64_t* size) {

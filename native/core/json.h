@@ -11,6 +11,9 @@
 // records the index one past its last descendant, so a subtree is skipped in O(1). An
 // object's children alternate key (a String node) and value. Decoded strings and the text
 // of numbers that are not exact uint64 values live in one string pool.
+//
+// The parser is core/json_parser.cc (its duplicate-key set core/json_key_set.h); writing JSON
+// text is core/json_writer.h.
 #pragma once
 
 #include <cstddef>

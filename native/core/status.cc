@@ -2,33 +2,34 @@
 
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 
 namespace spark {
 
-const char* CodeName(Code code) {
-  switch (code) {
-    case Code::OK:
-      return "OK";
-#define SPARK_X(name, exit_code) \
-  case Code::name:               \
-    return #name;
-      SPARK_ERROR_CODES(SPARK_X)
+namespace {
+
+// The code table as data, indexed by Code (OK first).
+struct CodeRow {
+  const char* name;
+  int exit_code;
+};
+constexpr CodeRow kCodes[] = {
+    {"OK", 0},
+#define SPARK_X(name, exit_code) {#name, exit_code},
+    SPARK_ERROR_CODES(SPARK_X)
 #undef SPARK_X
-  }
-  return "E_INTERNAL";
+};
+
+}  // namespace
+
+const char* CodeName(Code code) {
+  size_t i = static_cast<size_t>(code);
+  return i < std::size(kCodes) ? kCodes[i].name : "E_INTERNAL";
 }
 
 int CodeExit(Code code) {
-  switch (code) {
-    case Code::OK:
-      return 0;
-#define SPARK_X(name, exit_code) \
-  case Code::name:               \
-    return exit_code;
-      SPARK_ERROR_CODES(SPARK_X)
-#undef SPARK_X
-  }
-  return 3;
+  size_t i = static_cast<size_t>(code);
+  return i < std::size(kCodes) ? kCodes[i].exit_code : 3;
 }
 
 Status Status::Error(Code code, std::string message, std::string path, std::string tensor) {

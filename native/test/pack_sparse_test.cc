@@ -20,30 +20,15 @@
 #include "core/pack_rate.h"
 #include "core/thread_pool.h"
 #include "test/direct_probe.h"
+#include "test/pack_fixtures.h"
 #include "test/testing.h"
 
 using namespace spark;
+using namespace pack_test;
 
 namespace {
 
-ThreadPool& Pool() {
-  static ThreadPool pool(5);
-  return pool;
-}
-
-std::string TempDir() {
-  char tmpl[] = "/tmp/spark-sparse-test-XXXXXX";
-  return mkdtemp(tmpl);
-}
-
-std::vector<uint8_t> ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
-
-void WriteAll(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-}
+constexpr const char* kShardName = "model-00002-of-00002.safetensors";
 
 uint8_t Byte(uint64_t table, uint64_t row, uint64_t col) {
   return static_cast<uint8_t>(table * 29 + row * 131 + col * 7 + (row >> 8) + 1);
@@ -62,7 +47,7 @@ struct Shard {
 Shard MakeShard(std::vector<uint64_t> rows, uint64_t header_len = 650) {
   Shard s;
   s.dir = TempDir();
-  s.path = s.dir + "/model-00002-of-00002.safetensors";
+  s.path = s.dir + "/" + kShardName;
   s.rows = rows;
   s.bytes.assign(8, 0);
   for (int i = 0; i < 8; ++i) s.bytes[i] = static_cast<uint8_t>(header_len >> (8 * i));
@@ -80,18 +65,6 @@ Shard MakeShard(std::vector<uint64_t> rows, uint64_t header_len = 650) {
   return s;
 }
 
-struct Out {
-  PackDir dir;
-  std::string name = "model-00002-of-00002.safetensors";
-  std::string path() const { return dir.PathOf(name); }
-};
-
-std::unique_ptr<Out> MakeOut() {
-  auto out = std::make_unique<Out>();
-  CHECK(PackDir::Open(TempDir(), &out->dir).ok());
-  return out;
-}
-
 SparseShardJob MakeJob(const Shard& s, const Out& out, std::vector<std::pair<uint64_t, uint64_t>> ranges,
                        uint64_t chunk_rows) {
   SparseShardJob job;
@@ -102,12 +75,7 @@ SparseShardJob MakeJob(const Shard& s, const Out& out, std::vector<std::pair<uin
   for (size_t t = 0; t < ranges.size(); ++t) {
     job.tables.push_back({s.weight_offset[t], s.scale_offset[t], s.dim, ranges[t].first, ranges[t].second, chunk_rows});
   }
-  job.file.dir = &out.dir;
-  job.file.name = out.name;
-  job.file.key = "sparse-test";
-  job.file.threads = 3;
-  job.file.pool = &Pool();
-  job.file.commit_bytes = 1;
+  SetFileJob(&job.file, out, "sparse-test");
   return job;
 }
 
@@ -135,7 +103,7 @@ uint32_t ChunkCrc(const Shard& s, const SparseTable& t, uint64_t a, uint64_t b) 
 TEST(SparseCopyKeepsOffsetsHeaderAndHoles) {
   // 4 MiB of rows of table 0 on either side of the copied range: whole holes to find.
   Shard s = MakeShard({200000, 50000});
-  auto out = MakeOut();
+  auto out = MakeOut(kShardName);
   SparseShardJob job = MakeJob(s, *out, {{70000, 130001}, {0, 12345}}, 4096);
   PackProgress progress;
   PackResult r;
@@ -163,17 +131,16 @@ TEST(SparseCopyKeepsOffsetsHeaderAndHoles) {
 
 TEST(SparseResumeKeepsCheckedChunksAndRedoesDamagedOnes) {
   Shard s = MakeShard({30000, 9000});
-  auto out = MakeOut();
+  auto out = MakeOut(kShardName);
   SparseShardJob job = MakeJob(s, *out, {{1000, 29000}, {100, 9000}}, 1000);  // 28 + 9 chunks
   job.file.fault_after_chunks = 20;
   PackProgress progress;
   PackResult first;
   Status st = PackSparseShard(job, &progress, &first);
-  CHECK(st.code == Code::E_IO);
-  CHECK(st.message.find("re-run the same command to resume") != std::string::npos);
+  CheckResumableIoError(st);
   CHECK(first.chunks_written >= 1 && first.chunks_written <= 20);
   // Damage one byte of one committed chunk (table 0's chunk 0: its first weight byte).
-  std::string partial = out->dir.PathOf(PartialName(out->name));
+  std::string partial = out->partial();
   auto data = ReadAll(partial);
   bool first_committed = first.crcs[0] != 0;
   data[s.weight_offset[0] + 1000 * 64] ^= 0x10;
@@ -195,14 +162,14 @@ TEST(SparseResumeKeepsCheckedChunksAndRedoesDamagedOnes) {
 
 TEST(SparseSourceChangesAreRefused) {
   Shard s = MakeShard({5000});
-  auto out = MakeOut();
+  auto out = MakeOut(kShardName);
   SparseShardJob job = MakeJob(s, *out, {{0, 5000}}, 512);
   job.header_crc ^= 1;
   PackProgress progress;
   PackResult r;
   Status st = PackSparseShard(job, &progress, &r);
   CHECK(st.code == Code::E_SOURCE_CHANGED);
-  CHECK(!PathExists(out->dir.PathOf(PartialName(out->name))));
+  CHECK(!PathExists(out->partial()));
   job = MakeJob(s, *out, {{0, 5000}}, 512);
   job.source_bytes += 1;
   CHECK(PackSparseShard(job, &progress, &r).code == Code::E_SOURCE_CHANGED);
@@ -221,7 +188,7 @@ TEST(LinksWhereThePackWritesAreRefusedAndTheirTargetsUntouched) {
                                "model-00002-of-00002.safetensors.journal"};
   for (const auto& name : names) {
     for (bool hard : {false, true}) {
-      auto out = MakeOut();
+      auto out = MakeOut(kShardName);
       std::string victim = TempDir() + "/victim";
       WriteAll(victim, {'k', 'e', 'e', 'p'});
       std::string at = out->dir.PathOf(name);
@@ -239,7 +206,7 @@ TEST(LinksWhereThePackWritesAreRefusedAndTheirTargetsUntouched) {
 }
 
 TEST(AtomicWritesAndRemovalsRefuseLinks) {
-  auto out = MakeOut();
+  auto out = MakeOut(kShardName);
   std::string victim = TempDir() + "/victim";
   WriteAll(victim, {'v'});
   CHECK_EQ(::symlink(victim.c_str(), out->dir.PathOf("m.json.tmp").c_str()), 0);
@@ -265,7 +232,7 @@ TEST(AtomicWritesAndRemovalsRefuseLinks) {
 }
 
 TEST(HoleProbeTellsSparseFilesFromFilledOnes) {
-  auto out = MakeOut();
+  auto out = MakeOut(kShardName);
   HoleProbe sparse, filled;
   CHECK(ProbeHoles(out->dir, false, &sparse).ok());
   CHECK(ProbeHoles(out->dir, true, &filled).ok());

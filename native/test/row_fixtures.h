@@ -47,25 +47,32 @@ inline void WriteAt(int fd, const void* data, size_t len, uint64_t off) {
   CHECK_EQ(pwrite(fd, data, len, static_cast<off_t>(off)), static_cast<ssize_t>(len));
 }
 
+// Writes `bytes` as the file `name` in TempDir(); returns its path.
+inline std::string WriteTempFile(const std::string& name, const std::vector<uint8_t>& bytes) {
+  std::string path = TempDir() + "/" + name;
+  int fd = open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
+  CHECK(fd >= 0);
+  WriteAt(fd, bytes.data(), bytes.size(), 0);
+  close(fd);
+  return path;
+}
+
 inline constexpr uint64_t kDim = 64;  // 2 scale bytes per row; row = 66 bytes
 inline constexpr uint64_t kRowBytes = kDim + kDim / 32;
 inline constexpr uint64_t kHeader = 664;  // not page aligned, like the real shards
 
 // A safetensors-like file: `header` bytes, then weight [rows, dim], then scale [rows, dim/32].
 inline TableSpec WriteSnapshot(const std::string& name, uint32_t layer, uint64_t rows) {
-  std::string path = TempDir() + "/" + name;
-  int fd = open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
-  std::vector<uint8_t> header(kHeader, ' ');
-  WriteAt(fd, header.data(), header.size(), 0);
-  std::vector<uint8_t> w(rows * kDim), s(rows * (kDim / 32));
+  std::vector<uint8_t> bytes(kHeader, ' ');
+  bytes.resize(kHeader + rows * kRowBytes);
+  uint8_t* w = &bytes[kHeader];
+  uint8_t* s = w + rows * kDim;
   for (uint64_t r = 0; r < rows; ++r) {
     auto row = Row(layer, r, kDim);
-    std::memcpy(&w[r * kDim], row.data(), kDim);
-    std::memcpy(&s[r * (kDim / 32)], row.data() + kDim, kDim / 32);
+    std::memcpy(w + r * kDim, row.data(), kDim);
+    std::memcpy(s + r * (kDim / 32), row.data() + kDim, kDim / 32);
   }
-  WriteAt(fd, w.data(), w.size(), kHeader);
-  WriteAt(fd, s.data(), s.size(), kHeader + w.size());
-  close(fd);
+  std::string path = WriteTempFile(name, bytes);
   TableSpec t;
   t.kind = spark::TableKind::kSnapshot;
   t.layer = layer;
@@ -73,14 +80,12 @@ inline TableSpec WriteSnapshot(const std::string& name, uint32_t layer, uint64_t
   t.dim = kDim;
   t.weight_path = t.scale_path = path;
   t.weight_offset = kHeader;
-  t.scale_offset = kHeader + w.size();
+  t.scale_offset = kHeader + rows * kDim;
   return t;
 }
 
 // A packed file: 4096 header bytes, then rows [start, end) densely or 4096-byte pages.
 inline TableSpec WritePacked(const std::string& name, uint32_t layer, uint64_t start, uint64_t end, bool page) {
-  std::string path = TempDir() + "/" + name;
-  int fd = open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
   uint64_t per_page = 4096 / kRowBytes;
   std::vector<uint8_t> data;
   data.resize(4096, ' ');
@@ -91,8 +96,7 @@ inline TableSpec WritePacked(const std::string& name, uint32_t layer, uint64_t s
     auto row = Row(layer, id, kDim);
     std::memcpy(&data[off], row.data(), kRowBytes);
   }
-  WriteAt(fd, data.data(), data.size(), 0);
-  close(fd);
+  std::string path = WriteTempFile(name, data);
   TableSpec t;
   t.kind = spark::TableKind::kPacked;
   t.layer = layer;

@@ -176,12 +176,9 @@ TEST(ADirectReadShortOfOneBlockIsReadAgainThenReported) {
 }
 
 TEST(DirectReadsAcceptTheEndOfTheFileInsideABlock) {
-  std::string path = TempDir() + "/tail.bin";
   std::vector<uint8_t> data(10000);
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 7 + 3);
-  int fd = open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
-  WriteAt(fd, data.data(), data.size(), 0);
-  close(fd);
+  std::string path = WriteTempFile("tail.bin", data);
   spark::ReadFile f;
   CHECK(f.Open(path, true, 0, false).ok());
   CHECK(f.direct());

@@ -1,16 +1,18 @@
-// A small writer of sparse node-local copies for tests, independent of spark's packer, in two
-// flavours:
-//   overlay  laid out the way the serving overlay's engram_local.py lays one out (domain.md,
-//            "The consumer"): the index copied verbatim, only the shards holding the copied
-//            Engram tables, each with the source's name and apparent size (ftruncate), its
-//            header bytes verbatim, the rank's weight and scale rows at their original offsets,
-//            holes elsewhere; engram-local.json {source, layers, quant, created, note}.
-//   spark    the same plus the `spark` key of src/engram/sparse-manifest.ts, with checksums
-//            computed here (CRC-32 of a chunk's weight rows followed by its scale rows).
-// The source's headers are parsed here too, with JSON.parse, not with spark's reader.
+// Sparse node-local copies for tests, written independently of spark's packer, laid out the
+// way the serving overlay's engram_local.py lays one out (domain.md, "The consumer"): the
+// index, only the shards holding the copied Engram tables, each with its full apparent size
+// (ftruncate) and its header bytes, the rank's weight and scale rows at their original
+// offsets, holes elsewhere; engram-local.json {source, layers, quant, created, note}. The
+// spark flavour adds the `spark` key of src/engram/sparse-manifest.ts, with checksums
+// computed here (CRC-32 of a chunk's weight rows followed by its scale rows). Two ways in:
+//   writeSparseCopy(src, dst, o)    rows copied from a snapshot directory
+//   writeSyntheticCopy(dir, spec)   the tables written from scratch (writeTablesDir), rows only
+//                                   at the range ends: enough for everything that reads ranges
+// Headers are parsed here with JSON.parse, not with spark's reader.
 import { closeSync, fstatSync, ftruncateSync, openSync, readFileSync, readSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SparseTable } from '../../src/engram/sparse-manifest.js';
+import { writeSparseShard, type ShardTable } from './engram-files.js';
 
 export const INDEX = 'model.safetensors.index.json';
 
@@ -137,29 +139,47 @@ export function writeSparseCopy(srcDir: string, dstDir: string, o: SparseCopyOpt
     closeSync(dst);
   }
   writeFileSync(join(dstDir, INDEX), indexText, { flag: 'wx' });
-
-  const layers: Record<string, [number, number]> = {};
-  for (const r of o.ranges) layers[String(r.layer)] = [r.start, r.end];
-  const manifest: Record<string, unknown> = {
-    source: srcDir,
-    layers,
-    quant: 'fp8',
-    created: '2026-01-01T00:00:00Z',
-    note: 'sparse copy: only these rows exist; tools/engram_local.py',
-  };
-  if (o.flavour === 'spark') manifest.spark = sparkKey(srcDir, dstDir, o, tables, shardBytes, indexText);
-  writeFileSync(join(dstDir, 'engram-local.json'), JSON.stringify(manifest, null, 1), { flag: 'wx' });
+  const manifest = writeManifest({ srcDir, dstDir, tables, shardBytes, indexText }, o, { source: srcDir });
   return { dir: dstDir, manifest, tables, shards: [...fds.keys()] };
 }
 
-function sparkKey(
-  srcDir: string,
-  dstDir: string,
-  o: SparseCopyOptions,
-  tables: CopiedTable[],
-  shardBytes: Map<string, { bytes: number; headerBytes: number }>,
-  indexText: Buffer,
-): Record<string, unknown> {
+/** What was copied where: the tables, each shard's size and header bytes, the index text. */
+interface Copied {
+  srcDir: string;
+  dstDir: string;
+  tables: CopiedTable[];
+  shardBytes: Map<string, { bytes: number; headerBytes: number }>;
+  indexText: Buffer;
+}
+
+/** The overlay's top-level fields as a test wants them written. */
+interface ManifestStyle {
+  source: string;
+  /** Extra top-level keys (they must be ignored). */
+  extra?: Record<string, unknown>;
+  /** JSON as written: spark's 1-space indent, or Python's json.dump on one line. */
+  style?: 'pretty' | 'one-line';
+}
+
+/** engram-local.json of the copy in dstDir (written last, as the overlay's tool does). */
+function writeManifest(c: Copied, o: SparseCopyOptions, m: ManifestStyle): Record<string, unknown> {
+  const layers: Record<string, [number, number]> = {};
+  for (const r of o.ranges) layers[String(r.layer)] = [r.start, r.end];
+  const manifest: Record<string, unknown> = {
+    source: m.source,
+    layers,
+    quant: 'fp8',
+    created: '2026-01-01T00:00:00Z',
+    note: 'sparse copy: "layers": {"1": [0, 1]} \\ only these rows exist; tools/engram_local.py',
+    ...m.extra,
+  };
+  if (o.flavour === 'spark') manifest.spark = sparkKey(c, o);
+  const text = m.style === 'one-line' ? JSON.stringify(manifest).replace(/,"/g, ', "').replace(/":/g, '": ') : JSON.stringify(manifest, null, 1) + '\n';
+  writeFileSync(join(c.dstDir, 'engram-local.json'), text, { flag: 'wx' });
+  return manifest;
+}
+
+function sparkKey({ srcDir, dstDir, tables, shardBytes, indexText }: Copied, o: SparseCopyOptions): Record<string, unknown> {
   const chunkRows = o.chunkRows ?? 1000;
   const shards = [...shardBytes].map(([name, s]) => {
     const fd = openSync(join(dstDir, name), 'r');
@@ -169,8 +189,8 @@ function sparkKey(
       closeSync(fd);
     }
   });
-  const checksummed = tables.map((t, i) => {
-    const r = o.ranges[i];
+  const checksummed = tables.map((t) => {
+    const r = o.ranges.find((x) => x.layer === t.layer)!;
     const fd = openSync(join(dstDir, t.shard), 'r');
     const values: string[] = [];
     try {
@@ -196,11 +216,48 @@ function sparkKey(
     },
     index: { name: INDEX, bytes: indexText.length, crc32: hex(crc32(indexText)) },
     shards,
-    tables: checksummed,
+    tables: checksummed.sort((a, b) => a.layer - b.layer),
   };
 }
 
 /** Rank r of W's floor range of a table of n rows (SGLang's rule). */
 export function floorRange(layer: number, rows: number, rank: number, world: number): CopyRange {
   return { layer, start: Math.floor((rows * rank) / world), end: Math.floor((rows * (rank + 1)) / world) };
+}
+
+export const COPY_SHARD = 'model-00001-of-00001.safetensors';
+
+export interface SyntheticCopySpec {
+  tables: ShardTable[];
+  /** The copy's ranges, in the order written to `layers` (the overlay's tool may write any order). */
+  ranges: CopyRange[];
+  /** spark's key; absent: a copy made by the overlay's engram_local.py. */
+  spark?: { rank: number; world: number; split: 'floor' | 'front' | 'heads' };
+  style?: ManifestStyle['style'];
+  extra?: ManifestStyle['extra'];
+}
+
+/** A snapshot directory (index + one shard) holding `tables`, rows written only at range ends. */
+export function writeTablesDir(dir: string, tables: ShardTable[], ranges: CopyRange[] = []) {
+  const ids = new Map<number, number[]>();
+  for (const r of ranges) if (r.end > r.start) ids.set(r.layer, [r.start, r.end - 1]);
+  const shard = writeSparseShard(join(dir, COPY_SHARD), tables, ids);
+  const weightMap: Record<string, string> = {};
+  for (const t of tables) {
+    weightMap[`layers.${t.layer}.engram.embed.weight`] = COPY_SHARD;
+    weightMap[`layers.${t.layer}.engram.embed.scale`] = COPY_SHARD;
+  }
+  writeFileSync(join(dir, INDEX), JSON.stringify({ metadata: { total_size: 0 }, weight_map: weightMap }));
+  return shard;
+}
+
+/** A copy written in place in `dir`: index, shard, then engram-local.json. */
+export function writeSyntheticCopy(dir: string, spec: SyntheticCopySpec): void {
+  const shard = writeTablesDir(dir, spec.tables, spec.ranges);
+  const tables = shard.tables.filter((t) => spec.ranges.some((r) => r.layer === t.layer)).map((t) => ({ ...t, shard: COPY_SHARD }));
+  const o: SparseCopyOptions = { flavour: spec.spark ? 'spark' : 'overlay', ranges: spec.ranges, chunkRows: 64, ...spec.spark };
+  const shards = new Map([[COPY_SHARD, { bytes: statSync(shard.path).size, headerBytes: shard.dataStart }]]);
+  const source = '/models/dsv41 "the NAS", rank: 9 of 9 {not: [a key]}';
+  const copied = { srcDir: dir, dstDir: dir, tables, shardBytes: shards, indexText: readFileSync(join(dir, INDEX)) };
+  writeManifest(copied, o, { source, extra: spec.extra, style: spec.style });
 }
