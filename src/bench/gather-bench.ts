@@ -10,13 +10,13 @@
 // a sparse copy), `variant` and `reader`. The recommended SPARK_ENGRAM_THREADS comes from the
 // overlay's path when it ran: that is the engine's setting.
 import { cpus, totalmem } from 'node:os';
-import { readModelConfig } from './config.js';
+import { readModelConfig } from '../engram/config.js';
 import { drawBatch, idModel, rng } from './bench-ids.js';
 import { fioVersion, runFio } from './fio.js';
 import { NaiveGather } from './naive-gather.js';
 import { cachedFraction, evictFromCache, warmCache } from './page-cache.js';
-import { engramSubTableSizes } from './primes.js';
-import { openRowSource, type RowSource, type RowSourceKind, type SnapshotOpener } from './row-source.js';
+import { engramSubTableSizes } from '../engram/primes.js';
+import { openRowSource, type RowSource, type RowSourceKind, type SnapshotOpener } from '../engram/row-source.js';
 import { usageError } from '../errors.js';
 import type { TableSpec } from '../native/row-store.js';
 import { MmapGather } from '../native/sparse.js';
