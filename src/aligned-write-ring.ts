@@ -1,6 +1,7 @@
 // The writer ring of aligned-write.ts: K slots of page-aligned shared memory, W writer threads
-// (aligned-write-worker.ts). The main thread fills slot j mod K while writers put earlier
-// slots on disk with O_DIRECT, so filling and writing overlap and W large writes are in
+// (aligned-write-worker.ts). Either the main thread fills slot j mod K while writers put
+// earlier slots on disk with O_DIRECT, or (with a `fill` module) each writer fills its own
+// slots too, so producing the bytes runs on W threads. Either way W large writes are in
 // flight. Job j belongs to writer j mod W, so each slot has one writer and one filler and a
 // slot's state (FREE -> FULL -> FREE) is all the coordination there is.
 import { Worker } from 'node:worker_threads';
@@ -21,6 +22,17 @@ export interface RingShared {
   slotBytes: number;
   workers: number;
   worker: number;
+  fill?: RingFill;
+}
+
+/**
+ * A producer the writer threads build for themselves: `module`'s export `name` called with
+ * `args` returns a function (at, into) that fills `into` with the file's bytes at `at`.
+ */
+export interface RingFill {
+  module: string;
+  name: string;
+  args: unknown[];
 }
 
 // The DOM lib's WebAssembly types are not in this project's lib set; Node has the global.
@@ -35,7 +47,7 @@ export class RingWriter {
   private job = 0;
 
   /** `fd` is an O_DIRECT descriptor; slot memory is page aligned (V8 maps WebAssembly memory on pages). */
-  constructor(fd: number, workers = 4, slotBytes = 4 << 20) {
+  constructor(fd: number, workers = 4, slotBytes = 4 << 20, fill?: RingFill) {
     const slots = 2 * workers;
     const pages = Math.ceil((slots * slotBytes) / 65536);
     const memory = new WasmMemory({ initial: pages, maximum: pages, shared: true }).buffer as SharedArrayBuffer;
@@ -50,6 +62,7 @@ export class RingWriter {
       slots,
       slotBytes,
       workers,
+      ...(fill ? { fill } : {}),
     };
     this.state = new Int32Array(this.shared.control);
     this.threads = Array.from({ length: workers }, (_, worker) => {
@@ -85,7 +98,7 @@ export class RingWriter {
     return Buffer.from(this.shared.memory, slot * this.slotBytes, this.slotBytes);
   }
 
-  /** Hands the slot returned by next() to its writer: `length` bytes at file `position`. */
+  /** Hands the slot returned by next() (or, with `fill`, a free slot) to its writer: `length` bytes at file `position`. */
   submit(position: number, length: number): void {
     const slot = this.slot();
     new Float64Array(this.shared.positions)[slot] = position;

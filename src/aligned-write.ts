@@ -6,7 +6,7 @@
 // page-aligned memory; the unaligned edges go through the caller's descriptor. Where O_DIRECT
 // is refused (tmpfs, some FUSE filesystems, no /proc), the whole range is written buffered.
 import { closeSync, constants, openSync, writeSync } from 'node:fs';
-import { RingWriter, WasmMemory } from './aligned-write-ring.js';
+import { RingWriter, WasmMemory, type RingFill } from './aligned-write-ring.js';
 
 const BLOCK = 4096;
 /** Bytes per direct write: large enough for the device to see deep, merged requests. */
@@ -60,6 +60,8 @@ export interface RangeOptions {
   ringMin?: number;
   workers?: number;
   slotBytes?: number;
+  /** Let the writer threads produce the interior's bytes themselves (see RingFill): `produce` must be what it builds. */
+  fill?: RingFill;
 }
 
 /** Writes [start, start + length) of the file open as `fd` with bytes from `produce`. */
@@ -91,12 +93,12 @@ export function writeRange(fd: number, start: number, length: number, produce: P
       return { directBytes: 0 };
     }
     if (b - at >= (opts.ringMin ?? RING_MIN)) {
-      const ring = new RingWriter(direct, opts.workers, opts.slotBytes);
+      const ring = new RingWriter(direct, opts.workers, opts.slotBytes, opts.fill);
       try {
         for (; at < b; ) {
           const slot = ring.next();
           const n = Math.min(ring.slotBytes, b - at);
-          produce(at, slot.subarray(0, n));
+          if (!opts.fill) produce(at, slot.subarray(0, n));
           ring.submit(at, n);
           at += n;
           directBytes += n;

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { writeRange, type Producer } from '../src/aligned-write.js';
 import { RingWriter } from '../src/aligned-write-ring.js';
 import { tempDir } from './helpers/tmp.js';
+import { synthRow, tableBytes } from '../src/engram/synth-rows.js';
 
 /** Byte i of the file is a hash of i, so a misplaced chunk cannot match. */
 const byteAt = (i: number): number => (Math.imul(i ^ (i >>> 13), 0x9e3779b1) >>> 24) & 0xff;
@@ -69,4 +70,31 @@ test("a writer thread's failure is thrown by the ring, with its code", () => {
     ring.close();
     closeSync(fd);
   }
+});
+
+test('writer threads that fill their own slots (synth table bytes) write the same file as the main thread would', () => {
+  const dir = tempDir();
+  const path = join(dir, 'table.bin');
+  const [layer, rows, dim, at, seed] = [14, 20000, 256, 664, 3];
+  const length = rows * (dim + dim / 32);
+  writeFileSync(path, Buffer.alloc(at, 0x20));
+  const args = [layer, rows, dim, at, seed];
+  const fill = { module: new URL('../src/engram/synth-rows.js', import.meta.url).href, name: 'tableBytes', args };
+  const fd = openSync(path, 'r+');
+  try {
+    writeRange(fd, at, length, tableBytes(layer, rows, dim, at, seed), { ringMin: 0, workers: 3, slotBytes: 128 << 10, fill });
+  } finally {
+    closeSync(fd);
+  }
+  const got = readFileSync(path);
+  assert.equal(got.length, at + length);
+  for (const id of [0, 1, 777, rows - 1]) {
+    const row = synthRow(layer, id, dim, seed);
+    assert.ok(got.subarray(at + id * dim, at + (id + 1) * dim).equals(row.subarray(0, dim)), `weight row ${id}`);
+    const s = at + rows * dim + id * (dim / 32);
+    assert.ok(got.subarray(s, s + dim / 32).equals(row.subarray(dim)), `scale row ${id}`);
+  }
+  const want = Buffer.alloc(length);
+  tableBytes(layer, rows, dim, at, seed)(at, want);
+  assert.ok(got.subarray(at).equals(want));
 });

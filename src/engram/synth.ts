@@ -94,7 +94,10 @@ function engramTensors(o: Omit<SynthOptions, 'dir'>, layer: number, rows: number
     write(fd, at) {
       // A whole table (GBs) is written at disk speed, its aligned interior with O_DIRECT.
       if (!o.sparse) {
-        writeRange(fd, at, weightBytes + rows * scaleCols, tableBytes(layer, rows, dim, at, o.seed));
+        // Writer threads build the same producer and fill their slots in parallel.
+        const args = [layer, rows, dim, at, o.seed];
+        const fill = { module: new URL('./synth-rows.js', import.meta.url).href, name: 'tableBytes', args };
+        writeRange(fd, at, weightBytes + rows * scaleCols, tableBytes(layer, rows, dim, at, o.seed), { fill });
         return;
       }
       const weight = Buffer.allocUnsafeSlow(CHUNK_ROWS * dim);
