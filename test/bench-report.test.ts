@@ -6,7 +6,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { coldVerdict, memTotalBytes, pageCacheLimit } from '../src/bench/cold.js';
 import { CEILING_IODEPTH, CEILING_JOBS, ceilingEngines, closeCeiling, fioArgs, measureCeiling, parseEngineList, parseFioJson, type Ceiling, type FioRun } from '../src/bench/fio.js';
-import { ceilingFractions, pairMergeGains, recommendThreads, storeNumbers, timedNumbers, type GatherBenchResult } from '../src/bench/gather-result.js';
+import { ceilingFractions, ceilingShortfall, pairMergeGains, recommendThreads, storeNumbers, timedNumbers, type GatherBenchResult } from '../src/bench/gather-result.js';
 import { readRegions, regionBytes } from '../src/bench/read-range.js';
 import { processReadBytes } from '../src/bench/time-loop.js';
 import { synthRow } from '../src/engram/synth-rows.js';
@@ -84,6 +84,13 @@ test('reads, rows and device pages as fractions of the ceiling; none without one
   assert.deepEqual(ceilingFractions({ rowsPerSec: 25000 }, ceiling), { rows: 0.5 });
   assert.equal(ceilingFractions({ rowsPerSec: 1 }, undefined), undefined);
   assert.equal(ceilingFractions({ rowsPerSec: 1 }, { iops: 0 } as Ceiling), undefined);
+});
+
+test('a case that took more than the ceiling from the device flags the ceiling as measured low', () => {
+  const r = (reads?: number, devicePages?: number) => ({ ofCeiling: { rows: 1, ...(reads !== undefined ? { reads } : {}), ...(devicePages !== undefined ? { devicePages } : {}) } }) as GatherBenchResult;
+  assert.equal(ceilingShortfall([r(0.9), r(undefined, 1.04)]), undefined);
+  assert.equal(ceilingShortfall([r(0.9), r(undefined, 1.7), r(1.2, 0.8)]), 1.7);
+  assert.equal(ceilingShortfall([{} as GatherBenchResult]), undefined);
 });
 
 test('store counters become reads/row, reads/s, duplicate and merged fractions; CPU per row and device pages/s from the timing', () => {

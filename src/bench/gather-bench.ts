@@ -18,7 +18,7 @@ import { readModelConfig } from '../engram/config.js';
 import { drawBatch, idModel, rng } from './bench-ids.js';
 import { coldVerdict, pageCacheLimit, type ColdVerdict, type PageCacheLimit } from './cold.js';
 import { closeCeiling, fioVersion, measureCeiling, runFio, type Ceiling, type FioResult } from './fio.js';
-import { ceilingFractions, pairMergeGains, recommendThreads, storeNumbers, timedNumbers, type BenchVariant, type GatherBenchResult } from './gather-result.js';
+import { ceilingFractions, ceilingShortfall, pairMergeGains, recommendThreads, storeNumbers, timedNumbers, type BenchVariant, type GatherBenchResult } from './gather-result.js';
 import { NaiveGather } from './naive-gather.js';
 import { cachedBytes, evictFromCache, warmCache } from './page-cache.js';
 import { overlayTable, readRegions, regionBytes } from './read-range.js';
@@ -83,6 +83,8 @@ export interface GatherBenchReport {
   /** The device ceiling measured in this run, or why there is none. */
   ceiling?: Ceiling;
   ceilingNote?: string;
+  /** Set when a case took more from the device than the ceiling (largest reads/ceil): the ceiling was measured low. */
+  ceilingExceeded?: number;
   fio?: string;
   layer: number;
   rows: number;
@@ -271,6 +273,7 @@ export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBench
     if (f) r.ofCeiling = f;
   }
   pairMergeGains(results);
+  const exceeded = ceilingShortfall(results);
   const recommended = recommendThreads(results);
   return {
     results,
@@ -285,6 +288,7 @@ export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBench
     ...(limit ? { pageCache: { limitBytes: limit.bytes, from: limit.from } } : {}),
     ...(o.cold ? { cold: verdict(false) } : {}),
     ...(ceiling ? { ceiling } : { ceilingNote: measured.note }),
+    ...(exceeded !== undefined ? { ceilingExceeded: exceeded } : {}),
     ...(fio ? { fio } : {}),
     layer: table.layer,
     rows: table.rows,

@@ -90,6 +90,17 @@ export function ceilingFractions(r: Pick<GatherBenchResult, 'rowsPerSec' | 'read
   };
 }
 
+/**
+ * The largest share of the ceiling any case took from the device (reads/s or device pages/s),
+ * when it is above 1.05: then the ceiling was measured low (on a shared machine the device's
+ * share moves between runs) and every fraction is an overestimate.
+ */
+export function ceilingShortfall(results: GatherBenchResult[]): number | undefined {
+  const used = results.map((r) => Math.max(r.ofCeiling?.reads ?? 0, r.ofCeiling?.devicePages ?? 0));
+  const most = Math.max(0, ...used);
+  return most > 1.05 ? most : undefined;
+}
+
 /** Sets mergeGain on every merged pread-pool result that has a no-merge twin (same variant, threads, batch). */
 export function pairMergeGains(results: GatherBenchResult[]): void {
   for (const r of results) {

@@ -41,6 +41,9 @@ function headerLines(r: GatherBenchReport): string[] {
     const after = c.iopsAfter === undefined ? '' : `, ${Math.round(c.iopsBefore)} before the cases and ${Math.round(c.iopsAfter)} after`;
     lines.push(`device ceiling: ${Math.round(c.iops)} IOPS (fio ${c.engine}, O_DIRECT 4 KiB random reads, ${c.jobs} jobs x queue depth ${c.iodepth}, over ${gib(c.size)} of ${c.file}${after})${c.note ? `; ${c.note}` : ''}`);
   } else lines.push(r.ceilingNote ?? 'no device ceiling');
+  if (r.ceilingExceeded !== undefined) {
+    lines.push(`WARNING: a case took ${r.ceilingExceeded.toFixed(2)}x the ceiling from the device: the ceiling was measured low (the device's share moved during the run, or fio was starved); the fractions below overstate every case`);
+  }
   lines.push(`read range ${gib(r.readRangeBytes)}; page cache ${r.pageCache ? `${gib(r.pageCache.limitBytes)} (${r.pageCache.from})` : 'size unknown'}`);
   if (r.cold && !r.cold.valid) lines.push(`WARNING: cold cases read through the page cache are NOT cold: ${r.cold.reason}`);
   else if (r.cold) lines.push(`cold holds: ${r.cold.reason}`);
@@ -207,7 +210,8 @@ recommended SPARK_ENGRAM_THREADS is measured on it.
 What the numbers mean (the same names in --json):
   device ceiling   fio, 4 KiB random reads, O_DIRECT, io_uring (libaio when io_uring is not
                    available: said so), 2 jobs x queue depth 128, over the bytes the cases read;
-                   run before the first case and after the last, the mean is the ceiling
+                   run before the first case and after the last, the mean is the ceiling;
+                   a WARNING (ceilingExceeded) when a case took more than it from the device
   rows/s           rows delivered per second of gather time (duplicates included)
   reads/s          pread pool: read calls per second (readsPerRow x rows/s); the row store reads
                    a snapshot's weight and scale separately (2 per row) unless merged
