@@ -2,7 +2,7 @@
 //   node dist/bench/summarize.js bench/out/cold-page.json [...]
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
-import type { GatherBenchReport } from '../src/engram/gather-bench.js';
+import type { GatherBenchReport } from '../src/bench/gather-bench.js';
 
 const fmt = (n: number | undefined, d = 0): string => (n === undefined ? '-' : n.toFixed(d));
 const x = (a: number | undefined, b: number | undefined): string => (a !== undefined && b ? `${(a / b).toFixed(2)}` : '-');

@@ -2,8 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { drawBatch, idModel, rng } from '../src/engram/bench-ids.js';
-import { recommendThreads, type BenchVariant, type GatherBenchResult } from '../src/engram/gather-bench.js';
+import { drawBatch, idModel, rng } from '../src/bench/bench-ids.js';
+import { recommendThreads, type BenchVariant, type GatherBenchResult } from '../src/bench/gather-bench.js';
 import { synthRow } from '../src/synth/synth-rows.js';
 import { cli } from './helpers/cli.js';
 import { writePackDir } from './helpers/engram-files.js';
@@ -12,7 +12,7 @@ import { makeSnapshot } from './helpers/synth.js';
 import { floorRange, writeSparseCopy } from './helpers/sparse-copy.js';
 import { openSnapshot } from '../src/engram/snapshot.js';
 import { MmapGather } from '../src/native/sparse.js';
-import { NaiveGather } from '../src/engram/naive-gather.js';
+import { NaiveGather } from '../src/bench/naive-gather.js';
 import { openRowSource } from '../src/engram/row-source.js';
 
 test('bench ids: 24 per token, each inside its head sub-range, with repeats', () => {

@@ -238,8 +238,10 @@ test('--rate-limit caps the copy rate; the source pages are dropped behind the c
   const bytes = kept.layers.reduce((a, l) => a + l.bytes, 0);
   cache();
   const limited = await packEngram({ ...base, out: join(tempDir(), 'd'), rateLimit: 40e6 });
-  // The rows of the shard's table are gone from the cache (its header and small tensors may stay).
-  assert.ok(resident(shard) < full - t[1].rows * 264 + 65536, `${resident(shard)} of ${full} bytes still cached`);
+  // The rows of the shard's table are gone from the cache (its header and small tensors may stay,
+  // and so may the kernel's multi-page folio at each end of the rows, up to the 128 KiB
+  // readahead window, when the file was read into the cache in large folios).
+  assert.ok(resident(shard) < full - t[1].rows * 264 + 2 * 131072, `${resident(shard)} of ${full} bytes still cached`);
   // At 40 MB/s, the copy takes at least bytes / rate less one chunk's worth of time.
   assert.ok(limited.seconds >= (bytes - 1000 * 264) / 40e6, `${bytes} bytes in ${limited.seconds} s`);
 });

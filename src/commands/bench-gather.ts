@@ -6,8 +6,8 @@ import { accessSync, constants, lstatSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { CliContext } from './context.js';
 import { writeNewFile } from '../new-file.js';
-import { runGatherBench, type BenchEngine, type BenchVariant, type GatherBenchOptions, type GatherBenchReport, type GatherBenchResult } from '../engram/gather-bench.js';
-import { lineChartSvg } from '../engram/svg-chart.js';
+import { runGatherBench, type BenchEngine, type BenchVariant, type GatherBenchOptions, type GatherBenchReport, type GatherBenchResult } from '../bench/gather-bench.js';
+import { lineChartSvg } from '../bench/svg-chart.js';
 import { usageError } from '../errors.js';
 import type { CommandResult, Io } from '../io.js';
 import { table } from '../format.js';
@@ -21,39 +21,66 @@ function ratio(a: number | undefined, b: number | undefined): string {
   return a !== undefined && b ? `${(a / b).toFixed(2)}x` : '-';
 }
 
+const fixed = (x: number | undefined, digits: number): string => (x === undefined ? '-' : x.toFixed(digits));
+const whole = (x: number | undefined): string | number => (x === undefined ? '-' : Math.round(x));
+const percent = (x: number | undefined): string => (x === undefined ? '-' : `${(x * 100).toFixed(0)}%`);
+const gib = (b: number): string => `${(b / 2 ** 30).toFixed(1)} GiB`;
+
 /** What a result read, in one cell: variant, layout, reader. */
 export function resultLabel(x: GatherBenchResult): string {
   const layout = x.layout ? `/${x.layout}${x.direct ? '+direct' : ''}` : '';
-  return `${x.variant}${layout} (${x.reader}${x.willneed === false ? ', no WILLNEED' : ''})`;
+  const notes = [x.reader, x.willneed === false ? 'no WILLNEED' : '', x.merge === false ? 'no merge' : ''].filter(Boolean);
+  return `${x.variant}${layout} (${notes.join(', ')})`;
+}
+
+/** The lines above the table: what the ceiling is, and (loudly) when "cold" was not cold. */
+function headerLines(r: GatherBenchReport): string[] {
+  const lines: string[] = [];
+  const c = r.ceiling;
+  if (c) {
+    const after = c.iopsAfter === undefined ? '' : `, ${Math.round(c.iopsBefore)} before the cases and ${Math.round(c.iopsAfter)} after`;
+    lines.push(`device ceiling: ${Math.round(c.iops)} IOPS (fio ${c.engine}, O_DIRECT 4 KiB random reads, ${c.jobs} jobs x queue depth ${c.iodepth}, over ${gib(c.size)} of ${c.file}${after})${c.note ? `; ${c.note}` : ''}`);
+  } else lines.push(r.ceilingNote ?? 'no device ceiling');
+  if (r.ceilingExceeded !== undefined) {
+    lines.push(`WARNING: a case took ${r.ceilingExceeded.toFixed(2)}x the ceiling from the device: the ceiling was measured low (the device's share moved during the run, or fio was starved); the fractions below overstate every case`);
+  }
+  lines.push(`read range ${gib(r.readRangeBytes)}; page cache ${r.pageCache ? `${gib(r.pageCache.limitBytes)} (${r.pageCache.from})` : 'size unknown'}`);
+  if (r.cold && !r.cold.valid) lines.push(`WARNING: cold cases read through the page cache are NOT cold: ${r.cold.reason}`);
+  else if (r.cold) lines.push(`cold holds: ${r.cold.reason}`);
+  return lines;
 }
 
 export function benchText(r: GatherBenchReport): string {
   const rows = r.results.map((x) => [
     resultLabel(x),
-    x.cold ? 'cold' : 'warm',
+    x.cold ? (x.coldValid === false ? 'cold?' : 'cold') : 'warm',
     x.threads,
     x.batch,
     Math.round(x.rowsPerSec),
-    x.mbPerSec.toFixed(1),
+    whole(x.readsPerSec),
+    fixed(x.readsPerRow, 2),
+    percent(x.mergedFraction),
+    fixed(x.mergeGain, 2),
+    whole(x.devicePagesPerSec),
+    fixed(x.ofCeiling?.rows, 2),
+    fixed(x.ofCeiling?.reads ?? x.ofCeiling?.devicePages, 2),
+    x.cpuUsPerRow.toFixed(1),
     x.p50Ms.toFixed(2),
     x.p99Ms.toFixed(2),
-    x.readsPerRow === undefined ? '-' : x.readsPerRow.toFixed(2),
-    x.readsPerSec === undefined ? '-' : Math.round(x.readsPerSec),
-    x.baselines.naive ? Math.round(x.baselines.naive.rowsPerSec) : '-',
     ratio(x.rowsPerSec, x.baselines.naive?.rowsPerSec),
     x.baselines.fio ? Math.round(x.baselines.fio.iops) : '-',
-    ratio(x.rowsPerSec, x.baselines.fio?.iops),
-    ratio(x.readsPerSec, x.baselines.fio?.iops),
-    x.cachedAfter === undefined ? '-' : `${(x.cachedAfter * 100).toFixed(0)}%`,
+    percent(x.cachedAfter),
   ]);
-  const head = ['source', 'cache', 'threads', 'batch', 'rows/s', 'MB/s', 'p50 ms', 'p99 ms', 'reads/row', 'reads/s', 'naive rows/s', 'vs naive', 'fio IOPS', 'rows vs fio', 'reads vs fio', 'cached after'];
+  const head = ['source', 'cache', 'threads', 'batch', 'rows/s', 'reads/s', 'reads/row', 'merged', 'merge gain', 'dev pages/s', 'rows/ceil', 'reads/ceil', 'CPU us/row', 'p50 ms', 'p99 ms', 'vs naive', 'psync IOPS', 'cached after'];
   return [
     `${r.sourceKind === 'sparse' ? 'sparse copy' : r.sourceKind === 'packed' ? 'packed directory' : 'snapshot'}, layer ${r.layer} (${r.rows} rows), ${r.seconds} s per case${r.delayUs ? `, ${r.delayUs} us injected per read` : ''}`,
     r.cache,
-    `machine: ${r.machine.cpus} x ${r.machine.cpuModel}, ${r.machine.memGiB} GiB, node ${r.machine.node} ${r.machine.arch}; ${r.fio ?? 'no fio baseline (not installed, skipped, or a delay is injected)'}`,
+    `machine: ${r.machine.cpus} x ${r.machine.cpuModel}, ${r.machine.memGiB} GiB, node ${r.machine.node} ${r.machine.arch}, load average ${r.machine.loadAvgBefore.map((x) => x.toFixed(2)).join(' ')} before, ${r.machine.loadAvgAfter.map((x) => x.toFixed(2)).join(' ')} after; ${r.fio ?? 'no fio (not installed, skipped, or a delay is injected)'}`,
+    ...headerLines(r),
     '',
     table(head, rows),
     '',
+    'rows/ceil, reads/ceil: rows/s and reads/s (pread pool; device pages/s for the mmap path) over the device ceiling. psync IOPS: fio with one blocking reader per thread, NOT the ceiling. cold?: this case may have read from the page cache (see WARNING). See `spark bench gather --help`.',
     `recommended: SPARK_ENGRAM_THREADS=${r.recommendedThreads} (fewest threads within 5% of the best rows/s at the largest batch, ${r.recommendedFor === 'overlay' ? "on the overlay's mmap path, what the engine runs" : `on the ${r.recommendedFor} variant`})`,
   ].join('\n');
 }
@@ -111,6 +138,8 @@ interface Flags {
   merge?: boolean;
   fadvise?: boolean;
   willneed?: boolean;
+  mergeGain?: boolean;
+  evictEveryBatch?: boolean;
 }
 
 const VARIANTS: BenchVariant[] = ['snapshot', 'snapshot+scales', 'overlay', 'packed'];
@@ -118,6 +147,7 @@ const VARIANTS: BenchVariant[] = ['snapshot', 'snapshot+scales', 'overlay', 'pac
 export function parseBenchGatherFlags(source: string | undefined, f: Flags, env: NodeJS.ProcessEnv): BenchGatherRun {
   const src = fromEnv(source, env, 'SPARK_ENGRAM_DIR');
   if (src === undefined) throw usageError('give a snapshot or packed directory (or set SPARK_ENGRAM_DIR)');
+  if (f.evictEveryBatch && !f.cold) throw usageError('--evict-every-batch is for cold runs: add --cold');
   const variants = f.variants?.split(',').map((v) => {
     if (!VARIANTS.includes(v as BenchVariant)) throw usageError(`--variants takes ${VARIANTS.join(', ')}; got '${v}'`);
     return v as BenchVariant;
@@ -127,7 +157,7 @@ export function parseBenchGatherFlags(source: string | undefined, f: Flags, env:
     threads: parseCountList(f.threads ?? '1,4,16,32,64,96', '--threads', 1, 1024),
     batches: parseCountList(f.batch ?? '24,144,49152', '--batch', 1, 1 << 24),
     seconds: parseCount(f.seconds ?? '2', '--seconds', 1, 3600),
-    cold: Boolean(f.cold),
+    cold: Boolean(f.cold) || Boolean(f.evictEveryBatch),
     svg: f.svg,
     layer: f.layer === undefined ? undefined : parseCount(f.layer, '--layer', 0, 0xffffffff),
     direct: Boolean(f.direct),
@@ -142,6 +172,8 @@ export function parseBenchGatherFlags(source: string | undefined, f: Flags, env:
     seed: f.seed === undefined ? 1 : parseCount(f.seed, '--seed', 0, 0xffffffff),
     store: { dedup: f.dedup !== false, merge: f.merge !== false, fadviseRandom: f.fadvise !== false },
     willneed: f.willneed !== false,
+    mergeGain: Boolean(f.mergeGain),
+    evictEveryBatch: Boolean(f.evictEveryBatch),
   };
 }
 
@@ -153,12 +185,14 @@ export function benchCommand(ctx: CliContext): Command {
     .option('--batch <list>', 'ids per batch (24: one token, 144: a speculative block, 49152: a 2048-token prefill)', '24,144,49152')
     .option('--seconds <s>', 'seconds per case', '2')
     .option('--cold', 'evict the source files from the page cache before every case')
+    .option('--evict-every-batch', 'with --cold: evict before every batch too (untimed), so a source smaller than the page cache stays cold')
+    .option('--merge-gain', 'pread pool: run every case again without page merging and report rows/s merged over unmerged')
     .option('--layer <L>', 'layer to read (default: the first)')
     .option('--direct', 'packed directories: O_DIRECT reads (fio runs with direct=1 too)')
     .option('--delay-us <n>', 'inject this delay before every read (models NFS latency; no baselines)')
     .option('--variants <list>', 'snapshot, snapshot+scales, overlay (snapshots and sparse copies), packed (packs); default: all the source supports')
     .option('--engines <list>', "row store engines: pread (default), uring (io_uring; its queue depth is the thread count), or both: pread,uring")
-    .option('--no-fio', 'skip the fio baseline')
+    .option('--no-fio', 'skip fio (the device ceiling and the psync baseline)')
     .option('--no-naive', 'skip the naive TypeScript baseline')
     .option('--seed <n>', 'id generator seed', '1')
     .option('--no-dedup', 'row store: do not sort and de-duplicate ids (to measure what it pays)')
@@ -171,10 +205,45 @@ export function benchCommand(ctx: CliContext): Command {
       'after',
       `
 Ids are drawn like a serving rank's: 24 per token, one inside each (order, head) sub-table, with
-repeated tokens and bigrams (inside a sparse copy's or pack's range). Results are ratios to
-baselines measured in the same run. The overlay variant reads the snapshot or sparse copy the
-way the serving overlay does (one mmap with MADV_RANDOM, a WILLNEED pass over the batch, memcpy
-workers); when it runs, the recommended SPARK_ENGRAM_THREADS is measured on it.
+repeated tokens and bigrams, all inside the rows the source holds (a sparse copy's or pack's
+range). Give it a table of real size (a rank holds ~96M rows per layer): on a small table,
+neighbouring ids share pages far more often than in serving, and page merging looks better.
+
+The overlay variant reads the snapshot or sparse copy the way the serving overlay does (one
+mmap with MADV_RANDOM, a WILLNEED pass over the batch, memcpy workers); when it runs, the
+recommended SPARK_ENGRAM_THREADS is measured on it.
+
+What the numbers mean (the same names in --json):
+  device ceiling   fio, 4 KiB random reads, O_DIRECT, io_uring (libaio when io_uring is not
+                   available: said so), 2 jobs x queue depth 128, over the bytes the cases read;
+                   run before the first case and after the last, the mean is the ceiling;
+                   a WARNING (ceilingExceeded) when a case took more than it from the device
+  rows/s           rows delivered per second of gather time (duplicates included)
+  reads/s          pread pool: read calls per second (readsPerRow x rows/s); the row store reads
+                   a snapshot's weight and scale separately (2 per row) unless merged
+  reads/row        pread pool: reads per row delivered; below 1 (pack) or 2 (snapshot) when
+                   duplicates are copied and neighbouring rows share a read
+  merged           pread pool: row pieces that shared a read with a neighbour (mergedFraction)
+  merge gain       --merge-gain: rows/s over the same case with merging off
+  dev pages/s      bytes this process fetched from storage (/proc/self/io read_bytes: misses
+                   and O_DIRECT, not cache hits) per second, in 4 KiB pages; the mmap path's
+                   reads/s
+  rows/ceil        rows/s over the ceiling's IOPS (above 1 only when rows share reads or pages
+                   come from the cache)
+  reads/ceil       reads/s (pread pool) or dev pages/s (mmap) over the ceiling's IOPS: how
+                   much of the device the case used
+  CPU us/row       process CPU time (user + sys, every thread) while gathers ran, per row
+  p50/p99 ms       batch latency percentiles
+  vs naive         rows/s over a TypeScript fs.read loop (same batch)
+  psync IOPS       fio psync with as many jobs as reader threads: what that many blocking
+                   readers get (baselines.fio); not the device's limit
+  cached after     page-cache bytes of the source files at the end of the case, over the bytes
+                   the case can read
+  cold / cold?     with --cold the source is evicted before each case (each batch with
+                   --evict-every-batch); "cold?" (coldValid: false) marks a buffered case whose
+                   read range fits in the page cache (MemTotal or the cgroup's limit), so
+                   re-reads inside the case may have been memory copies. O_DIRECT cases are
+                   cold by construction.
 
 Example:
   spark bench gather /nvme/engram-pack --threads 16,32,64 --batch 144,49152 --cold --svg gather.svg`,

@@ -23,21 +23,22 @@ export function rowHash(layer: number, row: number, seed = 0): number {
 }
 
 /**
- * Writes rows [start, start + count) of one layer: weights into `weight` (count x dim bytes)
- * and scales into `scale` (count x dim/32 bytes). Both buffers must be 4-byte aligned views.
+ * Writes rows [start, start + count) of one layer: weights into `weight` (count x dim bytes;
+ * none when undefined) and scales into `scale` (count x dim/32 bytes). Both buffers must be
+ * 4-byte aligned views.
  */
 export function fillRows(
   layer: number,
   start: number,
   count: number,
   dim: number,
-  weight: Buffer,
+  weight: Buffer | undefined,
   scale: Buffer,
   seed = 0,
 ): void {
-  const words = dim / 4;
+  const words = weight ? dim / 4 : 0;
   const scaleBytes = dim / 32;
-  const w32 = new Uint32Array(weight.buffer, weight.byteOffset, count * words);
+  const w32 = new Uint32Array(weight?.buffer ?? new ArrayBuffer(0), weight?.byteOffset ?? 0, count * words);
   const mixes = new Uint32Array(words);
   for (let j = 0; j < words; j++) mixes[j] = Math.imul(j + 1, 0x9e3779b1) >>> 0;
   const littleEndian = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
@@ -54,6 +55,40 @@ export function fillRows(
       w32[i] = ((v & 0xff) << 24) | ((v & 0xff00) << 8) | ((v >>> 8) & 0xff00) | (v >>> 24);
     }
   }
+}
+
+/**
+ * The bytes of one layer's weight and scale tensors as they lie in a shard (weight first, at
+ * file offset `weightAt`, the scale directly after it): a function that fills `into` with the
+ * bytes at file offset `at`, for writers that produce a file in aligned chunks.
+ */
+export function tableBytes(layer: number, rows: number, dim: number, weightAt: number, seed = 0): (at: number, into: Buffer) => void {
+  const sb = dim / 32;
+  const weightEnd = weightAt + rows * dim;
+  const scaleEnd = weightEnd + rows * sb;
+  let weight = Buffer.alloc(0);
+  let scale = Buffer.alloc(0);
+  const room = (w: number, s: number) => {
+    if (weight.length < w) weight = Buffer.allocUnsafeSlow(w);
+    if (scale.length < s) scale = Buffer.allocUnsafeSlow(s);
+  };
+  return (at, into) => {
+    if (at < weightAt || at + into.length > scaleEnd) throw new RangeError(`bytes [${at}, ${at + into.length}) are outside layer ${layer}'s tensors [${weightAt}, ${scaleEnd})`);
+    for (let done = 0; done < into.length; ) {
+      const pos = at + done;
+      const inWeight = pos < weightEnd;
+      const width = inWeight ? dim : sb;
+      const rel = inWeight ? pos - weightAt : pos - weightEnd;
+      const n = Math.min(into.length - done, (inWeight ? weightEnd : scaleEnd) - pos);
+      const first = Math.floor(rel / width);
+      const skip = rel % width;
+      const count = Math.ceil((skip + n) / width);
+      room(inWeight ? count * dim : 0, count * sb);
+      fillRows(layer, first, count, dim, inWeight ? weight : undefined, scale, seed);
+      (inWeight ? weight : scale).copy(into, done, skip, skip + n);
+      done += n;
+    }
+  };
 }
 
 /** One row as it appears in a packed file or a `spark rows` reply: weight ‖ scale. */

@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { usageError, withPath } from '../errors.js';
 import type { EngramConfig } from '../engram/config.js';
 import { engramSubTableSizes, prefixOffsets } from '../engram/primes.js';
-import { fillRows } from './synth-rows.js';
+import { fillRows, tableBytes } from './synth-rows.js';
+import { writeRange } from '../aligned-write.js';
 
 export interface SynthOptions {
   dir: string;
@@ -91,6 +92,14 @@ function engramTensors(o: Omit<SynthOptions, 'dir'>, layer: number, rows: number
     shape: [rows, dim],
     bytes: weightBytes,
     write(fd, at) {
+      // A whole table (GBs) is written at disk speed, its aligned interior with O_DIRECT.
+      if (!o.sparse) {
+        // Writer threads build the same producer and fill their slots in parallel.
+        const args = [layer, rows, dim, at, o.seed];
+        const fill = { module: new URL('./synth-rows.js', import.meta.url).href, name: 'tableBytes', args };
+        writeRange(fd, at, weightBytes + rows * scaleCols, tableBytes(layer, rows, dim, at, o.seed), { fill });
+        return;
+      }
       const weight = Buffer.allocUnsafeSlow(CHUNK_ROWS * dim);
       const scale = Buffer.allocUnsafeSlow(CHUNK_ROWS * scaleCols);
       for (const [lo, hi] of windows) {

@@ -22,10 +22,10 @@ export async function warmCache(path: string, offset = 0, length = Infinity): Pr
   });
 }
 
-/** Fraction of the file's bytes in the page cache, or undefined without fincore. */
-export function cachedFraction(path: string): number | undefined {
-  const r = spawnSync('fincore', ['--bytes', '--noheadings', '-o', 'RES,SIZE', path], { encoding: 'utf8' });
+/** Bytes of the file in the page cache, or undefined without fincore. */
+export function cachedBytes(path: string): number | undefined {
+  const r = spawnSync('fincore', ['--bytes', '--noheadings', '-o', 'RES', path], { encoding: 'utf8' });
   if (r.status !== 0) return undefined;
-  const [res, size] = r.stdout.trim().split(/\s+/).map(Number);
-  return size > 0 ? res / size : 0;
+  const res = Number(r.stdout.trim());
+  return Number.isFinite(res) ? res : undefined;
 }
