@@ -9,10 +9,11 @@ import { makeSnapshot } from './helpers/synth.js';
 import { tempDir } from './helpers/tmp.js';
 
 test('Ctrl-C during a pack says it can be resumed, ends by SIGINT, and the re-run resumes', { timeout: 120_000 }, async () => {
-  // ~1.2 GB to copy for rank 0 of 2: long enough to interrupt mid-copy.
+  // ~1.2 GB to copy for rank 0 of 2, held to 300 MB/s so the copy is still running at the
+  // second progress line however fast the disk is (direct I/O copies it in about a second).
   const snap = makeSnapshot({ vocab: 200_000, sparse: true });
   const out = join(tempDir(), 'pack');
-  const argv = [binPath, 'pack', snap.dir, '--out', out, '--rank', '0', '--world', '2', '--threads', '1', '--progress', '1', '--sync-every', '32'];
+  const argv = [binPath, 'pack', snap.dir, '--out', out, '--rank', '0', '--world', '2', '--threads', '1', '--progress', '1', '--sync-every', '32', '--rate-limit', '300'];
   const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   let stdout = '';
