@@ -4,8 +4,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { closeSync, constants, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeRange, type Producer } from '../src/aligned-write.js';
-import { RingWriter } from '../src/aligned-write-ring.js';
+import { writeRange, type Producer } from '../src/synth/aligned-write.js';
+import { RingWriter } from '../src/synth/aligned-write-ring.js';
 import { tempDir } from './helpers/tmp.js';
 import { synthRow, tableBytes } from '../src/synth/synth-rows.js';
 

@@ -7,7 +7,7 @@ import { usageError, withPath } from '../errors.js';
 import type { EngramConfig } from '../engram/config.js';
 import { engramSubTableSizes, prefixOffsets } from '../engram/primes.js';
 import { fillRows, tableBytes } from './synth-rows.js';
-import { writeRange } from '../aligned-write.js';
+import { writeRange } from './aligned-write.js';
 
 export interface SynthOptions {
   dir: string;
