@@ -15,7 +15,6 @@ export interface GatherBenchResult {
   layout?: 'dense' | 'page' | 'sparse';
   /** The --variants name that produced this result. */
   variant: BenchVariant;
-  /** The row store's pread pool, or the overlay's mmap + memcpy path. */
   /** The row store's pread pool or io_uring engine (threads = its queue depth), or the overlay's mmap + memcpy path. */
   reader: 'pread-pool' | 'uring' | 'mmap';
   /** Overlay variant: false when run without the WILLNEED pass (--no-willneed). */
