@@ -105,6 +105,7 @@ class RowStoreWrap : public Napi::ObjectWrap<RowStoreWrap> {
     o.Set("batches", FromU64(env, s.batches));
     o.Set("rows", FromU64(env, s.rows));
     o.Set("reads", FromU64(env, s.reads));
+    o.Set("inlineReads", FromU64(env, s.inline_reads));
     o.Set("bytesRead", FromU64(env, s.bytes_read));
     o.Set("duplicates", FromU64(env, s.duplicates));
     o.Set("merged", FromU64(env, s.merged));
