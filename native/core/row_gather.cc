@@ -19,12 +19,13 @@ namespace {
 // cache too, in runs of kWarmRun reads on no more threads than there are runs and cores (a
 // 24-id batch stays on the calling thread, a warm 49,152-id one uses the cores, not 64
 // threads on 2 cores). Otherwise it is cold and goes straight to the pool's blocking readers.
-constexpr size_t kProbe = 32;
+constexpr size_t kProbe = 16;
 constexpr size_t kWarmRun = 64;
-// Reads that must wait for the device go to the pool in runs, about this many runs per
-// worker (fewer queue operations, enough runs to even out a cold batch), at most kMaxRun reads.
-constexpr size_t kRunsPerWorker = 16;
-constexpr size_t kMaxRun = 64;
+// Reads that must wait for the device go to the pool in runs of up to kMaxRun, about
+// kRunsPerWorker runs per worker: fewer hand-offs on a large batch, while the last run to
+// finish holds at most a few slow reads (on NFS each can take milliseconds).
+constexpr size_t kRunsPerWorker = 32;
+constexpr size_t kMaxRun = 8;
 
 size_t Cores() {
   static const size_t cores = std::max<size_t>(1, std::thread::hardware_concurrency());
