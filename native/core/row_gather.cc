@@ -232,7 +232,8 @@ Status RowStore::Gather(ThreadPool& pool, uint32_t layer, const uint64_t* ids, s
   if (closed()) return Status::Error(Code::E_STORE_CLOSED, "the row store is closed");
   const Table* table = FindTable(layer);
   if (table == nullptr) return CheckIds(layer, ids, n);
-  if (n > UINT32_MAX) return Status::Error(Code::E_USAGE, "a batch holds at most 4294967295 ids");
+  // Positions, pieces (two a row) and reads are indexed with 32 bits.
+  if (n > INT32_MAX) return Status::Error(Code::E_USAGE, "a batch holds at most 2147483647 ids");
   auto need = CheckedMul(n, table->info.row_bytes);
   if (!need || *need > out_len) {
     return Status::Error(Code::E_USAGE, "the output buffer holds " + std::to_string(out_len) + " bytes but " +
