@@ -16,11 +16,13 @@ namespace {
 
 // The calling thread first asks the page cache for this many reads (RWF_NOWAIT, buffered
 // files). When at least three quarters come back, the batch is warm: the rest is asked of the
-// cache too, in runs of kWarmRun reads on no more threads than there are runs and cores (a
-// 24-id batch stays on the calling thread, a warm 49,152-id one uses the cores, not 64
-// threads on 2 cores). Otherwise it is cold and goes straight to the pool's blocking readers.
+// cache too, in runs of kWarmRun reads, on one thread per kWarmReadsPerThread reads and no
+// more threads than cores (a 24-id batch stays on the calling thread, a warm 49,152-id one
+// uses the cores, not 64 threads on 2 cores). Otherwise it is cold and goes straight to the
+// pool's blocking readers.
 constexpr size_t kProbe = 16;
-constexpr size_t kWarmRun = 64;
+constexpr size_t kWarmRun = 16;
+constexpr size_t kWarmReadsPerThread = 64;
 // Reads that must wait for the device go to the pool in runs of up to kMaxRun, about
 // kRunsPerWorker runs per worker: fewer hand-offs on a large batch, while the last run to
 // finish holds at most a few slow reads (on NFS each can take milliseconds).
@@ -127,7 +129,8 @@ class BatchRun {
     const size_t runs = (n - first + kWarmRun - 1) / kWarmRun;
     plan_.missed.resize(n - first);
     plan_.missed_count.assign(runs, 0);
-    RunParallel(pool, runs, std::min(runs, Cores()), [this, first, n](size_t r) {
+    const size_t width = std::min(Cores(), (n - first + kWarmReadsPerThread - 1) / kWarmReadsPerThread);
+    RunParallel(pool, runs, width, [this, first, n](size_t r) {
       Tally tally(store_);
       uint32_t* missed = &plan_.missed[r * kWarmRun];
       uint32_t count = 0;
