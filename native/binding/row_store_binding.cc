@@ -105,6 +105,7 @@ class RowStoreWrap : public Napi::ObjectWrap<RowStoreWrap> {
     Napi::Object o = U64Object(env, {{"batches", s.batches},
                                      {"rows", s.rows},
                                      {"reads", s.reads},
+                                     {"inlineReads", s.inline_reads},
                                      {"bytesRead", s.bytes_read},
                                      {"duplicates", s.duplicates},
                                      {"merged", s.merged},

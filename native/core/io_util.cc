@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -96,6 +97,18 @@ long FaultInjector::Pread(int fd, void* buf, size_t len, uint64_t offset, size_t
   long r = static_cast<long>(pread(fd, buf, d.len, static_cast<off_t>(offset)));
   if (d.trim && r >= static_cast<long>(align)) r -= static_cast<long>(align) / 2;
   return r;
+}
+
+long FaultInjector::PreadNowait(int fd, void* buf, size_t len, uint64_t offset) {
+  uint64_t n = nowait_calls_.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (config_.nowait_hit_every == 0 || n % config_.nowait_hit_every != 0) {
+    errno = config_.nowait_errno != 0 ? config_.nowait_errno : EAGAIN;
+    return -1;
+  }
+  uint64_t hits = n / config_.nowait_hit_every;
+  if (config_.nowait_short_every != 0 && hits % config_.nowait_short_every == 0 && len > 1) len /= 2;
+  struct iovec iov = {buf, len};
+  return static_cast<long>(preadv2(fd, &iov, 1, static_cast<off_t>(offset), RWF_NOWAIT));
 }
 
 ReadFile::~ReadFile() {
@@ -253,6 +266,23 @@ Status PreadAll(ReadFile& file, void* buf, size_t len, size_t need, uint64_t off
     SleepMicros(RetryDelayMicros(ctx.retry, failures));
   }
   return Status::Ok();
+}
+
+bool ReadIfCached(ReadFile& file, void* buf, size_t len, uint64_t offset, const ReadContext& ctx) {
+  if (file.direct() || !file.nowait() || len == 0) return false;
+  long r;
+  if (ctx.faults != nullptr) {
+    r = ctx.faults->PreadNowait(file.fd(), buf, len, offset);
+  } else {
+    struct iovec iov = {buf, len};
+    r = static_cast<long>(preadv2(file.fd(), &iov, 1, static_cast<off_t>(offset), RWF_NOWAIT));
+  }
+  if (r < 0 && (errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL)) {
+    // A kernel before 4.14 (EINVAL: unknown flag), no preadv2 at all, or a filesystem that
+    // cannot honour the flag: every later try would fail the same way.
+    file.DisableNowait();
+  }
+  return r >= 0 && static_cast<size_t>(r) == len;
 }
 
 AlignedBuffer::~AlignedBuffer() { std::free(data_); }

@@ -49,9 +49,18 @@ struct FaultConfig {
   uint32_t estale_at = 0;  // the Nth read's descriptor goes stale: it fails with ESTALE from then on
   uint32_t throw_at = 0;   // the Nth read throws (a C++ exception where none is expected)
   uint64_t delay_us = 0;
+  // Reads tried without waiting (ReadIfCached), counted apart from the reads above. By default
+  // every one misses, so the faults above land on the blocking reads as they always did (and a
+  // delay models storage that is never cached). nowait_hit_every N: every Nth is a real
+  // preadv2(RWF_NOWAIT); nowait_short_every N: every Nth real one is cut to half its bytes;
+  // nowait_errno: the misses fail with this errno instead of EAGAIN (EOPNOTSUPP: a filesystem
+  // without RWF_NOWAIT; EIO).
+  uint32_t nowait_hit_every = 0;
+  uint32_t nowait_short_every = 0;
+  int nowait_errno = 0;
   bool any() const {
     return short_every || short_unaligned_every || eintr_every || eio_every || etimedout_every || estale_at ||
-           throw_at || delay_us;
+           throw_at || delay_us || nowait_hit_every || nowait_short_every || nowait_errno;
   }
 };
 
@@ -72,10 +81,13 @@ class FaultInjector {
   // The same decisions for a read issued some other way (io_uring): counts one call. Does not
   // sleep delay_us; throws at throw_at.
   FaultDecision Next(int fd, const void* buf, size_t len, uint64_t offset, size_t align);
+  // preadv2(RWF_NOWAIT) with the nowait_* faults applied (see FaultConfig).
+  long PreadNowait(int fd, void* buf, size_t len, uint64_t offset);
 
  private:
   FaultConfig config_;
   std::atomic<uint64_t> calls_{0};
+  std::atomic<uint64_t> nowait_calls_{0};
   std::mutex mu_;
   std::vector<int> stale_fds_;  // guarded by mu_
 };
@@ -112,6 +124,10 @@ class ReadFile {
   bool direct_requested() const { return direct_requested_; }
   bool direct() const { return direct_; }
   uint64_t size() const { return size_; }
+  // Whether reads that must not wait (RWF_NOWAIT) are still worth trying on this file: false
+  // once the kernel or filesystem said it does not support them.
+  bool nowait() const { return nowait_.load(std::memory_order_relaxed); }
+  void DisableNowait() { nowait_.store(false, std::memory_order_relaxed); }
 
  private:
   std::string path_;
@@ -119,6 +135,7 @@ class ReadFile {
   bool direct_requested_ = false;
   bool direct_ = false;
   bool fadvise_random_ = false;
+  std::atomic<bool> nowait_{true};
   uint64_t size_ = 0;
   std::mutex mu_;           // serializes Reopen
   std::vector<int> retired_;  // replaced descriptors, closed on destruction
@@ -156,6 +173,12 @@ Status ReadCallError(const ReadFile& file, const std::string& call, size_t len, 
                      uint64_t at, uint32_t failures);
 // The backoff before retry number `failures` (1 = the first) of a transient error.
 uint64_t RetryDelayMicros(const RetryPolicy& p, uint32_t failures);
+// Reads all `len` bytes at `offset` only when the page cache holds them, without waiting for
+// the device (preadv2 with RWF_NOWAIT), on buffered descriptors. True when every byte came
+// back. False otherwise: not cached (EAGAIN), partly cached, any error, or no support (the
+// file's nowait() is then switched off); the caller reads it again with PreadAll, which
+// retries and reports errors as usual. Errors and retries are not counted here.
+bool ReadIfCached(ReadFile& file, void* buf, size_t len, uint64_t offset, const ReadContext& ctx);
 
 // Heap memory aligned to kDirectAlign, grown on demand, freed on destruction.
 class AlignedBuffer {

@@ -1,6 +1,9 @@
-// RowStore::Gather: plan a batch on the calling thread, then fan its reads out over the pool.
+// RowStore::Gather: plan a batch on the calling thread, serve the reads the page cache holds
+// right there, and fan the rest out over the pool.
+#include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <thread>
 
 #include "core/checked.h"
 #include "core/parallel.h"
@@ -9,69 +12,170 @@
 
 namespace spark {
 
+namespace {
+
+// The calling thread first asks the page cache for this many reads (RWF_NOWAIT, buffered
+// files). When at least three quarters come back, the batch is warm: the rest is asked of the
+// cache too, in runs of kWarmRun reads, on one thread per kWarmReadsPerThread reads and no
+// more threads than cores (a 24-id batch stays on the calling thread, a warm 49,152-id one
+// uses the cores, not 64 threads on 2 cores). Otherwise it is cold and goes straight to the
+// pool's blocking readers.
+constexpr size_t kProbe = 16;
+constexpr size_t kWarmRun = 16;
+constexpr size_t kWarmReadsPerThread = 64;
+// Reads that must wait for the device go to the pool in runs of up to kMaxRun, about
+// kRunsPerWorker runs per worker: fewer hand-offs on a large batch, while the last run to
+// finish holds at most a few slow reads (on NFS each can take milliseconds).
+constexpr size_t kRunsPerWorker = 32;
+constexpr size_t kMaxRun = 8;
+
+size_t Cores() {
+  static const size_t cores = std::max<size_t>(1, std::thread::hardware_concurrency());
+  return cores;
+}
+
+// Staging memory per thread, reused across batches: aligned for O_DIRECT.
+uint8_t* StagingBuffer(size_t bytes) {
+  thread_local AlignedBuffer scratch;
+  return scratch.Reserve(bytes);
+}
+
+}  // namespace
+
 class BatchRun {
  public:
-  BatchRun(RowStore& store, const RowStore::Table& table, uint8_t* out) : store_(store), table_(table), out_(out) {}
+  BatchRun(RowStore& store, const RowStore::Table& table, uint8_t* out, PlanMemory& plan)
+      : store_(store), table_(table), out_(out), plan_(plan) {}
 
-  // Maps distinct rows to pieces of files and groups the pieces into reads.
-  void Plan(const std::vector<DistinctRow>& rows) {
+  // Maps the distinct rows in plan_.rows to pieces of files and groups the pieces into reads.
+  void Plan() {
     const TableSpec& s = table_.spec;
     const StoreOptions& o = store_.options_;
     const uint64_t rb = table_.info.row_bytes;
-    bool sorted = o.dedup;
-    pieces_.reserve(rows.size() * (s.kind == TableKind::kSnapshot ? 2 : 1));
+    const bool sorted = o.dedup;
+    std::vector<Piece>& pieces = plan_.pieces;
+    pieces.clear();
+    plan_.ops.clear();
+    pieces.reserve(plan_.rows.size() * (s.kind == TableKind::kSnapshot ? 2 : 1));
     if (s.kind == TableKind::kPacked) {
-      for (const DistinctRow& r : rows) {
+      for (const DistinctRow& r : plan_.rows) {
         uint64_t local = r.id - s.start;
         uint64_t off = s.layout == PackedLayout::kPage
                            ? s.data_offset + local / table_.rows_per_page * kPageBytes + local % table_.rows_per_page * s.stride
                            : s.data_offset + local * s.stride;
-        pieces_.push_back({off, s.row_bytes, r.pos * rb});
+        pieces.push_back({off, s.row_bytes, r.pos * rb});
       }
       const ReadFile& f = *store_.files_[table_.file];
-      PlanReads(pieces_, 0, pieces_.size(), table_.file, o.merge && sorted, o.max_merge_bytes,
-                f.direct() ? kDirectAlign : 1, &ops_);
+      PlanReads(pieces, 0, pieces.size(), table_.file, o.merge && sorted, o.max_merge_bytes,
+                f.direct() ? kDirectAlign : 1, &plan_.ops);
       return;
     }
     const uint64_t sb = table_.scale_bytes;
     // Null until LoadResident has finished this table: then scales come from the file.
     const uint8_t* resident = table_.resident.load(std::memory_order_acquire);
-    for (const DistinctRow& r : rows) pieces_.push_back({s.weight_offset + r.id * s.dim, s.dim, r.pos * rb});
-    size_t weights = pieces_.size();
-    for (const DistinctRow& r : rows) {
+    for (const DistinctRow& r : plan_.rows) pieces.push_back({s.weight_offset + r.id * s.dim, s.dim, r.pos * rb});
+    size_t weights = pieces.size();
+    for (const DistinctRow& r : plan_.rows) {
       uint64_t dest = r.pos * rb + s.dim;
       if (resident != nullptr && r.id >= s.resident_start && r.id < s.resident_end) {
         std::memcpy(out_ + dest, resident + (r.id - s.resident_start) * sb, sb);
       } else {
-        pieces_.push_back({s.scale_offset + r.id * sb, sb, dest});
+        pieces.push_back({s.scale_offset + r.id * sb, sb, dest});
       }
     }
-    PlanReads(pieces_, 0, weights, table_.weight_file, o.merge && sorted, o.max_merge_bytes, 1, &ops_);
-    PlanReads(pieces_, weights, pieces_.size(), table_.scale_file, o.merge && sorted, o.max_merge_bytes, 1, &ops_);
+    PlanReads(pieces, 0, weights, table_.weight_file, o.merge && sorted, o.max_merge_bytes, 1, &plan_.ops);
+    PlanReads(pieces, weights, pieces.size(), table_.scale_file, o.merge && sorted, o.max_merge_bytes, 1, &plan_.ops);
   }
 
-  Status Run(ThreadPool& pool) {
-    if (store_.uring_) return RunUring();
-    RunParallel(pool, ops_.size(), pool.size(), [this](size_t i) { RunOp(ops_[i]); });
+  // Runs the planned reads: the one place a planned batch's ReadOps are executed. What the
+  // page cache holds is read without waiting (see kProbe), the rest by the io_uring engine
+  // when the store has one, else by the pool's blocking readers at full width.
+  Status Execute(ThreadPool& pool) {
+    const size_t n = plan_.ops.size();
+    std::vector<uint32_t>& pending = plan_.pending;
+    pending.clear();
+    size_t i = 0;
+    bool warm = false;
+    if (!store_.closed()) {
+      Tally tally(store_);
+      for (; i < std::min(n, kProbe); ++i) {
+        if (!ServeIfCached(plan_.ops[i], &tally.counts)) pending.push_back(static_cast<uint32_t>(i));
+      }
+      warm = pending.size() * 4 <= i;
+    }
+    if (warm && i < n) {
+      ServeRestIfCached(pool, i);
+    } else {
+      for (; i < n; ++i) pending.push_back(static_cast<uint32_t>(i));
+    }
+    if (store_.uring_) {
+      RunUring();
+    } else {
+      RunOnPool(pool);
+    }
     std::lock_guard<std::mutex> lock(mu_);
     return first_;
   }
 
  private:
-  // The io_uring engine issues every read of the batch from the store's submitting thread;
-  // this thread waits for the last one.
-  Status RunUring() {
-    Status st = store_.uring_->Run(ops_, pieces_, out_);
-    if (!st.ok()) return st;
-    uint64_t bytes = 0, merged = 0;
-    for (const ReadOp& op : ops_) {
-      bytes += op.len;
-      merged += op.count - 1;
+  // A worker's counts, added to the store's counters once when it is done (or unwinding).
+  struct Tally {
+    explicit Tally(RowStore& store) : store(store) {}
+    ~Tally() { store.counters_.AddReads(counts); }
+    RowStore& store;
+    ReadTally counts;
+  };
+
+  // Ops [first, n) of a warm batch from the page cache; the misses join plan_.pending. Run r
+  // writes its misses to missed[r * kWarmRun...] and their count to missed_count[r].
+  void ServeRestIfCached(ThreadPool& pool, size_t first) {
+    const size_t n = plan_.ops.size();
+    const size_t runs = (n - first + kWarmRun - 1) / kWarmRun;
+    plan_.missed.resize(n - first);
+    plan_.missed_count.assign(runs, 0);
+    const size_t width = std::min(Cores(), (n - first + kWarmReadsPerThread - 1) / kWarmReadsPerThread);
+    RunParallel(pool, runs, width, [this, first, n](size_t r) {
+      Tally tally(store_);
+      uint32_t* missed = &plan_.missed[r * kWarmRun];
+      uint32_t count = 0;
+      const size_t end = std::min(n, first + (r + 1) * kWarmRun);
+      for (size_t k = first + r * kWarmRun; k < end; ++k) {
+        if (!ServeIfCached(plan_.ops[k], &tally.counts)) missed[count++] = static_cast<uint32_t>(k);
+      }
+      plan_.missed_count[r] = count;
+    });
+    for (size_t r = 0; r < runs; ++r) {
+      const uint32_t* missed = &plan_.missed[r * kWarmRun];
+      plan_.pending.insert(plan_.pending.end(), missed, missed + plan_.missed_count[r]);
     }
-    store_.reads_.fetch_add(ops_.size(), std::memory_order_relaxed);
-    store_.bytes_read_.fetch_add(bytes, std::memory_order_relaxed);
-    store_.merged_.fetch_add(merged, std::memory_order_relaxed);
-    return st;
+  }
+
+  void RunOnPool(ThreadPool& pool) {
+    const size_t n = plan_.pending.size();
+    if (n == 0) return;
+    const size_t width = std::min(pool.size(), n);  // no more workers than reads
+    const size_t run = std::clamp<size_t>(n / (std::max<size_t>(width, 1) * kRunsPerWorker), 1, kMaxRun);
+    RunParallel(pool, (n + run - 1) / run, width, [this, n, run](size_t item) {
+      Tally tally(store_);
+      const size_t end = std::min(n, (item + 1) * run);
+      for (size_t k = item * run; k < end; ++k) RunOp(plan_.ops[plan_.pending[k]], &tally.counts);
+    });
+  }
+
+  // The io_uring engine issues every pending read from the store's submitting thread; this
+  // thread waits for the last one.
+  void RunUring() {
+    if (plan_.pending.empty()) return;
+    std::vector<ReadOp>& ops = plan_.engine_ops;
+    ops.clear();
+    for (uint32_t k : plan_.pending) ops.push_back(plan_.ops[k]);
+    Status st = store_.uring_->Run(ops, plan_.pieces, out_);
+    if (!st.ok()) {
+      Fail(std::move(st));
+      return;
+    }
+    Tally tally(store_);
+    for (const ReadOp& op : ops) Count(op, &tally.counts);
   }
 
   void Fail(Status st) {
@@ -80,7 +184,37 @@ class BatchRun {
     failed_.store(true, std::memory_order_relaxed);
   }
 
-  void RunOp(const ReadOp& op) {
+  static void Count(const ReadOp& op, ReadTally* tally) {
+    tally->reads += 1;
+    tally->bytes_read += op.len;
+    tally->merged += op.count - 1;
+  }
+
+  void CopyPieces(const ReadOp& op, const uint8_t* buf) {
+    for (uint32_t k = op.first; k < op.first + op.count; ++k) {
+      const Piece& p = plan_.pieces[k];
+      std::memcpy(out_ + p.dest, buf + (p.offset - op.offset), p.len);
+    }
+  }
+
+  // The whole read from the page cache, or false (nothing is counted then).
+  bool ServeIfCached(const ReadOp& op, ReadTally* tally) {
+    ReadFile& f = *store_.files_[op.file];
+    if (f.direct() || !f.nowait()) return false;
+    const ReadContext ctx = store_.Context();
+    if (op.into_dest) {
+      if (!ReadIfCached(f, out_ + plan_.pieces[op.first].dest, op.len, op.offset, ctx)) return false;
+    } else {
+      uint8_t* buf = StagingBuffer(op.len);
+      if (buf == nullptr || !ReadIfCached(f, buf, op.len, op.offset, ctx)) return false;
+      CopyPieces(op, buf);
+    }
+    Count(op, tally);
+    tally->inline_reads += 1;
+    return true;
+  }
+
+  void RunOp(const ReadOp& op, ReadTally* tally) {
     if (failed_.load(std::memory_order_relaxed)) return;
     if (store_.closed()) {
       Fail(Status::Error(Code::E_STORE_CLOSED, "the row store was closed while this batch was in flight"));
@@ -90,37 +224,27 @@ class BatchRun {
     const ReadContext ctx = store_.Context();
     Status st;
     if (op.into_dest) {
-      st = PreadAll(f, out_ + pieces_[op.first].dest, op.len, op.need, op.offset, ctx);
+      st = PreadAll(f, out_ + plan_.pieces[op.first].dest, op.len, op.need, op.offset, ctx);
     } else {
-      // Staging memory per pool thread, reused across batches: aligned for O_DIRECT.
-      thread_local AlignedBuffer scratch;
-      uint8_t* buf = scratch.Reserve(op.len);
+      uint8_t* buf = StagingBuffer(op.len);
       if (buf == nullptr) {
         Fail(Status::Error(Code::E_INTERNAL, "out of memory for a " + std::to_string(op.len) + "-byte read buffer"));
         return;
       }
       st = PreadAll(f, buf, op.len, op.need, op.offset, ctx);
-      if (st.ok()) {
-        for (uint32_t k = op.first; k < op.first + op.count; ++k) {
-          const Piece& p = pieces_[k];
-          std::memcpy(out_ + p.dest, buf + (p.offset - op.offset), p.len);
-        }
-      }
+      if (st.ok()) CopyPieces(op, buf);
     }
     if (!st.ok()) {
       Fail(std::move(st));
       return;
     }
-    store_.reads_.fetch_add(1, std::memory_order_relaxed);
-    store_.bytes_read_.fetch_add(op.len, std::memory_order_relaxed);
-    if (op.count > 1) store_.merged_.fetch_add(op.count - 1, std::memory_order_relaxed);
+    Count(op, tally);
   }
 
   RowStore& store_;
   const RowStore::Table& table_;
   uint8_t* out_;
-  std::vector<Piece> pieces_;
-  std::vector<ReadOp> ops_;
+  PlanMemory& plan_;
   std::mutex mu_;
   Status first_;
   std::atomic<bool> failed_{false};
@@ -131,7 +255,8 @@ Status RowStore::Gather(ThreadPool& pool, uint32_t layer, const uint64_t* ids, s
   if (closed()) return Status::Error(Code::E_STORE_CLOSED, "the row store is closed");
   const Table* table = FindTable(layer);
   if (table == nullptr) return CheckIds(layer, ids, n);
-  if (n > UINT32_MAX) return Status::Error(Code::E_USAGE, "a batch holds at most 4294967295 ids");
+  // Positions, pieces (two a row) and reads are indexed with 32 bits.
+  if (n > INT32_MAX) return Status::Error(Code::E_USAGE, "a batch holds at most 2147483647 ids");
   auto need = CheckedMul(n, table->info.row_bytes);
   if (!need || *need > out_len) {
     return Status::Error(Code::E_USAGE, "the output buffer holds " + std::to_string(out_len) + " bytes but " +
@@ -139,18 +264,21 @@ Status RowStore::Gather(ThreadPool& pool, uint32_t layer, const uint64_t* ids, s
   }
   Status st = CheckIds(layer, ids, n);
   if (!st.ok()) return st;
-  std::vector<DistinctRow> rows;
-  std::vector<std::pair<uint32_t, uint32_t>> copies;
-  DistinctRows(ids, n, options_.dedup, &rows, &copies);
-  BatchRun run(*this, *table, out);
-  run.Plan(rows);
-  st = run.Run(pool);
+  // Borrowed from the store for this batch and given back however the batch ends.
+  struct Lease {
+    PlanMemoryPool& pool;
+    std::unique_ptr<PlanMemory> plan;
+    ~Lease() { pool.Give(std::move(plan)); }
+  } lease{plan_memory_, plan_memory_.Take()};
+  PlanMemory& plan = *lease.plan;
+  DistinctRows(ids, n, options_.dedup, &plan.rows, &plan.copies, &plan.sort);
+  BatchRun run(*this, *table, out, plan);
+  run.Plan();
+  st = run.Execute(pool);
   if (!st.ok()) return st;
   const uint64_t rb = table->info.row_bytes;
-  for (const auto& [to, from] : copies) std::memcpy(out + to * rb, out + from * rb, rb);
-  batches_.fetch_add(1, std::memory_order_relaxed);
-  rows_.fetch_add(n, std::memory_order_relaxed);
-  duplicates_.fetch_add(copies.size(), std::memory_order_relaxed);
+  for (const auto& [to, from] : plan.copies) std::memcpy(out + to * rb, out + from * rb, rb);
+  counters_.AddBatch(n, plan.copies.size());
   return Status::Ok();
 }
 

@@ -4,6 +4,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -15,10 +17,17 @@ struct DistinctRow {
   uint32_t pos;
 };
 
-// With dedup: ids sorted ascending, each once; `copies` lists (to, from) batch positions for
-// the repeats. Without: every position in batch order, no copies.
+// Memory the radix sort reuses across batches.
+struct SortScratch {
+  std::vector<DistinctRow> rows;
+  std::vector<uint32_t> counts;
+};
+
+// With dedup: ids sorted ascending, each once, with the first position that asked for it;
+// `copies` lists (to, from) batch positions for the repeats, in (id, position) order. Without:
+// every position in batch order, no copies. n must be at most UINT32_MAX.
 void DistinctRows(const uint64_t* ids, size_t n, bool dedup, std::vector<DistinctRow>* rows,
-                  std::vector<std::pair<uint32_t, uint32_t>>* copies);
+                  std::vector<std::pair<uint32_t, uint32_t>>* copies, SortScratch* scratch);
 
 // A byte range of a file that lands at out[dest].
 struct Piece {
@@ -46,5 +55,31 @@ struct ReadOp {
 // of it (O_DIRECT) and always staged.
 void PlanReads(const std::vector<Piece>& pieces, size_t begin, size_t end, uint32_t file, bool merge,
                uint64_t max_bytes, uint64_t align, std::vector<ReadOp>* ops);
+
+// Everything one batch's plan holds. A store keeps a few and lends one to each batch, so a
+// steady stream of batches plans without allocating.
+struct PlanMemory {
+  std::vector<DistinctRow> rows;
+  std::vector<std::pair<uint32_t, uint32_t>> copies;
+  SortScratch sort;
+  std::vector<Piece> pieces;
+  std::vector<ReadOp> ops;
+  std::vector<uint32_t> pending;  // indices of the ops left for the pool's blocking readers
+  std::vector<ReadOp> engine_ops;  // the pending ops, in order, for the io_uring engine
+  std::vector<uint32_t> missed, missed_count;  // warm batches: what each run found uncached
+};
+
+// The store's spare PlanMemory. Batches running at once on one store each take their own;
+// up to kKeep are kept when they come back, the rest freed.
+class PlanMemoryPool {
+ public:
+  std::unique_ptr<PlanMemory> Take();
+  void Give(std::unique_ptr<PlanMemory> plan);
+
+ private:
+  static constexpr size_t kKeep = 4;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<PlanMemory>> spare_;
+};
 
 }  // namespace spark

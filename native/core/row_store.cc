@@ -217,12 +217,14 @@ Status RowStore::CheckIds(uint32_t layer, const uint64_t* ids, size_t n) const {
 
 StoreStats RowStore::Stats() const {
   StoreStats s;
-  s.batches = batches_.load();
-  s.rows = rows_.load();
-  s.reads = reads_.load();
-  s.bytes_read = bytes_read_.load();
-  s.duplicates = duplicates_.load();
-  s.merged = merged_.load();
+  const StripedCounters::Totals t = counters_.Sum();
+  s.batches = t.batches;
+  s.rows = t.rows;
+  s.reads = t.reads.reads;
+  s.inline_reads = t.reads.inline_reads;
+  s.bytes_read = t.reads.bytes_read;
+  s.duplicates = t.duplicates;
+  s.merged = t.reads.merged;
   s.retries = read_counters_.retries.load();
   s.error_retries = read_counters_.error_retries.load();
   s.reopens = read_counters_.reopens.load();

@@ -6,8 +6,9 @@
 // per row for ids in that range). A packed table holds whole rows, one read per row, either
 // densely or in 4 KiB pages that no row crosses (the layout O_DIRECT wants).
 //
-// A batch is planned on one thread (sort and de-duplicate the ids, map them to byte ranges,
-// merge ranges that share or neighbour a page) and its reads are then fanned out over the pool.
+// A batch is planned on the calling thread (sort and de-duplicate the ids, map them to byte
+// ranges, merge ranges that share or neighbour a page). A small batch then reads what the page
+// cache holds on that thread; the rest of its reads are fanned out over the pool.
 #pragma once
 
 #include <atomic>
@@ -19,6 +20,8 @@
 
 #include "core/holes.h"
 #include "core/io_util.h"
+#include "core/row_counters.h"
+#include "core/row_plan.h"
 #include "core/status.h"
 #include "core/thread_pool.h"
 #include "core/uring_reader.h"
@@ -80,6 +83,7 @@ struct StoreStats {
   uint64_t batches = 0;
   uint64_t rows = 0;        // rows delivered, duplicates included
   uint64_t reads = 0;       // read operations issued (after de-duplication and merging)
+  uint64_t inline_reads = 0;  // of those, served from the page cache on the calling thread
   uint64_t bytes_read = 0;  // bytes those reads asked for
   uint64_t duplicates = 0;  // rows served by copying another row of the same batch
   uint64_t merged = 0;      // row pieces that shared a read with another piece
@@ -159,7 +163,8 @@ class RowStore {
   std::atomic<bool> closed_{false};
 
   friend class BatchRun;
-  std::atomic<uint64_t> batches_{0}, rows_{0}, reads_{0}, bytes_read_{0}, duplicates_{0}, merged_{0};
+  StripedCounters counters_;
+  PlanMemoryPool plan_memory_;
   ReadCounters read_counters_;
   std::mutex resident_mu_;  // one LoadResident at a time
   std::atomic<uint64_t> resident_bytes_{0};

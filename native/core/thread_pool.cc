@@ -71,6 +71,11 @@ Status ThreadPool::Grow(size_t threads) {
   return Status::Ok();
 }
 
+size_t ThreadPool::queued() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->queue.size();
+}
+
 void ThreadPool::Submit(std::function<void()> task) {
   {
     std::lock_guard<std::mutex> lock(state_->mu);

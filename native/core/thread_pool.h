@@ -41,6 +41,8 @@ class ThreadPool {
   // Not thread-safe against itself: one owner grows a pool.
   Status Grow(size_t threads);
   size_t size() const { return size_.load(std::memory_order_acquire); }
+  // Tasks waiting for a thread (tests: proves a batch queued no helper).
+  size_t queued() const;
 
   // Tasks must not throw (RunParallel and the binding's batons catch what they run); one
   // that does is contained so the worker survives. A pool that is stopping destroys the task

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "core/parallel.h"
-#include "core/row_plan.h"
 #include "core/row_store.h"
 #include "test/row_fixtures.h"
 #include "test/testing.h"
@@ -24,40 +23,6 @@ using spark::Code;
 const std::vector<uint64_t> kIds = {0, 999, 5, 5, 6, 7, 500, 64, 63, 998, 5, 0, 321, 322, 900};
 
 }  // namespace
-
-TEST(DistinctRowsSortsAndListsCopies) {
-  std::vector<uint64_t> ids = {9, 3, 9, 1, 3, 9};
-  std::vector<spark::DistinctRow> rows;
-  std::vector<std::pair<uint32_t, uint32_t>> copies;
-  spark::DistinctRows(ids.data(), ids.size(), true, &rows, &copies);
-  CHECK_EQ(rows.size(), 3u);
-  CHECK(rows[0].id == 1 && rows[0].pos == 3);
-  CHECK(rows[1].id == 3 && rows[1].pos == 1);
-  CHECK(rows[2].id == 9 && rows[2].pos == 0);
-  CHECK_EQ(copies.size(), 3u);
-  spark::DistinctRows(ids.data(), ids.size(), false, &rows, &copies);
-  CHECK_EQ(rows.size(), 6u);
-  CHECK(copies.empty());
-}
-
-TEST(PlanReadsMergesSharedAndNeighbouringPagesOnly) {
-  std::vector<spark::Piece> p = {{100, 66, 0}, {166, 66, 66}, {5000, 66, 132}, {20000, 66, 198}};
-  std::vector<spark::ReadOp> ops;
-  spark::PlanReads(p, 0, p.size(), 0, true, 64 * 1024, 1, &ops);
-  CHECK_EQ(ops.size(), 2u);  // 100..5066 (pages 0 and 1), then 20000
-  CHECK(ops[0].offset == 100 && ops[0].len == 4966 && ops[0].count == 3 && !ops[0].into_dest);
-  CHECK(ops[1].offset == 20000 && ops[1].len == 66 && ops[1].into_dest);
-  ops.clear();
-  spark::PlanReads(p, 0, p.size(), 0, false, 64 * 1024, 1, &ops);
-  CHECK_EQ(ops.size(), 4u);
-  ops.clear();
-  spark::PlanReads(p, 0, p.size(), 0, true, 64 * 1024, 4096, &ops);  // O_DIRECT: aligned
-  CHECK(ops[0].offset == 0 && ops[0].len == 8192 && ops[0].need == 5066);
-  CHECK(ops[1].offset == 16384 && ops[1].len == 4096 && !ops[1].into_dest);
-  ops.clear();
-  spark::PlanReads(p, 0, p.size(), 0, true, 100, 1, &ops);  // the size cap splits reads
-  CHECK_EQ(ops.size(), 4u);
-}
 
 TEST(RunParallelFromAPoolThreadDoesNotDeadlock) {
   spark::ThreadPool pool(2);

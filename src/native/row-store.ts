@@ -66,6 +66,8 @@ export interface RowStoreStats {
   batches: number;
   rows: number;
   reads: number;
+  /** Of those, reads the page cache served on the calling thread without waiting (RWF_NOWAIT). */
+  inlineReads: number;
   bytesRead: number;
   duplicates: number;
   merged: number;
