@@ -5,23 +5,8 @@ import zlib
 
 import numpy as np
 
-from .checked import (
-    HEADER_BYTES,
-    LOCAL_MANIFEST,
-    PACK_FORMAT,
-    PACK_MANIFEST,
-    PACK_VERSION,
-    PAGE_BYTES,
-    FormatError,
-    _check_ids,
-    _int,
-    _Mapped,
-    _obj,
-    _parse_json,
-    _plain_name,
-    _read_json,
-    _regular_size,
-)
+from . import checked
+from .checked import HEADER_BYTES, LOCAL_MANIFEST, PACK_FORMAT, PACK_MANIFEST, PACK_VERSION, PAGE_BYTES, FormatError
 from .layer import Copy, _Layer
 
 
@@ -29,21 +14,21 @@ class PackedLayer(_Layer):
     """One layer's data file: rows [start, end) of a table of `table_rows` rows."""
 
     def __init__(self, directory, entry, manifest, where):
-        entry = _obj(entry, where)
-        self.layer = _int(entry.get("layer"), f"{where}.layer")
+        entry = checked._obj(entry, where)
+        self.layer = checked._int(entry.get("layer"), f"{where}.layer")
         where = f"{where} (layer {self.layer})"
-        self.table_rows = _int(entry.get("rows"), f"{where}.rows", 1)
-        self.start = _int(entry.get("start"), f"{where}.start")
-        self.end = _int(entry.get("end"), f"{where}.end")
-        self.row_bytes = _int(entry.get("rowBytes"), f"{where}.rowBytes", 33)
-        self.stride = _int(entry.get("stride"), f"{where}.stride", 1)
-        self.data_offset = _int(entry.get("dataOffset"), f"{where}.dataOffset")
+        self.table_rows = checked._int(entry.get("rows"), f"{where}.rows", 1)
+        self.start = checked._int(entry.get("start"), f"{where}.start")
+        self.end = checked._int(entry.get("end"), f"{where}.end")
+        self.row_bytes = checked._int(entry.get("rowBytes"), f"{where}.rowBytes", 33)
+        self.stride = checked._int(entry.get("stride"), f"{where}.stride", 1)
+        self.data_offset = checked._int(entry.get("dataOffset"), f"{where}.dataOffset")
         self.layout = entry.get("layout")
-        self.file = _plain_name(entry.get("file"), f"{where}.file")
-        checksum = _obj(entry.get("checksum"), f"{where}.checksum")
+        self.file = checked._plain_name(entry.get("file"), f"{where}.file")
+        checksum = checked._obj(entry.get("checksum"), f"{where}.checksum")
         if checksum.get("algorithm") != "crc32":
             raise FormatError(f"{where}: checksum algorithm {checksum.get('algorithm')!r} is not crc32")
-        self.chunk_rows = _int(checksum.get("chunkRows"), f"{where}.checksum.chunkRows", 1)
+        self.chunk_rows = checked._int(checksum.get("chunkRows"), f"{where}.checksum.chunkRows", 1)
         self.checksums = checksum.get("values")
         if not isinstance(self.checksums, list) or not all(isinstance(v, str) for v in self.checksums):
             raise FormatError(f"{where}.checksum.values must be a list of hex strings")
@@ -62,12 +47,12 @@ class PackedLayer(_Layer):
         else:
             self.data_bytes = self.count * self.row_bytes
         self.path = os.path.join(directory, self.file)
-        size = _regular_size(self.path)
+        size = checked._regular_size(self.path)
         if size != HEADER_BYTES + self.data_bytes:
             raise FormatError(f"{self.path}: {size} bytes, the layout implies {HEADER_BYTES + self.data_bytes}")
-        self._file = _Mapped(self.path, HEADER_BYTES + self.data_bytes)
+        self._file = checked._Mapped(self.path, HEADER_BYTES + self.data_bytes)
         block = bytes(self._file.map[:HEADER_BYTES])
-        header = _obj(_parse_json(block.rstrip(b" "), self.path, "the header block"), f"{self.path}: the header block")
+        header = checked._obj(checked._parse_json(block.rstrip(b" "), self.path, "the header block"), f"{self.path}: the header block")
         for key in ("layer", "rows", "start", "end", "rowBytes", "stride", "dataOffset", "layout"):
             if header.get(key) != entry.get(key):
                 raise FormatError(f"{self.path}: header block says {key}={header.get(key)!r}, the manifest {entry.get(key)!r}")
@@ -82,7 +67,7 @@ class PackedLayer(_Layer):
 
     def rows(self, ids):
         """uint8 [n, D + D/32]: weight bytes then scale bytes of each global id (a copy)."""
-        local = _check_ids(ids, self.start, self.end, f"{self.path}: layer {self.layer}") - self.start
+        local = checked._check_ids(ids, self.start, self.end, f"{self.path}: layer {self.layer}") - self.start
         if local.size == 0:
             return np.empty((0, self.row_bytes), dtype=np.uint8)
         if self.layout == "page":
@@ -120,13 +105,13 @@ class PackedDir(Copy):
             path = os.path.join(directory, PACK_MANIFEST)
             if not os.path.lexists(path):
                 path = os.path.join(directory, LOCAL_MANIFEST)
-            manifest = _read_json(path, "the manifest")
-        m = _obj(manifest, path)
+            manifest = checked._read_json(path, "the manifest")
+        m = checked._obj(manifest, path)
         if m.get("format") != PACK_FORMAT or m.get("version") != PACK_VERSION:
             raise FormatError(f"{path}: format {m.get('format')!r} version {m.get('version')!r}, want {PACK_FORMAT} {PACK_VERSION}")
         self.manifest = m
-        self.rank = _int(m.get("rank"), f"{path}: rank")
-        self.world = _int(m.get("world"), f"{path}: world", 1)
+        self.rank = checked._int(m.get("rank"), f"{path}: rank")
+        self.world = checked._int(m.get("world"), f"{path}: world", 1)
         self.split = m.get("split")
         entries = m.get("layers")
         if not isinstance(entries, list) or not entries:

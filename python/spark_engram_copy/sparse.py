@@ -9,29 +9,14 @@ import zlib
 
 import numpy as np
 
-from .checked import (
-    INDEX,
-    LOCAL_MANIFEST,
-    MAX_HEADER_BYTES,
-    SPARSE_FORMAT,
-    SPARSE_VERSION,
-    FormatError,
-    HoleError,
-    _check_ids,
-    _int,
-    _Mapped,
-    _obj,
-    _parse_json,
-    _plain_name,
-    _read_json,
-    _regular_size,
-)
+from . import checked
+from .checked import INDEX, LOCAL_MANIFEST, MAX_HEADER_BYTES, SPARSE_FORMAT, SPARSE_VERSION, FormatError, HoleError
 from .layer import Copy, _Layer
 
 
 def _safetensors_header(path):
     """(8 + N, the header JSON object) of a shard, checked as the reference reader checks it."""
-    size = _regular_size(path)
+    size = checked._regular_size(path)
     if size < 8:
         raise FormatError(f"{path}: {size} bytes is too short for a safetensors header")
     with open(path, "rb") as f:
@@ -41,20 +26,20 @@ def _safetensors_header(path):
         data = f.read(n)
     if len(data) != n:
         raise FormatError(f"{path}: the header was cut short")
-    header = _obj(_parse_json(data.rstrip(b" "), path, "the safetensors header"), f"{path}: the safetensors header")
+    header = checked._obj(checked._parse_json(data.rstrip(b" "), path, "the safetensors header"), f"{path}: the safetensors header")
     return 8 + n, header
 
 
 def _tensor(header, name, path, dtype, width):
     """(data offset, rows, columns) of a 2-D one-byte tensor, checked."""
-    t = _obj(header.get(name), f"{path}: tensor {name!r}")
+    t = checked._obj(header.get(name), f"{path}: tensor {name!r}")
     if t.get("dtype") != dtype:
         raise FormatError(f"{path}: tensor {name!r} has dtype {t.get('dtype')!r}, want {dtype}")
     shape, offsets = t.get("shape"), t.get("data_offsets")
     if not (isinstance(shape, list) and len(shape) == 2 and isinstance(offsets, list) and len(offsets) == 2):
         raise FormatError(f"{path}: tensor {name!r} needs a 2-D shape and two data_offsets")
-    rows, cols = (_int(v, f"{path}: tensor {name!r} shape") for v in shape)
-    a, b = (_int(v, f"{path}: tensor {name!r} data_offsets") for v in offsets)
+    rows, cols = (checked._int(v, f"{path}: tensor {name!r} shape") for v in shape)
+    a, b = (checked._int(v, f"{path}: tensor {name!r} data_offsets") for v in offsets)
     if width is not None and cols != width:
         raise FormatError(f"{path}: tensor {name!r} has {cols} columns, want {width}")
     if b - a != rows * cols:
@@ -88,14 +73,14 @@ class SparseLayer(_Layer):
         where = f"{LOCAL_MANIFEST}: layers.{layer}"
         if not (isinstance(span, list) and len(span) == 2):
             raise FormatError(f"{where} must be [lo, hi]")
-        self.start, self.end = (_int(v, where) for v in span)
+        self.start, self.end = (checked._int(v, where) for v in span)
         if self.start > self.end:
             raise FormatError(f"{where}: [{self.start}, {self.end}) has lo > hi")
         names = {}
         for part in ("weight", "scale"):
             for name in (f"layers.{layer}.engram.embed.{part}", f"model.layers.{layer}.engram.embed.{part}"):
                 if name in weight_map:
-                    names[part] = (name, _plain_name(weight_map[name], f"{INDEX}: weight_map[{name!r}]"))
+                    names[part] = (name, checked._plain_name(weight_map[name], f"{INDEX}: weight_map[{name!r}]"))
                     break
             else:
                 raise FormatError(f"{INDEX}: no layers.{layer}.engram.embed.{part} in weight_map")
@@ -121,7 +106,7 @@ class SparseLayer(_Layer):
         for part, (path, offset, cols) in columns.items():
             need = offset + self.table_rows * cols
             if path not in maps:
-                maps[path] = _Mapped(path, need)
+                maps[path] = checked._Mapped(path, need)
             elif maps[path].size < need:
                 raise FormatError(f"{path}: {maps[path].size} bytes, the tables it holds need {need} (truncated)")
             hole = _first_hole(path, offset + self.start * cols, offset + self.end * cols)
@@ -135,7 +120,7 @@ class SparseLayer(_Layer):
 
     def rows(self, ids):
         """uint8 [n, D + D/32]: weight bytes then scale bytes of each global id (a copy)."""
-        ids = _check_ids(ids, self.start, self.end, f"{self.path}: layer {self.layer}")
+        ids = checked._check_ids(ids, self.start, self.end, f"{self.path}: layer {self.layer}")
         out = np.empty((ids.size, self.row_bytes), dtype=np.uint8)
         if ids.size:
             out[:, : self.dim] = self._weight[ids]
@@ -145,8 +130,8 @@ class SparseLayer(_Layer):
     def bad_chunks(self, table):
         """Chunks whose CRC-32 (weight rows, then scale rows) differs from spark's manifest."""
         where = f"{LOCAL_MANIFEST}: spark.tables (layer {self.layer})"
-        checksum = _obj(table.get("checksum"), f"{where}.checksum")
-        chunk_rows = _int(checksum.get("chunkRows"), f"{where}.checksum.chunkRows", 1)
+        checksum = checked._obj(table.get("checksum"), f"{where}.checksum")
+        chunk_rows = checked._int(checksum.get("chunkRows"), f"{where}.checksum.chunkRows", 1)
         values = checksum.get("values")
         chunks = -(-(self.end - self.start) // chunk_rows)
         if not isinstance(values, list) or len(values) != chunks:
@@ -170,11 +155,11 @@ class SparseCopy(Copy):
         self.directory = directory
         self.manifest = manifest
         spark = manifest.get("spark")
-        self.spark = _obj(spark, f"{LOCAL_MANIFEST}: spark") if spark is not None else None
+        self.spark = checked._obj(spark, f"{LOCAL_MANIFEST}: spark") if spark is not None else None
         if self.spark is not None and (self.spark.get("format") != SPARSE_FORMAT or self.spark.get("version") != SPARSE_VERSION):
             raise FormatError(f"{LOCAL_MANIFEST}: spark.format/version are not {SPARSE_FORMAT} {SPARSE_VERSION}")
-        index = _obj(_read_json(os.path.join(directory, INDEX), "the index"), INDEX)
-        weight_map = _obj(index.get("weight_map"), f"{INDEX}: weight_map")
+        index = checked._obj(checked._read_json(os.path.join(directory, INDEX), "the index"), INDEX)
+        weight_map = checked._obj(index.get("weight_map"), f"{INDEX}: weight_map")
         spans = manifest["layers"]
         if not spans:
             raise FormatError(f"{LOCAL_MANIFEST}: layers is empty")
@@ -195,7 +180,7 @@ class SparseCopy(Copy):
         if not isinstance(tables, list):
             raise FormatError(f"{LOCAL_MANIFEST}: spark.tables must be a list")
         for table in tables:
-            layer = self.layers.get(_obj(table, f"{LOCAL_MANIFEST}: spark.tables[]").get("layer"))
+            layer = self.layers.get(checked._obj(table, f"{LOCAL_MANIFEST}: spark.tables[]").get("layer"))
             if layer is None:
                 raise FormatError(f"{LOCAL_MANIFEST}: spark.tables names layer {table.get('layer')!r}, which layers does not")
             bad = layer.bad_chunks(table)

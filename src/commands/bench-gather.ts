@@ -144,6 +144,9 @@ interface Flags {
 
 const VARIANTS: BenchVariant[] = ['snapshot', 'snapshot+scales', 'overlay', 'packed'];
 
+/** The case grid when a flag is left out: shown by --help and applied by parseBenchGatherFlags. */
+const GATHER_DEFAULT = { threads: '1,4,16,32,64,96', batch: '24,144,49152', seconds: '2' } as const;
+
 export function parseBenchGatherFlags(source: string | undefined, f: Flags, env: NodeJS.ProcessEnv): BenchGatherRun {
   const src = fromEnv(source, env, 'SPARK_ENGRAM_DIR');
   if (src === undefined) throw usageError('give a snapshot or packed directory (or set SPARK_ENGRAM_DIR)');
@@ -154,9 +157,9 @@ export function parseBenchGatherFlags(source: string | undefined, f: Flags, env:
   });
   return {
     source: src,
-    threads: parseCountList(f.threads ?? '1,4,16,32,64,96', '--threads', 1, 1024),
-    batches: parseCountList(f.batch ?? '24,144,49152', '--batch', 1, 1 << 24),
-    seconds: parseCount(f.seconds ?? '2', '--seconds', 1, 3600),
+    threads: parseCountList(f.threads ?? GATHER_DEFAULT.threads, '--threads', 1, 1024),
+    batches: parseCountList(f.batch ?? GATHER_DEFAULT.batch, '--batch', 1, 1 << 24),
+    seconds: parseCount(f.seconds ?? GATHER_DEFAULT.seconds, '--seconds', 1, 3600),
     cold: Boolean(f.cold) || Boolean(f.evictEveryBatch),
     svg: f.svg,
     layer: f.layer === undefined ? undefined : parseCount(f.layer, '--layer', 0, 0xffffffff),
@@ -181,9 +184,9 @@ export function benchCommand(ctx: CliContext): Command {
   const gather = new Command('gather')
     .description("random-id gathers through the row store and the serving overlay's mmap path, with fio and naive baselines from the same run")
     .argument('[source]', 'snapshot, sparse copy or packed directory; default $SPARK_ENGRAM_DIR')
-    .option('--threads <list>', 'reader thread counts', '1,4,16,32,64,96')
-    .option('--batch <list>', 'ids per batch (24: one token, 144: a speculative block, 49152: a 2048-token prefill)', '24,144,49152')
-    .option('--seconds <s>', 'seconds per case', '2')
+    .option('--threads <list>', 'reader thread counts', GATHER_DEFAULT.threads)
+    .option('--batch <list>', 'ids per batch (24: one token, 144: a speculative block, 49152: a 2048-token prefill)', GATHER_DEFAULT.batch)
+    .option('--seconds <s>', 'seconds per case', GATHER_DEFAULT.seconds)
     .option('--cold', 'evict the source files from the page cache before every case')
     .option('--evict-every-batch', 'with --cold: evict before every batch too (untimed), so a source smaller than the page cache stays cold')
     .option('--merge-gain', 'pread pool: run every case again without page merging and report rows/s merged over unmerged')

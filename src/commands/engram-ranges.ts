@@ -8,7 +8,7 @@ import { usageError } from '../errors.js';
 import type { LayerSource } from '../engram/layer-source.js';
 import type { RankLayerRange, TilingReport } from '../engram/ranges.js';
 import type { SplitRule } from '../domain/split-rule.js';
-import { fromEnv, parseCount } from './options.js';
+import { fromEnv, parseCount, rankShareFlags } from './options.js';
 import { compilePattern } from './snapshot-args.js';
 
 export interface EngramRangesOptions {
@@ -143,12 +143,10 @@ export async function runEngramRanges(o: EngramRangesOptions, io: Io): Promise<C
 }
 
 export function engramRangesCommand(ctx: CliContext): Command {
-  return new Command('engram-ranges')
+  const head = new Command('engram-ranges')
     .description('the Engram rows each rank owns (SPARK_ENGRAM_ROWS), or check that given ranges tile every table')
-    .argument('[snapshot]', 'snapshot, sparse copy or packed directory (default SPARK_ENGRAM_DIR)')
-    .option('--rank <r>', 'this rank (default NODE_RANK)')
-    .option('--world <w>', 'number of ranks (default SPARK_WORLD_SIZE)')
-    .option('--split <rule>', 'floor (SGLang, default), front, or heads (vLLM: whole sub-tables)')
+    .argument('[snapshot]', 'snapshot, sparse copy or packed directory (default SPARK_ENGRAM_DIR)');
+  return rankShareFlags(head)
     .option('--format <f>', 'env (the value, default), shell (an export line) or json')
     .option('--all', 'every rank: one value per line (env), a case block (shell), or JSON')
     .option('--check <spec...>', 'one SPARK_ENGRAM_ROWS value per rank, in rank order (or engram_partition.py\'s lines): exit 1 unless they tile every table')

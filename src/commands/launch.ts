@@ -39,14 +39,17 @@ export interface LaunchFlags {
   nodeTimeout?: string;
 }
 
+/** Seconds of the /health wait when a flag is left out: shown by --help and applied by launchRequest. */
+const HEALTH_WAIT_DEFAULT = { timeout: '1200', interval: '5', progress: '30' } as const;
+
 export function launchRequest(recipe: string, f: LaunchFlags, signal?: AbortSignal): LaunchRequest {
   if (f.cluster === undefined) throw usageError('spark launch needs --cluster FILE (the nodes to run on)');
   const req: LaunchRequest = {
     recipe,
     cluster: f.cluster,
-    timeoutMs: parseSeconds(f.timeout ?? '1200', '--timeout', 0.001) * 1000,
-    intervalMs: parseSeconds(f.interval ?? '5', '--interval', 0.001) * 1000,
-    progressEveryMs: parseSeconds(f.progress ?? '30', '--progress') * 1000,
+    timeoutMs: parseSeconds(f.timeout ?? HEALTH_WAIT_DEFAULT.timeout, '--timeout', 0.001) * 1000,
+    intervalMs: parseSeconds(f.interval ?? HEALTH_WAIT_DEFAULT.interval, '--interval', 0.001) * 1000,
+    progressEveryMs: parseSeconds(f.progress ?? HEALTH_WAIT_DEFAULT.progress, '--progress') * 1000,
     detectGid: f.detectGid !== false,
   };
   if (f.env !== undefined) req.env = f.env;
@@ -107,9 +110,9 @@ export function launchCommand(ctx: CliContext): Command {
     .option('--env <file>', 'an env file whose values win over the recipe [env]')
     .option('--revision <rev>', 'model revision to serve (commit, or a ref under refs/); default the recipe\'s --revision, else refs/main')
     .option('--health-url <url>', 'URL to poll (default http://<head host>:<port>/health)')
-    .option('--timeout <seconds>', 'give up waiting for /health after this long', '1200')
-    .option('--interval <seconds>', 'time between /health polls', '5')
-    .option('--progress <seconds>', 'a progress line this often while waiting (terminal only; 0 = none)', '30')
+    .option('--timeout <seconds>', 'give up waiting for /health after this long', HEALTH_WAIT_DEFAULT.timeout)
+    .option('--interval <seconds>', 'time between /health polls', HEALTH_WAIT_DEFAULT.interval)
+    .option('--progress <seconds>', 'a progress line this often while waiting (terminal only; 0 = none)', HEALTH_WAIT_DEFAULT.progress)
     .option('--force', 'launch even when preflight reports errors')
     .option('--keep-on-failure', 'leave the containers running when the launch fails')
     .option('--follow', 'keep streaming the logs once healthy, until Ctrl-C')

@@ -1,5 +1,6 @@
 // Shared option parsing for commands: integers, lists and environment fallbacks, each failing
 // with a usage error (exit 2) that names the flag or variable and what it accepts.
+import type { Command } from 'commander';
 import { usageError } from '../errors.js';
 
 /** A non-negative decimal integer (no sign, no exponent), exact up to 2^53. */
@@ -52,4 +53,15 @@ export function parseRate(text: string): number {
   const v = Number(t);
   if (!/^\d+(\.\d+)?$/.test(t) || !(v > 0) || v > 1e6) throw usageError(`--rate-limit must be a positive number of MB/s (at most 1000000), got '${text}'`);
   return Math.max(1, Math.round(v * 1e6));
+}
+
+/**
+ * --rank, --world and --split: which rank's share of the Engram tables, under which split rule.
+ * spark pack and spark engram-ranges take them with the same meaning and environment fallbacks.
+ */
+export function rankShareFlags(cmd: Command): Command {
+  return cmd
+    .option('--rank <r>', 'this rank (default NODE_RANK)')
+    .option('--world <w>', 'number of ranks (default SPARK_WORLD_SIZE)')
+    .option('--split <rule>', 'floor (SGLang, default), front, or heads (vLLM: whole sub-tables)');
 }

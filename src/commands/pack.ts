@@ -9,7 +9,7 @@ import type { CommandResult, Io } from '../io.js';
 import type { PackLayoutName, PackProgressInfo, PackSummary } from '../pack/pack.js';
 import { parseSplit } from '../engram/ranges.js';
 import { formatBytes } from '../format.js';
-import { fromEnv, parseCount, parseRate, requireOption } from './options.js';
+import { fromEnv, parseCount, parseRate, rankShareFlags, requireOption } from './options.js';
 import { progressLine, progressLog, type ProgressLine } from './progress.js';
 import { engramPatternFlags, patternsFromFlags, snapshotArgument } from './snapshot-args.js';
 import { reportInterrupt } from './interrupt.js';
@@ -167,13 +167,11 @@ export async function runPack(o: PackOptions, io: Io): Promise<CommandResult> {
 }
 
 export function packCommand(ctx: CliContext): Command {
-  const cmd = new Command('pack')
+  const head = new Command('pack')
     .description("copy this rank's Engram rows to a node-local directory (the overlay's sparse copy, or a one-read pack)")
     .argument('[snapshot]', 'snapshot directory or .safetensors file (default SPARK_ENGRAM_DIR)')
-    .option('--out <dir>', 'node-local directory to write (created if missing)')
-    .option('--rank <r>', 'this rank (default NODE_RANK)')
-    .option('--world <w>', 'number of ranks (default SPARK_WORLD_SIZE)')
-    .option('--split <rule>', 'floor (SGLang, default), front, or heads (vLLM: whole sub-tables)')
+    .option('--out <dir>', 'node-local directory to write (created if missing)');
+  const cmd = rankShareFlags(head)
     .option('--layout <l>', "sparse (default: the serving overlay's sparse copy), dense (rows back to back) or page (no row crosses a 4 KiB page)")
     .option('--threads <n>', `copy workers (default SPARK_ENGRAM_THREADS, else 4; at most ${MAX_PACK_THREADS} are used)`)
     .option('--chunk-rows <n>', 'rows per checksum chunk (default ~16 MiB of rows)')

@@ -56,10 +56,9 @@ export function planDense(req: PackRequest, ranges: PlannedRange[], sources: Sou
         scale: { offset: table.scale.fileOffset, ...sourceOf(table.scale.fileName) },
       });
       return packLayer({
-        dir: c.dir,
+        ...c, // dir, threads and the tuning pack.ts chose, passed through as they are
         name: entry.file,
         key,
-        threads: c.threads,
         weight: { path: table.weight.file, offset: table.weight.fileOffset },
         scale: { path: table.scale.file, offset: table.scale.fileOffset },
         start: entry.start,
@@ -68,11 +67,6 @@ export function planDense(req: PackRequest, ranges: PlannedRange[], sources: Sou
         layout,
         chunkRows: entry.checksum.chunkRows,
         header,
-        ...(c.rateLimit !== undefined ? { rateLimit: c.rateLimit } : {}),
-        ...(c.commitBytes !== undefined ? { commitBytes: c.commitBytes } : {}),
-        ...(c.dropSourceCache !== undefined ? { dropSourceCache: c.dropSourceCache } : {}),
-        ...(c.faultAfterChunks !== undefined ? { faultAfterChunks: c.faultAfterChunks } : {}),
-        ...(c.testDirectRefusal !== undefined ? { testDirectRefusal: c.testDirectRefusal } : {}),
       });
     },
   }));

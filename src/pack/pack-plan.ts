@@ -2,7 +2,7 @@
 // returns, and the plan each layout (pack-dense.ts, pack-sparse.ts) hands the driver (pack.ts),
 // which owns what every layout shares: the directory, the lock, resume, space, the manifest.
 import { SparkError } from '../errors.js';
-import type { IoMode, NativeJob, PackDirectory, PackLayerProgress, PackLayerResult } from '../native/pack.js';
+import type { IoMode, NativeJob, PackDirectory, PackFileJob, PackLayerProgress, PackLayerResult } from '../native/pack.js';
 import type { LocalDir } from '../engram/local-dir.js';
 import { INDEX_FILE } from '../engram/snapshot.js';
 import type { SplitRule } from '../domain/split-rule.js';
@@ -129,16 +129,14 @@ export interface PackSummary {
  */
 export type PackDifference = { kind: 'same' } | { kind: 'stale' | 'conflict'; why: string };
 
-/** What every native job of a pack shares. */
-export interface UnitCommon {
-  dir: PackDirectory;
-  threads: number;
-  rateLimit?: number;
-  commitBytes?: number;
-  dropSourceCache?: boolean;
-  faultAfterChunks?: number;
-  testDirectRefusal?: 'open' | 'transfer';
-}
+/**
+ * What every native job of a pack shares. Each unit passes it into its job as it is, so it holds
+ * only fields of the native job (and leaves out those not set).
+ */
+export type UnitCommon = Pick<
+  PackFileJob,
+  'dir' | 'threads' | 'rateLimit' | 'commitBytes' | 'dropSourceCache' | 'faultAfterChunks' | 'testDirectRefusal'
+>;
 
 /** One data file of the plan and how to write it. */
 export interface PackUnit {

@@ -88,20 +88,14 @@ export function planSparse(req: PackRequest, ranges: PlannedRange[], sources: So
       bytes: shard.tables.reduce((s, t) => s + rowBytes(t), 0),
       start: (c) =>
         packSparseShard({
-          dir: c.dir,
+          ...c, // dir, threads and the tuning pack.ts chose, passed through as they are
           name: shard.name,
           key: JSON.stringify({ format: SPARSE_FORMAT, version: SPARSE_VERSION, source: sourceKey(src), tables }),
-          threads: c.threads,
           sourcePath: shard.file,
           sourceBytes: src.bytes,
           headerBytes: src.headerBytes,
           headerCrc: src.crc,
           tables,
-          ...(c.rateLimit !== undefined ? { rateLimit: c.rateLimit } : {}),
-          ...(c.commitBytes !== undefined ? { commitBytes: c.commitBytes } : {}),
-          ...(c.dropSourceCache !== undefined ? { dropSourceCache: c.dropSourceCache } : {}),
-          ...(c.faultAfterChunks !== undefined ? { faultAfterChunks: c.faultAfterChunks } : {}),
-          ...(c.testDirectRefusal !== undefined ? { testDirectRefusal: c.testDirectRefusal } : {}),
         }),
     };
   });
