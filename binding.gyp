@@ -58,6 +58,7 @@
         "native/core/mmap_gather.cc",
         "native/core/uring.cc",
         "native/core/uring_reader.cc",
+        "native/core/uring_reader_complete.cc",
         "native/core/row_store_engine.cc"
       ]
     },

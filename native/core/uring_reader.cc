@@ -18,106 +18,16 @@
 
 #include "core/checked.h"
 #include "core/uring.h"
+#include "core/uring_reader_impl.h"
 
 namespace spark {
 
-namespace {
-
-// One read call asks for at most this much (an SQE's length is 32 bits); a longer read is
-// continued like a short one. A multiple of kDirectAlign.
-constexpr uint64_t kMaxCall = 1ull << 30;
-constexpr uint64_t kWakeTag = ~0ull;  // user_data of the eventfd poll that wakes the thread
-
-uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-void Count(const ReadContext& ctx, std::atomic<uint64_t> ReadCounters::*which) {
-  if (ctx.counters != nullptr) (ctx.counters->*which).fetch_add(1, std::memory_order_relaxed);
-}
-
-// A batch as the submitting thread tracks it. Lives on the stack of the Run that waits for it.
-struct Batch {
-  const ReadOp* ops = nullptr;
-  const Piece* pieces = nullptr;
-  uint8_t* out = nullptr;
-  size_t n = 0;
-  // Submitting thread only, until `done`:
-  size_t next = 0;        // first op not yet given a slot
-  size_t unfinished = 0;  // ops neither finished nor skipped
-  bool queued = true;     // still in the queue (set before it is pushed): not finished from Release
-  bool failed = false;
-  Status first;
-  // Handing the result back:
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-};
-
-// One read in flight (or waiting to be issued again); user_data of its SQE is its index.
-struct Slot {
-  Batch* batch = nullptr;
-  uint32_t op = 0;
-  size_t done = 0;        // bytes of the op read so far
-  uint32_t failures = 0;  // transient errors met
-  bool trim = false;      // fault injection: report align/2 fewer bytes
-  bool fixed = false;     // buf is in the registered arena
-  uint8_t* buf = nullptr;
-  uint8_t* arena = nullptr;  // this slot's part of the registered arena
-  AlignedBuffer big;         // staging for a read larger than a slot
-};
-
-}  // namespace
-
-struct UringReader::Impl {
-  std::unique_ptr<Uring> ring;
-  std::vector<ReadFile*> files;
-  std::vector<int> registered;  // descriptor registered at each file index
-  ReadContext ctx;
-  const std::atomic<bool>* closed = nullptr;
-  uint64_t slot_bytes = 0;
-  bool fixed_buffers = false;
-  uint8_t* arena = nullptr;
-  std::unique_ptr<Slot[]> slots;
-  unsigned depth = 0;
-  int wake_fd = -1;
-  std::thread thread;
-
-  std::mutex mu;  // guards queue and stopping
-  std::deque<Batch*> queue;
-  bool stopping = false;
-
-  // Submitting thread only:
-  std::vector<uint32_t> free;   // slot indices
-  std::vector<uint32_t> ready;  // slots whose next call must be issued
-  std::vector<std::pair<uint64_t, uint32_t>> deferred;  // (due ns, slot): retries backing off
-  bool wake_armed = false;
-  size_t busy = 0;  // slots not free
-
-  ~Impl() {
-    std::free(arena);
-    if (wake_fd >= 0) close(wake_fd);
-  }
-
-  void Wake() {
-    uint64_t one = 1;
-    while (write(wake_fd, &one, sizeof one) < 0 && errno == EINTR) {
-    }
-  }
-
-  void Loop();
-  bool Admit();
-  bool Issue(uint32_t slot);
-  void Complete(uint32_t slot, int res);
-  void Succeed(uint32_t slot);
-  void Fail(Batch& b, Status st);
-  void Release(uint32_t slot);
-  void Finish(Batch& b);
-  bool Retry(uint32_t slot, int err);
-  size_t Align(const ReadOp& op) const { return files[op.file]->direct() ? kDirectAlign : 1; }
-};
+using uring_detail::Batch;
+using uring_detail::Count;
+using uring_detail::kMaxCall;
+using uring_detail::kWakeTag;
+using uring_detail::NowNs;
+using uring_detail::Slot;
 
 UringReader::UringReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
@@ -346,124 +256,6 @@ bool UringReader::Impl::Issue(uint32_t s) {
   sqe->buf_index = 0;
   sqe->user_data = s;
   return true;
-}
-
-// What one read call's result means for its op: done, continued, retried or failed.
-void UringReader::Impl::Complete(uint32_t s, int res) {
-  Slot& slot = slots[s];
-  Batch& b = *slot.batch;
-  if (b.failed) {
-    Release(s);
-    return;
-  }
-  const ReadOp& op = b.ops[slot.op];
-  ReadFile& f = *files[op.file];
-  const size_t align = Align(op);
-  const uint64_t at = op.offset + slot.done;
-  if (res == -EINTR || res == -EAGAIN) {
-    Count(ctx, &ReadCounters::retries);
-    ready.push_back(s);
-    return;
-  }
-  if (res < 0) {
-    if (!Retry(s, -res)) {
-      Fail(b, ReadCallError(f, "io_uring read", op.len - slot.done, -res, false, res, at, slot.failures));
-      Release(s);
-    }
-    return;
-  }
-  size_t r = static_cast<size_t>(res);
-  if (slot.trim && r >= align) r -= align / 2;
-  ReadStep step = ReadStep::kEnd;
-  if (r > 0) {
-    bool continued = false;
-    step = AdvanceRead(f.fd(), op.offset, op.len, align, r, &slot.done, &continued);
-    if (continued) Count(ctx, &ReadCounters::retries);
-  }
-  if (step == ReadStep::kShortBlock) {
-    if (!Retry(s, 0)) {
-      Fail(b, ReadCallError(f, "io_uring read", op.len - slot.done, 0, true, static_cast<long>(r), at, slot.failures));
-      Release(s);
-    }
-    return;
-  }
-  if (step == ReadStep::kMore && slot.done < op.len) {
-    ready.push_back(s);
-    return;
-  }
-  if (slot.done < op.need) {
-    Fail(b, EndOfFileError(f, op.need, slot.done, op.offset));
-    Release(s);
-    return;
-  }
-  Succeed(s);
-}
-
-// A transient error (err) or a short O_DIRECT block (err 0): backs off and issues the call
-// again, reopening the file after ESTALE. False when the error is permanent or the retries
-// are spent.
-bool UringReader::Impl::Retry(uint32_t s, int err) {
-  Slot& slot = slots[s];
-  if ((err != 0 && !IsTransientReadError(err)) || slot.failures >= ctx.retry.retries) return false;
-  ++slot.failures;
-  Count(ctx, &ReadCounters::error_retries);
-  const uint32_t index = slot.batch->ops[slot.op].file;
-  if (err == ESTALE) {
-    ReadFile& f = *files[index];
-    bool reopened = false;
-    Status st = f.Reopen(registered[index], &reopened);
-    if (!st.ok()) {
-      Fail(*slot.batch, st.At(slot.batch->ops[slot.op].offset + slot.done));
-      Release(s);
-      return true;
-    }
-    if (reopened) Count(ctx, &ReadCounters::reopens);
-    if (f.fd() != registered[index]) {
-      int r = ring->UpdateFile(index, f.fd());
-      if (r < 0) {
-        Fail(*slot.batch, ErrnoStatus(-r, "io_uring_register (file update after reopening)", f.path()));
-        Release(s);
-        return true;
-      }
-      registered[index] = f.fd();
-    }
-  }
-  deferred.emplace_back(NowNs() + RetryDelayMicros(ctx.retry, slot.failures) * 1000, s);
-  return true;
-}
-
-void UringReader::Impl::Succeed(uint32_t s) {
-  Slot& slot = slots[s];
-  Batch& b = *slot.batch;
-  const ReadOp& op = b.ops[slot.op];
-  if (!op.into_dest) {
-    for (uint32_t k = op.first; k < op.first + op.count; ++k) {
-      const Piece& p = b.pieces[k];
-      std::memcpy(b.out + p.dest, slot.buf + (p.offset - op.offset), p.len);
-    }
-  }
-  Release(s);
-}
-
-void UringReader::Impl::Fail(Batch& b, Status st) {
-  if (!b.failed) b.first = std::move(st);
-  b.failed = true;
-}
-
-void UringReader::Impl::Release(uint32_t s) {
-  Batch& b = *slots[s].batch;
-  slots[s].batch = nullptr;
-  free.push_back(s);
-  --busy;
-  if (--b.unfinished == 0 && !b.queued) Finish(b);
-}
-
-// Hands the result back. `b` lives on the waiting thread's stack: it is not touched after the
-// lock is released.
-void UringReader::Impl::Finish(Batch& b) {
-  std::lock_guard<std::mutex> lock(b.mu);
-  b.done = true;
-  b.cv.notify_one();
 }
 
 }  // namespace spark
