@@ -61,6 +61,13 @@ inline constexpr uint64_t kDim = 64;  // 2 scale bytes per row; row = 66 bytes
 inline constexpr uint64_t kRowBytes = kDim + kDim / 32;
 inline constexpr uint64_t kHeader = 664;  // not page aligned, like the real shards
 
+inline TableSpec TableOf(spark::TableKind kind, uint32_t layer) {
+  TableSpec t;
+  t.kind = kind;
+  t.layer = layer;
+  return t;
+}
+
 // A safetensors-like file: `header` bytes, then weight [rows, dim], then scale [rows, dim/32].
 inline TableSpec WriteSnapshot(const std::string& name, uint32_t layer, uint64_t rows) {
   std::vector<uint8_t> bytes(kHeader, ' ');
@@ -73,9 +80,7 @@ inline TableSpec WriteSnapshot(const std::string& name, uint32_t layer, uint64_t
     std::memcpy(s + r * (kDim / 32), row.data() + kDim, kDim / 32);
   }
   std::string path = WriteTempFile(name, bytes);
-  TableSpec t;
-  t.kind = spark::TableKind::kSnapshot;
-  t.layer = layer;
+  TableSpec t = TableOf(spark::TableKind::kSnapshot, layer);
   t.rows = rows;
   t.dim = kDim;
   t.weight_path = t.scale_path = path;
@@ -97,9 +102,7 @@ inline TableSpec WritePacked(const std::string& name, uint32_t layer, uint64_t s
     std::memcpy(&data[off], row.data(), kRowBytes);
   }
   std::string path = WriteTempFile(name, data);
-  TableSpec t;
-  t.kind = spark::TableKind::kPacked;
-  t.layer = layer;
+  TableSpec t = TableOf(spark::TableKind::kPacked, layer);
   t.path = path;
   t.start = start;
   t.end = end;
