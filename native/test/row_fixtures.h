@@ -7,9 +7,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/row_store.h"
@@ -136,6 +138,28 @@ inline spark::Status GatherInto(RowStore& store, spark::ThreadPool& pool, uint32
                          std::vector<uint8_t>* out) {
   out->assign(ids.size() * kRowBytes, 0xEE);
   return store.Gather(pool, layer, ids.data(), ids.size(), out->data(), out->size());
+}
+
+// Gathers `ids` of `layer` and checks every byte; prints the error when the gather failed.
+inline bool GathersRightRows(RowStore& store, spark::ThreadPool& pool, uint32_t layer, const std::vector<uint64_t>& ids) {
+  std::vector<uint8_t> out;
+  spark::Status st = GatherInto(store, pool, layer, ids, &out);
+  if (!st.ok()) std::printf("  %s\n", st.ToString().c_str());
+  return st.ok() && RowsMatch(out, layer, ids);
+}
+
+// Starts a batch of `ids` of `layer` on another thread, closes the store `after` into it and
+// returns the batch's status once it has ended; `out` holds whatever the batch wrote.
+inline spark::Status GatherClosedAfter(RowStore& store, spark::ThreadPool& pool, uint32_t layer,
+                                       const std::vector<uint64_t>& ids, std::chrono::milliseconds after,
+                                       std::vector<uint8_t>* out) {
+  out->assign(ids.size() * kRowBytes, 0xEE);
+  spark::Status st;
+  std::thread worker([&] { st = store.Gather(pool, layer, ids.data(), ids.size(), out->data(), out->size()); });
+  std::this_thread::sleep_for(after);
+  store.Close();
+  worker.join();
+  return st;
 }
 
 inline int RemoveTempDir() {

@@ -98,15 +98,11 @@ TEST(AStaleHandleIsReopenedOnceForEveryThread) {
   spark::ThreadPool pool(4);
   auto store = OpenStore({t}, o);
   std::vector<uint64_t> ids = Spread(0, 300, 7);
-  std::vector<uint8_t> out;
-  spark::Status st = GatherInto(*store, pool, 1, ids, &out);
-  if (!st.ok()) std::printf("  %s\n", st.ToString().c_str());
-  CHECK(st.ok());
-  CHECK(RowsMatch(out, 1, ids));
+  CHECK(GathersRightRows(*store, pool, 1, ids));
   auto s = store->Stats();
   CHECK_EQ(s.reopens, 1u);  // four readers saw ESTALE; one reopen serves them all
   CHECK(s.error_retries >= 1 && s.error_retries <= 4);
-  CHECK(GatherInto(*store, pool, 1, ids, &out).ok());  // later batches use the new descriptor
+  CHECK(GathersRightRows(*store, pool, 1, ids));  // later batches use the new descriptor
   CHECK_EQ(store->Stats().reopens, 1u);
 }
 
@@ -137,11 +133,7 @@ TEST(ShortDirectReadsContinueFromTheLastWholeBlock) {
   CHECK(store->Find(2)->direct_active);  // needs a filesystem with O_DIRECT (not tmpfs)
   std::vector<uint64_t> ids;
   for (uint64_t i = 0; i < 400; ++i) ids.push_back((i * 37) % 1000);  // merged into multi-page reads
-  std::vector<uint8_t> out;
-  spark::Status st = GatherInto(*store, pool, 2, ids, &out);
-  if (!st.ok()) std::printf("  %s\n", st.ToString().c_str());
-  CHECK(st.ok());
-  CHECK(RowsMatch(out, 2, ids));
+  CHECK(GathersRightRows(*store, pool, 2, ids));
   auto s = store->Stats();
   CHECK(s.retries > 0);  // continued from a whole block
 }
@@ -250,9 +242,7 @@ TEST(ResidentScalesLoadWhileGathersRun) {
     CHECK_EQ(bad.load(), 0);
     CHECK_EQ(store->Stats().resident_bytes, 1000u * 2);  // loaded once, counted once
     uint64_t before = store->Stats().reads;
-    std::vector<uint8_t> out;
-    CHECK(GatherInto(*store, pool, 5, ids, &out).ok());
-    CHECK(RowsMatch(out, 5, ids));
+    CHECK(GathersRightRows(*store, pool, 5, ids));
     if (!o.merge) CHECK_EQ(store->Stats().reads - before, 64u);  // weights only: scales are resident
   }
 }

@@ -131,9 +131,7 @@ TEST(RefusedSetupFallsBackOrFailsClearly) {
     CHECK(s.io_engine_note.find(std::strerror(err)) != std::string::npos);
     spark::ThreadPool pool(2);
     std::vector<uint64_t> ids = {5, 99, 0, 5};
-    std::vector<uint8_t> out;
-    CHECK(GatherInto(*store, pool, 1, ids, &out).ok());
-    CHECK(RowsMatch(out, 1, ids));
+    CHECK(GathersRightRows(*store, pool, 1, ids));
     o.io_engine = IoEngine::kUring;
     std::shared_ptr<RowStore> forced;
     spark::Status st = RowStore::Open({t}, o, &forced);
@@ -243,11 +241,7 @@ TEST(FaultsAreHonouredInUringReads) {
   spark::ThreadPool pool(2);
   for (uint32_t layer : {1u, 2u}) {
     std::vector<uint64_t> ids = RandomIds(0, 2000, 600, layer);
-    std::vector<uint8_t> out;
-    spark::Status st = GatherInto(*store, pool, layer, ids, &out);
-    if (!st.ok()) std::printf("  %s\n", st.ToString().c_str());
-    CHECK(st.ok());
-    CHECK(RowsMatch(out, layer, ids));
+    CHECK(GathersRightRows(*store, pool, layer, ids));
   }
   auto s = store->Stats();
   CHECK(s.retries > 0);        // EINTR and short reads continued
@@ -258,12 +252,9 @@ TEST(FaultsAreHonouredInUringReads) {
   auto s2 = OpenStore({snap}, stale);
   if (!s2) return;
   std::vector<uint64_t> ids = RandomIds(0, 2000, 300, 11);
-  std::vector<uint8_t> out;
-  CHECK(GatherInto(*s2, pool, 1, ids, &out).ok());
-  CHECK(RowsMatch(out, 1, ids));
+  CHECK(GathersRightRows(*s2, pool, 1, ids));
   CHECK_EQ(s2->Stats().reopens, 1u);
-  CHECK(GatherInto(*s2, pool, 1, ids, &out).ok());
-  CHECK(RowsMatch(out, 1, ids));
+  CHECK(GathersRightRows(*s2, pool, 1, ids));
   CHECK_EQ(s2->Stats().reopens, 1u);
 }
 
