@@ -115,6 +115,13 @@ inline TableSpec WritePacked(const std::string& name, uint32_t layer, uint64_t s
   return t;
 }
 
+// A packed file of 4096-byte pages that the store is asked to read with O_DIRECT.
+inline TableSpec WriteDirectPages(const std::string& name, uint32_t layer, uint64_t start, uint64_t end) {
+  TableSpec t = WritePacked(name, layer, start, end, true);
+  t.direct = true;
+  return t;
+}
+
 inline std::shared_ptr<RowStore> OpenStore(std::vector<TableSpec> tables, spark::StoreOptions opts = {}) {
   std::shared_ptr<RowStore> store;
   spark::Status st = RowStore::Open(tables, opts, &store);

@@ -123,8 +123,7 @@ TEST(AFileReplacedBehindAStaleHandleIsReportedNotRead) {
 }
 
 TEST(ShortDirectReadsContinueFromTheLastWholeBlock) {
-  TableSpec t = WritePacked("short-direct.bin", 2, 0, 1000, true);
-  t.direct = true;
+  TableSpec t = WriteDirectPages("short-direct.bin", 2, 0, 1000);
   spark::StoreOptions o = Quick();
   o.faults.short_unaligned_every = 2;  // every other read returns half a block short
   o.max_merge_bytes = 3 * 4096;        // many reads of one to three pages
@@ -188,8 +187,7 @@ TEST(DirectReadsAcceptTheEndOfTheFileInsideABlock) {
 
 TEST(ABufferedTableNeverReadsThroughAnODirectDescriptor) {
   // Two tables over one page-layout file: the first asks for O_DIRECT, the second does not.
-  TableSpec direct = WritePacked("shared.bin", 3, 0, 1000, true);
-  direct.direct = true;
+  TableSpec direct = WriteDirectPages("shared.bin", 3, 0, 1000);
   TableSpec buffered = direct;
   buffered.layer = 4;
   buffered.direct = false;

@@ -146,8 +146,7 @@ TEST(PacksAreByteExactThroughUring) {
   if (!Available()) return;
   TableSpec dense = WritePacked("u-dense.bin", 1, 0, 3000, false);
   TableSpec page = WritePacked("u-page.bin", 2, 100, 3100, true);
-  TableSpec direct = WritePacked("u-direct.bin", 3, 200, 3200, true);
-  direct.direct = true;
+  TableSpec direct = WriteDirectPages("u-direct.bin", 3, 200, 3200);
   TableSpec dense_direct = WritePacked("u-dense-direct.bin", 4, 0, 3000, false);
   dense_direct.direct = true;
   std::vector<TableSpec> all = {dense, page, direct, dense_direct};
@@ -227,8 +226,7 @@ TEST(UringReportsTheSameErrorsAsThePreadPool) {
 TEST(FaultsAreHonouredInUringReads) {
   if (!Available()) return;
   TableSpec snap = WriteSnapshot("u-faults-snap.bin", 1, 2000);
-  TableSpec direct = WritePacked("u-faults-direct.bin", 2, 0, 2000, true);
-  direct.direct = true;
+  TableSpec direct = WriteDirectPages("u-faults-direct.bin", 2, 0, 2000);
   spark::StoreOptions o = Engine(IoEngine::kUring);
   o.faults.short_every = 3;
   o.faults.eintr_every = 5;
@@ -261,8 +259,7 @@ TEST(FaultsAreHonouredInUringReads) {
 TEST(ManyConcurrentBatchesShareOneRing) {
   if (!Available()) return;
   TableSpec snap = WriteSnapshot("u-many-snap.bin", 1, 5000);
-  TableSpec direct = WritePacked("u-many-direct.bin", 2, 0, 5000, true);
-  direct.direct = true;
+  TableSpec direct = WriteDirectPages("u-many-direct.bin", 2, 0, 5000);
   spark::StoreOptions o = Engine(IoEngine::kUring);
   o.io_depth = 16;  // fewer slots than reads wanted at once: batches queue for them
   auto store = OpenStore({snap, direct}, o);
