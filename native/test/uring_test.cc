@@ -298,12 +298,8 @@ TEST(CloseWhileUringBatchesRunFailsThemCleanly) {
   if (!store) return;
   spark::ThreadPool pool(2);
   std::vector<uint64_t> ids = RandomIds(0, 20000, 20000, 3);
-  std::vector<uint8_t> out(ids.size() * kRowBytes);
-  spark::Status st;
-  std::thread worker([&] { st = store->Gather(pool, 1, ids.data(), ids.size(), out.data(), out.size()); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  store->Close();
-  worker.join();
+  std::vector<uint8_t> out;
+  spark::Status st = GatherClosedAfter(*store, pool, 1, ids, std::chrono::milliseconds(1), &out);
   // Either it finished first (then every byte is right) or it failed as closed.
   if (st.ok()) {
     CHECK(RowsMatch(out, 1, ids));
