@@ -11,7 +11,7 @@ import { tempDir } from './helpers/tmp.js';
 import { makeSnapshot } from './helpers/synth.js';
 import { floorRange, writeSparseCopy } from './helpers/sparse-copy.js';
 import { openSnapshot } from '../src/engram/snapshot.js';
-import { MmapGather } from '../src/native/sparse.js';
+import { MmapGather, type MmapTableSpec } from '../src/native/sparse.js';
 import { NaiveGather } from '../src/bench/naive-gather.js';
 import { openRowSource } from '../src/engram/row-source.js';
 
@@ -107,7 +107,7 @@ test("the overlay's mmap gather: rows byte-exact for owned ids, zeros for the ot
   const t = (await openSnapshot(snap.dir)).engram[1];
   const [lo, hi] = [1000, 5000];
   const g = MmapGather.open(
-    [{ layer: t.layer, rows: t.rows, dim: t.dim, weightPath: t.weight.file, weightOffset: t.weight.fileOffset, scalePath: t.scale.file, scaleOffset: t.scale.fileOffset, lo, hi }],
+    [{ layer: t.layer, rows: t.rows, dim: t.dim, weight: { path: t.weight.file, offset: t.weight.fileOffset }, scale: { path: t.scale.file, offset: t.scale.fileOffset }, range: [lo, hi] }],
     { threads: 3 },
   );
   try {
@@ -134,7 +134,11 @@ test("the overlay's mmap gather: rows byte-exact for owned ids, zeros for the ot
   } finally {
     await g.close();
   }
-  assert.throws(() => MmapGather.open([{ layer: 1, rows: 10, dim: 256, weightPath: snap.dir, weightOffset: 0, scalePath: snap.dir, scaleOffset: 0, lo: 0, hi: 10 }], { threads: 1 }), { code: 'E_SHARD_MISSING' });
+  assert.throws(() => MmapGather.open([{ layer: 1, rows: 10, dim: 256, weight: { path: snap.dir, offset: 0 }, scale: { path: snap.dir, offset: 0 }, range: [0, 10] }], { threads: 1 }), { code: 'E_SHARD_MISSING' });
+  // The table shape is the row store's snapshot table plus a required owned range.
+  const noRange = { layer: 1, rows: 10, dim: 256, weight: { path: snap.dir, offset: 0 }, scale: { path: snap.dir, offset: 0 } };
+  assert.throws(() => MmapGather.open([noRange as unknown as MmapTableSpec], { threads: 1 }), { message: /tables\[0\]\.range is required: \[lo, hi\)/ });
+  assert.throws(() => MmapGather.open([{ ...noRange, weight: { path: snap.dir } } as unknown as MmapTableSpec], { threads: 1 }), { message: /tables\[0\]\.weight\.offset/ });
 });
 
 test('the naive baseline reads a sparse copy inside its range, resident scales of that range only', async () => {

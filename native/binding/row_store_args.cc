@@ -4,6 +4,7 @@
 
 #include "binding/args.h"
 #include "binding/errors.h"
+#include "binding/snapshot_table_args.h"
 
 namespace spark {
 
@@ -11,16 +12,9 @@ TableSpec ParseTable(Napi::Value value, size_t index) {
   Fields o(value, "tables[" + std::to_string(index) + "]");
   TableSpec t;
   std::string kind = o.String("kind");
-  t.layer = o.U32("layer");
   if (kind == "snapshot") {
     t.kind = TableKind::kSnapshot;
-    t.rows = o.U64("rows");
-    t.dim = o.U64("dim");
-    Fields w = o.Object("weight"), s = o.Object("scale");
-    t.weight_path = w.String("path");
-    t.weight_offset = w.U64("offset");
-    t.scale_path = s.String("path");
-    t.scale_offset = s.U64("offset");
+    ReadSnapshotColumns(o, &t);
     t.resident_scales = o.U64PairOr("residentScales", "start", "end", &t.resident_start, &t.resident_end);
     t.ranged = o.U64PairOr("range", "lo", "hi", &t.lo, &t.hi);
     if (o.Has("holes")) {
@@ -31,6 +25,7 @@ TableSpec ParseTable(Napi::Value value, size_t index) {
     }
   } else if (kind == "packed") {
     t.kind = TableKind::kPacked;
+    t.layer = o.U32("layer");
     t.path = o.String("path");
     t.start = o.U64("start");
     t.end = o.U64("end");

@@ -26,6 +26,7 @@
 #include "binding/errors.h"
 #include "binding/ids.h"
 #include "binding/modules.h"
+#include "binding/snapshot_table_args.h"
 #include "core/holes.h"
 #include "core/mmap_gather.h"
 
@@ -61,15 +62,9 @@ Napi::Value DropCacheJs(const Napi::CallbackInfo& info) {
 MmapTable ParseMmapTable(Napi::Value v, size_t i) {
   Fields o(v, "tables[" + std::to_string(i) + "]");
   MmapTable t;
-  t.layer = o.U32("layer");
-  t.rows = o.U64("rows");
-  t.dim = o.U64("dim");
-  t.weight_path = o.String("weightPath");
-  t.weight_offset = o.U64("weightOffset");
-  t.scale_path = o.String("scalePath");
-  t.scale_offset = o.U64("scaleOffset");
-  t.lo = o.U64("lo");
-  t.hi = o.U64("hi");
+  ReadSnapshotColumns(o, &t);
+  // The owned ids are required here: the overlay always knows its rank's range.
+  if (!o.U64PairOr("range", "lo", "hi", &t.lo, &t.hi)) ThrowType(o.Env(), o.Name("range") + " is required: [lo, hi)");
   return t;
 }
 

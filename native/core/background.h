@@ -8,16 +8,14 @@
 #include <mutex>
 #include <thread>
 
+#include "core/noncopyable.h"
 #include "core/status.h"
 
 namespace spark {
 
-class Background {
+class Background : NonCopyable {
  public:
-  Background() = default;
   ~Background();
-  Background(const Background&) = delete;
-  Background& operator=(const Background&) = delete;
 
   // Starts `task`; the previous one must have been waited for.
   void Start(std::function<Status()> task);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/noncopyable.h"
 #include "core/status.h"
 
 namespace spark {
@@ -102,12 +103,9 @@ struct ReadCounters {
 // and the new descriptor replaces the old one for every thread; the old descriptors stay open
 // until destruction, because another thread may be inside a read on one of them (closing it
 // would let the number be reused for an unrelated file).
-class ReadFile {
+class ReadFile : NonCopyable {
  public:
-  ReadFile() = default;
   ~ReadFile();
-  ReadFile(const ReadFile&) = delete;
-  ReadFile& operator=(const ReadFile&) = delete;
 
   // Opens `path` read-only. With want_direct, tries O_DIRECT and probes one aligned read at
   // `probe_offset` (rounded down to kDirectAlign); when the filesystem refuses either, falls
@@ -181,12 +179,9 @@ uint64_t RetryDelayMicros(const RetryPolicy& p, uint32_t failures);
 bool ReadIfCached(ReadFile& file, void* buf, size_t len, uint64_t offset, const ReadContext& ctx);
 
 // Heap memory aligned to kDirectAlign, grown on demand, freed on destruction.
-class AlignedBuffer {
+class AlignedBuffer : NonCopyable {
  public:
-  AlignedBuffer() = default;
   ~AlignedBuffer();
-  AlignedBuffer(const AlignedBuffer&) = delete;
-  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
   // Returns a buffer of at least `bytes` (rounded up to kDirectAlign), or nullptr when out of memory.
   uint8_t* Reserve(size_t bytes);
 

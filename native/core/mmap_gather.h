@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/noncopyable.h"
 #include "core/status.h"
 #include "core/thread_pool.h"
 
@@ -37,13 +38,11 @@ struct MmapGatherOptions {
   bool willneed = true;  // the posix_fadvise(WILLNEED) pass before the copies
 };
 
-class MmapGather {
+class MmapGather : NonCopyable {
  public:
   static Status Open(const std::vector<MmapTable>& tables, const MmapGatherOptions& options,
                      std::shared_ptr<MmapGather>* out);
   ~MmapGather();
-  MmapGather(const MmapGather&) = delete;
-  MmapGather& operator=(const MmapGather&) = delete;
 
   // D + D/32 of a layer, or 0 when the layer is not here.
   uint64_t RowBytes(uint32_t layer) const;

@@ -7,9 +7,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/row_store.h"
@@ -61,6 +63,13 @@ inline constexpr uint64_t kDim = 64;  // 2 scale bytes per row; row = 66 bytes
 inline constexpr uint64_t kRowBytes = kDim + kDim / 32;
 inline constexpr uint64_t kHeader = 664;  // not page aligned, like the real shards
 
+inline TableSpec TableOf(spark::TableKind kind, uint32_t layer) {
+  TableSpec t;
+  t.kind = kind;
+  t.layer = layer;
+  return t;
+}
+
 // A safetensors-like file: `header` bytes, then weight [rows, dim], then scale [rows, dim/32].
 inline TableSpec WriteSnapshot(const std::string& name, uint32_t layer, uint64_t rows) {
   std::vector<uint8_t> bytes(kHeader, ' ');
@@ -73,9 +82,7 @@ inline TableSpec WriteSnapshot(const std::string& name, uint32_t layer, uint64_t
     std::memcpy(s + r * (kDim / 32), row.data() + kDim, kDim / 32);
   }
   std::string path = WriteTempFile(name, bytes);
-  TableSpec t;
-  t.kind = spark::TableKind::kSnapshot;
-  t.layer = layer;
+  TableSpec t = TableOf(spark::TableKind::kSnapshot, layer);
   t.rows = rows;
   t.dim = kDim;
   t.weight_path = t.scale_path = path;
@@ -97,9 +104,7 @@ inline TableSpec WritePacked(const std::string& name, uint32_t layer, uint64_t s
     std::memcpy(&data[off], row.data(), kRowBytes);
   }
   std::string path = WriteTempFile(name, data);
-  TableSpec t;
-  t.kind = spark::TableKind::kPacked;
-  t.layer = layer;
+  TableSpec t = TableOf(spark::TableKind::kPacked, layer);
   t.path = path;
   t.start = start;
   t.end = end;
@@ -107,6 +112,13 @@ inline TableSpec WritePacked(const std::string& name, uint32_t layer, uint64_t s
   t.stride = kRowBytes;
   t.row_bytes = kRowBytes;
   t.layout = page ? spark::PackedLayout::kPage : spark::PackedLayout::kDense;
+  return t;
+}
+
+// A packed file of 4096-byte pages that the store is asked to read with O_DIRECT.
+inline TableSpec WriteDirectPages(const std::string& name, uint32_t layer, uint64_t start, uint64_t end) {
+  TableSpec t = WritePacked(name, layer, start, end, true);
+  t.direct = true;
   return t;
 }
 
@@ -133,6 +145,28 @@ inline spark::Status GatherInto(RowStore& store, spark::ThreadPool& pool, uint32
                          std::vector<uint8_t>* out) {
   out->assign(ids.size() * kRowBytes, 0xEE);
   return store.Gather(pool, layer, ids.data(), ids.size(), out->data(), out->size());
+}
+
+// Gathers `ids` of `layer` and checks every byte; prints the error when the gather failed.
+inline bool GathersRightRows(RowStore& store, spark::ThreadPool& pool, uint32_t layer, const std::vector<uint64_t>& ids) {
+  std::vector<uint8_t> out;
+  spark::Status st = GatherInto(store, pool, layer, ids, &out);
+  if (!st.ok()) std::printf("  %s\n", st.ToString().c_str());
+  return st.ok() && RowsMatch(out, layer, ids);
+}
+
+// Starts a batch of `ids` of `layer` on another thread, closes the store `after` into it and
+// returns the batch's status once it has ended; `out` holds whatever the batch wrote.
+inline spark::Status GatherClosedAfter(RowStore& store, spark::ThreadPool& pool, uint32_t layer,
+                                       const std::vector<uint64_t>& ids, std::chrono::milliseconds after,
+                                       std::vector<uint8_t>* out) {
+  out->assign(ids.size() * kRowBytes, 0xEE);
+  spark::Status st;
+  std::thread worker([&] { st = store.Gather(pool, layer, ids.data(), ids.size(), out->data(), out->size()); });
+  std::this_thread::sleep_for(after);
+  store.Close();
+  worker.join();
+  return st;
 }
 
 inline int RemoveTempDir() {

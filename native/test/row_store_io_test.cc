@@ -98,15 +98,11 @@ TEST(AStaleHandleIsReopenedOnceForEveryThread) {
   spark::ThreadPool pool(4);
   auto store = OpenStore({t}, o);
   std::vector<uint64_t> ids = Spread(0, 300, 7);
-  std::vector<uint8_t> out;
-  spark::Status st = GatherInto(*store, pool, 1, ids, &out);
-  if (!st.ok()) std::printf("  %s\n", st.ToString().c_str());
-  CHECK(st.ok());
-  CHECK(RowsMatch(out, 1, ids));
+  CHECK(GathersRightRows(*store, pool, 1, ids));
   auto s = store->Stats();
   CHECK_EQ(s.reopens, 1u);  // four readers saw ESTALE; one reopen serves them all
   CHECK(s.error_retries >= 1 && s.error_retries <= 4);
-  CHECK(GatherInto(*store, pool, 1, ids, &out).ok());  // later batches use the new descriptor
+  CHECK(GathersRightRows(*store, pool, 1, ids));  // later batches use the new descriptor
   CHECK_EQ(store->Stats().reopens, 1u);
 }
 
@@ -127,8 +123,7 @@ TEST(AFileReplacedBehindAStaleHandleIsReportedNotRead) {
 }
 
 TEST(ShortDirectReadsContinueFromTheLastWholeBlock) {
-  TableSpec t = WritePacked("short-direct.bin", 2, 0, 1000, true);
-  t.direct = true;
+  TableSpec t = WriteDirectPages("short-direct.bin", 2, 0, 1000);
   spark::StoreOptions o = Quick();
   o.faults.short_unaligned_every = 2;  // every other read returns half a block short
   o.max_merge_bytes = 3 * 4096;        // many reads of one to three pages
@@ -137,11 +132,7 @@ TEST(ShortDirectReadsContinueFromTheLastWholeBlock) {
   CHECK(store->Find(2)->direct_active);  // needs a filesystem with O_DIRECT (not tmpfs)
   std::vector<uint64_t> ids;
   for (uint64_t i = 0; i < 400; ++i) ids.push_back((i * 37) % 1000);  // merged into multi-page reads
-  std::vector<uint8_t> out;
-  spark::Status st = GatherInto(*store, pool, 2, ids, &out);
-  if (!st.ok()) std::printf("  %s\n", st.ToString().c_str());
-  CHECK(st.ok());
-  CHECK(RowsMatch(out, 2, ids));
+  CHECK(GathersRightRows(*store, pool, 2, ids));
   auto s = store->Stats();
   CHECK(s.retries > 0);  // continued from a whole block
 }
@@ -196,8 +187,7 @@ TEST(DirectReadsAcceptTheEndOfTheFileInsideABlock) {
 
 TEST(ABufferedTableNeverReadsThroughAnODirectDescriptor) {
   // Two tables over one page-layout file: the first asks for O_DIRECT, the second does not.
-  TableSpec direct = WritePacked("shared.bin", 3, 0, 1000, true);
-  direct.direct = true;
+  TableSpec direct = WriteDirectPages("shared.bin", 3, 0, 1000);
   TableSpec buffered = direct;
   buffered.layer = 4;
   buffered.direct = false;
@@ -250,9 +240,7 @@ TEST(ResidentScalesLoadWhileGathersRun) {
     CHECK_EQ(bad.load(), 0);
     CHECK_EQ(store->Stats().resident_bytes, 1000u * 2);  // loaded once, counted once
     uint64_t before = store->Stats().reads;
-    std::vector<uint8_t> out;
-    CHECK(GatherInto(*store, pool, 5, ids, &out).ok());
-    CHECK(RowsMatch(out, 5, ids));
+    CHECK(GathersRightRows(*store, pool, 5, ids));
     if (!o.merge) CHECK_EQ(store->Stats().reads - before, 64u);  // weights only: scales are resident
   }
 }

@@ -205,12 +205,8 @@ TEST(CloseWhileInFlightFailsTheBatchCleanly) {
   auto store = OpenStore({t}, o);
   std::vector<uint64_t> ids;
   for (uint64_t i = 0; i < 400; ++i) ids.push_back(i * 2);
-  std::vector<uint8_t> out(ids.size() * kRowBytes);
-  spark::Status st;
-  std::thread worker([&] { st = store->Gather(pool, 1, ids.data(), ids.size(), out.data(), out.size()); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  store->Close();
-  worker.join();
+  std::vector<uint8_t> out;
+  spark::Status st = GatherClosedAfter(*store, pool, 1, ids, std::chrono::milliseconds(20), &out);
   CHECK(st.code == Code::E_STORE_CLOSED);
   CHECK(store->Stats().reads < ids.size());
   st = store->Gather(pool, 1, ids.data(), 1, out.data(), out.size());

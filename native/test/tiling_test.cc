@@ -33,22 +33,27 @@ std::vector<uint64_t> Boundaries(const std::vector<RowRange>& ranges) {
   return b;
 }
 
+using Cuts = std::vector<uint64_t>;
+
+// The boundaries `tile` (TileFloor or TileFront) draws for `rows` over `world` ranks; empty
+// (and a failed check) when it refuses.
+Cuts TiledBoundaries(spark::Status (*tile)(uint64_t, uint64_t, std::vector<RowRange>*), uint64_t rows, uint64_t world) {
+  std::vector<RowRange> out;
+  spark::Status st = tile(rows, world, &out);
+  CHECK(st.ok());
+  return st.ok() ? Boundaries(out) : Cuts{};
+}
+
 }  // namespace
 
 TEST(FloorGivesSGLangBoundariesForTheRealTables) {
-  std::vector<RowRange> out;
-  CHECK(spark::TileFloor(384006168, 4, &out).ok());
-  CHECK(Boundaries(out) == (std::vector<uint64_t>{0, 96001542, 192003084, 288004626, 384006168}));
-  CHECK(spark::TileFloor(384016682, 4, &out).ok());
-  CHECK(Boundaries(out) == (std::vector<uint64_t>{0, 96004170, 192008341, 288012511, 384016682}));
+  CHECK(TiledBoundaries(spark::TileFloor, 384006168, 4) == (Cuts{0, 96001542, 192003084, 288004626, 384006168}));
+  CHECK(TiledBoundaries(spark::TileFloor, 384016682, 4) == (Cuts{0, 96004170, 192008341, 288012511, 384016682}));
 }
 
 TEST(FrontPutsTheRemainderOnTheFirstRanks) {
-  std::vector<RowRange> out;
-  CHECK(spark::TileFront(384016682, 4, &out).ok());
-  CHECK(Boundaries(out) == (std::vector<uint64_t>{0, 96004171, 192008342, 288012512, 384016682}));
-  CHECK(spark::TileFront(10, 4, &out).ok());
-  CHECK(Boundaries(out) == (std::vector<uint64_t>{0, 3, 6, 8, 10}));
+  CHECK(TiledBoundaries(spark::TileFront, 384016682, 4) == (Cuts{0, 96004171, 192008342, 288012512, 384016682}));
+  CHECK(TiledBoundaries(spark::TileFront, 10, 4) == (Cuts{0, 3, 6, 8, 10}));
 }
 
 TEST(HeadsSplitsOnSubTableOffsets) {

@@ -131,9 +131,7 @@ TEST(RefusedSetupFallsBackOrFailsClearly) {
     CHECK(s.io_engine_note.find(std::strerror(err)) != std::string::npos);
     spark::ThreadPool pool(2);
     std::vector<uint64_t> ids = {5, 99, 0, 5};
-    std::vector<uint8_t> out;
-    CHECK(GatherInto(*store, pool, 1, ids, &out).ok());
-    CHECK(RowsMatch(out, 1, ids));
+    CHECK(GathersRightRows(*store, pool, 1, ids));
     o.io_engine = IoEngine::kUring;
     std::shared_ptr<RowStore> forced;
     spark::Status st = RowStore::Open({t}, o, &forced);
@@ -148,8 +146,7 @@ TEST(PacksAreByteExactThroughUring) {
   if (!Available()) return;
   TableSpec dense = WritePacked("u-dense.bin", 1, 0, 3000, false);
   TableSpec page = WritePacked("u-page.bin", 2, 100, 3100, true);
-  TableSpec direct = WritePacked("u-direct.bin", 3, 200, 3200, true);
-  direct.direct = true;
+  TableSpec direct = WriteDirectPages("u-direct.bin", 3, 200, 3200);
   TableSpec dense_direct = WritePacked("u-dense-direct.bin", 4, 0, 3000, false);
   dense_direct.direct = true;
   std::vector<TableSpec> all = {dense, page, direct, dense_direct};
@@ -229,8 +226,7 @@ TEST(UringReportsTheSameErrorsAsThePreadPool) {
 TEST(FaultsAreHonouredInUringReads) {
   if (!Available()) return;
   TableSpec snap = WriteSnapshot("u-faults-snap.bin", 1, 2000);
-  TableSpec direct = WritePacked("u-faults-direct.bin", 2, 0, 2000, true);
-  direct.direct = true;
+  TableSpec direct = WriteDirectPages("u-faults-direct.bin", 2, 0, 2000);
   spark::StoreOptions o = Engine(IoEngine::kUring);
   o.faults.short_every = 3;
   o.faults.eintr_every = 5;
@@ -243,11 +239,7 @@ TEST(FaultsAreHonouredInUringReads) {
   spark::ThreadPool pool(2);
   for (uint32_t layer : {1u, 2u}) {
     std::vector<uint64_t> ids = RandomIds(0, 2000, 600, layer);
-    std::vector<uint8_t> out;
-    spark::Status st = GatherInto(*store, pool, layer, ids, &out);
-    if (!st.ok()) std::printf("  %s\n", st.ToString().c_str());
-    CHECK(st.ok());
-    CHECK(RowsMatch(out, layer, ids));
+    CHECK(GathersRightRows(*store, pool, layer, ids));
   }
   auto s = store->Stats();
   CHECK(s.retries > 0);        // EINTR and short reads continued
@@ -258,20 +250,16 @@ TEST(FaultsAreHonouredInUringReads) {
   auto s2 = OpenStore({snap}, stale);
   if (!s2) return;
   std::vector<uint64_t> ids = RandomIds(0, 2000, 300, 11);
-  std::vector<uint8_t> out;
-  CHECK(GatherInto(*s2, pool, 1, ids, &out).ok());
-  CHECK(RowsMatch(out, 1, ids));
+  CHECK(GathersRightRows(*s2, pool, 1, ids));
   CHECK_EQ(s2->Stats().reopens, 1u);
-  CHECK(GatherInto(*s2, pool, 1, ids, &out).ok());
-  CHECK(RowsMatch(out, 1, ids));
+  CHECK(GathersRightRows(*s2, pool, 1, ids));
   CHECK_EQ(s2->Stats().reopens, 1u);
 }
 
 TEST(ManyConcurrentBatchesShareOneRing) {
   if (!Available()) return;
   TableSpec snap = WriteSnapshot("u-many-snap.bin", 1, 5000);
-  TableSpec direct = WritePacked("u-many-direct.bin", 2, 0, 5000, true);
-  direct.direct = true;
+  TableSpec direct = WriteDirectPages("u-many-direct.bin", 2, 0, 5000);
   spark::StoreOptions o = Engine(IoEngine::kUring);
   o.io_depth = 16;  // fewer slots than reads wanted at once: batches queue for them
   auto store = OpenStore({snap, direct}, o);
@@ -310,12 +298,8 @@ TEST(CloseWhileUringBatchesRunFailsThemCleanly) {
   if (!store) return;
   spark::ThreadPool pool(2);
   std::vector<uint64_t> ids = RandomIds(0, 20000, 20000, 3);
-  std::vector<uint8_t> out(ids.size() * kRowBytes);
-  spark::Status st;
-  std::thread worker([&] { st = store->Gather(pool, 1, ids.data(), ids.size(), out.data(), out.size()); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  store->Close();
-  worker.join();
+  std::vector<uint8_t> out;
+  spark::Status st = GatherClosedAfter(*store, pool, 1, ids, std::chrono::milliseconds(1), &out);
   // Either it finished first (then every byte is right) or it failed as closed.
   if (st.ok()) {
     CHECK(RowsMatch(out, 1, ids));

@@ -41,11 +41,8 @@ export function overlayTable(spec: TableSpec, table: { layer: number; rows: numb
     layer: table.layer,
     rows: table.rows,
     dim: table.dim,
-    weightPath: spec.weight.path,
-    weightOffset: Number(spec.weight.offset),
-    scalePath: spec.scale.path,
-    scaleOffset: Number(spec.scale.offset),
-    lo: table.start,
-    hi: table.end,
+    weight: spec.weight,
+    scale: spec.scale,
+    range: [table.start, table.end] as [number, number],
   };
 }

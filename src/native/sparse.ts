@@ -1,21 +1,22 @@
 // Typed wrapper over the addon's sparse-file helpers and the serving overlay's read path
 // (native/binding/sparse_binding.cc): where a file's holes are, dropping pages behind a
 // reader, and the mmap gather `spark bench gather` measures beside the row store.
+import type { FileSlice } from '../domain/table-spec.js';
 import { toSparkError } from '../errors.js';
 import { addon } from './index.js';
 import { toIdArray, type RowIds } from './row-store.js';
 
-/** One table as the overlay reads it: global ids, two columns, owned ids [lo, hi). */
+/**
+ * One table as the overlay reads it: global ids, the two columns as the row store's snapshot
+ * tables name them, owned ids range = [lo, hi).
+ */
 export interface MmapTableSpec {
   layer: number;
   rows: number;
   dim: number;
-  weightPath: string;
-  weightOffset: number;
-  scalePath: string;
-  scaleOffset: number;
-  lo: number;
-  hi: number;
+  weight: FileSlice;
+  scale: FileSlice;
+  range: [number, number];
 }
 
 export interface MmapGatherStats {
