@@ -1,5 +1,5 @@
 // `spark launch <recipe.toml> --cluster FILE`: one container per node from a recipe (docs/launch.md).
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import type { CliContext } from './context.js';
 import { usageError } from '../errors.js';
 import type { CommandResult, Io } from '../io.js';
@@ -99,8 +99,18 @@ export async function runLaunchCommand(recipe: string | undefined, f: LaunchFlag
   return { json, text, exitCode: 0 };
 }
 
+/** How a launch waits for the head's /health: where it asks, for how long, how often, how chatty. */
+function healthWaitOptions(): Option[] {
+  return [
+    new Option('--health-url <url>', 'URL to poll (default http://<head host>:<port>/health)'),
+    new Option('--timeout <seconds>', 'give up waiting for /health after this long').default(HEALTH_WAIT_DEFAULT.timeout),
+    new Option('--interval <seconds>', 'time between /health polls').default(HEALTH_WAIT_DEFAULT.interval),
+    new Option('--progress <seconds>', 'a progress line this often while waiting (terminal only; 0 = none)').default(HEALTH_WAIT_DEFAULT.progress),
+  ];
+}
+
 export function launchCommand(ctx: CliContext): Command {
-  return new Command('launch')
+  const launch = new Command('launch')
     .description('run a recipe on a cluster: one container per node over ssh, then wait for the head to be healthy')
     .argument('[recipe.toml]', 'the recipe to launch (not needed with --stop)')
     .option('--cluster <file>', 'cluster file: [[nodes]] host, fabric_addr, dist_addr and [nodes.env] in rank order, head, hf_cache, dist_port, [nccl]')
@@ -108,11 +118,9 @@ export function launchCommand(ctx: CliContext): Command {
     .option('--json', 'one JSON document on stdout: {"nodes": [{"rank", "host", "argv", "env", ...}], ...}')
     .option('--stop', 'stop the launch\'s containers on every node of the cluster')
     .option('--env <file>', 'an env file whose values win over the recipe [env]')
-    .option('--revision <rev>', 'model revision to serve (commit, or a ref under refs/); default the recipe\'s --revision, else refs/main')
-    .option('--health-url <url>', 'URL to poll (default http://<head host>:<port>/health)')
-    .option('--timeout <seconds>', 'give up waiting for /health after this long', HEALTH_WAIT_DEFAULT.timeout)
-    .option('--interval <seconds>', 'time between /health polls', HEALTH_WAIT_DEFAULT.interval)
-    .option('--progress <seconds>', 'a progress line this often while waiting (terminal only; 0 = none)', HEALTH_WAIT_DEFAULT.progress)
+    .option('--revision <rev>', 'model revision to serve (commit, or a ref under refs/); default the recipe\'s --revision, else refs/main');
+  for (const option of healthWaitOptions()) launch.addOption(option);
+  return launch
     .option('--force', 'launch even when preflight reports errors')
     .option('--keep-on-failure', 'leave the containers running when the launch fails')
     .option('--follow', 'keep streaming the logs once healthy, until Ctrl-C')

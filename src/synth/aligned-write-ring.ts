@@ -6,9 +6,8 @@
 // slot's state (FREE -> FULL -> FREE) is all the coordination there is.
 import { Worker } from 'node:worker_threads';
 
-export const FREE = 0;
-export const FULL = 1;
-export const STOP = 2;
+/** A slot's state in the control array: FREE to fill, FULL to write, STOP for its writer to end. */
+export const Slot = { FREE: 0, FULL: 1, STOP: 2 } as const;
 
 /** What a writer thread receives. The control array holds one state per slot, then an error flag, then the claim on the error message. */
 export interface RingShared {
@@ -77,9 +76,9 @@ export class RingWriter {
   }
 
   private waitFree(slot: number): void {
-    while (Atomics.load(this.state, slot) !== FREE) {
+    while (Atomics.load(this.state, slot) !== Slot.FREE) {
       this.throwIfFailed();
-      Atomics.wait(this.state, slot, FULL, 100);
+      Atomics.wait(this.state, slot, Slot.FULL, 100);
     }
     this.throwIfFailed();
   }
@@ -103,7 +102,7 @@ export class RingWriter {
     const slot = this.slot();
     new Float64Array(this.shared.positions)[slot] = position;
     new Int32Array(this.shared.lengths)[slot] = length;
-    Atomics.store(this.state, slot, FULL);
+    Atomics.store(this.state, slot, Slot.FULL);
     Atomics.notify(this.state, slot);
     this.job++;
   }
@@ -116,7 +115,7 @@ export class RingWriter {
   /** Stops the writers (each waits on the slot of its next job). */
   close(): void {
     for (let s = 0; s < this.shared.slots; s++) {
-      Atomics.store(this.state, s, STOP);
+      Atomics.store(this.state, s, Slot.STOP);
       Atomics.notify(this.state, s);
     }
     for (const t of this.threads) void t.terminate();

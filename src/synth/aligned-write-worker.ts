@@ -3,7 +3,7 @@
 // O_DIRECT descriptor, frees the slot.
 import { writeSync } from 'node:fs';
 import { workerData } from 'node:worker_threads';
-import { FREE, STOP, type RingShared } from './aligned-write-ring.js';
+import { Slot, type RingShared } from './aligned-write-ring.js';
 
 const d = workerData as RingShared;
 const state = new Int32Array(d.control);
@@ -14,8 +14,8 @@ const produce = d.fill ? ((await import(d.fill.module)) as Record<string, (...a:
 
 for (let j = d.worker; Atomics.load(state, d.slots) === 0; j += d.workers) {
   const slot = j % d.slots;
-  Atomics.wait(state, slot, FREE);
-  if (Atomics.load(state, slot) === STOP) break;
+  Atomics.wait(state, slot, Slot.FREE);
+  if (Atomics.load(state, slot) === Slot.STOP) break;
   try {
     const view = Buffer.from(d.memory, slot * d.slotBytes, lengths[slot]);
     produce?.(positions[slot], view);
@@ -29,6 +29,6 @@ for (let j = d.worker; Atomics.load(state, d.slots) === 0; j += d.workers) {
       Atomics.store(state, d.slots, 1);
     }
   }
-  Atomics.store(state, slot, FREE);
+  Atomics.store(state, slot, Slot.FREE);
   Atomics.notify(state, slot);
 }
