@@ -10,8 +10,14 @@ const SAFE = /^[A-Za-z0-9_@%+=:,./-]+$/;
  * the lines people read stay readable.
  */
 export function shQuote(arg: string): string {
-  if (arg === '') return "''";
-  if (SAFE.test(arg)) return arg;
+  return arg !== '' && SAFE.test(arg) ? arg : shSingleQuote(arg);
+}
+
+/**
+ * Always single-quoted, even where a bare word would do: for generated scripts whose values are
+ * found again by their quotes (preflight reads a wrapper script's SPARK_ENGRAM_ROWS that way).
+ */
+export function shSingleQuote(arg: string): string {
   return `'${arg.replace(/'/g, `'\\''`)}'`;
 }
 

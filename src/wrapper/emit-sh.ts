@@ -8,6 +8,7 @@ import type { RankLayerRange } from '../engram/ranges.js';
 import { formatEngramRows } from '../engram/ranges.js';
 import type { SplitRule } from '../domain/split-rule.js';
 import { bakedTables, MANIFEST_SH, ROWS_SH } from './sh-manifest.js';
+import { shSingleQuote } from '../remote/shell.js';
 
 export interface EmitShInput {
   world: number;
@@ -18,10 +19,6 @@ export interface EmitShInput {
   ranks: RankLayerRange[][];
 }
 
-/** Single-quoted for sh. */
-export function shQuote(s: string): string {
-  return `'${s.replace(/'/g, `'\\''`)}'`;
-}
 
 const PRELUDE = String.raw`
 spark_say() { printf 'spark wrapper: %s\n' "$*" >&2; }
@@ -273,7 +270,7 @@ fi
 /** The whole script. Its behaviour matches `spark wrapper` for the baked snapshot and world. */
 export function emitWrapperSh(input: EmitShInput): string {
   const cases = input.ranks
-    .map((ranges, rank) => `  ${rank}) spark_rows=${shQuote(formatEngramRows(ranges))} ;;`)
+    .map((ranges, rank) => `  ${rank}) spark_rows=${shSingleQuote(formatEngramRows(ranges))} ;;`)
     .join('\n');
   const tables = bakedTables(input.ranks[0]?.map(({ layer, rows }) => ({ layer, rows })) ?? []);
   const header = `#!/bin/sh
@@ -290,8 +287,8 @@ export function emitWrapperSh(input: EmitShInput): string {
 set -u
 spark_baked_world=${input.world}
 spark_split=${input.split}
-spark_source=${shQuote(input.source)}
-spark_tables=${shQuote(tables)}
+spark_source=${shSingleQuote(input.source)}
+spark_tables=${shSingleQuote(tables)}
 [ $# -gt 0 ] || { printf 'spark wrapper: no engine command: %s python3 -m sglang.launch_server ...\\n' "$0" >&2; exit 2; }
 `;
   const rows = `
