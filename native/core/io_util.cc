@@ -117,6 +117,11 @@ ReadFile::~ReadFile() {
   for (int old : retired_) close(old);
 }
 
+bool SameInode(int a, int b) {
+  struct stat sa, sb;
+  return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 Status ReadFile::Open(const std::string& path, bool want_direct, uint64_t probe_offset, bool fadvise_random) {
   path_ = path;
   direct_requested_ = want_direct;
@@ -128,7 +133,14 @@ Status ReadFile::Open(const std::string& path, bool want_direct, uint64_t probe_
   if (want_direct) {
     // Some filesystems (tmpfs, some FUSE mounts) refuse O_DIRECT at open, others only at the
     // first read, and the required alignment varies by device: probe one real aligned read.
-    int dfd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
+    // Opened like the first (non-blocking, a regular file) and kept only if it is the same
+    // inode: a file swapped in between the two opens is never read as the table.
+    int dfd = -1;
+    uint64_t direct_size = 0;
+    if (OpenRegular(path, O_DIRECT, &dfd, &direct_size).ok() && !SameInode(plain, dfd)) {
+      close(dfd);
+      dfd = -1;
+    }
     if (dfd >= 0) {
       AlignedBuffer probe;
       uint8_t* buf = probe.Reserve(kDirectAlign);

@@ -32,6 +32,9 @@ inline constexpr uint64_t kDirectAlign = 4096;
 // fails at once; EINTR is retried immediately and without limit.
 bool IsTransientReadError(int err);
 
+// Whether two descriptors name the same file (device and inode).
+bool SameInode(int a, int b);
+
 struct RetryPolicy {
   uint32_t retries = 4;            // transient errors ridden out per read before failing
   uint64_t first_delay_us = 50000;  // backoff before the first retry, doubling after each

@@ -80,10 +80,7 @@ Status SpanWriter::Open(const PackDir& dir, const std::string& name, int fd, boo
   int dfd = ::openat(dir.fd(), name.c_str(), O_RDWR | O_DIRECT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (dfd < 0) return Status::Ok();
   Fd direct(dfd);
-  struct stat a, b;
-  if (::fstat(fd, &a) != 0 || ::fstat(dfd, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
-    return Status::Ok();
-  }
+  if (!SameInode(fd, dfd)) return Status::Ok();
   direct_fd_ = std::move(direct);
   return Status::Ok();
 }
