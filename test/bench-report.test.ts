@@ -95,9 +95,11 @@ test('a case that took more than the ceiling from the device flags the ceiling a
 
 test('store counters become reads/row, reads/s, duplicate and merged fractions; CPU per row and device pages/s from the timing', () => {
   // 1000 rows, 100 copied duplicates, 900 distinct rows x 2 pieces = 1800 pieces, 200 of them merged into others' reads.
-  const n = storeNumbers({ rows: 1000, reads: 1600, duplicates: 100, merged: 200 }, 40000);
-  assert.deepEqual(n, { readsPerRow: 1.6, readsPerSec: 64000, duplicateFraction: 0.1, mergedFraction: 200 / 1800 });
-  assert.deepEqual(storeNumbers({ rows: 0, reads: 0, duplicates: 0, merged: 0 }, 0), { readsPerRow: 0, readsPerSec: 0, duplicateFraction: 0, mergedFraction: 0 });
+  const n = storeNumbers({ rows: 1000, reads: 1600, duplicates: 100, merged: 200, mappedRows: 0 }, 40000);
+  assert.deepEqual(n, { readsPerRow: 1.6, readsPerSec: 64000, duplicateFraction: 0.1, mergedFraction: 200 / 1800, mappedFraction: 0 });
+  assert.deepEqual(storeNumbers({ rows: 0, reads: 0, duplicates: 0, merged: 0, mappedRows: 0 }, 0), { readsPerRow: 0, readsPerSec: 0, duplicateFraction: 0, mergedFraction: 0, mappedFraction: 0 });
+  // 1000 rows of which 750 copied out of the mapping: 250 read, two pieces each.
+  assert.equal(storeNumbers({ rows: 1000, reads: 500, duplicates: 0, merged: 0, mappedRows: 750 }, 1000).mappedFraction, 0.75);
   const t = timedNumbers({ rows: 50000, rowsPerSec: 25000, p50: 1, p99: 2, n: 10, busySeconds: 2, cpuSeconds: 0.5, deviceBytes: 4096 * 80000 });
   assert.deepEqual(t, { cpuUsPerRow: 10, devicePagesPerSec: 40000 });
   assert.deepEqual(timedNumbers({ rows: 10, rowsPerSec: 1, p50: 1, p99: 1, n: 1, busySeconds: 1, cpuSeconds: 0.001 }), { cpuUsPerRow: 100 });

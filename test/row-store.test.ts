@@ -40,8 +40,10 @@ function assertRows(out: Buffer, layer: number, ids: readonly number[]): void {
 
 const IDS = [0, 2999, 17, 17, 18, 19, 1500, 31, 30, 2998, 17, 0, 700];
 
+// The read-call counters below need every row read by a call: mapCached off (the copies out of
+// a mapping have their own test).
 test('snapshot rows are byte-exact for every id type, with duplicates scattered back', async () => {
-  const store = await RowStore.open([snapTable], { threads: 4 });
+  const store = await RowStore.open([snapTable], { threads: 4, mapCached: false });
   try {
     assertRows(await store.gather(1, IDS), 1, IDS);
     assertRows(await store.gather(1, Uint32Array.from(IDS)), 1, IDS);
@@ -61,7 +63,7 @@ test('snapshot rows are byte-exact for every id type, with duplicates scattered 
 });
 
 test('rows land at out[i * rowBytes] of a caller buffer, which is returned', async () => {
-  const store = await RowStore.open([snapTable], { threads: 2, merge: false, dedup: false });
+  const store = await RowStore.open([snapTable], { threads: 2, merge: false, dedup: false, mapCached: false });
   try {
     const out = Buffer.alloc(IDS.length * RB + 5, 0xab);
     const got = await store.gather(1, IDS, out);
@@ -78,7 +80,7 @@ test('rows land at out[i * rowBytes] of a caller buffer, which is returned', asy
 });
 
 test('resident scales: one read per distinct row, their RAM reported', async () => {
-  const store = await RowStore.open([{ ...snapTable, residentScales: [0, 3000] }], { threads: 4, merge: false });
+  const store = await RowStore.open([{ ...snapTable, residentScales: [0, 3000] }], { threads: 4, merge: false, mapCached: false });
   try {
     assert.equal(store.stats().residentBytes, 3000 * (DIM / 32));
     const before = store.stats().reads;
@@ -87,6 +89,34 @@ test('resident scales: one read per distinct row, their RAM reported', async () 
     assert.equal(store.tables()[0].residentScales, true);
   } finally {
     await store.close();
+  }
+});
+
+test('rows the page cache holds are copied out of a mapping with no read call, the same bytes', async () => {
+  // Just written: every page is cached, and learnCached() finds them before the first batch.
+  const store = await RowStore.open([snapTable, packed('dense.bin', 'dense')], { threads: 2 });
+  try {
+    assert.equal(store.stats().mappedFiles, 2);
+    assert.ok((await store.learnCached()) >= Math.floor((3000 * DIM) / 4096));
+    assertRows(await store.gather(1, IDS), 1, IDS);
+    const ids = [1000, 3999, 1015, 1015];
+    assertRows(await store.gather(14, ids), 14, ids);
+    const s = store.stats();
+    assert.equal(s.reads, 0);
+    assert.equal(s.mappedRows, IDS.length + ids.length);
+    assert.equal(s.rows, IDS.length + ids.length);
+  } finally {
+    await store.close();
+  }
+  const calls = await RowStore.open([snapTable], { threads: 2, mapCached: false });
+  try {
+    assert.equal(calls.stats().mappedFiles, 0);
+    assert.equal(await calls.learnCached(), 0);
+    assertRows(await calls.gather(1, IDS), 1, IDS);
+    assert.equal(calls.stats().mappedRows, 0);
+    assert.ok(calls.stats().reads > 0);
+  } finally {
+    await calls.close();
   }
 });
 

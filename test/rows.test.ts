@@ -89,7 +89,7 @@ test('spark rows --dequant adds the D decoded values', async () => {
 test('a synth snapshot read through the row source: two reads per row, or one with resident scales', async () => {
   const snap = makeSnapshot();
   for (const resident of [false, true]) {
-    const src = await openRowSource(snap.dir, { openSnapshot: synthSnapshotLike, threads: 4, merge: false, residentScales: resident });
+    const src = await openRowSource(snap.dir, { openSnapshot: synthSnapshotLike, threads: 4, merge: false, mapCached: false, residentScales: resident });
     try {
       assert.equal(src.kind, 'snapshot');
       for (const t of src.tables) {

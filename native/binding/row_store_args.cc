@@ -51,6 +51,7 @@ StoreOptions ParseOptions(Napi::Object options, PoolOptions* pool) {
   opts.dedup = o.BoolOr("dedup", true);
   opts.merge = o.BoolOr("merge", true);
   opts.fadvise_random = o.BoolOr("fadviseRandom", true);
+  opts.map_cached = o.BoolOr("mapCached", true);
   opts.max_merge_bytes = o.U64Or("maxMergeBytes", opts.max_merge_bytes);
   if (o.Has("ioEngine")) {
     Napi::Value engine = o.Get("ioEngine");

@@ -50,6 +50,7 @@ class RowStoreWrap : public Napi::ObjectWrap<RowStoreWrap> {
     Napi::Function cls = DefineClass(env, "RowStore",
                                      {InstanceMethod("gather", &RowStoreWrap::Gather),
                                       InstanceMethod("loadResident", &RowStoreWrap::LoadResident),
+                                      InstanceMethod("learnCached", &RowStoreWrap::LearnCached),
                                       InstanceMethod("stats", &RowStoreWrap::Stats),
                                       InstanceMethod("tables", &RowStoreWrap::Tables),
                                       InstanceMethod("close", &RowStoreWrap::Close),
@@ -98,6 +99,7 @@ class RowStoreWrap : public Napi::ObjectWrap<RowStoreWrap> {
 
   Napi::Value Gather(const Napi::CallbackInfo& info);
   Napi::Value LoadResident(const Napi::CallbackInfo& info);
+  Napi::Value LearnCached(const Napi::CallbackInfo& info);
 
   Napi::Value Stats(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
@@ -113,6 +115,9 @@ class RowStoreWrap : public Napi::ObjectWrap<RowStoreWrap> {
                                      {"errorRetries", s.error_retries},
                                      {"reopens", s.reopens},
                                      {"residentBytes", s.resident_bytes},
+                                     {"mappedRows", s.mapped_rows},
+                                     {"mappedStale", s.mapped_stale},
+                                     {"mappedFiles", s.mapped_files},
                                      {"threads", pool_ ? pool_->size() : 0},
                                      {"inflight", static_cast<uint64_t>(inflight_)}});
     o.Set("ioEngine", s.io_engine);
@@ -212,6 +217,17 @@ class ResidentBaton : public StoreBaton {
   void Execute() override { status_ = store_->LoadResident(*pool_); }
 };
 
+// learnCached(): Promise<number>, the pages of the tables' rows found in the page cache.
+class LearnBaton : public StoreBaton {
+ public:
+  using StoreBaton::StoreBaton;
+  void Execute() override { pages_ = store_->LearnCached(*pool_); }
+  Napi::Value OnOk(Napi::Env env) override { return Napi::Number::New(env, static_cast<double>(pages_)); }
+
+ private:
+  uint64_t pages_ = 0;
+};
+
 // gather(layer, ids: Uint32Array | BigUint64Array, out?: Uint8Array): Promise<void | Buffer>
 // fills `out`, or resolves with a new Buffer when it is omitted. Bad arguments, unknown
 // layers and out-of-range ids throw here, before any read.
@@ -248,6 +264,11 @@ Napi::Value RowStoreWrap::Gather(const Napi::CallbackInfo& info) {
 Napi::Value RowStoreWrap::LoadResident(const Napi::CallbackInfo& info) {
   Live(info.Env());
   return Schedule(info.Env(), *pool_, std::make_unique<ResidentBaton>(info.Env(), this));
+}
+
+Napi::Value RowStoreWrap::LearnCached(const Napi::CallbackInfo& info) {
+  Live(info.Env());
+  return Schedule(info.Env(), *pool_, std::make_unique<LearnBaton>(info.Env(), this));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -117,9 +118,34 @@ ReadFile::~ReadFile() {
   for (int old : retired_) close(old);
 }
 
+bool OnNetworkFilesystem(int fd) {
+  struct statfs sf;
+  if (fstatfs(fd, &sf) != 0) return false;
+  // statfs f_type of the network (or userspace) filesystems Engram tables may live on.
+  switch (static_cast<uint32_t>(sf.f_type)) {
+    case 0x6969:      // NFS
+    case 0xFF534D42:  // CIFS
+    case 0xFE534D42:  // SMB2
+    case 0x517B:      // SMB
+    case 0x00C36400:  // Ceph
+    case 0x0BD00BD0:  // Lustre
+    case 0x47504653:  // GPFS
+    case 0x01021997:  // 9p
+    case 0x65735546:  // FUSE (sshfs, s3fs, ...: whatever is behind it, not a local block device)
+      return true;
+    default:
+      return false;
+  }
+}
+
 bool SameInode(int a, int b) {
   struct stat sa, sb;
   return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+bool ReadFile::Whole() const {
+  struct stat st;
+  return fstat(fd(), &st) == 0 && static_cast<uint64_t>(st.st_size) >= size_;
 }
 
 Status ReadFile::Open(const std::string& path, bool want_direct, uint64_t probe_offset, bool fadvise_random) {

@@ -35,6 +35,10 @@ bool IsTransientReadError(int err);
 // Whether two descriptors name the same file (device and inode).
 bool SameInode(int a, int b);
 
+// Whether fd's file is on a network or userspace filesystem (NFS, SMB, Ceph, Lustre, GPFS,
+// 9p, FUSE): reads there can stall for seconds and fail in ways a local disk does not.
+bool OnNetworkFilesystem(int fd);
+
 struct RetryPolicy {
   uint32_t retries = 4;            // transient errors ridden out per read before failing
   uint64_t first_delay_us = 50000;  // backoff before the first retry, doubling after each
@@ -125,6 +129,8 @@ class ReadFile : NonCopyable {
   bool direct_requested() const { return direct_requested_; }
   bool direct() const { return direct_; }
   uint64_t size() const { return size_; }
+  // Whether the file is still at least the size it had when opened (one fstat).
+  bool Whole() const;
   // Whether reads that must not wait (RWF_NOWAIT) are still worth trying on this file: false
   // once the kernel or filesystem said it does not support them.
   bool nowait() const { return nowait_.load(std::memory_order_relaxed); }

@@ -1,10 +1,12 @@
 #include "core/parallel.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 namespace spark {
 
@@ -68,6 +70,11 @@ void RunParallel(ThreadPool* pool, size_t n, size_t width, const std::function<v
   } else {
     for (size_t i = 0; i < n; ++i) fn(i);
   }
+}
+
+size_t Cores() {
+  static const size_t cores = std::max<size_t>(1, std::thread::hardware_concurrency());
+  return cores;
 }
 
 }  // namespace spark

@@ -21,6 +21,9 @@ void RunParallel(ThreadPool& pool, size_t n, size_t width, const std::function<v
 // The same on `pool` when there is one, else every item on the calling thread in turn.
 void RunParallel(ThreadPool* pool, size_t n, size_t width, const std::function<void(size_t)>& fn);
 
+// The hardware threads this machine has (at least 1): the width of CPU-bound work.
+size_t Cores();
+
 // Item w's share of [0, n) when `items` items take contiguous runs: [first, second). Workers
 // that read sequentially (the packer, the verifier) take one run each.
 inline std::pair<size_t, size_t> ContiguousRun(size_t n, size_t items, size_t w) {

@@ -20,15 +20,22 @@ struct ReadTally {
 class StripedCounters {
  public:
   struct Totals {
-    uint64_t batches = 0, rows = 0, duplicates = 0;
+    uint64_t batches = 0, rows = 0, duplicates = 0, mapped_rows = 0, mapped_stale = 0;
     ReadTally reads;
   };
 
-  void AddBatch(uint64_t rows, uint64_t duplicates) {
+  void AddBatch(uint64_t rows) {
     Slot& s = Mine();
     s.batches.fetch_add(1, std::memory_order_relaxed);
     s.rows.fetch_add(rows, std::memory_order_relaxed);
-    s.duplicates.fetch_add(duplicates, std::memory_order_relaxed);
+  }
+  void AddDuplicates(uint64_t duplicates) {
+    if (duplicates != 0) Mine().duplicates.fetch_add(duplicates, std::memory_order_relaxed);
+  }
+  void AddMapped(uint64_t rows, uint64_t stale) {
+    Slot& s = Mine();
+    s.mapped_rows.fetch_add(rows, std::memory_order_relaxed);
+    if (stale != 0) s.mapped_stale.fetch_add(stale, std::memory_order_relaxed);
   }
   void AddReads(const ReadTally& t) {
     if (t.reads == 0) return;
@@ -44,6 +51,8 @@ class StripedCounters {
       t.batches += s.batches.load(std::memory_order_relaxed);
       t.rows += s.rows.load(std::memory_order_relaxed);
       t.duplicates += s.duplicates.load(std::memory_order_relaxed);
+      t.mapped_rows += s.mapped_rows.load(std::memory_order_relaxed);
+      t.mapped_stale += s.mapped_stale.load(std::memory_order_relaxed);
       t.reads.reads += s.reads.load(std::memory_order_relaxed);
       t.reads.bytes_read += s.bytes_read.load(std::memory_order_relaxed);
       t.reads.merged += s.merged.load(std::memory_order_relaxed);
@@ -55,7 +64,7 @@ class StripedCounters {
  private:
   // 128 bytes: the destructive-interference size of the arm64 cores that prefetch line pairs.
   struct alignas(128) Slot {
-    std::atomic<uint64_t> batches{0}, rows{0}, duplicates{0};
+    std::atomic<uint64_t> batches{0}, rows{0}, duplicates{0}, mapped_rows{0}, mapped_stale{0};
     std::atomic<uint64_t> reads{0}, bytes_read{0}, merged{0}, inline_reads{0};
   };
   static constexpr size_t kSlots = 16;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
-#include <thread>
 
 #include "core/checked.h"
 #include "core/parallel.h"
@@ -29,11 +28,6 @@ constexpr size_t kWarmReadsPerThread = 64;
 constexpr size_t kRunsPerWorker = 32;
 constexpr size_t kMaxRun = 8;
 
-size_t Cores() {
-  static const size_t cores = std::max<size_t>(1, std::thread::hardware_concurrency());
-  return cores;
-}
-
 // Staging memory per thread, reused across batches: aligned for O_DIRECT.
 uint8_t* StagingBuffer(size_t bytes) {
   thread_local AlignedBuffer scratch;
@@ -58,13 +52,7 @@ class BatchRun {
     plan_.ops.clear();
     pieces.reserve(plan_.rows.size() * (s.kind == TableKind::kSnapshot ? 2 : 1));
     if (s.kind == TableKind::kPacked) {
-      for (const DistinctRow& r : plan_.rows) {
-        uint64_t local = r.id - s.start;
-        uint64_t off = s.layout == PackedLayout::kPage
-                           ? s.data_offset + local / table_.rows_per_page * kPageBytes + local % table_.rows_per_page * s.stride
-                           : s.data_offset + local * s.stride;
-        pieces.push_back({off, s.row_bytes, r.pos * rb});
-      }
+      for (const DistinctRow& r : plan_.rows) pieces.push_back({table_.PackedOffset(r.id), s.row_bytes, r.pos * rb});
       const ReadFile& f = *store_.files_[table_.file];
       PlanReads(pieces, 0, pieces.size(), table_.file, o.merge && sorted, o.max_merge_bytes,
                 f.direct() ? kDirectAlign : 1, &plan_.ops);
@@ -184,7 +172,9 @@ class BatchRun {
     failed_.store(true, std::memory_order_relaxed);
   }
 
-  static void Count(const ReadOp& op, ReadTally* tally) {
+  // A read that came back: counted, and its pages known cached from now on (see file_map.h).
+  void Count(const ReadOp& op, ReadTally* tally) {
+    if (FileMap* map = store_.MapOf(op.file)) map->Mark(op.offset, op.len);
     tally->reads += 1;
     tally->bytes_read += op.len;
     tally->merged += op.count - 1;
@@ -264,6 +254,32 @@ Status RowStore::Gather(ThreadPool& pool, uint32_t layer, const uint64_t* ids, s
   }
   Status st = CheckIds(layer, ids, n);
   if (!st.ok()) return st;
+  if (!TableMapped(*table)) {
+    st = GatherPlanned(pool, *table, ids, n, out);
+  } else {
+    // What the mapping could not serve is read into scratch rows, then put in place.
+    thread_local std::vector<uint32_t> misses;
+    thread_local std::vector<uint64_t> miss_ids;
+    thread_local std::vector<uint8_t> miss_rows;
+    const size_t missed = GatherMapped(pool, *table, ids, n, out, &misses);
+    if (missed == n) {
+      st = GatherPlanned(pool, *table, ids, n, out);
+    } else if (missed > 0) {
+      const uint64_t rb = table->info.row_bytes;
+      miss_ids.resize(missed);
+      for (size_t k = 0; k < missed; ++k) miss_ids[k] = ids[misses[k]];
+      miss_rows.resize(missed * rb);
+      st = GatherPlanned(pool, *table, miss_ids.data(), missed, miss_rows.data());
+      if (st.ok()) {
+        for (size_t k = 0; k < missed; ++k) std::memcpy(out + misses[k] * rb, miss_rows.data() + k * rb, rb);
+      }
+    }
+  }
+  if (st.ok()) counters_.AddBatch(n);
+  return st;
+}
+
+Status RowStore::GatherPlanned(ThreadPool& pool, const Table& table, const uint64_t* ids, size_t n, uint8_t* out) {
   // Borrowed from the store for this batch and given back however the batch ends.
   struct Lease {
     PlanMemoryPool& pool;
@@ -272,13 +288,13 @@ Status RowStore::Gather(ThreadPool& pool, uint32_t layer, const uint64_t* ids, s
   } lease{plan_memory_, plan_memory_.Take()};
   PlanMemory& plan = *lease.plan;
   DistinctRows(ids, n, options_.dedup, &plan.rows, &plan.copies, &plan.sort);
-  BatchRun run(*this, *table, out, plan);
+  BatchRun run(*this, table, out, plan);
   run.Plan();
-  st = run.Execute(pool);
+  Status st = run.Execute(pool);
   if (!st.ok()) return st;
-  const uint64_t rb = table->info.row_bytes;
+  const uint64_t rb = table.info.row_bytes;
   for (const auto& [to, from] : plan.copies) std::memcpy(out + to * rb, out + from * rb, rb);
-  counters_.AddBatch(n, plan.copies.size());
+  counters_.AddDuplicates(plan.copies.size());
   return Status::Ok();
 }
 

@@ -52,6 +52,7 @@ Status RowStore::Open(const std::vector<TableSpec>& tables, const StoreOptions& 
   }
   Status st = store->StartIoEngine();
   if (!st.ok()) return st;
+  store->MapFiles();
   *out = std::move(store);
   return Status::Ok();
 }
@@ -229,6 +230,9 @@ StoreStats RowStore::Stats() const {
   s.error_retries = read_counters_.error_retries.load();
   s.reopens = read_counters_.reopens.load();
   s.resident_bytes = resident_bytes_.load();
+  s.mapped_rows = t.mapped_rows;
+  s.mapped_stale = t.mapped_stale;
+  for (const auto& m : maps_) s.mapped_files += m != nullptr;
   s.io_engine = uring_ ? "uring" : "pread";
   s.io_engine_note = io_engine_note_;
   return s;

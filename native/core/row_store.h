@@ -6,9 +6,11 @@
 // per row for ids in that range). A packed table holds whole rows, one read per row, either
 // densely or in 4 KiB pages that no row crosses (the layout O_DIRECT wants).
 //
-// A batch is planned on the calling thread (sort and de-duplicate the ids, map them to byte
-// ranges, merge ranges that share or neighbour a page). A small batch then reads what the page
-// cache holds on that thread; the rest of its reads are fanned out over the pool.
+// Rows whose pages a read has already brought into the page cache are copied out of a mapping
+// of the file, with no read call (row_gather_mapped.cc; files on a local disk, read buffered).
+// The other rows are planned on the calling thread (sort and de-duplicate the ids, map them to
+// byte ranges, merge ranges that share or neighbour a page); a small batch then reads what the
+// page cache holds on that thread and the rest of its reads are fanned out over the pool.
 #pragma once
 
 #include <atomic>
@@ -18,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "core/file_map.h"
 #include "core/holes.h"
 #include "core/io_util.h"
 #include "core/row_counters.h"
@@ -77,6 +80,10 @@ struct StoreOptions {
   IoEngine io_engine = IoEngine::kAuto;
   unsigned io_depth = 128;     // io_uring: reads in flight per store
   int uring_refuse_errno = 0;  // tests: io_uring_setup fails with this errno
+  // Copy rows the page cache is known to hold out of a mapping of their file (see file_map.h).
+  // Off by choice, and on files read with O_DIRECT, on network filesystems, and when faults are
+  // injected (tests of the read calls).
+  bool map_cached = true;
 };
 
 struct StoreStats {
@@ -91,6 +98,9 @@ struct StoreStats {
   uint64_t error_retries = 0;  // reads retried after a transient error (ETIMEDOUT, ESTALE, EIO)
   uint64_t reopens = 0;        // files opened again after ESTALE
   uint64_t resident_bytes = 0;
+  uint64_t mapped_rows = 0;    // rows copied out of a file mapping, with no read call
+  uint64_t mapped_stale = 0;   // runs of those copies slow enough (evicted pages) to stop trusting their pages
+  uint64_t mapped_files = 0;   // files the store maps
   std::string io_engine;       // "uring" or "pread": the engine running this store's gathers
   std::string io_engine_note;  // why auto chose the pread pool, when it did
 };
@@ -117,6 +127,12 @@ class RowStore {
   // Safe while gathers run: a table's scales are used only once all of them are in memory
   // (until then its gathers read scales from the file). Concurrent calls load once.
   Status LoadResident(ThreadPool& pool);
+
+  // Asks the kernel which pages of the tables' rows the page cache already holds (a store
+  // opened on a warm cache, or a cache warmed since), so their rows are copied out of the
+  // mapping from the first batch on; returns the pages found. Does nothing for files that
+  // are not mapped. Safe while gathers run.
+  uint64_t LearnCached(ThreadPool& pool);
 
   // The first id of ids[0..n) outside the layer's table, as an E_ROW_RANGE status naming it.
   Status CheckIds(uint32_t layer, const uint64_t* ids, size_t n) const;
@@ -145,6 +161,13 @@ class RowStore {
     // the store. Gathers read only `resident` (acquire): null means "read the file".
     std::unique_ptr<uint8_t[]> resident_owner;
     std::atomic<const uint8_t*> resident{nullptr};
+    // Packed: the file offset of global id `id`'s row.
+    uint64_t PackedOffset(uint64_t id) const {
+      const uint64_t local = id - spec.start;
+      return spec.layout == PackedLayout::kPage
+                 ? spec.data_offset + local / rows_per_page * kPageBytes + local % rows_per_page * spec.stride
+                 : spec.data_offset + local * spec.stride;
+    }
   };
 
  private:
@@ -153,10 +176,20 @@ class RowStore {
   Status OpenFile(const std::string& path, bool want_direct, uint64_t probe_offset, uint32_t* index);
   const Table* FindTable(uint32_t layer) const;
   Status StartIoEngine();  // row_store_engine.cc
+  // row_gather_mapped.cc: maps the files map_cached allows; copies the batch positions whose
+  // rows are known cached and returns how many it could not (their positions in *misses).
+  void MapFiles();
+  bool TableMapped(const Table& t) const;
+  size_t GatherMapped(ThreadPool& pool, const Table& t, const uint64_t* ids, size_t n, uint8_t* out,
+                      std::vector<uint32_t>* misses);
+  // Reads ids[0..n) of table t into out by planned read calls (row_gather.cc).
+  Status GatherPlanned(ThreadPool& pool, const Table& t, const uint64_t* ids, size_t n, uint8_t* out);
+  FileMap* MapOf(uint32_t file) const { return maps_[file].get(); }
   ReadContext Context() { return ReadContext{faults_.get(), &read_counters_, options_.retry}; }
 
   StoreOptions options_;
   std::vector<std::unique_ptr<ReadFile>> files_;
+  std::vector<std::unique_ptr<FileMap>> maps_;  // per file; null when it is not mapped
   std::vector<std::unique_ptr<Table>> tables_;
   std::vector<TableInfo> infos_;
   std::unique_ptr<FaultInjector> faults_;

@@ -11,36 +11,12 @@
 //   - faults are injected (tests): they were written against the pool's read calls; a test
 //     that wants them under io_uring asks for kUring.
 // kUring that cannot be set up is an error; kPread never tries.
-#include <sys/statfs.h>
-
 #include <cstdint>
 #include <string>
 
 #include "core/row_store.h"
 
 namespace spark {
-
-namespace {
-
-// statfs f_type of the network (or userspace) filesystems Engram tables may live on.
-bool IsNetworkFs(int64_t magic) {
-  switch (static_cast<uint32_t>(magic)) {
-    case 0x6969:      // NFS
-    case 0xFF534D42:  // CIFS
-    case 0xFE534D42:  // SMB2
-    case 0x517B:      // SMB
-    case 0x00C36400:  // Ceph
-    case 0x0BD00BD0:  // Lustre
-    case 0x47504653:  // GPFS
-    case 0x01021997:  // 9p
-    case 0x65735546:  // FUSE (sshfs, s3fs, ...: whatever is behind it, not a local block device)
-      return true;
-    default:
-      return false;
-  }
-}
-
-}  // namespace
 
 Status RowStore::StartIoEngine() {
   if (options_.io_engine == IoEngine::kPread) return Status::Ok();
@@ -50,8 +26,7 @@ Status RowStore::StartIoEngine() {
       return Status::Ok();
     }
     for (const auto& f : files_) {
-      struct statfs sf;
-      if (fstatfs(f->fd(), &sf) == 0 && IsNetworkFs(static_cast<int64_t>(sf.f_type))) {
+      if (OnNetworkFilesystem(f->fd())) {
         io_engine_note_ = f->path() + " is on a network filesystem";
         return Status::Ok();
       }

@@ -1,6 +1,7 @@
-// The row store's warm path: reads the page cache holds are served without waiting
-// (preadv2 RWF_NOWAIT) on the calling thread, small batches queue no pool work, and the
-// counts, the bytes and the fault handling are the same as on the blocking path.
+// The row store's warm path by read calls: reads the page cache holds are served without
+// waiting (preadv2 RWF_NOWAIT) on the calling thread, small batches queue no pool work, and the
+// counts, the bytes and the fault handling are the same as on the blocking path. (The copies
+// out of a mapping that come before it are row_store_mapped_test.cc's; off here.)
 #include <fcntl.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -91,9 +92,11 @@ TEST(CachedRowsAreServedInlineWithTheSameBytesAndCounts) {
   TableSpec snap = WriteSnapshot("cached.bin", 1, 5000);  // just written: in the page cache
   TableSpec page = WritePacked("cached-page.bin", 2, 0, 5000, true);
   spark::ThreadPool pool(4);
+  spark::StoreOptions calls;
+  calls.map_cached = false;
   spark::StoreOptions no_cache;
   no_cache.faults.nowait_errno = EOPNOTSUPP;  // as on a filesystem without RWF_NOWAIT
-  auto warm = OpenStore({snap, page});
+  auto warm = OpenStore({snap, page}, calls);
   auto blocking = OpenStore({snap, page}, no_cache);
   for (size_t n : {1, 24, 144, 3000}) {
     for (uint32_t layer : {1u, 2u}) {
@@ -147,7 +150,9 @@ TEST(ReadIfCachedSwitchesItselfOffOnlyWhenUnsupported) {
 TEST(PartlyCachedReadsAndFaultsFallBackToTheBlockingPath) {
   TableSpec t = WriteSnapshot("partial.bin", 3, 5000);
   spark::ThreadPool pool(3);
-  auto reference = OpenStore({t});
+  spark::StoreOptions calls;
+  calls.map_cached = false;
+  auto reference = OpenStore({t}, calls);
   spark::StoreOptions o;
   o.retry.first_delay_us = 100;
   o.retry.max_delay_us = 1000;

@@ -7,7 +7,9 @@
 //   /tmp/warm_gather_bench [rows=400000] [threads=2,16] [batches=24,144,49152]
 // Writes a snapshot-like file (dim 256: 256 weight + 8 scale bytes a row, the Engram shape)
 // under /tmp, reads it once so it is in the page cache, then times batches of uniform random
-// ids. The baseline copies the same rows (weight, then scale) out of memory on one thread.
+// ids, on a store that copies rows it knows cached out of a mapping (the default) and on one
+// that reads every row by a read call, after one sweep over every row (a store that has been
+// serving). The baseline copies the same rows (weight, then scale) out of memory on one thread.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -67,16 +69,36 @@ int main(int argc, char** argv) {
   t.weight_path = t.scale_path = path;
   t.weight_offset = kHeader;
   t.scale_offset = kHeader + rows * kDim;
-  std::shared_ptr<spark::RowStore> store;
-  spark::Status st = spark::RowStore::Open({t}, {}, &store);
-  if (!st.ok()) {
-    std::fprintf(stderr, "%s\n", st.ToString().c_str());
-    return 3;
+  // Two stores on the same file: rows copied out of a mapping once a read has brought their
+  // pages in (the default), and every row by a read call (mapCached off).
+  std::shared_ptr<spark::RowStore> stores[2];
+  const char* names[2] = {"mapped", "calls"};
+  for (int v = 0; v < 2; ++v) {
+    spark::StoreOptions o;
+    o.map_cached = v == 0;
+    spark::Status st = spark::RowStore::Open({t}, o, &stores[v]);
+    if (!st.ok()) {
+      std::fprintf(stderr, "%s\n", st.ToString().c_str());
+      return 3;
+    }
+  }
+  // A store that has been serving for a while has read every row at least once: one sweep.
+  {
+    spark::ThreadPool pool(2);
+    std::vector<uint64_t> ids(4096);
+    std::vector<uint8_t> out(ids.size() * kRow);
+    for (uint64_t first = 0; first < rows; first += ids.size()) {
+      size_t n = static_cast<size_t>(std::min<uint64_t>(ids.size(), rows - first));
+      for (size_t k = 0; k < n; ++k) ids[k] = first + k;
+      for (auto& store : stores) {
+        if (!store->Gather(pool, 1, ids.data(), n, out.data(), out.size()).ok()) return 3;
+      }
+    }
   }
   std::printf("rows %llu, row %llu bytes, warm (file just written)\n", static_cast<unsigned long long>(rows),
               static_cast<unsigned long long>(kRow));
-  std::printf("%8s %8s %12s %12s %12s %12s %8s\n", "threads", "batch", "gather p50", "gather p99", "memcpy p50",
-              "memcpy p99", "ratio");
+  std::printf("%8s %8s %7s %12s %12s %12s %12s %8s %8s\n", "store", "threads", "batch", "gather p50", "gather p99",
+              "memcpy p50", "memcpy p99", "ratio", "mapped");
   unsigned sink = 0;
   for (size_t n : batches) {
     const int iters = n >= 10000 ? 40 : 3000;
@@ -95,13 +117,15 @@ int main(int argc, char** argv) {
       base.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
       sink += out[rng() % out.size()];  // keeps the copies observable
     }
-    for (size_t th : threads) {
+    for (size_t th : threads) for (int v = 0; v < 2; ++v) {
+      spark::RowStore* store = stores[v].get();
       spark::ThreadPool pool(th);
+      const spark::StoreStats before = store->Stats();
       std::vector<double> us;
       for (int i = -iters / 10; i < iters; ++i) {  // the first tenth warms up, untimed
         for (auto& id : ids) id = pick(rng);
         auto t0 = std::chrono::steady_clock::now();
-        st = store->Gather(pool, 1, ids.data(), n, out.data(), out.size());
+        spark::Status st = store->Gather(pool, 1, ids.data(), n, out.data(), out.size());
         double d = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
         if (!st.ok()) {
           std::fprintf(stderr, "%s\n", st.ToString().c_str());
@@ -116,9 +140,12 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "row %zu differs\n", k);
         return 1;
       }
+      const spark::StoreStats after = store->Stats();
+      const double mapped = 100.0 * static_cast<double>(after.mapped_rows - before.mapped_rows) /
+                            static_cast<double>(after.rows - before.rows);
       double p50 = Quantile(us, 0.5), b50 = Quantile(base, 0.5);
-      std::printf("%8zu %8zu %10.1fus %10.1fus %10.1fus %10.1fus %7.1fx\n", th, n, p50, Quantile(us, 0.99), b50,
-                  Quantile(base, 0.99), p50 / b50);
+      std::printf("%8s %8zu %7zu %10.1fus %10.1fus %10.1fus %10.1fus %7.1fx %7.0f%%\n", names[v], th, n, p50,
+                  Quantile(us, 0.99), b50, Quantile(base, 0.99), p50 / b50, mapped);
     }
   }
   unlink(path);

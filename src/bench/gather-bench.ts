@@ -56,7 +56,7 @@ export interface GatherBenchOptions {
   /** Row store engines to run the row store variants on (default pread). */
   engines?: BenchEngine[];
   /** Row store I/O choices, to measure what each one pays. */
-  store?: { dedup?: boolean; merge?: boolean; fadviseRandom?: boolean };
+  store?: { dedup?: boolean; merge?: boolean; fadviseRandom?: boolean; mapCached?: boolean };
   /** Pread pool: run every case again with merging off and report rows/s merged over unmerged. */
   mergeGain?: boolean;
   /** Cold: evict the source before every batch (untimed), not only before every case. */
@@ -248,6 +248,9 @@ export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBench
           openSnapshot: o.openSnapshot,
           faults: o.delayUs ? { delayUs: o.delayUs } : undefined,
           ...o.store,
+          // Cold cases read every row: a page mapped into this process cannot be evicted
+          // between batches, so copies out of the mapping would turn a cold case warm.
+          mapCached: !o.cold && o.store?.mapCached !== false,
           merge,
         });
         try {
@@ -257,10 +260,12 @@ export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBench
             // per batch would add thousands of first-touch page faults inside the reads.
             const out = Buffer.alloc(b * table.rowBytes);
             await prepare();
+            // The cache was warmed behind the store's back: tell it, as a store opened on a warm cache learns at open.
+            if (!o.cold) await src.store.learnCached();
             const before = src.store.stats();
             const r = await timeLoop(o.seconds, fresh(b), (ids) => src.store.gather(table.layer, ids, out), betweenBatches);
             const after = src.store.stats();
-            const delta = { rows: after.rows - before.rows, reads: after.reads - before.reads, duplicates: after.duplicates - before.duplicates, merged: after.merged - before.merged };
+            const delta = { rows: after.rows - before.rows, reads: after.reads - before.reads, duplicates: after.duplicates - before.duplicates, merged: after.merged - before.merged, mappedRows: after.mappedRows - before.mappedRows };
             record(v, t, b, r, { ...(spec.kind === 'packed' ? { direct: directActive } : {}), reader: engine === 'uring' ? 'uring' : 'pread-pool', ...(merge ? {} : { merge: false }), ...storeNumbers(delta, r.rowsPerSec) });
           }
         } finally {

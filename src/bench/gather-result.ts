@@ -43,6 +43,8 @@ export interface GatherBenchResult {
   duplicateFraction?: number;
   /** Pread pool: row pieces that shared a read with a neighbour, per row piece read. */
   mergedFraction?: number;
+  /** Row store: rows copied out of a mapping of the file (pages known cached, no read call), per row delivered. */
+  mappedFraction?: number;
   /** With --merge-gain: rows/s of this case over the same case with merging off. */
   mergeGain?: number;
   /** Bytes fetched from storage (page-cache misses, O_DIRECT) per second, in 4 KiB pages. */
@@ -60,10 +62,11 @@ export interface StoreDelta {
   reads: number;
   duplicates: number;
   merged: number;
+  mappedRows: number;
 }
 
 /** Pread-pool numbers from the row store's counters: reads per row, reads/s, what dedup and merging saved. */
-export function storeNumbers(d: StoreDelta, rowsPerSec: number): Pick<GatherBenchResult, 'readsPerRow' | 'readsPerSec' | 'duplicateFraction' | 'mergedFraction'> {
+export function storeNumbers(d: StoreDelta, rowsPerSec: number): Pick<GatherBenchResult, 'readsPerRow' | 'readsPerSec' | 'duplicateFraction' | 'mergedFraction' | 'mappedFraction'> {
   const readsPerRow = d.reads / Math.max(1, d.rows);
   const pieces = d.reads + d.merged; // every read covers 1 + (pieces merged into it)
   return {
@@ -71,6 +74,7 @@ export function storeNumbers(d: StoreDelta, rowsPerSec: number): Pick<GatherBenc
     readsPerSec: rowsPerSec * readsPerRow,
     duplicateFraction: d.duplicates / Math.max(1, d.rows),
     mergedFraction: pieces > 0 ? d.merged / pieces : 0,
+    mappedFraction: d.mappedRows / Math.max(1, d.rows),
   };
 }
 

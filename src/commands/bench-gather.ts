@@ -137,6 +137,7 @@ interface Flags {
   dedup?: boolean;
   merge?: boolean;
   fadvise?: boolean;
+  map?: boolean;
   willneed?: boolean;
   mergeGain?: boolean;
   evictEveryBatch?: boolean;
@@ -173,7 +174,7 @@ export function parseBenchGatherFlags(source: string | undefined, f: Flags, env:
     fio: f.fio !== false,
     naive: f.naive !== false,
     seed: f.seed === undefined ? 1 : parseCount(f.seed, '--seed', 0, 0xffffffff),
-    store: { dedup: f.dedup !== false, merge: f.merge !== false, fadviseRandom: f.fadvise !== false },
+    store: { dedup: f.dedup !== false, merge: f.merge !== false, fadviseRandom: f.fadvise !== false, mapCached: f.map !== false },
     willneed: f.willneed !== false,
     mergeGain: Boolean(f.mergeGain),
     evictEveryBatch: Boolean(f.evictEveryBatch),
@@ -201,6 +202,7 @@ export function benchCommand(ctx: CliContext): Command {
     .option('--no-dedup', 'row store: do not sort and de-duplicate ids (to measure what it pays)')
     .option('--no-merge', 'row store: one read per row piece, no page merging')
     .option('--no-fadvise', 'row store: no POSIX_FADV_RANDOM hint')
+    .option('--no-map', 'row store: read every row with a read call, also the rows the page cache holds (warm cases copy those out of a mapping; cold cases always read)')
     .option('--no-willneed', "overlay variant: skip the WILLNEED pass (to measure what it pays; the overlay runs it)")
     .option('--svg <file>', 'write a chart of rows/s against threads per batch size')
     .option('--json', 'print {results: [...], recommendedThreads}')

@@ -46,6 +46,12 @@ export interface RowStoreOptions {
   maxMergeBytes?: number;
   /** POSIX_FADV_RANDOM on buffered files (default true). */
   fadviseRandom?: boolean;
+  /**
+   * Copy rows that a read has already brought into the page cache out of a read-only mapping
+   * of their file, with no read call (default true). Applies to buffered files on local
+   * filesystems; O_DIRECT files and network filesystems are always read with read calls.
+   */
+  mapCached?: boolean;
   retry?: RetryOptions;
   faults?: FaultOptions;
   /**
@@ -78,6 +84,12 @@ export interface RowStoreStats {
   /** Files opened again after ESTALE. */
   reopens: number;
   residentBytes: number;
+  /** Rows copied out of a file mapping (their pages known cached), with no read call. */
+  mappedRows: number;
+  /** Runs of those copies slow enough to show evicted pages: their pages are read by calls again. */
+  mappedStale: number;
+  /** Files this store maps (0: mapCached is off, or every file is O_DIRECT or on a network filesystem). */
+  mappedFiles: number;
   /** The engine running this store's reads. */
   ioEngine: 'pread' | 'uring';
   /** Why 'auto' kept the pread pool (a network filesystem, io_uring refused, faults injected). */
@@ -102,6 +114,7 @@ interface NativeRowStore {
   /** Fills `out` at completion, or resolves with a new Buffer when it is omitted. */
   gather(layer: number, ids: Uint32Array | BigUint64Array, out?: Uint8Array): Promise<Buffer | undefined>;
   loadResident(): Promise<void>;
+  learnCached(): Promise<number>;
   stats(): RowStoreStats;
   tables(): RowTableInfo[];
   close(): void;
@@ -154,7 +167,12 @@ export class RowStore {
     for (const t of native.tables()) this.rowBytesByLayer.set(t.layer, t.rowBytes);
   }
 
-  /** Opens the files of every table and loads resident scales (reported in stats().residentBytes). */
+  /**
+   * Opens the files of every table and loads resident scales (reported in stats().residentBytes).
+   * Where rows are copied out of a mapping (stats().mappedFiles > 0) it also starts, without
+   * waiting for it, learnCached(): rows the page cache already holds are copied from the first
+   * batch on.
+   */
   static async open(tables: TableSpec[], options: RowStoreOptions = {}): Promise<RowStore> {
     const threads = options.threads ?? threadsFromEnv(options.env);
     const Native = (addon() as unknown as { RowStore: NativeRowStoreClass }).RowStore;
@@ -168,6 +186,7 @@ export class RowStore {
         throw err;
       }
     }
+    if (native.stats().mappedFiles > 0) store.learnCached().catch(() => undefined);
     return store;
   }
 
@@ -195,6 +214,20 @@ export class RowStore {
       }
       const result = Buffer.isBuffer(out) ? out : Buffer.from(out.buffer, out.byteOffset, out.byteLength);
       return this.track(this.native.gather(layer, typed, out)).then(() => result);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /**
+   * Asks the kernel which pages of the tables' rows the page cache holds now (one mincore call
+   * per 65,536 pages) so their rows are copied out of the mapping rather than read; resolves
+   * with the pages found. For a cache warmed behind the store's back (another process, a
+   * restart); rows the store reads itself are known without it. 0 when nothing is mapped.
+   */
+  learnCached(): Promise<number> {
+    try {
+      return this.track(this.native.learnCached());
     } catch (err) {
       return Promise.reject(err);
     }

@@ -1,0 +1,218 @@
+// RowStore::GatherMapped: the warm path. A row whose pages a read call has already brought
+// into the page cache is copied straight out of a mapping of its file on the calling thread:
+// no read call, no plan, no pool. A 24-id batch of warm rows then costs about what copying
+// its 24 rows does (bench/RESULTS.md), where 48 read calls cost ~25 us more.
+//
+// Which files are mapped: buffered files on local filesystems (O_DIRECT files keep out of the
+// page cache by choice; on a network filesystem a fault can stall for seconds with no retry
+// policy, and a stale handle would fault), and only when faults are not injected (those tests
+// are about the read calls).
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+
+#include "core/fault_guard.h"
+#include "core/parallel.h"
+#include "core/row_store.h"
+
+namespace spark {
+
+namespace {
+
+// A warm batch this large is copied on all cores, in runs of about this many rows.
+constexpr size_t kRowsPerCopyRun = 8192;
+// A run of copies slower than this may have been reading pages from the device (evicted after
+// they were marked): ~100 us a fault on NVMe, against ~0.2 us a warm row. A run that was only
+// preempted is as slow, so a slow run counts as stale only if the thread's major-fault count
+// (getrusage, read only then) has grown since it was last read.
+constexpr int64_t kSlowBaseNs = 100'000;
+constexpr int64_t kSlowPerRowNs = 1'000;
+
+// One run of copies: batch positions [begin, end). Owns nothing, so a fault may abandon it.
+struct CopyRun {
+  const RowStore::Table* table;
+  const FileMap* weights;  // snapshot weights, or a packed table's file
+  const FileMap* scales;   // snapshot scales (null: packed)
+  const uint8_t* resident;  // resident scale rows, or null
+  const uint64_t* ids;
+  uint8_t* out;
+  size_t begin, end;
+  uint32_t* misses;  // positions not copied, from misses[0]
+  size_t missed;
+};
+
+// Where position i's row lives: up to two pieces (weight, scale) of mapped files.
+void CopyKnownRows(void* arg) {
+  CopyRun& c = *static_cast<CopyRun*>(arg);
+  const TableSpec& s = c.table->spec;
+  const uint64_t rb = c.table->info.row_bytes;
+  if (s.kind == TableKind::kPacked) {
+    for (size_t i = c.begin; i < c.end; ++i) {
+      const uint64_t off = c.table->PackedOffset(c.ids[i]);
+      if (!c.weights->Known(off, s.row_bytes)) {
+        c.misses[c.missed++] = static_cast<uint32_t>(i);
+        continue;
+      }
+      std::memcpy(c.out + i * rb, c.weights->at(off), s.row_bytes);
+    }
+    return;
+  }
+  const uint64_t sb = c.table->scale_bytes;
+  for (size_t i = c.begin; i < c.end; ++i) {
+    const uint64_t id = c.ids[i];
+    const uint64_t woff = s.weight_offset + id * s.dim;
+    const uint64_t soff = s.scale_offset + id * sb;
+    const bool resident = c.resident != nullptr && id >= s.resident_start && id < s.resident_end;
+    if (!c.weights->Known(woff, s.dim) || (!resident && !c.scales->Known(soff, sb))) {
+      c.misses[c.missed++] = static_cast<uint32_t>(i);
+      continue;
+    }
+    uint8_t* dst = c.out + i * rb;
+    std::memcpy(dst, c.weights->at(woff), s.dim);
+    std::memcpy(dst + s.dim, resident ? c.resident + (id - s.resident_start) * sb : c.scales->at(soff), sb);
+  }
+}
+
+// The pages run c copied from are no longer believed cached.
+void ForgetRun(const CopyRun& c, FileMap* weights, FileMap* scales) {
+  const TableSpec& s = c.table->spec;
+  for (size_t i = c.begin; i < c.end; ++i) {
+    const uint64_t id = c.ids[i];
+    if (s.kind == TableKind::kPacked) {
+      weights->Forget(c.table->PackedOffset(id), s.row_bytes);
+    } else {
+      weights->Forget(s.weight_offset + id * s.dim, s.dim);
+      scales->Forget(s.scale_offset + id * c.table->scale_bytes, c.table->scale_bytes);
+    }
+  }
+}
+
+// Whether this thread has taken a major fault since the last call on it (the first call: ever).
+bool MajorFaultsSinceLastAsked() {
+  thread_local long last = 0;
+  struct rusage u;
+  if (getrusage(RUSAGE_THREAD, &u) != 0) return true;
+  const bool grew = u.ru_majflt > last;
+  last = u.ru_majflt;
+  return grew;
+}
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+void RowStore::MapFiles() {
+  maps_.resize(files_.size());
+  if (!options_.map_cached || options_.faults.any() || !FaultGuardAvailable()) return;
+  for (size_t i = 0; i < files_.size(); ++i) {
+    const ReadFile& f = *files_[i];
+    if (f.direct() || OnNetworkFilesystem(f.fd())) continue;
+    maps_[i] = FileMap::Create(f.fd(), f.size());
+  }
+}
+
+bool RowStore::TableMapped(const Table& t) const {
+  if (t.spec.kind == TableKind::kPacked) return maps_[t.file] != nullptr;
+  return maps_[t.weight_file] != nullptr && maps_[t.scale_file] != nullptr;
+}
+
+size_t RowStore::GatherMapped(ThreadPool& pool, const Table& t, const uint64_t* ids, size_t n, uint8_t* out,
+                              std::vector<uint32_t>* misses) {
+  misses->resize(n);
+  const bool packed = t.spec.kind == TableKind::kPacked;
+  const uint32_t weight_file = packed ? t.file : t.weight_file;
+  FileMap* weights = maps_[weight_file].get();
+  FileMap* scales = packed ? nullptr : maps_[t.scale_file].get();
+  // A file cut short after it was mapped reads as zeros past its new end within the last page
+  // (only whole pages past it fault): then the read calls take the batch and report the end.
+  if (!files_[weight_file]->Whole() || (!packed && t.scale_file != weight_file && !files_[t.scale_file]->Whole())) {
+    for (size_t i = 0; i < n; ++i) (*misses)[i] = static_cast<uint32_t>(i);
+    return n;
+  }
+  const uint8_t* resident = packed ? nullptr : t.resident.load(std::memory_order_acquire);
+  const size_t runs = n < 2 * kRowsPerCopyRun ? 1 : n / kRowsPerCopyRun;
+  thread_local std::vector<size_t> run_missed;
+  run_missed.assign(runs, 0);
+  std::vector<size_t>& missed_of = run_missed;
+  auto copy = [&](size_t r) {
+    const auto [begin, end] = ContiguousRun(n, runs, r);
+    CopyRun c{&t, weights, scales, resident, ids, out, begin, end, misses->data() + begin, 0};
+    const int64_t start = NowNs();
+    if (!RunFaultGuarded(CopyKnownRows, &c)) {
+      // A copy faulted (the file shrank, or a page could not be read back): the read calls
+      // will read these rows again and say what is wrong.
+      for (size_t i = begin; i < end; ++i) c.misses[i - begin] = static_cast<uint32_t>(i);
+      missed_of[r] = end - begin;
+      ForgetRun(c, weights, scales);
+      return;
+    }
+    const size_t copied = end - begin - c.missed;
+    const bool slow = NowNs() - start > kSlowBaseNs + kSlowPerRowNs * static_cast<int64_t>(end - begin);
+    const bool stale = slow && MajorFaultsSinceLastAsked();
+    if (stale) ForgetRun(c, weights, scales);
+    missed_of[r] = c.missed;
+    counters_.AddMapped(copied, stale ? 1 : 0);
+  };
+  if (runs == 1) {
+    copy(0);
+  } else {
+    RunParallel(pool, runs, std::min(runs, Cores()), copy);
+  }
+  // Gather each run's misses to the front.
+  size_t total = 0;
+  for (size_t r = 0; r < runs; ++r) {
+    const size_t begin = ContiguousRun(n, runs, r).first;
+    std::memmove(misses->data() + total, misses->data() + begin, missed_of[r] * sizeof(uint32_t));
+    total += missed_of[r];
+  }
+  misses->resize(total);
+  return total;
+}
+
+uint64_t RowStore::LearnCached(ThreadPool& pool) {
+  struct Region {
+    FileMap* map;
+    uint64_t offset, len;
+  };
+  std::vector<Region> regions;
+  for (const auto& t : tables_) {
+    if (!TableMapped(*t)) continue;
+    const TableSpec& s = t->spec;
+    const uint64_t rows = t->info.hi - t->info.lo;  // every extent was checked to fit at open
+    if (rows == 0) continue;
+    if (s.kind == TableKind::kPacked) {
+      const uint64_t first = t->PackedOffset(s.start), last = t->PackedOffset(s.end - 1) + s.row_bytes;
+      regions.push_back({maps_[t->file].get(), first, last - first});
+    } else {
+      regions.push_back({maps_[t->weight_file].get(), s.weight_offset + t->info.lo * s.dim, rows * s.dim});
+      regions.push_back({maps_[t->scale_file].get(), s.scale_offset + t->info.lo * t->scale_bytes, rows * t->scale_bytes});
+    }
+  }
+  // In pieces of one mincore call each, spread over the pool: a 98 GB table is 24 M pages.
+  struct Piece {
+    FileMap* map;
+    uint64_t offset, len;
+  };
+  std::vector<Piece> pieces;
+  for (const Region& r : regions) {
+    const uint64_t step = FileMap::kLearnPages * r.map->page_bytes();
+    for (uint64_t at = r.offset / step * step; at < r.offset + r.len; at += step) {
+      const uint64_t lo = std::max(at, r.offset), hi = std::min(at + step, r.offset + r.len);
+      pieces.push_back({r.map, lo, hi - lo});
+    }
+  }
+  std::atomic<uint64_t> learned{0};
+  RunParallel(pool, pieces.size(), pool.size(), [&](size_t i) {
+    if (closed()) return;
+    learned.fetch_add(pieces[i].map->Learn(pieces[i].offset, pieces[i].len), std::memory_order_relaxed);
+  });
+  return learned.load();
+}
+
+}  // namespace spark
