@@ -9,6 +9,7 @@ import { mountTmpfs } from './helpers/tmpfs.js';
 import { fakeNodes } from './helpers/fake-node.js';
 import { writeCluster } from './helpers/launch-files.js';
 import { readManifest } from './helpers/packed.js';
+import { formatBytes } from '../src/format.js';
 
 const snap = makeSnapshot();
 
@@ -105,17 +106,56 @@ test('a full disk is exit 3 with the numbers; mid-pack it keeps what was written
   }
 });
 
-test('pack --progress prints whole progress lines without a terminal', async () => {
+// One progress line as `spark pack --progress` prints it: the unit, its place, the phase, bytes
+// done of the whole pack and the percentage; after half a second of copying also the rate and an
+// ETA. Which lines appear (and whether they carry a rate) depends on how fast the machine is, so
+// every line is checked against the format and the sequence against what progress means.
+const SIZE = String.raw`\d+ B|\d+(?:\.\d+)? [KMGT]iB`;
+const PROGRESS_LINE = new RegExp(
+  String.raw`^pack (.+) \((\d+)/(\d+)\) (preparing|checking|copying|finishing|done): (${SIZE}) / (${SIZE}) (\d+)%(?:  (?:${SIZE})/s  ETA \d+:\d\d)?$`,
+);
+
+/** Checks a --progress log of a pack whose units are `units` (in order) and `bytes` in all. */
+function assertProgressLog(stderr: string, units: string[], bytes: number): void {
+  assert.ok(!stderr.includes('\r') && !stderr.includes('\x1b'), 'no terminal control characters in a log');
+  assert.ok(stderr.endsWith('\n'), 'whole lines only');
+  const lines = stderr.slice(0, -1).split('\n');
+  const seen = lines.map((line) => {
+    const m = PROGRESS_LINE.exec(line);
+    assert.ok(m, `not a progress line: ${JSON.stringify(line)}`);
+    const [, unit, index, count, phase, done, total, pct] = m;
+    assert.equal(Number(count), units.length, line);
+    assert.equal(unit, units[Number(index) - 1], line);
+    assert.equal(total, formatBytes(bytes), `${line}: the total is the whole pack`);
+    return { index: Number(index), phase, done, pct: Number(pct) };
+  });
+  // The first update is always shown, the last one always closes the log.
+  assert.equal(seen[0].index, 1, 'the log starts with the first unit');
+  for (let i = 1; i < seen.length; i++) {
+    assert.ok(seen[i].index >= seen[i - 1].index, `units in order: ${lines.join(' | ')}`);
+    assert.ok(seen[i].pct >= seen[i - 1].pct, `the percentage never goes back: ${lines.join(' | ')}`);
+  }
+  const last = seen[seen.length - 1];
+  assert.deepEqual(last, { index: units.length, phase: 'done', done: formatBytes(bytes), pct: 100 }, `ends complete: ${lines.at(-1)}`);
+}
+
+test('pack --progress prints whole progress lines without a terminal, up to 100% of the bytes', async () => {
   const snap = makeSnapshot({ vocab: 3000 });
-  const r = await cli(['pack', snap.dir, '--out', join(tempDir(), 'p'), '--rank', '0', '--world', '1', '--progress', '1', '--layout', 'page']);
-  assert.equal(r.code, 0, r.stderr);
-  assert.match(r.stderr, /^pack layer 1 \(1\/2\) .*%$/m);
-  const sparse = await cli(['pack', snap.dir, '--out', join(tempDir(), 's'), '--rank', '0', '--world', '1', '--progress', '1']);
+  const page = await cli(['pack', snap.dir, '--out', join(tempDir(), 'p'), '--rank', '0', '--world', '1', '--progress', '1', '--layout', 'page', '--json']);
+  assert.equal(page.code, 0, page.stderr);
+  assertProgressLog(page.stderr, ['layer 1', 'layer 14'], (JSON.parse(page.stdout) as { bytes: number }).bytes);
+  // The limiter makes one worker wait for every chunk it read before: 10 chunks of ~2 MB per
+  // ~20 MB shard at 40 MB/s hold the pack to at least 0.9 s however fast the machine, so the
+  // closing line is past the half second after which a line shows the rate and an ETA.
+  const slow = ['--threads', '1', '--chunk-rows', '8192', '--rate-limit', '40'];
+  const sparse = await cli(['pack', snap.dir, '--out', join(tempDir(), 's'), '--rank', '0', '--world', '1', '--progress', '1', ...slow, '--json']);
   assert.equal(sparse.code, 0, sparse.stderr);
-  assert.match(sparse.stderr, /^pack shard model-00003-of-00003\.safetensors \(2\/2\) .*%$/m);
-  assert.ok(!r.stderr.includes('\r'), 'no terminal control characters in a log');
+  const shards = ['shard model-00002-of-00003.safetensors', 'shard model-00003-of-00003.safetensors'];
+  assertProgressLog(sparse.stderr, shards, (JSON.parse(sparse.stdout) as { bytes: number }).bytes);
+  assert.match(sparse.stderr, /\(2\/2\) done: .* 100% {2}\d+(\.\d+)? [KM]iB\/s {2}ETA 0:00\n$/);
   const bad = await cli(['pack', snap.dir, '--out', join(tempDir(), 'q'), '--rank', '0', '--world', '1', '--progress', '0']);
   assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /--progress/);
 });
 
 test('spark fanout pack passes --layout, --rate-limit and --no-drop-cache through to every node', async () => {

@@ -89,6 +89,16 @@ FaultDecision FaultInjector::Next(int fd, const void* buf, size_t len, uint64_t 
 }
 
 long FaultInjector::Pread(int fd, void* buf, size_t len, uint64_t offset, size_t align) {
+  // Ends the observed call however it leaves (throw_at throws).
+  struct Observed {
+    explicit Observed(ReadObserver* o) : observer(o) {
+      if (observer != nullptr) observer->ReadBegins();
+    }
+    ~Observed() {
+      if (observer != nullptr) observer->ReadEnds();
+    }
+    ReadObserver* observer;
+  } observed(config_.observer);
   if (config_.delay_us > 0) SleepMicros(config_.delay_us);
   FaultDecision d = Next(fd, buf, len, offset, align);
   if (d.err != 0) {

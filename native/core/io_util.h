@@ -45,6 +45,16 @@ struct RetryPolicy {
   uint64_t max_delay_us = 1000000;
 };
 
+// Tests: told of every read call FaultInjector::Pread makes, around the whole call (the delay
+// included), from the reading thread; a test counts the reads in flight at once with it, or
+// holds them back. Must be thread-safe and outlive the store.
+class ReadObserver {
+ public:
+  virtual ~ReadObserver() = default;
+  virtual void ReadBegins() = 0;
+  virtual void ReadEnds() = 0;
+};
+
 // Deterministic faults for tests. Every Nth read call (counted per injector, across threads)
 // is cut short, interrupted, or failed; 0 disables a fault. delay_us sleeps before every read
 // to model a network filesystem's latency.
@@ -66,9 +76,10 @@ struct FaultConfig {
   uint32_t nowait_hit_every = 0;
   uint32_t nowait_short_every = 0;
   int nowait_errno = 0;
+  ReadObserver* observer = nullptr;  // not owned
   bool any() const {
     return short_every || short_unaligned_every || eintr_every || eio_every || etimedout_every || estale_at ||
-           throw_at || delay_us || nowait_hit_every || nowait_short_every || nowait_errno;
+           throw_at || delay_us || nowait_hit_every || nowait_short_every || nowait_errno || observer != nullptr;
   }
 };
 
@@ -84,7 +95,8 @@ class FaultInjector {
   explicit FaultInjector(FaultConfig config) : config_(config) {}
   // pread(2) with the configured faults applied. With `align` > 1 it also enforces the rules
   // of O_DIRECT (offset, length and memory aligned, else EINVAL), so tests prove alignment
-  // even on a filesystem that refused O_DIRECT and fell back to buffered reads.
+  // even on a filesystem that refused O_DIRECT and fell back to buffered reads. The observer,
+  // when there is one, sees the call begin and end.
   long Pread(int fd, void* buf, size_t len, uint64_t offset, size_t align);
   // The same decisions for a read issued some other way (io_uring): counts one call. Does not
   // sleep delay_us; throws at throw_at.
