@@ -2,6 +2,7 @@
 // of the same bytes, in the same run:
 //
 //   node dist/bench/verify-sparse.js --copy /path/to/sparse-copy [--threads 4] [--repeat 1]
+//        [--before /other/build/dist/src/bin.js]
 //   node dist/bench/verify-sparse.js --snapshot S --dir D [--rank 0] [--world 2] [--threads 4]
 //        (packs rank/world of S as a sparse copy into D/sparse first, untimed, and keeps it)
 //
@@ -14,6 +15,9 @@
 //              this machine's virtual disk it reads faster, so the target is against the faster)
 //   verify     spark verify COPY --threads N --json (every chunk checksum; the report's "io"
 //              says whether it read O_DIRECT)
+//   before     with --before: the same command run by another build of spark (say, the commit
+//              before a change), so both are measured against the same fio reads
+// "without start-up" compares fio's own runtime (its JSON) with spark's own "seconds".
 // Before each case the copy's pages are dropped from the page cache (advice only: the files
 // are never written), so a buffered reader starts cold as fio's direct read does; the page
 // cache's growth over each spark command (/proc/meminfo Cached) is recorded too.
@@ -38,6 +42,7 @@ interface Args {
   world: number;
   threads: number;
   repeat: number;
+  before?: string;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -51,6 +56,7 @@ function parseArgs(argv: string[]): Args {
     else if (k === '--world') a.world = Number(v);
     else if (k === '--threads') a.threads = Number(v);
     else if (k === '--repeat') a.repeat = Number(v);
+    else if (k === '--before') a.before = v;
     else throw new Error(`unknown argument ${k}`);
   }
   if ((a.copy === undefined) === (a.snapshot === undefined)) throw new Error('give --copy DIR or --snapshot S');
@@ -59,6 +65,7 @@ function parseArgs(argv: string[]): Args {
 
 const bin = join(packageRoot(), 'dist', 'src', 'bin.js');
 const spark = (...args: string[]): string[] => [process.execPath, bin, ...args];
+const sparkAt = (path: string, ...args: string[]): string[] => [process.execPath, path, ...args];
 
 function run(argv: string[]): { seconds: number; stdout: string } {
   const t0 = process.hrtime.bigint();
@@ -101,7 +108,7 @@ async function rangesOf(copy: string): Promise<Range[]> {
 
 /** fio: one direct sequential read per range (aligned out, never past the file's end), one after the other. */
 function fioRead(ranges: Range[], bs: string, depth: number): string[] {
-  const args = ['fio', '--output=/dev/null', '--direct=1', `--bs=${bs}`, '--ioengine=libaio', `--iodepth=${depth}`, '--readonly', '--rw=read'];
+  const args = ['fio', '--output-format=json', '--direct=1', `--bs=${bs}`, '--ioengine=libaio', `--iodepth=${depth}`, '--readonly', '--rw=read'];
   ranges.forEach((r, i) => {
     const lo = alignDown(r.offset);
     const size = Math.min(alignUp(r.offset + r.bytes), statSync(r.file).size) - lo;
@@ -127,7 +134,7 @@ interface CaseResult {
   bytes: number;
   seconds: number;
   mbPerSec: number;
-  /** The command's own "seconds" (spark's JSON): without node's start-up. */
+  /** The command's own time (spark's "seconds"; fio's runtime summed over its jobs): without start-up. */
   innerSeconds?: number;
   io?: unknown;
   ok?: boolean;
@@ -159,23 +166,36 @@ async function main(): Promise<void> {
       c.io = doc.io;
       c.ok = doc.ok;
       c.cacheGrowthBytes = cachedBytes() - before;
+    } else {
+      const doc = JSON.parse(r.stdout) as { jobs: { read: { runtime: number } }[] };
+      c.innerSeconds = doc.jobs.reduce((n, j) => n + j.read.runtime, 0) / 1000; // stonewalled: one after the other
     }
     cases.push(c);
     process.stderr.write(`${name}: ${r.seconds.toFixed(2)} s, ${c.mbPerSec.toFixed(0)} MB/s${c.io ? ` io ${JSON.stringify(c.io)}` : ''}\n`);
     return c;
   };
-  const pairs: { read: CaseResult; deep: CaseResult; verify: CaseResult }[] = [];
+  const pairs: { read: CaseResult; deep: CaseResult; verify: CaseResult; before?: CaseResult }[] = [];
+  const verifyArgs = ['verify', copy, '--threads', String(a.threads), '--json'];
   for (let i = 0; i < a.repeat; i++) {
     const read = measure('fio direct read, bs 8m, qd 4', fioRead(ranges, '8m', 4));
     const deep = measure('fio direct read, bs 16m, qd 16', fioRead(ranges, '16m', 16));
-    const verify = measure('spark verify (checksums)', spark('verify', copy, '--threads', String(a.threads), '--json'));
+    const verify = measure('spark verify (checksums)', spark(...verifyArgs));
     if (verify.ok !== true) throw new Error(`spark verify ${copy} found problems: the copy is damaged`);
-    pairs.push({ read, deep, verify });
+    const before = a.before !== undefined ? measure('spark verify (checksums), --before build', sparkAt(a.before, ...verifyArgs)) : undefined;
+    pairs.push({ read, deep, verify, ...(before ? { before } : {}) });
   }
   load.push(loadavg());
 
   const median = (v: number[]): number => [...v].sort((x, y) => x - y)[Math.floor(v.length / 2)];
-  const fastest = (p: { read: CaseResult; deep: CaseResult }): number => Math.min(p.read.seconds, p.deep.seconds);
+  const fastest = (p: { read: CaseResult; deep: CaseResult }, inner = false): number =>
+    inner ? Math.min(p.read.innerSeconds!, p.deep.innerSeconds!) : Math.min(p.read.seconds, p.deep.seconds);
+  const ratio = (pick: (p: (typeof pairs)[number]) => CaseResult | undefined, inner: boolean): number | undefined => {
+    const v = pairs.flatMap((p) => {
+      const c = pick(p);
+      return c ? [fastest(p, inner) / (inner ? c.innerSeconds! : c.seconds)] : [];
+    });
+    return v.length > 0 ? median(v) : undefined;
+  };
   const result = {
     machine: { ...machineInfo(), crc32: crc32Implementation(), loadavgBefore: load[0], loadavgAfter: load[1] },
     copy,
@@ -184,8 +204,8 @@ async function main(): Promise<void> {
     bytes,
     cases,
     // Against the faster of the two fio reads of the same repetition.
-    ratios: { verifyVsFioRead: median(pairs.map((p) => fastest(p) / p.verify.seconds)) },
-    ratiosWithoutStartup: { verifyVsFioRead: median(pairs.map((p) => fastest(p) / (p.verify.innerSeconds ?? p.verify.seconds))) },
+    ratios: { verifyVsFioRead: ratio((p) => p.verify, false), beforeVsFioRead: ratio((p) => p.before, false) },
+    ratiosWithoutStartup: { verifyVsFioRead: ratio((p) => p.verify, true), beforeVsFioRead: ratio((p) => p.before, true) },
     target: 0.9,
   };
   const outDir = join(packageRoot(), 'bench', 'out');
@@ -197,8 +217,8 @@ async function main(): Promise<void> {
     const growth = c.cacheGrowthBytes !== undefined ? `${(c.cacheGrowthBytes / 2 ** 20).toFixed(0)} MiB` : '';
     lines.push(`| ${c.name} | ${c.bytes} | ${c.seconds.toFixed(2)} | ${c.mbPerSec.toFixed(0)} | ${c.innerSeconds?.toFixed(2) ?? ''} | ${c.io ? JSON.stringify(c.io) : ''} | ${growth} |`);
   }
-  process.stdout.write(`${lines.join('\n')}\n\nratio verify / faster fio (throughput, median of ${a.repeat}): ${result.ratios.verifyVsFioRead.toFixed(2)}`);
-  process.stdout.write(`, without node start-up: ${result.ratiosWithoutStartup.verifyVsFioRead.toFixed(2)}\n`);
+  process.stdout.write(`${lines.join('\n')}\n\nratios to the faster fio read (throughput, median of ${a.repeat}): ${JSON.stringify(result.ratios)}\n`);
+  process.stdout.write(`without start-up: ${JSON.stringify(result.ratiosWithoutStartup)}\n`);
   process.stdout.write(`load average before ${load[0].map((x) => x.toFixed(2)).join(' ')}, after ${load[1].map((x) => x.toFixed(2)).join(' ')}\nwrote ${file}\n`);
 }
 
