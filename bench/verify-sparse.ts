@@ -22,10 +22,10 @@
 // are never written), so a buffered reader starts cold as fio's direct read does; the page
 // cache's growth over each spark command (/proc/meminfo Cached) is recorded too.
 // Writes bench/out/verify-sparse-*.json.
-import { spawnSync } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
+import { alignDown, alignUp, cachedBytes, requireFio, run, type CaseResult, type Range } from './lib/direct-io.js';
 import { machineInfo } from './lib/processes.js';
 import { openSnapshot } from '../src/engram/snapshot.js';
 import { sparsePatterns } from '../src/engram/row-source.js';
@@ -67,30 +67,6 @@ const bin = join(packageRoot(), 'dist', 'src', 'bin.js');
 const spark = (...args: string[]): string[] => [process.execPath, bin, ...args];
 const sparkAt = (path: string, ...args: string[]): string[] => [process.execPath, path, ...args];
 
-function run(argv: string[]): { seconds: number; stdout: string } {
-  const t0 = process.hrtime.bigint();
-  const r = spawnSync(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 1 << 28 });
-  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-  if (r.status !== 0) throw new Error(`${argv.join(' ')} exited ${r.status}: ${r.stderr.toString().slice(0, 500)}`);
-  return { seconds, stdout: r.stdout.toString() };
-}
-
-/** Page cache in bytes (/proc/meminfo Cached). */
-function cachedBytes(): number {
-  const m = /^Cached:\s+(\d+) kB/m.exec(readFileSync('/proc/meminfo', 'utf8'));
-  return m ? Number(m[1]) * 1024 : NaN;
-}
-
-const ALIGN = 4096;
-const alignDown = (n: number): number => Math.floor(n / ALIGN) * ALIGN;
-const alignUp = (n: number): number => Math.ceil(n / ALIGN) * ALIGN;
-
-interface Range {
-  file: string;
-  offset: number;
-  bytes: number;
-}
-
 /** The byte ranges verify reads: per layer of the manifest, its weight rows and its scale rows. */
 async function rangesOf(copy: string): Promise<Range[]> {
   const m = parseSparseManifest(readFileSync(join(copy, SPARSE_MANIFEST_NAME), 'utf8'));
@@ -129,21 +105,9 @@ function evict(ranges: Range[]): void {
   }
 }
 
-interface CaseResult {
-  name: string;
-  bytes: number;
-  seconds: number;
-  mbPerSec: number;
-  /** The command's own time (spark's "seconds"; fio's runtime summed over its jobs): without start-up. */
-  innerSeconds?: number;
-  io?: unknown;
-  ok?: boolean;
-  cacheGrowthBytes?: number;
-}
-
 async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));
-  if (spawnSync('fio', ['--version']).status !== 0) throw new Error('fio is required: apt-get install fio');
+  requireFio();
   let copy = a.copy;
   if (copy === undefined) {
     mkdirSync(a.dir, { recursive: true });
