@@ -21,10 +21,10 @@
 // the page cache's growth over each spark command (/proc/meminfo Cached) is recorded too.
 // --exact adds spark verify --source --full of the dense pack (reads everything again).
 // Writes bench/out/pack-*.json.
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
+import { alignDown, alignUp, cachedBytes, requireFio, run, type CaseResult, type Range } from './lib/direct-io.js';
 import { machineInfo } from './lib/processes.js';
 import { openSnapshot } from '../src/engram/snapshot.js';
 import { packRanges } from '../src/pack/pack-ranges.js';
@@ -64,30 +64,6 @@ function parseArgs(argv: string[]): Args {
 const bin = join(packageRoot(), 'dist', 'src', 'bin.js');
 const spark = (...args: string[]): string[] => [process.execPath, bin, ...args];
 
-function run(argv: string[]): { seconds: number; stdout: string } {
-  const t0 = process.hrtime.bigint();
-  const r = spawnSync(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 1 << 28 });
-  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-  if (r.status !== 0) throw new Error(`${argv.join(' ')} exited ${r.status}: ${r.stderr.toString().slice(0, 500)}`);
-  return { seconds, stdout: r.stdout.toString() };
-}
-
-/** Page cache in bytes (/proc/meminfo Cached). */
-function cachedBytes(): number {
-  const m = /^Cached:\s+(\d+) kB/m.exec(readFileSync('/proc/meminfo', 'utf8'));
-  return m ? Number(m[1]) * 1024 : NaN;
-}
-
-const ALIGN = 4096;
-const alignDown = (n: number): number => Math.floor(n / ALIGN) * ALIGN;
-const alignUp = (n: number): number => Math.ceil(n / ALIGN) * ALIGN;
-
-interface Range {
-  file: string;
-  offset: number;
-  bytes: number;
-}
-
 /** fio: direct sequential reads of `ranges` and, at the same time, direct writes of as many bytes to new files in `outDir`. */
 function fioCopy(ranges: Range[], outDir: string): string[] {
   const args = ['fio', '--output=/dev/null', '--direct=1', '--bs=8m', '--ioengine=libaio', '--iodepth=4'];
@@ -108,20 +84,9 @@ function fioRead(files: string[]): string[] {
   return args;
 }
 
-interface CaseResult {
-  name: string;
-  bytes: number;
-  seconds: number;
-  mbPerSec: number;
-  /** The command's own "seconds" (spark's JSON): without node's start-up. */
-  innerSeconds?: number;
-  io?: unknown;
-  cacheGrowthBytes?: number;
-}
-
 async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));
-  if (spawnSync('fio', ['--version']).status !== 0) throw new Error('fio is required: apt-get install fio');
+  requireFio();
   mkdirSync(a.dir, { recursive: true });
   let snap = a.snapshot;
   if (snap === undefined) {

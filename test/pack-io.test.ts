@@ -2,16 +2,17 @@
 // allows it (the page cache, GPU memory on a serving node, left alone), buffered where it
 // refuses, said in the JSON either way, and the same bytes whatever the path: ranges that
 // start and end off a block (264-byte rows, a 3-way split), an interrupted direct copy
-// resumed, the rate limit held.
+// resumed, the rate limit held; a sparse copy verified the same way as a pack.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { closeSync, constants, openSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, existsSync, mkdirSync, mkdtempSync, openSync, readSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { packEngram, type PackRequest } from '../src/pack/pack.js';
 import { openSnapshot } from '../src/engram/snapshot.js';
 import { cli } from './helpers/cli.js';
 import { packRequest, rejects } from './helpers/pack-request.js';
 import { checkSparseCopy } from './helpers/sparse-check.js';
+import { floorRange, writeSparseCopy } from './helpers/sparse-copy.js';
 import { makeSnapshot } from './helpers/synth.js';
 import { tempDir } from './helpers/tmp.js';
 
@@ -103,4 +104,79 @@ test('the rate limit holds with reads running ahead of writes', async () => {
   const floor = (s.bytes - free) / rate;
   assert.ok(s.seconds >= floor * 0.98, `${s.seconds.toFixed(2)} s for ${s.bytes} bytes at ${rate} B/s: at least ${floor.toFixed(2)} s`);
   await assertDenseExact(out);
+});
+
+/** A new directory on tmpfs (/dev/shm), removed at exit; undefined where there is none. */
+function tmpfsDir(): string | undefined {
+  if (!existsSync('/dev/shm')) return undefined;
+  const d = mkdtempSync('/dev/shm/spark-test-');
+  process.on('exit', () => rmSync(d, { recursive: true, force: true }));
+  return d;
+}
+
+interface SparseVerifyDoc {
+  ok: boolean;
+  io?: string;
+  bytesRead: number;
+  problems: string[];
+  layers: { chunks: { checked: number; bad: number }; rows?: { compared: number; bad: number; first?: number } }[];
+}
+
+async function verifyDoc(argv: string[], code: number): Promise<SparseVerifyDoc> {
+  const r = await cli(['verify', ...argv, '--json']);
+  assert.equal(r.code, code, r.stdout + r.stderr);
+  return JSON.parse(r.stdout) as SparseVerifyDoc;
+}
+
+test('spark verify of a sparse copy reads with O_DIRECT where the filesystem allows it, buffered where not, every byte of the range once, and finds the same damage', async () => {
+  const ranges = tables.map((t) => floorRange(t.layer, t.rows, 1, 3)); // starts and ends off a block
+  for (const parent of [tempDir(), tmpfsDir()]) {
+    if (parent === undefined) continue;
+    const dir = join(parent, 'copy');
+    mkdirSync(dir);
+    const copy = writeSparseCopy(snap.dir, dir, { flavour: 'spark', ranges, rank: 1, world: 3, chunkRows: 777 });
+    const io = directOpens(dir) ? 'direct' : 'buffered';
+    const headers = (copy.manifest.spark as { shards: { headerBytes: number }[] }).shards.reduce((n, s) => n + s.headerBytes, 0);
+    const rangeBytes = ranges.reduce((n, r) => n + (r.end - r.start) * 264, 0);
+    const clean = await verifyDoc([dir], 0);
+    assert.equal(clean.io, io, parent);
+    assert.equal(clean.bytesRead, headers + rangeBytes, 'the headers and every row of the ranges, each read once');
+    assert.deepEqual(clean.layers.map((l) => l.chunks.bad), ranges.map(() => 0));
+    const full = await verifyDoc([dir, '--source', snap.dir, '--full'], 0);
+    assert.equal(full.io, io);
+    // The headers against their CRC-32s, then against the source's; every row on each side.
+    assert.equal(full.bytesRead, 3 * headers + 2 * rangeBytes);
+
+    // One byte of the second layer's scale column, in row start + 2000: chunk 2 of that layer.
+    const t = copy.tables[1];
+    const r = ranges[1];
+    const row = r.start + 2000;
+    const fd = openSync(join(dir, t.shard), 'r+');
+    const at = t.scaleOffset + row * 8 + 5;
+    const b = Buffer.alloc(1);
+    readSync(fd, b, 0, 1, at);
+    writeSync(fd, Buffer.from([b[0] ^ 0x40]), 0, 1, at);
+    closeSync(fd);
+    const where = `${t.shard}: layer ${t.layer}`;
+    const bad = await verifyDoc([dir], 1);
+    assert.equal(bad.io, io);
+    assert.deepEqual(bad.problems, [`${where}: chunk 2 (rows ${r.start + 1554}-${r.start + 2330}) fails its checksum`]);
+    const rows = await verifyDoc([dir, '--source', snap.dir, '--full'], 1);
+    assert.deepEqual(rows.problems.slice(-1), [`${where}: row ${row} differs from the source`]);
+    assert.deepEqual(rows.layers[1].rows, { mode: 'full', compared: r.end - r.start, bad: 1, first: row });
+  }
+});
+
+test('spark verify of a sparse copy made by another tool: --full reads through the native pass and says how; a sample has no chunk pass', async () => {
+  const ranges = tables.map((t) => floorRange(t.layer, t.rows, 0, 2));
+  const dir = join(tempDir(), 'copy');
+  mkdirSync(dir);
+  writeSparseCopy(snap.dir, dir, { flavour: 'overlay', ranges });
+  const full = await verifyDoc([dir, '--source', snap.dir, '--full'], 0);
+  assert.equal(full.io, directOpens(dir) ? 'direct' : 'buffered');
+  assert.deepEqual(full.layers.map((l) => l.rows?.compared), ranges.map((r) => r.end - r.start));
+  assert.deepEqual(full.layers.map((l) => l.chunks.checked), ranges.map(() => 0), 'no checksums to check');
+  const sample = await verifyDoc([dir, '--source', snap.dir, '--sample', '10'], 0);
+  assert.equal(sample.io, undefined);
+  assert.deepEqual(sample.layers.map((l) => l.rows?.compared), ranges.map(() => 12));
 });

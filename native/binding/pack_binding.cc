@@ -1,9 +1,9 @@
 // Node-API glue for the packer and verifier (core/pack.h, core/pack_sparse.h, core/verify.h).
 //
-// packLayer(job), packSparseShard(job) and verifyLayer(job) return {promise, progress}: the
-// promise settles once with the result; progress() reads the job's counters (atomics the core
-// updates) at any time, so TypeScript can poll it for a progress line without any callback
-// into JS from the worker threads. lockDirectory/unlockDirectory hold an flock on the output
+// packLayer(job), packSparseShard(job), verifyLayer(job) and verifySparseTable(job) return
+// {promise, progress}: the promise settles once with the result; progress() reads the job's
+// counters (atomics the core updates) at any time, so TypeScript can poll it for a progress
+// line without any callback into JS from the worker threads. lockDirectory/unlockDirectory hold an flock on the output
 // directory so two packs cannot write the same files (the kernel drops it when the process
 // dies); the locked descriptor is also the directory every pack file is written through
 // (dirWriteFile, dirReadFile, dirRemove, probeHoles: small, synchronous, core/pack_dir.h).
@@ -193,13 +193,16 @@ Napi::Value PackSparseShardJs(const Napi::CallbackInfo& info) {
   return SchedulePack<SparseShardJob, PackSparseShard>(env, std::move(job), std::move(parts));
 }
 
+// A dense/page pack's layer (VerifyLayer) or a sparse copy's table (VerifySparseTable): the
+// same result object (a sparse table leaves the file fields unset).
+template <typename Job, Status (*Run)(const Job&, VerifyProgress*, VerifyResult*)>
 class VerifyBaton : public JobBaton {
  public:
-  VerifyBaton(Napi::Env env, VerifyJob job, std::shared_ptr<VerifyProgress> progress)
+  VerifyBaton(Napi::Env env, Job job, std::shared_ptr<VerifyProgress> progress)
       : JobBaton(env, job.threads), job_(std::move(job)), progress_(std::move(progress)) {}
   void Execute() override {
     job_.pool = &pool();
-    status_ = VerifyLayer(job_, progress_.get(), &result_);
+    status_ = Run(job_, progress_.get(), &result_);
   }
   Napi::Value OnOk(Napi::Env env) override {
     Napi::Object o = U64Object(env, {{"fileBytes", result_.file_bytes},
@@ -217,10 +220,29 @@ class VerifyBaton : public JobBaton {
   }
 
  private:
-  VerifyJob job_;
+  Job job_;
   std::shared_ptr<VerifyProgress> progress_;
   VerifyResult result_;
 };
+
+template <typename Job, Status (*Run)(const Job&, VerifyProgress*, VerifyResult*)>
+Napi::Value ScheduleVerify(Napi::Env env, Job job) {
+  auto progress = std::make_shared<VerifyProgress>();
+  auto baton = std::make_unique<VerifyBaton<Job, Run>>(env, std::move(job), progress);
+  Napi::Promise promise = ScheduleJob(env, std::move(baton));
+  return Handle(env, promise, progress, [](const VerifyProgress& p) {
+    return std::vector<uint64_t>{p.bytes_total.load(), p.bytes_done.load()};
+  });
+}
+
+std::vector<uint32_t> GetChecksums(const Fields& o) {
+  std::vector<uint32_t> crcs;
+  for (uint64_t c : o.U64ListOr("checksums")) {
+    if (c > 0xFFFFFFFFull) ThrowType(o.Env(), o.Name("checksums") + " must hold 32-bit values");
+    crcs.push_back(static_cast<uint32_t>(c));
+  }
+  return crcs;
+}
 
 Napi::Value VerifyLayerJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -229,10 +251,7 @@ Napi::Value VerifyLayerJs(const Napi::CallbackInfo& info) {
   job.path = o.String("path");
   job.geometry = GetGeometry(o);
   job.header = o.String("header");
-  for (uint64_t c : o.U64ListOr("checksums")) {
-    if (c > 0xFFFFFFFFull) ThrowType(env, "job.checksums must hold 32-bit values");
-    job.crcs.push_back(static_cast<uint32_t>(c));
-  }
+  job.crcs = GetChecksums(o);
   job.threads = GetThreads(o);
   job.check_chunks = o.BoolOr("checkChunks", true);
   job.drop_cache = o.BoolOr("dropCache", true);
@@ -246,12 +265,33 @@ Napi::Value VerifyLayerJs(const Napi::CallbackInfo& info) {
     job.all_rows = s.BoolOr("allRows", false);
     job.sample_rows = s.U64ListOr("sampleRows");
   }
-  auto progress = std::make_shared<VerifyProgress>();
-  auto baton = std::make_unique<VerifyBaton>(env, std::move(job), progress);
-  Napi::Promise promise = ScheduleJob(env, std::move(baton));
-  return Handle(env, promise, progress, [](const VerifyProgress& p) {
-    return std::vector<uint64_t>{p.bytes_total.load(), p.bytes_done.load()};
-  });
+  return ScheduleVerify<VerifyJob, VerifyLayer>(env, std::move(job));
+}
+
+// verifySparseTable({weight, scale, dim, start, end, chunkRows, checksums?, source?: {weight,
+// scale}, threads, dropCache?, directIo?}): every chunk checksum when checksums are given,
+// every row against source when it is.
+Napi::Value VerifySparseTableJs(const Napi::CallbackInfo& info) {
+  Fields o(info[0], "job");
+  SparseVerifyJob job;
+  job.weight = GetSource(o, "weight");
+  job.scale = GetSource(o, "scale");
+  job.dim = o.U64("dim");
+  job.start = o.U64("start");
+  job.end = o.U64("end");
+  job.chunk_rows = o.U64("chunkRows");
+  job.check_chunks = o.Has("checksums");
+  job.crcs = GetChecksums(o);
+  if (o.Has("source")) {
+    Fields s = o.Object("source");
+    job.compare_rows = true;
+    job.source_weight = GetSource(s, "weight");
+    job.source_scale = GetSource(s, "scale");
+  }
+  job.threads = GetThreads(o);
+  job.drop_cache = o.BoolOr("dropCache", true);
+  job.direct_io = o.BoolOr("directIo", true);
+  return ScheduleVerify<SparseVerifyJob, VerifySparseTable>(info.Env(), std::move(job));
 }
 
 // lockDirectory(path): an fd holding flock(LOCK_EX) on the directory; E_PACK_BUSY if taken.
@@ -345,6 +385,7 @@ void InitPack(Napi::Env env, Napi::Object exports) {
   exports.Set("packLayer", Napi::Function::New(env, PackLayerJs, "packLayer"));
   exports.Set("packSparseShard", Napi::Function::New(env, PackSparseShardJs, "packSparseShard"));
   exports.Set("verifyLayer", Napi::Function::New(env, VerifyLayerJs, "verifyLayer"));
+  exports.Set("verifySparseTable", Napi::Function::New(env, VerifySparseTableJs, "verifySparseTable"));
   exports.Set("dirWriteFile", Napi::Function::New(env, DirWriteFileJs, "dirWriteFile"));
   exports.Set("dirReadFile", Napi::Function::New(env, DirReadFileJs, "dirReadFile"));
   exports.Set("dirRemove", Napi::Function::New(env, DirRemoveJs, "dirRemove"));

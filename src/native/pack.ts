@@ -137,6 +137,27 @@ export interface VerifyLayerResult {
   readIo: IoMode;
 }
 
+/** The data pass over one table of a sparse copy: its rows [start, end) read from its two columns. */
+export interface SparseVerifyJob {
+  weight: SourceTensor;
+  scale: SourceTensor;
+  dim: number;
+  start: number;
+  end: number;
+  chunkRows: number;
+  /** Expected CRC-32 per chunk (weight bytes then scale bytes of its rows); absent: no checksums. */
+  checksums?: number[];
+  /** Compare every row with these tensors (the snapshot the copy was made from). */
+  source?: { weight: SourceTensor; scale: SourceTensor };
+  threads: number;
+  dropCache?: boolean;
+  /** O_DIRECT reads where the filesystem allows it (default true). */
+  directIo?: boolean;
+}
+
+/** What the sparse pass found: badChunks are chunk indices, badRows global ids (lowest 16 of each). */
+export type SparseVerifyResult = Omit<VerifyLayerResult, 'fileBytes' | 'sizeOk' | 'headerOk'>;
+
 export interface VerifyLayerProgress {
   bytesTotal: number;
   bytesDone: number;
@@ -153,6 +174,7 @@ interface PackAddon {
   packLayer(job: Omit<PackLayerJob, 'dir'> & NativeFileJob): { promise: Promise<PackLayerResult>; progress(): number[] };
   packSparseShard(job: Omit<SparseShardJob, 'dir'> & NativeFileJob): { promise: Promise<PackLayerResult>; progress(): number[] };
   verifyLayer(job: VerifyLayerJob): { promise: Promise<VerifyLayerResult>; progress(): number[] };
+  verifySparseTable(job: SparseVerifyJob): { promise: Promise<SparseVerifyResult>; progress(): number[] };
   lockDirectory(path: string): number;
   unlockDirectory(fd: number): void;
   dirWriteFile(fd: number, dir: string, name: string, data: Uint8Array): void;
@@ -199,7 +221,15 @@ export function packSparseShard(job: SparseShardJob): NativeJob<PackLayerResult,
 }
 
 export function verifyLayer(job: VerifyLayerJob): NativeJob<VerifyLayerResult, VerifyLayerProgress> {
-  const h = native().verifyLayer(job);
+  return verifyJob(() => native().verifyLayer(job));
+}
+
+export function verifySparseTable(job: SparseVerifyJob): NativeJob<SparseVerifyResult, VerifyLayerProgress> {
+  return verifyJob(() => native().verifySparseTable(job));
+}
+
+function verifyJob<R>(start: () => { promise: Promise<R>; progress(): number[] }): NativeJob<R, VerifyLayerProgress> {
+  const h = start();
   return {
     promise: h.promise.catch((err: unknown) => {
       throw toSparkError(err);

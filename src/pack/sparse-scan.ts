@@ -1,11 +1,14 @@
 // The data pass of `spark verify` over a sparse copy's table: rows [start, end) in chunks,
 // weight rows then scale rows of each chunk, read once from the copy; per chunk its CRC-32
 // (the manifest's checksum: the weight bytes followed by the scale bytes) and, given the
-// source tensors, the rows compared with the source's. Chunks run on `threads` concurrent
-// readers; pages are dropped from the cache behind them (page cache is GPU memory there).
+// source tensors, the rows compared with the source's. The chunk pass is native
+// (verifySparseTable: O_DIRECT where the filesystem allows it, the next chunk read while this
+// one is checked, `threads` workers), so the page cache -- GPU memory there -- is left alone;
+// a sample of rows is a few single-row reads here, their pages dropped behind.
 import { open, type FileHandle } from 'node:fs/promises';
-import { crc32, type VerifyLayerResult } from '../native/pack.js';
+import { verifySparseTable, type SparseVerifyResult } from '../native/pack.js';
 import { dropCache } from '../native/sparse.js';
+import { pollWhile } from './pack-io.js';
 
 export interface Column {
   weightPath: string;
@@ -31,8 +34,8 @@ export interface ScanJob {
   onBytes?: (n: number) => void;
 }
 
-/** What the native verifier reports of a pack's data file, less the file checks; badRows are global ids here. */
-export type ScanResult = Omit<VerifyLayerResult, 'fileBytes' | 'sizeOk' | 'headerOk' | 'readIo'>;
+/** What the native verifier reports of a sparse table (badRows are global ids), plus the sample's rows. */
+export type ScanResult = SparseVerifyResult;
 
 /** Reads a table's rows from its two columns (often one file, opened twice: no shared position). */
 class Reader {
@@ -88,73 +91,62 @@ function keepLowest(list: number[], v: number): void {
   }
 }
 
-export async function scanTable(job: ScanJob): Promise<ScanResult> {
-  const result: ScanResult = { chunksChecked: 0, badChunkCount: 0, badChunks: [], rowsCompared: 0, badRowCount: 0, badRows: [], bytesRead: 0 };
-  const rb = job.dim + job.dim / 32;
-  const copy = await Reader.open(job.copy, job.dim);
-  const source = job.source ? await Reader.open(job.source, job.dim) : undefined;
-  const differing = (a: number, n: number, cw: Buffer, cs: Buffer, sw: Buffer, ss: Buffer): void => {
-    const sb = job.dim / 32;
-    for (let i = 0; i < n; i++) {
-      const same =
-        cw.compare(sw, i * job.dim, (i + 1) * job.dim, i * job.dim, (i + 1) * job.dim) === 0 &&
-        cs.compare(ss, i * sb, (i + 1) * sb, i * sb, (i + 1) * sb) === 0;
-      if (same) continue;
-      result.badRowCount++;
-      keepLowest(result.badRows, a + i);
-    }
-    result.rowsCompared += n;
+/** Progress polled from a native job, handed on as increments. */
+function onProgressOf(job: ScanJob, progress: () => { bytesDone: number }): () => void {
+  let reported = 0;
+  return () => {
+    const done = progress().bytesDone;
+    if (done > reported) job.onBytes?.(done - reported);
+    reported = Math.max(reported, done);
   };
+}
+
+export async function scanTable(job: ScanJob): Promise<ScanResult> {
+  let result: ScanResult = { chunksChecked: 0, badChunkCount: 0, badChunks: [], rowsCompared: 0, badRowCount: 0, badRows: [], bytesRead: 0, readIo: 'none' };
+  const full = job.source !== undefined && job.sample === undefined;
+  if (job.checksums !== undefined || full) {
+    const column = (c: Column) => ({ weight: { path: c.weightPath, offset: c.weightOffset }, scale: { path: c.scalePath, offset: c.scaleOffset } });
+    const pass = verifySparseTable({
+      ...column(job.copy),
+      dim: job.dim,
+      start: job.start,
+      end: job.end,
+      chunkRows: job.chunkRows,
+      threads: job.threads,
+      ...(job.checksums ? { checksums: job.checksums.map((h) => parseInt(h, 16)) } : {}),
+      ...(full && job.source ? { source: column(job.source) } : {}),
+    });
+    result = await pollWhile(pass.promise, onProgressOf(job, pass.progress), job.onBytes ? 250 : 0);
+  }
+  if (job.source && job.sample !== undefined) await compareSample(job, job.source, job.sample, result);
+  return result;
+}
+
+/** Each sampled row (global id) of the copy against the source's, one read of each column on each side. */
+async function compareSample(job: ScanJob, sourceColumn: Column, ids: number[], result: ScanResult): Promise<void> {
+  const copy = await Reader.open(job.copy, job.dim);
+  const source = await Reader.open(sourceColumn, job.dim).catch(async (err: unknown) => {
+    await copy.close();
+    throw err;
+  });
+  const sb = job.dim / 32;
   try {
-    const passes = job.checksums !== undefined || (source !== undefined && job.sample === undefined);
-    if (passes) {
-      const chunks = Math.ceil((job.end - job.start) / job.chunkRows);
-      let next = 0;
-      const worker = async (): Promise<void> => {
-        const cw = Buffer.alloc(job.chunkRows * job.dim);
-        const cs = Buffer.alloc((job.chunkRows * job.dim) / 32);
-        const sw = source ? Buffer.alloc(cw.length) : undefined;
-        const ss = source ? Buffer.alloc(cs.length) : undefined;
-        for (let k = next++; k < chunks; k = next++) {
-          const a = job.start + k * job.chunkRows;
-          const n = Math.min(job.chunkRows, job.end - a);
-          result.bytesRead += await copy.rows(a, n, cw, cs);
-          if (job.checksums) {
-            const crc = crc32(cs.subarray(0, (n * job.dim) / 32), crc32(cw.subarray(0, n * job.dim)));
-            if (crc.toString(16).padStart(8, '0') !== job.checksums[k]) {
-              result.badChunkCount++;
-              keepLowest(result.badChunks, k);
-            }
-            result.chunksChecked++;
-          }
-          if (source && sw && ss && job.sample === undefined) {
-            result.bytesRead += await source.rows(a, n, sw, ss);
-            differing(a, n, cw, cs, sw, ss);
-          }
-          job.onBytes?.(n * rb * (source && job.sample === undefined ? 2 : 1));
-        }
-      };
-      await Promise.all(Array.from({ length: Math.max(1, Math.min(job.threads, chunks)) }, worker));
-    }
-    if (source && job.sample !== undefined) {
-      const ids = job.sample;
-      let next = 0;
-      const worker = async (): Promise<void> => {
-        const bufs = [Buffer.alloc(job.dim), Buffer.alloc(job.dim / 32), Buffer.alloc(job.dim), Buffer.alloc(job.dim / 32)] as const;
-        for (let j = next++; j < ids.length; j = next++) {
-          result.bytesRead += (await copy.rows(ids[j], 1, bufs[0], bufs[1])) + (await source.rows(ids[j], 1, bufs[2], bufs[3]));
-          differing(ids[j], 1, ...bufs);
-        }
-      };
-      await Promise.all(Array.from({ length: Math.max(1, Math.min(job.threads, ids.length)) }, worker));
-    }
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      const [cw, cs, sw, ss] = [Buffer.alloc(job.dim), Buffer.alloc(sb), Buffer.alloc(job.dim), Buffer.alloc(sb)];
+      for (let j = next++; j < ids.length; j = next++) {
+        result.bytesRead += (await copy.rows(ids[j], 1, cw, cs)) + (await source.rows(ids[j], 1, sw, ss));
+        result.rowsCompared++;
+        if (cw.equals(sw) && cs.equals(ss)) continue;
+        result.badRowCount++;
+        keepLowest(result.badRows, ids[j]);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(job.threads, ids.length)) }, worker));
   } finally {
     await copy.close();
-    await source?.close();
+    await source.close();
   }
-  for (const list of [result.badChunks, result.badRows]) {
-    list.sort((a, b) => a - b);
-    list.length = Math.min(list.length, MAX_REPORTED);
-  }
-  return result;
+  result.badRows.sort((a, b) => a - b);
+  result.badRows.length = Math.min(result.badRows.length, MAX_REPORTED);
 }

@@ -56,7 +56,7 @@ export interface VerifyReport {
   /** One line per problem, naming the file, layer and first bad chunk or row. */
   problems: string[];
   bytesRead: number;
-  /** spark's own layouts: how the chunk pass read ('direct': O_DIRECT; 'buffered': the filesystem refused it). */
+  /** How the chunk pass read ('direct': O_DIRECT; 'buffered': the filesystem refused it); absent: no chunk pass. */
   io?: IoMode;
   seconds: number;
 }

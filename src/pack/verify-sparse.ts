@@ -215,6 +215,7 @@ async function verifyTable(req: SparseVerifyRequest, r: SparseRange, t: EngramTa
   };
   const res = await scanTable(job);
   report.bytesRead += res.bytesRead;
+  if (res.readIo !== 'none' && report.io !== 'buffered') report.io = res.readIo;
   layer.chunks = { total: table?.checksum.values.length ?? 0, checked: res.chunksChecked, bad: res.badChunkCount };
   if (res.badChunkCount > 0 && table) {
     const k = res.badChunks[0];
