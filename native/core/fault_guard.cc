@@ -1,6 +1,7 @@
 #include "core/fault_guard.h"
 
 #include <setjmp.h>
+#include <pthread.h>
 #include <signal.h>
 
 #include <cstring>
@@ -19,7 +20,6 @@ void OnSigbus(int sig, siginfo_t* info, void* uctx) {
   sigjmp_buf* resume = t_resume;
   if (resume != nullptr) {
     t_resume = nullptr;
-    // SA_NODEFER left SIGBUS unblocked, so jumping without restoring the mask is exact.
     siglongjmp(*resume, 1);
   }
   // Not ours: behave as if this handler had never been installed.
@@ -56,8 +56,16 @@ bool FaultGuardAvailable() {
 bool RunFaultGuarded(void (*fn)(void*), void* ctx) {
   if (!FaultGuardAvailable() || t_resume != nullptr) return false;
   sigjmp_buf resume;
-  // savemask 0: no system call; the mask is the same at the jump (see OnSigbus).
-  if (sigsetjmp(resume, 0) != 0) return false;  // t_resume was cleared by the handler
+  // savemask 0: no system call on every guarded call. SA_NODEFER leaves SIGBUS unblocked at
+  // the jump, but a runtime that wraps signal handlers (ThreadSanitizer's does) may block it
+  // anyway, so the rare path that lands here unblocks it: a second fault must not kill.
+  if (sigsetjmp(resume, 0) != 0) {  // t_resume was cleared by the handler
+    sigset_t bus;
+    sigemptyset(&bus);
+    sigaddset(&bus, SIGBUS);
+    pthread_sigmask(SIG_UNBLOCK, &bus, nullptr);
+    return false;
+  }
   t_resume = &resume;
   fn(ctx);
   t_resume = nullptr;

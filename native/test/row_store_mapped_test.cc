@@ -180,6 +180,7 @@ TEST(TheFaultGuardCatchesOnlyItsOwnThread) {
   CHECK(!spark::RunFaultGuarded(read_page, &touch));  // the page past the end faults: caught
   CHECK(!spark::RunFaultGuarded(read_page, &touch));  // and again: the guard is re-armed
   // Outside a guard the fault is not swallowed: a child that touches the page dies of it.
+  std::printf("  (a child process now dies of SIGBUS on purpose; a sanitizer prints its report)\n");
   fflush(stdout);
   pid_t child = fork();
   if (child == 0) {
