@@ -108,10 +108,23 @@ test('rows the page cache holds are copied out of a mapping with no read call, t
   } finally {
     await store.close();
   }
+  // gatherCached: all or nothing, on this thread, never a read.
+  const fresh = await RowStore.open([snapTable], { threads: 2 });
+  try {
+    const out = Buffer.alloc(IDS.length * RB);
+    await fresh.learnCached();
+    assert.equal(fresh.gatherCached(1, IDS, out), true);
+    assertRows(out, 1, IDS);
+    assert.equal(fresh.stats().reads, 0);
+    assert.throws(() => fresh.gatherCached(1, [3000], out), RangeError);
+  } finally {
+    await fresh.close();
+  }
   const calls = await RowStore.open([snapTable], { threads: 2, mapCached: false });
   try {
     assert.equal(calls.stats().mappedFiles, 0);
     assert.equal(await calls.learnCached(), 0);
+    assert.equal(calls.gatherCached(1, IDS, Buffer.alloc(IDS.length * RB)), false);
     assertRows(await calls.gather(1, IDS), 1, IDS);
     assert.equal(calls.stats().mappedRows, 0);
     assert.ok(calls.stats().reads > 0);

@@ -51,6 +51,7 @@ class RowStoreWrap : public Napi::ObjectWrap<RowStoreWrap> {
                                      {InstanceMethod("gather", &RowStoreWrap::Gather),
                                       InstanceMethod("loadResident", &RowStoreWrap::LoadResident),
                                       InstanceMethod("learnCached", &RowStoreWrap::LearnCached),
+                                      InstanceMethod("gatherCached", &RowStoreWrap::GatherCached),
                                       InstanceMethod("stats", &RowStoreWrap::Stats),
                                       InstanceMethod("tables", &RowStoreWrap::Tables),
                                       InstanceMethod("close", &RowStoreWrap::Close),
@@ -100,6 +101,7 @@ class RowStoreWrap : public Napi::ObjectWrap<RowStoreWrap> {
   Napi::Value Gather(const Napi::CallbackInfo& info);
   Napi::Value LoadResident(const Napi::CallbackInfo& info);
   Napi::Value LearnCached(const Napi::CallbackInfo& info);
+  Napi::Value GatherCached(const Napi::CallbackInfo& info);
 
   Napi::Value Stats(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
@@ -264,6 +266,31 @@ Napi::Value RowStoreWrap::Gather(const Napi::CallbackInfo& info) {
 Napi::Value RowStoreWrap::LoadResident(const Napi::CallbackInfo& info) {
   Live(info.Env());
   return Schedule(info.Env(), *pool_, std::make_unique<ResidentBaton>(info.Env(), this));
+}
+
+// gatherCached(layer, ids, out: Uint8Array): boolean. On the JS thread, out of the mapping
+// only: true when every row was copied into `out`; false when a row's pages are not known
+// cached (nothing waits for a device; `out` is partly written). The same errors as gather().
+Napi::Value RowStoreWrap::GatherCached(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RowStore& store = Live(env);
+  uint64_t layer = 0;
+  if (!ToU64(info[0], &layer) || layer > UINT32_MAX) ThrowType(env, "layer must be a non-negative integer");
+  const TableInfo* table = store.Find(static_cast<uint32_t>(layer));
+  if (table == nullptr) ThrowRange(env, "layer " + std::to_string(layer) + " is not in this row store");
+  std::vector<uint64_t> ids = CopyIds(info[1]);
+  if (info.Length() < 3 || !info[2].IsTypedArray() || info[2].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
+    ThrowType(env, "out must be a Buffer or Uint8Array");
+  }
+  Napi::Uint8Array out = info[2].As<Napi::Uint8Array>();
+  bool copied = false;
+  Status st = store.GatherCached(table->layer, ids.data(), ids.size(), out.Data(), out.ByteLength(), &copied);
+  if (!st.ok()) {
+    if (st.code == Code::E_ROW_RANGE) ThrowRange(env, st.message);
+    if (st.code == Code::E_USAGE) ThrowType(env, st.message);
+    throw StatusToError(env, st);
+  }
+  return Napi::Boolean::New(env, copied);
 }
 
 Napi::Value RowStoreWrap::LearnCached(const Napi::CallbackInfo& info) {

@@ -240,19 +240,24 @@ class BatchRun {
   std::atomic<bool> failed_{false};
 };
 
-Status RowStore::Gather(ThreadPool& pool, uint32_t layer, const uint64_t* ids, size_t n, uint8_t* out,
-                        size_t out_len) {
+Status RowStore::CheckBatch(uint32_t layer, const uint64_t* ids, size_t n, size_t out_len, const Table** table) const {
   if (closed()) return Status::Error(Code::E_STORE_CLOSED, "the row store is closed");
-  const Table* table = FindTable(layer);
-  if (table == nullptr) return CheckIds(layer, ids, n);
+  *table = FindTable(layer);
+  if (*table == nullptr) return CheckIds(layer, ids, n);
   // Positions, pieces (two a row) and reads are indexed with 32 bits.
   if (n > INT32_MAX) return Status::Error(Code::E_USAGE, "a batch holds at most 2147483647 ids");
-  auto need = CheckedMul(n, table->info.row_bytes);
+  auto need = CheckedMul(n, (*table)->info.row_bytes);
   if (!need || *need > out_len) {
     return Status::Error(Code::E_USAGE, "the output buffer holds " + std::to_string(out_len) + " bytes but " +
                                             std::to_string(n) + " rows need " + (need ? std::to_string(*need) : "more"));
   }
-  Status st = CheckIds(layer, ids, n);
+  return CheckIds(layer, ids, n);
+}
+
+Status RowStore::Gather(ThreadPool& pool, uint32_t layer, const uint64_t* ids, size_t n, uint8_t* out,
+                        size_t out_len) {
+  const Table* table = nullptr;
+  Status st = CheckBatch(layer, ids, n, out_len, &table);
   if (!st.ok()) return st;
   if (!TableMapped(*table)) {
     st = GatherPlanned(pool, *table, ids, n, out);
@@ -261,7 +266,7 @@ Status RowStore::Gather(ThreadPool& pool, uint32_t layer, const uint64_t* ids, s
     thread_local std::vector<uint32_t> misses;
     thread_local std::vector<uint64_t> miss_ids;
     thread_local std::vector<uint8_t> miss_rows;
-    const size_t missed = GatherMapped(pool, *table, ids, n, out, &misses);
+    const size_t missed = GatherMapped(&pool, *table, ids, n, out, &misses);
     if (missed == n) {
       st = GatherPlanned(pool, *table, ids, n, out);
     } else if (missed > 0) {

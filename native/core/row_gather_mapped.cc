@@ -42,6 +42,7 @@ struct CopyRun {
   size_t begin, end;
   uint32_t* misses;  // positions not copied, from misses[0]
   size_t missed;
+  bool stop_at_miss;  // all or nothing: the first row it cannot copy ends the run
 };
 
 // Where position i's row lives: up to two pieces (weight, scale) of mapped files.
@@ -54,6 +55,7 @@ void CopyKnownRows(void* arg) {
       const uint64_t off = c.table->PackedOffset(c.ids[i]);
       if (!c.weights->Known(off, s.row_bytes)) {
         c.misses[c.missed++] = static_cast<uint32_t>(i);
+        if (c.stop_at_miss) return;
         continue;
       }
       std::memcpy(c.out + i * rb, c.weights->at(off), s.row_bytes);
@@ -68,6 +70,7 @@ void CopyKnownRows(void* arg) {
     const bool resident = c.resident != nullptr && id >= s.resident_start && id < s.resident_end;
     if (!c.weights->Known(woff, s.dim) || (!resident && !c.scales->Known(soff, sb))) {
       c.misses[c.missed++] = static_cast<uint32_t>(i);
+      if (c.stop_at_miss) return;
       continue;
     }
     uint8_t* dst = c.out + i * rb;
@@ -122,7 +125,7 @@ bool RowStore::TableMapped(const Table& t) const {
   return maps_[t.weight_file] != nullptr && maps_[t.scale_file] != nullptr;
 }
 
-size_t RowStore::GatherMapped(ThreadPool& pool, const Table& t, const uint64_t* ids, size_t n, uint8_t* out,
+size_t RowStore::GatherMapped(ThreadPool* pool, const Table& t, const uint64_t* ids, size_t n, uint8_t* out,
                               std::vector<uint32_t>* misses) {
   misses->resize(n);
   const bool packed = t.spec.kind == TableKind::kPacked;
@@ -136,13 +139,13 @@ size_t RowStore::GatherMapped(ThreadPool& pool, const Table& t, const uint64_t* 
     return n;
   }
   const uint8_t* resident = packed ? nullptr : t.resident.load(std::memory_order_acquire);
-  const size_t runs = n < 2 * kRowsPerCopyRun ? 1 : n / kRowsPerCopyRun;
+  const size_t runs = pool == nullptr || n < 2 * kRowsPerCopyRun ? 1 : n / kRowsPerCopyRun;
   thread_local std::vector<size_t> run_missed;
   run_missed.assign(runs, 0);
   std::vector<size_t>& missed_of = run_missed;
   auto copy = [&](size_t r) {
     const auto [begin, end] = ContiguousRun(n, runs, r);
-    CopyRun c{&t, weights, scales, resident, ids, out, begin, end, misses->data() + begin, 0};
+    CopyRun c{&t, weights, scales, resident, ids, out, begin, end, misses->data() + begin, 0, pool == nullptr};
     const int64_t start = NowNs();
     if (!RunFaultGuarded(CopyKnownRows, &c)) {
       // A copy faulted (the file shrank, or a page could not be read back): the read calls
@@ -150,6 +153,12 @@ size_t RowStore::GatherMapped(ThreadPool& pool, const Table& t, const uint64_t* 
       for (size_t i = begin; i < end; ++i) c.misses[i - begin] = static_cast<uint32_t>(i);
       missed_of[r] = end - begin;
       ForgetRun(c, weights, scales);
+      return;
+    }
+    if (c.stop_at_miss && c.missed > 0) {  // the first miss and every row after it are not copied
+      const size_t first = c.misses[0];
+      for (size_t i = first; i < end; ++i) c.misses[i - first] = static_cast<uint32_t>(i);
+      missed_of[r] = end - first;
       return;
     }
     const size_t copied = end - begin - c.missed;
@@ -162,7 +171,7 @@ size_t RowStore::GatherMapped(ThreadPool& pool, const Table& t, const uint64_t* 
   if (runs == 1) {
     copy(0);
   } else {
-    RunParallel(pool, runs, std::min(runs, Cores()), copy);
+    RunParallel(*pool, runs, std::min(runs, Cores()), copy);
   }
   // Gather each run's misses to the front.
   size_t total = 0;
@@ -213,6 +222,19 @@ uint64_t RowStore::LearnCached(ThreadPool& pool) {
     learned.fetch_add(pieces[i].map->Learn(pieces[i].offset, pieces[i].len), std::memory_order_relaxed);
   });
   return learned.load();
+}
+
+Status RowStore::GatherCached(uint32_t layer, const uint64_t* ids, size_t n, uint8_t* out, size_t out_len,
+                              bool* copied) {
+  *copied = false;
+  const Table* table = nullptr;
+  Status st = CheckBatch(layer, ids, n, out_len, &table);
+  if (!st.ok() || !TableMapped(*table)) return st;
+  thread_local std::vector<uint32_t> misses;
+  if (GatherMapped(nullptr, *table, ids, n, out, &misses) != 0) return st;
+  counters_.AddBatch(n);
+  *copied = true;
+  return st;
 }
 
 }  // namespace spark

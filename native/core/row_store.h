@@ -138,6 +138,11 @@ class RowStore {
   Status CheckIds(uint32_t layer, const uint64_t* ids, size_t n) const;
   // Row i of the batch goes to out[i * row_bytes]. out_len must hold n rows.
   Status Gather(ThreadPool& pool, uint32_t layer, const uint64_t* ids, size_t n, uint8_t* out, size_t out_len);
+  // The same batch on the calling thread out of the mapping only, never waiting for a device:
+  // *copied is true when every row's pages were known cached and the whole batch was copied;
+  // false (out partly written) when one was not or the table is not mapped: call Gather then.
+  // The same errors as Gather for bad arguments.
+  Status GatherCached(uint32_t layer, const uint64_t* ids, size_t n, uint8_t* out, size_t out_len, bool* copied);
 
   // In-flight and later batches fail with E_STORE_CLOSED; files stay open until destruction
   // so reads already running finish on valid descriptors.
@@ -176,11 +181,14 @@ class RowStore {
   Status OpenFile(const std::string& path, bool want_direct, uint64_t probe_offset, uint32_t* index);
   const Table* FindTable(uint32_t layer) const;
   Status StartIoEngine();  // row_store_engine.cc
+  // The checks every batch passes before any read: the layer, the batch size, the ids, out_len.
+  Status CheckBatch(uint32_t layer, const uint64_t* ids, size_t n, size_t out_len, const Table** table) const;
   // row_gather_mapped.cc: maps the files map_cached allows; copies the batch positions whose
   // rows are known cached and returns how many it could not (their positions in *misses).
+  // pool null: all on the calling thread, stopping at the first row it cannot copy.
   void MapFiles();
   bool TableMapped(const Table& t) const;
-  size_t GatherMapped(ThreadPool& pool, const Table& t, const uint64_t* ids, size_t n, uint8_t* out,
+  size_t GatherMapped(ThreadPool* pool, const Table& t, const uint64_t* ids, size_t n, uint8_t* out,
                       std::vector<uint32_t>* misses);
   // Reads ids[0..n) of table t into out by planned read calls (row_gather.cc).
   Status GatherPlanned(ThreadPool& pool, const Table& t, const uint64_t* ids, size_t n, uint8_t* out);

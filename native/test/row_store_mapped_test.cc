@@ -76,6 +76,41 @@ TEST(AStoreOpenedOnAWarmCacheLearnsItAndReadsNothing) {
   CHECK_EQ(OpenStore({snap}, off)->LearnCached(pool), 0u);  // nothing mapped, nothing to learn
 }
 
+TEST(GatherCachedCopiesAllOrNothingAndNeverReads) {
+  TableSpec t = WriteSnapshot("m-cached.bin", 1, 20000);
+  spark::ThreadPool pool(2);
+  auto store = OpenStore({t});
+  auto ids = RandomIds(144, 0, 1000, 9);  // pages far from row 19999's, even once reads merge
+  std::vector<uint8_t> out(ids.size() * kRowBytes);
+  bool copied = true;
+  CHECK(store->GatherCached(1, ids.data(), ids.size(), out.data(), out.size(), &copied).ok());
+  CHECK(!copied);  // nothing known yet: no copy, and no read call either
+  CHECK_EQ(store->Stats().reads, 0u);
+  CHECK_EQ(store->Stats().batches, 0u);
+  CHECK(GathersRightRows(*store, pool, 1, ids));
+  const auto before = store->Stats();
+  CHECK(store->GatherCached(1, ids.data(), ids.size(), out.data(), out.size(), &copied).ok());
+  CHECK(copied);
+  CHECK(RowsMatch(out, 1, ids));
+  CHECK_EQ(store->Stats().reads, before.reads);
+  CHECK_EQ(store->Stats().mapped_rows - before.mapped_rows, ids.size());
+  CHECK_EQ(store->Stats().batches - before.batches, 1u);
+  // One unknown row among known ones: all or nothing.
+  ids.push_back(19999);
+  out.resize(ids.size() * kRowBytes);
+  CHECK(store->GatherCached(1, ids.data(), ids.size(), out.data(), out.size(), &copied).ok());
+  CHECK(!copied);
+  CHECK_EQ(store->Stats().batches - before.batches, 1u);
+  // The same errors as Gather.
+  uint64_t bad = 20000;
+  CHECK(store->GatherCached(1, &bad, 1, out.data(), out.size(), &copied).code == spark::Code::E_ROW_RANGE);
+  CHECK(store->GatherCached(1, ids.data(), ids.size(), out.data(), kRowBytes, &copied).code == spark::Code::E_USAGE);
+  CHECK(store->GatherCached(7, ids.data(), 1, out.data(), out.size(), &copied).code == spark::Code::E_ROW_RANGE);
+  store->Close();
+  CHECK(store->GatherCached(1, ids.data(), 1, out.data(), out.size(), &copied).code == spark::Code::E_STORE_CLOSED);
+  CHECK(!copied);
+}
+
 TEST(APartlyKnownBatchCopiesWhatItCanAndReadsTheRest) {
   // Rows 0..99 are read once; a batch mixing them (with repeats) and rows far away (other
   // pages) copies the first kind and reads only the second, into the right positions.
