@@ -230,36 +230,49 @@ class LearnBaton : public StoreBaton {
   uint64_t pages_ = 0;
 };
 
-// gather(layer, ids: Uint32Array | BigUint64Array, out?: Uint8Array): Promise<void | Buffer>
-// fills `out`, or resolves with a new Buffer when it is omitted. Bad arguments, unknown
-// layers and out-of-range ids throw here, before any read.
-Napi::Value RowStoreWrap::Gather(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  RowStore& store = Live(env);
+// The layer and ids of a gather-like call, checked as gather() documents (bad arguments,
+// unknown layers and out-of-range ids throw here, before any read), and the bytes they need.
+struct BatchArgs {
+  const TableInfo* table;
+  std::vector<uint64_t> ids;
+  uint64_t need;
+};
+
+BatchArgs ReadBatchArgs(Napi::Env env, RowStore& store, const Napi::CallbackInfo& info) {
   uint64_t layer = 0;
   if (!ToU64(info[0], &layer) || layer > UINT32_MAX) ThrowType(env, "layer must be a non-negative integer");
-  const TableInfo* table = store.Find(static_cast<uint32_t>(layer));
-  if (table == nullptr) ThrowRange(env, "layer " + std::to_string(layer) + " is not in this row store");
-  std::vector<uint64_t> copy = CopyIds(info[1]);
-  Status st = store.CheckIds(table->layer, copy.data(), copy.size());
+  BatchArgs a{store.Find(static_cast<uint32_t>(layer)), {}, 0};
+  if (a.table == nullptr) ThrowRange(env, "layer " + std::to_string(layer) + " is not in this row store");
+  a.ids = CopyIds(info[1]);
+  Status st = store.CheckIds(a.table->layer, a.ids.data(), a.ids.size());
   if (!st.ok()) ThrowRange(env, st.message);
-  uint64_t need = 0;
-  if (__builtin_mul_overflow(static_cast<uint64_t>(copy.size()), table->row_bytes, &need) || need > SIZE_MAX) {
-    ThrowRange(env, "a batch of " + std::to_string(copy.size()) + " rows is too large", Code::E_USAGE);
+  if (__builtin_mul_overflow(static_cast<uint64_t>(a.ids.size()), a.table->row_bytes, &a.need) || a.need > SIZE_MAX) {
+    ThrowRange(env, "a batch of " + std::to_string(a.ids.size()) + " rows is too large", Code::E_USAGE);
   }
+  return a;
+}
+
+// `v` as the output buffer of batch `a`: a Uint8Array of at least a.need bytes, else a TypeError.
+Napi::Uint8Array ReadOut(Napi::Env env, Napi::Value v, const BatchArgs& a) {
+  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
+    ThrowType(env, "out must be a Buffer or Uint8Array");
+  }
+  Napi::Uint8Array out = v.As<Napi::Uint8Array>();
+  if (a.need > out.ByteLength()) {
+    ThrowType(env, "out holds " + std::to_string(out.ByteLength()) + " bytes but " + std::to_string(a.ids.size()) +
+                       " rows of " + std::to_string(a.table->row_bytes) + " bytes need " + std::to_string(a.need));
+  }
+  return out;
+}
+
+// gather(layer, ids: Uint32Array | BigUint64Array, out?: Uint8Array): Promise<void | Buffer>
+// fills `out`, or resolves with a new Buffer when it is omitted.
+Napi::Value RowStoreWrap::Gather(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  BatchArgs a = ReadBatchArgs(env, Live(env), info);
   Napi::Value out;  // empty: resolve with a new Buffer
-  if (info.Length() > 2 && !info[2].IsUndefined()) {
-    if (!info[2].IsTypedArray() || info[2].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
-      ThrowType(env, "out must be a Buffer or Uint8Array");
-    }
-    Napi::Uint8Array target = info[2].As<Napi::Uint8Array>();
-    if (need > target.ByteLength()) {
-      ThrowType(env, "out holds " + std::to_string(target.ByteLength()) + " bytes but " + std::to_string(copy.size()) +
-                         " rows of " + std::to_string(table->row_bytes) + " bytes need " + std::to_string(need));
-    }
-    out = target;
-  }
-  auto baton = std::make_unique<GatherBaton>(env, this, table->layer, std::move(copy), static_cast<size_t>(need), out);
+  if (info.Length() > 2 && !info[2].IsUndefined()) out = ReadOut(env, info[2], a);
+  auto baton = std::make_unique<GatherBaton>(env, this, a.table->layer, std::move(a.ids), static_cast<size_t>(a.need), out);
   return Schedule(env, *pool_, std::move(baton));
 }
 
@@ -274,22 +287,11 @@ Napi::Value RowStoreWrap::LoadResident(const Napi::CallbackInfo& info) {
 Napi::Value RowStoreWrap::GatherCached(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   RowStore& store = Live(env);
-  uint64_t layer = 0;
-  if (!ToU64(info[0], &layer) || layer > UINT32_MAX) ThrowType(env, "layer must be a non-negative integer");
-  const TableInfo* table = store.Find(static_cast<uint32_t>(layer));
-  if (table == nullptr) ThrowRange(env, "layer " + std::to_string(layer) + " is not in this row store");
-  std::vector<uint64_t> ids = CopyIds(info[1]);
-  if (info.Length() < 3 || !info[2].IsTypedArray() || info[2].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
-    ThrowType(env, "out must be a Buffer or Uint8Array");
-  }
-  Napi::Uint8Array out = info[2].As<Napi::Uint8Array>();
+  BatchArgs a = ReadBatchArgs(env, store, info);
+  Napi::Uint8Array out = ReadOut(env, info[2], a);
   bool copied = false;
-  Status st = store.GatherCached(table->layer, ids.data(), ids.size(), out.Data(), out.ByteLength(), &copied);
-  if (!st.ok()) {
-    if (st.code == Code::E_ROW_RANGE) ThrowRange(env, st.message);
-    if (st.code == Code::E_USAGE) ThrowType(env, st.message);
-    throw StatusToError(env, st);
-  }
+  Status st = store.GatherCached(a.table->layer, a.ids.data(), a.ids.size(), out.Data(), out.ByteLength(), &copied);
+  if (!st.ok()) throw StatusToError(env, st);
   return Napi::Boolean::New(env, copied);
 }
 
