@@ -16,14 +16,14 @@ for (const file of process.argv.slice(2)) {
       `${r.ceilingExceeded ? ` (a case took ${r.ceilingExceeded.toFixed(2)}x it: measured low)` : ''}. ` +
       `Load average ${r.machine.loadAvgBefore[0].toFixed(1)} before, ${r.machine.loadAvgAfter[0].toFixed(1)} after. Recommended threads: ${r.recommendedThreads} (${r.recommendedFor}).\n`,
   );
-  console.log('| variant (reader) | threads | batch | rows/s | p50 ms | p99 ms | reads/row | reads/s | dev pages/s | rows/ceil | reads/ceil | CPU us/row | psync IOPS | cached after |');
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+  console.log('| variant (reader) | threads | batch | rows/s | p50 ms | p99 ms | reads/row | reads/s | dev pages/s | rows/ceil | reads/ceil | CPU us/row | psync IOPS | cached after | mapped |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const c of r.results) {
     const name = `${c.variant}${c.layout ? `/${c.layout}` : ''}${c.direct ? '+direct' : ''} (${c.reader})${c.coldValid === false ? ' cold?' : ''}`;
     const used = c.ofCeiling?.reads ?? c.ofCeiling?.devicePages;
     console.log(
       `| ${name} | ${c.threads} | ${c.batch} | ${fmt(c.rowsPerSec)} | ${fmt(c.p50Ms, 2)} | ${fmt(c.p99Ms, 2)} | ${fmt(c.readsPerRow, 2)} | ${fmt(c.readsPerSec)} | ` +
-        `${fmt(c.devicePagesPerSec)} | ${fmt(c.ofCeiling?.rows, 2)} | ${fmt(used, 2)} | ${fmt(c.cpuUsPerRow, 1)} | ${fmt(c.baselines.fio?.iops)} | ${pct(c.cachedAfter)} |`,
+        `${fmt(c.devicePagesPerSec)} | ${fmt(c.ofCeiling?.rows, 2)} | ${fmt(used, 2)} | ${fmt(c.cpuUsPerRow, 1)} | ${fmt(c.baselines.fio?.iops)} | ${pct(c.cachedAfter)} | ${pct(c.mappedFraction)} |`,
     );
   }
 }

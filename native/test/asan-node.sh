@@ -15,8 +15,10 @@ trap 'rm -rf "$work"' EXIT
 . "$root/native/test/addon-copy.sh"
 CXX="$cxx" SPARK_SANITIZE=1 build_addon_copy "$root" "$work"
 addon="$work/build/Release/spark.node"
-# The sanitized addon must really be sanitized, or this run proves nothing.
-if ! ldd "$addon" | grep -q libasan; then
+# The sanitized addon must really be sanitized, or this run proves nothing. (ldd's output is
+# read whole: with pipefail, `ldd | grep -q` fails when grep exits before ldd has written all.)
+libs=$(ldd "$addon")
+if ! grep -q libasan <<<"$libs"; then
   echo "asan-node: $addon is not linked against libasan" >&2
   exit 1
 fi
