@@ -216,8 +216,10 @@ uint64_t RowStore::LearnCached(ThreadPool& pool) {
       pieces.push_back({r.map, lo, hi - lo});
     }
   }
+  // mincore is CPU work in the kernel: no more helpers than cores, so batches arriving
+  // meanwhile still find free reader threads.
   std::atomic<uint64_t> learned{0};
-  RunParallel(pool, pieces.size(), pool.size(), [&](size_t i) {
+  RunParallel(pool, pieces.size(), std::min(pool.size(), Cores()), [&](size_t i) {
     if (closed()) return;
     learned.fetch_add(pieces[i].map->Learn(pieces[i].offset, pieces[i].len), std::memory_order_relaxed);
   });

@@ -70,8 +70,9 @@ export function benchText(r: GatherBenchReport): string {
     ratio(x.rowsPerSec, x.baselines.naive?.rowsPerSec),
     x.baselines.fio ? Math.round(x.baselines.fio.iops) : '-',
     percent(x.cachedAfter),
+    percent(x.mappedFraction),
   ]);
-  const head = ['source', 'cache', 'threads', 'batch', 'rows/s', 'reads/s', 'reads/row', 'merged', 'merge gain', 'dev pages/s', 'rows/ceil', 'reads/ceil', 'CPU us/row', 'p50 ms', 'p99 ms', 'vs naive', 'psync IOPS', 'cached after'];
+  const head = ['source', 'cache', 'threads', 'batch', 'rows/s', 'reads/s', 'reads/row', 'merged', 'merge gain', 'dev pages/s', 'rows/ceil', 'reads/ceil', 'CPU us/row', 'p50 ms', 'p99 ms', 'vs naive', 'psync IOPS', 'cached after', 'mapped'];
   return [
     `${r.sourceKind === 'sparse' ? 'sparse copy' : r.sourceKind === 'packed' ? 'packed directory' : 'snapshot'}, layer ${r.layer} (${r.rows} rows), ${r.seconds} s per case${r.delayUs ? `, ${r.delayUs} us injected per read` : ''}`,
     r.cache,
@@ -244,6 +245,9 @@ What the numbers mean (the same names in --json):
                    readers get (baselines.fio); not the device's limit
   cached after     page-cache bytes of the source files at the end of the case, over the bytes
                    the case can read
+  mapped           row store: rows copied out of a mapping of the file (their pages known
+                   cached; no read call), per row delivered (mappedFraction; warm cases only,
+                   --no-map turns it off)
   cold / cold?     with --cold the source is evicted before each case (each batch with
                    --evict-every-batch); "cold?" (coldValid: false) marks a buffered case whose
                    read range fits in the page cache (MemTotal or the cgroup's limit), so
