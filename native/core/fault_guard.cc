@@ -32,8 +32,10 @@ void OnSigbus(int sig, siginfo_t* info, void* uctx) {
     return;
   }
   // Default (or ignored, which the kernel does not honour for a fault): restore the default
-  // and return, so the faulting instruction runs again and the process ends with SIGBUS.
+  // and return, so the faulting instruction runs again and the process ends with SIGBUS. A
+  // SIGBUS sent by kill() (si_code <= 0) has no instruction to run again: raise it anew.
   signal(SIGBUS, SIG_DFL);
+  if (info != nullptr && info->si_code <= 0) raise(SIGBUS);
 }
 
 void Install() {
