@@ -230,8 +230,8 @@ class LearnBaton : public StoreBaton {
   uint64_t pages_ = 0;
 };
 
-// The layer and ids of a gather-like call, checked as gather() documents (bad arguments,
-// unknown layers and out-of-range ids throw here, before any read), and the bytes they need.
+// The layer and ids of a gather-like call and the bytes they need. Bad arguments and unknown
+// layers throw here; the ids are checked against the table by the caller (ThrowIfBadIds).
 struct BatchArgs {
   const TableInfo* table;
   std::vector<uint64_t> ids;
@@ -244,12 +244,16 @@ BatchArgs ReadBatchArgs(Napi::Env env, RowStore& store, const Napi::CallbackInfo
   BatchArgs a{store.Find(static_cast<uint32_t>(layer)), {}, 0};
   if (a.table == nullptr) ThrowRange(env, "layer " + std::to_string(layer) + " is not in this row store");
   a.ids = CopyIds(info[1]);
-  Status st = store.CheckIds(a.table->layer, a.ids.data(), a.ids.size());
-  if (!st.ok()) ThrowRange(env, st.message);
   if (__builtin_mul_overflow(static_cast<uint64_t>(a.ids.size()), a.table->row_bytes, &a.need) || a.need > SIZE_MAX) {
     ThrowRange(env, "a batch of " + std::to_string(a.ids.size()) + " rows is too large", Code::E_USAGE);
   }
   return a;
+}
+
+// An id outside the table is a RangeError naming it, before any read.
+void ThrowIfBadIds(Napi::Env env, const Status& st) {
+  if (st.code == Code::E_ROW_RANGE) ThrowRange(env, st.message);
+  if (!st.ok()) throw StatusToError(env, st);
 }
 
 // `v` as the output buffer of batch `a`: a Uint8Array of at least a.need bytes, else a TypeError.
@@ -269,7 +273,9 @@ Napi::Uint8Array ReadOut(Napi::Env env, Napi::Value v, const BatchArgs& a) {
 // fills `out`, or resolves with a new Buffer when it is omitted.
 Napi::Value RowStoreWrap::Gather(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  BatchArgs a = ReadBatchArgs(env, Live(env), info);
+  RowStore& store = Live(env);
+  BatchArgs a = ReadBatchArgs(env, store, info);
+  ThrowIfBadIds(env, store.CheckIds(a.table->layer, a.ids.data(), a.ids.size()));
   Napi::Value out;  // empty: resolve with a new Buffer
   if (info.Length() > 2 && !info[2].IsUndefined()) out = ReadOut(env, info[2], a);
   auto baton = std::make_unique<GatherBaton>(env, this, a.table->layer, std::move(a.ids), static_cast<size_t>(a.need), out);
@@ -289,9 +295,8 @@ Napi::Value RowStoreWrap::GatherCached(const Napi::CallbackInfo& info) {
   RowStore& store = Live(env);
   BatchArgs a = ReadBatchArgs(env, store, info);
   Napi::Uint8Array out = ReadOut(env, info[2], a);
-  bool copied = false;
-  Status st = store.GatherCached(a.table->layer, a.ids.data(), a.ids.size(), out.Data(), out.ByteLength(), &copied);
-  if (!st.ok()) throw StatusToError(env, st);
+  bool copied = false;  // GatherCached checks the ids itself: once, not here and there
+  ThrowIfBadIds(env, store.GatherCached(a.table->layer, a.ids.data(), a.ids.size(), out.Data(), out.ByteLength(), &copied));
   return Napi::Boolean::New(env, copied);
 }
 

@@ -79,24 +79,23 @@ bool FileMap::Known(uint64_t offset, uint64_t len) const {
   return true;
 }
 
-void FileMap::Mark(uint64_t offset, uint64_t len) {
-  uint64_t first, last;
-  if (!Pages(offset, len, &first, &last)) return;
-  for (uint64_t p = first; p <= last; ++p) {
-    std::atomic_ref<uint64_t> word(bits_[p >> 6]);
-    const uint64_t bit = uint64_t{1} << (p & 63);
-    // Most marks are of pages already known: a load keeps the line shared between cores.
-    if ((word.load(std::memory_order_relaxed) & bit) == 0) word.fetch_or(bit, std::memory_order_relaxed);
-  }
-}
+void FileMap::Mark(uint64_t offset, uint64_t len) { SetKnown(offset, len, true); }
 
-void FileMap::Forget(uint64_t offset, uint64_t len) {
+void FileMap::Forget(uint64_t offset, uint64_t len) { SetKnown(offset, len, false); }
+
+void FileMap::SetKnown(uint64_t offset, uint64_t len, bool known) {
   uint64_t first, last;
   if (!Pages(offset, len, &first, &last)) return;
   for (uint64_t p = first; p <= last; ++p) {
     std::atomic_ref<uint64_t> word(bits_[p >> 6]);
     const uint64_t bit = uint64_t{1} << (p & 63);
-    if ((word.load(std::memory_order_relaxed) & bit) != 0) word.fetch_and(~bit, std::memory_order_relaxed);
+    // Most marks are of pages already known: a load first keeps the line shared between cores.
+    if (((word.load(std::memory_order_relaxed) & bit) != 0) == known) continue;
+    if (known) {
+      word.fetch_or(bit, std::memory_order_relaxed);
+    } else {
+      word.fetch_and(~bit, std::memory_order_relaxed);
+    }
   }
 }
 

@@ -39,6 +39,7 @@ class FileMap : NonCopyable {
  private:
   FileMap() = default;
   bool Pages(uint64_t offset, uint64_t len, uint64_t* first, uint64_t* last) const;
+  void SetKnown(uint64_t offset, uint64_t len, bool known);
   uint8_t* base_ = nullptr;
   uint64_t size_ = 0;
   unsigned page_shift_ = 12;

@@ -61,14 +61,14 @@ class BatchRun {
     const uint64_t sb = table_.scale_bytes;
     // Null until LoadResident has finished this table: then scales come from the file.
     const uint8_t* resident = table_.resident.load(std::memory_order_acquire);
-    for (const DistinctRow& r : plan_.rows) pieces.push_back({s.weight_offset + r.id * s.dim, s.dim, r.pos * rb});
+    for (const DistinctRow& r : plan_.rows) pieces.push_back({table_.WeightOffset(r.id), s.dim, r.pos * rb});
     size_t weights = pieces.size();
     for (const DistinctRow& r : plan_.rows) {
       uint64_t dest = r.pos * rb + s.dim;
       if (resident != nullptr && r.id >= s.resident_start && r.id < s.resident_end) {
         std::memcpy(out_ + dest, resident + (r.id - s.resident_start) * sb, sb);
       } else {
-        pieces.push_back({s.scale_offset + r.id * sb, sb, dest});
+        pieces.push_back({table_.ScaleOffset(r.id), sb, dest});
       }
     }
     PlanReads(pieces, 0, weights, table_.weight_file, o.merge && sorted, o.max_merge_bytes, 1, &plan_.ops);

@@ -66,8 +66,8 @@ void CopyKnownRows(void* arg) {
   const uint64_t sb = c.table->scale_bytes;
   for (size_t i = c.begin; i < c.end; ++i) {
     const uint64_t id = c.ids[i];
-    const uint64_t woff = s.weight_offset + id * s.dim;
-    const uint64_t soff = s.scale_offset + id * sb;
+    const uint64_t woff = c.table->WeightOffset(id);
+    const uint64_t soff = c.table->ScaleOffset(id);
     const bool resident = c.resident != nullptr && id >= s.resident_start && id < s.resident_end;
     if (!c.weights->Known(woff, s.dim) || (!resident && !c.scales->Known(soff, sb))) {
       c.misses[c.missed++] = static_cast<uint32_t>(i);
@@ -88,8 +88,8 @@ void ForgetRun(const CopyRun& c, FileMap* weights, FileMap* scales) {
     if (s.kind == TableKind::kPacked) {
       weights->Forget(c.table->PackedOffset(id), s.row_bytes);
     } else {
-      weights->Forget(s.weight_offset + id * s.dim, s.dim);
-      scales->Forget(s.scale_offset + id * c.table->scale_bytes, c.table->scale_bytes);
+      weights->Forget(c.table->WeightOffset(id), s.dim);
+      scales->Forget(c.table->ScaleOffset(id), c.table->scale_bytes);
     }
   }
 }
@@ -200,8 +200,8 @@ uint64_t RowStore::LearnCached(ThreadPool& pool) {
       const uint64_t first = t->PackedOffset(s.start), last = t->PackedOffset(s.end - 1) + s.row_bytes;
       regions.push_back({maps_[t->file].get(), first, last - first});
     } else {
-      regions.push_back({maps_[t->weight_file].get(), s.weight_offset + t->info.lo * s.dim, rows * s.dim});
-      regions.push_back({maps_[t->scale_file].get(), s.scale_offset + t->info.lo * t->scale_bytes, rows * t->scale_bytes});
+      regions.push_back({maps_[t->weight_file].get(), t->WeightOffset(t->info.lo), rows * s.dim});
+      regions.push_back({maps_[t->scale_file].get(), t->ScaleOffset(t->info.lo), rows * t->scale_bytes});
     }
   }
   // In pieces of one mincore call each, spread over the pool: a 98 GB table is 24 M pages.

@@ -166,6 +166,9 @@ class RowStore {
     // the store. Gathers read only `resident` (acquire): null means "read the file".
     std::unique_ptr<uint8_t[]> resident_owner;
     std::atomic<const uint8_t*> resident{nullptr};
+    // Snapshot: the file offsets of id's weight row and scale row.
+    uint64_t WeightOffset(uint64_t id) const { return spec.weight_offset + id * spec.dim; }
+    uint64_t ScaleOffset(uint64_t id) const { return spec.scale_offset + id * scale_bytes; }
     // Packed: the file offset of global id `id`'s row.
     uint64_t PackedOffset(uint64_t id) const {
       const uint64_t local = id - spec.start;

@@ -343,8 +343,9 @@ Status VerifySparseTable(const SparseVerifyJob& job, VerifyProgress* progress, V
   const uint64_t rows = job.end - job.start;
   auto row_bytes = CheckedAdd(job.dim, sb);
   auto chunk_bytes = row_bytes ? CheckedMul(job.chunk_rows, *row_bytes) : std::nullopt;
-  auto total = row_bytes ? CheckedMul(rows, *row_bytes) : std::nullopt;  // the progress total, read twice at most
-  if (total) total = CheckedMul(*total, 2);
+  // The progress total: every row's bytes, twice when the source's are read too.
+  auto total = row_bytes ? CheckedMul(rows, *row_bytes) : std::nullopt;
+  if (total) total = CheckedMul(*total, job.compare_rows ? 2 : 1);
   const bool fits = ColumnFits(job.weight, job.end, job.dim) && ColumnFits(job.scale, job.end, sb) &&
                     (!job.compare_rows ||
                      (ColumnFits(job.source_weight, job.end, job.dim) && ColumnFits(job.source_scale, job.end, sb)));
@@ -353,7 +354,7 @@ Status VerifySparseTable(const SparseVerifyJob& job, VerifyProgress* progress, V
   }
   const uint64_t chunks = rows / job.chunk_rows + (rows % job.chunk_rows != 0 ? 1 : 0);
   if (!job.check_chunks && !job.compare_rows) return Status::Ok();
-  progress->bytes_total.store(rows * (job.dim + sb) * (job.compare_rows ? 2 : 1));
+  progress->bytes_total.store(*total);
   Findings found;
   CheckSparseChunks(job, chunks, progress, &found);
   Status s = Report(&found, job.max_report, result);
