@@ -19,7 +19,6 @@ export async function buildProgram(ctx: CliContext, argv: string[]): Promise<Com
       'Engram row store, packer, range tiling and launch preflight for DeepSeek-V4.1-Flash on DGX Spark clusters.',
     )
     .version(VERSION, '-V, --version')
-    .showHelpAfterError('(run with --help for usage)')
     .addHelpText(
       'after',
       `
@@ -46,8 +45,21 @@ Example:
  */
 function configureAll(cmd: Command, io: Io, json: boolean): void {
   cmd.exitOverride();
-  cmd.configureOutput({ writeOut: (s) => io.stdout(s), writeErr: json ? () => {} : (s) => io.stderr(s) });
+  cmd.configureOutput({
+    writeOut: (s) => io.stdout(s),
+    writeErr: json ? () => {} : (s) => io.stderr(s),
+    // commander's own errors (unknown option, missing argument) in the one-line form every
+    // spark error has: `spark: what (the fix)`.
+    outputError: (s, write) => write(`spark: ${s.replace(/^error: /, '').trimEnd()} (run ${commandPath(cmd)} --help)\n`),
+  });
   for (const sub of cmd.commands) configureAll(sub, io, json);
+}
+
+/** `spark pack`, for a subcommand's error line. */
+function commandPath(cmd: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = cmd; c; c = c.parent) names.unshift(c.name());
+  return names.join(' ');
 }
 
 /**

@@ -103,11 +103,13 @@ test('--check: the correct four exit 0; a full range on every rank exits 1 namin
   const bad = await cli(['engram-ranges', ...ROWS, '--check', ...full]);
   assert.equal(bad.code, 1);
   const line = 'layer 1: row 0 is owned by rank 0 [0, 384006168) and rank 1 [0, 384006168); a full range on every rank double-counts every row in the all-reduce';
-  assert.equal(bad.stdout, line + '\n');
-  assert.equal(bad.stderr, `spark engram-ranges: ${line}\n`);
+  const line14 = 'layer 14: row 0 is owned by rank 0 [0, 384016682) and rank 1 [0, 384016682); a full range on every rank double-counts every row in the all-reduce';
+  // Each failing layer once on stdout; one error line naming them all, not a second copy.
+  assert.equal(bad.stdout, `${line}\n${line14}\n`);
+  assert.equal(bad.stderr, `spark engram-ranges: the ranges do not tile layers 1, 14 (each layer's problem is on stdout)\n`);
   const json = await cli(['engram-ranges', ...ROWS, '--check', ...full, '--json']);
   assert.equal(json.code, 1);
-  assert.deepEqual(JSON.parse(json.stderr), { error: { code: 'E_CHECK_FAILED', message: line } });
+  assert.deepEqual(JSON.parse(json.stderr), { error: { code: 'E_CHECK_FAILED', message: `${line}; ${line14}` } });
   const report = JSON.parse(json.stdout);
   assert.equal(report.ok, false);
   assert.deepEqual({ layer: report.problem.layer, kind: report.problem.kind, row: report.problem.row }, { layer: 1, kind: 'overlap', row: 0 });

@@ -50,6 +50,14 @@ function headerLines(r: GatherBenchReport): string[] {
   return lines;
 }
 
+/** What the columns mean; the "cold?" note only when a case is marked so (it points at the WARNING above). */
+function footer(r: GatherBenchReport): string {
+  const notes = ['rows/ceil, reads/ceil: rows/s and reads/s (pread pool; device pages/s for the mmap path) over the device ceiling.'];
+  notes.push('psync IOPS: fio with one blocking reader per thread, NOT the ceiling.');
+  if (r.results.some((x) => x.cold && x.coldValid === false)) notes.push('cold?: this case may have read from the page cache (see the WARNING above).');
+  return [...notes, 'See `spark bench gather --help`.'].join(' ');
+}
+
 export function benchText(r: GatherBenchReport): string {
   const rows = r.results.map((x) => [
     resultLabel(x),
@@ -81,7 +89,7 @@ export function benchText(r: GatherBenchReport): string {
     '',
     table(head, rows),
     '',
-    'rows/ceil, reads/ceil: rows/s and reads/s (pread pool; device pages/s for the mmap path) over the device ceiling. psync IOPS: fio with one blocking reader per thread, NOT the ceiling. cold?: this case may have read from the page cache (see WARNING). See `spark bench gather --help`.',
+    footer(r),
     `recommended: SPARK_ENGRAM_THREADS=${r.recommendedThreads} (fewest threads within 5% of the best rows/s at the largest batch, ${r.recommendedFor === 'overlay' ? "on the overlay's mmap path, what the engine runs" : `on the ${r.recommendedFor} variant`})`,
   ].join('\n');
 }

@@ -63,8 +63,9 @@ async function source(o: EngramRangesOptions, io: Io, split: SplitRule, required
   });
 }
 
+/** Every layer's verdict, one line each: a failing check names each layer that fails, not only the first. */
 function checkText(report: TilingReport, src: LayerSource | undefined): string {
-  if (!report.ok) return report.problem!.message;
+  if (!report.ok) return report.layers.map((l) => l.problem?.message ?? `layer ${l.layer}: ok (${l.rows} rows)`).join('\n');
   const layers = report.layers.map((l) => `layer ${l.layer} (${l.rows} rows)`).join(', ');
   const note = src ? '' : ' (no snapshot given: each table taken to end at the largest end named)';
   return `ok: the ${report.world} ranks tile ${layers} exactly${note}`;
@@ -81,7 +82,15 @@ async function runCheck(o: EngramRangesOptions, io: Io, texts: string[]): Promis
   }
   const src = await source(o, io, 'floor', false);
   const report = checkTiling(parsed, src?.layers);
-  if (!report.ok) reportCheckFailure(io, Boolean(o.json) || o.format === 'json', 'engram-ranges', report.problem!.message);
+  if (!report.ok) {
+    // The report (stdout) has each layer's problem; the one error line names them all once.
+    const failing = report.layers.filter((l) => l.problem);
+    const json = Boolean(o.json) || o.format === 'json';
+    const message = json
+      ? failing.map((l) => l.problem!.message).join('; ')
+      : `the ranges do not tile layer${failing.length > 1 ? 's' : ''} ${failing.map((l) => l.layer).join(', ')} (each layer's problem is on stdout)`;
+    reportCheckFailure(io, json, 'engram-ranges', message);
+  }
   return { json: report, text: checkText(report, src), exitCode: report.ok ? 0 : 1 };
 }
 

@@ -24,7 +24,7 @@ export const commandEntries: CommandEntry[] = [
   },
   {
     name: 'pack',
-    summary: "copy this rank's Engram rows to a node-local packed directory (one read per row)",
+    summary: "copy this rank's Engram rows to node-local disk in the format its serving stack reads (the overlay's sparse copy, the Mia stack's packed shards)",
     load: async () => (await import('./pack.js')).packCommand,
   },
   {
@@ -39,7 +39,7 @@ export const commandEntries: CommandEntry[] = [
   },
   {
     name: 'preflight',
-    summary: 'check a recipe, its cluster and env files, the snapshot and this node before a boot',
+    summary: 'check a recipe, its cluster and env files, the snapshot and every node (over ssh) before a boot',
     load: async () => (await import('./preflight.js')).preflightCommand,
   },
   {

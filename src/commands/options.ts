@@ -14,10 +14,12 @@ export function parseCount(text: string, what: string, min = 0, max = Number.MAX
   return n;
 }
 
-/** Comma-separated whole numbers, e.g. "1,8,64". */
+/** Comma-separated whole numbers, e.g. "1,8,64". An empty item (`0,,5`) is an error, never skipped. */
 export function parseCountList(text: string, what: string, min = 0, max = Number.MAX_SAFE_INTEGER): number[] {
-  const parts = text.split(',').filter((p) => p.trim() !== '');
-  if (parts.length === 0) throw usageError(`${what} needs at least one number, got '${text}'`);
+  const parts = text.split(',');
+  if (parts.every((p) => p.trim() === '')) throw usageError(`${what} needs at least one number, got '${text}'`);
+  const empty = parts.findIndex((p) => p.trim() === '');
+  if (empty >= 0) throw usageError(`${what} has an empty item at position ${empty + 1} in '${text}': remove the extra comma`);
   return parts.map((p) => parseCount(p, what, min, max));
 }
 

@@ -10,7 +10,7 @@ import type { PackLayoutName, PackProgressInfo, PackSummary } from '../pack/pack
 import { parseSplit } from '../engram/ranges.js';
 import { formatBytes } from '../format.js';
 import { fromEnv, parseCount, parseRate, rankShareFlags, requireOption } from './options.js';
-import { progressLine, progressLog, type ProgressLine } from './progress.js';
+import { progressLine, progressLog, transferText, type ProgressLine } from './progress.js';
 import { engramPatternFlags, patternsFromFlags, snapshotArgument } from './snapshot-args.js';
 import { reportInterrupt } from './interrupt.js';
 
@@ -112,15 +112,7 @@ function summaryText(s: PackSummary): string {
 }
 
 function progressText(p: PackProgressInfo): string {
-  const pct = p.bytesTotal > 0 ? Math.floor((100 * p.bytesDone) / p.bytesTotal) : 100;
-  const rate = p.seconds > 0.5 ? p.bytesCopied / p.seconds : 0;
-  const eta = rate > 0 ? Math.max(0, (p.bytesTotal - p.bytesDone) / rate) : undefined;
-  const clock = (s: number): string => `${Math.floor(s / 60)}:${String(Math.floor(s % 60)).padStart(2, '0')}`;
-  return (
-    `pack ${p.unit} (${p.unitIndex + 1}/${p.unitCount}) ${p.phase}: ${formatBytes(p.bytesDone)} / ${formatBytes(p.bytesTotal)} ${pct}%` +
-    (rate > 0 ? `  ${formatBytes(rate)}/s` : '') +
-    (eta !== undefined ? `  ETA ${clock(eta)}` : '')
-  );
+  return transferText(`pack ${p.unit} (${p.unitIndex + 1}/${p.unitCount}) ${p.phase}`, { ...p, moved: p.bytesCopied });
 }
 
 export async function runPack(o: PackOptions, io: Io): Promise<CommandResult> {

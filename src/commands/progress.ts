@@ -2,6 +2,7 @@
 // report starts on a fresh line); elsewhere (a log, ssh under `spark fanout`), whole lines at
 // most every few seconds.
 import type { Io } from '../io.js';
+import { formatBytes } from '../format.js';
 
 export interface ProgressLine {
   update(text: string): void;
@@ -42,4 +43,25 @@ export function progressLog(io: Io, seconds: number): ProgressLine {
       pending = undefined;
     },
   };
+}
+
+/** `m:ss` for an ETA. */
+function clock(seconds: number): string {
+  return `${Math.floor(seconds / 60)}:${String(Math.floor(seconds % 60)).padStart(2, '0')}`;
+}
+
+/**
+ * The one progress text of a long transfer: `label: 1.2 GiB / 4.0 GiB 30%  410 MiB/s  ETA 0:07`.
+ * `moved` is what this run itself moved (a resumed pack has bytes done before it started), the
+ * base of the rate; the rate and ETA appear once half a second has passed.
+ */
+export function transferText(label: string, p: { bytesDone: number; bytesTotal: number; seconds: number; moved?: number }): string {
+  const pct = p.bytesTotal > 0 ? Math.floor((100 * p.bytesDone) / p.bytesTotal) : 100;
+  const rate = p.seconds > 0.5 ? (p.moved ?? p.bytesDone) / p.seconds : 0;
+  const eta = rate > 0 ? Math.max(0, (p.bytesTotal - p.bytesDone) / rate) : undefined;
+  return (
+    `${label}: ${formatBytes(p.bytesDone)} / ${formatBytes(p.bytesTotal)} ${pct}%` +
+    (rate > 0 ? `  ${formatBytes(rate)}/s` : '') +
+    (eta !== undefined ? `  ETA ${clock(eta)}` : '')
+  );
 }

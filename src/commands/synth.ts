@@ -5,6 +5,7 @@ import { synthesize, SYNTH_DEFAULTS, validateSynthOptions, type SynthOptions, ty
 import type { CommandResult, Io } from '../io.js';
 import { parseCount, parseCountList } from './options.js';
 import { formatBytes } from '../format.js';
+import { progressLine, transferText } from './progress.js';
 import { readdirSync } from 'node:fs';
 import { usageError } from '../errors.js';
 
@@ -55,10 +56,22 @@ function refuseOccupied(dir: string): void {
   }
 }
 
-export function runSynth(options: SynthOptions, _io?: Io): CommandResult {
+export function runSynth(options: SynthOptions, io?: Io): CommandResult {
   validateSynthOptions(options);
   refuseOccupied(options.dir);
-  const result: SynthResult = synthesize(options);
+  // A full-size snapshot takes a while: a progress line on a terminal.
+  const line = io?.stderrIsTTY ? progressLine(io) : undefined;
+  let result: SynthResult;
+  try {
+    let shownAt = -Infinity;
+    result = synthesize(options, line ? (p) => {
+      if (p.bytesDone < p.bytesTotal && p.seconds - shownAt < 0.1) return; // ten updates a second at most
+      shownAt = p.seconds;
+      line.update(transferText('synth', p));
+    } : undefined);
+  } finally {
+    line?.done();
+  }
   const lines = [
     `wrote ${result.files.length} shards, ${formatBytes(result.bytes)}${options.sparse ? ' (sparse)' : ''} to ${result.dir} in ${result.seconds.toFixed(2)} s`,
     ...result.layers.map((l) => `  layer ${l.layer}: ${l.rows} rows x ${l.dim}`),

@@ -9,7 +9,7 @@ import type { CommandResult, Io } from '../io.js';
 import type { VerifyReport, VerifyRowsMode } from '../pack/verify-report.js';
 import { formatBytes } from '../format.js';
 import { fromEnv, parseCount } from './options.js';
-import { progressLine } from './progress.js';
+import { progressLine, transferText } from './progress.js';
 
 export const DEFAULT_SAMPLE = 1000;
 const MAX_VERIFY_THREADS = 64;
@@ -81,7 +81,7 @@ export async function runVerify(o: VerifyOptions, io: Io): Promise<CommandResult
       ...(line
         ? {
             onProgress: (p: { bytesDone: number; bytesTotal: number; seconds: number }) =>
-              line.update(`verify: ${formatBytes(p.bytesDone)} / ${formatBytes(p.bytesTotal)}` + (p.seconds > 0.5 ? `  ${formatBytes(p.bytesDone / p.seconds)}/s` : '')),
+              line.update(transferText('verify', p)),
           }
         : {}),
     });

@@ -62,6 +62,8 @@ export interface RangeOptions {
   slotBytes?: number;
   /** Let the writer threads produce the interior's bytes themselves (see RingFill): `produce` must be what it builds. */
   fill?: RingFill;
+  /** Told the bytes of each piece once it is handed to the disk (for progress). */
+  onWritten?: (bytes: number) => void;
 }
 
 /** Writes [start, start + length) of the file open as `fd` with bytes from `produce`. */
@@ -70,14 +72,17 @@ export function writeRange(fd: number, start: number, length: number, produce: P
   const a = Math.ceil(start / BLOCK) * BLOCK;
   const b = Math.max(a, Math.floor(end / BLOCK) * BLOCK);
   const direct = b - a >= BLOCK ? openDirect(fd) : undefined;
+  const written = opts.onWritten ?? ((): void => {});
   if (direct === undefined) {
     writeBuffered(fd, start, end, produce, Buffer.allocUnsafe(Math.min(DIRECT_CHUNK, Math.max(1, length))));
+    written(length);
     return { directBytes: 0 };
   }
   let directBytes = 0;
   try {
     const buf = alignedBuffer(Math.min(DIRECT_CHUNK, b - a));
     writeBuffered(fd, start, a, produce, buf);
+    written(a - start);
     let at = a;
     // The first chunk inline: a filesystem that takes O_DIRECT opens but refuses its writes
     // (EINVAL) gets the whole range buffered instead.
@@ -87,9 +92,11 @@ export function writeRange(fd: number, start: number, length: number, produce: P
       writeAll(direct, first, at);
       directBytes += first.length;
       at += first.length;
+      written(first.length);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EINVAL') throw err;
       writeBuffered(fd, a, end, produce, buf);
+      written(end - a);
       return { directBytes: 0 };
     }
     if (b - at >= (opts.ringMin ?? RING_MIN)) {
@@ -102,6 +109,7 @@ export function writeRange(fd: number, start: number, length: number, produce: P
           ring.submit(at, n);
           at += n;
           directBytes += n;
+          written(n);
         }
         ring.finish();
       } finally {
@@ -113,8 +121,10 @@ export function writeRange(fd: number, start: number, length: number, produce: P
       produce(at, view);
       writeAll(direct, view, at);
       directBytes += view.length;
+      written(view.length);
     }
     writeBuffered(fd, b, end, produce, buf);
+    written(end - b);
   } finally {
     closeSync(direct);
   }

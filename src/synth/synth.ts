@@ -46,8 +46,8 @@ interface TensorSpec {
   dtype: string;
   shape: number[];
   bytes: number;
-  /** Writes the tensor's data at file position `at`. */
-  write(fd: number, at: number): void;
+  /** Writes the tensor's data at file position `at`, telling `written` the bytes as they go. */
+  write(fd: number, at: number, written: (bytes: number) => void): void;
 }
 
 /** Data starts at 664 bytes past a 4 KiB boundary in every shard, like the real checkpoint. */
@@ -91,13 +91,13 @@ function engramTensors(o: Omit<SynthOptions, 'dir'>, layer: number, rows: number
     dtype: 'F8_E4M3',
     shape: [rows, dim],
     bytes: weightBytes,
-    write(fd, at) {
+    write(fd, at, written) {
       // A whole table (GBs) is written at disk speed, its aligned interior with O_DIRECT.
       if (!o.sparse) {
         // Writer threads build the same producer and fill their slots in parallel.
         const args = [layer, rows, dim, at, o.seed];
         const fill = { module: new URL('./synth-rows.js', import.meta.url).href, name: 'tableBytes', args };
-        writeRange(fd, at, weightBytes + rows * scaleCols, tableBytes(layer, rows, dim, at, o.seed), { fill });
+        writeRange(fd, at, weightBytes + rows * scaleCols, tableBytes(layer, rows, dim, at, o.seed), { fill, onWritten: written });
         return;
       }
       const weight = Buffer.allocUnsafeSlow(CHUNK_ROWS * dim);
@@ -110,6 +110,7 @@ function engramTensors(o: Omit<SynthOptions, 'dir'>, layer: number, rows: number
           writeAll(fd, scale.subarray(0, count * scaleCols), at + weightBytes + start * scaleCols);
         }
       }
+      written(weightBytes + rows * scaleCols); // the holes count as written: the table is whole
     },
   };
   const embedScale: TensorSpec = {
@@ -121,7 +122,7 @@ function engramTensors(o: Omit<SynthOptions, 'dir'>, layer: number, rows: number
   };
   const small = (name: string, dtype: string, shape: number[], width: number): TensorSpec => {
     const bytes = shape.reduce((a, b) => a * b, 1) * width;
-    return { name: `${prefix}.${name}`, dtype, shape, bytes, write: (fd, at) => writeAll(fd, patterned(bytes, name.length), at) };
+    return { name: `${prefix}.${name}`, dtype, shape, bytes, write: (fd, at, written) => written(writeAll(fd, patterned(bytes, name.length), at)) };
   };
   return [
     embedWeight,
@@ -139,8 +140,8 @@ function fillerTensors(shard: number): TensorSpec[] {
   for (let e = 0; e < 32; e++) {
     for (const part of ['w1', 'w2', 'w3']) {
       const base = `layers.${shard + 2}.ffn.experts.${e}.${part}`;
-      out.push({ name: `${base}.weight`, dtype: 'F8_E4M3', shape: [32, 64], bytes: 2048, write: (fd, at) => writeAll(fd, patterned(2048, e), at) });
-      out.push({ name: `${base}.scale`, dtype: 'F8_E8M0', shape: [32, 2], bytes: 64, write: (fd, at) => writeAll(fd, patterned(64, e), at) });
+      out.push({ name: `${base}.weight`, dtype: 'F8_E4M3', shape: [32, 64], bytes: 2048, write: (fd, at, written) => written(writeAll(fd, patterned(2048, e), at)) });
+      out.push({ name: `${base}.scale`, dtype: 'F8_E8M0', shape: [32, 2], bytes: 64, write: (fd, at, written) => written(writeAll(fd, patterned(64, e), at)) });
     }
   }
   return out;
@@ -152,13 +153,15 @@ function patterned(bytes: number, salt: number): Buffer {
   return b;
 }
 
-function writeAll(fd: number, buf: Buffer, position: number): void {
+/** Writes all of `buf` at `position`; returns its length. */
+function writeAll(fd: number, buf: Buffer, position: number): number {
   let done = 0;
   while (done < buf.length) done += writeSync(fd, buf, done, buf.length - done, position + done);
+  return done;
 }
 
 /** Writes one .safetensors file atomically (a .partial renamed into place when complete). */
-function writeShard(path: string, tensors: TensorSpec[], metadata: Record<string, string>, sparse: boolean): number {
+function writeShard(path: string, tensors: TensorSpec[], metadata: Record<string, string>, sparse: boolean, written: (bytes: number) => void): number {
   const header: Record<string, unknown> = { __metadata__: metadata };
   let offset = 0;
   for (const t of tensors) {
@@ -179,7 +182,7 @@ function writeShard(path: string, tensors: TensorSpec[], metadata: Record<string
       if (sparse) ftruncateSync(fd, dataStart + offset);
       let at = dataStart;
       for (const t of tensors) {
-        t.write(fd, at);
+        t.write(fd, at, written);
         at += t.bytes;
       }
       ftruncateSync(fd, dataStart + offset);
@@ -205,7 +208,10 @@ export function validateSynthOptions(o: SynthOptions): void {
   if (o.shards === 1 && o.layers.length !== 1) throw usageError('--shards 1 holds a single layer');
 }
 
-export function synthesize(o: SynthOptions): SynthResult {
+/** Bytes of tensor data written so far, of the whole, for a progress line. */
+export type SynthProgress = (p: { bytesDone: number; bytesTotal: number; seconds: number }) => void;
+
+export function synthesize(o: SynthOptions, onProgress?: SynthProgress): SynthResult {
   validateSynthOptions(o);
   const began = performance.now();
   const layers = [...o.layers].sort((a, b) => a - b);
@@ -222,25 +228,30 @@ export function synthesize(o: SynthOptions): SynthResult {
   const layerRows: SynthResult['layers'] = [];
   // Like the real checkpoint: the Engram layers occupy the last shards, one layer each.
   const firstEngramShard = o.shards - layers.length;
-  names.forEach((name, i) => {
-    let tensors: TensorSpec[];
-    if (i >= firstEngramShard) {
-      const layer = layers[i - firstEngramShard];
-      const sizes = subTables.get(layer) ?? [];
-      const rows = sizes.reduce((a, b) => a + b, 0);
-      const windows = o.sparse ? probeWindows(rows, sizes) : ([[0, rows]] as [number, number][]);
-      tensors = engramTensors(o, layer, rows, windows);
-      layerRows.push({ layer, rows, dim: o.dim });
-    } else {
-      tensors = fillerTensors(i);
-    }
-    const bytes = writeShard(join(o.dir, name), tensors, metadata, o.sparse);
+  // Every shard's tensors first, so progress knows the whole.
+  const shards = names.map((name, i) => {
+    if (i < firstEngramShard) return { name, tensors: fillerTensors(i) };
+    const layer = layers[i - firstEngramShard];
+    const sizes = subTables.get(layer) ?? [];
+    const rows = sizes.reduce((a, b) => a + b, 0);
+    const windows = o.sparse ? probeWindows(rows, sizes) : ([[0, rows]] as [number, number][]);
+    layerRows.push({ layer, rows, dim: o.dim });
+    return { name, tensors: engramTensors(o, layer, rows, windows) };
+  });
+  const bytesTotal = shards.reduce((a, s) => a + s.tensors.reduce((b, t) => b + t.bytes, 0), 0);
+  let bytesDone = 0;
+  const written = (n: number): void => {
+    bytesDone += n;
+    onProgress?.({ bytesDone, bytesTotal, seconds: (performance.now() - began) / 1000 });
+  };
+  for (const { name, tensors } of shards) {
+    const bytes = writeShard(join(o.dir, name), tensors, metadata, o.sparse, written);
     files.push({ name, bytes });
     for (const t of tensors) {
       weightMap[t.name] = name;
       totalTensorBytes += t.bytes;
     }
-  });
+  }
 
   const config = {
     architectures: ['DeepseekV4ForCausalLM'],
