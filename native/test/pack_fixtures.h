@@ -14,15 +14,13 @@
 #include "core/pack_dir.h"
 #include "core/pack_engine.h"
 #include "core/thread_pool.h"
+#include "test/scratch.h"
 #include "test/testing.h"
 
 namespace pack_test {
 
-inline std::string TempDir(const std::string& parent = "/tmp") {
-  std::string tmpl = parent + "/spark-pack-test-XXXXXX";
-  const char* made = mkdtemp(tmpl.data());
-  return made == nullptr ? std::string() : std::string(made);
-}
+// Removed when the test binary exits (scratch.h).
+inline std::string TempDir(const std::string& parent = "/tmp") { return spark_test::ScratchDir(parent, "spark-pack-test"); }
 
 inline std::vector<uint8_t> ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -20,6 +20,7 @@
 
 #include "core/background.h"
 #include "test/direct_probe.h"
+#include "test/scratch.h"
 #include "test/testing.h"
 
 using namespace spark;
@@ -27,13 +28,7 @@ using spark_test::IsTmpfs;
 
 namespace {
 
-std::string TempDirIn(const std::string& parent) {
-  std::string tmpl = parent + "/spark-pack-io-test-XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  const char* made = mkdtemp(buf.data());
-  return made == nullptr ? std::string() : std::string(made);
-}
+std::string TempDirIn(const std::string& parent) { return spark_test::ScratchDir(parent, "spark-pack-io-test"); }
 
 std::vector<uint8_t> RandomBytes(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);

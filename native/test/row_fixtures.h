@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/row_store.h"
+#include "test/scratch.h"
 #include "test/testing.h"
 
 namespace row_fixtures {
@@ -35,13 +36,9 @@ inline std::vector<uint8_t> Row(uint32_t layer, uint64_t row, uint64_t dim) {
   return r;
 }
 
-// A scratch directory on a real filesystem (O_DIRECT needs one), removed by RemoveTempDir().
+// A scratch directory on a real filesystem (O_DIRECT needs one), removed at exit (scratch.h).
 inline std::string TempDir() {
-  static std::string dir;
-  if (dir.empty()) {
-    char tmpl[] = "/tmp/row_store_test_XXXXXX";
-    dir = mkdtemp(tmpl);
-  }
+  static std::string dir = spark_test::ScratchDir("/tmp", "row_store_test");
   return dir;
 }
 
@@ -169,9 +166,5 @@ inline spark::Status GatherClosedAfter(RowStore& store, spark::ThreadPool& pool,
   return st;
 }
 
-inline int RemoveTempDir() {
-  std::string cmd = "rm -rf " + TempDir();
-  return std::system(cmd.c_str()) == 0 ? 0 : 1;
-}
 
 }  // namespace row_fixtures

@@ -251,6 +251,5 @@ TEST(ConcurrentBatchesOnOneStoreShareItsPlanMemorySafely) {
 }
 
 int main() {
-  int rc = spark_test::RunAll("row_store_cache_test");
-  return RemoveTempDir() != 0 ? 1 : rc;
+  return spark_test::RunAll("row_store_cache_test");
 }

@@ -246,6 +246,5 @@ TEST(ResidentScalesLoadWhileGathersRun) {
 }
 
 int main() {
-  int rc = spark_test::RunAll("row_store_io_test");
-  return RemoveTempDir() != 0 ? 1 : rc;
+  return spark_test::RunAll("row_store_io_test");
 }

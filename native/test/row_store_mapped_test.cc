@@ -250,6 +250,5 @@ TEST(TheFaultGuardCatchesOnlyItsOwnThread) {
 }
 
 int main() {
-  int rc = spark_test::RunAll("row_store_mapped_test");
-  return RemoveTempDir() != 0 ? 1 : rc;
+  return spark_test::RunAll("row_store_mapped_test");
 }

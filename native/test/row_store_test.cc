@@ -278,6 +278,5 @@ TEST(DelayedReadsScaleWithThreads) {
 }
 
 int main() {
-  int rc = spark_test::RunAll("row_store_test");
-  return RemoveTempDir() != 0 ? 1 : rc;
+  return spark_test::RunAll("row_store_test");
 }

@@ -8,6 +8,7 @@
 #include <ctime>
 #include <string>
 
+#include "test/scratch.h"
 #include "test/testing.h"
 
 using spark::Code;
@@ -32,12 +33,8 @@ std::string Entry(const std::string& dtype, const std::string& shape, uint64_t b
 
 // A scratch directory for files; removed by the OS's tmp cleaning, names are unique per run.
 std::string TempDir() {
-  static std::string dir = [] {
-    char tmpl[] = "/tmp/spark-safetensors-test-XXXXXX";
-    const char* made = mkdtemp(tmpl);
-    return std::string(made ? made : "/tmp");
-  }();
-  return dir;
+  static std::string dir = spark_test::ScratchDir("/tmp", "spark-safetensors-test");
+  return dir.empty() ? std::string("/tmp") : dir;
 }
 
 // Writes 8-byte length + header + data_length bytes (a hole, so large sizes cost nothing).

@@ -11,6 +11,7 @@
 #include "core/holes.h"
 #include "core/mmap_gather.h"
 #include "core/thread_pool.h"
+#include "test/scratch.h"
 #include "test/testing.h"
 
 namespace {
@@ -23,11 +24,7 @@ constexpr uint64_t kDataAt = 16 << 20;
 constexpr uint64_t kDataBytes = 1 << 20;
 
 std::string SparseFile(const char* name) {
-  static std::string dir;
-  if (dir.empty()) {
-    char tmpl[] = "/tmp/sparse_test_XXXXXX";
-    dir = mkdtemp(tmpl);
-  }
+  static std::string dir = spark_test::ScratchDir("/tmp", "sparse_test");
   std::string path = dir + "/" + name;
   int fd = open(path.c_str(), O_CREAT | O_TRUNC | O_RDWR, 0644);
   CHECK(fd >= 0);

@@ -316,6 +316,5 @@ TEST(CloseWhileUringBatchesRunFailsThemCleanly) {
 }
 
 int main() {
-  int rc = spark_test::RunAll("uring_test");
-  return RemoveTempDir() != 0 ? 1 : rc;
+  return spark_test::RunAll("uring_test");
 }
