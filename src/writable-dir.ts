@@ -43,7 +43,7 @@ async function isDirectory(path: string): Promise<boolean> {
 /** A name that exists but is no directory: a dangling link, or a file, each said as what it is. */
 async function refuseNonDirectory(path: string): Promise<void> {
   const st = await lstat(path).catch(() => undefined);
-  if (st === undefined) return;
+  if (st === undefined || st.isDirectory()) return; // missing, or made meanwhile by another process
   if (st.isSymbolicLink()) {
     const target = await readlink(path).catch(() => '?');
     throw new SparkError('E_USAGE', `${path} is a symbolic link to ${target}, which does not exist: create that directory, or remove the link and give a real directory`, { path });

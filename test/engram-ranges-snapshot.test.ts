@@ -39,10 +39,11 @@ test('--check against the snapshot: the correct four exit 0, a full range on eve
   assert.equal(ok.code, 0, ok.stderr);
   const fullRange = bin(['engram-ranges', full.dir, '--check', ...Array(4).fill('1:0:384006168,14:0:384016682')]);
   assert.equal(fullRange.code, 1);
-  assert.match(fullRange.stderr, /^spark engram-ranges: layer 1: row 0 is owned by rank 0 \[0, 384006168\) and rank 1 \[0, 384006168\); a full range on every rank double-counts/);
+  assert.match(fullRange.stdout, /^layer 1: row 0 is owned by rank 0 \[0, 384006168\) and rank 1 \[0, 384006168\); a full range on every rank double-counts/);
+  assert.equal(fullRange.stderr, "spark engram-ranges: the ranges do not tile layers 1, 14 (each layer's problem is on stdout)\n");
   const truncated = bin(['engram-ranges', full.dir, '--check', ...values.slice(0, 3), '1:288004626:384006168,14:288012511:384016681']);
   assert.equal(truncated.code, 1);
-  assert.match(truncated.stdout, /^layer 14: rows \[384016681, 384016682\) belong to no rank/);
+  assert.match(truncated.stdout, /^layer 1: ok \(384006168 rows\)\nlayer 14: rows \[384016681, 384016682\) belong to no rank/);
 });
 
 test('only the index, config.json and the Engram shards are read: the other 46 may be missing', async () => {
