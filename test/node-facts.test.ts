@@ -159,7 +159,7 @@ test('readers of node output: routes, listening sockets, addresses, nvidia-smi',
 
 test('spark preflight --node-facts refuses a malformed request (exit 2 naming what is wrong)', () => {
   assert.throws(() => parseFactsRequest('{'), /--node-facts: not JSON/);
-  assert.throws(() => parseFactsRequest(JSON.stringify({ ...request({}), version: 99 })), /request version 99, this spark answers 1/);
+  assert.throws(() => parseFactsRequest(JSON.stringify({ ...request({}), version: 99 })), /request version 99, this spark answers 2/);
   assert.throws(() => parseFactsRequest(JSON.stringify({ ...request({}), paths: [1] })), /paths must be a list of strings/);
   assert.throws(() => parseFactsRequest(JSON.stringify({ ...request({}), ports: [70000] })), /ports must be a list of port numbers/);
   assert.deepEqual(parseFactsRequest(JSON.stringify(request({ paths: ['/x'] }))).paths, ['/x']);

@@ -5,8 +5,11 @@
 // node gets the same verdict whichever way its facts were gathered.
 import type { LocalCopy } from '../../engram/layer-source.js';
 import type { SnapshotFacts } from '../sources.js';
+import type { MiaDirFact } from './mia-dir.js';
 
-export const FACTS_VERSION = 1;
+// 2: the Mia stack's packed directory (miaDir) joined the request; a node answering 1 would
+// leave it out, so it is refused and the sh probe answers instead.
+export const FACTS_VERSION = 2;
 /** Texts larger than this are cut (config.json, an index, a wrapper script, a manifest). */
 export const TEXT_LIMIT = 4 * 1024 * 1024;
 
@@ -38,6 +41,8 @@ export interface FactsRequest {
   snapshot: SnapshotCandidate[];
   /** Where the node's copy of its Engram rows is (or will be written). */
   copyDir?: string;
+  /** The host directory behind the Mia stack's DSV41_PACKED_DIR on the node. */
+  miaDir?: string;
 }
 
 export type PathKind = 'file' | 'dir' | 'other' | 'missing';
@@ -122,4 +127,5 @@ export interface NodeFacts extends NodeHello {
   sysfs?: SysfsDump;
   snapshot?: SnapshotFact;
   copy?: CopyFact;
+  miaDir?: MiaDirFact;
 }
