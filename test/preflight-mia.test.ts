@@ -5,12 +5,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { renameSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, openSync, readFileSync, renameSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runPreflight, type Finding, type PreflightReport } from '../src/preflight/index.js';
 import { miaShardName } from '../src/engram/mia-shard.js';
 import { formatBytes } from '../src/format.js';
-import { edit, quietIo, repoFile, REVISION } from './helpers/preflight.js';
+import { edit, MIA_ENV, preflight, quietIo, repoFile, REVISION, world, write } from './helpers/preflight.js';
 import { defaultHosts, fakeCluster, type FakeCluster, type HostSpec } from './helpers/fake-cluster.js';
 import { writeMiaPack, writeVersion1Shard } from './helpers/mia-pack.js';
 
@@ -39,7 +39,7 @@ function defaultMia(): Promise<Mia> {
 async function mia(hosts: HostSpec[] = defaultHosts()): Promise<Mia> {
   const c = await fakeCluster(hosts);
   const snapshot = join(c.nas, 'hf', 'hub', 'models--deepseek-ai--DeepSeek-V4.1-Flash', 'snapshots', REVISION);
-  const cfg = JSON.parse(execFileSync('cat', [join(snapshot, 'config.json')], { encoding: 'utf8' })) as { text_config: { engram_num_embeddings: number[] } };
+  const cfg = JSON.parse(readFileSync(join(snapshot, 'config.json'), 'utf8')) as { text_config: { engram_num_embeddings: number[] } };
   const rows = new Map([1, 14].map((l, i) => [l, cfg.text_config.engram_num_embeddings[i]!]));
   const nodeDir = join(c.root, 'mia');
   const recipeText = edit(edit(repoFile(MIA), 'host = "~/dsv41-engram"', `host = "${nodeDir}"`), 'port = 8888', `port = ${c.servingPort}`);
@@ -232,4 +232,28 @@ test('spark on the nodes answers alike: good packs pass, a renamed world-2 pack 
   const severity = direct.length === 0 ? 'error' : 'warn';
   assert.deepEqual(kinds({ ...r, findings: others }), [['mia.packs', severity, 1]], dump(r));
   assert.match(others[0]!.message, /engram-l1-r1of4\.bin on node 1 \(spark2\) is not layer 1's pack for this rank: rows \[\d+, \d+\), expected \[\d+, \d+\) \(rank 1 of 2's rows; this is rank 1 of 4\)/);
+});
+
+test("--node-rank on one node with the stack's .env: DSV41_PACKED_DIR=/engram is ENGRAM_DIR on the host", async () => {
+  const w = await world();
+  const engram = join(w.root, 'dsv41-engram');
+  rmSync(engram, { recursive: true, force: true });
+  const env = edit(readFileSync(MIA_ENV, 'utf8'), 'ENGRAM_DIR=$HOME/dsv41-engram', `ENGRAM_DIR=${engram}`);
+  const options = w.options(w.recipe(w.dsv41Text), { env: write(join(w.root, 'mia-local.env'), env), only: ['mia'] });
+  const none = await preflight(options);
+  assert.deepEqual(none.findings.map((f) => [f.rule, f.severity, f.where]), [['mia.packs', 'info', engram]], JSON.stringify(none.findings));
+  assert.match(none.findings[0]!.message, new RegExp(`^no packs for rank 0 of 4 in ${esc(engram)} on node 0 \\(spark1\\) \\(ENGRAM_DIR=${esc(engram)} \\(\\S+mia-local\\.env:\\d+\\), mounted at /engram\\): `));
+  await writeMiaPack(engram, w.snapshotDir, { rank: 0, world: 4 });
+  const good = await preflight(options);
+  // This machine's filesystem decides O_DIRECT here: the warning is there exactly when it refuses it.
+  const refuses = (() => {
+    try {
+      closeSync(openSync(join(engram, miaShardName(1, 0, 4)), constants.O_RDONLY | constants.O_DIRECT));
+      return false;
+    } catch {
+      return true;
+    }
+  })();
+  assert.deepEqual(good.findings.map((f) => f.rule), refuses ? ['mia.o-direct'] : []);
+  assert.deepEqual(good.ran, MIA_RULES);
 });
