@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { shQuote } from '../../remote/shell.js';
 import { readSmallTextSync } from '../../small-file.js';
 import { MIA_HEADER_FIELDS_BYTES } from '../../engram/mia-shard.js';
-import type { PathKind } from './types.js';
+import type { MiaDirFact, MiaFileFact, PathKind } from './types.js';
 
 /** Files the stack could be asked to open; more than any directory of real packs holds. */
 export const MIA_DIR_MAX_FILES = 64;
@@ -19,26 +19,6 @@ export const MIA_IDENTITY_NAME = 'identity.json';
 const IDENTITY_MAX_BYTES = 64 << 10;
 /** The names the shell glob `engram-l*-r*of*.bin` matches (the stack parses them further). */
 const CANDIDATE = /^engram-l.*-r.*of.*\.bin$/s;
-
-export interface MiaFileFact {
-  name: string;
-  kind: PathKind;
-  /** For a regular file. */
-  size?: number;
-  /** For a regular file: its first 48 bytes, in hex (fewer when the file is shorter). */
-  head?: string;
-  /** For a regular file: whether it opened with O_DIRECT. */
-  direct?: boolean;
-}
-
-export interface MiaDirFact {
-  dir: string;
-  kind: PathKind;
-  /** The candidate files, by name in byte order (at most MIA_DIR_MAX_FILES). */
-  files: MiaFileFact[];
-  /** identity.json's text, when it is a regular file of at most 64 KiB. */
-  identity?: string;
-}
 
 function kindOf(path: string): { kind: PathKind; size?: number } {
   try {

@@ -1,13 +1,13 @@
 // The facts of a node without spark, gathered by a self-contained POSIX sh script sent over
 // ssh (like `spark wrapper --emit-sh`): only sh builtins and the base tools of every Linux
-// (od, tr, wc, df, tail, head, uname, date), plus docker and nvidia-smi when present. Every
+// (od, dd, tr, wc, df, tail, head, uname, date), plus docker and nvidia-smi when present. Every
 // value of arbitrary content travels hex-encoded (od), keyed by its index in the request, so
 // the answer parses the same whatever the paths or files hold.
 import { shQuote } from '../../remote/shell.js';
 import { parseAddresses, parseListeners, parseNvidiaSmi, parseRoutes } from './parse.js';
 import { imageFailure } from './collect.js';
-import { miaDirScript, parseMiaDirLine, type MiaDirFact } from './mia-dir.js';
-import { TEXT_LIMIT, type FactsRequest, type NodeFacts, type NodeHello, type PathKind, type SysfsDump } from './types.js';
+import { miaDirScript, parseMiaDirLine } from './mia-dir.js';
+import { TEXT_LIMIT, type FactsRequest, type MiaDirFact, type NodeFacts, type NodeHello, type PathKind, type SysfsDump } from './types.js';
 
 const PRELUDE = String.raw`LC_ALL=C; export LC_ALL
 hx() { od -An -v -tx1 | tr -d ' \n'; echo; }

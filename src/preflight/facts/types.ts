@@ -5,7 +5,6 @@
 // node gets the same verdict whichever way its facts were gathered.
 import type { LocalCopy } from '../../engram/layer-source.js';
 import type { SnapshotFacts } from '../sources.js';
-import type { MiaDirFact } from './mia-dir.js';
 
 // 2: the Mia stack's packed directory (miaDir) joined the request; a node answering 1 would
 // leave it out, so it is refused and the sh probe answers instead.
@@ -94,6 +93,28 @@ export interface ErrorFact {
 export interface CopyFact {
   dir: string;
   result: { copy: LocalCopy; manifestProblems: string[] } | { error: ErrorFact };
+}
+
+/** A file the Mia stack's reader may open, in its packed directory (see mia-dir.ts). */
+export interface MiaFileFact {
+  name: string;
+  kind: PathKind;
+  /** For a regular file. */
+  size?: number;
+  /** For a regular file: its first 48 bytes, in hex (fewer when the file is shorter). */
+  head?: string;
+  /** For a regular file: whether it opened with O_DIRECT. */
+  direct?: boolean;
+}
+
+/** The Mia stack's packed directory on the node (see mia-dir.ts). */
+export interface MiaDirFact {
+  dir: string;
+  kind: PathKind;
+  /** The candidate files, by name in byte order (at most MIA_DIR_MAX_FILES). */
+  files: MiaFileFact[];
+  /** identity.json's text, when it is a regular file of at most 64 KiB. */
+  identity?: string;
 }
 
 /** Answered first, before the request is built: who the node is and what it runs. */

@@ -4,8 +4,7 @@
 import { SparkError } from '../../errors.js';
 import type { SnapshotFacts } from '../sources.js';
 import type { LocalCopy } from '../../engram/layer-source.js';
-import type { MiaDirFact } from './mia-dir.js';
-import type { ErrorFact, FactsRequest, ImageFact, NodeFacts, PathFact, PortState } from './types.js';
+import type { ErrorFact, MiaDirFact, FactsRequest, ImageFact, NodeFacts, PathFact, PortState } from './types.js';
 
 export interface NodeView {
   facts: NodeFacts;
