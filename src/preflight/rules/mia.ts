@@ -188,7 +188,9 @@ export const packs = defineRule({
         const unseen = e.file?.direct === false;
         const fate = unseen
           ? ': the reader would abort on it, and does not only because its filesystem refuses O_DIRECT (see mia.o-direct)'
-          : ": the Mia stack's reader aborts on it, and the rank dies at boot";
+          : e.file?.kind !== 'file'
+            ? ": the Mia stack's reader cannot attach it, and the rank fails or hangs at boot"
+            : ": the Mia stack's reader aborts on it, and the rank dies at boot";
         out.push(
           finding(this, {
             ...(unseen ? { severity: 'warn' as const } : {}),
