@@ -211,9 +211,9 @@ export const packs = defineRule({
       }
     }
     if (absent.length === 0) return out;
-    const mine = p.others.filter((f) => parseMiaShardName(f.name));
+    const strays = p.others.filter((f) => parseMiaShardName(f.name));
     const noneAtAll = absent.length === p.expected.length;
-    if (noneAtAll && mine.length === 0) {
+    if (noneAtAll && strays.length === 0) {
       out.push(
         finding(this, {
           severity: 'info',
@@ -224,7 +224,7 @@ export const packs = defineRule({
       );
       return out;
     }
-    const also = mine.length > 0 ? `; the directory holds ${describeOthers(mine)}: packed for another rank or world` : '';
+    const also = strays.length > 0 ? `; the directory holds ${describeOthers(strays)}: packed for another rank or world` : '';
     out.push(
       finding(this, {
         severity: 'warn',
@@ -247,7 +247,7 @@ export const oDirect = defineRule({
   evidence:
     "The Mia stack's reader opens a pack with O_DIRECT only; where the filesystem refuses it the pack looks absent and every " +
     'row is read from the checkpoint, two reads a row, without an error (docs/mia-stack.md).',
-  fix: 'put the packs on a local filesystem that takes O_DIRECT (ext4 or xfs on the NVMe, not tmpfs, overlayfs or a FUSE mount) and mount that',
+  fix: 'put the packs on a local filesystem that takes O_DIRECT (ext4 or xfs on the NVMe; ramfs, tmpfs before Linux 6.6 and some FUSE and network filesystems refuse it) and mount that',
   async check(ctx) {
     const p = await packsOrOutcome(ctx);
     if (!isPacks(p)) return p;
