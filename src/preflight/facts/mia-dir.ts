@@ -4,7 +4,8 @@
 // (following links, as the stack's open does), its size, its first 48 bytes (the header's six
 // fields, or the start of a version-1 JSON header), and whether it opens with O_DIRECT (the
 // only way the stack's reader opens a pack); and the `identity.json` receipt beside them.
-// Nothing but a regular file is ever opened for reading, and no more than 48 bytes are read.
+// Nothing but a regular file is ever opened, and of its data only the 48 header bytes are
+// read (the probe's O_DIRECT try reads one aligned 4 KiB block; spark only opens the file).
 import { closeSync, constants, fstatSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { shQuote } from '../../remote/shell.js';
