@@ -3,10 +3,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { cli } from './helpers/cli.js';
 import { fakeNodes } from './helpers/fake-node.js';
 import { writeCluster } from './helpers/launch-files.js';
+import { tempDir } from './helpers/tmp.js';
 import { fanOut, probe, shJoin, shQuote, waitForHealth } from '../src/launch/index.js';
 
 const SNAP = '/mnt/nas/hf/hub/models--deepseek-ai--DeepSeek-V4.1-Flash/snapshots/dba1be0a40aa45a94ad051997016db3960a90277';
@@ -79,6 +82,52 @@ test('fanout verify: a node reporting a mismatch makes the run exit 1', async ()
   assert.match(doc.nodes[2]!.error!, /row 96004170: checksum mismatch/);
   const call = fake.calls().find((c) => c.prog === 'spark' && c.host === 'r1')!;
   assert.deepEqual(call.argv, ['verify', '/var/lib/spark/engram', '--json', '--source', SNAP, '--sample', '1000']);
+});
+
+test("fanout pack --layout dense --env: each node packs its rank of W into the Mia stack's ENGRAM_DIR (a node's [nodes.env] wins)", async () => {
+  const fake = fakeNodes();
+  const dir = tempDir('spark-mia-env-');
+  const env = join(dir, '.env');
+  writeFileSync(env, 'TP_SIZE=3\nENGRAM_DIR=$HOME/dsv41-engram\nDSV41_PACKED_DIR=/engram\nDSV41_RESIDENT_SCALES=0\n');
+  const cluster = cluster3();
+  writeFileSync(cluster, readFileSync(cluster, 'utf8').replace('host = "r3"', 'host = "r3"\nenv = { ENGRAM_DIR = "/nvme2/engram" }'));
+  const r = await cli(['fanout', 'pack', SNAP, '--layout', 'dense', '--env', env, '--cluster', cluster, '--json'], fake.env({}, { HOME: '/home/zurih' }));
+  assert.equal(r.code, 0, r.stderr);
+  const packs = fake.calls().filter((c) => c.prog === 'spark');
+  const out = ['/home/zurih/dsv41-engram', '/home/zurih/dsv41-engram', '/nvme2/engram'];
+  for (const [rank, host] of ['r1', 'r2', 'r3'].entries()) {
+    const call = packs.find((c) => c.host === host)!;
+    assert.deepEqual(call.argv, ['pack', SNAP, '--out', out[rank]!, '--rank', String(rank), '--world', '3', '--json', '--progress', '30', '--layout', 'dense']);
+  }
+  assert.equal(packs.length, 3);
+  // --out given: the same directory everywhere; the env file is still checked.
+  const given = await cli(['fanout', 'pack', SNAP, '--layout', 'dense', '--env', env, '--out', '/x', '--cluster', cluster], fake.env({}, { HOME: '/home/zurih' }));
+  assert.equal(given.code, 0, given.stderr);
+  // verify finds each node's directory the same way.
+  const verify = await cli(['fanout', 'verify', '--env', env, '--cluster', cluster, '--json'], fake.env({}, { HOME: '/home/zurih' }));
+  assert.equal(verify.code, 0, verify.stderr);
+  const verified = fake.calls().filter((c) => c.prog === 'spark' && c.argv[0] === 'verify');
+  assert.deepEqual(['r1', 'r2', 'r3'].map((h) => verified.find((c) => c.host === h)!.argv), out.map((d) => ['verify', d, '--json']));
+});
+
+test('fanout pack --env refuses, before any node runs, a TP_SIZE other than the node count, a layout the stack cannot read, no ENGRAM_DIR (exit 2)', async () => {
+  const fake = fakeNodes();
+  const dir = tempDir('spark-mia-env-');
+  const write = (name: string, text: string) => {
+    writeFileSync(join(dir, name), text);
+    return join(dir, name);
+  };
+  const cases: [string, string[], RegExp][] = [
+    [write('tp4.env', 'ENGRAM_DIR=/e\nTP_SIZE=4\n'), ['--layout', 'dense'], /tp4\.env:2: TP_SIZE=4, but \S+ has 3 nodes \(one rank each\): the packs carry the world in their names/],
+    [write('page.env', 'ENGRAM_DIR=/e\nDSV41_PACKED_DIR=/engram\n'), ['--layout', 'page'], /page\.env:2: this env file's stack reads packed shards \(DSV41_PACKED_DIR\): pass --layout dense, not --layout page/],
+    [write('nodir.env', 'DSV41_PACKED_DIR=/engram\n'), ['--layout', 'dense'], /nodir\.env sets no ENGRAM_DIR \(the host directory of the packs\) for node 0 \(r1\): set it there, or pass --out DIR/],
+  ];
+  for (const [env, flags, message] of cases) {
+    const r = await cli(['fanout', 'pack', SNAP, ...flags, '--env', env, '--cluster', cluster3()], fake.env());
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(r.stderr, message);
+  }
+  assert.equal(fake.calls().filter((c) => c.prog === 'ssh').length, 0);
 });
 
 test('launch --stop: docker stop on every node; a missing container is fine, an unreachable node is not', async () => {

@@ -4,8 +4,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { mkdirSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { encodeMiaHeader } from '../src/engram/mia-shard.js';
 import { collectFacts, dumpSysfs, freeBytes, localHello } from '../src/preflight/facts/collect.js';
 import { probeScript } from '../src/preflight/facts/probe-sh.js';
 import { factsFromProbe } from '../src/preflight/facts/remote.js';
@@ -159,7 +160,7 @@ test('readers of node output: routes, listening sockets, addresses, nvidia-smi',
 
 test('spark preflight --node-facts refuses a malformed request (exit 2 naming what is wrong)', () => {
   assert.throws(() => parseFactsRequest('{'), /--node-facts: not JSON/);
-  assert.throws(() => parseFactsRequest(JSON.stringify({ ...request({}), version: 99 })), /request version 99, this spark answers 1/);
+  assert.throws(() => parseFactsRequest(JSON.stringify({ ...request({}), version: 99 })), /request version 99, this spark answers 2/);
   assert.throws(() => parseFactsRequest(JSON.stringify({ ...request({}), paths: [1] })), /paths must be a list of strings/);
   assert.throws(() => parseFactsRequest(JSON.stringify({ ...request({}), ports: [70000] })), /ports must be a list of port numbers/);
   assert.deepEqual(parseFactsRequest(JSON.stringify(request({ paths: ['/x'] }))).paths, ['/x']);
@@ -192,4 +193,41 @@ test("a node-local copy: the probe and spark read it alike (spark's sparse copy,
     }
     if (name === 'broken') assert.ok('error' in sh.copy!.result && sh.copy!.result.error.message.includes(join(dir, 'engram-local.json')));
   }
+});
+
+test("the Mia stack's packed directory: the probe and spark report it alike, reading only what they may", async () => {
+  const dir = join(tempDir(), 'engram');
+  mkdirSync(dir);
+  const header = encodeMiaHeader({ layer: 1, lo: 0, hi: 10, rows: 40, rowBytes: 264 });
+  writeFileSync(join(dir, 'engram-l1-r0of4.bin'), Buffer.concat([header, Buffer.alloc(10 * 264, 7)]));
+  writeFileSync(join(dir, 'engram-l14-r0of4.bin'), header.subarray(0, 20));
+  writeFileSync(join(dir, 'engram-l14-r1of4.bin'), '');
+  spawnSync('mkfifo', [join(dir, 'engram-l1-r1of4.bin')]);
+  mkdirSync(join(dir, 'engram-l1-r2of4.bin'));
+  symlinkSync('engram-l1-r0of4.bin', join(dir, 'engram-l1-r3of4.bin'));
+  symlinkSync('nowhere', join(dir, 'engram-l14-r3of4.bin'));
+  writeFileSync(join(dir, 'engram-local.json'), '{}');
+  writeFileSync(join(dir, 'identity.json'), '{"format":"DSV41EN1","tp":4}');
+  const req = request({ miaDir: dir });
+  const spark = await collectFacts(req, localHello('/home/x', '0.1.0'), { via: 'spark', dumpSysfs: false });
+  const direct = spark.miaDir!.files[0]!.direct!;
+  const file = (name: string, size: number, head: string) => ({ name, kind: 'file', size, head, direct });
+  assert.deepEqual(spark.miaDir, {
+    dir,
+    kind: 'dir',
+    files: [
+      file('engram-l1-r0of4.bin', 4096 + 2640, header.subarray(0, 48).toString('hex')),
+      { name: 'engram-l1-r1of4.bin', kind: 'other' },
+      { name: 'engram-l1-r2of4.bin', kind: 'dir' },
+      file('engram-l1-r3of4.bin', 4096 + 2640, header.subarray(0, 48).toString('hex')),
+      file('engram-l14-r0of4.bin', 20, header.subarray(0, 20).toString('hex')),
+      file('engram-l14-r1of4.bin', 0, ''),
+      { name: 'engram-l14-r3of4.bin', kind: 'missing' },
+    ],
+    identity: '{"format":"DSV41EN1","tp":4}',
+  });
+  for (const shell of ['dash', 'bash']) assert.deepEqual((await probe(req, shell)).miaDir, spark.miaDir, shell);
+  const gone = request({ miaDir: join(dir, 'not-there') });
+  assert.deepEqual((await probe(gone)).miaDir, { dir: join(dir, 'not-there'), kind: 'missing', files: [] });
+  assert.deepEqual((await collectFacts(gone, localHello('/home/x', '0.1.0'), { via: 'spark', dumpSysfs: false })).miaDir, { dir: join(dir, 'not-there'), kind: 'missing', files: [] });
 });

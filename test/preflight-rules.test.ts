@@ -6,7 +6,9 @@ import { existsSync, mkdirSync, readFileSync, statSync, truncateSync, writeFileS
 import { join } from 'node:path';
 import { RULES, type PreflightOptions } from '../src/preflight/index.js';
 import { makeSnapshot } from './helpers/synth.js';
-import { busyPort, edit, MIA_ENV, preflight, REVISION, world, write, type World } from './helpers/preflight.js';
+import { busyPort, edit, MIA, MIA_ENV, preflight, repoFile, REVISION, world, write, type World } from './helpers/preflight.js';
+import { writeMiaPack } from './helpers/mia-pack.js';
+import { mountRamfs } from './helpers/tmpfs.js';
 
 interface RuleCase {
   rule: string;
@@ -305,6 +307,51 @@ const CASES: RuleCase[] = [
     },
     expect: /^extra_mounts host .*docker-made\/aiden4x-launch\.sh is a directory on node 0 \(spark1\), but the container uses \/aiden4x-launch\.sh as a file \(the entrypoint runs it\)$/,
   },
+  {
+    rule: 'mia.packs',
+    pass: async (w) => w.options(await miaRecipe(w, 'mia-good', (dir) => writeMiaPack(dir, w.snapshotDir, { rank: 0, world: 4 }))),
+    fail: async (w) =>
+      w.options(
+        await miaRecipe(w, 'mia-world2', async (dir) => {
+          await writeMiaPack(dir, w.snapshotDir, { rank: 0, world: 4 });
+          await writeMiaPack(dir, w.snapshotDir, { rank: 0, world: 2, nameWorld: 4, layers: [14] });
+        }),
+      ),
+    expect: /engram-l14-r0of4\.bin on node 0 \(spark1\) is not layer 14's pack for this rank: rows \[0, \d+\), expected \[0, \d+\) \(rank 0 of 2's rows; this is rank 0 of 4\): the Mia stack's reader aborts on it/,
+    where: /mia-world2\/engram-l14-r0of4\.bin$/,
+  },
+  {
+    rule: 'mia.o-direct',
+    pass: async (w) => w.options(await miaRecipe(w, 'mia-good', (dir) => writeMiaPack(dir, w.snapshotDir, { rank: 0, world: 4 }))),
+    async fail(w) {
+      // A filesystem that really refuses O_DIRECT, opened by spark itself on this machine.
+      const ramfs = mountRamfs();
+      heldPorts.push({ close: async () => ramfs.unmount() });
+      await writeMiaPack(ramfs.dir, w.snapshotDir, { rank: 0, world: 4 });
+      return w.options(w.recipe(edit(repoFile(MIA), 'host = "~/dsv41-engram"', `host = "${ramfs.dir}"`)));
+    },
+    expect: /^engram-l1-r0of4\.bin and engram-l14-r0of4\.bin in \S+ on node 0 \(spark1\) cannot be opened with O_DIRECT: the Mia stack's reader sees no pack there/,
+  },
+  {
+    rule: 'mia.resident-scales',
+    pass: async (w) => w.options(await miaRecipe(w, 'mia-good', (dir) => writeMiaPack(dir, w.snapshotDir, { rank: 0, world: 4 }))),
+    fail: async (w) =>
+      w.options(w.recipe(edit(readFileSync((await miaRecipe(w, 'mia-good', (dir) => writeMiaPack(dir, w.snapshotDir, { rank: 0, world: 4 }))), 'utf8'), 'DSV41_RESIDENT_SCALES = "0"', 'DSV41_RESIDENT_SCALES = "on"'))),
+    expect: /^DSV41_RESIDENT_SCALES=on \(set in the recipe's \[env\]\) is not 0, off or false: with the packs in \S+ attached on node 0 \(spark1\) the stack still pins rank 0's scale rows/,
+    where: /recipe\.toml:\d+$/,
+  },
+  {
+    rule: 'mia.identity',
+    pass: async (w) => w.options(await miaRecipe(w, 'mia-good', (dir) => writeMiaPack(dir, w.snapshotDir, { rank: 0, world: 4 }))),
+    fail: async (w) =>
+      w.options(
+        await miaRecipe(w, 'mia-identity', async (dir) => {
+          await writeMiaPack(dir, w.snapshotDir, { rank: 0, world: 4 });
+          writeFileSync(join(dir, 'identity.json'), JSON.stringify({ format: 'DSV41EN1', tp: 2, rows: {} }));
+        }),
+      ),
+    expect: /identity\.json on node 0 \(spark1\) disagrees with the packs beside it: tp 2, the packs here are for tp 4; rows of layer 1 undefined, the pack's header says \d+; rows of layer 14 undefined/,
+  },
 ];
 
 /** vLLM's dotted form of the speculative config in place of the eugr recipe's JSON. */
@@ -344,7 +391,18 @@ const MISSED: (RuleCase & { name: string })[] = [
   },
 ];
 
+/** Ports (and mounts) a failing fixture holds until its case is done. */
 const heldPorts: { close(): Promise<void> }[] = [];
+
+const miaDirs = new Map<string, Promise<void>>();
+
+/** The Mia recipe with its pack mount at `name` in the world, filled once by `fill`. */
+async function miaRecipe(w: World, name: string, fill: (dir: string) => Promise<unknown>): Promise<string> {
+  const dir = join(w.root, name);
+  if (!miaDirs.has(name)) miaDirs.set(name, fill(dir).then(() => undefined));
+  await miaDirs.get(name);
+  return w.recipe(edit(repoFile(MIA), 'host = "~/dsv41-engram"', `host = "${dir}"`), name);
+}
 
 test('every rule on one machine has a passing and a failing fixture below (cluster rules: preflight-cluster.test.ts)', () => {
   assert.deepEqual(CASES.map((c) => c.rule).sort(), RULES.filter((r) => r.scope !== 'cluster').map((r) => r.id).sort());
@@ -358,8 +416,12 @@ for (const c of [...CASES, ...MISSED]) {
     assert.deepEqual(good.ran, [c.rule], `ran (skipped: ${JSON.stringify(good.skipped)})`);
     assert.deepEqual(good.findings.filter((f) => f.severity !== 'info'), []);
 
-    const bad = await preflight({ ...(await c.fail(w)), only: [c.rule] }, c.env);
-    await Promise.all(heldPorts.splice(0).map((h) => h.close()));
+    let bad: Awaited<ReturnType<typeof preflight>>;
+    try {
+      bad = await preflight({ ...(await c.fail(w)), only: [c.rule] }, c.env);
+    } finally {
+      await Promise.all(heldPorts.splice(0).map((h) => h.close()));
+    }
     assert.deepEqual(bad.ran, [c.rule], `ran (skipped: ${JSON.stringify(bad.skipped)})`);
     const want = c.severity ?? rule.severity;
     const hit = bad.findings.find((f) => f.severity === want && c.expect.test(f.message));

@@ -22,6 +22,7 @@ interface FanoutFlags {
   sparkBin?: string;
   progress?: string;
   json?: boolean;
+  env?: string;
 }
 
 export function summary(report: NodeTaskReport): string {
@@ -47,9 +48,11 @@ export async function runFanout(req: NodeTaskRequest, io: Io): Promise<CommandRe
   return { json: report, text: summary(report), exitCode: report.nodes.some((o) => o.status === 'mismatch') ? 1 : 0 };
 }
 
-function request(kind: NodeTaskRequest['kind'], path: string, f: FanoutFlags): NodeTaskRequest {
+function request(kind: NodeTaskRequest['kind'], path: string | undefined, f: FanoutFlags): NodeTaskRequest {
   if (f.cluster === undefined) throw new SparkError('E_USAGE', `spark fanout ${kind} needs --cluster FILE`);
-  const req: NodeTaskRequest = { kind, cluster: f.cluster, path, progressEveryMs: parseSeconds(f.progress ?? '30', '--progress') * 1000 };
+  const req: NodeTaskRequest = { kind, cluster: f.cluster, progressEveryMs: parseSeconds(f.progress ?? '30', '--progress') * 1000 };
+  if (path !== undefined) req.path = path;
+  if (f.env !== undefined) req.envFile = f.env;
   if (f.out !== undefined) req.out = f.out;
   if (f.split !== undefined) req.split = f.split;
   if (f.threads !== undefined) req.threads = parseCount(f.threads, '--threads', 1, 4096);
@@ -69,15 +72,16 @@ export function fanoutCommand(ctx: CliContext): Command {
       .requiredOption('--cluster <file>', 'cluster file: the nodes, in rank order')
       .option('--spark-bin <path>', 'spark on the nodes (default SPARK_REMOTE_BIN, else spark)')
       .option('--progress <seconds>', 'a progress line this often (terminal only; 0 = none)', '30')
-      .option('--json', 'one JSON document on stdout: {kind, cluster, world, nodes: [{rank, host, status, exitCode, seconds, result, error?}]}');
+      .option('--json', 'one JSON document on stdout: {kind, cluster, world, nodes: [{rank, host, status, exitCode, seconds, result, error?}]}')
+      .option('--env <file>', "the Mia stack's .env: each node's directory from its ENGRAM_DIR (a node's [nodes.env] may override it); its TP_SIZE must be the node count");
   const pack = common(
     new Command('pack')
       .description('spark pack on every node at once: node r packs rank r of W = the number of nodes')
       .argument('<snapshot>', 'the snapshot directory as the nodes see it (e.g. on the NAS)')
-      .requiredOption('--out <dir>', 'the output directory on each node (node-local disk)')
+      .option('--out <dir>', 'the output directory on each node (node-local disk; default: ENGRAM_DIR of --env)')
       .option('--split <rule>', 'floor (SGLang), front or heads (vLLM)')
       .option('--threads <n>', 'reader threads on each node')
-      .option('--layout <layout>', 'sparse (default: what the overlay reads), dense or page')
+      .option('--layout <layout>', "sparse (default: what the overlay reads), dense (the Mia stack's packed shards) or page")
       .option('--rate-limit <MB/s>', 'each node reads at most this many MB/s from the snapshot (they share one NAS)')
       .option('--no-drop-cache', "keep the snapshot's pages cached on the nodes (dropped behind the copy by default)"),
   )
@@ -87,10 +91,14 @@ export function fanoutCommand(ctx: CliContext): Command {
 Runs "spark pack <snapshot> --out DIR --rank r --world W --json" on node r over ssh, all nodes at
 once; each node's output streams with a [rank host] prefix, then a summary. Exit 3 naming the
 nodes that failed; the others finish (a pack resumes where it stopped when re-run).
+For the Mia stack: --layout dense writes its packed shards; --env .env puts them in its ENGRAM_DIR
+(mounted at /engram, which DSV41_PACKED_DIR names) on every node.
 
-Example:
+Examples:
   spark fanout pack /mnt/nas/ai/huggingface/hub/models--deepseek-ai--DeepSeek-V4.1-Flash/snapshots/dba1be0a40aa45a94ad051997016db3960a90277 \\
-    --out /var/lib/spark/engram --cluster recipes/clusters/4node-switch.toml`,
+    --out /var/lib/spark/engram --cluster recipes/clusters/4node-switch.toml
+  spark fanout pack /mnt/nas/ai/huggingface/hub/models--deepseek-ai--DeepSeek-V4.1-Flash/snapshots/dba1be0a40aa45a94ad051997016db3960a90277 \\
+    --layout dense --env .env --cluster recipes/clusters/4node-switch.toml`,
     )
     .action(async (snapshot: string, f: FanoutFlags) => {
       ctx.emit(await runFanout(request('pack', snapshot, f), ctx.io), Boolean(f.json));
@@ -98,7 +106,7 @@ Example:
   const verify = common(
     new Command('verify')
       .description('spark verify on every node at once (exit 1 when a node reports a mismatch)')
-      .argument('<packdir>', 'the packed directory on each node')
+      .argument('[packdir]', 'the packed directory on each node (default: ENGRAM_DIR of --env)')
       .option('--source <snapshot>', 'also compare rows against the source snapshot (as the nodes see it)')
       .option('--full', 'check every row against the source')
       .option('--sample <n>', 'check n random rows per layer against the source'),
@@ -109,7 +117,7 @@ Example:
 Example:
   spark fanout verify /var/lib/spark/engram --cluster recipes/clusters/4node-switch.toml --json`,
     )
-    .action(async (packdir: string, f: FanoutFlags) => {
+    .action(async (packdir: string | undefined, f: FanoutFlags) => {
       ctx.emit(await runFanout(request('verify', packdir, f), ctx.io), Boolean(f.json));
     });
   return new Command('fanout')

@@ -7,14 +7,15 @@ import { readCluster } from '../recipes/index.js';
 import { fanOut, describeEnd, type NodeJobResult } from './fanout.js';
 import { formatDuration } from './health.js';
 import { nodeArgv, toolsFromEnv } from '../remote/ssh.js';
+import { envNodeDirs, noEnvDir } from './fanout-env.js';
 
 export type NodeTaskKind = 'pack' | 'verify';
 
 export interface NodeTaskRequest {
   kind: NodeTaskKind;
   cluster: string;
-  /** pack: the snapshot on the nodes; verify: the packed directory on the nodes. */
-  path: string;
+  /** pack: the snapshot on the nodes; verify: the packed directory on the nodes (undefined: from --env). */
+  path?: string;
   /** pack: the output directory on each node. */
   out?: string;
   split?: string;
@@ -31,6 +32,8 @@ export interface NodeTaskRequest {
   /** spark on the nodes (default SPARK_REMOTE_BIN, else `spark`). */
   sparkBin?: string;
   progressEveryMs: number;
+  /** The Mia stack's .env: each node's directory (pack --out, verify's packdir) from its ENGRAM_DIR. */
+  envFile?: string;
 }
 
 export interface NodeTaskOutcome {
@@ -47,7 +50,8 @@ export interface NodeTaskOutcome {
 /** The `spark` argument vector run on one node. */
 export function nodeTaskArgv(req: NodeTaskRequest, spark: string, rank: number, world: number): string[] {
   if (req.kind === 'pack') {
-    if (req.out === undefined) throw new SparkError('E_USAGE', 'fanout pack needs --out DIR (the output directory on each node)');
+    if (req.out === undefined) throw new SparkError('E_USAGE', 'fanout pack needs --out DIR (the output directory on each node), or --env FILE naming it (ENGRAM_DIR)');
+    if (req.path === undefined) throw new SparkError('E_USAGE', 'fanout pack needs the snapshot');
     const argv = [spark, 'pack', req.path, '--out', req.out, '--rank', String(rank), '--world', String(world), '--json'];
     // ssh gives the remote pack no terminal: ask for plain progress lines, which the fan-out
     // streams with each node's prefix.
@@ -59,6 +63,7 @@ export function nodeTaskArgv(req: NodeTaskRequest, spark: string, rank: number, 
     if (req.keepCache) argv.push('--no-drop-cache');
     return argv;
   }
+  if (req.path === undefined) throw new SparkError('E_USAGE', 'fanout verify needs <packdir>, or --env FILE naming it (ENGRAM_DIR)');
   const argv = [spark, 'verify', req.path, '--json'];
   if (req.source !== undefined) argv.push('--source', req.source);
   if (req.full) argv.push('--full');
@@ -113,7 +118,16 @@ export async function runNodeTasks(req: NodeTaskRequest, io: Io): Promise<NodeTa
   const tools = toolsFromEnv(io.env, req.sparkBin);
   // One rank per node, as in serving: node r packs rank r of W = the cluster's node count.
   const world = cluster.nodes.length;
-  const jobs = cluster.nodes.map((n) => ({ rank: n.rank, host: n.host, argv: nodeArgv(n.host, nodeTaskArgv(req, tools.spark, n.rank, world), tools) }));
+  // Given on the command line, the directory is the same on every node; from --env, each node's own.
+  const given = req.kind === 'pack' ? req.out : req.path;
+  const fromEnv = req.envFile === undefined ? undefined : await envNodeDirs(req.envFile, cluster, io.env, req.layout);
+  const forNode = (rank: number): NodeTaskRequest => {
+    if (!fromEnv || given !== undefined) return req;
+    const dir = fromEnv.dirs[rank];
+    if (dir === undefined) throw noEnvDir(req.envFile!, cluster.nodes[rank]!, req.kind === 'pack' ? '--out DIR' : '<packdir>');
+    return req.kind === 'pack' ? { ...req, out: dir } : { ...req, path: dir };
+  };
+  const jobs = cluster.nodes.map((n) => ({ rank: n.rank, host: n.host, argv: nodeArgv(n.host, nodeTaskArgv(forNode(n.rank), tools.spark, n.rank, world), tools) }));
   io.stderr(`${req.kind} on ${jobs.length} node(s) of ${cluster.name}: ${jobs.map((j) => j.host).join(', ')}\n`);
   const results = await fanOut(jobs, {
     env: io.env,

@@ -1,6 +1,6 @@
 // The host paths node rules look at, named in one place: the request a node answers is built
 // from these (facts/request.ts), and the rules read the answers by the same names.
-import { join } from 'node:path';
+import { join, posix } from 'node:path';
 import { hfModelDir } from '../hf-cache.js';
 import { HF_CACHE_CONTAINER_PATH, hostPath, type EnvValue, type HostPath, type Mount } from '../recipes/index.js';
 import { PACK_MANIFEST_NAME } from '../engram/local-dir.js';
@@ -51,6 +51,37 @@ export function packTarget(ctx: PreflightContext): { host: string; from: string;
   const e = engramDirOnNode(ctx);
   if (!e?.mapped || e.mapped.via.kind !== 'extra_mount') return undefined;
   return { host: e.mapped.host, from: `${e.value.file}${e.value.line !== undefined ? `:${e.value.line}` : ''}`, given: false };
+}
+
+/** Where the Mia stack's container sees its packs, and where the mia-tp4 `.env`'s start.sh mounts ENGRAM_DIR. */
+export const MIA_PACKED_VAR = 'DSV41_PACKED_DIR';
+const MIA_MOUNT = '/engram';
+
+export interface MiaPackDir {
+  value: EnvValue;
+  /** The host directory on the node; undefined when no mount brings DSV41_PACKED_DIR in. */
+  host?: string;
+  /** How the host directory was found, for messages. */
+  from: string;
+}
+
+/**
+ * DSV41_PACKED_DIR and its host directory on the node: --pack-dir, else through one of the
+ * recipe's mounts, else through ENGRAM_DIR, which the Mia stack's own launcher mounts at /engram.
+ */
+export function miaPackDir(ctx: PreflightContext): MiaPackDir | undefined {
+  const value = ctx.env.get(MIA_PACKED_VAR);
+  if (!value) return undefined;
+  if (ctx.packDir !== undefined) return { value, host: ctx.packDir, from: '--pack-dir' };
+  const mapped = ctx.toHost(value.value);
+  if (mapped) return { value, host: mapped.host, from: `${MIA_PACKED_VAR}=${value.value} through the mount of ${mapped.host}` };
+  const engram = ctx.env.get('ENGRAM_DIR');
+  const inside = posix.relative(MIA_MOUNT, posix.normalize(value.value));
+  if (engram && engram.value !== '' && !inside.startsWith('..') && !posix.isAbsolute(inside)) {
+    const host = join(hostPath(engram.value, ctx.home, ctx.cwd), inside);
+    return { value, host, from: `ENGRAM_DIR=${engram.value} (${engram.file}${engram.line !== undefined ? `:${engram.line}` : ''}), mounted at ${MIA_MOUNT}` };
+  }
+  return { value, from: `${MIA_PACKED_VAR}=${value.value}` };
 }
 
 /** The script an entrypoint runs (`sh /x.sh`, `bash -c …` excluded, or `/x.sh` itself). */

@@ -3,7 +3,7 @@
 // (RDMA devices with their GID tables, interfaces), its own nvidia-smi, uname, date, df and ip,
 // its own /proc/net (routes, listening sockets), its own docker image id, and spark or not.
 // Everything is written at test time; by default the nodes agree and pass every check.
-import { chmodSync, cpSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { binPath } from './cli.js';
 import { fakeNodes, type Behavior, type FakeNodes } from './fake-node.js';
@@ -44,6 +44,8 @@ export interface HostSpec {
   listening: (number | 'serving' | 'rendezvous')[];
   /** GID table of port 1 of each HCA (default: the typical one for the fabric address). */
   gids?: 'typical' | 'link-local-only';
+  /** Whether its filesystems open files with O_DIRECT (default: yes; `dd iflag=direct` fails when not; see setODirect). */
+  oDirect?: boolean;
   /** Its own copy of the NAS (default: the shared one, a symlink). */
   ownNas?: (nas: string) => void;
 }
@@ -85,6 +87,8 @@ export interface FakeCluster {
   clusterFile(opts?: { extra?: string; nccl?: Record<string, string>; name?: string; prefixes?: boolean; nodeEnv?: Record<string, Record<string, string>> }): string;
   env(behavior?: Behavior, extra?: NodeJS.ProcessEnv): NodeJS.ProcessEnv;
   hosts: HostSpec[];
+  /** Makes host `name`'s filesystems take O_DIRECT, or refuse it, from now on (for the sh probe's dd). */
+  setODirect(name: string, on: boolean): void;
 }
 
 const sh = (body: string) => `#!/bin/sh\n${body}\n`;
@@ -176,6 +180,19 @@ EOF`);
     if (h.freeKb !== undefined) {
       hostBin(bin, 'df', `echo 'Filesystem     1024-blocks      Used Available Capacity Mounted on'\necho "/dev/nvme0n1p2 1900000000 1800000000 ${h.freeKb} 99% /"`);
     }
+    // dd iflag=direct as on a filesystem that does (or, while hosts/H/no-o-direct exists, does
+    // not) take O_DIRECT, whatever the test machine's filesystem does.
+    if (h.oDirect === false) writeFileSync(join(dir, 'no-o-direct'), '');
+    hostBin(
+      bin,
+      'dd',
+      `i=; d=0; for a in "$@"; do case $a in if=*) i=$a ;; iflag=direct) d=1 ;; esac; done
+if [ $d = 1 ]; then
+  if [ -e '${join(dir, 'no-o-direct')}' ]; then echo "dd: failed to open '\${i#if=}': Invalid argument" >&2; exit 1; fi
+  for a in "$@"; do shift; [ "$a" = iflag=direct ] || set -- "$@" "$a"; done
+fi
+exec /bin/dd "$@"`,
+    );
     if (h.spark === 'real') hostBin(bin, REMOTE_BIN, `exec "${process.execPath}" "${binPath}" "$@"`);
     else if (h.spark !== 'none') hostBin(bin, REMOTE_BIN, `[ "$1" = --version ] && { echo ${h.spark.version}; exit 0; }\necho 'spark: unknown option' >&2; exit 2`);
     const routes = h.routes ?? addresses.map((a, i) => ({ iface: `eth${i}`, dest: subnetOf(a) }));
@@ -223,6 +240,11 @@ EOF`);
         ...Object.entries(nccl).map(([k, v]) => `${k} = "${v}"`),
       ];
       return write(join(base, `cluster-${opts.name ?? 'fake'}-${count++}.toml`), lines.join('\n') + '\n');
+    },
+    setODirect(name, on) {
+      const flag = join(hostsDir, name, 'no-o-direct');
+      if (on) rmSync(flag, { force: true });
+      else writeFileSync(flag, '');
     },
     env: (extraBehavior = {}, extra = {}) => fake.env({ ...behavior, ...extraBehavior }, { FAKE_ROOT: root, SPARK_REMOTE_BIN: REMOTE_BIN, ...extra }),
   };

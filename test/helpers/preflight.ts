@@ -15,6 +15,7 @@ export const DSV41 = 'recipes/dsv41-flash-4x-sglang-aiden16/recipe.toml';
 export const EUGR = 'recipes/deepseek-v4-flash-eugr-agent/recipe.toml';
 export const PACKED = 'recipes/dsv41-flash-4x-sglang-packed/recipe.toml';
 export const MIA_ENV = 'recipes/docker-images/mia-tp4/.env.example';
+export const MIA = 'recipes/dsv41-flash-4x-sglang-mia/recipe.toml';
 export const REVISION = 'dba1be0a40aa45a94ad051997016db3960a90277';
 export const V41_MODEL = 'deepseek-ai/DeepSeek-V4.1-Flash';
 

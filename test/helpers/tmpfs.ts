@@ -1,4 +1,5 @@
-// A small tmpfs for full-disk tests (needs root, like the rest of the suite's mount tests).
+// A small tmpfs for full-disk tests, and a ramfs that refuses O_DIRECT (both need root, like the
+// rest of the suite's mount tests).
 // Always unmount in a finally: a leaked mount outlives the test process.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
@@ -21,6 +22,21 @@ export function mountTmpfs(bytes: number): Tmpfs {
     resize(n: number) {
       execFileSync('mount', ['-o', `remount,size=${n}`, dir]);
     },
+    unmount() {
+      if (mounted) execFileSync('umount', [dir]);
+      mounted = false;
+    },
+  };
+}
+
+/** A ramfs: a filesystem that refuses O_DIRECT at open (EINVAL), as the Mia stack's reader meets some. */
+export function mountRamfs(): { dir: string; unmount(): void } {
+  const dir = join(tempDir('spark-ramfs-'), 'mnt');
+  mkdirSync(dir);
+  execFileSync('mount', ['-t', 'ramfs', 'ramfs', dir]);
+  let mounted = true;
+  return {
+    dir,
     unmount() {
       if (mounted) execFileSync('umount', [dir]);
       mounted = false;

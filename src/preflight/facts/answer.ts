@@ -31,6 +31,9 @@ export function parseFactsRequest(text: string): FactsRequest {
     throw usageError('--node-facts: docker, sysfs and procNet must be strings');
   }
   if (!Array.isArray(doc.snapshot) || !doc.snapshot.every(isCandidate)) throw usageError('--node-facts: snapshot must be a list of candidates');
+  for (const key of ['copyDir', 'miaDir'] as const) {
+    if (doc[key] !== undefined && typeof doc[key] !== 'string') throw usageError(`--node-facts: ${key} must be a string`);
+  }
   return doc as unknown as FactsRequest;
 }
 

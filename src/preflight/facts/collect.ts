@@ -12,6 +12,7 @@ import { hfSnapshotPath, resolveRevision } from '../../hf-cache.js';
 import { isSnapshotPath } from '../sources.js';
 import { openSnapshotFacts } from '../snapshot-reader.js';
 import { hasCopyManifest, inspectCopy } from '../local-copy.js';
+import { collectMiaDir } from './mia-dir.js';
 import { parseAddresses, parseNvidiaSmi, parseRoutes } from './parse.js';
 import {
   TEXT_LIMIT,
@@ -233,5 +234,6 @@ export async function collectFacts(
   if (snap) facts.snapshot = snap;
   const copy = request.copyDir === undefined ? undefined : await copyFact(request.copyDir);
   if (copy) facts.copy = copy;
+  if (request.miaDir !== undefined) facts.miaDir = collectMiaDir(request.miaDir);
   return facts;
 }

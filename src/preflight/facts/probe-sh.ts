@@ -1,12 +1,13 @@
 // The facts of a node without spark, gathered by a self-contained POSIX sh script sent over
 // ssh (like `spark wrapper --emit-sh`): only sh builtins and the base tools of every Linux
-// (od, tr, wc, df, tail, head, uname, date), plus docker and nvidia-smi when present. Every
+// (od, dd, tr, wc, df, tail, head, uname, date), plus docker and nvidia-smi when present. Every
 // value of arbitrary content travels hex-encoded (od), keyed by its index in the request, so
 // the answer parses the same whatever the paths or files hold.
 import { shQuote } from '../../remote/shell.js';
 import { parseAddresses, parseListeners, parseNvidiaSmi, parseRoutes } from './parse.js';
 import { imageFailure } from './collect.js';
-import { TEXT_LIMIT, type FactsRequest, type NodeFacts, type NodeHello, type PathKind, type SysfsDump } from './types.js';
+import { miaDirScript, parseMiaDirLine } from './mia-dir.js';
+import { TEXT_LIMIT, type FactsRequest, type MiaDirFact, type NodeFacts, type NodeHello, type PathKind, type SysfsDump } from './types.js';
 
 const PRELUDE = String.raw`LC_ALL=C; export LC_ALL
 hx() { od -An -v -tx1 | tr -d ' \n'; echo; }
@@ -57,6 +58,7 @@ export function probeScript(request: FactsRequest): string {
   lines.push(`printf 'addrs '; { ip -o addr show 2>/dev/null || hostname -I 2>/dev/null; } | hx`);
   lines.push(sysfsPart(request.sysfs));
   lines.push(snapshotPart(request));
+  if (request.miaDir !== undefined) lines.push(miaDirScript(request.miaDir));
   lines.push("printf 'end\\n'");
   return lines.join('\n') + '\n';
 }
@@ -195,6 +197,7 @@ export function parseProbe(out: string, request: FactsRequest, hello: NodeHello)
   let copy: ProbedDir | undefined;
   let dump: ProbedDir | undefined;
   let listeners = new Set<number>();
+  let mia: MiaDirFact | undefined;
   for (const line of lines.slice(start + 1)) {
     const f = line.split(' ');
     const tag = f[0];
@@ -222,7 +225,9 @@ export function parseProbe(out: string, request: FactsRequest, hello: NodeHello)
     else if (tag === 'sfile' && dump) dump.files[f[1] ?? ''] = text(f[2] ?? '');
     else if (tag === 'shard' && dump) dump.shards.push({ name: text(f[3] ?? ''), size: Number(f[1]), headerLength: Number(f[2]) });
     else if (tag === 'header' && dump?.shards.length) dump.shards.at(-1)!.header = unhex(f[1] ?? '');
+    else if (tag === 'mdir' || tag === 'mfile' || tag === 'mident') mia = parseMiaDirLine(f, mia, unhex);
   }
+  if (mia) facts.miaDir = mia;
   facts.ports = request.ports.map((p) => (listeners.has(p) ? 'in-use' : 'free'));
   facts.sysfs = sysfs;
   return { facts, ...(snapshot ? { snapshot } : {}), ...(copy ? { copy } : {}) };

@@ -1,6 +1,6 @@
 // The request one node answers: every path, text, free-space figure, port and image the node
 // rules will read for that node (named by ../node-paths.ts, which the rules use too).
-import { dirProbes, engramDirOnNode, hfCacheHost, mountHost, packTarget, snapshotCandidates, wrapperOnNode } from '../node-paths.js';
+import { dirProbes, engramDirOnNode, hfCacheHost, miaPackDir, mountHost, packTarget, snapshotCandidates, wrapperOnNode } from '../node-paths.js';
 import { headPorts } from '../rules/ports.js';
 import type { PreflightContext } from '../types.js';
 import { FACTS_VERSION, type FactsRequest } from './types.js';
@@ -34,6 +34,7 @@ export function buildRequest(ctx: PreflightContext, options: RequestOptions): Fa
     paths.add(wrapper.host);
     texts.add(wrapper.host);
   }
+  const mia = miaPackDir(ctx)?.host;
   return {
     version: FACTS_VERSION,
     paths: [...paths],
@@ -46,5 +47,6 @@ export function buildRequest(ctx: PreflightContext, options: RequestOptions): Fa
     procNet: '/proc/net',
     snapshot: snapshotCandidates(ctx, options),
     ...(pack ? { copyDir: pack.host } : {}),
+    ...(mia !== undefined ? { miaDir: mia } : {}),
   };
 }

@@ -6,7 +6,9 @@
 import type { LocalCopy } from '../../engram/layer-source.js';
 import type { SnapshotFacts } from '../sources.js';
 
-export const FACTS_VERSION = 1;
+// 2: the Mia stack's packed directory (miaDir) joined the request; a node answering 1 would
+// leave it out, so it is refused and the sh probe answers instead.
+export const FACTS_VERSION = 2;
 /** Texts larger than this are cut (config.json, an index, a wrapper script, a manifest). */
 export const TEXT_LIMIT = 4 * 1024 * 1024;
 
@@ -38,6 +40,8 @@ export interface FactsRequest {
   snapshot: SnapshotCandidate[];
   /** Where the node's copy of its Engram rows is (or will be written). */
   copyDir?: string;
+  /** The host directory behind the Mia stack's DSV41_PACKED_DIR on the node. */
+  miaDir?: string;
 }
 
 export type PathKind = 'file' | 'dir' | 'other' | 'missing';
@@ -91,6 +95,28 @@ export interface CopyFact {
   result: { copy: LocalCopy; manifestProblems: string[] } | { error: ErrorFact };
 }
 
+/** A file the Mia stack's reader may open, in its packed directory (see mia-dir.ts). */
+export interface MiaFileFact {
+  name: string;
+  kind: PathKind;
+  /** For a regular file. */
+  size?: number;
+  /** For a regular file: its first 48 bytes, in hex (fewer when the file is shorter). */
+  head?: string;
+  /** For a regular file: whether it opened with O_DIRECT. */
+  direct?: boolean;
+}
+
+/** The Mia stack's packed directory on the node (see mia-dir.ts). */
+export interface MiaDirFact {
+  dir: string;
+  kind: PathKind;
+  /** The candidate files, by name in byte order (at most MIA_DIR_MAX_FILES). */
+  files: MiaFileFact[];
+  /** identity.json's text, when it is a regular file of at most 64 KiB. */
+  identity?: string;
+}
+
 /** Answered first, before the request is built: who the node is and what it runs. */
 export interface NodeHello {
   hostname: string;
@@ -122,4 +148,5 @@ export interface NodeFacts extends NodeHello {
   sysfs?: SysfsDump;
   snapshot?: SnapshotFact;
   copy?: CopyFact;
+  miaDir?: MiaDirFact;
 }

@@ -4,7 +4,7 @@
 import { SparkError } from '../../errors.js';
 import type { SnapshotFacts } from '../sources.js';
 import type { LocalCopy } from '../../engram/layer-source.js';
-import type { ErrorFact, FactsRequest, ImageFact, NodeFacts, PathFact, PortState } from './types.js';
+import type { ErrorFact, MiaDirFact, FactsRequest, ImageFact, NodeFacts, PathFact, PortState } from './types.js';
 
 export interface NodeView {
   facts: NodeFacts;
@@ -19,6 +19,8 @@ export interface NodeView {
   image(ref: string): ImageFact;
   /** The node's snapshot, validated; undefined when no candidate holds one. */
   snapshot(): { dir: string; facts: SnapshotFacts } | { dir: string; error: SparkError } | undefined;
+  /** The Mia stack's packed directory on the node, when the request named one. */
+  miaDir(): MiaDirFact | undefined;
   /** The node's copy of its Engram rows, read; undefined when it holds none. */
   copy(): { copy: LocalCopy; manifestProblems: string[] } | { error: ErrorFact } | undefined;
 }
@@ -39,6 +41,7 @@ export function nodeView(facts: NodeFacts, request: FactsRequest): NodeView {
     port: (n) => lookup(request.ports, n, facts.ports, 'the port'),
     image: (ref) => lookup(request.images, ref, facts.images, 'the image'),
     copy: () => facts.copy?.result,
+    miaDir: () => (request.miaDir !== undefined ? facts.miaDir : undefined),
     snapshot() {
       const s = facts.snapshot;
       if (!s) return undefined;

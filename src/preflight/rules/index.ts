@@ -10,6 +10,7 @@ import { gid, hca, socketIfname } from './fabric.js';
 import { composeOnly, swallowedKey, undefinedVariable, unknownKey } from './files.js';
 import { utilizationCeiling } from './memory.js';
 import { contextLength } from './model.js';
+import { identity as miaIdentity, oDirect as miaODirect, packs as miaPacks, residentScales as miaResidentScales } from './mia.js';
 import { fileIsDirectory, hostPaths } from './mounts.js';
 import { clockSkew, reachable, sameImage, sameSpark, sameVersions } from './nodes.js';
 import { freeSpace, manifest } from './pack.js';
@@ -49,6 +50,10 @@ export const RULES: readonly Rule[] = [
   rangesSource,
   freeSpace,
   manifest,
+  miaPacks,
+  miaODirect,
+  miaResidentScales,
+  miaIdentity,
   hostPaths,
   fileIsDirectory,
   hca,

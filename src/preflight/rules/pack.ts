@@ -66,7 +66,7 @@ export const ENGINE_SPLIT: Record<Engine, string> = { sglang: 'floor', vllm: 'he
 const known = (c: LocalCopy): string => (c.identity?.from === 'inferred' ? ' (inferred from its ranges)' : '');
 
 /** Row counts per layer of the snapshot the engine loads on this node: its headers, else config.json. */
-async function snapshotRows(ctx: PreflightContext): Promise<Map<number, number> | undefined> {
+export async function snapshotRows(ctx: PreflightContext): Promise<Map<number, number> | undefined> {
   const s = ctx.view!.snapshot();
   if (s && 'facts' in s) return new Map(s.facts.engram.map((t) => [t.layer, t.rows]));
   const config = await ctx.modelConfig().catch(() => undefined);
