@@ -116,6 +116,13 @@ test('the Mia baseline, loaded with ctypes: the snapshot\'s rows for owned ids, 
   assert.deepEqual(plain.rows, r.rows.slice(0, owned.length));
 });
 
+test('the Mia baseline library exports the six row_store_* symbols and imports nothing of Node\'s', { skip: spawnSync('readelf', ['--version']).status !== 0 && 'readelf not installed' }, () => {
+  const syms = spawnSync('readelf', ['--dyn-syms', '-W', lib], { encoding: 'utf8' }).stdout;
+  const defined = syms.split('\n').filter((l) => / row_store_\w+$/.test(l) && !/ UND /.test(l)).map((l) => l.trim().split(/\s+/).pop());
+  assert.deepEqual(defined.sort(), ['row_store_attach_packed', 'row_store_close', 'row_store_lookup', 'row_store_open', 'row_store_range', 'row_store_stats']);
+  assert.doesNotMatch(syms, /napi_|node_api_/);
+});
+
 function runDriver(args: string[], input?: Buffer): { status: number | null; signal: string | null; stderr: string } {
   const r = spawnSync(driver, args, { input: input ?? Buffer.alloc(0) });
   return { status: r.status, signal: r.signal, stderr: r.stderr.toString() };

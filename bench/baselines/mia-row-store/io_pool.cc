@@ -104,16 +104,21 @@ unsigned PoolThreads() { return ThePool().threads(); }
 void RunTickets(uint64_t count, TicketFn fn, void *ctx) { ThePool().Run(count, fn, ctx); }
 
 uint8_t *ThreadBuffer() {
-  thread_local uint8_t *buf = nullptr;
-  if (!buf) {
+  // Freed when its thread ends (a caller's thread may come and go).
+  struct Owned {
+    uint8_t *p = nullptr;
+    ~Owned() { std::free(p); }
+  };
+  thread_local Owned buf;
+  if (!buf.p) {
     void *p = nullptr;
     if (posix_memalign(&p, 4096, kBufferBytes) != 0) {
       std::fprintf(stderr, "row_store: cannot allocate a read buffer\n");
       std::abort();
     }
-    buf = static_cast<uint8_t *>(p);
+    buf.p = static_cast<uint8_t *>(p);
   }
-  return buf;
+  return buf.p;
 }
 
 }  // namespace mia
