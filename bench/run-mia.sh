@@ -8,7 +8,8 @@
 #
 # WORK (default /tmp/spark-bench-mia) receives the pack: ROWS (default 32,000,000) x 264 bytes,
 # 8.4 GB; delete it when done. Needs the build (npm run build:native, npm run build:ts).
-# Results go to bench/out/mia-*.json.
+# Results go to bench/out/mia-*.json; `node dist/bench/summarize.js bench/out/mia-*.json`
+# prints them as the tables of bench/RESULTS.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 W=${1:-/tmp/spark-bench-mia}
@@ -18,8 +19,9 @@ mkdir -p "$O"
 node dist/bench/make-mia-pack.js "$W/dense" "$ROWS"
 spark() { node dist/src/bin.js "$@"; }
 G=(--variants packed,mia --threads 32,64,96 --batch 144,49152 --seconds 3 --json)
-# Cold by construction: both readers O_DIRECT (the Mia reader always is).
-spark bench gather "$W/dense" --cold --direct "${G[@]}" > "$O/mia-cold-direct.json"
+# Cold by construction: both readers O_DIRECT (the Mia reader always is); 10 s per reader per
+# case, so the 49,152-id cases run 10-30 batches each.
+spark bench gather "$W/dense" --cold --direct "${G[@]}" --seconds 10 > "$O/mia-cold-direct.json"
 # Cold through the page cache: spark's buffered reads, the pack evicted before every batch.
 spark bench gather "$W/dense" --cold --evict-every-batch --no-naive "${G[@]}" > "$O/mia-cold-evicted.json"
 # The Mia reader with a 4 GiB 16-way row cache (what its users measured), cold, O_DIRECT.
