@@ -5,7 +5,12 @@
   # every native/core/*.cc is listed here.
   "variables": {
     # `node-gyp rebuild -- -Dsanitize=1` (or npm_config_sanitize) builds with ASan + UBSan.
-    "sanitize%": "<!(node -p \"process.env.npm_config_sanitize || process.env.SPARK_SANITIZE || 0\")"
+    "sanitize%": "<!(node -p \"process.env.npm_config_sanitize || process.env.SPARK_SANITIZE || 0\")",
+    "mia_row_store_sources": [
+      "bench/baselines/mia-row-store/io_pool.cc",
+      "bench/baselines/mia-row-store/row_cache.cc",
+      "bench/baselines/mia-row-store/row_store.cc"
+    ]
   },
   "target_defaults": {
     "include_dirs": ["native"],
@@ -84,6 +89,23 @@
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_DEPRECATED", "NAPI_CPP_EXCEPTIONS"]
+    },
+    # A benchmark baseline, not part of spark: the Mia stack's row reader re-implemented from
+    # its documented behaviour (bench/baselines/mia-row-store/README.md). Plain C++ (no Node):
+    # the library as its engine loads it with ctypes, build/Release/libmia_row_store_baseline.so,
+    # and the driver `spark bench gather --variants mia` spawns, build/Release/mia_row_store_bench
+    # (the same sources linked in, so it needs no library path).
+    {
+      "target_name": "mia_row_store_baseline",
+      "type": "shared_library",
+      "product_prefix": "lib",
+      "product_dir": "<(PRODUCT_DIR)",
+      "sources": ["<@(mia_row_store_sources)"]
+    },
+    {
+      "target_name": "mia_row_store_bench",
+      "type": "executable",
+      "sources": ["<@(mia_row_store_sources)", "bench/baselines/mia-row-store/driver.cc"]
     }
   ]
 }

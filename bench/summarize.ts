@@ -19,7 +19,8 @@ for (const file of process.argv.slice(2)) {
   console.log('| variant (reader) | threads | batch | rows/s | p50 ms | p99 ms | reads/row | reads/s | dev pages/s | rows/ceil | reads/ceil | CPU us/row | psync IOPS | cached after | mapped |');
   console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const c of r.results) {
-    const name = `${c.variant}${c.layout ? `/${c.layout}` : ''}${c.direct ? '+direct' : ''} (${c.reader})${c.coldValid === false ? ' cold?' : ''}`;
+    const cache = c.mia ? (c.mia.cacheSlots > 0 ? `, ${c.mia.budgetBytes / 2 ** 20} MiB ${c.mia.ways}-way cache, ${pct(c.mia.hitRate)} hits` : ', no cache') : '';
+    const name = `${c.variant}${c.layout ? `/${c.layout}` : ''}${c.direct ? '+direct' : ''} (${c.reader}${cache})${c.coldValid === false ? ' cold?' : ''}`;
     const used = c.ofCeiling?.reads ?? c.ofCeiling?.devicePages;
     console.log(
       `| ${name} | ${c.threads} | ${c.batch} | ${fmt(c.rowsPerSec)} | ${fmt(c.p50Ms, 2)} | ${fmt(c.p99Ms, 2)} | ${fmt(c.readsPerRow, 2)} | ${fmt(c.readsPerSec)} | ` +

@@ -14,6 +14,7 @@ import { openSnapshot } from '../src/engram/snapshot.js';
 import { MmapGather, type MmapTableSpec } from '../src/native/sparse.js';
 import { NaiveGather } from '../src/bench/naive-gather.js';
 import { openRowSource } from '../src/engram/row-source.js';
+import { stampMiaHeaders } from '../bench/lib/mia-header.js';
 
 test('bench ids: 24 per token, each inside its head sub-range, with repeats', () => {
   const sizes = Array.from({ length: 24 }, (_, i) => 1000 + i);
@@ -68,6 +69,44 @@ test('spark bench gather on a pack: contract JSON keys, a naive baseline, and an
   const overlay = await cli(['bench', 'gather', dir, '--variants', 'overlay', '--json']);
   assert.equal(overlay.code, 2);
   assert.match(JSON.parse(overlay.stderr).error.message, /--variants overlay cannot be measured on a packed directory: it takes packed/);
+});
+
+test("spark bench gather on a dense pack with the Mia header: the Mia stack's reader beside the row store, interleaved on the same batches", async () => {
+  const dir = join(tempDir(), 'pack');
+  mkdirSync(dir);
+  writePackDir(dir, { rank: 0, world: 1, layout: 'dense', dim: 256, layers: [{ layer: 1, rows: 3000, start: 0, end: 3000 }] }, synthRow);
+  // Before the header is the stack's own, its reader would abort: the variant is refused, and left out by default.
+  const v1 = await cli(['bench', 'gather', dir, '--variants', 'mia', '--json']);
+  assert.equal(v1.code, 2);
+  assert.match(JSON.parse(v1.stderr).error.message, /--variants mia: .*is not the stack's packed shard \(magic is .*its reader would abort on it/);
+  await stampMiaHeaders(dir);
+  const r = await cli(['bench', 'gather', dir, '--threads', '2', '--batch', '24,48', '--seconds', '1', '--no-fio', '--mia-cache-mib', '1', '--mia-ways', '8', '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  const report = JSON.parse(r.stdout);
+  assert.deepEqual(
+    report.results.map((x: GatherBenchResult) => [x.variant, x.source, x.layout, x.reader, x.threads, x.batch]),
+    [
+      ['packed', 'packed', 'dense', 'pread-pool', 2, 24],
+      ['mia', 'packed', 'dense', 'mia-pool', 2, 24],
+      ['packed', 'packed', 'dense', 'pread-pool', 2, 48],
+      ['mia', 'packed', 'dense', 'mia-pool', 2, 48],
+    ],
+  );
+  for (const [a, b] of [report.results.slice(0, 2), report.results.slice(2)]) {
+    // Interleaved: both ran the same batches.
+    assert.equal(a.batchesRun, b.batchesRun);
+    assert.ok(b.rowsPerSec > 0 && b.p99Ms >= b.p50Ms && b.baselines.naive.rowsPerSec > 0);
+    // 1 MiB, 8 ways: 1048576 / (272 * 8 + 1) = 481 sets.
+    assert.deepEqual(b.mia, { ...b.mia, budgetBytes: 1 << 20, ways: 8, cacheSlots: 481 * 8, ioThreads: 2 });
+    assert.ok(b.readsPerRow > 0 && b.readsPerRow <= 1);
+  }
+  assert.equal(report.recommendedFor, 'packed');
+  const page = join(tempDir(), 'page');
+  mkdirSync(page);
+  writePackDir(page, { rank: 0, world: 1, layout: 'page', dim: 256, layers: [{ layer: 1, rows: 300, start: 0, end: 300 }] }, synthRow);
+  const refused = await cli(['bench', 'gather', page, '--variants', 'mia', '--json']);
+  assert.equal(refused.code, 2);
+  assert.match(JSON.parse(refused.stderr).error.message, /the Mia stack reads dense packs/);
 });
 
 test('spark bench gather on a snapshot refuses --variants packed', async () => {

@@ -9,6 +9,8 @@ build_addon_copy() {
   mkdir -p "$work/native"
   cp "$root/binding.gyp" "$root/package.json" "$work/"
   cp -r "$root/native/core" "$root/native/binding" "$work/native/"
+  mkdir -p "$work/bench"
+  cp -r "$root/bench/baselines" "$work/bench/"  # binding.gyp builds the Mia bench baseline too
   ln -s "$root/node_modules" "$work/node_modules"
   echo "building the addon in $work"
   # `npm run` puts npm's own node-gyp on PATH, as for `npm run build:native`.

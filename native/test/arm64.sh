@@ -5,7 +5,9 @@
 #      aarch64 shared object whose only unresolved symbols are Node-API's and versioned
 #      libc/libstdc++ ones (a core source missing from the build would show up here);
 #   2. every C++ unit test cross-compiled and run under qemu-aarch64 (run.sh --arm64), the
-#      CRC-32 tests once on the CRC extension and once on the portable fallback.
+#      CRC-32 tests once on the CRC extension and once on the portable fallback;
+#   3. the Mia bench baseline (bench/baselines/mia-row-store) from the same build: aarch64,
+#      its six symbols, nothing of Node's; its unit test runs under qemu with the others.
 # Needs Debian's g++-aarch64-linux-gnu and qemu-user. Ends with "N passed, M failed".
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -44,5 +46,18 @@ if [ -n "$stray" ]; then
   exit 1
 fi
 echo "spark.node: aarch64 shared object, $(grep -c '^napi_' <<<"$undefined") Node-API imports, no other unresolved symbols"
+# The Mia bench baseline (bench/baselines/mia-row-store), built by the same binding.gyp: an
+# aarch64 library with the stack's six symbols and nothing of Node's, and its driver.
+mia="$work/build/Release/libmia_row_store_baseline.so"
+grep -Eq 'Machine: +AArch64' <<<"$("${prefix}readelf" -h "$mia")" && grep -Eq 'Machine: +AArch64' <<<"$("${prefix}readelf" -h "$work/build/Release/mia_row_store_bench")" || {
+  echo "arm64: the Mia baseline or its driver is not aarch64" >&2
+  exit 1
+}
+mia_syms=$("${prefix}readelf" --dyn-syms -W "$mia")
+if grep -Eq 'napi_|node_api_' <<<"$mia_syms" || [ "$(grep -Ec ' row_store_(open|range|attach_packed|lookup|stats|close)$' <<<"$mia_syms")" -ne 6 ]; then
+  echo "arm64: $mia must export the six row_store_* symbols and import nothing of Node's" >&2
+  exit 1
+fi
+echo "libmia_row_store_baseline.so: aarch64 shared object, the six row_store_* symbols, no Node-API imports"
 
 exec bash "$here/run.sh" --arm64

@@ -5,7 +5,8 @@
 #   bash native/test/run.sh --tsan       ThreadSanitizer, on the tests that race threads
 #   bash native/test/run.sh --arm64      cross-compiled for aarch64, run under qemu-aarch64
 # native/core is compiled once into libspark_core.a (the spark_core target of binding.gyp),
-# and every *_test.cc links against it. crc32_test runs twice: on the path this CPU takes and
+# and every *_test.cc links against it; the Mia bench baseline (bench/baselines/mia-row-store)
+# is built and tested on its own. crc32_test runs twice: on the path this CPU takes and
 # with the portable fallback forced. Ends with one line "N passed, M failed" over all runs;
 # exits 1 if anything failed.
 set -euo pipefail
@@ -77,6 +78,13 @@ compile_into "$out/tests" "${tests[@]}"
 for obj in "$out"/tests/*.o; do
   "$cxx" "${flags[@]}" "$obj" -L"$out" -lspark_core -o "$out/$(basename "$obj" .o)"
 done
+# The Mia stack's reader re-implemented as a bench baseline (bench/baselines/mia-row-store):
+# its own sources, no spark_core; its driver is linked too, so a warning there fails here.
+mia="$root/bench/baselines/mia-row-store"
+compile_into "$out/mia" "$mia"/*.cc
+mia_lib=("$out"/mia/io_pool.o "$out"/mia/row_cache.o "$out"/mia/row_store.o)
+"$cxx" "${flags[@]}" "${mia_lib[@]}" "$out/mia/row_store_test.o" -o "$out/mia_row_store_test"
+"$cxx" "${flags[@]}" "${mia_lib[@]}" "$out/mia/driver.o" -o "$out/mia_row_store_bench"
 
 passed=0
 failed=0
@@ -114,5 +122,6 @@ for t in "${tests[@]}"; do
     run "$name" "$out/$name"
   fi
 done
+run mia_row_store_test "$out/mia_row_store_test"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

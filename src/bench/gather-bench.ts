@@ -10,9 +10,13 @@
 //   overlay                     the serving overlay's path over the same files: one mmap with
 //                               MADV_RANDOM, a WILLNEED pass, memcpy workers (native/core/mmap_gather.h)
 //   packed                      the row store over spark's dense/page pack (one read per row)
+//   mia                         the Mia stack's reader over the same dense pack (mia-case.ts):
+//                               when packed runs too, each case runs both on the same batches,
+//                               interleaved batch by batch (the first engine of --engines)
 // Every result says what was read: `source` (contract.md), `layout` (dense, page, or sparse for
 // a sparse copy), `variant` and `reader`. The recommended SPARK_ENGRAM_THREADS comes from the
 // overlay's path when it ran: that is the engine's setting.
+import { existsSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { readModelConfig } from '../engram/config.js';
 import { drawBatch, idModel, rng } from './bench-ids.js';
@@ -22,7 +26,9 @@ import { ceilingFractions, ceilingShortfall, pairMergeGains, recommendThreads, s
 import { NaiveGather } from './naive-gather.js';
 import { cachedBytes, evictFromCache, warmCache } from './page-cache.js';
 import { overlayTable, readRegions, regionBytes } from './read-range.js';
-import { timeLoop, type Timed } from './time-loop.js';
+import { inProcess, timeInterleaved, timeLoop, type Timed } from './time-loop.js';
+import { MIA_CACHE_DEFAULT, miaTarget, openMiaCase, type MiaCacheOptions } from './mia-case.js';
+import { miaDriverPath } from './mia-reader.js';
 import { engramSubTableSizes } from '../engram/primes.js';
 import { openRowSource, type RowSource, type RowSourceKind, type SnapshotOpener } from '../engram/row-source.js';
 import { usageError } from '../errors.js';
@@ -34,7 +40,7 @@ export { recommendThreads, type BenchEngine, type BenchVariant, type GatherBench
 export const VARIANTS_OF: Record<RowSourceKind, BenchVariant[]> = {
   snapshot: ['snapshot', 'snapshot+scales', 'overlay'],
   sparse: ['snapshot', 'snapshot+scales', 'overlay'],
-  packed: ['packed'],
+  packed: ['packed', 'mia'],
 };
 
 export interface GatherBenchOptions {
@@ -65,6 +71,8 @@ export interface GatherBenchOptions {
   sysRoot?: string;
   /** Overlay variant: the WILLNEED pass before the copies (default true, as the overlay does). */
   willneed?: boolean;
+  /** Mia variant: its row cache's budget and ways (default MIA_CACHE_DEFAULT). */
+  mia?: MiaCacheOptions;
   progress?: (line: string) => void;
 }
 
@@ -94,13 +102,20 @@ export interface GatherBenchReport {
   delayUs?: number;
 }
 
-/** Variants asked for that this source cannot be read with are refused (exit 2), never relabelled. */
-export function benchVariants(kind: RowSourceKind, asked: BenchVariant[] | undefined, delayUs: number | undefined): BenchVariant[] {
+/**
+ * Variants asked for that this source cannot be read with are refused (exit 2), never
+ * relabelled. `miaRefused`: why the Mia reader cannot read this pack (it is then left out of
+ * the default and refused when asked for).
+ */
+export function benchVariants(kind: RowSourceKind, asked: BenchVariant[] | undefined, delayUs: number | undefined, miaRefused?: string): BenchVariant[] {
   const possible = VARIANTS_OF[kind];
   const wrong = asked?.find((v) => !possible.includes(v));
   if (wrong) throw usageError(`--variants ${wrong} cannot be measured on a ${kind === 'packed' ? 'packed directory' : kind === 'sparse' ? 'sparse copy' : 'snapshot'}: it takes ${possible.join(', ')}`);
-  if (asked?.includes('overlay') && delayUs !== undefined) throw usageError('--delay-us slows the row store\'s reads; the overlay variant (mmap) has none to slow: leave it out');
-  return asked ?? possible.filter((v) => v !== 'overlay' || delayUs === undefined);
+  for (const v of ['overlay', 'mia'] as const) {
+    if (asked?.includes(v) && delayUs !== undefined) throw usageError(`--delay-us slows the row store's reads; the ${v} variant has none to slow: leave it out`);
+  }
+  if (asked?.includes('mia') && miaRefused) throw usageError(`--variants mia: ${miaRefused}`);
+  return asked ?? possible.filter((v) => (v !== 'overlay' && v !== 'mia') || (delayUs === undefined && (v !== 'mia' || !miaRefused)));
 }
 
 export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBenchReport> {
@@ -112,7 +127,10 @@ export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBench
   const files = [...new Set(probe.files.filter((f) => f.layer === table.layer).map((f) => f.path))];
   const kind = probe.kind;
   await probe.close();
-  const variants = benchVariants(kind, o.variants, o.delayUs);
+  const mia = kind === 'packed' ? miaTarget(spec, table) : { refused: 'it reads packs only' };
+  const miaRefused = 'refused' in mia ? mia.refused : existsSync(miaDriverPath()) ? undefined : `the Mia baseline is not built (${miaDriverPath()} missing): run 'npm run build:native'`;
+  const variants = benchVariants(kind, o.variants, o.delayUs, miaRefused);
+  const miaCache = o.mia ?? MIA_CACHE_DEFAULT;
   if (o.delayUs !== undefined && o.engines?.includes('uring')) throw usageError("--delay-us slows the pread pool's reads; the uring engine does not sleep per read: leave uring out of --engines");
   let sizes: number[] | undefined;
   if (kind === 'snapshot') {
@@ -185,10 +203,10 @@ export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBench
   const results: GatherBenchResult[] = [];
   const record = (v: BenchVariant, t: number, b: number, r: Timed, extra: Partial<GatherBenchResult>): void => {
     const res: GatherBenchResult = {
-      source: v === 'overlay' ? 'snapshot' : v,
+      source: v === 'overlay' ? 'snapshot' : v === 'mia' ? 'packed' : v,
       ...(layout ? { layout } : {}),
       variant: v,
-      reader: v === 'overlay' ? 'mmap' : 'pread-pool',
+      reader: v === 'overlay' ? 'mmap' : v === 'mia' ? 'mia-pool' : 'pread-pool',
       ...extra,
       threads: t,
       batch: b,
@@ -210,10 +228,25 @@ export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBench
     results.push(res);
     say(`${v} (${res.reader})${extra.merge === false ? ' (no merge)' : ''} threads ${t} batch ${b}: ${Math.round(r.rowsPerSec)} rows/s, p50 ${r.p50.toFixed(2)} ms`);
   };
+  // The Mia reader for one case, when it runs: alone, or paired with the row store's first engine.
+  const miaPaired = variants.includes('mia') && variants.includes('packed');
+  const openMia = (t: number) => (variants.includes('mia') && !('refused' in mia) ? openMiaCase(mia, t, miaCache) : undefined);
+  const recordMia = async (m: Awaited<ReturnType<typeof openMiaCase>>, t: number, b: number, r: Timed): Promise<void> => {
+    record('mia', t, b, r, await m.finish(r.rowsPerSec));
+  };
 
   for (const v of variants) {
+    if (v === 'mia' && miaPaired) continue; // measured beside packed, below
     for (const t of o.threads) {
       await psyncAt(t);
+      if (v === 'mia') {
+        for (const b of o.batches) {
+          await prepare();
+          const m = (await openMia(t))!;
+          await recordMia(m, t, b, (await timeInterleaved(o.seconds, fresh(b), [m.run], betweenBatches))[0]);
+        }
+        continue;
+      }
       if (v === 'overlay') {
         const willneed = o.willneed !== false;
         for (const b of o.batches) {
@@ -237,7 +270,8 @@ export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBench
         }
         continue;
       }
-      for (const engine of o.engines ?? ['pread']) for (const merge of o.mergeGain ? [true, false] : [o.store?.merge !== false]) {
+      const engines = o.engines ?? ['pread'];
+      for (const engine of engines) for (const merge of o.mergeGain ? [true, false] : [o.store?.merge !== false]) {
         const src: RowSource = await openRowSource(o.source, {
           threads: t,
           ioEngine: engine,
@@ -263,10 +297,14 @@ export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBench
             // The cache was warmed behind the store's back: tell it, as a store opened on a warm cache learns at open.
             if (!o.cold) await src.store.learnCached();
             const before = src.store.stats();
-            const r = await timeLoop(o.seconds, fresh(b), (ids) => src.store.gather(table.layer, ids, out), betweenBatches);
+            const gather = inProcess((ids) => src.store.gather(table.layer, ids, out));
+            // The Mia reader runs beside the first engine's merged case, on the same batches.
+            const m = v === 'packed' && miaPaired && engine === engines[0] && merge === (o.store?.merge !== false) ? await openMia(t) : undefined;
+            const [r, rm] = await timeInterleaved(o.seconds, fresh(b), m ? [gather, m.run] : [gather], betweenBatches);
             const after = src.store.stats();
             const delta = { rows: after.rows - before.rows, reads: after.reads - before.reads, duplicates: after.duplicates - before.duplicates, merged: after.merged - before.merged, mappedRows: after.mappedRows - before.mappedRows };
             record(v, t, b, r, { ...(spec.kind === 'packed' ? { direct: directActive } : {}), reader: engine === 'uring' ? 'uring' : 'pread-pool', ...(merge ? {} : { merge: false }), ...storeNumbers(delta, r.rowsPerSec) });
+            if (m) await recordMia(m, t, b, rm);
           }
         } finally {
           await src.close();

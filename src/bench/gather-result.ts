@@ -4,7 +4,7 @@
 import type { Ceiling, FioEngine } from './fio.js';
 import type { Timed } from './time-loop.js';
 
-export type BenchVariant = 'snapshot' | 'snapshot+scales' | 'packed' | 'overlay';
+export type BenchVariant = 'snapshot' | 'snapshot+scales' | 'packed' | 'overlay' | 'mia';
 /** The row store's read engines (RowStoreOptions.ioEngine), measured side by side. */
 export type BenchEngine = 'pread' | 'uring';
 
@@ -15,8 +15,12 @@ export interface GatherBenchResult {
   layout?: 'dense' | 'page' | 'sparse';
   /** The --variants name that produced this result. */
   variant: BenchVariant;
-  /** The row store's pread pool or io_uring engine (threads = its queue depth), or the overlay's mmap + memcpy path. */
-  reader: 'pread-pool' | 'uring' | 'mmap';
+  /**
+   * The row store's pread pool or io_uring engine (threads = its queue depth), the overlay's
+   * mmap + memcpy path, or the Mia stack's pool (bench/baselines/mia-row-store: DSV41_IO_THREADS
+   * = threads, one O_DIRECT read per miss, its row cache).
+   */
+  reader: 'pread-pool' | 'uring' | 'mmap' | 'mia-pool';
   /** Overlay variant: false when run without the WILLNEED pass (--no-willneed). */
   willneed?: boolean;
   direct?: boolean;
@@ -51,6 +55,8 @@ export interface GatherBenchResult {
   devicePagesPerSec?: number;
   /** Fractions of the device ceiling's IOPS (same run): rows/s, reads/s, device pages/s. */
   ofCeiling?: { rows: number; reads?: number; devicePages?: number };
+  /** Mia variant: its row cache as configured and as it did (hits over lookups of owned ids). */
+  mia?: { budgetBytes: number; ways: number; cacheSlots: number; cacheBytes: number; ioThreads: number; hitRate: number };
   /** Page-cache bytes of the source's files when the case ended, over the bytes the case can read (max 1). */
   cachedAfter?: number;
   baselines: { naive?: { rowsPerSec: number }; fio?: { iops: number; engine: FioEngine; jobs: number; direct: boolean } };
@@ -119,10 +125,11 @@ export function pairMergeGains(results: GatherBenchResult[]): void {
 /**
  * Smallest thread count within 5% of the best rows/s at the largest batch, on the overlay's
  * path when it ran (the engine's SPARK_ENGRAM_THREADS), else on the first variant; no-merge
- * reruns are not candidates.
+ * reruns and the Mia baseline are not candidates.
  */
 export function recommendThreads(all: GatherBenchResult[]): { threads: number; variant: BenchVariant } {
-  const results = all.filter((r) => r.merge !== false);
+  // The Mia stack's reader is a baseline: its DSV41_IO_THREADS is not SPARK_ENGRAM_THREADS.
+  const results = all.filter((r) => r.merge !== false && r.variant !== 'mia');
   if (results.length === 0) return { threads: 64, variant: 'snapshot' };
   const variant = results.some((r) => r.variant === 'overlay') ? 'overlay' : results[0].variant;
   const batch = Math.max(...results.map((r) => r.batch));

@@ -39,21 +39,18 @@ export function processReadBytes(text?: string): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
-export async function timeLoop(
-  seconds: number,
-  next: () => number[],
-  run: (ids: number[]) => Promise<unknown>,
-  between?: () => Promise<void> | void,
-): Promise<Timed> {
-  const lat: number[] = [];
-  let rows = 0;
-  let busy = 0;
-  let cpuUs = 0;
-  let device: number | undefined = 0;
-  const deadline = performance.now() + seconds * 1000;
-  for (let i = 0; performance.now() < deadline || i < 1; i++) {
-    const ids = next();
-    if (between) await between();
+/** One timed gather: wall milliseconds, CPU seconds and storage bytes charged to it. */
+export interface Sample {
+  ms: number;
+  cpuSeconds: number;
+  deviceBytes?: number;
+}
+/** A reader that times its own gathers (a child process reports its own numbers). */
+export type MeasuredRun = (ids: number[]) => Promise<Sample>;
+
+/** Times a gather in this process: wall time, process.cpuUsage, /proc/self/io read_bytes. */
+export function inProcess(run: (ids: number[]) => Promise<unknown>): MeasuredRun {
+  return async (ids) => {
     const io0 = processReadBytes();
     const c0 = process.cpuUsage();
     const b0 = performance.now();
@@ -61,13 +58,15 @@ export async function timeLoop(
     const ms = performance.now() - b0;
     const c = process.cpuUsage(c0);
     const io1 = processReadBytes();
-    cpuUs += c.user + c.system;
-    device = device !== undefined && io0 !== undefined && io1 !== undefined ? device + (io1 - io0) : undefined;
-    lat.push(ms);
-    busy += ms;
-    rows += ids.length;
-  }
-  lat.sort((a, b) => a - b);
+    return { ms, cpuSeconds: (c.user + c.system) / 1e6, ...(io0 !== undefined && io1 !== undefined ? { deviceBytes: io1 - io0 } : {}) };
+  };
+}
+
+function summarize(samples: Sample[], rowsPerSample: number[]): Timed {
+  const lat = samples.map((x) => x.ms).sort((a, b) => a - b);
+  const busy = lat.reduce((a, b) => a + b, 0);
+  const rows = rowsPerSample.reduce((a, b) => a + b, 0);
+  const device = samples.every((x) => x.deviceBytes !== undefined) ? samples.reduce((a, x) => a + (x.deviceBytes ?? 0), 0) : undefined;
   return {
     rows,
     rowsPerSec: rows / (busy / 1000),
@@ -75,7 +74,43 @@ export async function timeLoop(
     p99: percentile(lat, 99),
     n: lat.length,
     busySeconds: busy / 1000,
-    cpuSeconds: cpuUs / 1e6,
+    cpuSeconds: samples.reduce((a, x) => a + x.cpuSeconds, 0),
     ...(device !== undefined ? { deviceBytes: device } : {}),
   };
+}
+
+export async function timeLoop(
+  seconds: number,
+  next: () => number[],
+  run: (ids: number[]) => Promise<unknown>,
+  between?: () => Promise<void> | void,
+): Promise<Timed> {
+  return (await timeInterleaved(seconds, next, [inProcess(run)], between))[0];
+}
+
+/**
+ * Several readers on the same batches: each batch of fresh ids goes to every reader in turn,
+ * the first reader rotating from batch to batch so none always runs first (or always right
+ * after an eviction, or on a drive another reader just woke). `between` runs before every
+ * reader's turn. Runs until seconds x readers have passed (about `seconds` of gathers each).
+ */
+export async function timeInterleaved(
+  seconds: number,
+  next: () => number[],
+  runs: MeasuredRun[],
+  between?: () => Promise<void> | void,
+): Promise<Timed[]> {
+  const samples: Sample[][] = runs.map(() => []);
+  const rows: number[] = [];
+  const deadline = performance.now() + seconds * 1000 * runs.length;
+  for (let i = 0; performance.now() < deadline || i < 1; i++) {
+    const ids = next();
+    rows.push(ids.length);
+    for (let k = 0; k < runs.length; k++) {
+      const r = (i + k) % runs.length;
+      if (between) await between();
+      samples[r].push(await runs[r](ids));
+    }
+  }
+  return samples.map((s) => summarize(s, rows));
 }

@@ -6,6 +6,7 @@ import { accessSync, constants, lstatSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { CliContext } from './context.js';
 import { writeNewFile } from '../new-file.js';
+import { MIA_CACHE_DEFAULT } from '../bench/mia-case.js';
 import { runGatherBench, type BenchEngine, type BenchVariant, type GatherBenchOptions, type GatherBenchReport, type GatherBenchResult } from '../bench/gather-bench.js';
 import { lineChartSvg } from '../bench/svg-chart.js';
 import { usageError } from '../errors.js';
@@ -29,7 +30,8 @@ const gib = (b: number): string => `${(b / 2 ** 30).toFixed(1)} GiB`;
 /** What a result read, in one cell: variant, layout, reader. */
 export function resultLabel(x: GatherBenchResult): string {
   const layout = x.layout ? `/${x.layout}${x.direct ? '+direct' : ''}` : '';
-  const notes = [x.reader, x.willneed === false ? 'no WILLNEED' : '', x.merge === false ? 'no merge' : ''].filter(Boolean);
+  const cache = x.mia ? (x.mia.cacheSlots > 0 ? `cache ${(x.mia.budgetBytes / 2 ** 20).toFixed(0)} MiB ${x.mia.ways}-way, ${percent(x.mia.hitRate)} hits` : 'no cache') : '';
+  const notes = [x.reader, x.willneed === false ? 'no WILLNEED' : '', x.merge === false ? 'no merge' : '', cache].filter(Boolean);
   return `${x.variant}${layout} (${notes.join(', ')})`;
 }
 
@@ -150,9 +152,11 @@ interface Flags {
   willneed?: boolean;
   mergeGain?: boolean;
   evictEveryBatch?: boolean;
+  miaCacheMib?: string;
+  miaWays?: string;
 }
 
-const VARIANTS: BenchVariant[] = ['snapshot', 'snapshot+scales', 'overlay', 'packed'];
+const VARIANTS: BenchVariant[] = ['snapshot', 'snapshot+scales', 'overlay', 'packed', 'mia'];
 
 /** The case grid when a flag is left out: shown by --help and applied by parseBenchGatherFlags. */
 const GATHER_DEFAULT = { threads: '1,4,16,32,64,96', batch: '24,144,49152', seconds: '2' } as const;
@@ -187,6 +191,10 @@ export function parseBenchGatherFlags(source: string | undefined, f: Flags, env:
     willneed: f.willneed !== false,
     mergeGain: Boolean(f.mergeGain),
     evictEveryBatch: Boolean(f.evictEveryBatch),
+    mia: {
+      budget: f.miaCacheMib === undefined ? MIA_CACHE_DEFAULT.budget : parseCount(f.miaCacheMib, '--mia-cache-mib', 0, 1 << 20) * 2 ** 20,
+      ways: f.miaWays === undefined ? MIA_CACHE_DEFAULT.ways : parseCount(f.miaWays, '--mia-ways', 1, 16),
+    },
   };
 }
 
@@ -203,7 +211,7 @@ export function benchCommand(ctx: CliContext): Command {
     .option('--layer <L>', 'layer to read (default: the first)')
     .option('--direct', 'packed directories: O_DIRECT reads (fio runs with direct=1 too)')
     .option('--delay-us <n>', 'inject this delay before every read (models NFS latency; no baselines)')
-    .option('--variants <list>', 'snapshot, snapshot+scales, overlay (snapshots and sparse copies), packed (packs); default: all the source supports')
+    .option('--variants <list>', "snapshot, snapshot+scales, overlay (snapshots and sparse copies), packed, mia (packs; mia: the Mia stack's reader, dense packs with its header); default: all the source supports")
     .option('--engines <list>', "row store engines: pread (default), uring (io_uring; its queue depth is the thread count), or both: pread,uring")
     .option('--no-fio', 'skip fio (the device ceiling and the psync baseline)')
     .option('--no-naive', 'skip the naive TypeScript baseline')
@@ -212,6 +220,8 @@ export function benchCommand(ctx: CliContext): Command {
     .option('--no-merge', 'row store: one read per row piece, no page merging')
     .option('--no-fadvise', 'row store: no POSIX_FADV_RANDOM hint')
     .option('--no-map', 'row store: read every row with a read call, also the rows the page cache holds (warm cases copy those out of a mapping; cold cases always read)')
+    .option('--mia-cache-mib <n>', "mia variant: the reader's row cache budget per store in MiB (its DSV41_CACHE_GIB * 1024 / (2 * ranks per host)); 0 = no cache, as the mia-tp4 env file sets", '0')
+    .option('--mia-ways <n>', 'mia variant: DSV41_CACHE_WAYS, 1-16', '4')
     .option('--no-willneed', "overlay variant: skip the WILLNEED pass (to measure what it pays; the overlay runs it)")
     .option('--svg <file>', 'write a chart of rows/s against threads per batch size')
     .option('--json', 'print {results: [...], recommendedThreads}')
@@ -226,6 +236,15 @@ neighbouring ids share pages far more often than in serving, and page merging lo
 The overlay variant reads the snapshot or sparse copy the way the serving overlay does (one
 mmap with MADV_RANDOM, a WILLNEED pass over the batch, memcpy workers); when it runs, the
 recommended SPARK_ENGRAM_THREADS is measured on it.
+
+The mia variant reads a dense pack the way the Mia stack's reader does (its behaviour
+re-implemented in bench/baselines/mia-row-store: a pool of DSV41_IO_THREADS = --threads, one
+O_DIRECT 4 or 8 KiB read per miss, its set-associative row cache of --mia-cache-mib and
+--mia-ways, empty at the start of every case), in a child process that times its own calls.
+Beside the packed variant, every batch goes to both, in alternating order, on the same ids
+(with the first engine of --engines). It needs the stack's 4096-byte binary header in the
+data file (a pack of format version 2); O_DIRECT reads do not use the page cache, so "warm"
+changes nothing for it but its own cache.
 
 What the numbers mean (the same names in --json):
   device ceiling   fio, 4 KiB random reads, O_DIRECT, io_uring (libaio when io_uring is not
