@@ -28,7 +28,7 @@ import { join } from 'node:path';
 import type { SplitRule } from '../domain/split-rule.js';
 import { readLocalDir } from '../engram/local-dir.js';
 import { readShardHead, scanMiaShards, shardSplit } from '../engram/mia-dir.js';
-import { decodeMiaHeader, miaMismatch, miaShardBytes } from '../engram/mia-shard.js';
+import { decodeMiaHeader, MIA_MAGIC, miaMismatch, miaShardBytes } from '../engram/mia-shard.js';
 import type { PackedManifest } from '../engram/packed-manifest.js';
 import { rankRanges } from '../engram/ranges.js';
 
@@ -77,6 +77,10 @@ function judge(dir: string, file: string, id: { layer: number; rank: number; wor
   if ('problem' in head) return { ...base, miaReader: 'unknown', why: `${file} ${head.problem}`, exactSize: false };
   if (head.block.length < 48) return { ...base, miaReader: 'abort', why: `${file} is ${head.size} bytes, shorter than its header`, exactSize: false };
   const h = decodeMiaHeader(head.block);
+  // Not the shard header at all (a version 1 JSON block, say): its fields mean nothing.
+  if (h.magic !== MIA_MAGIC || h.unsafe.length > 0) {
+    return { ...base, miaReader: 'abort', why: `${file}: ${miaMismatch(h, head.size, { layer: id.layer, lo: 0, hi: 0, rows: 0 }) ?? 'header out of range'}`, exactSize: false };
+  }
   const rows = expect.rows?.get(id.layer) ?? h.rows;
   const range = expect.ranges?.get(id.layer);
   const [lo, hi] = range ?? (() => {
