@@ -88,7 +88,7 @@ test('the page layout never uses a name the Mia reader opens', async () => {
   assert.equal(rows.code, 0, rows.stderr);
 });
 
-test("a pack laid out as the stack's packer lays it out reads the same through rows, verify, engram-ranges, the wrapper and the Python reader", async () => {
+test("a pack laid out as the stack's packer lays it out reads the same through rows, verify, engram-ranges, bench gather, the wrapper and the Python reader", async () => {
   const dir = join(tempDir(), 'stack');
   writeStackPack(dir, 1, 3);
   const t = tables[1];
@@ -130,13 +130,25 @@ test("a pack laid out as the stack's packer lays it out reads the same through r
   assert.equal(pyv.status, 0, pyv.stderr);
   assert.equal(JSON.parse(pyv.stdout).checksums, false);
 
+  const g = bin(['bench', 'gather', dir, '--threads', '1', '--batch', '16', '--seconds', '1', '--json']);
+  assert.equal(g.code, 0, g.stderr);
+  assert.deepEqual((JSON.parse(g.stdout) as { results: { source: string; layout: string }[] }).results.map((r) => [r.source, r.layout]), [['packed', 'dense']]);
+
+  // The registry's receipt beside the shards: checked when present.
+  writeFileSync(join(dir, 'identity.json'), JSON.stringify({ format: 'DSV41EN1', tp: 3, revision: 'x', rows: Object.fromEntries(tables.map((x) => [String(x.layer), x.rows])) }));
+  assert.equal(bin(['verify', dir]).code, 0);
+  writeFileSync(join(dir, 'identity.json'), JSON.stringify({ format: 'DSV41EN1', tp: 4, rows: {} }));
+  const bad = bin(['verify', dir]);
+  assert.equal(bad.code, 1);
+  assert.match(bad.stderr, /identity\.json: tp is 4, engram-l\d+-r1of3\.bin is of 3/);
+
   const verdict = await packDirVerdict(dir, { rows: new Map(tables.map((x) => [x.layer, x.rows])) });
   assert.equal(verdict.kind, 'mia-native');
   assert.equal(verdict.split, 'floor');
   assert.ok(verdict.shards.every((s) => s.miaReader === 'attach'));
 });
 
-test('verify names what the stack aborts on in its own packs: a cut shard, a wrong header, a front-split range', async () => {
+test('verify names what the stack aborts on in its own packs: a cut shard, a wrong header, ranges of no split it uses', async () => {
   const dir = join(tempDir(), 'stack');
   writeStackPack(dir, 0, 2);
   const name = `engram-l${tables[0].layer}-r0of2.bin`;

@@ -97,7 +97,13 @@ function selfProblem(name: { layer: number }, size: number, block: Buffer): { he
 /** Every file under a shard name in `dir`, ascending by name. */
 export function scanMiaShards(dir: string): MiaShardFile[] {
   const out: MiaShardFile[] = [];
-  for (const name of readdirSync(dir).sort()) {
+  let names: string[];
+  try {
+    names = readdirSync(dir).sort();
+  } catch {
+    return out; // unlistable: no shards spark can see (its readers say what is wrong with the path)
+  }
+  for (const name of names) {
     const id = parseMiaShardName(name);
     if (!id) continue;
     const head = readShardHead(join(dir, name));
