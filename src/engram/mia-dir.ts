@@ -21,6 +21,11 @@ import {
 import { tileLayers, type EngramLayerRows } from './ranges.js';
 import type { PackedLayer, PackedManifest } from './packed-manifest.js';
 
+/** The command that re-packs rank/world of a pack in dir as the Mia stack's shards (a finding's fix). */
+export function repackCommand(dir: string, rank: number, world: number, layout = 'dense', split?: string): string {
+  return `spark pack SNAPSHOT --out ${dir} --rank ${rank} --world ${world}${split && split !== 'floor' ? ` --split ${split}` : ''} --layout ${layout} --force`;
+}
+
 /** The checksum algorithm of an entry made from a shard: there are none to check. */
 export const NO_CHECKSUMS = 'none';
 
@@ -180,7 +185,7 @@ export function miaManifest(dir: string, shards: readonly MiaShardFile[]): Packe
   if (bad) {
     throw new SparkError(
       'E_PACK_MISMATCH',
-      `${join(dir, bad.name)} ${bad.problem}: the Mia stack's reader aborts on it; re-pack with spark pack SNAPSHOT --out ${dir} --rank ${bad.rank} --world ${bad.world} --layout dense --force`,
+      `${join(dir, bad.name)} ${bad.problem}: the Mia stack's reader aborts on it; re-pack it: ${repackCommand(dir, bad.rank, bad.world)}`,
       { path: join(dir, bad.name) },
     );
   }

@@ -27,7 +27,7 @@
 import { join } from 'node:path';
 import type { SplitRule } from '../domain/split-rule.js';
 import { readLocalDir } from '../engram/local-dir.js';
-import { readShardHead, scanMiaShards, shardSplit } from '../engram/mia-dir.js';
+import { readShardHead, repackCommand, scanMiaShards, shardSplit } from '../engram/mia-dir.js';
 import { decodeMiaHeader, MIA_MAGIC, miaMismatch, miaShardBytes } from '../engram/mia-shard.js';
 import type { PackedManifest } from '../engram/packed-manifest.js';
 import { rankRanges } from '../engram/ranges.js';
@@ -55,11 +55,6 @@ export interface PackDirVerdict {
 export interface PackExpectation {
   rows?: ReadonlyMap<number, number>;
   ranges?: ReadonlyMap<number, readonly [number, number]>;
-}
-
-/** The re-pack command for rank/world of a pack in dir. */
-export function repackCommand(dir: string, rank: number, world: number, layout = 'dense', split?: string): string {
-  return `spark pack SNAPSHOT --out ${dir} --rank ${rank} --world ${world}${split && split !== 'floor' ? ` --split ${split}` : ''} --layout ${layout} --force`;
 }
 
 /** verify's finding for a version 1 pack, whatever else is right with it. */

@@ -6,9 +6,8 @@
 import { readdir } from 'node:fs/promises';
 import type { PackedManifest } from '../engram/packed-manifest.js';
 import { parseMiaShardName } from '../engram/mia-shard.js';
-import { identityProblems, readMiaIdentity, shardEntry, shardSplit, type MiaShardFile } from '../engram/mia-dir.js';
+import { identityProblems, readMiaIdentity, repackCommand, shardEntry, shardSplit, type MiaShardFile } from '../engram/mia-dir.js';
 import { withSubTables } from '../engram/layer-source.js';
-import { repackCommand } from './pack-verdict.js';
 import { checkLayers } from './verify.js';
 import type { VerifyReport, VerifyRequest } from './verify-report.js';
 
