@@ -2,7 +2,7 @@
 // direct read of the same bytes, in the same run:
 //
 //   node dist/bench/pack.js --snapshot /path/to/snap [--dir /var/tmp/spark-pack-bench]
-//        [--rank 0] [--world 4] [--threads 4] [--exact]
+//        [--rank 0] [--world 4] [--threads 4] [--exact] [--rounds N]
 //   (without --snapshot, a synthetic one is made in --dir at --vocab rows per head)
 //
 // Cases, once each, in this order (the outputs are removed as soon as they are measured, so
@@ -20,6 +20,8 @@
 // source larger than the page cache stays cold without dropping caches on a shared machine;
 // the page cache's growth over each spark command (/proc/meminfo Cached) is recorded too.
 // --exact adds spark verify --source --full of the dense pack (reads everything again).
+// --rounds N (default 1) repeats fio copy and pack dense N - 1 more times, back to back and in
+// alternating order, so the dense ratio is also seen as N interleaved pairs on a shared disk.
 // Writes bench/out/pack-*.json.
 import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -39,10 +41,11 @@ interface Args {
   world: number;
   threads: number;
   exact: boolean;
+  rounds: number;
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { dir: '/var/tmp/spark-pack-bench', vocab: 200_000, rank: 0, world: 4, threads: 4, exact: false };
+  const a: Args = { dir: '/var/tmp/spark-pack-bench', vocab: 200_000, rank: 0, world: 4, threads: 4, exact: false, rounds: 1 };
   for (let i = 0; i < argv.length; i++) {
     const [k, v] = [argv[i], argv[i + 1]];
     if (k === '--exact') {
@@ -56,6 +59,7 @@ function parseArgs(argv: string[]): Args {
     else if (k === '--rank') a.rank = Number(v);
     else if (k === '--world') a.world = Number(v);
     else if (k === '--threads') a.threads = Number(v);
+    else if (k === '--rounds') a.rounds = Number(v);
     else throw new Error(`unknown argument ${k}`);
   }
   return a;
@@ -149,6 +153,28 @@ async function main(): Promise<void> {
     exact = (JSON.parse(r.stdout) as { ok: boolean }).ok;
   }
   rmSync(out('pack-dense'), { recursive: true, force: true });
+  // More (fio copy, pack dense) pairs, order alternating: the first pair is the one above.
+  const pairs = [{ fio: copy.seconds, dense: dense.seconds }];
+  for (let r = 1; r < a.rounds; r++) {
+    const fioOnce = (): number => {
+      mkdirSync(out('fio-copy'));
+      const t = measure(`fio direct copy (round ${r + 1})`, fioCopy(rows, out('fio-copy')), bytes).seconds;
+      rmSync(out('fio-copy'), { recursive: true, force: true });
+      return t;
+    };
+    const denseOnce = (): number => {
+      const t = measure(`spark pack --layout dense (round ${r + 1})`, packArgs(out('pack-dense'), 'dense'), bytes).seconds;
+      rmSync(out('pack-dense'), { recursive: true, force: true });
+      return t;
+    };
+    if (r % 2 === 1) {
+      const d = denseOnce();
+      pairs.push({ fio: fioOnce(), dense: d });
+    } else {
+      const f = fioOnce();
+      pairs.push({ fio: f, dense: denseOnce() });
+    }
+  }
   load.push(loadavg());
 
   const ratio = (num: CaseResult, den: CaseResult, inner = false): number => den.seconds / (inner && num.innerSeconds ? num.innerSeconds : num.seconds);
@@ -170,6 +196,7 @@ async function main(): Promise<void> {
       packDenseVsFioCopy: ratio(dense, copy, true),
       verifyVsFioRead: ratio(verify, read, true),
     },
+    denseVsFioCopyRounds: pairs.map((p) => ({ ...p, ratio: p.fio / p.dense })),
     targets: { pack: 0.95, verify: 0.9 },
     ...(exact !== undefined ? { byteExactDense: exact } : {}),
   };
@@ -184,6 +211,7 @@ async function main(): Promise<void> {
   }
   process.stdout.write(`${lines.join('\n')}\n\nratios (throughput): ${JSON.stringify(result.ratios)}\n`);
   process.stdout.write(`without node start-up: ${JSON.stringify(result.ratiosWithoutStartup)}\n`);
+  process.stdout.write(`dense vs fio copy per round: ${result.denseVsFioCopyRounds.map((p) => p.ratio.toFixed(3)).join(' ')}\n`);
   process.stdout.write(`load average before ${load[0].map((x) => x.toFixed(2)).join(' ')}, after ${load[1].map((x) => x.toFixed(2)).join(' ')}\nwrote ${file}\n`);
 }
 

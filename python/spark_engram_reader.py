@@ -10,8 +10,12 @@ Two kinds of directory (docs/packed-format.md):
                 Rows are global ids in two columns: weight at 8 + N + data_offsets[0] + id*D,
                 scale at ... + id*D/32 of the shard's safetensors header.
   pack          spark-pack.json (or, as first shipped, engram-local.json with a "layers"
-                array): per layer engram-l{L}-r{r}of{W}.bin, a 4096-byte header block, then
-                rows weight[D] || scale[D/32] (dense, or in 4096-byte pages).
+                array): per layer one data file, a 4096-byte header block, then rows
+                weight[D] || scale[D/32] (dense, or in 4096-byte pages). Version 2: a dense
+                file is the Mia stack's shard engram-l{L}-r{r}of{W}.bin (binary header), a page
+                file spark-page-l{L}-r{r}of{W}.rows (JSON header); version 1: both .bin, JSON.
+  Mia shards    no manifest, only engram-l{L}-r{r}of{W}.bin files (the Mia stack's own packer):
+                read as a dense pack of their headers' ranges; no checksums to verify.
 
 Only numpy and the standard library are needed. Checksums are CRC-32 as zlib computes it.
 Files are mapped with MADV_RANDOM after their sizes are checked (a truncated file is an error
@@ -54,7 +58,7 @@ from spark_engram_copy.checked import (
     _read_json,
 )
 from spark_engram_copy.layer import E8M0, FP8_E4M3
-from spark_engram_copy.packed import PackedDir, PackedLayer
+from spark_engram_copy.packed import PackedDir, PackedLayer, mia_manifest
 from spark_engram_copy.sparse import SparseCopy, SparseLayer
 
 __all__ = [
@@ -89,6 +93,9 @@ def open_dir(directory):
         return PackedDir(directory, pack, _read_json(pack, "the manifest"))
     local = os.path.join(directory, LOCAL_MANIFEST)
     if not os.path.lexists(local):
+        mia = mia_manifest(directory)
+        if mia is not None:
+            return PackedDir(directory, os.path.join(directory, mia["layers"][0]["file"]), mia)
         raise FormatError(f"{directory}: has neither {PACK_MANIFEST} nor {LOCAL_MANIFEST}: not a copy (an interrupted pack has none)")
     m = _obj(_read_json(local, "the manifest"), local)
     if isinstance(m.get("layers"), dict):

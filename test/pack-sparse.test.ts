@@ -88,7 +88,7 @@ test('--force onto another rank, world or layout removes the replaced files once
   // sparse -> page: the shards and the index go.
   const p = await packEngram(request(out, { layout: 'page', rank: 0, world: 3, chunkRows: 15 * 70, force: true }));
   assert.deepEqual(p.removed.sort(), ['engram-local.json.replaced', 'model-00002-of-00003.safetensors', 'model-00003-of-00003.safetensors'].sort());
-  assert.deepEqual(readdirSync(out).sort(), ['engram-l1-r0of3.bin', 'engram-l14-r0of3.bin', 'spark-pack.json']);
+  assert.deepEqual(readdirSync(out).sort(), ['spark-pack.json', 'spark-page-l1-r0of3.rows', 'spark-page-l14-r0of3.rows']);
 });
 
 test('a replacement killed before its manifest: the next run finishes it and still clears the replaced files', async () => {

@@ -10,6 +10,7 @@ import { SparkError } from '../src/errors.js';
 import { makeSnapshot } from './helpers/synth.js';
 import { tempDir } from './helpers/tmp.js';
 import { openSnapshot } from '../src/engram/snapshot.js';
+import { encodeMiaHeader } from '../src/engram/mia-shard.js';
 import { readManifest, readPackedRow } from './helpers/packed.js';
 import { mountTmpfs } from './helpers/tmpfs.js';
 import { packRequest, rejects } from './helpers/pack-request.js';
@@ -37,9 +38,16 @@ for (const layout of ['dense', 'page'] as const) {
       assert.equal(e.layout, layout);
       assert.equal(e.rowBytes, 264);
       const data = readFileSync(join(out, e.file));
-      const header = data.subarray(0, 4096).toString('utf8');
-      assert.equal(JSON.parse(header.trimEnd()).layer, e.layer);
-      assert.match(header, / {100}$/);
+      if (layout === 'dense') {
+        // The Mia stack's shard header (its contract suite: mia-contract.test.ts).
+        assert.ok(data.subarray(0, 4096).equals(encodeMiaHeader({ layer: e.layer, lo: e.start, hi: e.end, rows: e.rows, rowBytes: 264 })));
+        assert.equal(e.file, `engram-l${e.layer}-r1of2.bin`);
+      } else {
+        const header = data.subarray(0, 4096).toString('utf8');
+        assert.equal(JSON.parse(header.trimEnd()).layer, e.layer);
+        assert.match(header, / {100}$/);
+        assert.equal(e.file, `spark-page-l${e.layer}-r1of2.rows`);
+      }
       for (let id = e.start; id < e.end; id++) {
         if (!readPackedRow(out, e, id).equals(synthRow(e.layer, id, 256))) assert.fail(`layer ${e.layer} row ${id} differs`);
       }
@@ -94,13 +102,13 @@ test('verify names the chunk of one flipped byte, the truncation, and a damaged 
   header[4000] = 0x41;
   writeFileSync(path, header);
   v = await verifyPack({ dir: out, rows: 'none', threads: 2 });
-  assert.deepEqual(v.problems, [`${e.file}: layer ${e.layer}: the header block (bytes 0-4095) does not match the manifest`]);
+  assert.deepEqual(v.problems, [`${e.file}: layer ${e.layer}: the header block (bytes 0-4095) is not the one the Mia stack's reader expects for this range`]);
 });
 
 test('a directory without a manifest is refused by verify, naming the interrupted pack', async () => {
   const out = join(tempDir(), 'pack');
-  await packEngram(request(out));
-  writeFileSync(join(out, 'x.bin.partial'), '');
+  await packEngram(request(out, { layout: 'page', chunkRows: 600 }));
+  writeFileSync(join(out, 'x.rows.partial'), '');
   const { rmSync } = await import('node:fs');
   rmSync(join(out, 'spark-pack.json'));
   const e = await rejects(verifyPack({ dir: out, rows: 'none', threads: 1 }), 'E_PACK_INCOMPLETE');
@@ -186,7 +194,7 @@ test('a flipped byte anywhere in a data file (header, rows, page padding) fails 
       const v = await verifyPack({ dir: out, rows: 'none', threads: 2 });
       assert.equal(v.ok, false, `byte ${at} of ${e.file}`);
       if (at < 4096) {
-        assert.match(v.problems[0], /the header block \(bytes 0-4095\) does not match the manifest/);
+        assert.match(v.problems[0], /the header block \(bytes 0-4095\) is not the one the manifest implies/);
       } else {
         const k = Math.floor((at - 4096) / span);
         assert.deepEqual(v.problems, [

@@ -26,7 +26,7 @@ test('a manifest written to the contract reads back with every field', async () 
   assert.equal(m.rank, 1);
   assert.equal(m.world, 4);
   assert.equal(m.split, 'floor');
-  assert.equal(m.layers[0].file, packedFileName(1, 1, 4));
+  assert.equal(m.layers[0].file, packedFileName(1, 1, 4, 'dense'));
   assert.equal(m.layers[0].file, 'engram-l1-r1of4.bin');
   assert.equal(m.layers[0].checksum.values.length, 3);
   assert.equal(packedRowOffset(m.layers[0], 2501), 4096 + 264);
@@ -45,7 +45,7 @@ test('every broken field is an E_PACK_MANIFEST error naming its key', async () =
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- mutating arbitrary JSON
   const cases: [(m: any) => void, RegExp][] = [
     [(m) => (m.format = 'other'), /format must be "spark-engram-packed"/],
-    [(m) => (m.version = 2), /version is 2; this spark reads version 1/],
+    [(m) => (m.version = 3), /version is 3; this spark reads versions 1 and 2/],
     [(m) => (m.rank = 4), /rank is 4 but world is 4/],
     [(m) => (m.split = 'even'), /split must be floor, front or heads/],
     [(m) => delete m.source.snapshot, /source\.snapshot must be a non-empty string/],

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, readFileSync, renameSync, rmSync, truncateSync, unlinkSync, writeFileSync, openSync, writeSync, closeSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, truncateSync, unlinkSync, writeFileSync, openSync, writeSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
 import { packEngram } from '../src/pack/pack.js';
 import { packRanges } from '../src/pack/pack-ranges.js';
@@ -80,10 +80,13 @@ const cases: Case[] = [
   { name: 'checksum values not a list', make: () => { const d = freshPack(); editManifest(d, (m) => ((m.layers as { checksum: { values: unknown } }[])[0].checksum.values = 'abc')); return d; }, want: /checksum\.values must be a list/ },
   { name: 'missing data file', make: () => { const d = freshPack(); unlinkSync(packFile(d)); return d; }, want: /\.bin: is missing/ },
   { name: 'truncated data file', make: () => { const d = freshPack(); const f = packFile(d); truncateSync(f, 5000); return d; }, want: /5000 bytes, the layout implies/ },
-  { name: 'header block not JSON', make: () => { const d = freshPack(); patch(packFile(d), 0, Buffer.from('{{{{')); return d; }, want: /the header block is not valid JSON/ },
-  { name: 'header block not UTF-8', make: () => { const d = freshPack(); patch(packFile(d), 3, Buffer.from([0xc3, 0x28])); return d; }, want: /the header block is not valid UTF-8 \(byte 3\)/ },
+  // A dense data file of version 2 is the Mia stack's shard: its binary header is checked field by field.
+  { name: 'shard header of another magic', make: () => { const d = freshPack(); patch(packFile(d), 0, Buffer.from('{{{{')); return d; }, want: /Mia shard header says magic=0x31344e457b7b7b7b, expected 0x31344e4531565344/ },
+  { name: 'shard header of another range', make: () => { const d = freshPack(); patch(packFile(d), 16, Buffer.from([0x07])); return d; }, want: /Mia shard header says lo=\d+, expected \d+/ },
+  { name: 'shard header with bytes after its fields', make: () => { const d = freshPack(); patch(packFile(d), 4000, Buffer.from([1])); return d; }, want: /header bytes 48-4095 are not zero/ },
   { name: 'manifest is a FIFO', make: () => { const d = freshPack(); unlinkSync(join(d, 'engram-local.json')); spawnSync('mkfifo', [join(d, 'engram-local.json')]); return d; }, want: /engram-local\.json: is not a regular file/ },
-  { name: 'no manifest at all', make: () => { const d = freshPack(); rmSync(join(d, 'engram-local.json')); return d; }, want: /has neither spark-pack\.json nor engram-local\.json/ },
+  // (Without a manifest, finished shards are read as the Mia stack's own: mia-contract.test.ts.)
+  { name: 'no manifest, only partial files', make: () => { const d = freshPack(); const f = packFile(d); rmSync(join(d, 'engram-local.json')); renameSync(f, `${f}.partial`); for (const n of readdirSync(d)) if (n.endsWith('.bin')) rmSync(join(d, n)); return d; }, want: /has neither spark-pack\.json nor engram-local\.json/ },
   { name: '--ids not a number', make: freshPack, args: ['--layer', packLayer, '--ids', `${packStart},x`], want: /--ids must be comma-separated whole numbers >= 0, got 'x'/ },
   { name: '--ids negative', make: freshPack, args: ['--layer', packLayer, '--ids', '-3'], want: /--ids/ },
   { name: '--ids empty', make: freshPack, args: ['--layer', packLayer, '--ids', ''], want: /--ids must be comma-separated whole numbers >= 0, got ''/ },

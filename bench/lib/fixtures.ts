@@ -21,7 +21,7 @@ export function makeBenchPack(dir: string, layer: number, rows: number, layout: 
   mkdirSync(dir, { recursive: true });
   const rb = dim + dim / 32;
   const perPage = Math.floor(4096 / rb);
-  const file = packedFileName(layer, 0, 1);
+  const file = packedFileName(layer, 0, 1, layout, 1); // format version 1: the manifest below says so
   const chunkRows = perPage * 4096; // a whole number of pages
   const entry = {
     layer, rows, start: 0, end: rows, file, rowBytes: rb, stride: rb, dataOffset: 4096,

@@ -35,6 +35,15 @@ Fields::Fields(Napi::Value v, std::string where) : where_(std::move(where)) {
 
 std::string Fields::String(const char* key) const { return StringValue(object_.Get(key), Name(key)); }
 
+std::string Fields::Bytes(const char* key) const {
+  Napi::Value v = object_.Get(key);
+  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
+    ThrowType(Env(), Name(key) + " must be a Uint8Array (a Buffer)");
+  }
+  Napi::Uint8Array a = v.As<Napi::Uint8Array>();
+  return std::string(reinterpret_cast<const char*>(a.Data()), a.ByteLength());
+}
+
 uint64_t Fields::U64(const char* key) const { return U64Value(object_.Get(key), Name(key)); }
 
 uint64_t Fields::U64Or(const char* key, uint64_t fallback) const { return Has(key) ? U64(key) : fallback; }

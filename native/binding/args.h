@@ -31,6 +31,8 @@ class Fields {
   Napi::Value Get(const char* key) const { return object_.Get(key); }
 
   std::string String(const char* key) const;
+  // The bytes of a Uint8Array (a Node Buffer), copied.
+  std::string Bytes(const char* key) const;
   uint64_t U64(const char* key) const;
   uint64_t U64Or(const char* key, uint64_t fallback) const;
   // A u64 that must also fit 32 bits (a layer number).

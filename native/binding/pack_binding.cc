@@ -162,7 +162,7 @@ Napi::Value PackLayerJs(const Napi::CallbackInfo& info) {
   job.scale = GetSource(o, "scale");
   job.start = o.U64("start");
   job.geometry = GetGeometry(o);
-  job.header = o.String("header");
+  job.header = o.Bytes("header");
   job.drop_source_cache = o.BoolOr("dropSourceCache", true);
   return SchedulePack<PackJob, PackLayer>(info.Env(), std::move(job), std::move(parts));
 }
@@ -250,7 +250,7 @@ Napi::Value VerifyLayerJs(const Napi::CallbackInfo& info) {
   VerifyJob job;
   job.path = o.String("path");
   job.geometry = GetGeometry(o);
-  job.header = o.String("header");
+  job.header = o.Bytes("header");
   job.crcs = GetChecksums(o);
   job.threads = GetThreads(o);
   job.check_chunks = o.BoolOr("checkChunks", true);

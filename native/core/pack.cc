@@ -10,12 +10,11 @@
 
 namespace spark {
 
-Status HeaderBlock(const std::string& json, std::string* block) {
-  if (json.size() > kPackHeaderBytes) {
-    return Status::Error(Code::E_USAGE, "header JSON is " + std::to_string(json.size()) + " bytes, more than 4096");
+Status CheckHeaderBlock(const std::string& block) {
+  if (block.size() != kPackHeaderBytes) {
+    return Status::Error(Code::E_USAGE, "a header block is " + std::to_string(kPackHeaderBytes) + " bytes, got " +
+                                            std::to_string(block.size()));
   }
-  *block = json;
-  block->resize(kPackHeaderBytes, ' ');
   return Status::Ok();
 }
 
@@ -30,8 +29,7 @@ class DenseTarget : public PackTarget {
   uint64_t total_bytes() const override { return g_.data_bytes(); }
 
   Status CheckSources() const override {
-    std::string block;
-    Status s = HeaderBlock(job_.header, &block);
+    Status s = CheckHeaderBlock(job_.header);
     if (!s.ok()) return s;
     return CheckSourceRange(job_.weight, job_.scale, job_.start, g_);
   }
@@ -40,9 +38,8 @@ class DenseTarget : public PackTarget {
     uint64_t size = 0;
     Status s = FileSize(fd, path, &size);
     if (s.ok() && size != g_.file_bytes()) s = ReserveFile(fd, g_.file_bytes(), path);
-    std::string block;
-    if (s.ok()) s = HeaderBlock(job_.header, &block);
-    if (s.ok()) s = PwriteFull(fd, block.data(), block.size(), 0, path);
+    if (s.ok()) s = CheckHeaderBlock(job_.header);
+    if (s.ok()) s = PwriteFull(fd, job_.header.data(), job_.header.size(), 0, path);
     return s;
   }
 

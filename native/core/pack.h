@@ -1,6 +1,8 @@
-// Packs one layer's rows [start, start + rows) of an Engram table into a data file of format
-// version 1 (core/pack_format.h, layouts dense and page), crash-safely and resumably, through
-// the shared engine (core/pack_engine.h: files, journal, resume, commit).
+// Packs one layer's rows [start, start + rows) of an Engram table into a data file (layouts
+// dense and page, core/pack_format.h), crash-safely and resumably, through the shared engine
+// (core/pack_engine.h: files, journal, resume, commit). The 4096-byte header block is the
+// caller's: written as given (the dense layout's is the Mia stack's binary header), so the
+// format of its bytes lives in one place, the caller's.
 //
 // Chunk k: each worker reads the chunk's weight rows (pieces of up to 16 MiB) and scale rows
 // with large reads on its own descriptors, interleaves them, checksums the chunk while it is
@@ -26,14 +28,14 @@ struct PackJob {
   PackSource weight, scale;
   uint64_t start = 0;  // global id of local row 0
   PackGeometry geometry;
-  std::string header;  // header block JSON, at most 4096 bytes (padded with spaces here)
+  std::string header;  // the header block, exactly kPackHeaderBytes bytes, written at offset 0
   bool drop_source_cache = true;  // drop the source's pages once read (the node may be serving)
   PackFileJob file;               // directory, name, key, workers, commit policy
 };
 
 Status PackLayer(const PackJob& job, PackProgress* progress, PackResult* result);
 
-// The 4096-byte header block for `json`, or an error when it does not fit.
-Status HeaderBlock(const std::string& json, std::string* block);
+// Refuses a header block that is not exactly kPackHeaderBytes bytes.
+Status CheckHeaderBlock(const std::string& block);
 
 }  // namespace spark

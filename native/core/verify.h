@@ -22,7 +22,7 @@ namespace spark {
 struct VerifyJob {
   std::string path;  // the data file
   PackGeometry geometry;
-  std::string header;          // expected header JSON; the block must equal it padded with spaces
+  std::string header;          // the expected header block, exactly kPackHeaderBytes bytes
   std::vector<uint32_t> crcs;  // expected, one per chunk
   uint32_t threads = 4;
   ThreadPool* pool = nullptr;  // runs the workers (the caller works too); cancelled() stops them

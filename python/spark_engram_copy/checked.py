@@ -9,10 +9,15 @@ import stat
 import numpy as np
 
 PACK_FORMAT = "spark-engram-packed"
-PACK_VERSION = 1
+PACK_VERSION = 2  # written; versions 1 and 2 are read
+PACK_VERSIONS = (1, 2)
 SPARSE_FORMAT = "spark-engram-sparse"
 SPARSE_VERSION = 1
 HEADER_BYTES = 4096
+# The Mia stack's packed shard (dense layout of version 2, and the stack's own packs): six
+# little-endian uint64 (magic "DSV41EN1", layer, lo, hi, N, row bytes), zeros to 4096.
+MIA_MAGIC = 0x31344E4531565344
+MIA_SHARD_NAME = r"engram-l([1-9]\d*|0)-r([1-9]\d*|0)of([1-9]\d*)\.bin"
 PAGE_BYTES = 4096
 PACK_MANIFEST = "spark-pack.json"
 LOCAL_MANIFEST = "engram-local.json"

@@ -123,9 +123,11 @@ export async function runEngramRanges(o: EngramRangesOptions, io: Io): Promise<C
   // flags and variables must agree with what is known.
   const id = src.copy?.identity;
   const copy = copyJson(src);
-  const worldText = fromEnv(o.world, io.env, 'SPARK_WORLD_SIZE') ?? id?.world.toString();
-  const rankText = fromEnv(o.rank, io.env, 'NODE_RANK') ?? id?.rank.toString();
-  if (src.copy && !id && !o.all) {
+  // The Mia stack's shards say their rank and world by name even when their split is unknown.
+  const named = id ?? src.copy?.named;
+  const worldText = fromEnv(o.world, io.env, 'SPARK_WORLD_SIZE') ?? named?.world.toString();
+  const rankText = fromEnv(o.rank, io.env, 'NODE_RANK') ?? named?.rank.toString();
+  if (src.copy && !named && !o.all) {
     // Rank and world unknown: the manifest's ranges are still what the overlay serves.
     const world = worldText === undefined ? null : parseCount(worldText, o.world !== undefined ? '--world' : 'SPARK_WORLD_SIZE', 1, 1 << 20);
     const rank = rankText === undefined ? null : parseCount(rankText, o.rank !== undefined ? '--rank' : 'NODE_RANK', 0);
@@ -146,7 +148,7 @@ export async function runEngramRanges(o: EngramRangesOptions, io: Io): Promise<C
   const layers = sourceRankRanges(src, rank, world, split, splitText !== undefined);
   split = id?.split ?? split;
   const value = formatEngramRows(layers);
-  const json = { rank, world, split, layers, ...(copy ? { copy } : {}) };
+  const json = { rank, world, split: src.copy && !id ? null : split, layers, ...(copy ? { copy } : {}) };
   const text = format === 'shell' ? `export SPARK_ENGRAM_ROWS=${shq(value)}` : value;
   return { json, text, exitCode: 0 };
 }

@@ -1,5 +1,6 @@
 // spark pack: copies this rank's Engram rows from the snapshot to a node-local directory: the
-// overlay's sparse copy (the default) or spark's one-read layouts (docs/packed-format.md),
+// overlay's sparse copy (the default), the Mia stack's packed shards (dense) or spark's page
+// layout (docs/packed-format.md),
 // resumably; a no-op when the directory already holds it.
 import { Command } from 'commander';
 import { join, resolve } from 'node:path';
@@ -160,11 +161,11 @@ export async function runPack(o: PackOptions, io: Io): Promise<CommandResult> {
 
 export function packCommand(ctx: CliContext): Command {
   const head = new Command('pack')
-    .description("copy this rank's Engram rows to a node-local directory (the overlay's sparse copy, or a one-read pack)")
+    .description("copy this rank's Engram rows to a node-local directory (the overlay's sparse copy, the Mia stack's packed shards, or spark's page layout)")
     .argument('[snapshot]', 'snapshot directory or .safetensors file (default SPARK_ENGRAM_DIR)')
     .option('--out <dir>', 'node-local directory to write (created if missing)');
   const cmd = rankShareFlags(head)
-    .option('--layout <l>', "sparse (default: the serving overlay's sparse copy), dense (rows back to back) or page (no row crosses a 4 KiB page)")
+    .option('--layout <l>', "sparse (default: Aiden's overlay reads it), dense (the Mia stack's packed shards) or page (spark's own row store)")
     .option('--threads <n>', `copy workers (default SPARK_ENGRAM_THREADS, else 4; at most ${MAX_PACK_THREADS} are used)`)
     .option('--chunk-rows <n>', 'rows per checksum chunk (default ~16 MiB of rows)')
     .option('--sync-every <MiB>', 'make progress durable every this many MiB (default 1024) or 2 s; lost work on a crash is at most that')
@@ -177,10 +178,18 @@ export function packCommand(ctx: CliContext): Command {
     .addHelpText(
       'after',
       `
-The sparse layout is what the serving overlay reads (SPARK_ENGRAM_DIR): the index, and the
-shards holding the Engram tables under their own names and sizes, with this rank's rows at
-their original offsets and holes elsewhere (~47 GiB allocated per rank of 4). It needs a
-filesystem that keeps holes (ext4, xfs, btrfs); dense and page are spark's one-read layouts.
+Layouts, and who reads each (docs/packed-format.md):
+  sparse  Aiden's overlay (SPARK_ENGRAM_DIR): the index, and the shards holding the Engram
+          tables under their own names and sizes, this rank's rows at their original offsets,
+          holes elsewhere (~47 GiB allocated per rank of 4); needs a filesystem that keeps
+          holes (ext4, xfs, btrfs).
+  dense   the Mia stack (DSV41_PACKED_DIR): its packed shards engram-l{L}-r{R}of{W}.bin byte
+          for byte (4096-byte binary header, rows weight+scale back to back), which its reader
+          attaches at boot; the floor split unless --split heads (its vLLM lane). spark's
+          rows, verify, bench and wrapper read them too.
+  page    spark's own row store and Python reader: spark-page-l{L}-r{R}of{W}.rows, one
+          aligned 4 KiB read per row; names no serving stack opens.
+Metadata and checksums go in spark-pack.json (dense, page), written last.
 Interrupted (Ctrl-C, killed, disk full, I/O error)? Run the same command again: finished
 chunks are re-checked and kept; Ctrl-C says so and ends with status 130 (128 + SIGINT). Re-running on a complete directory is a no-op. Check with spark verify.
 --out may not be the snapshot or inside it. spark never writes through a link in --out.
@@ -190,6 +199,7 @@ filesystem without holes, or the snapshot changed.
 Examples:
   spark pack /models/dsv41 --out /engram --rank 0 --world 4
   spark pack /mnt/nas/dsv41 --out /engram --rank 1 --world 4 --rate-limit 600
+  spark pack /models/dsv41 --out /engram --rank 2 --world 4 --layout dense   # DSV41_PACKED_DIR=/engram
   NODE_RANK=2 SPARK_WORLD_SIZE=4 spark pack /models/dsv41 --out /engram-page --layout page`,
     )
     .action(async (snapshot: string | undefined, flags: PackFlags) => {

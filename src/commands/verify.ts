@@ -95,7 +95,7 @@ export async function runVerify(o: VerifyOptions, io: Io): Promise<CommandResult
 export function verifyCommand(ctx: CliContext): Command {
   return new Command('verify')
     .description('check a node-local copy (sparse, dense or page): manifest, every checksum, and rows against the snapshot')
-    .argument('<dir>', 'the copy (holding engram-local.json or spark-pack.json)')
+    .argument('<dir>', "the copy (holding engram-local.json or spark-pack.json, or the Mia stack's own engram-l*-r*of*.bin shards)")
     .option('--source <snapshot>', 'the snapshot it was packed from: compare rows with it')
     .option('--full', 'with --source: compare every row')
     .option('--sample <n>', `with --source: compare n random rows per layer plus the first and last (default ${DEFAULT_SAMPLE})`)
@@ -109,8 +109,12 @@ sparse copy is checked for holes inside its range (a hole reads as zeros: corrup
 header and index bytes, and its chunk checksums when spark made it; a copy made by another
 tool (the overlay's engram_local.py) has none, and the report says so: give --source to
 compare its rows, header and index bytes with the snapshot. Data files that are links out of
-the directory fail the check and are not read. A directory without a manifest (an interrupted
-pack) is refused.
+the directory fail the check and are not read. A directory without a manifest is refused (an
+interrupted pack) unless it holds the Mia stack's shards: then each header is checked against
+its name, its size exact, identity.json against them, the split their ranges are (heads needs
+--source), and with --source the rows; they carry no checksums, and the report says so. A
+pack of format version 1 fails: the Mia stack's reader aborts on its files; re-pack it with
+spark pack SNAPSHOT --out DIR --rank R --world W --layout dense --force.
 
 Examples:
   spark verify /engram

@@ -8,12 +8,15 @@ import { SparkError } from '../errors.js';
 import type { SplitRule } from '../domain/split-rule.js';
 import { formatEngramRows, tileLayers, type EngramLayerRows, type LayerRange, type RankLayerRange } from './ranges.js';
 
-/** Who a copy is for. `from`: its manifest says so, or its ranges match one rank's share. */
+/**
+ * Who a copy is for. `from`: its manifest says so, its ranges match one rank's share, or (the
+ * Mia stack's shards) their names say the rank and world and their ranges match the split.
+ */
 export interface CopyIdentity {
   rank: number;
   world: number;
   split: SplitRule;
-  from: 'manifest' | 'inferred';
+  from: 'manifest' | 'inferred' | 'shards';
 }
 
 export interface LocalCopy {
@@ -24,6 +27,8 @@ export interface LocalCopy {
   identity?: CopyIdentity;
   /** Why the identity is unknown. */
   unknown?: string;
+  /** The Mia stack's shards: the rank and world their names say, known even when the split is not. */
+  named?: { rank: number; world: number };
   /** The copy's [start, end) of each table of `rows` rows, ascending by layer. */
   layers: RankLayerRange[];
   /** The revision of the snapshot it was made from, when its manifest says. */
@@ -120,5 +125,6 @@ export function describeIdentity(copy: LocalCopy): string {
   const file = copy.manifestPath.replace(/^.*\//, '');
   if (!copy.identity) return `an unknown rank (${file}: ${copy.unknown})`;
   const { rank, world, from } = copy.identity;
-  return `rank ${rank} of ${world} (${from === 'manifest' ? file : `inferred from the ranges in ${file}`})`;
+  const how = from === 'manifest' ? file : from === 'shards' ? `the names and headers of its shards, ${file}` : `inferred from the ranges in ${file}`;
+  return `rank ${rank} of ${world} (${how})`;
 }

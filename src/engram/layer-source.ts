@@ -6,6 +6,7 @@ import { statSync } from 'node:fs';
 import { readModelConfig, type ModelConfig } from './config.js';
 import { copyRanges, describeIdentity, inferIdentity, type LocalCopy } from './copy-ranges.js';
 import { readLocalDir } from './local-dir.js';
+import { miaManifest, shardSplit } from './mia-dir.js';
 import { engramSubTableSizes } from './primes.js';
 import { openSnapshot } from './snapshot.js';
 import { formatEngramRows, rankRanges, tileLayers, type EngramLayerRows, type RankLayerRange } from './ranges.js';
@@ -55,6 +56,17 @@ export function sourceRankRanges(
   if (!c) return rankRanges(source.layers, rank, world, split);
   const id = c.identity;
   if (id && (rank !== id.rank || world !== id.world)) throw wrongCopy(source, c, rank, world);
+  if (!id && c.named) {
+    // The Mia stack's shards of no split spark can tell from their headers (floor and front
+    // are checked): the vLLM lane's heads split, whose sub-tables need config.json. Anything
+    // but heads asked of them is refused: a pack is only ever right for one split.
+    if (rank !== c.named.rank || world !== c.named.world) throw wrongCopy(source, c, rank, world);
+    if (splitGiven && split !== 'heads') {
+      throw new SparkError('E_CHECK_FAILED', `${source.path}: ${c.unknown}, so not the ${split} split's: re-pack it with spark pack --split ${split} --layout dense --force`, {
+        path: source.path,
+      });
+    }
+  }
   if (id && splitGiven && split !== id.split) {
     const made = id.from === 'manifest' ? `was made with the ${id.split} split` : `holds the ${id.split} split's rows`;
     throw new SparkError(
@@ -152,6 +164,16 @@ export async function loadLocalCopy(path: string): Promise<LocalCopy | undefined
   if (!isDirectory(path)) return undefined;
   const local = await readLocalDir(path);
   if (local.kind === 'none') return undefined;
+  if (local.kind === 'mia') {
+    // No manifest: rank and world from the shard names, ranges and N from their headers.
+    const m = miaManifest(path, local.shards);
+    const layers = m.layers.map(({ layer, rows, start, end }) => ({ layer, rows, start, end }));
+    const split = shardSplit(local.shards);
+    const manifestPath = `${path}/${m.layers[0]!.file}`;
+    const base = { kind: 'packed' as const, manifestPath, layers, named: { rank: m.rank, world: m.world } };
+    if (split === 'unknown') return { ...base, unknown: `its ranges are no floor or front split's share of rank ${m.rank} of ${m.world}` };
+    return { ...base, identity: { rank: m.rank, world: m.world, split, from: 'shards' } };
+  }
   if (local.kind === 'packed') {
     const m = local.manifest;
     const layers = m.layers.map(({ layer, rows, start, end }) => ({ layer, rows, start, end })).sort((a, b) => a.layer - b.layer);

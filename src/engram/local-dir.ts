@@ -3,6 +3,8 @@
 //            overlay's sparse copy (spark pack --layout sparse, or the overlay's own tools);
 //   packed   spark-pack.json (layouts dense and page), or the engram-local.json of format
 //            version 1 as first shipped, whose `layers` is an array;
+//   mia      no manifest, but files under the Mia stack's shard names (engram-l*-r*of*.bin):
+//            the stack's own pack, or an interrupted spark pack (mia-dir.ts reads them);
 //   none     no manifest: a snapshot (or nothing spark made).
 // The manifest names differ so the overlay, which reads any engram-local.json as a sparse copy,
 // never mistakes a dense or page pack for one.
@@ -11,6 +13,7 @@ import { join } from 'node:path';
 import { SparkError } from '../errors.js';
 import { readTextIfExists } from '../read-optional.js';
 import { PACK_MANIFEST_NAME, parsePackedManifest, type PackedManifest } from './packed-manifest.js';
+import { scanMiaShards, type MiaShardFile } from './mia-dir.js';
 import { hasSparseLayers, parseSparseManifest, SPARSE_MANIFEST_NAME, type SparseManifest } from './sparse-manifest.js';
 
 /** The manifest of spark's own one-read layouts (dense, page). */
@@ -21,6 +24,7 @@ export const LEGACY_PACK_MANIFEST_NAME = SPARSE_MANIFEST_NAME;
 export type LocalDir =
   | { kind: 'sparse'; dir: string; manifestPath: string; manifest: SparseManifest }
   | { kind: 'packed'; dir: string; manifestPath: string; manifest: PackedManifest }
+  | { kind: 'mia'; dir: string; shards: MiaShardFile[] }
   | { kind: 'none'; dir: string };
 
 /** Reads and checks whichever manifest `dir` holds; a malformed one is E_PACK_MANIFEST. */
@@ -32,7 +36,10 @@ export async function readLocalDir(dir: string): Promise<LocalDir> {
   if (packText !== undefined) return { kind: 'packed', dir, manifestPath: packPath, manifest: parsePackedManifest(packText, packPath) };
   const localPath = join(dir, SPARSE_MANIFEST_NAME);
   const localText = await readTextIfExists(localPath);
-  if (localText === undefined) return { kind: 'none', dir };
+  if (localText === undefined) {
+    const shards = scanMiaShards(dir);
+    return shards.length > 0 ? { kind: 'mia', dir, shards } : { kind: 'none', dir };
+  }
   let doc: unknown;
   try {
     doc = JSON.parse(localText);

@@ -1,6 +1,12 @@
-// `engram-local.json`, the manifest of a packed directory (contract.md, format version 1):
-// types, the file-name rule, where a row lives in a data file, and a strict reader. `spark pack`
-// writes it with these types; the row store, `spark verify` and `engram-ranges` read it here.
+// `spark-pack.json`, the manifest of a packed directory (docs/packed-format.md, format
+// versions 2 and 1): types, the file-name rule, where a row lives in a data file, and a strict
+// reader. `spark pack` writes version 2 with these types; the row store, `spark verify` and
+// `engram-ranges` read both here.
+//
+// Version 2: a dense data file IS the Mia stack's packed shard (engram/mia-shard.ts: its name
+// and binary header); a page data file is named spark-page-l{L}-r{R}of{W}.rows, a name the
+// Mia reader never opens, with the JSON header block. Version 1 (earlier spark): both layouts
+// under the shard names with the JSON header block, on which the Mia reader aborts.
 //
 // Layout rules this reader enforces (the contract leaves stride's meaning in page layout open):
 //   dense: row i (global id start + i) at dataOffset + i * stride, stride = rowBytes.
@@ -12,14 +18,18 @@ import { join } from 'node:path';
 import { SparkError } from '../errors.js';
 import type { PackLayout } from '../domain/pack-layout.js';
 import type { SplitRule } from '../domain/split-rule.js';
-import { arr, bad, formatAndVersion, int, manifestObject, obj, rankWorldSplit, sourceFiles, str } from './manifest-fields.js';
+import { arr, bad, int, manifestObject, obj, rankWorldSplit, sourceFiles, str } from './manifest-fields.js';
+import { miaShardName } from './mia-shard.js';
 
 /** The manifest of layouts dense and page (local-dir.ts tells it from a sparse copy's). */
 export const PACK_MANIFEST_NAME = 'spark-pack.json';
 /** The name version 1 packs were first written under (still read). */
 export const MANIFEST_NAME = 'engram-local.json';
 export const MANIFEST_FORMAT = 'spark-engram-packed';
-export const MANIFEST_VERSION = 1;
+/** The version spark writes. */
+export const MANIFEST_VERSION = 2;
+/** The versions spark reads. */
+export type ManifestVersion = 1 | 2;
 export const PACK_HEADER_BYTES = 4096;
 export const PAGE_BYTES = 4096;
 
@@ -38,7 +48,7 @@ export interface PackedLayer {
   /** This rank's global ids [start, end). */
   start: number;
   end: number;
-  /** Data file name, relative to the pack directory: engram-l{L}-r{r}of{W}.bin. */
+  /** Data file name, relative to the pack directory (packedFileName). */
   file: string;
   rowBytes: number;
   stride: number;
@@ -57,7 +67,7 @@ export interface PackedSourceFile {
 
 export interface PackedManifest {
   format: typeof MANIFEST_FORMAT;
-  version: typeof MANIFEST_VERSION;
+  version: ManifestVersion;
   rank: number;
   world: number;
   split: SplitRule;
@@ -65,8 +75,13 @@ export interface PackedManifest {
   layers: PackedLayer[];
 }
 
-export function packedFileName(layer: number, rank: number, world: number): string {
-  return `engram-l${layer}-r${rank}of${world}.bin`;
+/**
+ * A layer's data file name: the Mia stack's shard name for dense (and for every layout of
+ * version 1), a name the Mia reader never opens for page.
+ */
+export function packedFileName(layer: number, rank: number, world: number, layout: PackLayout, version: ManifestVersion = MANIFEST_VERSION): string {
+  if (layout === 'dense' || version === 1) return miaShardName(layer, rank, world);
+  return `spark-page-l${layer}-r${rank}of${world}.rows`;
 }
 
 /** Weight bytes per row (D) of a row of rowBytes = D + D/32. */
@@ -118,23 +133,27 @@ export async function readPackedManifest(dir: string): Promise<PackedManifest> {
 /** Parses and checks every field; the first problem is one E_PACK_MANIFEST error naming the key. */
 export function parsePackedManifest(text: string, path = MANIFEST_NAME): PackedManifest {
   const m = manifestObject(path, text);
-  formatAndVersion(path, '', m, MANIFEST_FORMAT, MANIFEST_VERSION);
+  if (m.format !== MANIFEST_FORMAT) throw bad(path, 'format', `must be "${MANIFEST_FORMAT}"`);
+  const version = m.version;
+  if (version !== 1 && version !== 2) {
+    throw bad(path, 'version', `is ${JSON.stringify(version)}; this spark reads versions 1 and 2 (upgrade spark or re-pack)`);
+  }
   const { rank, world, split } = rankWorldSplit(path, '', m);
   const src = obj(path, 'source', m.source);
   const snapshot = str(path, 'source.snapshot', src.snapshot);
   const revision = src.revision === undefined ? undefined : str(path, 'source.revision', src.revision);
   const files = sourceFiles(path, 'source.files', src.files);
-  const layers = arr(path, 'layers', m.layers).map((l, i) => parseLayer(path, `layers[${i}]`, l));
+  const layers = arr(path, 'layers', m.layers).map((l, i) => parseLayer(path, `layers[${i}]`, l, version));
   if (layers.length === 0) throw bad(path, 'layers', 'is empty: a pack holds at least one layer');
   for (let i = 1; i < layers.length; i++) {
     if (layers[i].layer <= layers[i - 1].layer) throw bad(path, `layers[${i}].layer`, 'layers must be ascending and unique');
   }
-  const out: PackedManifest = { format: MANIFEST_FORMAT, version: MANIFEST_VERSION, rank, world, split, source: { snapshot, files }, layers };
+  const out: PackedManifest = { format: MANIFEST_FORMAT, version, rank, world, split, source: { snapshot, files }, layers };
   if (revision !== undefined) out.source.revision = revision;
   return out;
 }
 
-function parseLayer(path: string, key: string, value: unknown): PackedLayer {
+function parseLayer(path: string, key: string, value: unknown, version: ManifestVersion): PackedLayer {
   const o = obj(path, key, value);
   const layer = int(path, `${key}.layer`, o.layer, 0);
   const rows = int(path, `${key}.rows`, o.rows, 1);
@@ -142,13 +161,14 @@ function parseLayer(path: string, key: string, value: unknown): PackedLayer {
   const end = int(path, `${key}.end`, o.end, 0);
   if (start > end || end > rows) throw bad(path, `${key}`, `range [${start}, ${end}) is not inside the table [0, ${rows})`);
   const file = str(path, `${key}.file`, o.file);
-  if (file.includes('/') || file.includes('\\') || file.startsWith('.') || !file.endsWith('.bin')) {
-    throw bad(path, `${key}.file`, `'${file}' must be a plain .bin file name inside the pack directory`);
+  const suffix = version === 1 || o.layout === 'dense' ? '.bin' : '.rows';
+  if (file.includes('/') || file.includes('\\') || file.startsWith('.') || !file.endsWith(suffix)) {
+    throw bad(path, `${key}.file`, `'${file}' must be a plain ${suffix} file name inside the pack directory`);
   }
   const rowBytes = int(path, `${key}.rowBytes`, o.rowBytes, 33);
   if (rowBytes % 33 !== 0) throw bad(path, `${key}.rowBytes`, `${rowBytes} is not D + D/32 for a multiple-of-32 D`);
   const stride = int(path, `${key}.stride`, o.stride, 1);
-  if (stride !== rowBytes) throw bad(path, `${key}.stride`, `must equal rowBytes (${rowBytes}) in format version 1`);
+  if (stride !== rowBytes) throw bad(path, `${key}.stride`, `must equal rowBytes (${rowBytes})`);
   const dataOffset = int(path, `${key}.dataOffset`, o.dataOffset, 0);
   if (dataOffset !== PACK_HEADER_BYTES) throw bad(path, `${key}.dataOffset`, `must be ${PACK_HEADER_BYTES}`);
   const layout = o.layout;

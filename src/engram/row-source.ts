@@ -1,6 +1,7 @@
 // A row source: a snapshot, a sparse copy or a packed directory opened into a RowStore, told
 // apart by their manifests (local-dir.ts):
-//   packed    spark's dense/page layouts: one read per row from the rank's data files;
+//   packed    spark's dense/page layouts, or the Mia stack's own shards without a manifest
+//             (mia-dir.ts; read like a dense pack): one read per row from the rank's data files;
 //   sparse    the overlay's sparse copy (spark's or engram_local.py's): read like a snapshot,
 //             from the copy's own index and shard headers (global ids, two columns), only the
 //             manifest's range per layer; a hole inside that range is corruption;
@@ -13,6 +14,7 @@ import { SparkError } from '../errors.js';
 import type { TableSpec } from '../domain/table-spec.js';
 import { RowStore, type RowStoreOptions } from '../native/row-store.js';
 import { readLocalDir } from './local-dir.js';
+import { miaManifest } from './mia-dir.js';
 import { dimOfRowBytes, type PackedManifest } from './packed-manifest.js';
 import { openSnapshot } from './snapshot.js';
 import type { SparseManifest } from './sparse-manifest.js';
@@ -74,7 +76,7 @@ export interface RowSource {
   path: string;
   store: RowStore;
   tables: RowSourceTable[];
-  /** kind 'packed': its manifest. */
+  /** kind 'packed': its manifest (for the Mia stack's own shards, one made from their headers, without checksums). */
   manifest?: PackedManifest;
   /** kind 'sparse': its engram-local.json. */
   sparse?: SparseManifest;
@@ -113,6 +115,7 @@ export async function openRowSource(path: string, options: RowSourceOptions = {}
   }
   const local = isDir ? await readLocalDir(path) : ({ kind: 'none' } as const);
   if (local.kind === 'packed') return openPacked(path, local.manifest, options);
+  if (local.kind === 'mia') return openPacked(path, miaManifest(path, local.shards), options);
   return openTwoColumn(path, local.kind === 'sparse' ? local.manifest : undefined, options);
 }
 

@@ -53,8 +53,8 @@ export interface PackLayerJob extends LayerGeometry, PackFileJob {
   scale: SourceTensor;
   /** Global id of the file's first row. */
   start: number;
-  /** Header block JSON (at most 4096 bytes; padded with spaces). */
-  header: string;
+  /** The data file's header block, exactly 4096 bytes, written as given at offset 0. */
+  header: Uint8Array;
 }
 
 /** One Engram table of a shard, for the sparse copy: its rows [start, end) at their offsets. */
@@ -103,7 +103,9 @@ export interface PackLayerProgress {
 
 export interface VerifyLayerJob extends LayerGeometry {
   path: string;
-  header: string;
+  /** The header block the file must start with, exactly 4096 bytes. */
+  header: Uint8Array;
+  /** One per chunk; ignored (may be empty) when checkChunks is false. */
   checksums: number[];
   threads: number;
   checkChunks?: boolean;

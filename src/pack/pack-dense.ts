@@ -1,13 +1,16 @@
-// The plan of spark's own one-read layouts, dense and page (docs/packed-format.md): one data
-// file per layer, engram-l{L}-r{r}of{W}.bin, and the manifest spark-pack.json.
+// The plan of the one-read layouts, dense and page (docs/packed-format.md): one data file per
+// layer (dense: the Mia stack's shard engram-l{L}-r{R}of{W}.bin; page: spark-page-l{L}-r{R}of{W}.rows)
+// and the manifest spark-pack.json.
+import { createHash } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { packLayer } from '../native/pack.js';
 import { PACK_MANIFEST_NAME } from '../engram/local-dir.js';
+import { parseMiaShardName } from '../engram/mia-shard.js';
 import {
   CHECKSUM_ALGORITHM,
   checksumHex,
   defaultChunkRows,
-  headerJson,
+  headerBlock,
   layerGeometry,
   manifestText,
   MANIFEST_FORMAT,
@@ -29,7 +32,7 @@ export function planDense(req: PackRequest, ranges: PlannedRange[], sources: Sou
       rows: table.rows,
       start: r.start,
       end: r.end,
-      file: packedFileName(r.layer, req.rank, req.world),
+      file: packedFileName(r.layer, req.rank, req.world, layout),
       rowBytes,
       stride: rowBytes,
       dataOffset: PACK_HEADER_BYTES,
@@ -38,20 +41,19 @@ export function planDense(req: PackRequest, ranges: PlannedRange[], sources: Sou
       layout,
       checksum: { algorithm: CHECKSUM_ALGORITHM, chunkRows: req.chunkRows ?? defaultChunkRows(layout, rowBytes), values: [] },
     };
-    return { table, entry, geometry: layerGeometry(entry) };
+    return { table, entry, geometry: layerGeometry(entry), header: headerBlock({ version: MANIFEST_VERSION, ...req }, entry) };
   });
   const sourceOf = (name: string): object => sourceKey(sources.find((s) => s.name === name)!);
-  const units: PackUnit[] = layers.map(({ table, entry, geometry: g }) => ({
+  const units: PackUnit[] = layers.map(({ table, entry, geometry: g, header }) => ({
     file: entry.file,
     label: `layer ${entry.layer}`,
     layers: [entry.layer],
     bytes: g.dataBytes,
     start: (c) => {
-      const header = headerJson(req, entry);
       const key = JSON.stringify({
         format: MANIFEST_FORMAT,
         version: MANIFEST_VERSION,
-        header,
+        header: createHash('sha256').update(header).digest('hex'),
         weight: { offset: table.weight.fileOffset, ...sourceOf(table.weight.fileName) },
         scale: { offset: table.scale.fileOffset, ...sourceOf(table.scale.fileName) },
       });
@@ -84,9 +86,13 @@ export function planDense(req: PackRequest, ranges: PlannedRange[], sources: Sou
     })),
     bytes,
     needsHoles: false,
+    shardHeaders: new Map(layers.filter((l) => parseMiaShardName(l.entry.file)).map((l) => [l.entry.file, l.header])),
     units,
     async difference(existing) {
       const conflict = (why: string) => ({ kind: 'conflict' as const, why });
+      // A pack without spark's manifest (an interrupted one, or the Mia stack's own): resumed or
+      // replaced; a shard whose header differs is removed before any work (removeStrayShards).
+      if (existing.kind === 'mia') return { kind: 'stale', why: 'it holds shards without spark-pack.json' };
       if (existing.kind !== 'packed') return conflict('it is a sparse copy');
       const m = existing.manifest;
       if (m.rank !== req.rank || m.world !== req.world) return conflict(`it is rank ${m.rank} of ${m.world}`);
@@ -103,6 +109,8 @@ export function planDense(req: PackRequest, ranges: PlannedRange[], sources: Sou
         const old = before.get(f.name);
         if (!old || old.bytes !== f.bytes || old.mtimeMs !== f.mtimeMs) return conflict(`the snapshot file ${f.name} changed since it was packed`);
       }
+      // Same pack, earlier format (the Mia reader aborts on its files): written again.
+      if (m.version !== MANIFEST_VERSION) return { kind: 'stale', why: `it is format version ${m.version}` };
       for (const l of layers) {
         const st = await fileInfo(join(existing.dir, l.entry.file));
         if (!st || st.size !== l.geometry.fileBytes) return { kind: 'stale', why: `its data file ${l.entry.file} is missing or cut short` };

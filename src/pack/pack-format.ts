@@ -1,6 +1,7 @@
-// The packed directory format, version 1, as the packer writes it (docs/packed-format.md):
-// file names, the layer geometry, the 4096-byte header block and the manifest JSON text.
-// The strict reader of the manifest is engram/packed-manifest.ts; this is the writing side.
+// The packed directory format (docs/packed-format.md), versions 2 (written) and 1 (read): file
+// names, the layer geometry, each data file's 4096-byte header block and the manifest JSON
+// text. The strict reader of the manifest is engram/packed-manifest.ts; the Mia stack's shard
+// header is engram/mia-shard.ts's.
 import {
   MANIFEST_FORMAT,
   MANIFEST_VERSION,
@@ -12,6 +13,7 @@ import {
   type PackedManifest,
 } from '../engram/packed-manifest.js';
 import type { PackLayout } from '../domain/pack-layout.js';
+import { encodeMiaHeader } from '../engram/mia-shard.js';
 
 export { MANIFEST_FORMAT, MANIFEST_VERSION, PACK_HEADER_BYTES, PAGE_BYTES, packedFileName };
 export type { PackedLayer, PackedManifest, PackedSourceFile } from '../engram/packed-manifest.js';
@@ -69,14 +71,26 @@ export function defaultChunkRows(layout: PackLayout, rowBytes: number): number {
 }
 
 /**
- * The header block's JSON: the pack's identity and the layer's manifest entry, keys in a
+ * The 4096-byte header block of a layer's data file, byte for byte what the packer writes and
+ * verify expects. Version 2 dense: the Mia stack's binary shard header (its reader checks it).
+ * Otherwise (page, and every layout of version 1): the JSON below padded with spaces.
+ */
+export function headerBlock(m: Pick<PackedManifest, 'version' | 'rank' | 'world' | 'split'>, e: PackedLayer): Buffer {
+  if (m.version !== 1 && e.layout === 'dense') return encodeMiaHeader({ layer: e.layer, lo: e.start, hi: e.end, rows: e.rows, rowBytes: e.rowBytes });
+  const json = Buffer.from(headerJson(m, e), 'utf8');
+  if (json.length > PACK_HEADER_BYTES) throw new RangeError(`${e.file}: header JSON is ${json.length} bytes, more than ${PACK_HEADER_BYTES}`);
+  return Buffer.concat([json, Buffer.alloc(PACK_HEADER_BYTES - json.length, 0x20)]);
+}
+
+/**
+ * The JSON header block's text: the pack's identity and the layer's manifest entry, keys in a
  * fixed order, checksum without its values (they live in the manifest and would not fit).
  * Deterministic, so verify compares the block byte for byte.
  */
-export function headerJson(m: Pick<PackedManifest, 'rank' | 'world' | 'split'>, e: PackedLayer): string {
+function headerJson(m: Pick<PackedManifest, 'version' | 'rank' | 'world' | 'split'>, e: PackedLayer): string {
   return JSON.stringify({
     format: MANIFEST_FORMAT,
-    version: MANIFEST_VERSION,
+    version: m.version,
     rank: m.rank,
     world: m.world,
     split: m.split,

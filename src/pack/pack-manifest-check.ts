@@ -14,7 +14,7 @@ export function checkManifest(m: PackedManifest, config?: ModelConfig): string[]
   const wanted = split ? packRanges(m.layers, config, m.rank, m.world, m.split, 'the source snapshot') : [];
   for (const [i, l] of m.layers.entries()) {
     const name = `layer ${l.layer}`;
-    const file = packedFileName(l.layer, m.rank, m.world);
+    const file = packedFileName(l.layer, m.rank, m.world, l.layout, m.version);
     if (l.file !== file) out.push(`${name}: file '${l.file}' should be '${file}'`);
     if (l.checksum.algorithm !== CHECKSUM_ALGORITHM) out.push(`${name}: checksum algorithm '${l.checksum.algorithm}' is not ${CHECKSUM_ALGORITHM}`);
     const g = layerGeometry(l);

@@ -22,6 +22,7 @@ import { parsePackedManifest } from '../engram/packed-manifest.js';
 import { fsyncDir } from './pack-io.js';
 import { hasSparseLayers, parseSparseManifest, SPARSE_MANIFEST_NAME } from '../engram/sparse-manifest.js';
 import { INDEX_FILE } from '../engram/snapshot.js';
+import { readShardHead, scanMiaShards } from '../engram/mia-dir.js';
 
 /** Every manifest name a pack directory may hold, the one readers prefer first. */
 export const MANIFEST_NAMES = [PACK_MANIFEST_NAME, SPARSE_MANIFEST_NAME] as const;
@@ -120,6 +121,33 @@ export function supersedeManifests(dir: PackDirectory): void {
     dir.remove(name);
     if (name === SPARSE_MANIFEST_NAME) dir.remove(INDEX_FILE);
   }
+}
+
+/**
+ * Before a pack's work begins: removes every file under a Mia shard name that the Mia reader
+ * would abort on or that this pack would not leave there as it is. A name this pack writes
+ * keeps its file only when the header block is byte for byte the new one (the engine then takes
+ * it over through its journal, or replaces it by the rename of a complete file); a name it does
+ * not write keeps its file only when it is a complete, sane shard of its own name (another
+ * rank's, say), cleared later with the replaced pack's files if it was one of them. Returns the
+ * names removed.
+ */
+export function removeStrayShards(dir: PackDirectory, writes: ReadonlyMap<string, Buffer>): string[] {
+  const removed: string[] = [];
+  for (const shard of scanMiaShards(dir.path)) {
+    const want = writes.get(shard.name);
+    let keep = false;
+    if (want) {
+      const head = readShardHead(join(dir.path, shard.name));
+      keep = !('problem' in head) && head.block.equals(want);
+    } else {
+      keep = shard.problem === undefined;
+    }
+    if (keep) continue;
+    dir.remove(shard.name); // a link there is refused, never followed
+    removed.push(shard.name);
+  }
+  return removed;
 }
 
 /** The files a manifest's pack consists of (data files, shards, the index). */

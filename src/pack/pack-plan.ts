@@ -158,6 +158,11 @@ export interface LayoutPlan {
   /** The sparse layout needs a filesystem that keeps holes. */
   needsHoles: boolean;
   units: PackUnit[];
+  /**
+   * The files this pack writes under the Mia stack's shard names, with their header blocks:
+   * any other file under such a name is removed before the work begins (removeStrayShards).
+   */
+  shardHeaders: ReadonlyMap<string, Buffer>;
   /** How an existing pack relates to this one. */
   difference(existing: Exclude<LocalDir, { kind: 'none' }>): Promise<PackDifference>;
   /** Allocated bytes of the finished files, and what else is written (manifest, journals, index). */

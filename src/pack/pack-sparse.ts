@@ -136,9 +136,11 @@ export function planSparse(req: PackRequest, ranges: PlannedRange[], sources: So
     bytes: headers + rows + index.bytes,
     apparentBytes: shards.reduce((s, sh) => s + id(sh.name).bytes, 0),
     needsHoles: true,
+    shardHeaders: new Map(),
     units,
     async difference(existing) {
       const conflict = (why: string) => ({ kind: 'conflict' as const, why });
+      if (existing.kind === 'mia') return { kind: 'stale', why: 'it holds shards without spark-pack.json' };
       if (existing.kind !== 'sparse') return conflict(`it is a ${existing.manifest.layers[0]?.layout ?? 'dense'} pack`);
       const m = existing.manifest;
       const s = m.spark;

@@ -14,7 +14,7 @@ import { lockDirectory, type IoMode, type PackDirectory, type PackLayerResult } 
 import { formatBytes } from '../format.js';
 import { planDense } from './pack-dense.js';
 import { identifySources, pollWhile, recheckSources } from './pack-io.js';
-import { checkOutPath, clearReplaced, makeOutDir, readExistingPack, supersedeManifests } from './pack-out.js';
+import { checkOutPath, clearReplaced, makeOutDir, readExistingPack, removeStrayShards, supersedeManifests } from './pack-out.js';
 import {
   plannedRanges,
   sourceFiles,
@@ -112,8 +112,10 @@ async function packLocked(
     const need = plan.space(block);
     await checkSpace(dir.path, need.files, need.extra);
   }
-  // From here the directory is no pack until the new manifest lands.
+  // From here the directory is no pack until the new manifest lands; and no file stands under
+  // a name the Mia stack opens that its reader would abort on or that this pack will not keep.
   supersedeManifests(dir);
+  const strays = removeStrayShards(dir, plan.shardHeaders);
 
   const totalBytes = plan.units.reduce((s, u) => s + u.bytes, 0);
   let doneBefore = 0;
@@ -161,7 +163,7 @@ async function packLocked(
   // A snapshot that changed underneath is an error, not a pack.
   await recheckSources(sources);
   dir.writeFile(plan.manifestName, plan.finish(dir, results));
-  const removed = clearReplaced(dir, plan.files);
+  const removed = [...strays, ...clearReplaced(dir, plan.files)];
   return summary(false, fileSummaries, copied, removed);
 }
 

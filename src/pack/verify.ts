@@ -1,5 +1,6 @@
 // `spark verify` without the CLI. Which checks run depends on what the directory holds
-// (engram/local-dir.ts): a sparse copy is checked by verify-sparse.ts; a dense/page pack here: the
+// (engram/local-dir.ts): a sparse copy is checked by verify-sparse.ts, the Mia stack's own
+// shards without a manifest by verify-mia.ts; a dense/page pack here: the
 // manifest's sanity (format, ranges inside their tables and matching the split it claims,
 // entries consistent with the layout), every data file's size and header block, every chunk
 // checksum (native, parallel), and with a source snapshot the rows themselves, all of them or
@@ -10,7 +11,9 @@ import { SparkError } from '../errors.js';
 import { verifyLayer, type IoMode, type VerifyLayerProgress } from '../native/pack.js';
 import { linkOutside } from './copy-files.js';
 import { LEGACY_PACK_MANIFEST_NAME, PACK_MANIFEST_NAME, readLocalDir } from '../engram/local-dir.js';
-import { chunkSpan, headerJson, layerGeometry, type PackedLayer } from './pack-format.js';
+import { chunkSpan, headerBlock, layerGeometry, type PackedLayer } from './pack-format.js';
+import { NO_CHECKSUMS } from '../engram/mia-dir.js';
+import { miaAbortsOnV1 } from './pack-verdict.js';
 import type { PackedManifest } from '../engram/packed-manifest.js';
 import { checkManifest } from './pack-manifest-check.js';
 import { pollWhile } from './pack-io.js';
@@ -64,6 +67,10 @@ export async function verifyPack(req: VerifyRequest): Promise<VerifyReport> {
   const local = await readManifests(dir);
   if (local.kind === 'none') throw await notACopy(dir);
   if (local.kind === 'sparse') return verifySparse({ ...req, dir, manifest: local.manifest });
+  if (local.kind === 'mia') {
+    const { verifyMia } = await import('./verify-mia.js');
+    return verifyMia(req, dir, local.shards);
+  }
   const m = checkedManifest(local.manifest, local.manifestPath, req.source?.config);
   const report: VerifyReport = {
     dir,
@@ -72,13 +79,24 @@ export async function verifyPack(req: VerifyRequest): Promise<VerifyReport> {
     rank: m.rank,
     world: m.world,
     split: m.split,
-    checked: [local.manifestPath.endsWith(PACK_MANIFEST_NAME) ? PACK_MANIFEST_NAME : `${LEGACY_PACK_MANIFEST_NAME} (format version 1 as first shipped)`, 'data file sizes and header blocks', 'chunk checksums'],
+    checked: [
+      `${local.manifestPath.endsWith(PACK_MANIFEST_NAME) ? PACK_MANIFEST_NAME : `${LEGACY_PACK_MANIFEST_NAME} (as first shipped)`}, format version ${m.version}`,
+      'data file sizes and header blocks',
+      'chunk checksums',
+    ],
     layers: [],
-    problems: [],
+    // Version 1: every check below may pass, and still the Mia stack cannot use the pack.
+    problems: m.version === 1 ? [miaAbortsOnV1(dir, m)] : [],
     bytesRead: 0,
     seconds: 0,
   };
   if (req.source) report.checked.push(req.rows === 'full' ? 'every row against the source' : 'a sample of rows against the source');
+  await checkLayers(req, dir, m, report, t0);
+  return report;
+}
+
+/** Verifies each layer's data file into `report` (ok, problems, bytes, io, seconds). */
+export async function checkLayers(req: VerifyRequest, dir: string, m: PackedManifest, report: VerifyReport, t0: number): Promise<void> {
   const totalBytes = m.layers.reduce((s, e) => s + layerGeometry(e).dataBytes, 0);
   let doneBefore = 0;
   for (const e of m.layers) {
@@ -93,7 +111,6 @@ export async function verifyPack(req: VerifyRequest): Promise<VerifyReport> {
   }
   report.ok = report.problems.length === 0;
   report.seconds = (performance.now() - t0) / 1000;
-  return report;
 }
 
 async function verifyOne(
@@ -117,7 +134,7 @@ async function verifyOne(
     ok: false,
     bytes: { expected: g.fileBytes, actual: st?.size ?? 0 },
     headerOk: false,
-    chunks: { total: g.chunkCount, checked: 0, bad: 0 },
+    chunks: { total: e.checksum.algorithm === NO_CHECKSUMS ? 0 : g.chunkCount, checked: 0, bad: 0 },
   };
   if (!st) {
     problems.push(link ? `${where}: ${link}` : `${where}: the data file is missing`);
@@ -147,8 +164,9 @@ async function verifyOne(
     dim: g.dim,
     layout: e.layout,
     chunkRows: e.checksum.chunkRows,
-    header: headerJson(m, e),
+    header: headerBlock(m, e),
     checksums: e.checksum.values.map((h) => parseInt(h, 16)),
+    checkChunks: e.checksum.algorithm !== NO_CHECKSUMS,
     threads: req.threads,
     ...(source ? { source } : {}),
   });
@@ -160,7 +178,7 @@ async function verifyOne(
     const how = r.fileBytes < g.fileBytes ? 'truncated' : 'has extra bytes';
     problems.push(`${where}: the file is ${r.fileBytes} bytes, its layout implies ${g.fileBytes} (${how})`);
   }
-  if (!r.headerOk) problems.push(`${where}: the header block (bytes 0-4095) does not match the manifest`);
+  if (!r.headerOk) problems.push(`${where}: the header block (bytes 0-4095) is not the one ${m.version === 1 || e.layout === 'page' ? 'the manifest implies' : 'the Mia stack\'s reader expects for this range'}`);
   if (r.badChunkCount > 0) {
     const k = r.badChunks[0];
     const s = chunkSpan(e, k);

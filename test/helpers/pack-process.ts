@@ -45,6 +45,8 @@ export interface KillTrials {
   afterKill(out: string, trial: number): Promise<boolean>;
   /** Checks the directory once a resumed run has finished. */
   afterResume(out: string, trial: number): Promise<void>;
+  /** Checks the directory after every kill (the first run's and the killed resume's). */
+  afterAnyKill?(out: string, trial: number): Promise<void>;
 }
 
 /**
@@ -61,8 +63,12 @@ export async function killTrials(k: KillTrials, freshDir: () => string): Promise
   for (let i = 0; i < k.trials; i++) {
     const out = freshDir();
     if ((await run(out, killAt())).signal === 'SIGKILL') seen.killed++;
+    await k.afterAnyKill?.(out, i);
     if (await k.afterKill(out, i)) seen.complete++;
-    if (i % 3 === 2) await run(out, killAt());
+    if (i % 3 === 2) {
+      await run(out, killAt());
+      await k.afterAnyKill?.(out, i);
+    }
     const resumed = await run(out);
     if (resumed.code !== 0) throw new Error(`trial ${i}: the resumed pack exited ${resumed.code}`);
     const summary = JSON.parse(resumed.stdout) as { files: { chunksKept: number }[] };
