@@ -38,6 +38,8 @@ export interface LaunchRequest {
   progressEveryMs: number;
   /** Launch even when preflight reports errors. */
   force?: boolean;
+  /** Containers without the GPU and RDMA flags: a smoke run on hosts without them. */
+  cpuOnly?: boolean;
   /** Leave the containers running when the launch fails. */
   keepOnFailure?: boolean;
   /** Keep streaming the logs after the server is healthy, until the containers end or the signal. */
@@ -87,7 +89,12 @@ export async function planDryRun(req: LaunchRequest, io: Io): Promise<LaunchPlan
       : undefined;
   const plan = buildPlan(
     { ...inputs, ...(snapshot ? { snapshot } : {}), ...(unresolved !== undefined ? { unresolvedModel: inputs.recipe.model } : {}) },
-    { home: () => home, ...(req.namePrefix ? { namePrefix: req.namePrefix } : {}), ...(req.healthUrl ? { healthUrl: req.healthUrl } : {}) },
+    {
+      home: () => home,
+      ...(req.namePrefix ? { namePrefix: req.namePrefix } : {}),
+      ...(req.healthUrl ? { healthUrl: req.healthUrl } : {}),
+      ...(req.cpuOnly ? { cpuOnly: true } : {}),
+    },
   );
   for (const d of inputs.diagnostics) plan.notes.unshift(`${d.severity}: ${d.message}`);
   if (unresolved !== undefined) {
@@ -178,6 +185,7 @@ export async function runLaunch(req: LaunchRequest, io: Io): Promise<LaunchResul
       ...(gids ? { nodeEnv: (rank: number) => ({ B12X_ROCE_GID_INDEX: gids.get(rank)! }) } : {}),
       ...(req.namePrefix ? { namePrefix: req.namePrefix } : {}),
       ...(req.healthUrl ? { healthUrl: req.healthUrl } : {}),
+      ...(req.cpuOnly ? { cpuOnly: true } : {}),
     },
   );
   for (const note of plan.notes) log(`note: ${note}`);
