@@ -29,6 +29,8 @@ export interface Bed {
   env: NodeJS.ProcessEnv;
   /** docker against node r's daemon directly (never through spark). */
   docker(rank: number, args: string[]): string;
+  /** A container's output on node r, stdout and stderr together as docker keeps them. */
+  logs(rank: number, container: string): string;
   /** `docker ps -a` of node r's daemon: name → state and exit code. */
   containers(rank: number): Map<string, { state: string; exitCode: number }>;
   /** Ends every process of the bed by pid and removes its files; returns pids that outlived it. */
@@ -173,6 +175,7 @@ export async function startBed(options: { nodes: number }): Promise<Bed> {
       unusedAddr: `${subnet}.${options.nodes + 100}`,
       env: { ...process.env, SPARK_SSH: join(bin, 'ssh'), SPARK_REMOTE_BIN: join(bin, 'spark') },
       docker,
+      logs: (rank, container) => run(['sh', '-c', 'exec docker logs "$0" 2>&1', container], { env: { ...process.env, DOCKER_HOST: nodes[rank]!.dockerHost } }),
       containers(rank) {
         const out = docker(rank, ['ps', '-a', '--format', '{{.Names}} {{.State}}']);
         const map = new Map<string, { state: string; exitCode: number }>();

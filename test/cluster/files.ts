@@ -104,10 +104,14 @@ export interface SparkRun {
 export function spark(
   bed: Bed,
   argv: string[],
-  options: { timeoutMs?: number; during?: (child: { stderr: () => string; kill: (s: NodeJS.Signals) => void }) => void } = {},
+  options: {
+    timeoutMs?: number;
+    env?: NodeJS.ProcessEnv;
+    during?: (child: { stderr: () => string; kill: (s: NodeJS.Signals) => void }) => void;
+  } = {},
 ): Promise<SparkRun> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [binPath, ...argv], { env: bed.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [binPath, ...argv], { env: options.env ?? bed.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));

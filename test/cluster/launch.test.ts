@@ -41,7 +41,7 @@ test('a 3-node launch becomes healthy; each engine got its rank, address and arg
   assert.deepEqual(running().sort(), ['0 spark-ok3-r0 running 0', '1 spark-ok3-r1 running 0', '2 spark-ok3-r2 running 0']);
 
   for (const node of bed.nodes) {
-    const logs = bed.docker(node.rank, ['logs', `spark-ok3-r${node.rank}`]);
+    const logs = bed.logs(node.rank, `spark-ok3-r${node.rank}`);
     // The argument vector arrived byte for byte through ssh, the node's login shell and docker.
     const args = [...logs.matchAll(/^fake-engine arg: (.*)$/gm)].map((m) => m[1]);
     assert.deepEqual(args, doc.nodes[node.rank]!.argv.slice(doc.nodes[node.rank]!.argv.indexOf('spark-bed/engine:1') + 1));
@@ -58,14 +58,14 @@ test('a 3-node launch becomes healthy; each engine got its rank, address and arg
     assert.deepEqual(host.Mounts?.map((m) => [m.Source, m.Target]), [[cache.hfCache, '/root/.cache/huggingface']]);
   }
   // Only the head serves, on its own address: the container shares the node's network.
-  assert.match(bed.docker(0, ['logs', 'spark-ok3-r0']), new RegExp(`listening on port ${PORT}`));
+  assert.match(bed.logs(0, 'spark-ok3-r0'), new RegExp(`listening on port ${PORT}`));
 
   const stop = await spark(bed, ['launch', '--stop', '--cluster', cluster]);
   assert.equal(stop.code, 0, stop.stderr);
   assert.equal((stop.stdout.match(/ stopped/g) ?? []).length, 3, stop.stdout);
   // Stopped, not removed (docker logs still works), and each engine ended on SIGTERM itself.
   assert.deepEqual(everyContainer().sort(), ['0 spark-ok3-r0 exited 0', '1 spark-ok3-r1 exited 0', '2 spark-ok3-r2 exited 0']);
-  assert.match(bed.docker(1, ['logs', 'spark-ok3-r1']), /fake-engine: SIGTERM, exiting/);
+  assert.match(bed.logs(1, 'spark-ok3-r1'), /fake-engine: SIGTERM, exiting/);
 });
 
 test('a container that exits at start: the others are stopped, the message names the node and its last output', async () => {
