@@ -18,6 +18,8 @@ const execFileAsync = promisify(execFile);
 
 export interface Bed {
   dir: string;
+  /** The bridge joining the nodes (in this machine's namespace). */
+  bridge: string;
   nodes: BedNode[];
   /** Each node's own files appear here (node r: nodes[r].localDir). */
   localMount: string;
@@ -169,6 +171,7 @@ export async function startBed(options: { nodes: number }): Promise<Bed> {
     const docker = (rank: number, args: string[]) => run(['docker', ...args], { env: { ...process.env, DOCKER_HOST: nodes[rank]!.dockerHost } });
     return {
       dir,
+      bridge,
       nodes,
       localMount,
       shared,

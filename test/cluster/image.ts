@@ -49,9 +49,9 @@ while :; do sleep 1 & wait $!; done
 export function buildRootfsTarball(dir: string): string {
   const root = join(dir, 'rootfs');
   for (const d of ['bin', 'tmp', 'etc', 'proc', 'sys', 'dev', 'root']) mkdirSync(join(root, d), { recursive: true });
-  copyFileSync('/usr/bin/busybox', join(root, 'bin', 'busybox'));
+  copyFileSync('/bin/busybox', join(root, 'bin', 'busybox'));
   chmodSync(join(root, 'bin', 'busybox'), 0o755);
-  for (const applet of run(['/usr/bin/busybox', '--list']).split('\n')) {
+  for (const applet of run(['/bin/busybox', '--list']).split('\n')) {
     if (applet !== '' && applet !== 'busybox') symlinkSync('busybox', join(root, 'bin', applet));
   }
   writeFileSync(join(root, ENGINE.slice(1)), ENGINE_SCRIPT, { mode: 0o755 });
