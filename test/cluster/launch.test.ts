@@ -93,6 +93,21 @@ test('a container that exits at start: the others are stopped, the message names
   assert.deepEqual(running(), []);
 });
 
+test('--stop after a failed launch that kept its containers (--keep-on-failure): nothing is left running', async () => {
+  const recipe = writeBedRecipe(bed, 'kept', { nodes: 3, env: { FAKE_ENGINE_HEALTHY_AFTER: 'never' } });
+  const cluster = writeBedCluster(bed, { name: 'kept3', hfCache: cache.hfCache, nodeEnv: { 2: { FAKE_ENGINE_EXIT: '1' } } });
+  const r = await spark(bed, ['launch', recipe, '--cluster', cluster, '--keep-on-failure', ...WAIT]);
+  assert.equal(r.code, 3, r.stderr);
+  assert.match(r.stderr.trim().split('\n').at(-1)!, /^spark: node 2 .*; the containers were left running \(--keep-on-failure\)$/);
+  assert.deepEqual(running().sort(), ['0 spark-kept3-r0 running 0', '1 spark-kept3-r1 running 0']);
+  const stop = await spark(bed, ['launch', '--stop', '--cluster', cluster, '--json']);
+  assert.equal(stop.code, 0, stop.stderr);
+  const doc = JSON.parse(stop.stdout) as { nodes: { rank: number; status: string }[] };
+  assert.deepEqual(doc.nodes.map((n) => n.status), ['stopped', 'stopped', 'stopped']);
+  assert.deepEqual(running(), []);
+  assert.deepEqual(everyContainer().filter((c) => c.includes('kept3')).sort(), ['0 spark-kept3-r0 exited 0', '1 spark-kept3-r1 exited 0', '2 spark-kept3-r2 exited 1']);
+});
+
 test('a read-only mount source missing on one node: preflight names it; forced, docker refuses it there and the others are stopped', async () => {
   const script = join(bed.localMount, 'launch.sh');
   for (const rank of [0, 2]) writeFileSync(join(bed.nodes[rank]!.localDir, 'launch.sh'), '#!/bin/sh\nexec /engine "$@"\n', { mode: 0o755 });
