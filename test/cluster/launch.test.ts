@@ -33,8 +33,16 @@ function running(): string[] {
 test('a 3-node launch becomes healthy; each engine got its rank, address and args; --stop leaves nothing running', async () => {
   const recipe = writeBedRecipe(bed, 'healthy', { nodes: 3, env: { FAKE_ENGINE_HEALTHY_AFTER: '2' } });
   const cluster = writeBedCluster(bed, { name: 'ok3', hfCache: cache.hfCache });
-  const r = await spark(bed, ['launch', recipe, '--cluster', cluster, '--json', ...WAIT]);
+  const head = `[0 ${bed.nodes[0]!.addr}]`;
+  // --follow: the logs stream from the real containers until Ctrl-C, which then ends only that.
+  const r = await spark(bed, ['launch', recipe, '--cluster', cluster, '--json', '--follow', ...WAIT], {
+    during: (child) =>
+      void stderrShows(child, 'healthy: ')
+        .then(() => stderrShows(child, `${head} fake-engine: ready`))
+        .then(() => child.kill('SIGINT')),
+  });
   assert.equal(r.code, 0, r.stderr);
+  assert.ok(r.stderr.indexOf(`${head} fake-engine: listening on port ${PORT}`) >= 0, r.stderr);
   const doc = JSON.parse(r.stdout) as { healthy: boolean; nodes: { rank: number; argv: string[]; container: string }[] };
   assert.equal(doc.healthy, true);
   assert.match(r.stderr, /healthy: http:\/\/[\d.]+:30000\/health answered 200/);
