@@ -1,11 +1,12 @@
 // The bed ends everything it started, by pid, however the tests end: its own teardown, an
-// uncaught error, or a signal. Checked from outside: /proc (no process left in a node's network
+// uncaught error, or a signal; and what a bed killed outright left, the next bed ends. Checked from outside: /proc (no process left in a node's network
 // namespace, no daemon pid alive), the bridge, the temp dir.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { startBed } from './bed.js';
 import { ended, pidsInNetns } from './processes.js';
 
 interface Started {
@@ -59,3 +60,23 @@ for (const mode of ['exit', 'throw', 'signal'] as const) {
     assertGone(started);
   });
 }
+
+test('a bed whose test process was killed outright (SIGKILL) is ended by the next bed', async () => {
+  const child = spawn(process.execPath, [CHILD, 'signal'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const line = await new Promise<string>((resolve) => {
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      out += d;
+      if (out.includes('\n')) resolve(out.split('\n')[0]!);
+    });
+    child.on('close', () => resolve(out));
+  });
+  child.kill('SIGKILL');
+  await new Promise((r) => child.once('close', r));
+  const started = JSON.parse(line) as Started;
+  // The kernel ended its daemons (--pdeathsig); what was started over ssh is still there.
+  assert.ok(pidsInNetns(new Set(started.netns)).length > 0, 'nothing was left to end: the test proves nothing');
+  const next = await startBed({ nodes: 1 });
+  next.teardown();
+  assertGone(started);
+});

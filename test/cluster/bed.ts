@@ -4,7 +4,7 @@
 // ever contacted. Every process it starts is ended by pid at teardown, which runs when the
 // tests end however they end (after(), process exit, SIGINT/SIGTERM/SIGHUP).
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -49,6 +49,40 @@ export function bedUnavailable(): string | undefined {
   return undefined;
 }
 
+const BED_PREFIX = 'spark-bed-';
+
+/** What a bed's owner records in its directory, so that a later bed can end what it left. */
+interface BedRecord {
+  owner: number;
+  bridge: string;
+  netns: string[];
+}
+
+/**
+ * Ends what a bed whose test process was killed outright (SIGKILL: no teardown ran) left: the
+ * processes still in its nodes' namespaces (its daemons got --pdeathsig), its bridge, its files.
+ * Beds whose owner still runs are left alone.
+ */
+function endOrphanedBeds(): void {
+  for (const name of readdirSync(tmpdir()).filter((n) => n.startsWith(BED_PREFIX))) {
+    const dir = join(tmpdir(), name);
+    let record: BedRecord;
+    try {
+      record = JSON.parse(readFileSync(join(dir, 'bed.json'), 'utf8')) as BedRecord;
+    } catch {
+      continue; // not started far enough to own anything, or not a bed
+    }
+    if (!ended(record.owner)) continue;
+    endPids(pidsInNetns(new Set(record.netns)), 5_000);
+    try {
+      run(['ip', 'link', 'del', record.bridge]);
+    } catch {
+      // already gone
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 function pickSubnet(): string {
   const used = run(['ip', '-o', '-4', 'addr']);
   for (let i = 0; i < 50; i++) {
@@ -61,7 +95,8 @@ function pickSubnet(): string {
 export async function startBed(options: { nodes: number }): Promise<Bed> {
   const why = bedUnavailable();
   if (why) throw new Error(`${why}; it does not pass silently: run it where CI runs it (bash .ci/run)`);
-  const dir = mkdtempSync(join(tmpdir(), 'spark-bed-'));
+  endOrphanedBeds();
+  const dir = mkdtempSync(join(tmpdir(), BED_PREFIX));
   const tag = `sb${randomBytes(2).toString('hex')}`;
   const bridge = `${tag}br`;
   const pids: number[] = [];
@@ -110,6 +145,8 @@ export async function startBed(options: { nodes: number }): Promise<Bed> {
 
   try {
     const subnet = pickSubnet();
+    const writeRecord = (netns: string[]) => writeFileSync(join(dir, 'bed.json'), JSON.stringify({ owner: process.pid, bridge, netns } satisfies BedRecord));
+    writeRecord([]);
     run(['ip', 'link', 'add', bridge, 'type', 'bridge']);
     bridgeMade = true;
     run(['ip', 'addr', 'add', `${subnet}.254/24`, 'dev', bridge]);
@@ -158,6 +195,7 @@ export async function startBed(options: { nodes: number }): Promise<Bed> {
     writeFileSync(join(bin, 'spark'), `#!/bin/sh\nexec ${process.execPath} ${binPath} "$@"\n`, { mode: 0o755 });
 
     const made = specs.map((s) => createNode(s, (p) => pids.push(p)));
+    writeRecord(made.map((n) => n.netns));
     const tarball = buildRootfsTarball(dir);
     nodes.push(...(await Promise.all(specs.map((s, i) => startNodeDaemons(s, made[i]!, (p) => pids.push(p))))));
     // Imported once and loaded into the other daemons, so every node has the same image id (a
