@@ -101,6 +101,8 @@ export async function startBed(options: { nodes: number }): Promise<Bed> {
   const bridge = `${tag}br`;
   const pids: number[] = [];
   const nodes: BedNode[] = [];
+  /** Every node made so far, ready or not: what the teardown ends. */
+  const created: Pick<BedNode, 'holder' | 'netns' | 'dockerHost'>[] = [];
   let bridgeMade = false;
   let done = false;
   const teardown = (): { leftover: number[] } => {
@@ -110,7 +112,7 @@ export async function startBed(options: { nodes: number }): Promise<Bed> {
     for (const s of SIGNALS) process.removeListener(s, onSignal);
     // Containers first (SIGKILL, so no grace period), then the daemons and everything else in
     // the nodes' namespaces (ssh sessions, containerd and its shims), then the namespace holders.
-    for (const n of nodes) {
+    for (const n of created) {
       try {
         const ids = run(['docker', 'ps', '-aq'], { env: { ...process.env, DOCKER_HOST: n.dockerHost }, timeoutMs: 15_000 }).split('\n').filter(Boolean);
         if (ids.length > 0) run(['docker', 'rm', '-f', ...ids], { env: { ...process.env, DOCKER_HOST: n.dockerHost }, timeoutMs: 30_000 });
@@ -118,9 +120,9 @@ export async function startBed(options: { nodes: number }): Promise<Bed> {
         // the daemon is down: its processes are ended below
       }
     }
-    const holders = new Set(nodes.map((n) => n.holder));
+    const holders = new Set(created.map((n) => n.holder));
     endPids(pids.filter((p) => !holders.has(p)), 15_000);
-    const namespaces = new Set(nodes.map((n) => n.netns));
+    const namespaces = new Set(created.map((n) => n.netns));
     endPids(pidsInNetns(namespaces).filter((p) => !holders.has(p)), 5_000);
     endPids([...holders, ...pids], 5_000);
     const leftover = [...new Set([...pids.filter((p) => !ended(p)), ...pidsInNetns(namespaces)])];
@@ -195,6 +197,7 @@ export async function startBed(options: { nodes: number }): Promise<Bed> {
     writeFileSync(join(bin, 'spark'), `#!/bin/sh\nexec ${process.execPath} ${binPath} "$@"\n`, { mode: 0o755 });
 
     const made = specs.map((s) => createNode(s, (p) => pids.push(p)));
+    created.push(...made);
     writeRecord(made.map((n) => n.netns));
     const tarball = buildRootfsTarball(dir);
     nodes.push(...(await Promise.all(specs.map((s, i) => startNodeDaemons(s, made[i]!, (p) => pids.push(p))))));
