@@ -224,3 +224,19 @@ test('the human dry run prints one pasteable docker command per node', async () 
   assert.match(r.stdout, /^ {2}--headless \\$/m);
   assert.match(r.stdout, /# note: ~ in host paths is shown as this machine's home \(\/home\/op\)/);
 });
+
+test('--cpu-only: the same command without the GPU and RDMA flags, and a note saying so', async () => {
+  const cluster = 'recipes/clusters/4node-switch.toml';
+  const full = await dryRun(AIDEN16, cluster);
+  const cpu = await dryRun(AIDEN16, cluster, ['--cpu-only']);
+  const gone = ['--gpus', 'all', '--device', '/dev/infiniband', '--cap-add', 'IPC_LOCK', '--ulimit', 'memlock=-1'];
+  for (const [i, node] of cpu.entries()) {
+    const start = full[i]!.argv.indexOf('--network');
+    assert.deepEqual(full[i]!.argv.slice(start, start + FLAGS.length), FLAGS);
+    const expected = [...full[i]!.argv.slice(0, start), '--network', 'host', '--ulimit', 'stack=67108864', ...full[i]!.argv.slice(start + FLAGS.length)];
+    assert.deepEqual(node.argv, expected);
+    for (const flag of ['--gpus', '--device', '--cap-add', 'memlock=-1']) assert.ok(!node.argv.includes(flag), flag);
+  }
+  const r = await cli(['launch', AIDEN16, '--cluster', cluster, '--dry-run', '--revision', REV, '--cpu-only'], { HOME: '/home/op' });
+  assert.ok(r.stdout.includes(`# note: --cpu-only: the containers get no GPU and no RDMA device (${gone.join(' ')} left out)`), r.stdout);
+});

@@ -195,7 +195,7 @@ test('a container that exits before the server is healthy stops the others', asy
     'n2 docker inspect': { stdout: 'exited 137 true\n' },
   });
   assert.equal(r.code, 3, r.stderr);
-  assert.match(r.stderr, /spark: node 1 \(n2\): the container exited with status 137 \(out of memory\) before the server was healthy; last output: RuntimeError: NCCL error: unhandled system error; stopped the containers on nodes 0, 1, 2, 3\n$/);
+  assert.match(r.stderr, /spark: node 1 \(n2\): the container exited with status 137 \(out of memory\) before the server was healthy; last output: loading shards \| RuntimeError: NCCL error: unhandled system error; stopped the containers on nodes 0, 1, 2, 3\n$/);
   const logs = calls.filter((c) => c.argv[0] === 'logs');
   for (const c of logs) assert.equal(alive(c.pid), false);
   assert.equal(byHost(calls, 'stop').size, 4);

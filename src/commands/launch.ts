@@ -32,6 +32,7 @@ export interface LaunchFlags {
   progress?: string;
   force?: boolean;
   keepOnFailure?: boolean;
+  cpuOnly?: boolean;
   follow?: boolean;
   name?: string;
   sparkBin?: string;
@@ -63,6 +64,7 @@ export function launchRequest(recipe: string, f: LaunchFlags, signal?: AbortSign
   if (f.nodeTimeout !== undefined) req.nodeTimeoutMs = parseSeconds(f.nodeTimeout, '--node-timeout', 0.001) * 1000;
   if (f.force) req.force = true;
   if (f.keepOnFailure) req.keepOnFailure = true;
+  if (f.cpuOnly) req.cpuOnly = true;
   if (f.follow) req.follow = true;
   if (signal) req.signal = signal;
   return req;
@@ -123,6 +125,7 @@ export function launchCommand(ctx: CliContext): Command {
   return launch
     .option('--force', 'launch even when preflight reports errors')
     .option('--keep-on-failure', 'leave the containers running when the launch fails')
+    .option('--cpu-only', 'no --gpus all, --device /dev/infiniband, IPC_LOCK, memlock=-1: a smoke run of mounts and entrypoint on hosts without GPUs or RDMA')
     .option('--follow', 'keep streaming the logs once healthy, until Ctrl-C')
     .option('--name <prefix>', 'container name prefix (default spark-<cluster name>); containers are <prefix>-r<rank>')
     .option('--spark-bin <path>', 'spark on the nodes, for the preflight and the GID detection (default SPARK_REMOTE_BIN, else spark)')

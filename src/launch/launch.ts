@@ -13,7 +13,7 @@ import { buildPlan, type LaunchPlan, type NodePlan } from './plan.js';
 import { gidQuery, probeGids, probeHomes, readTextViaHead } from './probe.js';
 import { shJoin } from '../remote/shell.js';
 import { resolveSnapshot, type ReadText } from './snapshot.js';
-import { capture, lastLine, nodeArgv, nodeCommand, toolsFromEnv, type Tools } from '../remote/ssh.js';
+import { capture, lastLine, lastLines, nodeArgv, nodeCommand, toolsFromEnv, type Tools } from '../remote/ssh.js';
 import { describeStops, stopContainers, type StopOutcome } from './stop.js';
 
 export interface LaunchRequest {
@@ -38,6 +38,8 @@ export interface LaunchRequest {
   progressEveryMs: number;
   /** Launch even when preflight reports errors. */
   force?: boolean;
+  /** Containers without the GPU and RDMA flags: a smoke run on hosts without them. */
+  cpuOnly?: boolean;
   /** Leave the containers running when the launch fails. */
   keepOnFailure?: boolean;
   /** Keep streaming the logs after the server is healthy, until the containers end or the signal. */
@@ -87,7 +89,12 @@ export async function planDryRun(req: LaunchRequest, io: Io): Promise<LaunchPlan
       : undefined;
   const plan = buildPlan(
     { ...inputs, ...(snapshot ? { snapshot } : {}), ...(unresolved !== undefined ? { unresolvedModel: inputs.recipe.model } : {}) },
-    { home: () => home, ...(req.namePrefix ? { namePrefix: req.namePrefix } : {}), ...(req.healthUrl ? { healthUrl: req.healthUrl } : {}) },
+    {
+      home: () => home,
+      ...(req.namePrefix ? { namePrefix: req.namePrefix } : {}),
+      ...(req.healthUrl ? { healthUrl: req.healthUrl } : {}),
+      ...(req.cpuOnly ? { cpuOnly: true } : {}),
+    },
   );
   for (const d of inputs.diagnostics) plan.notes.unshift(`${d.severity}: ${d.message}`);
   if (unresolved !== undefined) {
@@ -114,6 +121,14 @@ function pin(req: Pick<LaunchRequest, 'revision'>, env: Record<string, string>):
 export function startCommandLine(node: NodePlan): string {
   const docker = node.argv[0]!;
   return `${shJoin([docker, 'rm', node.container])} >/dev/null 2>&1; ${shJoin(node.argv)}`;
+}
+
+/**
+ * The line that says why a docker command failed: its last, except the hint docker's CLI
+ * prints after the daemon's error (`Run 'docker run --help' for more information`).
+ */
+export function dockerError(tail: readonly string[]): string {
+  return lastLine(tail.filter((l) => !/^\s*Run '[^']*--help' for more information\s*$/.test(l)).join('\n'));
 }
 
 export interface LaunchResult {
@@ -178,6 +193,7 @@ export async function runLaunch(req: LaunchRequest, io: Io): Promise<LaunchResul
       ...(gids ? { nodeEnv: (rank: number) => ({ B12X_ROCE_GID_INDEX: gids.get(rank)! }) } : {}),
       ...(req.namePrefix ? { namePrefix: req.namePrefix } : {}),
       ...(req.healthUrl ? { healthUrl: req.healthUrl } : {}),
+      ...(req.cpuOnly ? { cpuOnly: true } : {}),
     },
   );
   for (const note of plan.notes) log(`note: ${note}`);
@@ -207,7 +223,7 @@ export async function runLaunch(req: LaunchRequest, io: Io): Promise<LaunchResul
   if (failedStart || req.signal?.aborted) {
     const cleaned = await cleanup();
     if (!failedStart) throw interrupted(cleaned);
-    const why = lastLine(failedStart.tail.join('\n'));
+    const why = dockerError(failedStart.tail);
     throw new SparkError(
       'E_NODE_FAILED',
       `node ${failedStart.rank} (${failedStart.host}) failed to start: docker run ${describeEnd(failedStart)}` +
@@ -258,6 +274,9 @@ async function refuseIfRunning(plan: LaunchPlan, req: LaunchRequest, tools: Tool
   }
 }
 
+/** Lines of a container's output quoted when it exits before the server is healthy. */
+const EXIT_LINES = 3;
+
 type FollowOutcome =
   | { kind: 'healthy'; ms: number }
   | { kind: 'timeout'; last: string }
@@ -288,7 +307,8 @@ async function followUntilHealthy(plan: LaunchPlan, req: LaunchRequest, io: Io, 
     const how = state
       ? `the container exited with status ${state.exit}${state.oom ? ' (out of memory)' : ''}`
       : `the node stopped answering (${describeEnd(r)}: ${lastLine(r.tail.join('\n'))})`;
-    const last = state ? lastLine(r.tail.join('\n')) : '';
+    // An engine's last line is often its exit notice; the lines before it say why.
+    const last = state ? lastLines(r.tail.join('\n'), EXIT_LINES) : '';
     if (healthy) {
       io.stderr(`note: node ${node.rank} (${node.host}): ${how}${last ? `; last output: ${last}` : ''}\n`);
       return;

@@ -73,6 +73,8 @@ export interface PlanOptions {
   nodeEnv?: (rank: number) => Record<string, string>;
   /** Health URL override (default http://<head host>:<port>/health). */
   healthUrl?: string;
+  /** Leave out the GPU and RDMA flags (hosts without them; see containerFlags). */
+  cpuOnly?: boolean;
 }
 
 export interface PlanInput {
@@ -85,16 +87,21 @@ export interface PlanInput {
   unresolvedModel?: string;
 }
 
-/** Flags every container gets: the fabric and the GPU need these on a DGX Spark. */
-export const CONTAINER_FLAGS: readonly string[] = [
-  '--network', 'host',
-  '--gpus', 'all',
-  // RoCE: the verbs devices, and unlimited locked memory for NCCL's registered buffers.
-  '--device', '/dev/infiniband',
-  '--cap-add', 'IPC_LOCK',
-  '--ulimit', 'memlock=-1',
-  '--ulimit', 'stack=67108864',
-];
+/** The GPUs, for the engine. */
+const GPU_FLAGS: readonly string[] = ['--gpus', 'all'];
+/** RoCE: the verbs devices, and unlimited locked memory for NCCL's registered buffers. */
+const RDMA_FLAGS: readonly string[] = ['--device', '/dev/infiniband', '--cap-add', 'IPC_LOCK', '--ulimit', 'memlock=-1'];
+
+/**
+ * Flags every container gets: host networking (the fabric), the GPUs and RDMA on a DGX Spark.
+ * `cpuOnly` leaves out the GPU and RDMA flags, which docker refuses on a host without them:
+ * a smoke run of a recipe's mounts, environment and entrypoint (docs/launch.md, "--cpu-only").
+ */
+export function containerFlags(cpuOnly = false): string[] {
+  return ['--network', 'host', ...(cpuOnly ? [] : [...GPU_FLAGS, ...RDMA_FLAGS]), '--ulimit', 'stack=67108864'];
+}
+
+export const CONTAINER_FLAGS: readonly string[] = containerFlags();
 
 /** A docker container name from free text: [A-Za-z0-9][A-Za-z0-9_.-]*. */
 export function containerPrefix(clusterName: string): string {
@@ -209,6 +216,12 @@ export function buildPlan(input: PlanInput, options: PlanOptions): LaunchPlan {
         'point both at the same snapshot',
     );
   }
+  if (options.cpuOnly) {
+    notes.push(
+      `--cpu-only: the containers get no GPU and no RDMA device (${[...GPU_FLAGS, ...RDMA_FLAGS].join(' ')} left out); ` +
+        "a smoke run of the recipe's mounts, environment and entrypoint, not of the engine",
+    );
+  }
   const docker = options.docker ?? 'docker';
   const prefix = options.namePrefix ?? containerPrefix(cluster.name);
 
@@ -259,7 +272,7 @@ export function buildPlan(input: PlanInput, options: PlanOptions): LaunchPlan {
     const container = `${prefix}-r${node.rank}`;
     const argv = [
       docker, 'run', '-d', '--name', container,
-      ...CONTAINER_FLAGS,
+      ...containerFlags(options.cpuOnly),
       // A recipe's shm_size asks for a private /dev/shm of that size; --ipc host would make
       // docker ignore it (and podman refuse it). Without one, share the host's.
       ...(recipe.shmSize !== undefined ? ['--shm-size', recipe.shmSize] : ['--ipc', 'host']),

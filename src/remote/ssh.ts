@@ -87,6 +87,11 @@ export function killGroup(pid: number | undefined, signal: NodeJS.Signals): void
 
 /** The last non-empty line of some output, for one-line error messages. */
 export function lastLine(text: string): string {
+  return lastLines(text, 1);
+}
+
+/** The last `n` non-empty lines of some output, joined with ` | ` to keep a message on one line. */
+export function lastLines(text: string, n: number): string {
   const lines = text.split(/\r?\n|\r/).map((l) => l.trim()).filter((l) => l !== '');
-  return lines.at(-1) ?? '';
+  return lines.slice(-n).join(' | ');
 }
