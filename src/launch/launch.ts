@@ -54,8 +54,9 @@ export interface LaunchInputs {
 }
 
 export async function loadInputs(req: Pick<LaunchRequest, 'recipe' | 'cluster' | 'env'>, io: Io): Promise<LaunchInputs> {
-  const { recipe, diagnostics } = await readRecipe(req.recipe);
   const loaded = await readCluster(req.cluster);
+  const hfCache = loaded.cluster.hfCache;
+  const { recipe, diagnostics } = await readRecipe(req.recipe, { env: io.env, ...(hfCache !== undefined ? { hfCache } : {}) });
   const inputs: LaunchInputs = { recipe, cluster: loaded.cluster, diagnostics: [...diagnostics, ...loaded.diagnostics] };
   if (req.env !== undefined) {
     inputs.envFile = await readEnvFile(req.env, io.env);
