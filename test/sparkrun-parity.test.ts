@@ -12,14 +12,8 @@ import { parseAnyRecipe } from '../src/recipes/index.js';
 import { toSparkrunYaml, toToml } from '../src/recipes/sparkrun/convert.js';
 import type { Finding } from '../src/preflight/index.js';
 import { cli } from './helpers/cli.js';
-import { edit, preflight, repoFile, world, write, type World } from './helpers/preflight.js';
-
-/** The YAML translation of a seed, with the same host paths and port the world gives the TOML. */
-function seedYaml(w: World, name: 'dsv41-flash-4x-sglang-aiden16' | 'deepseek-v4-flash-eugr-agent'): string {
-  const text = repoFile(`test/fixtures/sparkrun/${name}.yaml`);
-  if (name === 'deepseek-v4-flash-eugr-agent') return edit(text, '~/.cache/vllm-ds4-eugr', join(w.root, 'vllm-cache'));
-  return edit(edit(text, '/home/kilork/aiden4x-launch.sh', join(w.root, 'aiden4x-launch.sh')), 'port: 30000', `port: ${w.servingPort}`);
-}
+import { edit, preflight, world, write, type World } from './helpers/preflight.js';
+import { seedYaml } from './helpers/sparkrun.js';
 
 /** A finding with its recipe line replaced by a marker, after checking the line is in the file. */
 function comparable(f: Finding, file: string): Omit<Finding, 'where'> & { where: string } {
