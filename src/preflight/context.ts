@@ -14,7 +14,7 @@ import {
   parallelShape,
   parseArgs,
   placement,
-  readCluster,
+  openCluster,
   readEnvFile,
   readRecipe,
   type FileDiagnostic,
@@ -60,7 +60,8 @@ export function clusterMode(options: PreflightOptions): boolean {
 }
 
 export async function buildContext(options: PreflightOptions, io: Io): Promise<PreflightContext> {
-  const loadedCluster = options.cluster === undefined ? undefined : await readCluster(options.cluster);
+  const loadedCluster =
+    options.cluster === undefined ? undefined : await openCluster(options.cluster, { env: io.env, cwd: io.cwd, ...(options.sysfs !== undefined ? { sysfs: options.sysfs } : {}) });
   const cluster = loadedCluster?.cluster;
   const home = options.home ?? io.env.HOME ?? homedir();
   const { recipe, diagnostics: recipeDiagnostics } = await readRecipe(options.recipe, {

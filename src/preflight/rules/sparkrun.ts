@@ -1,4 +1,4 @@
-// What reading a sparkrun recipe found (src/recipes/sparkrun/): steps of the recipe spark does
+// What reading a sparkrun recipe (or cluster) found (src/recipes/sparkrun/): steps of the recipe spark does
 // not take, and what became of its defaults and placeholders on the way to the engine. Each
 // diagnostic is one finding, at the severity the reader gave it.
 import { at, type FileDiagnostic } from '../../recipes/index.js';
@@ -10,7 +10,7 @@ function sparkrunRule(kind: FileDiagnostic['kind'], meta: Omit<RuleInput, 'scope
     ...meta,
     scope: 'files',
     check(ctx) {
-      return ctx.recipeDiagnostics
+      return [...ctx.recipeDiagnostics, ...ctx.clusterDiagnostics]
         .filter((d) => d.kind === kind)
         .map((d) => finding(this, { message: d.message, where: at(d.file, d.line), fix: d.fix, severity: d.severity }));
     },
