@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { cli } from './helpers/cli.js';
 import { preflight, REVISION, world, write, type World } from './helpers/preflight.js';
+import { ShellSyntaxError, shellWords } from '../src/recipes/sparkrun/shell-words.js';
 
 const SNAPSHOT = `/root/.cache/huggingface/hub/models--deepseek-ai--DeepSeek-V4.1-Flash/snapshots/${REVISION}`;
 const HOME = '/home/spark';
@@ -242,4 +243,23 @@ test('a command only a shell could run, and sparkrun\'s HF cache path, are said'
   const found = await sparkrunFindings(w, hf, w.cluster);
   assert.deepEqual(found.map((f) => [f.rule, f.severity, f.where]), [['sparkrun.defaults', 'warn', 'R:7']]);
   assert.match(found[0]!.message, /names \/cache\/huggingface, where sparkrun mounts the Hugging Face cache; spark mounts it at \/root\/\.cache\/huggingface/);
+});
+
+test('command words as bash -c splits them: continuations (blanks after the backslash too), quotes, escapes, comments', () => {
+  const text = 'vllm serve \\  \n  --a "x y" \\\n  --b \'{"k": "v w"}\' --c a\\ b # a comment\n  --d "q\\"t\\$" \'\'\n';
+  assert.deepEqual(shellWords(text), [
+    { text: 'vllm', line: 0 }, { text: 'serve', line: 0 },
+    { text: '--a', line: 1 }, { text: 'x y', line: 1 },
+    { text: '--b', line: 2 }, { text: '{"k": "v w"}', line: 2 }, { text: '--c', line: 2 }, { text: 'a b', line: 2 },
+    { text: '--d', line: 3 }, { text: 'q"t$', line: 3 }, { text: '', line: 3 },
+  ]);
+  for (const shell of ['a $HOME', 'a "$(id)"', 'a `id`', 'a && b', 'a > f', "a 'open"]) assert.throws(() => shellWords(shell), ShellSyntaxError, shell);
+});
+
+test('an env key that is not a variable name is one line (exit 2)', async () => {
+  const w = await world();
+  const file = yamlRecipe(w, 'bad-env-key', 'model: m/m\nruntime: sglang\ncontainer: i:1\nenv:\n  "A=B": x\n');
+  const r = await cli(['preflight', file], { HOME });
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /bad-env-key\/recipe\.yaml:5: env key "A=B" is not an environment variable name/);
 });

@@ -202,7 +202,14 @@ export async function parseSparkrunRecipe(source: string, file: string, options:
       );
     }
   }
-  if (entrypoint !== undefined && entrypoint !== '') program = [...shellWords(entrypoint).map((w) => w.text), ...program];
+  if (entrypoint !== undefined && entrypoint !== '') {
+    try {
+      program = [...shellWords(entrypoint).map((w) => w.text), ...program];
+    } catch (err) {
+      if (!(err instanceof ShellSyntaxError)) throw err;
+      r.fail(['executor_config', 'entrypoint'], `executor_config.entrypoint: ${err.message}`, 'write the program and its arguments alone');
+    }
+  }
   if (revision !== undefined && !parseArgs(args.map((a) => a.text)).has('--revision')) {
     args.push({ text: '--revision', line: r.line('model_revision') }, { text: revision, line: r.line('model_revision') });
   }
@@ -229,6 +236,8 @@ export async function parseSparkrunRecipe(source: string, file: string, options:
   const env: Record<string, string> = {};
   for (const [key, raw] of Object.entries(envTable)) {
     if (raw !== null && typeof raw === 'object') r.fail(['env', key], `env.${key} must be a string or number, got ${typeName(raw)}`, `write it as ${key}: "…"`);
+    // docker -e KEY=VALUE: a name with '=' or a blank would set another variable.
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) r.fail(['env', key], `env key ${JSON.stringify(key)} is not an environment variable name`, 'use letters, digits and _ (not starting with a digit)');
     env[key] = interpolate(ctx, key, raw, r.line('env', key));
   }
   const extraMounts = volumes(r, executor);
