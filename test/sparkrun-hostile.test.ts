@@ -20,7 +20,7 @@ function aliasBomb(): string {
 const CASES: { name: string; text: () => string; expect: RegExp }[] = [
   { name: 'a tab in the indentation', text: () => `${HEAD}defaults:\n\ttensor_parallel: 4\n`, expect: /:6: invalid YAML: Tabs are not allowed as indentation/ },
   { name: 'a duplicate key', text: () => `${HEAD}model: other/model\n`, expect: /:5: invalid YAML: Map keys must be unique/ },
-  { name: 'an alias to no anchor', text: () => `${HEAD}defaults: *nowhere\n`, expect: /invalid YAML: Unresolved alias.*nowhere/ },
+  { name: 'an alias to no anchor', text: () => `${HEAD}defaults: *nowhere\n`, expect: /:5: invalid YAML: Unresolved alias.*nowhere; define the anchor &nowhere above it/ },
   { name: 'a billion-laughs alias bomb', text: aliasBomb, expect: /invalid YAML: Excessive alias count.*write the values out/ },
   { name: 'a 2 MB YAML file', text: () => `${HEAD}metadata:\n  note: "${'x'.repeat(2 << 20)}"\n`, expect: /is far larger than a recipe or cluster file/ },
   { name: 'a 20 MB file', text: () => `${HEAD}metadata:\n  note: "${'x'.repeat(20 << 20)}"\n`, expect: /is larger than 16\.0 MiB/ },

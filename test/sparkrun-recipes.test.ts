@@ -263,3 +263,12 @@ test('an env key that is not a variable name is one line (exit 2)', async () => 
   assert.equal(r.code, 2);
   assert.match(r.stderr, /bad-env-key\/recipe\.yaml:5: env key "A=B" is not an environment variable name/);
 });
+
+test('a runtime sparkrun would guess (mods without a runtime: eugr-vllm) is a finding on the line it was guessed from', async () => {
+  const w = await world();
+  const file = yamlRecipe(w, 'guessed', 'model: deepseek-ai/DeepSeek-V4.1-Flash\ncontainer: i:1\ndefaults:\n  tensor_parallel: 4\nmods:\n  - patch\n');
+  const found = await sparkrunFindings(w, file, w.cluster);
+  assert.deepEqual(found.map((f) => [f.rule, f.severity, f.where]), [['sparkrun.not-run', 'error', 'R:5'], ['sparkrun.not-run', 'error', 'R:5']]);
+  assert.match(found[0]!.message, /^runtime eugr-vllm: /);
+  assert.match(found[1]!.message, /^mods: /);
+});

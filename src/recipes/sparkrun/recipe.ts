@@ -155,7 +155,10 @@ export async function parseSparkrunRecipe(source: string, file: string, options:
     r.fail(['runtime'], `runtime ${runtime}: ${choice.why}`, 'use runtime: sglang or vllm, or launch this recipe with sparkrun');
   }
   const engine: Engine = choice.engine;
-  if (choice.kind === 'engine-not-as-written') diagnostics.push(notRunDiagnostic(file, r.line('runtime'), `runtime ${runtime}`, choice.notRun));
+  // A runtime guessed from other keys is reported on the line of the key it was guessed from.
+  const runtimeLine =
+    r.line('runtime') ?? r.line('mods') ?? r.line('build_args') ?? r.line('recipe_version') ?? r.line('defaults', 'distributed_executor_backend') ?? r.line('command') ?? r.line('model');
+  if (choice.kind === 'engine-not-as-written') diagnostics.push(notRunDiagnostic(file, runtimeLine, `runtime ${runtime}`, choice.notRun));
 
   const model = r.string(top, ['model']) ?? r.fail(['model'], 'model is missing at the top level', 'add model: org/name');
   const image = r.string(top, ['container']) ?? r.fail(['container'], 'container is missing: spark has no default image per runtime', 'add container: repo/image:tag');
@@ -191,7 +194,7 @@ export async function parseSparkrunRecipe(source: string, file: string, options:
     }
   } else {
     program = PROGRAMS[engine];
-    programLine = r.line('runtime') ?? r.line('defaults');
+    programLine = runtimeLine;
     const built = defaultsCommand(engine, defaults, values, (key) => r.line('defaults', key));
     args = built.args;
     for (const o of built.outcomes.filter((x) => x.how === 'passed')) {
@@ -242,9 +245,14 @@ export async function parseSparkrunRecipe(source: string, file: string, options:
   }
   const extraMounts = volumes(r, executor);
   const cacheTable = top.runtime_cache;
-  if (usesRuntimeCache(Object.values(envTable).map((v) => renderValue(v))) && cacheTable !== false) {
-    const dir = isTable(cacheTable) && typeof cacheTable.dir === 'string' ? cacheTable.dir : RUNTIME_CACHE_HOST_DEFAULT;
-    extraMounts.push({ host: dir, container: RUNTIME_CACHE_CONTAINER_PATH, readOnly: false, ...(r.line('runtime_cache') !== undefined ? { line: r.line('runtime_cache')! } : {}) });
+  if (usesRuntimeCache(Object.values(envTable).map((v) => renderValue(v)))) {
+    const off = cacheTable === false || (isTable(cacheTable) && cacheTable.enabled === false);
+    if (off) {
+      diagnostics.push(diagnostic(file, r.line('runtime_cache'), 'sparkrun-defaults', 'error', 'runtime_cache', 'env names {launch.runtime_cache_dir}, but runtime_cache turns the cache off, so nothing is mounted there', 'turn runtime_cache on, or stop naming it in env'));
+    } else {
+      const dir = isTable(cacheTable) && typeof cacheTable.dir === 'string' ? cacheTable.dir : RUNTIME_CACHE_HOST_DEFAULT;
+      extraMounts.push({ host: dir, container: RUNTIME_CACHE_CONTAINER_PATH, readOnly: false, ...(r.line('runtime_cache') !== undefined ? { line: r.line('runtime_cache')! } : {}) });
+    }
   }
 
   // What spark does not do, one finding each; unknown keys by name.

@@ -89,6 +89,12 @@ export function parseYamlDocument(source: string, file: string, code: ErrorCode)
   } catch (err) {
     // maxAliasCount: an alias bomb (each alias expanding to many) stops here, not in memory.
     const message = err instanceof Error ? err.message : String(err);
+    const alias = /^Unresolved alias.*: (\S+)$/.exec(firstLine(message))?.[1];
+    if (alias !== undefined) {
+      // The alias's own line: the first `*name` in the text.
+      const at = source.indexOf(`*${alias}`);
+      fail(code, file, at >= 0 ? lines.linePos(at).line : undefined, `${firstLine(message)}; define the anchor &${alias} above it, or write the value out`);
+    }
     fail(code, file, undefined, `${firstLine(message)}; write the values out instead of nesting aliases`);
   }
   const root = position(0);
