@@ -109,3 +109,24 @@ test('spark recipe convert writes what has no counterpart as a comment', async (
   // The comments are comments: the result is a recipe spark reads.
   assert.equal((await parseAnyRecipe(toml, 'r.toml')).recipe.engine, 'vllm');
 });
+
+test('spark recipe convert on the command line: --out writes a new file (never over one without --force), the same format is refused', async () => {
+  const w = await world();
+  const toml = w.recipe(w.eugrText, 'cli-convert');
+  const out = join(w.root, 'cli-convert.yaml');
+  const r = await cli(['recipe', 'convert', toml, '--out', out]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stdout.trim(), `wrote ${out} (yaml)`);
+  assert.equal(readFileSync(out, 'utf8'), toSparkrunYaml(await parseAnyRecipe(w.eugrText, toml)));
+  const again = await cli(['recipe', 'convert', toml, '--out', out]);
+  assert.equal(again.code, 2);
+  assert.match(again.stderr, /exists; choose another --out, or pass --force/);
+  assert.equal((await cli(['recipe', 'convert', toml, '--out', out, '--force'])).code, 0);
+  const same = await cli(['recipe', 'convert', out, '--to', 'yaml']);
+  assert.equal(same.code, 2);
+  assert.match(same.stderr, /is already YAML; --to yaml converts nothing/);
+  const json = await cli(['recipe', 'convert', out, '--json']);
+  const doc = JSON.parse(json.stdout) as { from: { format: string }; to: { format: string }; text: string };
+  assert.deepEqual([doc.from.format, doc.to.format], ['yaml', 'toml']);
+  assert.match(doc.text, /^engine = "vllm"$/m);
+});
