@@ -9,6 +9,7 @@ import { makeSnapshot } from './helpers/synth.js';
 import { busyPort, edit, MIA, MIA_ENV, preflight, repoFile, REVISION, world, write, type World } from './helpers/preflight.js';
 import { writeMiaPack } from './helpers/mia-pack.js';
 import { mountRamfs } from './helpers/tmpfs.js';
+import { seedYaml } from './helpers/sparkrun.js';
 
 interface RuleCase {
   rule: string;
@@ -110,6 +111,20 @@ const CASES: RuleCase[] = [
     fail: (w) => w.options(w.recipe(w.dsv41Text), { env: write(join(w.root, 'compose.env'), 'NCCL_DEBUG=WARN\nTP_SIZE=3\n') }),
     expect: /^TP_SIZE is read by the compose file or start script/,
     where: /compose\.env:2$/,
+  },
+  {
+    rule: 'sparkrun.not-run',
+    pass: (w) => w.options(write(join(w.root, 'sparkrun-seed.yaml'), seedYaml(w, 'dsv41-flash-4x-sglang-aiden16'))),
+    fail: (w) => w.options(write(join(w.root, 'sparkrun-mods.yaml'), `${seedYaml(w, 'dsv41-flash-4x-sglang-aiden16')}mods:\n  - engram-pack\n`)),
+    expect: /^mods: sparkrun copies each mod into every container/,
+    where: /sparkrun-mods\.yaml:\d+$/,
+  },
+  {
+    rule: 'sparkrun.defaults',
+    pass: (w) => w.options(write(join(w.root, 'sparkrun-seed.yaml'), seedYaml(w, 'dsv41-flash-4x-sglang-aiden16'))),
+    fail: (w) => w.options(write(join(w.root, 'sparkrun-unused.yaml'), edit(seedYaml(w, 'dsv41-flash-4x-sglang-aiden16'), '  tensor_parallel: 4\n', '  tensor_parallel: 4\n  max_total_tokens: 750000\n'))),
+    expect: /^defaults\.max_total_tokens is not named in command, so it reaches nothing/,
+    where: /sparkrun-unused\.yaml:12$/,
   },
   {
     rule: 'args.json-value',

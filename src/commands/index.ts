@@ -68,6 +68,11 @@ export const commandEntries: CommandEntry[] = [
     load: async () => (await import('./launch.js')).launchCommand,
   },
   {
+    name: 'recipe',
+    summary: 'convert a recipe between spark TOML and sparkrun YAML',
+    load: async () => (await import('./recipe.js')).recipeCommand,
+  },
+  {
     name: 'fanout',
     summary: 'run node-local work (pack, verify) on every node of a cluster at once over ssh',
     load: async () => (await import('./fanout.js')).fanoutCommand,

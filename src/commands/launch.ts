@@ -15,7 +15,7 @@ import {
   toolsFromEnv,
   type LaunchRequest,
 } from '../launch/index.js';
-import { readCluster } from '../recipes/index.js';
+import { clusterSpec, openCluster } from '../recipes/index.js';
 import { table } from '../format.js';
 import { parseSeconds } from './options.js';
 
@@ -44,7 +44,7 @@ export interface LaunchFlags {
 const HEALTH_WAIT_DEFAULT = { timeout: '1200', interval: '5', progress: '30' } as const;
 
 export function launchRequest(recipe: string, f: LaunchFlags, signal?: AbortSignal): LaunchRequest {
-  if (f.cluster === undefined) throw usageError('spark launch needs --cluster FILE (the nodes to run on)');
+  if (f.cluster === undefined) throw usageError('spark launch needs --cluster FILE or a sparkrun cluster name (the nodes to run on)');
   const req: LaunchRequest = {
     recipe,
     cluster: f.cluster,
@@ -71,8 +71,8 @@ export function launchRequest(recipe: string, f: LaunchFlags, signal?: AbortSign
 }
 
 async function runStop(f: LaunchFlags, io: Io): Promise<CommandResult> {
-  if (f.cluster === undefined) throw usageError('spark launch --stop needs --cluster FILE');
-  const { cluster } = await readCluster(f.cluster);
+  if (f.cluster === undefined) throw usageError('spark launch --stop needs --cluster FILE or a sparkrun cluster name');
+  const { cluster } = await openCluster(f.cluster, { env: io.env, cwd: io.cwd });
   const targets = stopTargets(cluster, f.name);
   const outcomes = await stopContainers(targets, toolsFromEnv(io.env), io.env, io.stderr);
   const failure = stopFailure(outcomes);
@@ -81,7 +81,10 @@ async function runStop(f: LaunchFlags, io: Io): Promise<CommandResult> {
   return { json: { cluster: cluster.file, nodes: outcomes }, text: table(['rank', 'host', 'container', 'status'], rows), exitCode: 0 };
 }
 
-export async function runLaunchCommand(recipe: string | undefined, f: LaunchFlags, io: Io, signal?: AbortSignal): Promise<CommandResult> {
+export async function runLaunchCommand(recipe: string | undefined, given: LaunchFlags, io: Io, signal?: AbortSignal): Promise<CommandResult> {
+  // No --cluster: sparkrun's default cluster, when it names one.
+  const cluster = await clusterSpec(given.cluster, io.env);
+  const f: LaunchFlags = cluster === undefined ? given : { ...given, cluster };
   if (f.stop) return runStop(f, io);
   if (recipe === undefined) throw usageError('spark launch needs a recipe: spark launch <recipe.toml> --cluster FILE');
   const req = launchRequest(recipe, f, signal);
@@ -115,7 +118,7 @@ export function launchCommand(ctx: CliContext): Command {
   const launch = new Command('launch')
     .description('run a recipe on a cluster: one container per node over ssh, then wait for the head to be healthy')
     .argument('[recipe.toml]', 'the recipe to launch (not needed with --stop)')
-    .option('--cluster <file>', 'cluster file: [[nodes]] host, fabric_addr, dist_addr and [nodes.env] in rank order, head, hf_cache, dist_port, [nccl]')
+    .option('--cluster <file|name>', 'cluster file ([[nodes]] host, fabric_addr, dist_addr and [nodes.env] in rank order, head, hf_cache, dist_port, [nccl]), or a sparkrun cluster: its file, or its name under ~/.config/sparkrun/clusters (default: its .default)')
     .option('--dry-run', 'print each node\'s container command and run nothing')
     .option('--json', 'one JSON document on stdout: {"nodes": [{"rank", "host", "argv", "env", ...}], ...}')
     .option('--stop', 'stop the launch\'s containers on every node of the cluster')

@@ -5,6 +5,7 @@ import type { CliContext } from './context.js';
 import type { CommandResult, Io } from '../io.js';
 import { formatReport, runPreflight, type PreflightOptions } from '../preflight/index.js';
 import { usageError } from '../errors.js';
+import { clusterSpec } from '../recipes/index.js';
 import { fromEnv, parseCount, parseSeconds } from './options.js';
 
 interface PreflightFlags {
@@ -56,7 +57,10 @@ export async function runNodeFacts(request: string, io: Io): Promise<CommandResu
   return { json: facts, text: JSON.stringify(facts), exitCode: 0 };
 }
 
-export async function runPreflightCommand(options: PreflightOptions, io: Io): Promise<CommandResult> {
+export async function runPreflightCommand(given: PreflightOptions, io: Io): Promise<CommandResult> {
+  // No --cluster: sparkrun's default cluster, when it names one.
+  const cluster = await clusterSpec(given.cluster, io.env);
+  const options = cluster === undefined ? given : { ...given, cluster };
   const report = await runPreflight(options, io);
   return { json: report, text: formatReport(report, io.color), exitCode: report.counts.error > 0 ? 1 : 0 };
 }
@@ -65,7 +69,7 @@ export function preflightCommand(ctx: CliContext): Command {
   return new Command('preflight')
     .description('check a recipe, its cluster and env files, the snapshot and every node before a boot')
     .argument('[recipe.toml]', 'the recipe to check')
-    .option('--cluster <file>', 'cluster file: nodes (host, fabric_addr, dist_addr, env), head, hf_cache, dist_port, [nccl]; every node is checked over ssh')
+    .option('--cluster <file|name>', 'cluster file (nodes: host, fabric_addr, dist_addr, env; head, hf_cache, dist_port, [nccl]), or a sparkrun cluster file or name (default: sparkrun\'s .default cluster, if any); every node is checked over ssh')
     .option('--local', 'with --cluster: check this machine only (as one of the nodes), not every node over ssh')
     .option('--spark-bin <path>', 'spark on the nodes, which answers for its node (default SPARK_REMOTE_BIN, else spark; without it a sh probe does)')
     .option('--node-timeout <seconds>', 'the most one node may take to answer', '30')

@@ -5,7 +5,7 @@ import { homedir } from 'node:os';
 import { SparkError } from '../errors.js';
 import type { Io } from '../io.js';
 import { formatReport, runPreflight } from '../preflight/index.js';
-import { effectiveEnv, envValues, readCluster, readEnvFile, readRecipe, type Cluster, type EnvFile, type FileDiagnostic, type Recipe } from '../recipes/index.js';
+import { effectiveEnv, envValues, openCluster, readEnvFile, readRecipe, type Cluster, type EnvFile, type FileDiagnostic, type Recipe } from '../recipes/index.js';
 import { recipeModelArg } from '../engine/args.js';
 import { describeEnd, fanOut, startFanOut, type NodeJobResult } from './fanout.js';
 import { formatDuration, waitForHealth } from './health.js';
@@ -56,8 +56,9 @@ export interface LaunchInputs {
 }
 
 export async function loadInputs(req: Pick<LaunchRequest, 'recipe' | 'cluster' | 'env'>, io: Io): Promise<LaunchInputs> {
-  const { recipe, diagnostics } = await readRecipe(req.recipe);
-  const loaded = await readCluster(req.cluster);
+  const loaded = await openCluster(req.cluster, { env: io.env, cwd: io.cwd });
+  const hfCache = loaded.cluster.hfCache;
+  const { recipe, diagnostics } = await readRecipe(req.recipe, { env: io.env, ...(hfCache !== undefined ? { hfCache } : {}) });
   const inputs: LaunchInputs = { recipe, cluster: loaded.cluster, diagnostics: [...diagnostics, ...loaded.diagnostics] };
   if (req.env !== undefined) {
     inputs.envFile = await readEnvFile(req.env, io.env);

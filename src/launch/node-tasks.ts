@@ -3,7 +3,7 @@
 // progress and a summary.
 import { SparkError } from '../errors.js';
 import type { Io } from '../io.js';
-import { readCluster } from '../recipes/index.js';
+import { openCluster } from '../recipes/index.js';
 import { fanOut, describeEnd, type NodeJobResult } from './fanout.js';
 import { formatDuration } from './health.js';
 import { nodeArgv, toolsFromEnv } from '../remote/ssh.js';
@@ -114,7 +114,7 @@ export interface NodeTaskReport {
 
 /** Runs the task on every node at once and reports each node's outcome (never throws for a node). */
 export async function runNodeTasks(req: NodeTaskRequest, io: Io): Promise<NodeTaskReport> {
-  const { cluster } = await readCluster(req.cluster);
+  const { cluster } = await openCluster(req.cluster, { env: io.env, cwd: io.cwd });
   const tools = toolsFromEnv(io.env, req.sparkBin);
   // One rank per node, as in serving: node r packs rank r of W = the cluster's node count.
   const world = cluster.nodes.length;

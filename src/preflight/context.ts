@@ -14,7 +14,7 @@ import {
   parallelShape,
   parseArgs,
   placement,
-  readCluster,
+  openCluster,
   readEnvFile,
   readRecipe,
   type FileDiagnostic,
@@ -60,11 +60,16 @@ export function clusterMode(options: PreflightOptions): boolean {
 }
 
 export async function buildContext(options: PreflightOptions, io: Io): Promise<PreflightContext> {
-  const { recipe, diagnostics: recipeDiagnostics } = await readRecipe(options.recipe);
-  const loadedCluster = options.cluster === undefined ? undefined : await readCluster(options.cluster);
+  const loadedCluster =
+    options.cluster === undefined ? undefined : await openCluster(options.cluster, { env: io.env, cwd: io.cwd, ...(options.sysfs !== undefined ? { sysfs: options.sysfs } : {}) });
   const cluster = loadedCluster?.cluster;
-  const envFile = options.env === undefined ? undefined : await readEnvFile(options.env, io.env);
   const home = options.home ?? io.env.HOME ?? homedir();
+  const { recipe, diagnostics: recipeDiagnostics } = await readRecipe(options.recipe, {
+    env: io.env,
+    home,
+    ...(cluster?.hfCache !== undefined ? { hfCache: cluster.hfCache } : {}),
+  });
+  const envFile = options.env === undefined ? undefined : await readEnvFile(options.env, io.env);
   const env = effectiveEnv(recipe, cluster, envFile);
   const clusterDiagnostics: FileDiagnostic[] = [...(loadedCluster?.diagnostics ?? []), ...(envFile?.diagnostics ?? [])];
   const mode = clusterMode(options) ? 'cluster' : 'local';

@@ -5,9 +5,15 @@ import { SparkError } from '../errors.js';
 import type { ErrorCode } from '../error-codes.js';
 import { pathSegment, type TomlPosition } from './toml-positions.js';
 
+/**
+ * What reading a sparkrun recipe says (src/recipes/sparkrun/): something of the recipe spark
+ * does not do, or what became of a `defaults` key or placeholder on the way to the engine.
+ */
+export type SparkrunDiagnosticKind = 'sparkrun-not-run' | 'sparkrun-defaults';
+
 /** A problem found while reading a file that is not fatal (fatal ones are thrown). */
 export interface FileDiagnostic {
-  kind: 'unknown-key' | 'swallowed-key' | 'undefined-variable' | 'compose-only';
+  kind: 'unknown-key' | 'swallowed-key' | 'undefined-variable' | 'compose-only' | SparkrunDiagnosticKind;
   severity: 'error' | 'warn';
   /** The file as the user named it. */
   file: string;

@@ -1,6 +1,11 @@
 // Recipes, env files and cluster files as typed, validated objects. `spark preflight` checks
 // them; `spark launch` turns them into container commands. Formats: docs/recipes.md.
-export { parseRecipe, readRecipe, RECIPE_KEYS, MOUNT_KEYS, ENGINES } from './recipe.js';
+export { parseRecipe, RECIPE_KEYS, MOUNT_KEYS, ENGINES } from './recipe.js';
+export { readRecipe, parseAnyRecipe } from './load.js';
+export type { RecipeReadOptions } from './load.js';
+export { fileFormat } from './format.js';
+export { clusterSpec, openCluster } from './open-cluster.js';
+export type { ClusterOpenOptions } from './open-cluster.js';
 export type { Recipe, RecipeField, LoadedRecipe, Mount, Engine } from './recipe.js';
 export { parseCluster, readCluster, nodeAddress, CLUSTER_KEYS, NODE_KEYS, DEFAULT_DIST_PORT, HF_CACHE_CONTAINER_PATH } from './cluster.js';
 export { parallelShape, placement, servingPort, TP_FLAGS, PP_FLAGS } from './topology.js';

@@ -2,7 +2,7 @@
 // mounts, environment) in TOML, as the users write them (see recipes/ and docs/recipes.md).
 import { FieldReader, type FileDiagnostic } from './fields.js';
 import { locator, type Locate } from './located.js';
-import { parseTomlDocument, readTextFile } from './toml-file.js';
+import { parseTomlDocument } from './toml-file.js';
 import { failIfSwallowed, findSwallowedKeys, swallowedDiagnostic, withoutSwallowed } from './swallowed.js';
 
 export type Engine = 'sglang' | 'vllm';
@@ -88,10 +88,6 @@ export interface LoadedRecipe {
   recipe: Recipe;
   /** Unknown keys (warn) and keys a table header swallowed (error). */
   diagnostics: FileDiagnostic[];
-}
-
-export async function readRecipe(path: string): Promise<LoadedRecipe> {
-  return parseRecipe(await readTextFile(path, 'recipe'), path);
 }
 
 /** Parses and validates recipe TOML. Throws SparkError E_RECIPE (exit 2) on wrong types. */

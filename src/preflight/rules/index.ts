@@ -18,6 +18,7 @@ import { epSize, nodes, tpDivides } from './parallel.js';
 import { ports } from './ports.js';
 import { route, subnet } from './rendezvous.js';
 import { rowsGrammar } from './rows-grammar.js';
+import { defaultsReach, notRun } from './sparkrun.js';
 import { complete, engramDir, engramTables, sameRevision } from './snapshot.js';
 
 export const RULES: readonly Rule[] = [
@@ -26,6 +27,8 @@ export const RULES: readonly Rule[] = [
   unknownKey,
   undefinedVariable,
   composeOnly,
+  notRun,
+  defaultsReach,
   jsonValue,
   launcherOwned,
   // the stack

@@ -1,0 +1,40 @@
+// What reading a sparkrun recipe (or cluster) found (src/recipes/sparkrun/): steps of the recipe spark does
+// not take, and what became of its defaults and placeholders on the way to the engine. Each
+// diagnostic is one finding, at the severity the reader gave it.
+import { at, type FileDiagnostic } from '../../recipes/index.js';
+import { defineRule, finding, type RuleInput } from '../rule.js';
+import type { Rule } from '../types.js';
+
+function sparkrunRule(kind: FileDiagnostic['kind'], meta: Omit<RuleInput, 'scope' | 'check'>): Rule {
+  return defineRule({
+    ...meta,
+    scope: 'files',
+    check(ctx) {
+      return [...ctx.recipeDiagnostics, ...ctx.clusterDiagnostics]
+        .filter((d) => d.kind === kind)
+        .map((d) => finding(this, { message: d.message, where: at(d.file, d.line), fix: d.fix, severity: d.severity }));
+    },
+  });
+}
+
+export const notRun = sparkrunRule('sparkrun-not-run', {
+  id: 'sparkrun.not-run',
+  title: 'a sparkrun recipe asks for a step spark does not take (mods, pre_exec, Ray, per-machine images, building images, …)',
+  severity: 'error',
+  also: 'a warning for steps serving does not depend on (post_exec, post_commands, build_args, distribution_config, privileged)',
+  evidence:
+    'sparkrun runs mods and pre_exec in every container before the serve command; the registry\'s DeepSeek-V4.1 recipe packs ' +
+    'its Engram rows in a mod, so without the mod the engine starts without its rows (docs/sparkrun.md).',
+  fix: 'do the step another way (bake it into the image, spark pack for Engram rows) and remove the key',
+});
+
+export const defaultsReach = sparkrunRule('sparkrun-defaults', {
+  id: 'sparkrun.defaults',
+  title: "what a sparkrun recipe's defaults, command placeholders and env references became on the way to the engine",
+  severity: 'warn',
+  also: 'an error for an env reference spark cannot resolve ({launch.model_path} without a snapshot, an unknown {config.x})',
+  evidence:
+    'sparkrun 0.2 builds the SGLang command from a fixed flag table and drops every other defaults key without a word ' +
+    '(15 keys of the registry\'s DSV4.1 recipe: backends, speculative settings, parsers); recipes written for 0.4 expect them to reach the engine.',
+  fix: 'write the flag in a command: template, or correct the key',
+});
