@@ -14,7 +14,7 @@ import { gidQuery, probeGids, probeHomes, readTextViaHead } from './probe.js';
 import { shJoin } from '../remote/shell.js';
 import { resolveSnapshot, type ReadText } from './snapshot.js';
 import { capture, lastLine, nodeArgv, nodeCommand, toolsFromEnv, type Tools } from '../remote/ssh.js';
-import { describeStops, stopContainers, type StopOutcome } from './stop.js';
+import { describeStops, stopCommand, stopContainers, type StopOutcome } from './stop.js';
 
 export interface LaunchRequest {
   recipe: string;
@@ -252,8 +252,7 @@ async function refuseIfRunning(plan: LaunchPlan, req: LaunchRequest, tools: Tool
     const list = busy.map((r) => `${plan.nodes[r.rank]!.container} on node ${r.rank} (${r.host})`).join(', ');
     throw new SparkError(
       'E_NODE_FAILED',
-      `already running: ${list}; nothing was started; stop them first (spark launch --stop --cluster ${req.cluster}` +
-        `${req.namePrefix ? ` --name ${req.namePrefix}` : ''}) or pick other names with --name`,
+      `already running: ${list}; nothing was started; stop them first (${stopCommand(req.cluster, req.namePrefix)}) or pick other names with --name`,
     );
   }
 }

@@ -1,7 +1,7 @@
 // The launch plan: from a recipe and a cluster file, each node's complete `docker run` argument
 // vector (what --dry-run prints and what the launch executes, byte for byte) and environment.
 import { posix } from 'node:path';
-import { SparkError } from '../errors.js';
+import { SparkError, usageError } from '../errors.js';
 import {
   HF_CACHE_CONTAINER_PATH,
   argvForExec,
@@ -95,6 +95,21 @@ export const CONTAINER_FLAGS: readonly string[] = [
   '--ulimit', 'memlock=-1',
   '--ulimit', 'stack=67108864',
 ];
+
+/** docker's container name grammar. */
+const CONTAINER_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+
+/**
+ * A `--name` prefix as given, checked against docker's container name grammar: it is one
+ * argument of `docker run`/`docker stop`, and a value like `--time=0 x` must never reach docker
+ * as flags.
+ */
+export function checkedNamePrefix(name: string): string {
+  if (!CONTAINER_NAME.test(name)) {
+    throw usageError(`--name must be a docker container name ([A-Za-z0-9][A-Za-z0-9_.-]*), got ${JSON.stringify(name)}`);
+  }
+  return name;
+}
 
 /** A docker container name from free text: [A-Za-z0-9][A-Za-z0-9_.-]*. */
 export function containerPrefix(clusterName: string): string {
