@@ -4,6 +4,7 @@
 import { SparkError } from '../errors.js';
 import type { ErrorCode } from '../error-codes.js';
 import { pathSegment, type TomlPosition } from './toml-positions.js';
+import { envKeyProblem, envValueProblem } from './env-key.js';
 
 /** A problem found while reading a file that is not fatal (fatal ones are thrown). */
 export interface FileDiagnostic {
@@ -122,16 +123,30 @@ export class FieldReader {
     return v as string[];
   }
 
-  /** A table of string values, e.g. [env]. */
-  stringMap(key: string): Record<string, string> | undefined {
+  /**
+   * A table of environment variables ([env], [nccl], [nodes.env]): every key an environment
+   * variable name and every value a string (a table, array or date is one error naming the
+   * key, never a TypeError). `otherFix` may give a better fix for a key that is not a string.
+   */
+  envTable(key: string, otherFix?: (name: string, value: unknown) => string | undefined): Record<string, string> | undefined {
     const v = this.table[key];
     if (v === undefined) return undefined;
     if (!isTable(v)) this.wrongType(key, 'a table', `[${key}]`);
-    const sub = this.sub(key, v);
+    // Annotated so that its never-returning checks narrow the value's type.
+    const sub: FieldReader = this.sub(key, v);
     const out: Record<string, string> = {};
     for (const k of Object.keys(v)) {
-      if (typeof v[k] !== 'string') sub.wrongType(k, 'a string', `${k} = "${String(v[k])}"`);
-      out[k] = v[k] as string;
+      const keyProblem = envKeyProblem(k);
+      if (keyProblem) sub.fail(k, `[${this.path(key)}] key ${keyProblem}`, 'rename it; docker would get -e ' + JSON.stringify(`${k}=…`));
+      const value = v[k];
+      if (typeof value !== 'string') {
+        const fix = otherFix?.(k, value);
+        if (fix) sub.fail(k, `${sub.path(k)} must be a string, got ${typeName(value)}`, fix);
+        sub.wrongType(k, 'a string', `${pathSegment(k)} = "…"`);
+      }
+      const valueProblem = envValueProblem(value);
+      if (valueProblem) sub.fail(k, `${sub.path(k)} ${valueProblem}`, 'remove the \\u0000 escape');
+      out[k] = value;
     }
     return out;
   }
