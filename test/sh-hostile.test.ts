@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { runEmitSh } from '../src/commands/wrapper.js';
 import type { LayerLoader } from '../src/wrapper/plan.js';
 import { shJoin, shQuote } from '../src/remote/shell.js';
+import { stopCommand } from '../src/launch/stop.js';
 import { recordingEngine } from './helpers/engine.js';
 import { tempDir } from './helpers/tmp.js';
 
@@ -76,5 +77,16 @@ test('wrapper --emit-sh: a snapshot path with a newline, quotes or $(...) runs n
       assert.match(readFileSync(engine.record, 'utf8'), /^rows=1:192003084:384006168,14:192008341:384016682$/m);
       assert.ok(r.stderr.includes(`floor split of ${snapshot}`), `${shell}: the log names the path verbatim: ${r.stderr}`);
     }
+  }
+});
+
+test('the commands spark prints for pasting (stop, logs, verify) keep each path one word in every shell', () => {
+  const file = "/home/me/my cluster $(touch MARK) it's.toml";
+  const dir = tempDir('spark-quote-');
+  for (const shell of SHELLS) {
+    const r = spawnSync(shell, ['-c', `printf '%s\\0' ${stopCommand(file, 'dsv41')}`], { encoding: 'utf8', cwd: dir });
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(r.stdout.split('\0').slice(0, -1), ['spark', 'launch', '--stop', '--cluster', file, '--name', 'dsv41'], shell);
+    assert.equal(existsSync(join(dir, 'MARK')), false);
   }
 });

@@ -230,7 +230,7 @@ export async function runLaunch(req: LaunchRequest, io: Io): Promise<LaunchResul
   throw new SparkError(
     'E_HEALTH_TIMEOUT',
     `${plan.healthUrl} did not answer 200 within ${formatDuration(req.timeoutMs)} (last: ${outcome.last}); ${cleaned}; ` +
-      `see the logs with: ssh ${headPlan.host} docker logs ${headPlan.container}`,
+      `see the logs with: ${shJoin(['ssh', headPlan.host, 'docker', 'logs', headPlan.container])}`,
     { url: plan.healthUrl },
   );
 }

@@ -7,6 +7,7 @@ import { defineRule, envSourceName, finding, whereEnv, whereNode } from '../rule
 import { dirKind, underHfCache, wrapperOnNode } from '../node-paths.js';
 import type { PreflightContext } from '../types.js';
 import { expectedEngramRows } from './snapshot.js';
+import { shJoin } from '../../remote/shell.js';
 
 /**
  * Why one SPARK_ENGRAM_ROWS value given to all `world` ranks does not tile. Every rank reads the
@@ -131,7 +132,7 @@ export const rangesSource = defineRule({
             `the entrypoint ${basename(stale.script)} (${stale.host}) exports SPARK_ENGRAM_ROWS values in the old layer:lo-hi form ` +
             `('${stale.value}'), which the overlay rejects at install on every rank`,
           where: stale.host,
-          fix: `regenerate it: spark wrapper --emit-sh --snapshot <snapshot> --world ${ctx.world} --out ${stale.host}`,
+          fix: `regenerate it: spark wrapper --emit-sh --snapshot <snapshot> ${shJoin(['--world', String(ctx.world), '--out', stale.host])}`,
         }),
       ];
     }

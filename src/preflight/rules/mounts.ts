@@ -5,6 +5,7 @@ import { at, type Mount } from '../../recipes/index.js';
 import { defineRule, finding, whereNode } from '../rule.js';
 import { hfCacheHost, mountHost, wrapperScript } from '../node-paths.js';
 import type { PreflightContext } from '../types.js';
+import { shJoin } from '../../remote/shell.js';
 
 /** Whether anything the container runs names a path inside the mount. */
 export function mountReferenced(ctx: PreflightContext, mount: Mount): boolean {
@@ -83,7 +84,7 @@ export const fileIsDirectory = defineRule({
             `extra_mounts host ${m.host} is a directory on ${whereNode(ctx)}, but the container uses ${m.container} as a file` +
             (wrapperScript(ctx.recipe.entrypoint) === m.container ? ' (the entrypoint runs it)' : ''),
           where: at(ctx.recipe.file, m.line),
-          fix: `remove the directory on that node (sudo rmdir ${mountHost(ctx, m)}) and copy the file there`,
+          fix: `remove the directory on that node (${shJoin(['sudo', 'rmdir', mountHost(ctx, m)])}) and copy the file there`,
         }),
       );
   },
