@@ -120,3 +120,20 @@ test('every reader of a copy gives the same verdict on each case of the manifest
   viaPython(dir, cases.map((c) => c.text)).forEach((code, i) => check('Python', cases[i]!, { code }));
   assert.deepEqual(wrong, []);
 });
+
+test('the sh reader refuses 2,000 and 18,000 bogus layer keys at the first one, as Node does, exporting none', async () => {
+  const dir = copyDir();
+  const script = join(tempDir(), 'spark-wrapper.sh');
+  writeFileSync(join(dir, 'engram-local.json'), '{"layers": {"1": [250, 500], "14": [252, 505]}}\n');
+  await runEmitSh({ snapshot: dir, world: '4', out: script }, io());
+  for (const n of [2000, 18000]) {
+    const bogus = Array.from({ length: n }, (_, i) => `"${i + 100}": [0, 1]`).join(',\n  ');
+    writeFileSync(join(dir, 'engram-local.json'), `{"layers": {\n  "1": [250, 500],\n  "14": [252, 505],\n  ${bogus}\n}}\n`);
+    const sh = viaSh('/usr/bin/dash', script, dir);
+    assert.equal(sh.code, 2, sh.message);
+    assert.match(sh.message, /engram-local\.json: layers names layer 100, but the snapshot this script was made from has no Engram table for it \(its tables: 1:1000 14:1010\)/);
+    const node = await viaNode(dir);
+    assert.equal(node.code, 2);
+    assert.match(node.message!, /engram-local\.json: layers has more than 1024 keys/);
+  }
+});

@@ -300,13 +300,26 @@ ${cases}
   *) spark_fail 2 "rank $spark_rank is outside the world of $spark_baked_world ranks" ;;
 esac
 `;
-  // sh's own exec would exit 127 (or 126) with its message; the Node wrapper says E_EXEC and
-  // exits 3, and the two promise the same exit codes. A failed exec cannot be caught in sh
-  // (even \`command exec\` exits), so the engine is looked up first, as execvp would.
+  // sh's own exec would exit 127 (or 126) with its message, or run a file without a #! line as
+  // a script; the Node wrapper says E_EXEC and exits 3, and the two promise the same exit codes.
+  // A failed exec cannot be caught in sh (even \`command exec\` exits), so the engine is checked
+  // first as execve would see it: a regular executable file (a name looked up in PATH), whose
+  // first bytes are an ELF header or a #! line naming an interpreter that is one too.
   const tail = `
-case $1 in
-  */*) [ -f "$1" ] && [ -x "$1" ] || spark_fail 3 "cannot run the engine $1: not an executable file" ;;
-  *) command -v "$1" >/dev/null 2>&1 || spark_fail 3 "cannot run the engine '$1' in PATH: not found (PATH=$PATH)" ;;
+spark_engine=$1
+case $spark_engine in
+  */*) ;;
+  *) spark_engine=$(command -v "$1" 2>/dev/null) || spark_engine=
+     case $spark_engine in /*) ;; *) spark_fail 3 "cannot run the engine '$1' in PATH: not found (PATH=$PATH)" ;; esac ;;
+esac
+[ -f "$spark_engine" ] && [ -x "$spark_engine" ] || spark_fail 3 "cannot run the engine $1: not an executable file"
+spark_elf=$(printf '\\177ELF')
+{ IFS= read -r spark_first || [ -n "$spark_first" ]; } < "$spark_engine" 2>/dev/null || spark_first=
+case $spark_first in
+  "$spark_elf"*) ;;
+  '#!'*) spark_interp=\${spark_first#??}; spark_interp=\${spark_interp#"\${spark_interp%%[! 	]*}"}; spark_interp=\${spark_interp%%[ 	]*}
+     [ -f "$spark_interp" ] && [ -x "$spark_interp" ] || spark_fail 3 "cannot run the engine $1: its interpreter \${spark_interp:-(none)} is not an executable file" ;;
+  *) spark_fail 3 "cannot run the engine $1: neither an ELF executable nor a #! script" ;;
 esac
 spark_say "rank $spark_rank of $spark_world ($spark_rank_from, $spark_world_from): SPARK_ENGRAM_ROWS=$spark_rows $spark_rows_verb ($spark_rows_from); $spark_gid_note; exec $*"
 exec "$@"
