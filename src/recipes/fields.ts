@@ -19,6 +19,25 @@ export interface FileDiagnostic {
   fix: string;
 }
 
+/** Levenshtein distance (keys are short: the plain table is enough). */
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) row.push(Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)));
+    prev = row;
+  }
+  return prev[b.length]!;
+}
+
+/** "did you mean tensor_parallel_size?" for a key a few edits from a known one, else the known keys. */
+export function spellingFix(key: string, known: readonly string[]): string {
+  const scored = known.map((k) => ({ k, d: editDistance(key.toLowerCase(), k) })).sort((a, b) => a.d - b.d);
+  const best = scored[0];
+  if (best && best.d <= Math.max(2, Math.floor(best.k.length / 4))) return `did you mean ${best.k}? (else remove it)`;
+  return `remove it, or use a known key: ${known.join(', ')}`;
+}
+
 /** `file:line` when the line is known, else `file`. */
 export function at(file: string, line: number | undefined): string {
   return line === undefined ? file : `${file}:${line}`;
@@ -178,7 +197,7 @@ export class FieldReader {
         line: this.lineOf(k),
         key: this.path(k),
         message: `unknown key ${this.path(k)} in the ${what} (ignored)`,
-        fix: `remove it or correct the spelling; known keys: ${known.join(', ')}`,
+        fix: spellingFix(k, known),
       }));
   }
 }
