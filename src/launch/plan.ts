@@ -8,6 +8,7 @@ import {
   effectiveEnv,
   envValues,
   expandHome,
+  relativeHostProblem,
   nodeAddress,
   parallelShape,
   placement,
@@ -149,16 +150,12 @@ function absoluteHostPath(
   home: string,
   at: { code: 'E_RECIPE' | 'E_CLUSTER'; key: string; file: string; line?: number | undefined },
 ): string {
-  const p = expandHome(path, home);
-  if (!posix.isAbsolute(p)) {
+  const problem = relativeHostProblem(path);
+  if (problem) {
     const where = at.line === undefined ? at.file : `${at.file}:${at.line}`;
-    throw new SparkError(
-      at.code,
-      `${where}: ${at.key} "${path}" is relative, which a node cannot resolve; write an absolute path or one starting with ~/`,
-      { path: at.file, key: at.key },
-    );
+    throw new SparkError(at.code, `${where}: ${at.key} ${problem}`, { path: at.file, key: at.key });
   }
-  return posix.normalize(p);
+  return posix.normalize(expandHome(path, home));
 }
 
 /** The first problem of a shape or placement as the SparkError a launch refuses with (exit 2). */

@@ -51,7 +51,7 @@ export const utilizationCeiling = defineRule({
   id: 'memory.utilization-ceiling',
   title: 'the GPU memory fraction leaves room for the OS on unified memory',
   severity: 'error',
-  also: `warn for a vLLM value above ${VLLM_GMU_SAFE} and at most ${VLLM_GMU_CEILING}`,
+  also: `warn for a vLLM value above ${VLLM_GMU_SAFE} and at most ${VLLM_GMU_CEILING}; vLLM's --kv-cache-memory-bytes, when given, is weighed instead against ${VLLM_GMU_CEILING} of the node's ${UNIFIED_MEMORY_BYTES / 2 ** 30} GiB of unified memory`,
   scope: 'files',
   evidence:
     '"0.80 boots but dies under traffic"; 0.78 is the safe ceiling on 2× GB10 with weights at ~77.7 of ~119.6 GiB ' +
@@ -79,8 +79,11 @@ export const utilizationCeiling = defineRule({
         }),
       ];
     }
-    const kv = kvCacheFinding(this, ctx);
-    if (kv) return [kv];
+    // With --kv-cache-memory-bytes, vLLM sizes the KV cache from it and ignores --gpu-memory-utilization.
+    if (ctx.args.has('--kv-cache-memory-bytes')) {
+      const kv = kvCacheFinding(this, ctx);
+      return kv ? [kv] : [];
+    }
     const flag = ctx.args.get('--gpu-memory-utilization');
     const v = flag ? ctx.args.number('--gpu-memory-utilization') : VLLM_GMU_DEFAULT;
     const where = flag ? whereArg(ctx, flag) : whereField(ctx, 'args');
