@@ -2,8 +2,8 @@
 // without Node. Every rank's SPARK_ENGRAM_ROWS is computed here and baked in; a node-local copy
 // in SPARK_ENGRAM_DIR is read at start (sh-manifest.ts) and its manifest's ranges win; the RoCE
 // GID scan runs in the script against sysfs with the same rule as `spark gid` (IPv4 ranges
-// only). It uses shell builtins only (read, printf, test, arithmetic): any POSIX sh (tested
-// under dash).
+// only). It uses shell builtins (read, printf, test, arithmetic; wc -c for a manifest's size
+// when the image has it): any POSIX sh (tested under sh, dash and bash).
 import type { RankLayerRange } from '../engram/ranges.js';
 import { formatEngramRows } from '../engram/ranges.js';
 import type { SplitRule } from '../domain/split-rule.js';
