@@ -162,9 +162,10 @@ test('the sh reader: escaped quotes and brackets in strings, CRLF lines, and wha
   const r = viaSh(sh, { SPARK_ENGRAM_DIR: open, NODE_RANK: '1' });
   assert.equal(r.code, 2);
   assert.match(r.stderr, /engram-local\.json: a string does not end on its line; re-make the copy/);
-  // A layer named twice: the overlay would keep one silently; the sh script refuses.
+  // A layer named twice: the overlay would keep the last silently; sh and Node refuse.
   const twice = broken('twice', '{"layers": {"1": [250, 500], "1": [0, 250]}}');
-  assert.match(viaSh(sh, { SPARK_ENGRAM_DIR: twice, NODE_RANK: '1' }).stderr, /layers names layer 1 twice/);
+  assert.match(viaSh(sh, { SPARK_ENGRAM_DIR: twice, NODE_RANK: '1' }).stderr, /engram-local\.json: an object has the key "1" twice/);
+  assert.equal((await viaNode({ SPARK_ENGRAM_DIR: twice, NODE_RANK: '1' })).code, 2);
   // The manifest must be a regular file; a missing SPARK_ENGRAM_DIR is refused like the Node wrapper does.
   const notFile = dir('not-a-file');
   mkdirSync(join(notFile, 'engram-local.json'));

@@ -10,6 +10,7 @@ import type { Io } from '../src/io.js';
 import { recordingEngine } from './helpers/engine.js';
 import { buildSysfs, FE80, mapped, typical, V1, V2, ZERO, type FakePort } from './helpers/sysfs.js';
 import { tempDir } from './helpers/tmp.js';
+import { bin } from './helpers/cli.js';
 
 const DASH = '/usr/bin/dash';
 const LAYERS = [
@@ -224,4 +225,40 @@ test('--emit-sh --out never writes through a link planted at its temporary names
   await assert.rejects(runEmitSh({ snapshot: '/snap', world: '2', split: 'floor', out }, io({}), load), /EEXIST/);
   assert.equal(readFileSync(target, 'utf8'), 'untouched\n');
   assert.equal(existsSync(out), false);
+});
+
+test('an engine that cannot be run is exit 3 from the sh script as from the Node wrapper, and NODE_RANK is digits only in both', async () => {
+  const script = await emit(2);
+  const dir = tempDir('spark-engines-');
+  const file = (name: string, text: string, mode: number) => {
+    const path = join(dir, name);
+    writeFileSync(path, text, { mode });
+    return path;
+  };
+  const engines: Record<string, string> = {
+    'not in PATH': 'no-such-engine-here',
+    'a shell builtin name': 'cd',
+    'a directory': dir,
+    'not executable': file('plain.sh', '#!/bin/sh\nexit 0\n', 0o644),
+    'no #! line and not ELF (sh would run it as a script)': file('garbage', 'touch should-not-run\n', 0o755),
+    'a #! interpreter that does not exist': file('lost.sh', '#!/nonexistent/python3\nprint(1)\n', 0o755),
+  };
+  const env = { PATH: process.env.PATH, NODE_RANK: '1', SPARK_WORLD_SIZE: '2' };
+  for (const [what, engine] of Object.entries(engines)) {
+    const sh = spawnSync(DASH, [script, engine], { encoding: 'utf8', env, cwd: dir });
+    const node = bin(['wrapper', '--', engine], { env });
+    assert.equal(sh.status, 3, `sh, ${what}: ${sh.stderr}`);
+    assert.equal(node.code, 3, `Node, ${what}: ${node.stderr}`);
+    assert.match(sh.stderr, /^spark wrapper: cannot run the engine /m, what);
+  }
+  assert.equal(existsSync(join(dir, 'should-not-run')), false);
+  // A real #! script still runs.
+  const ok = spawnSync(DASH, [script, file('ok.sh', '#!/bin/sh\nexit 7\n', 0o755)], { encoding: 'utf8', env });
+  assert.equal(ok.status, 7, ok.stderr);
+  for (const rank of [' 1', '1 ', '+1', '1.0', '٠']) {
+    const e = { ...env, NODE_RANK: rank };
+    const sh = spawnSync(DASH, [script, 'true'], { encoding: 'utf8', env: e });
+    assert.equal(sh.status, 2, `sh NODE_RANK=${JSON.stringify(rank)}: ${sh.stderr}`);
+    assert.equal((await viaNode([], { ...e, SPARK_WORLD_SIZE: '2' })).code, 2, `Node NODE_RANK=${JSON.stringify(rank)}`);
+  }
 });

@@ -205,3 +205,32 @@ test('waitForHealth: 200 ends the wait, a closed port times out within its bound
   const aborted = await waitForHealth({ url: `http://127.0.0.1:${closed}/`, timeoutMs: 5000, intervalMs: 50, signal: abort.signal });
   assert.ok(!aborted.ok && aborted.reason === 'aborted');
 });
+
+test('launch --stop --dry-run runs nothing on any node and says what it would stop', async () => {
+  const fake = fakeNodes();
+  const r = await cli(['launch', '--stop', '--dry-run', '--cluster', cluster3(), '--json'], fake.env());
+  assert.equal(r.code, 0, r.stderr);
+  assert.deepEqual(fake.calls(), [], 'no ssh, no docker');
+  const doc = JSON.parse(r.stdout) as { dryRun: boolean; nodes: { container: string; argv: string[] }[] };
+  assert.equal(doc.dryRun, true);
+  assert.deepEqual(doc.nodes.map((n) => [n.container, n.argv.slice(-3)]), [
+    ['spark-ring3-r0', ['r1', '--', 'docker stop spark-ring3-r0']],
+    ['spark-ring3-r1', ['r2', '--', 'docker stop spark-ring3-r1']],
+    ['spark-ring3-r2', ['r3', '--', 'docker stop spark-ring3-r2']],
+  ]);
+  const text = await cli(['launch', '--stop', '--dry-run', '--cluster', cluster3()], fake.env());
+  assert.equal(text.code, 0, text.stderr);
+  assert.match(text.stdout, /^rank {2}host {2}container {6,}would run/m);
+  assert.doesNotMatch(text.stdout, /stopped/);
+  assert.deepEqual(fake.calls(), []);
+});
+
+test('launch --stop --name: a name outside docker\'s grammar is refused before anything runs (exit 2)', async () => {
+  const fake = fakeNodes();
+  for (const name of ['--signal=KILL --time=0 x', '-x', 'a b', 'x;id', '', '.hidden']) {
+    const r = await cli(['launch', '--stop', '--cluster', cluster3(), `--name=${name}`], fake.env());
+    assert.equal(r.code, 2, `${name}: ${r.stderr}`);
+    assert.match(r.stderr, /--name must be a docker container name \(\[A-Za-z0-9\]\[A-Za-z0-9_\.-\]\*\), got "/);
+  }
+  assert.deepEqual(fake.calls(), []);
+});

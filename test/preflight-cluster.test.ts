@@ -179,7 +179,7 @@ test("a node's [nodes.env] is that node's environment: its own interface names a
   // The recipe's [env] names enp1s0f0np0; spark3's override names one it lacks, spark2's one it has.
   const cluster = c.clusterFile({ nodeEnv: { spark3: { NCCL_SOCKET_IFNAME: 'enp9s9' }, spark2: { GLOO_SOCKET_IFNAME: 'enP7s7' } } });
   const r = await check(c, undefined, cluster, {}, ['fabric.socket-ifname']);
-  const f = onlyError(r, 'fabric.socket-ifname', 2, /^NCCL_SOCKET_IFNAME=enp9s9: no interface enp9s9 on node 2 \(spark3\)$/);
+  const f = onlyError(r, 'fabric.socket-ifname', 2, /^NCCL_SOCKET_IFNAME=enp9s9: no interface enp9s9 on node 2 \(spark3\) \(present: enP7s7, enp1s0f0np0\)$/);
   const line = readFileSync(cluster, 'utf8').split('\n').indexOf('NCCL_SOCKET_IFNAME = "enp9s9"') + 1;
   assert.equal(f.where, `${cluster}:${line}`);
 });

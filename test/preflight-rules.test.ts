@@ -214,6 +214,13 @@ const CASES: RuleCase[] = [
     expect: /--context-length 2M is above the model's max_position_embeddings 1048576/,
   },
   {
+    rule: 'model.snapshot-matches',
+    pass: (w) => w.options(w.recipe(w.dsv41Text)),
+    fail: (w) => w.options(w.recipe(edit(edit(w.dsv41Text, 'model = "deepseek-ai/DeepSeek-V4.1-Flash"', 'model = "deepseek-ai/DeepSeek-V4-Flash-0731"'), /parent_model = .*\n/, ''))),
+    expect: /^model = "deepseek-ai\/DeepSeek-V4-Flash-0731" is a DeepSeek-V4 model, but the snapshot's .*config\.json is DeepSeek-V4\.1$/,
+    where: /recipe\.toml:\d+$/,
+  },
+  {
     rule: 'snapshot.complete',
     pass: (w) => w.options(w.recipe(w.dsv41Text)),
     fail: (w) => w.options(w.recipe(w.dsv41Text), { snapshot: truncatedSnapshot(w) }),

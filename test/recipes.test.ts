@@ -268,3 +268,45 @@ test("a node's [nodes.env] wins over the cluster, the recipe and the env file, o
   assert.deepEqual([b.value, b.source, b.file, b.line], ['node', 'node', 'c.toml', 9]);
   assert.deepEqual(b.overrides.map((o) => o.source), ['cluster', 'recipe', 'env-file']);
 });
+
+test('environment keys: one rule for the recipe [env], the cluster [nccl] and [nodes.env] (exit 2, naming the key)', async () => {
+  const recipe = (env: string) => `engine = "sglang"\ndocker_image = "i"\nmodel = "m"\n[env]\nA = "1"\n${env}\n`;
+  const cluster = (nccl: string, nodeEnv: string) =>
+    `name = "c"\n[[nodes]]\nhost = "a"\nfabric_addr = "10.0.0.1"\n[nodes.env]\nX = "1"\n${nodeEnv}\n[nccl]\nNCCL_NET = "IB"\n${nccl}\n`;
+  const bad: [string, RegExp][] = [
+    ['"PATH=/evil:/usr/bin" = "x"', /"PATH=\/evil:\/usr\/bin" is not an environment variable name/],
+    ['"" = "x"', /"" is not an environment variable name/],
+    ['"A B" = "x"', /"A B" is not an environment variable name/],
+    ['"1A" = "x"', /"1A" is not an environment variable name/],
+    ['"A\\nB" = "x"', /"A\\nB" is not an environment variable name/],
+  ];
+  for (const [line, re] of bad) {
+    refused(() => parseRecipe(recipe(line), 'r.toml'), 'E_RECIPE', new RegExp(`^r\\.toml:6: \\[env\\] key ${re.source}`));
+    refused(() => parseCluster(cluster(line, ''), 'c.toml'), 'E_CLUSTER', new RegExp(`^c\\.toml:10: \\[nccl\\] key ${re.source}`));
+    refused(() => parseCluster(cluster('', line), 'c.toml'), 'E_CLUSTER', new RegExp(`^c\\.toml:7: \\[nodes\\[0\\]\\.env\\] key ${re.source}`));
+    // The .env reader refuses the same keys (in a .env line, `PATH=/evil...=x` is PATH).
+    if (line.startsWith('"PATH=')) continue;
+    const dotenv = `${line.replace(/^"(.*)" = "x"$/, '$1').replace('\\n', '\n')}=x\n`;
+    assert.throws(() => parseEnvFile(dotenv, 'e.env', {}), /e\.env:1: expected/);
+  }
+  refused(() => parseRecipe(recipe('B = "a\\u0000b"'), 'r.toml'), 'E_RECIPE', /^r\.toml:6: env\.B contains a NUL byte/);
+  assert.deepEqual(parseRecipe(recipe('NCCL_IB.X = "1"'.replace('NCCL_IB.X', '"NCCL_IB.X"')), 'r.toml').recipe.env, { A: '1', 'NCCL_IB.X': '1' });
+});
+
+test('a table, array or date where [env] wants a string is one line naming the key (exit 2), never a TypeError', () => {
+  const recipe = (env: string) => `engine = "sglang"\ndocker_image = "i"\nmodel = "m"\n[env]\n${env}\n`;
+  for (const [value, type] of [['{ a = 1 }', 'table'], ['1979-05-27T07:32:00Z', 'date'], ['1979-05-27', 'date'], ['[1]', 'array'], ['1', 'integer']] as const) {
+    refused(() => parseRecipe(recipe(`X = ${value}`), 'r.toml'), 'E_RECIPE', new RegExp(`^r\\.toml:5: env\\.X must be a string, got ${type}; write it as X = "…"$`));
+  }
+  refused(() => parseRecipe(recipe('[env.X]\na = 1'), 'r.toml'), 'E_RECIPE', /env\.X must be a string, got table; write it as X = "…"$/);
+  refused(() => parseCluster('name = "c"\n[[nodes]]\nhost = "a"\nfabric_addr = "10.0.0.1"\n[nccl]\nNCCL_NET = { a = 1 }\n', 'c.toml'), 'E_CLUSTER', /^c\.toml:6: nccl\.NCCL_NET must be a string, got table/);
+});
+
+test('a mount key written below [env] is told to move into its [[extra_mounts]] table, not to become a string', () => {
+  const src = 'engine = "sglang"\ndocker_image = "i"\nmodel = "m"\n[[extra_mounts]]\nhost = "/h"\ncontainer = "/c"\n[env]\nA = "1"\nread_only = true\n';
+  refused(
+    () => parseRecipe(src, 'r.toml'),
+    'E_RECIPE',
+    /^r\.toml:9: env\.read_only must be a string, got boolean; read_only is a \[\[extra_mounts\]\] key: move it into its \[\[extra_mounts\]\] table, above the \[env\] header/,
+  );
+});

@@ -4,6 +4,7 @@ is a FormatError naming the file and the field."""
 import json
 import mmap
 import os
+import re
 import stat
 
 import numpy as np
@@ -24,6 +25,11 @@ LOCAL_MANIFEST = "engram-local.json"
 INDEX = "model.safetensors.index.json"
 MAX_JSON_BYTES = 256 << 20
 MAX_HEADER_BYTES = 100_000_000
+# The manifest grammar every reader of a copy shares (docs/packed-format.md, "The manifest
+# grammar"): the same size cap, depth and key limits as spark's own readers.
+MAX_MANIFEST_BYTES = 16 << 20
+MAX_MANIFEST_DEPTH = 64
+MAX_OBJECT_KEYS = 1024
 
 
 
@@ -66,15 +72,85 @@ def _parse_json(data, path, what):
         raise FormatError(f"{path}: {what} is not valid JSON ({e})") from None
 
 
+def _manifest_pairs(path):
+    """object_pairs_hook: a key twice in one object (json keeps the last; readers would disagree) or too many keys."""
+
+    def hook(pairs):
+        if len(pairs) > MAX_OBJECT_KEYS:
+            raise FormatError(f"{path}: an object has more than {MAX_OBJECT_KEYS} keys")
+        out = {}
+        for k, v in pairs:
+            if k in out:
+                raise FormatError(f"{path}: the key {json.dumps(k)} appears twice in one object (readers disagree on which one counts)")
+            out[k] = v
+        return out
+
+    return hook
+
+
+def _integer_literal(text):
+    """parse_int: -0 is no whole number written as digits (made a float, which every _int refuses)."""
+    return -0.0 if text == "-0" else int(text)
+
+
+def _depth(v, limit):
+    """Whether v nests objects and arrays deeper than `limit`."""
+    if limit < 0:
+        return True
+    if isinstance(v, dict):
+        return any(_depth(x, limit - 1) for x in v.values() if isinstance(x, (dict, list)))
+    if isinstance(v, list):
+        return any(_depth(x, limit - 1) for x in v if isinstance(x, (dict, list)))
+    return False
+
+
+# A key (a string followed by ':') holding \u0030-\u0039: "\u0031" is layer 1 to json, not to spark.
+_ESCAPED_DIGIT_KEY = re.compile(r'"(?:[^"\\]|\\[^u]|\\u(?!003[0-9]))*\\u003[0-9](?:[^"\\]|\\.)*"\s*:')
+
+
+def _read_manifest(path):
+    """A copy's manifest under the shared grammar: size, UTF-8 without BOM, JSON, unique keys, depth."""
+    size = _regular_size(path)
+    if size > MAX_MANIFEST_BYTES:
+        raise FormatError(f"{path}: {size} bytes is more than the {MAX_MANIFEST_BYTES} a manifest may have")
+    with open(path, "rb") as f:
+        data = f.read(MAX_MANIFEST_BYTES + 1)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise FormatError(f"{path}: the manifest is not valid UTF-8 (byte {e.start})") from None
+    try:
+        doc = json.loads(text, object_pairs_hook=_manifest_pairs(path), parse_int=_integer_literal,
+                         parse_constant=lambda c: _refuse_constant(path, c))
+    except (json.JSONDecodeError, RecursionError) as e:
+        raise FormatError(f"{path}: the manifest is not valid JSON ({e})") from None
+    if _ESCAPED_DIGIT_KEY.search(text):
+        raise FormatError(f"{path}: a key spells a digit with an escape (\\u0030-\\u0039); layers are named by their digits as written")
+    if _depth(doc, MAX_MANIFEST_DEPTH - 1):
+        raise FormatError(f"{path}: the manifest nests objects and arrays deeper than {MAX_MANIFEST_DEPTH}")
+    return doc
+
+
+def _refuse_constant(path, name):
+    """NaN and Infinity are Python's extensions to JSON, not JSON."""
+    raise FormatError(f"{path}: the manifest is not valid JSON ({name} is not a JSON value)")
+
+
 def _obj(v, where):
     if not isinstance(v, dict):
         raise FormatError(f"{where} must be a JSON object")
     return v
 
 
+# The largest count a manifest holds exactly in every reader (a JSON number is a double in Node).
+MAX_EXACT = 2**53 - 1
+
+
 def _int(v, where, minimum=0):
     if not isinstance(v, int) or isinstance(v, bool) or v < minimum:
         raise FormatError(f"{where} must be a whole number >= {minimum}, got {v!r}")
+    if v > MAX_EXACT:
+        raise FormatError(f"{where} is larger than 2^53 - 1, the largest row or byte count a manifest can hold exactly")
     return v
 
 

@@ -165,8 +165,9 @@ class SparseCopy(Copy):
             raise FormatError(f"{LOCAL_MANIFEST}: layers is empty")
         maps = {}
         self.layers = {}
-        for key in sorted(spans, key=lambda k: int(k) if re.fullmatch(r"\d{1,9}", k) else -1):
-            if not re.fullmatch(r"0|[1-9]\d{0,8}", key):
+        # ASCII digits only: int() (and \d) also take Unicode digits, spaces, "+" and "_".
+        for key in sorted(spans, key=lambda k: int(k) if re.fullmatch(r"[0-9]{1,9}", k) else -1):
+            if not re.fullmatch(r"0|[1-9][0-9]{0,8}", key):
                 raise FormatError(f"{LOCAL_MANIFEST}: layers must be keyed by layer numbers, got {key!r}")
             self.layers[int(key)] = SparseLayer(directory, weight_map, int(key), spans[key], maps)
 

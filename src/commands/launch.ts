@@ -4,11 +4,15 @@ import type { CliContext } from './context.js';
 import { usageError } from '../errors.js';
 import type { CommandResult, Io } from '../io.js';
 import {
+  checkedNamePrefix,
   formatDuration,
   formatPlan,
   planDryRun,
   planJson,
   runLaunch,
+  shJoin,
+  stopArgv,
+  stopCommand,
   stopContainers,
   stopFailure,
   stopTargets,
@@ -56,10 +60,7 @@ export function launchRequest(recipe: string, f: LaunchFlags, signal?: AbortSign
   if (f.env !== undefined) req.env = f.env;
   if (f.revision !== undefined) req.revision = f.revision;
   if (f.healthUrl !== undefined) req.healthUrl = f.healthUrl;
-  if (f.name !== undefined) {
-    if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(f.name)) throw usageError(`--name must be a docker container name ([A-Za-z0-9][A-Za-z0-9_.-]*), got '${f.name}'`);
-    req.namePrefix = f.name;
-  }
+  if (f.name !== undefined) req.namePrefix = checkedNamePrefix(f.name);
   if (f.sparkBin !== undefined) req.sparkBin = f.sparkBin;
   if (f.nodeTimeout !== undefined) req.nodeTimeoutMs = parseSeconds(f.nodeTimeout, '--node-timeout', 0.001) * 1000;
   if (f.force) req.force = true;
@@ -74,7 +75,14 @@ async function runStop(f: LaunchFlags, io: Io): Promise<CommandResult> {
   if (f.cluster === undefined) throw usageError('spark launch --stop needs --cluster FILE or a sparkrun cluster name');
   const { cluster } = await openCluster(f.cluster, { env: io.env, cwd: io.cwd });
   const targets = stopTargets(cluster, f.name);
-  const outcomes = await stopContainers(targets, toolsFromEnv(io.env), io.env, io.stderr);
+  const tools = toolsFromEnv(io.env);
+  if (f.dryRun) {
+    // A dry run runs nothing anywhere: it says what --stop would run on each node.
+    const nodes = targets.map((t) => ({ ...t, argv: stopArgv(t, tools) }));
+    const rows = nodes.map((n) => [n.rank, n.host, n.container, shJoin(n.argv)]);
+    return { json: { cluster: cluster.file, dryRun: true, nodes }, text: table(['rank', 'host', 'container', 'would run'], rows), exitCode: 0 };
+  }
+  const outcomes = await stopContainers(targets, tools, io.env, io.stderr);
   const failure = stopFailure(outcomes);
   if (failure) throw failure;
   const rows = outcomes.map((o) => [o.rank, o.host, o.container, o.status]);
@@ -97,8 +105,8 @@ export async function runLaunchCommand(recipe: string | undefined, given: Launch
   const text = [
     `healthy: ${result.plan.healthUrl} after ${formatDuration(result.seconds * 1000)}`,
     ...result.plan.nodes.map((n) => `  node ${n.rank}: ${n.container} on ${n.host}`),
-    `logs: ssh ${head.host} docker logs -f ${head.container}`,
-    `stop: spark launch --stop --cluster ${result.plan.cluster}${f.name ? ` --name ${f.name}` : ''}`,
+    `logs: ${shJoin(['ssh', head.host, 'docker', 'logs', '-f', head.container])}`,
+    `stop: ${stopCommand(result.plan.cluster, f.name)}`,
   ].join('\n');
   const json = { ...planJson(result.plan), healthy: true, seconds: result.seconds, preflight: result.preflight };
   return { json, text, exitCode: 0 };

@@ -14,6 +14,7 @@ import { fromEnv, parseCount, parseRate, rankShareFlags, requireOption } from '.
 import { progressLine, progressLog, transferText, type ProgressLine } from './progress.js';
 import { engramPatternFlags, patternsFromFlags, snapshotArgument } from './snapshot-args.js';
 import { reportInterrupt } from './interrupt.js';
+import { shJoin } from '../remote/shell.js';
 
 /** Pack workers each hold ~2 chunks (~33 MiB): more than this buys no bandwidth. */
 export const MAX_PACK_THREADS = 16;
@@ -108,7 +109,7 @@ function summaryText(s: PackSummary): string {
     lines.push(`  read ${how(s.io.read)}; written ${how(s.io.write)}`);
   }
   if (s.removed.length > 0) lines.push(`  removed the replaced pack's ${s.removed.length} file(s)`);
-  lines.push(`check it: spark verify ${s.out}`);
+  lines.push(`check it: ${shJoin(['spark', 'verify', s.out])}`);
   return lines.join('\n');
 }
 

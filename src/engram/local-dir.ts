@@ -12,6 +12,7 @@ import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SparkError } from '../errors.js';
 import { readTextIfExists } from '../read-optional.js';
+import { manifestObject } from './manifest-fields.js';
 import { PACK_MANIFEST_NAME, parsePackedManifest, type PackedManifest } from './packed-manifest.js';
 import { scanMiaShards, type MiaShardFile } from './mia-dir.js';
 import { hasSparseLayers, parseSparseManifest, SPARSE_MANIFEST_NAME, type SparseManifest } from './sparse-manifest.js';
@@ -40,12 +41,7 @@ export async function readLocalDir(dir: string): Promise<LocalDir> {
     const shards = scanMiaShards(dir);
     return shards.length > 0 ? { kind: 'mia', dir, shards } : { kind: 'none', dir };
   }
-  let doc: unknown;
-  try {
-    doc = JSON.parse(localText);
-  } catch (err) {
-    throw new SparkError('E_PACK_MANIFEST', `${localPath} is not valid JSON (${(err as Error).message}); re-run spark pack`, { path: localPath });
-  }
+  const doc = manifestObject(localPath, localText);
   if (hasSparseLayers(doc)) return { kind: 'sparse', dir, manifestPath: localPath, manifest: parseSparseManifest(localText, localPath) };
   if (Array.isArray((doc as { layers?: unknown } | null)?.layers)) {
     return { kind: 'packed', dir, manifestPath: localPath, manifest: parsePackedManifest(localText, localPath) };

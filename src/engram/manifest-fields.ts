@@ -2,13 +2,17 @@
 // and fails with one E_PACK_MANIFEST error naming the file and the key.
 import { SparkError } from '../errors.js';
 import type { SplitRule } from '../domain/split-rule.js';
+import { manifestLexiconProblem } from './manifest-lexicon.js';
 
 export function bad(path: string, key: string, what: string): SparkError {
   const where = key === '' ? path : `${path}: ${key}`;
   return new SparkError('E_PACK_MANIFEST', `${where} ${what}`, { path, key });
 }
 
-/** A manifest's text as a JSON object: text that is not JSON, or not an object, fails naming the file. */
+/**
+ * A manifest's text as a JSON object: text that is not JSON, or not an object, or outside the
+ * manifest grammar (manifest-lexicon.ts), fails naming the file.
+ */
 export function manifestObject(path: string, text: string): Record<string, unknown> {
   let raw: unknown;
   try {
@@ -16,6 +20,8 @@ export function manifestObject(path: string, text: string): Record<string, unkno
   } catch (err) {
     throw bad(path, '', `is not valid JSON (${(err as Error).message}); re-run spark pack`);
   }
+  const problem = manifestLexiconProblem(text);
+  if (problem) throw bad(path, problem.key, `${problem.what}; re-run spark pack`);
   return obj(path, '', raw);
 }
 

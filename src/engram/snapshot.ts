@@ -251,6 +251,23 @@ async function resolveShard(dir: string, fileName: string): Promise<string> {
   return file;
 }
 
+/** Every shard's path; when shards are missing, one error naming all of them (not only the first). */
+async function resolveShards(dir: string, fileNames: string[]): Promise<string[]> {
+  const settled = await Promise.allSettled(fileNames.map((f) => resolveShard(dir, f)));
+  const missing = settled.flatMap((r) => (r.status === 'rejected' && (r.reason as SparkError).code === 'E_SHARD_MISSING' ? [r.reason as SparkError] : []));
+  if (missing.length > 1) {
+    const paths = missing.map((e) => String(e.details.path));
+    throw new SparkError(
+      'E_SHARD_MISSING',
+      `${missing.length} of ${fileNames.length} shards are missing or dangling links in ${dir}: ${paths.map((p) => basename(p)).join(', ')}; download them again (the index names them)`,
+      { path: dir, files: paths },
+    );
+  }
+  const failed = settled.find((r) => r.status === 'rejected');
+  if (failed) throw (failed as PromiseRejectedResult).reason;
+  return settled.map((r) => (r as PromiseFulfilledResult<string>).value);
+}
+
 async function fromFiles(
   dir: string,
   kind: Snapshot['kind'],
@@ -259,7 +276,7 @@ async function fromFiles(
   options: OpenSnapshotOptions,
 ): Promise<Snapshot> {
   const realDir = await realpath(dir);
-  const files = await Promise.all(fileNames.map((f) => resolveShard(dir, f)));
+  const files = await resolveShards(dir, fileNames);
   const expected = index ? namesPerFile(index, fileNames) : undefined;
   const [settled, config] = await Promise.all([readHeadersSettled(files, { expected }), readModelConfig(dir)]);
   const headers: SafetensorsHeader[] = [];

@@ -1,6 +1,6 @@
 // spark launch: recipe + cluster file -> one container per node, started over ssh; and
 // node-local work (pack, verify) fanned out to every node. Reference: docs/launch.md.
-export { buildPlan, containerFlags, containerPrefix, urlHost, CONTAINER_FLAGS } from './plan.js';
+export { buildPlan, checkedNamePrefix, containerFlags, containerPrefix, urlHost, CONTAINER_FLAGS } from './plan.js';
 export type { LaunchPlan, NodePlan, PlanInput, PlanOptions } from './plan.js';
 export { engineArgs, isServeCommand, recipeModelArg } from '../engine/args.js';
 export type { NodeTopology, EngineArgs } from '../engine/args.js';
@@ -15,7 +15,7 @@ export { waitForHealth, probe, formatDuration } from './health.js';
 export type { HealthOptions, HealthResult } from './health.js';
 export { planDryRun, runLaunch, loadInputs, startCommandLine } from './launch.js';
 export type { LaunchRequest, LaunchResult, LaunchInputs } from './launch.js';
-export { stopContainers, stopTargets, describeStops, stopFailure } from './stop.js';
+export { stopArgv, stopCommand, stopContainers, stopTargets, describeStops, stopFailure } from './stop.js';
 export type { StopTarget, StopOutcome } from './stop.js';
 export { gidQuery, probeGids, probeHomes } from './probe.js';
 export { runNodeTasks, nodeTaskArgv } from './node-tasks.js';

@@ -14,7 +14,7 @@ import { gidQuery, probeGids, probeHomes, readTextViaHead } from './probe.js';
 import { shJoin } from '../remote/shell.js';
 import { resolveSnapshot, type ReadText } from './snapshot.js';
 import { capture, lastLine, lastLines, nodeArgv, nodeCommand, toolsFromEnv, type Tools } from '../remote/ssh.js';
-import { describeStops, stopContainers, type StopOutcome } from './stop.js';
+import { describeStops, stopCommand, stopContainers, type StopOutcome } from './stop.js';
 
 export interface LaunchRequest {
   recipe: string;
@@ -247,7 +247,7 @@ export async function runLaunch(req: LaunchRequest, io: Io): Promise<LaunchResul
   throw new SparkError(
     'E_HEALTH_TIMEOUT',
     `${plan.healthUrl} did not answer 200 within ${formatDuration(req.timeoutMs)} (last: ${outcome.last}); ${cleaned}; ` +
-      `see the logs with: ssh ${headPlan.host} docker logs ${headPlan.container}`,
+      `see the logs with: ${shJoin(['ssh', headPlan.host, 'docker', 'logs', headPlan.container])}`,
     { url: plan.healthUrl },
   );
 }
@@ -269,8 +269,7 @@ async function refuseIfRunning(plan: LaunchPlan, req: LaunchRequest, tools: Tool
     const list = busy.map((r) => `${plan.nodes[r.rank]!.container} on node ${r.rank} (${r.host})`).join(', ');
     throw new SparkError(
       'E_NODE_FAILED',
-      `already running: ${list}; nothing was started; stop them first (spark launch --stop --cluster ${req.cluster}` +
-        `${req.namePrefix ? ` --name ${req.namePrefix}` : ''}) or pick other names with --name`,
+      `already running: ${list}; nothing was started; stop them first (${stopCommand(req.cluster, req.namePrefix)}) or pick other names with --name`,
     );
   }
 }

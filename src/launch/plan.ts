@@ -1,13 +1,14 @@
 // The launch plan: from a recipe and a cluster file, each node's complete `docker run` argument
 // vector (what --dry-run prints and what the launch executes, byte for byte) and environment.
 import { posix } from 'node:path';
-import { SparkError } from '../errors.js';
+import { SparkError, usageError } from '../errors.js';
 import {
   HF_CACHE_CONTAINER_PATH,
   argvForExec,
   effectiveEnv,
   envValues,
   expandHome,
+  relativeHostProblem,
   nodeAddress,
   parallelShape,
   placement,
@@ -103,6 +104,21 @@ export function containerFlags(cpuOnly = false): string[] {
 
 export const CONTAINER_FLAGS: readonly string[] = containerFlags();
 
+/** docker's container name grammar. */
+const CONTAINER_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+
+/**
+ * A `--name` prefix as given, checked against docker's container name grammar: it is one
+ * argument of `docker run`/`docker stop`, and a value like `--time=0 x` must never reach docker
+ * as flags.
+ */
+export function checkedNamePrefix(name: string): string {
+  if (!CONTAINER_NAME.test(name)) {
+    throw usageError(`--name must be a docker container name ([A-Za-z0-9][A-Za-z0-9_.-]*), got ${JSON.stringify(name)}`);
+  }
+  return name;
+}
+
 /** A docker container name from free text: [A-Za-z0-9][A-Za-z0-9_.-]*. */
 export function containerPrefix(clusterName: string): string {
   const slug = clusterName.replace(/[^A-Za-z0-9_.-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '');
@@ -141,16 +157,12 @@ function absoluteHostPath(
   home: string,
   at: { code: 'E_RECIPE' | 'E_CLUSTER'; key: string; file: string; line?: number | undefined },
 ): string {
-  const p = expandHome(path, home);
-  if (!posix.isAbsolute(p)) {
+  const problem = relativeHostProblem(path);
+  if (problem) {
     const where = at.line === undefined ? at.file : `${at.file}:${at.line}`;
-    throw new SparkError(
-      at.code,
-      `${where}: ${at.key} "${path}" is relative, which a node cannot resolve; write an absolute path or one starting with ~/`,
-      { path: at.file, key: at.key },
-    );
+    throw new SparkError(at.code, `${where}: ${at.key} ${problem}`, { path: at.file, key: at.key });
   }
-  return posix.normalize(p);
+  return posix.normalize(expandHome(path, home));
 }
 
 /** The first problem of a shape or placement as the SparkError a launch refuses with (exit 2). */

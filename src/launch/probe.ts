@@ -5,6 +5,7 @@ import { homedir } from 'node:os';
 import { SparkError } from '../errors.js';
 import type { ClusterNode } from '../recipes/index.js';
 import { readLocalText, type ReadText } from './snapshot.js';
+import { shJoin } from '../remote/shell.js';
 import { capture, isLocalHost, lastLine, nodeArgv, nodeCommand, type Tools } from '../remote/ssh.js';
 
 function nodeName(node: Pick<ClusterNode, 'rank' | 'host'>): string {
@@ -30,7 +31,7 @@ export async function probeHomes(nodes: readonly ClusterNode[], tools: Tools, en
       const r = await capture(nodeCommand(node.host, `printf '%s\\n' "$HOME"`, tools), env, 30_000);
       const home = r.stdout.trim();
       if (r.code !== 0 || !home.startsWith('/')) {
-        throw unreachable(node, 'cannot reach the node over ssh', lastLine(r.stderr) || `exit ${r.code}`, `check that \`ssh ${node.host}\` works without a password`);
+        throw unreachable(node, 'cannot reach the node over ssh', lastLine(r.stderr) || `exit ${r.code}`, `check that \`${shJoin(['ssh', node.host])}\` works without a password`);
       }
       homes.set(node.rank, home);
     }),
@@ -62,7 +63,7 @@ export async function probeGids(
       const r = await capture(nodeArgv(node.host, [tools.spark, ...query], tools), env, 60_000);
       const index = r.stdout.trim();
       if (r.code === 255 && !isLocalHost(node.host)) {
-        throw unreachable(node, 'cannot reach the node over ssh', lastLine(r.stderr), `check that \`ssh ${node.host}\` works without a password`);
+        throw unreachable(node, 'cannot reach the node over ssh', lastLine(r.stderr), `check that \`${shJoin(['ssh', node.host])}\` works without a password`);
       }
       if (r.code !== 0 || !/^\d+$/.test(index)) {
         const why = lastLine(r.stderr) || (r.code === 127 ? `${tools.spark} not found` : `exit ${r.code}`);

@@ -4,8 +4,9 @@
 import { SparkError } from '../errors.js';
 import type { Cluster } from '../recipes/index.js';
 import { fanOut, type NodeJobResult } from './fanout.js';
-import { containerPrefix } from './plan.js';
+import { checkedNamePrefix, containerPrefix } from './plan.js';
 import { nodeArgv, type Tools } from '../remote/ssh.js';
+import { shJoin } from '../remote/shell.js';
 
 export interface StopTarget {
   rank: number;
@@ -19,7 +20,7 @@ export interface StopOutcome extends StopTarget {
 }
 
 export function stopTargets(cluster: Cluster, namePrefix?: string): StopTarget[] {
-  const prefix = namePrefix ?? containerPrefix(cluster.name);
+  const prefix = namePrefix === undefined ? containerPrefix(cluster.name) : checkedNamePrefix(namePrefix);
   return cluster.nodes.map((n) => ({ rank: n.rank, host: n.host, container: `${prefix}-r${n.rank}` }));
 }
 
@@ -31,6 +32,11 @@ function outcome(target: StopTarget, r: NodeJobResult): StopOutcome {
   return { ...target, status: 'failed', message };
 }
 
+/** The local argv that stops one target's container (run by stopContainers, shown by a dry run). */
+export function stopArgv(target: StopTarget, tools: Tools): string[] {
+  return nodeArgv(target.host, [tools.docker, 'stop', target.container], tools);
+}
+
 /** `docker stop <name>` on each target at once; output is streamed with node prefixes. */
 export async function stopContainers(
   targets: readonly StopTarget[],
@@ -38,10 +44,15 @@ export async function stopContainers(
   env: NodeJS.ProcessEnv,
   write: (text: string) => void,
 ): Promise<StopOutcome[]> {
-  const jobs = targets.map((t) => ({ rank: t.rank, host: t.host, argv: nodeArgv(t.host, [tools.docker, 'stop', t.container], tools) }));
+  const jobs = targets.map((t) => ({ rank: t.rank, host: t.host, argv: stopArgv(t, tools) }));
   // docker stop prints the name it stopped on stdout: keep it out of the stream.
   const results = await fanOut(jobs, { env, write, captureStdout: true });
   return targets.map((t, i) => outcome(t, results[i]!));
+}
+
+/** The command a person pastes to stop a launch's containers, quoted for sh. */
+export function stopCommand(clusterFile: string, namePrefix?: string): string {
+  return shJoin(['spark', 'launch', '--stop', '--cluster', clusterFile, ...(namePrefix === undefined ? [] : ['--name', namePrefix])]);
 }
 
 /** "nodes 0, 1, 3" */

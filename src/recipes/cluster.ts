@@ -138,7 +138,7 @@ export function parseCluster(source: string, file: string): LoadedCluster {
     if (fabric.prefix !== undefined) node.fabricPrefix = fabric.prefix;
     const dist = r.string('dist_addr');
     if (dist !== undefined) node.distAddr = parseAddress(r, 'dist_addr', dist, false).addr;
-    const env = r.stringMap('env');
+    const env = r.envTable('env');
     if (env) node.env = Object.fromEntries(Object.entries(env).filter(([k]) => !NODE_KEYS.includes(k)));
     if (r.headerLine !== undefined) node.line = r.headerLine;
     return node;
@@ -162,7 +162,7 @@ export function parseCluster(source: string, file: string): LoadedCluster {
     nodes,
     head,
     distPort: top.integer('dist_port', 1, 65535) ?? DEFAULT_DIST_PORT,
-    nccl: top.stringMap('nccl') ?? {},
+    nccl: top.envTable('nccl') ?? {},
     locate: locator<Cluster, ClusterField>(CLUSTER_FIELDS, document.positions.root),
   };
   const hfCache = top.string('hf_cache');

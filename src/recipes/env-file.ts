@@ -8,6 +8,7 @@ import { composeOnlyDiagnostic } from './compose-only.js';
 import { expand, ExpandError, type Lookup } from './env-expand.js';
 import type { FileDiagnostic } from './fields.js';
 import { readTextFile } from './toml-file.js';
+import { ENV_KEY_PREFIX } from './env-key.js';
 
 export { expand };
 
@@ -28,7 +29,6 @@ export interface EnvFile {
   diagnostics: FileDiagnostic[];
 }
 
-const KEY = /^[A-Za-z_][A-Za-z0-9_.]*/;
 
 export async function readEnvFile(path: string, env: NodeJS.ProcessEnv): Promise<EnvFile> {
   return parseEnvFile(await readTextFile(path, 'env file'), path, env);
@@ -76,7 +76,7 @@ export function parseEnvFile(source: string, file: string, env: NodeJS.ProcessEn
     let text = lines[i]!.trimStart();
     if (text === '' || text.startsWith('#')) continue;
     if (/^export\s/.test(text)) text = text.slice(6).trimStart();
-    const key = KEY.exec(text)?.[0];
+    const key = ENV_KEY_PREFIX.exec(text)?.[0];
     if (!key) fail(lineNo, `expected KEY=value, got '${lines[i]!.trim()}'`);
     let rest = text.slice(key!.length).trimStart();
     if (!rest.startsWith('=')) fail(lineNo, `expected '=' after ${key}`);

@@ -4,6 +4,7 @@
 import { SparkError } from '../errors.js';
 import type { ErrorCode } from '../error-codes.js';
 import { pathSegment, type TomlPosition } from './toml-positions.js';
+import { envKeyProblem, envValueProblem } from './env-key.js';
 
 /**
  * What reading a sparkrun recipe says (src/recipes/sparkrun/): something of the recipe spark
@@ -22,6 +23,25 @@ export interface FileDiagnostic {
   key: string;
   message: string;
   fix: string;
+}
+
+/** Levenshtein distance (keys are short: the plain table is enough). */
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) row.push(Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)));
+    prev = row;
+  }
+  return prev[b.length]!;
+}
+
+/** "did you mean tensor_parallel_size?" for a key a few edits from a known one, else the known keys. */
+export function spellingFix(key: string, known: readonly string[]): string {
+  const scored = known.map((k) => ({ k, d: editDistance(key.toLowerCase(), k) })).sort((a, b) => a.d - b.d);
+  const best = scored[0];
+  if (best && best.d <= Math.max(2, Math.floor(best.k.length / 4))) return `did you mean ${best.k}? (else remove it)`;
+  return `remove it, or use a known key: ${known.join(', ')}`;
 }
 
 /** `file:line` when the line is known, else `file`. */
@@ -128,16 +148,30 @@ export class FieldReader {
     return v as string[];
   }
 
-  /** A table of string values, e.g. [env]. */
-  stringMap(key: string): Record<string, string> | undefined {
+  /**
+   * A table of environment variables ([env], [nccl], [nodes.env]): every key an environment
+   * variable name and every value a string (a table, array or date is one error naming the
+   * key, never a TypeError). `otherFix` may give a better fix for a key that is not a string.
+   */
+  envTable(key: string, otherFix?: (name: string, value: unknown) => string | undefined): Record<string, string> | undefined {
     const v = this.table[key];
     if (v === undefined) return undefined;
     if (!isTable(v)) this.wrongType(key, 'a table', `[${key}]`);
-    const sub = this.sub(key, v);
+    // Annotated so that its never-returning checks narrow the value's type.
+    const sub: FieldReader = this.sub(key, v);
     const out: Record<string, string> = {};
     for (const k of Object.keys(v)) {
-      if (typeof v[k] !== 'string') sub.wrongType(k, 'a string', `${k} = "${String(v[k])}"`);
-      out[k] = v[k] as string;
+      const keyProblem = envKeyProblem(k);
+      if (keyProblem) sub.fail(k, `[${this.path(key)}] key ${keyProblem}`, 'rename it; docker would get -e ' + JSON.stringify(`${k}=…`));
+      const value = v[k];
+      if (typeof value !== 'string') {
+        const fix = otherFix?.(k, value);
+        if (fix) sub.fail(k, `${sub.path(k)} must be a string, got ${typeName(value)}`, fix);
+        sub.wrongType(k, 'a string', `${pathSegment(k)} = "…"`);
+      }
+      const valueProblem = envValueProblem(value);
+      if (valueProblem) sub.fail(k, `${sub.path(k)} ${valueProblem}`, 'remove the \\u0000 escape');
+      out[k] = value;
     }
     return out;
   }
@@ -169,7 +203,7 @@ export class FieldReader {
         line: this.lineOf(k),
         key: this.path(k),
         message: `unknown key ${this.path(k)} in the ${what} (ignored)`,
-        fix: `remove it or correct the spelling; known keys: ${known.join(', ')}`,
+        fix: spellingFix(k, known),
       }));
   }
 }

@@ -17,7 +17,7 @@ export { parseArgs, argvForExec, unquote, BOOLEAN_FLAGS } from './args.js';
 export type { ParsedArgs, ArgFlag } from './args.js';
 export { effectiveEnv, envValues } from './environment.js';
 export type { EffectiveEnv, EnvValue, EnvSourceKind } from './environment.js';
-export { containerToHost, containerMounts, expandHome, hostPath } from './paths.js';
+export { containerToHost, containerMounts, expandHome, hostPath, relativeHostProblem } from './paths.js';
 export type { HostPath } from './paths.js';
 export { stackOf, modelFamily, configFamily, ENGINE_FLAGS, defaultPort } from './stack.js';
 export type { Stack, ModelFamily, EngineFlags } from './stack.js';

@@ -13,6 +13,16 @@ export function expandHome(path: string, home: string = homedir()): string {
   return path;
 }
 
+/**
+ * Why a host path written in a recipe or cluster file cannot be used on a node, or undefined:
+ * a relative path names a different place on every node (and to the launcher, nowhere), so
+ * launch refuses it and preflight reports it the same way.
+ */
+export function relativeHostProblem(path: string): string | undefined {
+  if (posix.isAbsolute(expandHome(path, '/home'))) return undefined;
+  return `"${path}" is relative, which a node cannot resolve; write an absolute path or one starting with ~/`;
+}
+
 export interface HostPath {
   /** Absolute host path. */
   host: string;

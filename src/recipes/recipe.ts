@@ -90,6 +90,15 @@ export interface LoadedRecipe {
   diagnostics: FileDiagnostic[];
 }
 
+/**
+ * `read_only = true` written below [env] (meant for the [[extra_mounts]] table above it) is not
+ * fixed by quoting it: that makes an environment variable, and the mount stays read-write.
+ */
+function mountKeyFix(name: string): string | undefined {
+  if (!(MOUNT_KEYS as readonly string[]).includes(name)) return undefined;
+  return `${name} is a [[extra_mounts]] key: move it into its [[extra_mounts]] table, above the [env] header (quoted in [env] it would only set a variable ${name}, and the mount would not change)`;
+}
+
 /** Parses and validates recipe TOML. Throws SparkError E_RECIPE (exit 2) on wrong types. */
 export function parseRecipe(source: string, file: string): LoadedRecipe {
   const document = parseTomlDocument(source, file, 'E_RECIPE');
@@ -129,7 +138,7 @@ export function parseRecipe(source: string, file: string): LoadedRecipe {
     pipelineParallelSize: top.integer('pipeline_parallel_size', 1, 64) ?? 1,
     args: top.stringArray('args') ?? [],
     extraMounts,
-    env: top.stringMap('env') ?? {},
+    env: top.envTable('env', mountKeyFix) ?? {},
     locate: locator<Recipe, RecipeField>(RECIPE_FIELDS, document.positions.root),
   };
   const optional = {

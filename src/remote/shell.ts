@@ -1,8 +1,13 @@
 // POSIX sh quoting. ssh joins its remote arguments with spaces and the node's login shell parses
 // the result again, so every argument vector sent to a node is quoted exactly once, here.
 
-/** Characters that never need quoting in sh (no globbing, no expansion, no word splitting). */
-const SAFE = /^[A-Za-z0-9_@%+=:,./-]+$/;
+/**
+ * Words that never need quoting in sh, bash or zsh (the login shells of the nodes and of the
+ * people who paste spark's commands): no globbing, no expansion, no word splitting. `=` is bare
+ * only after the first character: zsh expands a word that starts with it (`=ls` becomes
+ * `/usr/bin/ls`), as every shell expands a leading `~` (never bare).
+ */
+const SAFE = /^[A-Za-z0-9_@%+:,./-][A-Za-z0-9_@%+=:,./-]*$/;
 
 /**
  * One argument as a sh word that the shell turns back into exactly these bytes: single quotes
@@ -10,7 +15,7 @@ const SAFE = /^[A-Za-z0-9_@%+=:,./-]+$/;
  * the lines people read stay readable.
  */
 export function shQuote(arg: string): string {
-  return arg !== '' && SAFE.test(arg) ? arg : shSingleQuote(arg);
+  return SAFE.test(arg) ? arg : shSingleQuote(arg);
 }
 
 /**

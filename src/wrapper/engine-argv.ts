@@ -20,8 +20,9 @@ export function flagValue(argv: readonly string[], flags: readonly string[]): { 
   return found;
 }
 
+/** Digits only, as the --emit-sh script reads them (no spaces or sign, which the engine's int() would take). */
 function count(text: string, where: string, min: number): number {
-  if (!/^\d+$/.test(text.trim()) || Number(text) < min || !Number.isSafeInteger(Number(text))) {
+  if (!/^[0-9]+$/.test(text) || Number(text) < min || !Number.isSafeInteger(Number(text))) {
     throw usageError(`${where} must be a whole number >= ${min}, got '${text}'`);
   }
   return Number(text);

@@ -4,12 +4,14 @@ import { formatBytes } from '../../format.js';
 import { defineRule, finding, whereField } from '../rule.js';
 
 export const MIN_SHM_BYTES = 2 ** 30;
+/** What docker gives a container without --shm-size ("64m"): a shm_size this small is no shm_size at all. */
+export const DOCKER_DEFAULT_SHM_BYTES = 64 * 2 ** 20;
 
 export const shmSize = defineRule({
   id: 'docker.shm-size',
   title: 'the container gets a /dev/shm large enough for NCCL and the engine',
   severity: 'error',
-  also: 'warn below 1 GiB',
+  also: "warn below 1 GiB (an error at or below docker's default 64 MB, the same as no shm_size)",
   scope: 'files',
   evidence:
     "Docker's default /dev/shm is 64 MB; torch multiprocessing and NCCL's shared-memory transport need far more " +
@@ -23,6 +25,14 @@ export const shmSize = defineRule({
     const bytes = parseDockerSize(text);
     if (bytes === undefined) {
       return [finding(this, { message: `shm_size "${text}" is not a docker size (like 32gb, 16g, 512m)`, where: whereField(ctx, 'shmSize') })];
+    }
+    if (bytes <= DOCKER_DEFAULT_SHM_BYTES) {
+      return [
+        finding(this, {
+          message: `shm_size "${text}" (${formatBytes(bytes)}) is no more than docker's default 64 MB /dev/shm, the same as no shm_size`,
+          where: whereField(ctx, 'shmSize'),
+        }),
+      ];
     }
     if (bytes < MIN_SHM_BYTES) {
       return [

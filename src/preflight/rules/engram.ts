@@ -1,12 +1,14 @@
 // Engram row ranges: every rank must own a slice of each table such that the slices tile
 // [0, N) exactly per layer (domain.md, "How ranks split a table").
 import { basename } from 'node:path';
-import { checkTiling, dashEntries, parseEngramRows, type LayerRange } from '../../engram/ranges.js';
+import { checkTiling, dashEntries, formatEngramRows, parseEngramRows, type LayerRange } from '../../engram/ranges.js';
 import type { EnvValue } from '../../recipes/index.js';
 import { defineRule, envSourceName, finding, whereEnv, whereNode } from '../rule.js';
 import { dirKind, underHfCache, wrapperOnNode } from '../node-paths.js';
 import type { PreflightContext } from '../types.js';
+import { scriptSetsEngramRows } from '../wrapper-script.js';
 import { expectedEngramRows } from './snapshot.js';
+import { shJoin } from '../../remote/shell.js';
 
 /**
  * Why one SPARK_ENGRAM_ROWS value given to all `world` ranks does not tile. Every rank reads the
@@ -28,6 +30,28 @@ export function sharedRowsProblem(spec: string, world: number, tables?: { layer:
   return `SPARK_ENGRAM_ROWS='${spec}' ${same}${report.problem!.message}`;
 }
 
+/** Each Engram table's row count from config.json, when the node's snapshot gives it. */
+export async function engramTables(ctx: PreflightContext): Promise<{ layer: number; rows: number }[] | undefined> {
+  const config = await ctx.modelConfig().catch(() => undefined);
+  const rows = config ? expectedEngramRows(config) : undefined;
+  return rows ? [...rows].map(([layer, n]) => ({ layer, rows: n })) : undefined;
+}
+
+/**
+ * The right value for a SPARK_ENGRAM_ROWS that every rank shares: with one rank, every row of
+ * each table (when the tables are known); with more, none at all (each rank needs its own).
+ */
+export function sharedRowsFix(world: number, tables: { layer: number; rows: number }[] | undefined): string {
+  if (world > 1) return PER_RANK_FIX;
+  if (!tables) return 'with one rank, write every row of each table (layer:0:N per layer, N from config.json), or drop SPARK_ENGRAM_ROWS';
+  const full = formatEngramRows(tables.map(({ layer, rows }) => ({ layer, start: 0, end: rows })));
+  return `write SPARK_ENGRAM_ROWS = "${full}" (one rank owns every row of each table), or drop it`;
+}
+
+const PER_RANK_FIX =
+  'remove SPARK_ENGRAM_ROWS from the shared environment; set it per rank (a wrapper computing it from NODE_RANK, ' +
+  '`spark engram-ranges --rank R --world W`) or serve from node-local copies whose manifest holds each rank\'s range';
+
 export const rangesTile = defineRule({
   id: 'engram.ranges-tile',
   title: "the ranks' Engram row ranges tile each table exactly",
@@ -37,18 +61,14 @@ export const rangesTile = defineRule({
   evidence:
     'The 4x overlay refuses to start unless the ranks\' ranges tile [0, N) per layer; a full range on every rank ' +
     'double-counts rows in the reduce (seed: dsv41 recipe).',
-  fix:
-    'remove SPARK_ENGRAM_ROWS from the shared environment; set it per rank (a wrapper computing it from NODE_RANK, ' +
-    '`spark engram-ranges --rank R --world W`) or serve from node-local copies whose manifest holds each rank\'s range',
+  fix: `${PER_RANK_FIX}; with one rank, every row of each table`,
   async check(ctx) {
     const v = ctx.env.get('SPARK_ENGRAM_ROWS');
     if (!v) return [];
-    const config = await ctx.modelConfig().catch(() => undefined);
-    const rows = config ? expectedEngramRows(config) : undefined;
-    const tables = rows ? [...rows].map(([layer, n]) => ({ layer, rows: n })) : undefined;
+    const tables = await engramTables(ctx);
     const problem = sharedRowsProblem(v.value, ctx.world, tables);
     if (!problem) return [];
-    return [finding(this, { message: `${problem} (set in ${envSourceName(v)})`, where: whereEnv(v) })];
+    return [finding(this, { message: `${problem} (set in ${envSourceName(v)})`, where: whereEnv(v), fix: sharedRowsFix(ctx.world, tables) })];
   },
 });
 
@@ -72,7 +92,7 @@ function rowsSource(ctx: PreflightContext, dir: EnvValue): { skip: string } | { 
     if (text === undefined) {
       return { skip: `the ranges come from the entrypoint ${wrapper.script}, which is not readable on ${whereNode(ctx)}` };
     }
-    if (/SPARK_ENGRAM_ROWS/.test(text)) return undefined;
+    if (scriptSetsEngramRows(text)) return undefined;
     return {
       problem: `SPARK_ENGRAM_DIR is a full snapshot and the entrypoint ${basename(wrapper.script)} (${wrapper.host}) never sets SPARK_ENGRAM_ROWS`,
       fix: 'export SPARK_ENGRAM_ROWS from NODE_RANK in the wrapper (spark engram-ranges --rank "$NODE_RANK" --world W)',
@@ -131,7 +151,7 @@ export const rangesSource = defineRule({
             `the entrypoint ${basename(stale.script)} (${stale.host}) exports SPARK_ENGRAM_ROWS values in the old layer:lo-hi form ` +
             `('${stale.value}'), which the overlay rejects at install on every rank`,
           where: stale.host,
-          fix: `regenerate it: spark wrapper --emit-sh --snapshot <snapshot> --world ${ctx.world} --out ${stale.host}`,
+          fix: `regenerate it: spark wrapper --emit-sh --snapshot <snapshot> ${shJoin(['--world', String(ctx.world), '--out', stale.host])}`,
         }),
       ];
     }

@@ -93,12 +93,37 @@ export const socketIfname = defineRule({
       if (!v || v.value.trim() === '') return [];
       const missing = missingInterfaces(v.value, present, key === 'GLOO_SOCKET_IFNAME');
       if (missing.length === 0) return [];
-      return [finding(this, { message: `${key}=${v.value}: no interface ${missing.join(', ')} on ${whereNode(ctx)}`, where: whereEnv(v) })];
+      const have = present.filter((i) => i !== 'lo').sort();
+      return [
+        finding(this, {
+          message: `${key}=${v.value}: no interface ${missing.join(', ')} on ${whereNode(ctx)} (present: ${have.join(', ') || 'none but lo'})`,
+          where: whereEnv(v),
+          fix: have.length > 0 ? `use one of ${have.join(', ')} (the one on the fabric subnet; \`ip -br addr\` shows them)` : 'bring up the fabric interface on this node',
+        }),
+      ];
     });
   },
 });
 
 const GID_VARS = ['NCCL_IB_GID_INDEX', 'B12X_ROCE_GID_INDEX'] as const;
+
+/**
+ * The fix for one GID problem: a port that is down or not Ethernet needs the port fixed (no
+ * index helps); a pinned index that drifted needs the index that is usable now, or no pin.
+ */
+function gidFix(problem: string, commonIndexes: readonly number[], pinnedKey?: string): string | undefined {
+  if (/: port state is /.test(problem)) {
+    return 'bring the port up (check its cable and switch port, then `ip link` and `ibv_devinfo`): NCCL skips a port that is not ACTIVE, whatever the GID index';
+  }
+  if (/: link layer is /.test(problem)) return 'name a RoCE (Ethernet) port in the HCA list instead';
+  if (pinnedKey !== undefined && /pinned GID index/.test(problem)) {
+    const drop = `or drop the pin (remove ${pinnedKey}) and let NCCL pick`;
+    return commonIndexes.length > 0
+      ? `use ${pinnedKey}=${commonIndexes[0]} (usable on every HCA of this node now), ${drop}`
+      : `no index is usable on every HCA of this node: restore the ports' IPv4 addresses, ${drop}`;
+  }
+  return undefined;
+}
 
 /** A pinned GID index as NCCL reads it (atoi: an empty or non-numeric value is 0). */
 export function pinnedIndex(value: string): { index: number; note?: string } {
@@ -141,7 +166,8 @@ export const gid = defineRule({
         const oneIndexNeeded = ctx.env.has('B12X_ROCE_HCA');
         for (const p of problems) {
           if (p.startsWith('the HCAs disagree') && !oneIndexNeeded) continue;
-          out.push(finding(this, { message: `${p} on ${whereNode(ctx)}`, where: whereEnv(anchor) }));
+          const fix = gidFix(p, report.commonIndexes);
+          out.push(finding(this, { message: `${p} on ${whereNode(ctx)}`, where: whereEnv(anchor), ...(fix ? { fix } : {}) }));
         }
         return out;
       }
@@ -151,7 +177,8 @@ export const gid = defineRule({
         if (note) out.push(finding(this, { severity: 'warn', message: `${key}: ${note}`, where: whereEnv(v) }));
         const report = scanGids({ ...base, checkIndex: index });
         for (const p of report.problems.filter((x) => !/^HCA '.*' not found/.test(x))) {
-          out.push(finding(this, { message: `${key}=${v.value}: ${p} on ${whereNode(ctx)}`, where: whereEnv(v) }));
+          const fix = gidFix(p, report.commonIndexes, key);
+          out.push(finding(this, { message: `${key}=${v.value}: ${p} on ${whereNode(ctx)}`, where: whereEnv(v), ...(fix ? { fix } : {}) }));
         }
       }
       return out;

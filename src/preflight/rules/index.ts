@@ -9,7 +9,7 @@ import { rangesSource, rangesTile } from './engram.js';
 import { gid, hca, socketIfname } from './fabric.js';
 import { composeOnly, swallowedKey, undefinedVariable, unknownKey } from './files.js';
 import { utilizationCeiling } from './memory.js';
-import { contextLength } from './model.js';
+import { contextLength, snapshotMatches } from './model.js';
 import { identity as miaIdentity, oDirect as miaODirect, packs as miaPacks, residentScales as miaResidentScales } from './mia.js';
 import { fileIsDirectory, hostPaths } from './mounts.js';
 import { clockSkew, reachable, sameImage, sameSpark, sameVersions } from './nodes.js';
@@ -46,6 +46,7 @@ export const RULES: readonly Rule[] = [
   // the model
   tpDivides,
   contextLength,
+  snapshotMatches,
   // each node
   complete,
   engramTables,

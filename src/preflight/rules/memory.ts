@@ -1,5 +1,6 @@
 // GPU memory fractions on unified memory: on GB10 the 128 GB is both host RAM and GPU memory,
 // so what the engine reserves is taken from the OS, page cache and pinned NCCL buffers.
+import { formatBytes } from '../../format.js';
 import { defineRule, finding, whereArg, whereField } from '../rule.js';
 
 /** vLLM: above this the server boots and then dies under traffic. */
@@ -11,11 +12,46 @@ export const VLLM_GMU_DEFAULT = 0.9;
 /** SGLang: the highest --mem-fraction-static measured to boot and serve on GB10 (mia-tp4's working value). */
 export const SGLANG_MFS_CEILING = 0.95;
 
+/** The memory a GB10 node's GPU sees (of its 128 GB, both host RAM and GPU memory; seed: eugr agent recipe). */
+export const UNIFIED_MEMORY_BYTES = 119.6 * 2 ** 30;
+
+/** vLLM's human-readable integers: `8G` is 8 GiB, `8g` 8 GB, a bare number bytes. */
+export function parseVllmBytes(text: string): number | undefined {
+  const m = /^(\d+(?:\.\d+)?)([kKmMgGtT]?)$/.exec(text.trim());
+  if (!m) return undefined;
+  const power = ' kmgt'.indexOf(m[2]!.toLowerCase());
+  const base = m[2] === '' ? 1 : m[2] === m[2]!.toUpperCase() ? 1024 : 1000;
+  return Number(m[1]) * base ** Math.max(0, power);
+}
+
+/**
+ * vLLM's --kv-cache-memory-bytes sets the KV cache outright (--gpu-memory-utilization no longer
+ * sizes it): weighed against the node's unified memory, with the same ceiling.
+ */
+function kvCacheFinding(rule: Parameters<typeof finding>[0], ctx: Parameters<typeof whereArg>[0]) {
+  const f = ctx.args.get('--kv-cache-memory-bytes');
+  if (!f) return undefined;
+  const bytes = parseVllmBytes(String(f.value));
+  const where = whereArg(ctx, f);
+  if (bytes === undefined || bytes <= 0) {
+    return finding(rule, { message: `--kv-cache-memory-bytes must be a byte count like 24G or 25769803776, got '${String(f.value)}'`, where });
+  }
+  const most = VLLM_GMU_CEILING * UNIFIED_MEMORY_BYTES;
+  if (bytes <= most) return undefined;
+  return finding(rule, {
+    message:
+      `--kv-cache-memory-bytes ${String(f.value)} (${formatBytes(bytes)}) is more than ${VLLM_GMU_CEILING} of the node's ` +
+      `${formatBytes(UNIFIED_MEMORY_BYTES)} of unified memory (${formatBytes(most)}), before the weights: the server cannot start, or dies under traffic`,
+    where,
+    fix: `lower it well below ${formatBytes(most)} minus the rank's weights, or drop it and set "--gpu-memory-utilization", "${VLLM_GMU_SAFE}"`,
+  });
+}
+
 export const utilizationCeiling = defineRule({
   id: 'memory.utilization-ceiling',
   title: 'the GPU memory fraction leaves room for the OS on unified memory',
   severity: 'error',
-  also: `warn for a vLLM value above ${VLLM_GMU_SAFE} and at most ${VLLM_GMU_CEILING}`,
+  also: `warn for a vLLM value above ${VLLM_GMU_SAFE} and at most ${VLLM_GMU_CEILING}; vLLM's --kv-cache-memory-bytes, when given, is weighed instead against ${VLLM_GMU_CEILING} of the node's ${UNIFIED_MEMORY_BYTES / 2 ** 30} GiB of unified memory`,
   scope: 'files',
   evidence:
     '"0.80 boots but dies under traffic"; 0.78 is the safe ceiling on 2× GB10 with weights at ~77.7 of ~119.6 GiB ' +
@@ -42,6 +78,11 @@ export const utilizationCeiling = defineRule({
           fix: `set "--mem-fraction-static", "${SGLANG_MFS_CEILING}" or less`,
         }),
       ];
+    }
+    // With --kv-cache-memory-bytes, vLLM sizes the KV cache from it and ignores --gpu-memory-utilization.
+    if (ctx.args.has('--kv-cache-memory-bytes')) {
+      const kv = kvCacheFinding(this, ctx);
+      return kv ? [kv] : [];
     }
     const flag = ctx.args.get('--gpu-memory-utilization');
     const v = flag ? ctx.args.number('--gpu-memory-utilization') : VLLM_GMU_DEFAULT;

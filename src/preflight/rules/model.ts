@@ -1,6 +1,6 @@
 // Settings checked against the model's own config.json.
-import { ENGINE_FLAGS, type Engine } from '../../recipes/index.js';
-import { defineRule, finding, whereArg, whereEnv } from '../rule.js';
+import { configFamily, ENGINE_FLAGS, modelFamily, type Engine } from '../../recipes/index.js';
+import { defineRule, finding, whereArg, whereEnv, whereField } from '../rule.js';
 
 /** `524288`, `128k` (×1000), `128K` (×1024), `1m` / `1M`; undefined for `auto` or junk. */
 export function parseTokenCount(text: string): number | undefined {
@@ -64,5 +64,47 @@ export const contextLength = defineRule({
         fix: `set ${name} ${max} or less (or set ${override}=1 when the model is extended to the longer context)`,
       }),
     ];
+  },
+});
+
+/** `deepseek-ai/DeepSeek-V4.1-Flash` from a Hugging Face cache path (`…/models--deepseek-ai--DeepSeek-V4.1-Flash/snapshots/…`). */
+export function hfModelOfPath(path: string): string | undefined {
+  const m = /(?:^|\/)models--([^/]+?)--([^/]+)\/snapshots\//.exec(path);
+  return m ? `${m[1]}/${m[2]}` : undefined;
+}
+
+/** What a model id or config says it is, for messages. */
+const FAMILY_NAME: Record<string, string> = { dsv41: 'DeepSeek-V4.1', dsv4: 'DeepSeek-V4' };
+
+export const snapshotMatches = defineRule({
+  id: 'model.snapshot-matches',
+  title: 'the snapshot given is the model the recipe serves',
+  severity: 'error',
+  scope: 'snapshot',
+  evidence:
+    'The engine serves whatever checkpoint the path holds: a DeepSeek-V4-Flash recipe pointed at a V4.1 snapshot (or ' +
+    'the reverse) boots with the wrong tokenizer, layers and Engram tables, or dies loading them ten minutes in. ' +
+    "The snapshot's config.json (Engram keys, model_type) and its Hugging Face cache path say what it is.",
+  fix: 'point the recipe at the snapshot of its model (or change model = "…" to the model the snapshot holds)',
+  async check(ctx) {
+    const config = await ctx.modelConfig();
+    if (!config) return { skip: 'no config.json: pass --snapshot DIR (or --cluster with hf_cache)' };
+    const byName = modelFamily(ctx.recipe);
+    const byConfig = configFamily(config.raw);
+    const where = whereField(ctx, 'model');
+    if (byName !== 'other' && byConfig !== undefined && byName !== byConfig) {
+      return [
+        finding(this, {
+          message: `model = "${ctx.recipe.model}" is a ${FAMILY_NAME[byName]} model, but the snapshot's ${config.path} is ${FAMILY_NAME[byConfig]}`,
+          where,
+        }),
+      ];
+    }
+    const cached = hfModelOfPath(config.path);
+    const id = ctx.recipe.model;
+    if (cached !== undefined && /^[^/\s]+\/[^/\s]+$/.test(id) && cached.toLowerCase() !== id.toLowerCase()) {
+      return [finding(this, { message: `model = "${id}", but the snapshot ${config.path} is ${cached}'s (its Hugging Face cache path)`, where })];
+    }
+    return [];
   },
 });

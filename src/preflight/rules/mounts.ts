@@ -1,10 +1,11 @@
 // Host paths the container mounts must exist on the node that runs it, and be what the
 // container expects there (a file where it runs a script).
 import { posix } from 'node:path';
-import { at, type Mount } from '../../recipes/index.js';
+import { at, relativeHostProblem, type Mount } from '../../recipes/index.js';
 import { defineRule, finding, whereNode } from '../rule.js';
 import { hfCacheHost, mountHost, wrapperScript } from '../node-paths.js';
 import type { PreflightContext } from '../types.js';
+import { shJoin } from '../../remote/shell.js';
 
 /** Whether anything the container runs names a path inside the mount. */
 export function mountReferenced(ctx: PreflightContext, mount: Mount): boolean {
@@ -26,6 +27,12 @@ export const hostPaths = defineRule({
   check(ctx) {
     const out = [];
     for (const m of ctx.recipe.extraMounts) {
+      // What launch refuses, preflight reports in the same words (never resolved against this directory).
+      const relative = relativeHostProblem(m.host);
+      if (relative) {
+        out.push(finding(this, { message: `extra_mounts host ${relative}`, where: at(ctx.recipe.file, m.line), fix: 'write the absolute path the file has on every node (or ~/…)' }));
+        continue;
+      }
       const host = mountHost(ctx, m);
       if (ctx.view!.path(host).kind !== 'missing') continue;
       const used = mountReferenced(ctx, m);
@@ -83,7 +90,7 @@ export const fileIsDirectory = defineRule({
             `extra_mounts host ${m.host} is a directory on ${whereNode(ctx)}, but the container uses ${m.container} as a file` +
             (wrapperScript(ctx.recipe.entrypoint) === m.container ? ' (the entrypoint runs it)' : ''),
           where: at(ctx.recipe.file, m.line),
-          fix: `remove the directory on that node (sudo rmdir ${mountHost(ctx, m)}) and copy the file there`,
+          fix: `remove the directory on that node (${shJoin(['sudo', 'rmdir', mountHost(ctx, m)])}) and copy the file there`,
         }),
       );
   },

@@ -4,6 +4,8 @@
 // `layer:lo-hi`, so recipes, env files and cluster files may still carry that form.
 import { dashEntries, formatEngramRows, parseEngramRows } from '../../engram/ranges.js';
 import { defineRule, envSourceName, finding, whereEnv } from '../rule.js';
+import type { PreflightContext } from '../types.js';
+import { engramTables, sharedRowsFix, sharedRowsProblem } from './engram.js';
 
 /** The value in the overlay's grammar, or undefined when it does not parse at all. */
 function rewritten(value: string): string | undefined {
@@ -12,6 +14,17 @@ function rewritten(value: string): string | undefined {
   } catch {
     return undefined; // engram.ranges-tile reports values that do not parse
   }
+}
+
+/**
+ * The value rewritten in the overlay's grammar, unless it does not tile for this world (a short
+ * range, a full range on every rank): then what engram.ranges-tile would say, never the same
+ * mistake in the new grammar.
+ */
+async function grammarFix(ctx: PreflightContext, value: string): Promise<string> {
+  const tables = await engramTables(ctx);
+  if (sharedRowsProblem(value, ctx.world, tables)) return sharedRowsFix(ctx.world, tables);
+  return `write SPARK_ENGRAM_ROWS = "${value}"`;
 }
 
 export const rowsGrammar = defineRule({
@@ -26,7 +39,7 @@ export const rowsGrammar = defineRule({
     'else ("expected LAYER:LO:HI entries"), even when a sparse copy\'s manifest gives the ranges (domain.md, The ' +
     'consumer); earlier spark versions wrote layer:lo-hi.',
   fix: 'write it as layer:lo:hi (1:0:96001542,14:0:96004170), or drop it and let the wrapper or the copy\'s manifest give the ranges',
-  check(ctx) {
+  async check(ctx) {
     const v = ctx.env.get('SPARK_ENGRAM_ROWS');
     if (!v) return [];
     const dashed = dashEntries(v.value);
@@ -42,7 +55,7 @@ export const rowsGrammar = defineRule({
           (on ? '' : ' (SPARK_ENGRAM_DIR is not set, so the overlay is off for now)'),
         where: whereEnv(v),
         severity: on ? 'error' : 'warn',
-        ...(value ? { fix: `write SPARK_ENGRAM_ROWS = "${value}"` } : {}),
+        ...(value ? { fix: await grammarFix(ctx, value) } : {}),
       }),
     ];
   },

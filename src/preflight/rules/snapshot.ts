@@ -8,6 +8,7 @@ import { nodeLabel } from '../node.js';
 import { dirKind, engramDirOnNode, underHfCache } from '../node-paths.js';
 import type { SnapshotFacts } from '../sources.js';
 import type { PreflightContext } from '../types.js';
+import { shJoin } from '../../remote/shell.js';
 
 const NO_SNAPSHOT = 'no snapshot on this node: pass --snapshot DIR (or --cluster with hf_cache)';
 
@@ -122,7 +123,7 @@ export const engramDir = defineRule({
           message: `SPARK_ENGRAM_DIR=${v.value} is ${host} on ${whereNode(ctx)} (through ${via}), which does not exist`,
           where: whereEnv(v),
           fix: pack
-            ? `write this rank's pack there: spark pack <snapshot> --out ${host} --rank R --world ${ctx.world}`
+            ? `write this rank's pack there: spark pack <snapshot> ${shJoin(['--out', host])} --rank R --world ${ctx.world}`
             : 'download the snapshot into the Hugging Face cache, or fix the revision in the path',
         }),
       ];
@@ -132,7 +133,7 @@ export const engramDir = defineRule({
         finding(this, {
           message: `${host} (SPARK_ENGRAM_DIR=${v.value}) on ${whereNode(ctx)} is neither a snapshot (no model.safetensors.index.json) nor a pack (no engram-local.json)`,
           where: whereEnv(v),
-          fix: `finish the pack there (spark pack <snapshot> --out ${host} --rank R --world ${ctx.world}) or point SPARK_ENGRAM_DIR at the snapshot`,
+          fix: `finish the pack there (spark pack <snapshot> ${shJoin(['--out', host])} --rank R --world ${ctx.world}) or point SPARK_ENGRAM_DIR at the snapshot`,
         }),
       ];
     }

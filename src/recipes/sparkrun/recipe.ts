@@ -17,6 +17,7 @@ import { isTable, typeName, type FileDiagnostic } from '../fields.js';
 import { locator } from '../located.js';
 import { parseArgs } from '../args.js';
 import { TP_FLAGS } from '../topology.js';
+import { envKeyProblem } from '../env-key.js';
 import { expandHome } from '../paths.js';
 import type { Engine, LoadedRecipe, Mount, Recipe, RecipeField } from '../recipe.js';
 import type { TomlPosition } from '../toml-positions.js';
@@ -239,8 +240,8 @@ export async function parseSparkrunRecipe(source: string, file: string, options:
   const env: Record<string, string> = {};
   for (const [key, raw] of Object.entries(envTable)) {
     if (raw !== null && typeof raw === 'object') r.fail(['env', key], `env.${key} must be a string or number, got ${typeName(raw)}`, `write it as ${key}: "…"`);
-    // docker -e KEY=VALUE: a name with '=' or a blank would set another variable.
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) r.fail(['env', key], `env key ${JSON.stringify(key)} is not an environment variable name`, 'use letters, digits and _ (not starting with a digit)');
+    const keyProblem = envKeyProblem(key); // the one rule of src/recipes/env-key.ts
+    if (keyProblem) r.fail(['env', key], `env key ${keyProblem}`, 'use letters, digits and _ (not starting with a digit)');
     env[key] = interpolate(ctx, key, raw, r.line('env', key));
   }
   const extraMounts = volumes(r, executor);
