@@ -132,7 +132,10 @@ test("a pack laid out as the stack's packer lays it out reads the same through r
 
   const g = bin(['bench', 'gather', dir, '--threads', '1', '--batch', '16', '--seconds', '1', '--json']);
   assert.equal(g.code, 0, g.stderr);
-  assert.deepEqual((JSON.parse(g.stdout) as { results: { source: string; layout: string }[] }).results.map((r) => [r.source, r.layout]), [['packed', 'dense']]);
+  // The row store and, beside it on the same shards, the Mia stack's own read path.
+  const results = (JSON.parse(g.stdout) as { results: { source: string; layout: string; reader: string }[] }).results;
+  assert.deepEqual(results.map((r) => [r.source, r.layout]), [['packed', 'dense'], ['packed', 'dense']]);
+  assert.equal(results.filter((r) => r.reader === 'mia-pool').length, 1, 'one case is the Mia reader');
 
   // The registry's receipt beside the shards: checked when present.
   writeFileSync(join(dir, 'identity.json'), JSON.stringify({ format: 'DSV41EN1', tp: 3, revision: 'x', rows: Object.fromEntries(tables.map((x) => [String(x.layer), x.rows])) }));
