@@ -26,7 +26,12 @@ function comparable(f: Finding, file: string): Omit<Finding, 'where'> & { where:
   } else if (where === file) {
     where = 'RECIPE';
   }
-  return { ...f, where, message: f.message.split(`${file}:`).map((part, i) => (i === 0 ? part : part.replace(/^\d+/, 'line'))).join('RECIPE:').split(file).join('RECIPE') };
+  // A message may name the recipe line too ("... (line 104)"): a line of this file, then a marker.
+  const message = f.message.replace(/\(line (\d+)\)/g, (_m, n: string) => {
+    assert.ok(Number(n) >= 1 && Number(n) <= lines, `${f.rule}: line ${n} in its message is not a line of ${file}`);
+    return '(line RECIPE-line)';
+  });
+  return { ...f, where, message: message.split(`${file}:`).map((part, i) => (i === 0 ? part : part.replace(/^\d+/, 'line'))).join('RECIPE:').split(file).join('RECIPE') };
 }
 
 async function findings(w: World, file: string, cluster: string): Promise<ReturnType<typeof comparable>[]> {
