@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { SparkError } from '../errors.js';
 import type { PackLayout } from '../domain/pack-layout.js';
 import type { SplitRule } from '../domain/split-rule.js';
-import { arr, bad, formatAndVersion, int, manifestObject, obj, rankWorldSplit, sourceFiles, str } from './manifest-fields.js';
+import { arr, bad, formatAndVersion, int, manifestObject, obj, rankWorldSplit, sourceFiles, str, type RecordedSourceFile } from './manifest-fields.js';
 
 /** The manifest of layouts dense and page (local-dir.ts tells it from a sparse copy's). */
 export const PACK_MANIFEST_NAME = 'spark-pack.json';
@@ -49,11 +49,7 @@ export interface PackedLayer {
   checksum: PackChecksum;
 }
 
-export interface PackedSourceFile {
-  name: string;
-  bytes: number;
-  mtimeMs: number;
-}
+export type PackedSourceFile = RecordedSourceFile;
 
 export interface PackedManifest {
   format: typeof MANIFEST_FORMAT;

@@ -17,7 +17,7 @@ import {
   type PackedLayer,
   type PackedManifest,
 } from './pack-format.js';
-import { fileInfo, sourceFileEntry, sourceKey, type SourceIdentity } from './pack-io.js';
+import { fileInfo, recordedChange, sourceFileEntry, sourceKey, type SourceIdentity } from './pack-io.js';
 import type { LayoutPlan, PackRequest, PackUnit, PlannedRange } from './pack-plan.js';
 
 export function planDense(req: PackRequest, ranges: PlannedRange[], sources: SourceIdentity[]): LayoutPlan {
@@ -101,7 +101,8 @@ export function planDense(req: PackRequest, ranges: PlannedRange[], sources: Sou
       const before = new Map(m.source.files.map((f) => [f.name, f]));
       for (const f of sources) {
         const old = before.get(f.name);
-        if (!old || old.bytes !== f.bytes || old.mtimeMs !== f.mtimeMs) return conflict(`the snapshot file ${f.name} changed since it was packed`);
+        const why = old ? recordedChange(old, f) : 'not among the files it was packed from';
+        if (why !== '') return conflict(`the snapshot file ${f.name} changed since it was packed: ${why}`);
       }
       for (const l of layers) {
         const st = await fileInfo(join(existing.dir, l.entry.file));
