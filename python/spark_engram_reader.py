@@ -51,7 +51,7 @@ from spark_engram_copy.checked import (
     FormatError,
     HoleError,
     _obj,
-    _read_json,
+    _read_manifest,
 )
 from spark_engram_copy.layer import E8M0, FP8_E4M3
 from spark_engram_copy.packed import PackedDir, PackedLayer
@@ -86,11 +86,11 @@ def open_dir(directory):
         raise FormatError(f"{directory}: is not a directory")
     pack = os.path.join(directory, PACK_MANIFEST)
     if os.path.lexists(pack):
-        return PackedDir(directory, pack, _read_json(pack, "the manifest"))
+        return PackedDir(directory, pack, _read_manifest(pack))
     local = os.path.join(directory, LOCAL_MANIFEST)
     if not os.path.lexists(local):
         raise FormatError(f"{directory}: has neither {PACK_MANIFEST} nor {LOCAL_MANIFEST}: not a copy (an interrupted pack has none)")
-    m = _obj(_read_json(local, "the manifest"), local)
+    m = _obj(_read_manifest(local), local)
     if isinstance(m.get("layers"), dict):
         return SparseCopy(directory, m)
     if isinstance(m.get("layers"), list):

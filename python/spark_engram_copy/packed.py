@@ -105,7 +105,7 @@ class PackedDir(Copy):
             path = os.path.join(directory, PACK_MANIFEST)
             if not os.path.lexists(path):
                 path = os.path.join(directory, LOCAL_MANIFEST)
-            manifest = checked._read_json(path, "the manifest")
+            manifest = checked._read_manifest(path)
         m = checked._obj(manifest, path)
         if m.get("format") != PACK_FORMAT or m.get("version") != PACK_VERSION:
             raise FormatError(f"{path}: format {m.get('format')!r} version {m.get('version')!r}, want {PACK_FORMAT} {PACK_VERSION}")

@@ -3,6 +3,13 @@
 import { SparkError } from '../errors.js';
 import type { SplitRule } from '../domain/split-rule.js';
 
+/**
+ * The most bytes a manifest (spark-pack.json, engram-local.json) may hold. Every reader refuses
+ * more (spark, its wrapper, python/spark_engram_copy/checked.py: MAX_MANIFEST_BYTES), so
+ * `spark pack` refuses, before copying, a chunk size whose checksums would not fit.
+ */
+export const MAX_MANIFEST_BYTES = 16 << 20;
+
 export function bad(path: string, key: string, what: string): SparkError {
   const where = key === '' ? path : `${path}: ${key}`;
   return new SparkError('E_PACK_MANIFEST', `${where} ${what}`, { path, key });

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { SparkError } from '../errors.js';
 import type { PackLayout } from '../domain/pack-layout.js';
 import type { SplitRule } from '../domain/split-rule.js';
-import { arr, bad, formatAndVersion, int, manifestObject, obj, rankWorldSplit, sourceFiles, str, type RecordedSourceFile } from './manifest-fields.js';
+import { arr, bad, formatAndVersion, int, manifestObject, MAX_MANIFEST_BYTES, obj, rankWorldSplit, sourceFiles, str, type RecordedSourceFile } from './manifest-fields.js';
 
 /** The manifest of layouts dense and page (local-dir.ts tells it from a sparse copy's). */
 export const PACK_MANIFEST_NAME = 'spark-pack.json';
@@ -99,7 +99,7 @@ export async function readPackedManifest(dir: string): Promise<PackedManifest> {
   const path = join(dir, existsSync(join(dir, PACK_MANIFEST_NAME)) ? PACK_MANIFEST_NAME : MANIFEST_NAME);
   let text: string;
   try {
-    text = await readSmallText(path, { what: 'manifest' });
+    text = await readSmallText(path, { what: 'manifest', maxBytes: MAX_MANIFEST_BYTES });
   } catch (err) {
     if (err instanceof SparkError) throw err; // a FIFO, a directory: already one line naming it
     const code = (err as NodeJS.ErrnoException).code;

@@ -83,6 +83,7 @@ export function planDense(req: PackRequest, ranges: PlannedRange[], sources: Sou
       chunks: g.chunkCount,
     })),
     bytes,
+    ...(layout === 'page' && layers.length > 0 ? { pageRows: layers[0].geometry.rowsPerPage } : {}),
     needsHoles: false,
     units,
     async difference(existing) {
@@ -118,7 +119,10 @@ export function planDense(req: PackRequest, ranges: PlannedRange[], sources: Sou
       extra: layers.reduce((s, l) => s + 65536 + 16 * l.geometry.chunkCount, 0), // manifest share and journal
     }),
     finish(_dir, results) {
-      for (const [i, r] of results.entries()) layers[i].entry.checksum.values = r.checksums.map(checksumHex);
+      return this.manifestText(results.map((r) => r.checksums));
+    },
+    manifestText(checksums) {
+      for (const [i, c] of checksums.entries()) layers[i].entry.checksum.values = c.map(checksumHex);
       const doc: PackedManifest = {
         format: MANIFEST_FORMAT,
         version: MANIFEST_VERSION,

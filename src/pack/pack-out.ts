@@ -19,6 +19,7 @@ import { makeWritableDir } from '../writable-dir.js';
 import type { PackDirectory } from '../native/pack.js';
 import { LEGACY_PACK_MANIFEST_NAME, PACK_MANIFEST_NAME, readLocalDir, type LocalDir } from '../engram/local-dir.js';
 import { parsePackedManifest } from '../engram/packed-manifest.js';
+import { MAX_MANIFEST_BYTES } from '../engram/manifest-fields.js';
 import { fsyncDir } from './pack-io.js';
 import { hasSparseLayers, parseSparseManifest, SPARSE_MANIFEST_NAME } from '../engram/sparse-manifest.js';
 import { INDEX_FILE } from '../engram/snapshot.js';
@@ -26,8 +27,6 @@ import { INDEX_FILE } from '../engram/snapshot.js';
 /** Every manifest name a pack directory may hold, the one readers prefer first. */
 export const MANIFEST_NAMES = [PACK_MANIFEST_NAME, SPARSE_MANIFEST_NAME] as const;
 export const REPLACED_SUFFIX = '.replaced';
-/** Manifests are small; anything larger is not one. */
-const MAX_MANIFEST_BYTES = 64 << 20;
 
 /** The real path of `p`, or of its nearest existing ancestor joined with the rest. */
 async function realish(p: string): Promise<string> {

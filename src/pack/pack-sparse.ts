@@ -191,11 +191,14 @@ export function planSparse(req: PackRequest, ranges: PlannedRange[], sources: So
         throw new SparkError('E_SOURCE_CHANGED', `${index.file} changed while it was being packed; no manifest was written; re-run spark pack`, { path: index.file });
       }
       dir.writeFile(INDEX_FILE, bytes);
+      return this.manifestText(results.map((r) => r.checksums));
+    },
+    manifestText(checksums) {
       // Each shard's checksums, table after table, back into per-table lists.
       const values = shards.map((sh, si) => {
         let at = 0;
         return sh.tables.map((t) => {
-          const v = results[si].checksums.slice(at, at + t.chunks).map(checksumHex);
+          const v = checksums[si].slice(at, at + t.chunks).map(checksumHex);
           at += t.chunks;
           return v;
         });

@@ -16,6 +16,7 @@ import { planDense } from './pack-dense.js';
 import { identifySources, pollWhile, recheckSources } from './pack-io.js';
 import { checkOutPath, clearReplaced, makeOutDir, readExistingPack, supersedeManifests } from './pack-out.js';
 import {
+  checkManifestSize,
   plannedRanges,
   sourceFiles,
   type LayoutPlan,
@@ -23,6 +24,7 @@ import {
   type PackRequest,
   type PackSummary,
   type Planner,
+  unitChunks,
 } from './pack-plan.js';
 import { checkSpace, fsInfo } from './pack-space.js';
 import { planSparse } from './pack-sparse.js';
@@ -46,6 +48,7 @@ export async function packEngram(req: PackRequest): Promise<PackSummary> {
   const sources = await identifySources(files);
   const planner: Planner = req.layout === 'sparse' ? planSparse : planDense;
   const plan = planner(req, ranges, sources);
+  checkManifestSize(plan);
   await checkOutPath(out, req.snapshotDir, files.map((f) => f.file));
   await makeOutDir(out);
   const dir = lockDirectory(out);
@@ -82,10 +85,10 @@ async function packLocked(
     removed,
   });
   const untouched = (): PackFileSummary[] =>
-    plan.units.map((u) => ({
+    plan.units.map((u, i) => ({
       file: u.file,
       layers: u.layers,
-      chunks: plan.layers.filter((l) => l.file === u.file).reduce((s, l) => s + l.chunks, 0),
+      chunks: unitChunks(plan)[i],
       chunksKept: 0,
       chunksRejected: 0,
       chunksWritten: 0,
