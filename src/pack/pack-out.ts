@@ -6,11 +6,12 @@
 // original names, and a rename there would land on a source file. The snapshot inside --out is
 // fine: nothing is written into it.
 //
-// Replacing a pack (--force, or a manifest whose files are gone): its manifest is renamed to
-// `<manifest>.replaced` first (the directory is then no pack, as during any pack); once the new
-// manifest has landed, the replaced pack's files that the new one does not use are removed,
-// then the `.replaced` file. A crash in between leaves `.replaced`, and the next run finishes
-// the cleanup.
+// Replacing a pack: its manifest is renamed to `<manifest>.replaced` (the directory is then no
+// pack, as during any pack): a pack whose files are gone, before the copy; a complete pack
+// (--force), only once every new file is whole (pack.ts), so it stays usable until then. Once
+// the new manifest has landed, the replaced pack's files that the new one does not use are
+// removed, then the `.replaced` file. A crash in between leaves `.replaced`, and the next run
+// finishes the cleanup.
 import { lstatSync } from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep, isAbsolute, basename } from 'node:path';

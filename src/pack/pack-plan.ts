@@ -137,7 +137,7 @@ export type PackDifference = { kind: 'same' } | { kind: 'stale' | 'conflict'; wh
  */
 export type UnitCommon = Pick<
   PackFileJob,
-  'dir' | 'threads' | 'rateLimit' | 'commitBytes' | 'dropSourceCache' | 'faultAfterChunks' | 'testDirectRefusal'
+  'dir' | 'threads' | 'rateLimit' | 'commitBytes' | 'dropSourceCache' | 'faultAfterChunks' | 'testDirectRefusal' | 'finishAsPartial'
 >;
 
 /** One data file of the plan and how to write it. */
