@@ -245,22 +245,25 @@ TEST(ReadHeaderFromFiles) {
   CHECK(std::system(cmd.c_str()) == 0);
 }
 
-TEST(HeaderAtTheCapValidatesQuickly) {
-  // Close to the 100,000,000-byte cap (a fifth of it in slow builds), in reverse
-  // offset order so the sort has work to do.
+TEST(HeaderAtTheCapsValidatesQuickly) {
+  // kMaxTensors entries filling close to the 100,000,000-byte cap (a fifth of it in slow
+  // builds), in reverse offset order so the sort has work to do.
 #ifdef SPARK_TEST_SLOW_BUILD
   const size_t target = 20'000'000;
 #else
   const size_t target = 99'000'000;
 #endif
+  const uint64_t n = spark::safetensors::kMaxTensors;
   const uint64_t bytes = 2048 * 7168;
+  const std::string pad(target / n - 110, 'x');  // long names: the byte cap and the tensor cap at once
   std::vector<std::string> entries;
   size_t total = 2;
-  for (uint64_t i = 0; total < target; ++i) {
-    entries.push_back("\"model.layers." + std::to_string(i) + ".mlp.experts.gate_proj.weight\":" +
+  for (uint64_t i = 0; i < n; ++i) {
+    entries.push_back("\"model.layers." + std::to_string(i) + ".mlp.experts." + pad + ".weight\":" +
                       Entry("F8_E4M3", "[2048,7168]", i * bytes, (i + 1) * bytes));
     total += entries.back().size() + 1;
   }
+  CHECK(total <= spark::safetensors::kMaxHeaderLength);
   std::string json = "{";
   for (size_t i = entries.size(); i-- > 0;) json += entries[i] + (i ? "," : "}");
   Header h;
@@ -276,6 +279,27 @@ TEST(HeaderAtTheCapValidatesQuickly) {
 #else
   CHECK(secs < 3.0);
 #endif
+}
+
+TEST(TensorAndValueCapsAreOneLineErrors) {
+  // Entries past kMaxTensors and __metadata__ (empty entries: the parser stops counting first).
+  std::string json = "{";
+  for (uint64_t i = 0; i <= spark::safetensors::kMaxTensors + 1; ++i) json += (i ? ",\"t" : "\"t") + std::to_string(i) + "\":{}";
+  json += "}";
+  Header h;
+  Status s = Parse(json, 0, &h);
+  CHECK(s.code == Code::E_SAFETENSORS_HEADER_SIZE);
+  CHECK_EQ(s.message, std::string("the header lists more than 262145 entries; spark reads at most 262144 tensors from one file (a checkpoint shard lists a few thousand)"));
+  CHECK(h.tensors.empty());
+  // A shape of millions of zeros: few tensors, but past the values a header may hold.
+  std::string zeros;
+  zeros.reserve(2 * spark::safetensors::kMaxHeaderValues + 8);
+  zeros = "[0";
+  for (uint64_t i = 0; i < spark::safetensors::kMaxHeaderValues; ++i) zeros += ",0";
+  zeros += "]";
+  s = Parse("{\"a\":" + Entry("U8", zeros, 0, 0) + "}", 0, &h);
+  CHECK(s.code == Code::E_SAFETENSORS_HEADER_SIZE);
+  CHECK_EQ(s.message.rfind("the header holds more than 4194304 JSON values; spark reads at most 262144 tensors", 0), 0u);
 }
 
 int main() { return spark_test::RunAll("safetensors_test"); }
