@@ -110,7 +110,9 @@ header and index bytes, and its chunk checksums when spark made it; a copy made 
 tool (the overlay's engram_local.py) has none, and the report says so: give --source to
 compare its rows, header and index bytes with the snapshot. Data files that are links out of
 the directory fail the check and are not read. A directory without a manifest (an interrupted
-pack) is refused.
+pack) is refused. Where the snapshot the copy was made from exists at its recorded path, each
+source shard's size, mtime, inode, ctime and header CRC-32 are compared with what the manifest
+recorded (a shard rewritten in place fails the check); --source --full compares every row instead.
 
 Examples:
   spark verify /engram
