@@ -91,13 +91,14 @@ test('--force onto another rank, world or layout removes the replaced files once
   assert.deepEqual(readdirSync(out).sort(), ['spark-pack.json', 'spark-page-l1-r0of3.rows', 'spark-page-l14-r0of3.rows']);
 });
 
-test('a replacement killed before its manifest: the next run finishes it and still clears the replaced files', async () => {
+test('a replacement killed before its manifest: the old pack is still whole; the same --force run finishes it and clears the replaced files', async () => {
   const out = join(tempDir(), 'copy');
   await packEngram(request(out, { layout: 'dense', rank: 1, world: 2 }));
   await rejects(packEngram(request(out, { force: true, testing: { faultAfterChunks: 3 } })), 'E_IO');
-  assert.ok(existsSync(join(out, 'spark-pack.json.replaced')));
-  assert.ok(!existsSync(join(out, 'spark-pack.json')), 'mid-replacement the directory is no pack');
-  const s = await packEngram(request(out)); // no --force needed: there is no pack to replace any more
+  assert.ok(existsSync(join(out, 'spark-pack.json')), 'mid-replacement the old pack is still a pack');
+  assert.ok(!existsSync(join(out, 'spark-pack.json.replaced')));
+  await rejects(packEngram(request(out)), 'E_PACK_EXISTS');
+  const s = await packEngram(request(out, { force: true }));
   assert.ok(s.files.some((f) => f.chunksKept > 0));
   assert.deepEqual(s.removed.sort(), ['engram-l1-r1of2.bin', 'engram-l14-r1of2.bin', 'spark-pack.json.replaced']);
   assert.deepEqual(readdirSync(out).sort(), ['engram-local.json', INDEX_FILE, 'model-00002-of-00003.safetensors', 'model-00003-of-00003.safetensors'].sort());

@@ -6,7 +6,7 @@
 // line without any callback into JS from the worker threads. lockDirectory/unlockDirectory hold an flock on the output
 // directory so two packs cannot write the same files (the kernel drops it when the process
 // dies); the locked descriptor is also the directory every pack file is written through
-// (dirWriteFile, dirReadFile, dirRemove, probeHoles: small, synchronous, core/pack_dir.h).
+// (dirWriteFile, dirReadFile, dirRemove, dirRename, probeHoles: small, synchronous, core/pack_dir.h).
 #include <fcntl.h>
 #include <napi.h>
 #include <sys/file.h>
@@ -109,6 +109,7 @@ void GetFileJob(const Fields& o, FileJobParts* parts, PackFileJob* file) {
   file->drop_cache = o.BoolOr("dropCache", true);
   file->fault_after_chunks = o.U64Or("faultAfterChunks", 0);
   file->direct_io = o.BoolOr("directIo", true);
+  file->finish_as_partial = o.BoolOr("finishAsPartial", false);
   if (o.Has("testDirectRefusal")) {  // tests only: "open" or "transfer"
     Napi::Value refusal = o.Get("testDirectRefusal");
     std::string r = refusal.IsString() ? refusal.As<Napi::String>().Utf8Value() : "";
@@ -356,6 +357,15 @@ void DirRemoveJs(const Napi::CallbackInfo& info) {
   if (!s.ok()) throw StatusToError(info.Env(), s);
 }
 
+// dirRename(dirFd, dirPath, from, to): renames a regular file over `to` (a link at either is
+// refused), then fsyncs the directory.
+void DirRenameJs(const Napi::CallbackInfo& info) {
+  PackDir dir = DirArg(info);
+  std::string from = NameArg(info, 2), to = NameArg(info, 3);
+  Status s = dir.Rename(from, to);
+  if (!s.ok()) throw StatusToError(info.Env(), s);
+}
+
 // probeHoles(dirFd, dirPath, fill): {apparent, allocated} of a 16 MiB file with 4 KiB written.
 Napi::Value ProbeHolesJs(const Napi::CallbackInfo& info) {
   PackDir dir = DirArg(info);
@@ -389,6 +399,7 @@ void InitPack(Napi::Env env, Napi::Object exports) {
   exports.Set("dirWriteFile", Napi::Function::New(env, DirWriteFileJs, "dirWriteFile"));
   exports.Set("dirReadFile", Napi::Function::New(env, DirReadFileJs, "dirReadFile"));
   exports.Set("dirRemove", Napi::Function::New(env, DirRemoveJs, "dirRemove"));
+  exports.Set("dirRename", Napi::Function::New(env, DirRenameJs, "dirRename"));
   exports.Set("probeHoles", Napi::Function::New(env, ProbeHolesJs, "probeHoles"));
   exports.Set("lockDirectory", Napi::Function::New(env, LockDirectoryJs, "lockDirectory"));
   exports.Set("unlockDirectory", Napi::Function::New(env, UnlockDirectoryJs, "unlockDirectory"));

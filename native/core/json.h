@@ -106,6 +106,12 @@ struct Error {
 
 struct Options {
   size_t max_depth = 64;  // containers open at once
+  // Nodes (values and keys) at most: the tape costs 16 bytes a node, so this bounds memory
+  // for input that is all tiny values ("[0,0,0,..."), whatever its byte length.
+  size_t max_nodes = SIZE_MAX;
+  // Members (or elements) of the outermost container at most: a header of a million tensors
+  // is refused after this many, not after all of them.
+  size_t max_root_members = SIZE_MAX;
 };
 
 // Parses the whole input as one JSON value surrounded by optional whitespace

@@ -1,5 +1,6 @@
 // The parser behind json::Parse (core/json.h): one pass over the input, iterative (an explicit
 // stack of open containers), writing the tape as it goes.
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -88,10 +89,10 @@ bool Parser::Fail(Error::Kind kind, std::string message, size_t offset) {
 }
 
 bool Parser::Run() {
-  if (n_ >= UINT32_MAX) return Fail(Error::Kind::kTooLarge, "input larger than 4 GiB", 0);
+  if (n_ >= UINT32_MAX) return Fail(Error::Kind::kTooLarge, "is larger than 4 GiB", 0);
   // Reserving address space up front avoids copying the tape as it grows; pages are only
   // touched as nodes are written. Header-like text needs about one node per 10 bytes.
-  doc_->nodes_.reserve(n_ / 8 + 1);
+  doc_->nodes_.reserve(std::min(n_ / 8, options_.max_nodes) + 2);
   doc_->pool_.reserve(n_);
   size_t bad = FindInvalidUtf8(s_, n_);
   if (bad < n_) return Fail(Error::Kind::kUtf8, "invalid UTF-8 (" + ByteName(s_[bad]) + ")", bad);
@@ -99,6 +100,10 @@ bool Parser::Run() {
   if (pos_ >= n_) return Fail(Error::Kind::kSyntax, n_ == 0 ? "empty input" : "only whitespace, no JSON value", pos_);
   bool need_value = true;
   for (;;) {
+    // Each turn adds at most a key and a value, so the tape never passes the cap by more.
+    if (doc_->nodes_.size() > options_.max_nodes) {
+      return Fail(Error::Kind::kTooLarge, "holds more than " + std::to_string(options_.max_nodes) + " JSON values", pos_);
+    }
     if (need_value) {
       SkipWs();
       if (pos_ >= n_) return Fail(Error::Kind::kSyntax, "unexpected end of input, expected a value", pos_);
@@ -128,6 +133,9 @@ bool Parser::Run() {
     }
     Frame& f = stack_.back();
     ++f.count;
+    if (stack_.size() == 1 && f.count > options_.max_root_members) {
+      return Fail(Error::Kind::kTooLarge, "lists more than " + std::to_string(options_.max_root_members) + " entries", pos_);
+    }
     SkipWs();
     const char close = f.object ? '}' : ']';
     if (pos_ >= n_) {

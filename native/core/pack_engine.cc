@@ -112,7 +112,7 @@ Status PrepareFiles(const PackFileJob& job, const PackTarget& target, PackProgre
   // or drop it when no journal vouches for it.
   Fd fin;
   bool have_final = false;
-  Status s = dir.OpenExisting(job.name, O_RDONLY, &fin, &have_final);
+  Status s = job.finish_as_partial ? Status::Ok() : dir.OpenExisting(job.name, O_RDONLY, &fin, &have_final);
   if (!s.ok()) return s;
   if (have_final) {
     s = KeyFor(job, fin.get(), dir.PathOf(job.name), &key);
@@ -334,7 +334,7 @@ Status PackFileInner(const PackFileJob& job, const PackTarget& target, PackProgr
   s = SyncAll(out_fd.get(), job.dir->PathOf(partial));
   if (!s.ok()) return s;
   out_fd.Close();
-  s = job.dir->Rename(partial, job.name);
+  if (!job.finish_as_partial) s = job.dir->Rename(partial, job.name);
   if (!s.ok()) return s;
   progress->phase.store(static_cast<uint64_t>(PackPhase::kDone));
   return Status::Ok();

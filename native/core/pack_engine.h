@@ -4,7 +4,8 @@
 //
 //   Files, in the pack's directory (core/pack_dir.h, never through a link): <name>.partial
 //   (the data) and <name>.journal (core/pack_journal.h). On success the data file is fsync'd
-//   and renamed to <name>; the journal stays until the caller has written the manifest.
+//   and renamed to <name> (unless the job finishes as partial, below); the journal stays
+//   until the caller has written the manifest.
 //
 //   Identity: the journal's key is the caller's key (sources, geometry...) plus the inode of
 //   the data file it describes, so a journal never vouches for a file it was not written for.
@@ -112,6 +113,10 @@ struct PackFileJob {
   DirectRefusal direct_refusal_for_tests = DirectRefusal::kNone;
   // Tests only: writes after this many chunks fail with EIO, as a dying disk's would (0: off).
   uint64_t fault_after_chunks = 0;
+  // A complete copy is being replaced and must stay usable until the new one is whole: an
+  // existing <name> (the old copy's file) is left alone, and the job stops at a synced
+  // <name>.partial with every chunk journaled; the caller renames it once every file is done.
+  bool finish_as_partial = false;
 };
 
 std::string PartialName(const std::string& name);

@@ -245,7 +245,10 @@ Status JsonErrorStatus(const json::Error& err, const uint8_t* bytes, size_t len,
       }
       break;
     case json::Error::Kind::kTooLarge:
-      s = Status::Error(Code::E_SAFETENSORS_HEADER_SIZE, "the header is " + err.message, path);
+      s = Status::Error(Code::E_SAFETENSORS_HEADER_SIZE,
+                        "the header " + err.message + "; spark reads at most " + std::to_string(kMaxTensors) +
+                            " tensors from one file (a checkpoint shard lists a few thousand)",
+                        path);
       break;
     default: {
       // A header padded with NUL bytes instead of spaces is a known writer bug: say so.
@@ -278,7 +281,10 @@ Status ParseHeaderBytes(const uint8_t* bytes, size_t len, uint64_t data_length, 
   }
   json::Document doc;
   json::Error err;
-  if (!json::Parse(bytes, len, &doc, &err)) return JsonErrorStatus(err, bytes, len, path);
+  json::Options options;
+  options.max_nodes = kMaxHeaderValues;
+  options.max_root_members = kMaxTensors + 1;  // and __metadata__
+  if (!json::Parse(bytes, len, &doc, &err, options)) return JsonErrorStatus(err, bytes, len, path);
   Status status = HeaderParser(doc, path, out).Run();
   if (!status.ok()) {
     Header empty;

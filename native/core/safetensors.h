@@ -19,6 +19,13 @@
 namespace spark::safetensors {
 
 inline constexpr uint64_t kMaxHeaderLength = 100'000'000;
+// Tensors one header may list, and JSON values (keys included) its text may hold: far above a
+// real checkpoint (DeepSeek-V4.1-Flash's shards list a few thousand tensors each), far below
+// what costs gigabytes (1,000,000 tensors took 0.6-1.4 GB and 15-22 s to inspect). A tensor
+// entry is 9 values plus its shape's rank; 16 a tensor leaves room for rank 7 and metadata.
+// The parser stops at either cap (core/json.h), before the rest of the text is parsed.
+inline constexpr uint64_t kMaxTensors = 262'144;
+inline constexpr uint64_t kMaxHeaderValues = kMaxTensors * 16;
 
 // X(name, bits per element)
 #define SPARK_SAFETENSORS_DTYPES(X) \

@@ -103,6 +103,27 @@ TEST(RejectsExtensions) {
   CHECK(KindOf("[1]\xC2\xA0") == Error::Kind::kSyntax);     // nor is U+00A0
 }
 
+TEST(MaxNodesBoundsTheTape) {
+  spark::json::Options options;
+  options.max_nodes = 5;
+  Document doc;
+  Error err;
+  const std::string ok = "[0,1,2,3]";  // 5 nodes: the array and its 4 elements
+  CHECK(spark::json::Parse(reinterpret_cast<const uint8_t*>(ok.data()), ok.size(), &doc, &err, options));
+  const std::string more = "[0,1,2,3,4,5,6,7]";
+  CHECK(!spark::json::Parse(reinterpret_cast<const uint8_t*>(more.data()), more.size(), &doc, &err, options));
+  CHECK(err.kind == Error::Kind::kTooLarge);
+  CHECK_EQ(err.message, std::string("holds more than 5 JSON values"));
+  CHECK(doc.NodeCount() <= 7u);
+  spark::json::Options members;
+  members.max_root_members = 2;
+  const std::string two = R"({"a":[1,2,3],"b":{}})", three = R"({"a":1,"b":2,"c":3})";
+  CHECK(spark::json::Parse(reinterpret_cast<const uint8_t*>(two.data()), two.size(), &doc, &err, members));
+  CHECK(!spark::json::Parse(reinterpret_cast<const uint8_t*>(three.data()), three.size(), &doc, &err, members));
+  CHECK(err.kind == Error::Kind::kTooLarge);
+  CHECK_EQ(err.message, std::string("lists more than 2 entries"));
+}
+
 TEST(WhitespaceAroundTheValue) {
   CHECK(KindOf(" \t\r\n{}\n\r\t ") == Error::Kind::kNone);
   CHECK(KindOf("{} ") == Error::Kind::kNone);

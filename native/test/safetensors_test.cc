@@ -242,37 +242,66 @@ TEST(ReadHeaderFromFiles) {
   CHECK(std::system(cmd.c_str()) == 0);
 }
 
-TEST(HeaderAtTheCapValidatesQuickly) {
-  // Close to the 100,000,000-byte cap (a fifth of it in slow builds), in reverse
-  // offset order so the sort has work to do.
+TEST(HeaderAtTheCapsValidatesQuickly) {
+  // kMaxTensors entries filling close to the 100,000,000-byte cap (in slow builds as few bytes
+  // as the names allow), in reverse offset order so the sort has work to do.
 #ifdef SPARK_TEST_SLOW_BUILD
   const size_t target = 20'000'000;
 #else
   const size_t target = 99'000'000;
 #endif
+  const uint64_t n = spark::safetensors::kMaxTensors;
   const uint64_t bytes = 2048 * 7168;
+  auto entry = [&](uint64_t i, const std::string& pad) {
+    return "\"model.layers." + std::to_string(i) + ".mlp.experts." + pad + ".weight\":" + Entry("F8_E4M3", "[2048,7168]", i * bytes, (i + 1) * bytes);
+  };
+  // Long names, so the byte cap and the tensor cap are reached at once (slow builds: short names).
+  const size_t bare = entry(n, "").size() + 1;
+  const std::string pad(target / n > bare ? target / n - bare : 0, 'x');
   std::vector<std::string> entries;
   size_t total = 2;
-  for (uint64_t i = 0; total < target; ++i) {
-    entries.push_back("\"model.layers." + std::to_string(i) + ".mlp.experts.gate_proj.weight\":" +
-                      Entry("F8_E4M3", "[2048,7168]", i * bytes, (i + 1) * bytes));
+  for (uint64_t i = 0; i < n; ++i) {
+    entries.push_back(entry(i, pad));
     total += entries.back().size() + 1;
   }
+  CHECK(total <= spark::safetensors::kMaxHeaderLength);
   std::string json = "{";
   for (size_t i = entries.size(); i-- > 0;) json += entries[i] + (i ? "," : "}");
   Header h;
   std::clock_t t0 = std::clock();
   Status s = Parse(json, entries.size() * bytes, &h);
   double secs = static_cast<double>(std::clock() - t0) / CLOCKS_PER_SEC;
+  if (!s.ok()) std::printf("  %s\n", s.message.c_str());
   CHECK(s.ok());
   CHECK_EQ(h.tensors.size(), entries.size());
-  CHECK_EQ(h.tensors.back().end, entries.size() * bytes);
+  CHECK(!h.tensors.empty() && h.tensors.back().end == entries.size() * bytes);
   std::printf("  validated a %zu-byte header (%zu tensors) in %.3f s of CPU\n", json.size(), entries.size(), secs);
 #ifdef SPARK_TEST_SLOW_BUILD
   CHECK(secs < 30.0);
 #else
   CHECK(secs < 3.0);
 #endif
+}
+
+TEST(TensorAndValueCapsAreOneLineErrors) {
+  // Entries past kMaxTensors and __metadata__ (empty entries: the parser stops counting first).
+  std::string json = "{";
+  for (uint64_t i = 0; i <= spark::safetensors::kMaxTensors + 1; ++i) json += (i ? ",\"t" : "\"t") + std::to_string(i) + "\":{}";
+  json += "}";
+  Header h;
+  Status s = Parse(json, 0, &h);
+  CHECK(s.code == Code::E_SAFETENSORS_HEADER_SIZE);
+  CHECK_EQ(s.message, std::string("the header lists more than 262145 entries; spark reads at most 262144 tensors from one file (a checkpoint shard lists a few thousand)"));
+  CHECK(h.tensors.empty());
+  // A shape of millions of zeros: few tensors, but past the values a header may hold.
+  std::string zeros;
+  zeros.reserve(2 * spark::safetensors::kMaxHeaderValues + 8);
+  zeros = "[0";
+  for (uint64_t i = 0; i < spark::safetensors::kMaxHeaderValues; ++i) zeros += ",0";
+  zeros += "]";
+  s = Parse("{\"a\":" + Entry("U8", zeros, 0, 0) + "}", 0, &h);
+  CHECK(s.code == Code::E_SAFETENSORS_HEADER_SIZE);
+  CHECK_EQ(s.message.rfind("the header holds more than 4194304 JSON values; spark reads at most 262144 tensors", 0), 0u);
 }
 
 int main() { return spark_test::RunAll("safetensors_test"); }

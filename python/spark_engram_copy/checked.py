@@ -23,7 +23,11 @@ PAGE_BYTES = 4096
 PACK_MANIFEST = "spark-pack.json"
 LOCAL_MANIFEST = "engram-local.json"
 INDEX = "model.safetensors.index.json"
+# The index of ~100k tensors is a few MB; a manifest at most MAX_MANIFEST_BYTES, the cap every
+# reader of spark's manifests shares (src/engram/manifest-fields.ts), which `spark pack` never
+# writes past.
 MAX_JSON_BYTES = 256 << 20
+MAX_MANIFEST_BYTES = 16 << 20
 MAX_HEADER_BYTES = 100_000_000
 # The manifest grammar every reader of a copy shares (docs/packed-format.md, "The manifest
 # grammar"): the same size cap, depth and key limits as spark's own readers.
@@ -52,13 +56,19 @@ def _regular_size(path):
     return st.st_size
 
 
-def _read_json(path, what):
+def _read_json(path, what, max_bytes=MAX_JSON_BYTES):
     size = _regular_size(path)
-    if size > MAX_JSON_BYTES:
-        raise FormatError(f"{path}: {size} bytes is too large for {what}")
+    if size > max_bytes:
+        raise FormatError(f"{path}: {size} bytes is too large for {what} (at most {max_bytes})")
     with open(path, "rb") as f:
-        data = f.read(MAX_JSON_BYTES + 1)
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise FormatError(f"{path}: grew past {max_bytes} bytes while being read: too large for {what}")
     return _parse_json(data, path, what)
+
+
+def _read_manifest(path):
+    return _read_json(path, "the manifest", MAX_MANIFEST_BYTES)
 
 
 def _parse_json(data, path, what):

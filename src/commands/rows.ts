@@ -2,12 +2,20 @@
 // snapshot, a sparse copy or a dense/page pack) and prints their bytes (with --dequant, values).
 import { Command } from 'commander';
 import type { CliContext } from './context.js';
-import { dequantRow } from '../engram/dequant.js';
+import { dequantRow, dequantRowText } from '../engram/dequant.js';
 import { openRowSource, type RowSourceKind, type SnapshotOpener } from '../engram/row-source.js';
 import { usageError } from '../errors.js';
 import type { CommandResult, Io } from '../io.js';
 import { threadsFromEnv } from '../native/row-store.js';
 import { fromEnv, parseCount, parseCountList } from './options.js';
+
+/**
+ * Ids one call may ask for: 65,536 rows (the serving overlay's own cap per gather, 17 MB of
+ * rows), and with --dequant 4,096 (a million values: ~1.5 s and ~180 MB to print, where 65,000
+ * took 10-28 s and up to 1.4 GB). Ask in several calls for more.
+ */
+export const ROWS_MAX_IDS = 65_536;
+export const ROWS_MAX_DEQUANT_IDS = 4_096;
 
 export interface RowsOptions {
   source: string;
@@ -34,6 +42,7 @@ export async function runRows(o: RowsOptions, io: Io): Promise<CommandResult> {
     const out = await src.store.gather(o.layer, o.ids);
     const reply: RowsReply = { layer: o.layer, source: src.kind, rows: [] };
     const held = src.kind === 'snapshot' ? '' : `, this copy holds [${table.start}, ${table.end})`;
+    const valueText: string[] = [];
     const lines = [`layer ${o.layer} (${src.kind}, ${table.rows} rows of ${table.dim} + ${table.dim / 32} bytes${held}):`];
     o.ids.forEach((id, i) => {
       const row = out.subarray(i * table.rowBytes, (i + 1) * table.rowBytes);
@@ -45,7 +54,7 @@ export async function runRows(o: RowsOptions, io: Io): Promise<CommandResult> {
       lines.push(`row ${id}`, `  weight ${entry.weight}`, `  scale  ${entry.scale}`);
       if (o.dequant) {
         entry.values = dequantRow(row, table.dim);
-        lines.push(`  values ${entry.values.map((v) => Number(v.toPrecision(6))).join(' ')}`);
+        lines.push(`  values ${dequantRowText(row, table.dim, valueText)}`);
       }
       reply.rows.push(entry);
     });
@@ -69,10 +78,17 @@ export function parseRowsFlags(source: string | undefined, f: RowsFlags, env: No
   if (src === undefined) throw usageError('give a snapshot or packed directory (or set SPARK_ENGRAM_DIR)');
   if (f.layer === undefined) throw usageError('--layer is required, e.g. --layer 1');
   if (f.ids === undefined) throw usageError('--ids is required, e.g. --ids 0,17,384006167');
+  const ids = parseCountList(f.ids, '--ids');
+  const max = f.dequant ? ROWS_MAX_DEQUANT_IDS : ROWS_MAX_IDS;
+  if (ids.length > max) {
+    throw usageError(
+      `--ids: ${ids.length} ids, more than the ${max} one call reads${f.dequant ? ` with --dequant (${ROWS_MAX_IDS} without)` : ''}; ask for them in several calls`,
+    );
+  }
   return {
     source: src,
     layer: parseCount(f.layer, '--layer', 0, 0xffffffff),
-    ids: parseCountList(f.ids, '--ids'),
+    ids,
     dequant: Boolean(f.dequant),
     threads: f.threads === undefined ? undefined : parseCount(f.threads, '--threads', 1, 1024),
     direct: Boolean(f.direct),
@@ -92,7 +108,7 @@ export function rowsCommand(ctx: CliContext): Command {
     .addHelpText(
       'after',
       `
-An id outside the table (or outside a sparse copy's or pack's range) is exit 2 naming the id and
+At most ${ROWS_MAX_IDS} ids a call, ${ROWS_MAX_DEQUANT_IDS} with --dequant (exit 2 beyond). An id outside the table (or outside a sparse copy's or pack's range) is exit 2 naming the id and
 the range: a copy never answers for rows it does not hold. A directory whose tables have holes
 and no engram-local.json (a sparse copy that lost its manifest) is refused, not read as zeros.
 

@@ -114,7 +114,10 @@ interrupted pack) unless it holds the Mia stack's shards: then each header is ch
 its name, its size exact, identity.json against them, the split their ranges are (heads needs
 --source), and with --source the rows; they carry no checksums, and the report says so. A
 pack of format version 1 fails: the Mia stack's reader aborts on its files; re-pack it with
-spark pack SNAPSHOT --out DIR --rank R --world W --layout dense --force.
+spark pack SNAPSHOT --out DIR --rank R --world W --layout dense --force. Where the snapshot the
+copy was made from exists at its recorded path, each source shard's size, mtime, inode, ctime
+and header CRC-32 are compared with what the manifest recorded (a shard rewritten in place
+fails the check); --source --full compares every row instead.
 
 Examples:
   spark verify /engram

@@ -12,7 +12,7 @@ import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SparkError } from '../errors.js';
 import { readTextIfExists } from '../read-optional.js';
-import { manifestObject } from './manifest-fields.js';
+import { manifestObject, MAX_MANIFEST_BYTES } from './manifest-fields.js';
 import { PACK_MANIFEST_NAME, parsePackedManifest, type PackedManifest } from './packed-manifest.js';
 import { scanMiaShards, type MiaShardFile } from './mia-dir.js';
 import { hasSparseLayers, parseSparseManifest, SPARSE_MANIFEST_NAME, type SparseManifest } from './sparse-manifest.js';
@@ -28,15 +28,17 @@ export type LocalDir =
   | { kind: 'mia'; dir: string; shards: MiaShardFile[] }
   | { kind: 'none'; dir: string };
 
+const MANIFEST_READ = { what: 'manifest', maxBytes: MAX_MANIFEST_BYTES };
+
 /** Reads and checks whichever manifest `dir` holds; a malformed one is E_PACK_MANIFEST. */
 export async function readLocalDir(dir: string): Promise<LocalDir> {
   // A file (one .safetensors) or a missing path holds no manifest.
   if (!(await stat(dir).then((st) => st.isDirectory(), () => false))) return { kind: 'none', dir };
   const packPath = join(dir, PACK_MANIFEST_NAME);
-  const packText = await readTextIfExists(packPath);
+  const packText = await readTextIfExists(packPath, MANIFEST_READ);
   if (packText !== undefined) return { kind: 'packed', dir, manifestPath: packPath, manifest: parsePackedManifest(packText, packPath) };
   const localPath = join(dir, SPARSE_MANIFEST_NAME);
-  const localText = await readTextIfExists(localPath);
+  const localText = await readTextIfExists(localPath, MANIFEST_READ);
   if (localText === undefined) {
     const shards = scanMiaShards(dir);
     return shards.length > 0 ? { kind: 'mia', dir, shards } : { kind: 'none', dir };

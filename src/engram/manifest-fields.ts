@@ -4,6 +4,13 @@ import { SparkError } from '../errors.js';
 import type { SplitRule } from '../domain/split-rule.js';
 import { manifestLexiconProblem } from './manifest-lexicon.js';
 
+/**
+ * The most bytes a manifest (spark-pack.json, engram-local.json) may hold. Every reader refuses
+ * more (spark, its wrapper, python/spark_engram_copy/checked.py: MAX_MANIFEST_BYTES), so
+ * `spark pack` refuses, before copying, a chunk size whose checksums would not fit.
+ */
+export const MAX_MANIFEST_BYTES = 16 << 20;
+
 export function bad(path: string, key: string, what: string): SparkError {
   const where = key === '' ? path : `${path}: ${key}`;
   return new SparkError('E_PACK_MANIFEST', `${where} ${what}`, { path, key });
@@ -85,11 +92,32 @@ export function rankWorldSplit(path: string, prefix: string, o: Record<string, u
   return { rank, world, split };
 }
 
-/** The snapshot files a manifest records under `key` ([{name, bytes, mtimeMs}]). */
-export function sourceFiles(path: string, key: string, v: unknown): { name: string; bytes: number; mtimeMs: number }[] {
+/**
+ * A snapshot file as a manifest records it. `ino`, `ctimeMs`, `headerBytes` and `headerCrc32`
+ * (the identity a pack's journal keys on: docs/packed-format.md) are absent in manifests
+ * written before spark recorded them; readers then compare what is there.
+ */
+export interface RecordedSourceFile {
+  name: string;
+  bytes: number;
+  mtimeMs: number;
+  ino?: number;
+  ctimeMs?: number;
+  headerBytes?: number;
+  headerCrc32?: string;
+}
+
+/** The snapshot files a manifest records under `key`. */
+export function sourceFiles(path: string, key: string, v: unknown): RecordedSourceFile[] {
   return arr(path, key, v).map((f, i) => {
     const at = `${key}[${i}]`;
     const o = obj(path, at, f);
-    return { name: str(path, `${at}.name`, o.name), bytes: int(path, `${at}.bytes`, o.bytes, 0), mtimeMs: num(path, `${at}.mtimeMs`, o.mtimeMs) };
+    const out: RecordedSourceFile = { name: str(path, `${at}.name`, o.name), bytes: int(path, `${at}.bytes`, o.bytes, 0), mtimeMs: num(path, `${at}.mtimeMs`, o.mtimeMs) };
+    // An inode number may pass 2^53 (NFS, XFS): it is compared as stat gives it, a number.
+    if (o.ino !== undefined) out.ino = num(path, `${at}.ino`, o.ino);
+    if (o.ctimeMs !== undefined) out.ctimeMs = num(path, `${at}.ctimeMs`, o.ctimeMs);
+    if (o.headerBytes !== undefined) out.headerBytes = int(path, `${at}.headerBytes`, o.headerBytes, 0);
+    if (o.headerCrc32 !== undefined) out.headerCrc32 = hex8(path, `${at}.headerCrc32`, o.headerCrc32);
+    return out;
   });
 }

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { SparkError } from '../errors.js';
 import type { PackLayout } from '../domain/pack-layout.js';
 import type { SplitRule } from '../domain/split-rule.js';
-import { arr, bad, int, manifestObject, obj, rankWorldSplit, sourceFiles, str } from './manifest-fields.js';
+import { arr, bad, int, manifestObject, MAX_MANIFEST_BYTES, obj, rankWorldSplit, sourceFiles, str, type RecordedSourceFile } from './manifest-fields.js';
 import { miaShardName } from './mia-shard.js';
 
 /** The manifest of layouts dense and page (local-dir.ts tells it from a sparse copy's). */
@@ -59,11 +59,7 @@ export interface PackedLayer {
   checksum: PackChecksum;
 }
 
-export interface PackedSourceFile {
-  name: string;
-  bytes: number;
-  mtimeMs: number;
-}
+export type PackedSourceFile = RecordedSourceFile;
 
 export interface PackedManifest {
   format: typeof MANIFEST_FORMAT;
@@ -118,7 +114,7 @@ export async function readPackedManifest(dir: string): Promise<PackedManifest> {
   const path = join(dir, existsSync(join(dir, PACK_MANIFEST_NAME)) ? PACK_MANIFEST_NAME : MANIFEST_NAME);
   let text: string;
   try {
-    text = await readSmallText(path, { what: 'manifest' });
+    text = await readSmallText(path, { what: 'manifest', maxBytes: MAX_MANIFEST_BYTES });
   } catch (err) {
     if (err instanceof SparkError) throw err; // a FIFO, a directory: already one line naming it
     const code = (err as NodeJS.ErrnoException).code;

@@ -8,7 +8,8 @@
 //
 // spark's key (format "spark-engram-sparse", version 1):
 //   rank, world, split        which rank's rows these are
-//   source                    the snapshot copied from: path, revision?, files [{name, bytes, mtimeMs}]
+//   source                    the snapshot copied from: path, revision?, files [{name, bytes, mtimeMs,
+//                             ino, ctimeMs, headerBytes, headerCrc32}] (manifest-fields.ts)
 //   index                     {name, bytes, crc32} of the index copied verbatim
 //   shards                    [{name, bytes, headerBytes, headerCrc32}]: every shard file of the
 //                             copy, its apparent size and its copied header (8 + N bytes)
@@ -17,7 +18,7 @@
 //                             checksum {algorithm: "crc32", chunkRows, values}: values[k] is the
 //                             CRC-32 of the weight bytes of rows [lo + k*chunkRows, min(lo +
 //                             (k+1)*chunkRows, hi)) followed by the scale bytes of the same rows.
-import { arr, bad, formatAndVersion, hex8, int, manifestObject, obj, plainName, rankWorldSplit, sourceFiles, str } from './manifest-fields.js';
+import { arr, bad, formatAndVersion, hex8, int, manifestObject, obj, plainName, rankWorldSplit, sourceFiles, str, type RecordedSourceFile } from './manifest-fields.js';
 import type { SplitRule } from '../domain/split-rule.js';
 
 export const SPARSE_MANIFEST_NAME = 'engram-local.json';
@@ -59,7 +60,7 @@ export interface SparkSparseMeta {
   rank: number;
   world: number;
   split: SplitRule;
-  source: { snapshot: string; revision?: string; files: { name: string; bytes: number; mtimeMs: number }[] };
+  source: { snapshot: string; revision?: string; files: RecordedSourceFile[] };
   index: { name: string; bytes: number; crc32: string };
   shards: SparseShard[];
   tables: SparseTable[];

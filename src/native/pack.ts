@@ -43,6 +43,12 @@ export interface PackFileJob {
   directIo?: boolean;
   /** Tests only: behave as a filesystem refusing O_DIRECT at open, or at the first write. */
   testDirectRefusal?: 'open' | 'transfer';
+  /**
+   * A complete copy is being replaced and stays usable until the new one is whole: an existing
+   * `name` is left alone and the job stops at a synced, fully journaled `name.partial`, which
+   * the caller renames once every file is done.
+   */
+  finishAsPartial?: boolean;
 }
 
 /** How a copy or a check moved its bytes: O_DIRECT, through the page cache, or not at all. */
@@ -182,6 +188,7 @@ interface PackAddon {
   dirWriteFile(fd: number, dir: string, name: string, data: Uint8Array): void;
   dirReadFile(fd: number, dir: string, name: string, maxBytes: number): Buffer | undefined;
   dirRemove(fd: number, dir: string, name: string): void;
+  dirRename(fd: number, dir: string, from: string, to: string): void;
   probeHoles(fd: number, dir: string, fill: boolean): { apparent: number; allocated: number };
   crc32(data: Uint8Array, crc?: number): number;
   crc32Implementation: string;
@@ -257,6 +264,8 @@ export interface PackDirectory {
   readFile(name: string, maxBytes: number): Buffer | undefined;
   /** Removes `name` if present (then fsyncs the directory). */
   remove(name: string): void;
+  /** Renames the regular file `from` over `to` (a link at either is refused), then fsyncs the directory. */
+  rename(from: string, to: string): void;
   /** Whether the filesystem keeps holes; `fill` makes the probe allocate like one that does not (tests). */
   probeHoles(fill?: boolean): { apparent: number; allocated: number };
   unlock(): void;
@@ -283,6 +292,7 @@ export function lockDirectory(path: string): PackDirectory {
     writeFile: (name, data) => call(() => native().dirWriteFile(open(), path, name, typeof data === 'string' ? Buffer.from(data) : data)),
     readFile: (name, maxBytes) => call(() => native().dirReadFile(open(), path, name, maxBytes)),
     remove: (name) => call(() => native().dirRemove(open(), path, name)),
+    rename: (from, to) => call(() => native().dirRename(open(), path, from, to)),
     probeHoles: (fill = false) => call(() => native().probeHoles(open(), path, fill)),
     unlock() {
       if (held) native().unlockDirectory(fd);

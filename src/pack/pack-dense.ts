@@ -20,7 +20,7 @@ import {
   type PackedLayer,
   type PackedManifest,
 } from './pack-format.js';
-import { fileInfo, sourceFileEntry, sourceKey, type SourceIdentity } from './pack-io.js';
+import { fileInfo, recordedChange, sourceFileEntry, sourceKey, type SourceIdentity } from './pack-io.js';
 import type { LayoutPlan, PackRequest, PackUnit, PlannedRange } from './pack-plan.js';
 
 export function planDense(req: PackRequest, ranges: PlannedRange[], sources: SourceIdentity[]): LayoutPlan {
@@ -85,6 +85,7 @@ export function planDense(req: PackRequest, ranges: PlannedRange[], sources: Sou
       chunks: g.chunkCount,
     })),
     bytes,
+    ...(layout === 'page' && layers.length > 0 ? { pageRows: layers[0].geometry.rowsPerPage } : {}),
     needsHoles: false,
     shardHeaders: new Map(layers.filter((l) => parseMiaShardName(l.entry.file)).map((l) => [l.entry.file, l.header])),
     units,
@@ -107,7 +108,8 @@ export function planDense(req: PackRequest, ranges: PlannedRange[], sources: Sou
       const before = new Map(m.source.files.map((f) => [f.name, f]));
       for (const f of sources) {
         const old = before.get(f.name);
-        if (!old || old.bytes !== f.bytes || old.mtimeMs !== f.mtimeMs) return conflict(`the snapshot file ${f.name} changed since it was packed`);
+        const why = old ? recordedChange(old, f) : 'not among the files it was packed from';
+        if (why !== '') return conflict(`the snapshot file ${f.name} changed since it was packed: ${why}`);
       }
       // Same pack, earlier format (the Mia reader aborts on its files): written again.
       if (m.version !== MANIFEST_VERSION) return { kind: 'stale', why: `it is format version ${m.version}` };
@@ -125,7 +127,10 @@ export function planDense(req: PackRequest, ranges: PlannedRange[], sources: Sou
       extra: layers.reduce((s, l) => s + 65536 + 16 * l.geometry.chunkCount, 0), // manifest share and journal
     }),
     finish(_dir, results) {
-      for (const [i, r] of results.entries()) layers[i].entry.checksum.values = r.checksums.map(checksumHex);
+      return this.manifestText(results.map((r) => r.checksums));
+    },
+    manifestText(checksums) {
+      for (const [i, c] of checksums.entries()) layers[i].entry.checksum.values = c.map(checksumHex);
       const doc: PackedManifest = {
         format: MANIFEST_FORMAT,
         version: MANIFEST_VERSION,

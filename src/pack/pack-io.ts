@@ -1,9 +1,10 @@
 // Small pieces shared by pack and verify: what they need of a snapshot's Engram tables, the
 // source files' identity, directory fsync and progress polling.
+import { constants } from 'node:fs';
 import { lstat, open, type FileHandle } from 'node:fs/promises';
 import { SparkError } from '../errors.js';
 import { crc32 } from '../native/pack.js';
-import type { PackedSourceFile } from './pack-format.js';
+import { checksumHex, type PackedSourceFile } from './pack-format.js';
 
 /** What pack and verify need of one tensor (a subset of the snapshot model's TensorRef). */
 export interface PackTensor {
@@ -45,6 +46,9 @@ export interface SourceIdentity {
   crc: number;
 }
 
+/** O_NONBLOCK: a FIFO at a source's name is refused as not a regular file, never waited on. */
+const READ_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK;
+
 /** The most a safetensors header may be: 8 + 100,000,000 bytes. */
 const MAX_HEADER_BYTES = 8 + 100_000_000;
 /** Non-shard sources (the index) are read whole: a real index is a few MB. */
@@ -67,7 +71,7 @@ export async function identifySources(files: { name: string; file: string }[]): 
   for (const f of files) if (!seen.has(f.name)) seen.set(f.name, f.file);
   const out: SourceIdentity[] = [];
   for (const [name, file] of seen) {
-    const fh = await open(file, 'r');
+    const fh = await open(file, READ_FLAGS);
     try {
       const st = await fh.stat();
       if (!st.isFile()) throw new SparkError('E_SNAPSHOT', `${file} is not a regular file`, { path: file });
@@ -97,18 +101,27 @@ export async function identifyTensorSources(tensors: PackTensor[]): Promise<Sour
   return identifySources(tensors.map((t) => ({ name: t.fileName, file: t.file })));
 }
 
-/** What the manifests record of a source file. */
+/** What the manifests record of a source file: the whole identity, as the journal keys on it. */
 export function sourceFileEntry(s: SourceIdentity): PackedSourceFile {
-  return { name: s.name, bytes: s.bytes, mtimeMs: s.mtimeMs };
+  return { name: s.name, bytes: s.bytes, mtimeMs: s.mtimeMs, ino: s.ino, ctimeMs: s.ctimeMs, headerBytes: s.headerBytes, headerCrc32: checksumHex(s.crc) };
 }
 
-/** How a source changed between two identities ('' when it did not). */
+/** How a source file changed between two identities ('' when it did not). */
 export function sourceChange(before: SourceIdentity, after: SourceIdentity): string {
+  return recordedChange(sourceFileEntry(before), after);
+}
+
+/**
+ * How a source file changed since a manifest recorded it ('' when it did not). Fields an older
+ * manifest lacks are not compared: such a copy is held to its size and mtime only.
+ */
+export function recordedChange(before: PackedSourceFile, after: SourceIdentity): string {
   if (after.bytes !== before.bytes) return `size ${before.bytes} -> ${after.bytes}`;
   if (after.mtimeMs !== before.mtimeMs) return `mtime ${before.mtimeMs} -> ${after.mtimeMs}`;
-  if (after.ino !== before.ino) return `replaced by another file (inode ${before.ino} -> ${after.ino})`;
-  if (after.ctimeMs !== before.ctimeMs) return `written in place (ctime ${before.ctimeMs} -> ${after.ctimeMs})`;
-  if (after.crc !== before.crc) return 'its header bytes changed';
+  if (before.ino !== undefined && after.ino !== before.ino) return `replaced by another file (inode ${before.ino} -> ${after.ino})`;
+  if (before.ctimeMs !== undefined && after.ctimeMs !== before.ctimeMs) return `written in place (ctime ${before.ctimeMs} -> ${after.ctimeMs})`;
+  const headerChanged = before.headerBytes !== undefined && after.headerBytes !== before.headerBytes;
+  if (headerChanged || (before.headerCrc32 !== undefined && checksumHex(after.crc) !== before.headerCrc32)) return 'its header bytes changed';
   return '';
 }
 

@@ -6,11 +6,12 @@
 // original names, and a rename there would land on a source file. The snapshot inside --out is
 // fine: nothing is written into it.
 //
-// Replacing a pack (--force, or a manifest whose files are gone): its manifest is renamed to
-// `<manifest>.replaced` first (the directory is then no pack, as during any pack); once the new
-// manifest has landed, the replaced pack's files that the new one does not use are removed,
-// then the `.replaced` file. A crash in between leaves `.replaced`, and the next run finishes
-// the cleanup.
+// Replacing a pack: its manifest is renamed to `<manifest>.replaced` (the directory is then no
+// pack, as during any pack): a pack whose files are gone, before the copy; a complete pack
+// (--force), only once every new file is whole (pack.ts), so it stays usable until then. Once
+// the new manifest has landed, the replaced pack's files that the new one does not use are
+// removed, then the `.replaced` file. A crash in between leaves `.replaced`, and the next run
+// finishes the cleanup.
 import { lstatSync } from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep, isAbsolute, basename } from 'node:path';
@@ -19,6 +20,7 @@ import { makeWritableDir } from '../writable-dir.js';
 import type { PackDirectory } from '../native/pack.js';
 import { LEGACY_PACK_MANIFEST_NAME, PACK_MANIFEST_NAME, readLocalDir, type LocalDir } from '../engram/local-dir.js';
 import { parsePackedManifest } from '../engram/packed-manifest.js';
+import { MAX_MANIFEST_BYTES } from '../engram/manifest-fields.js';
 import { fsyncDir } from './pack-io.js';
 import { hasSparseLayers, parseSparseManifest, SPARSE_MANIFEST_NAME } from '../engram/sparse-manifest.js';
 import { INDEX_FILE } from '../engram/snapshot.js';
@@ -27,8 +29,6 @@ import { readShardHead, scanMiaShards } from '../engram/mia-dir.js';
 /** Every manifest name a pack directory may hold, the one readers prefer first. */
 export const MANIFEST_NAMES = [PACK_MANIFEST_NAME, SPARSE_MANIFEST_NAME] as const;
 export const REPLACED_SUFFIX = '.replaced';
-/** Manifests are small; anything larger is not one. */
-const MAX_MANIFEST_BYTES = 64 << 20;
 
 /** The real path of `p`, or of its nearest existing ancestor joined with the rest. */
 async function realish(p: string): Promise<string> {

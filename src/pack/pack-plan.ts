@@ -1,7 +1,9 @@
 // What `spark pack` asks for and what a layout plans from it: the request, the summary it
 // returns, and the plan each layout (pack-dense.ts, pack-sparse.ts) hands the driver (pack.ts),
 // which owns what every layout shares: the directory, the lock, resume, space, the manifest.
-import { SparkError } from '../errors.js';
+import { SparkError, usageError } from '../errors.js';
+import { formatBytes } from '../format.js';
+import { MAX_MANIFEST_BYTES } from '../engram/manifest-fields.js';
 import type { IoMode, NativeJob, PackDirectory, PackFileJob, PackLayerProgress, PackLayerResult } from '../native/pack.js';
 import type { LocalDir } from '../engram/local-dir.js';
 import { INDEX_FILE } from '../engram/snapshot.js';
@@ -135,7 +137,7 @@ export type PackDifference = { kind: 'same' } | { kind: 'stale' | 'conflict'; wh
  */
 export type UnitCommon = Pick<
   PackFileJob,
-  'dir' | 'threads' | 'rateLimit' | 'commitBytes' | 'dropSourceCache' | 'faultAfterChunks' | 'testDirectRefusal'
+  'dir' | 'threads' | 'rateLimit' | 'commitBytes' | 'dropSourceCache' | 'faultAfterChunks' | 'testDirectRefusal' | 'finishAsPartial'
 >;
 
 /** One data file of the plan and how to write it. */
@@ -155,6 +157,8 @@ export interface LayoutPlan {
   layers: PackLayerSummary[];
   bytes: number;
   apparentBytes?: number;
+  /** Page layout: rows per page (chunks hold whole pages). */
+  pageRows?: number;
   /** The sparse layout needs a filesystem that keeps holes. */
   needsHoles: boolean;
   units: PackUnit[];
@@ -169,6 +173,8 @@ export interface LayoutPlan {
   space(block: number): { files: SpaceNeed[]; extra: number };
   /** After the data files: writes what else belongs to the pack and returns the manifest text. */
   finish(dir: PackDirectory, results: PackLayerResult[]): string;
+  /** The manifest text for these per-unit chunk checksums (no side effect: its size is checked before copying). */
+  manifestText(checksums: number[][]): string;
 }
 
 /** A layout's planner: the request, its checked ranges and the identities of the sources. */
@@ -199,4 +205,32 @@ export function plannedRanges(req: PackRequest): PlannedRange[] {
       }
       return { range, table };
     });
+}
+
+/** Chunks per unit of the plan, in unit order (a unit's layers' chunks, one after another). */
+export function unitChunks(plan: Pick<LayoutPlan, 'units' | 'layers'>): number[] {
+  return plan.units.map((u) => plan.layers.filter((l) => l.file === u.file).reduce((s, l) => s + l.chunks, 0));
+}
+
+/**
+ * Refuses (exit 2), before anything is copied, a chunk size whose checksums would make the
+ * manifest larger than every reader accepts (MAX_MANIFEST_BYTES): written after hours of
+ * copying, such a copy would be refused by verify, the wrapper and a re-run alike.
+ */
+export function checkManifestSize(plan: LayoutPlan): void {
+  const perUnit = unitChunks(plan);
+  const chunks = perUnit.reduce((a, b) => a + b, 0);
+  // A checksum takes at least 10 bytes ("xxxxxxxx" and a separator): past that the text is not built.
+  const atLeast = chunks * 10 > MAX_MANIFEST_BYTES;
+  const bytes = atLeast ? chunks * 10 : Buffer.byteLength(plan.manifestText(perUnit.map((n) => new Array<number>(n).fill(0))));
+  if (bytes <= MAX_MANIFEST_BYTES) return;
+  const rows = plan.layers.reduce((s, l) => s + (l.end - l.start), 0);
+  // Chunks shrink as chunkRows grows: aim at half the cap, in whole pages for the page layout.
+  let suggest = Math.ceil(((rows / chunks) * bytes) / (MAX_MANIFEST_BYTES / 2));
+  const perPage = plan.pageRows ?? 1;
+  suggest = Math.ceil(suggest / perPage) * perPage;
+  throw usageError(
+    `--chunk-rows: ${chunks} checksum chunks for ${rows} rows would make the manifest ${atLeast ? 'at least ' : ''}${formatBytes(bytes)}, ` +
+      `more than the ${formatBytes(MAX_MANIFEST_BYTES)} every reader of it accepts; use --chunk-rows ${suggest} or more, or leave it out (about 16 MiB of rows a chunk)`,
+  );
 }

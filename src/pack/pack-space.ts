@@ -33,13 +33,15 @@ export async function fsInfo(out: string): Promise<{ block: number; free: number
 
 /**
  * Fails with E_NO_SPACE (exit 3, the numbers in the message) when `files` plus `extraBytes`
- * (manifest, journals, the index) do not fit in what is free at `out`.
+ * (manifest, journals, the index) do not fit in what is free at `out`. `beside`: a complete
+ * pack is being replaced and keeps its files until the new one is whole, so a finished file
+ * under a new file's name is the old pack's and counts for nothing; only a .partial does.
  */
-export async function checkSpace(out: string, files: SpaceNeed[], extraBytes: number): Promise<void> {
+export async function checkSpace(out: string, files: SpaceNeed[], extraBytes: number, beside = false): Promise<void> {
   let need = extraBytes;
   for (const f of files) {
     let have = 0;
-    for (const name of [f.file, `${f.file}.partial`]) {
+    for (const name of beside ? [`${f.file}.partial`] : [f.file, `${f.file}.partial`]) {
       const st = await fileInfo(join(out, name));
       if (st) have = Math.max(have, Math.min(st.allocated, f.bytes));
     }
@@ -48,10 +50,12 @@ export async function checkSpace(out: string, files: SpaceNeed[], extraBytes: nu
   const { free } = await fsInfo(out);
   if (need > free) {
     const total = files.reduce((s, f) => s + f.bytes, 0);
+    const where = beside ? `${out} to build the new pack beside the one it replaces, which stays usable until the new one is complete` : out;
+    const fix = beside ? 'remove the old pack first (its manifest and files) and re-run, free space, or use another --out' : 'free space or use another --out';
     throw new SparkError(
       'E_NO_SPACE',
-      `not enough free space in ${out}: the pack needs ${gib(need)} more (its ${files.length} files take ${gib(total)}), ` +
-        `${gib(free)} (${free} bytes) are free; free space or use another --out (--no-space-check skips this check)`,
+      `not enough free space in ${where}: the pack needs ${gib(need)} more (its ${files.length} files take ${gib(total)}), ` +
+        `${gib(free)} (${free} bytes) are free; ${fix} (--no-space-check skips this check)`,
       { path: out, needBytes: need, freeBytes: free },
     );
   }

@@ -8,7 +8,7 @@ import { join, resolve } from 'node:path';
 import { SparkError } from '../errors.js';
 import { crc32, packSparseShard } from '../native/pack.js';
 import { checksumHex } from './pack-format.js';
-import { fileInfo, sourceFileEntry, sourceKey, type SourceIdentity } from './pack-io.js';
+import { fileInfo, recordedChange, sourceFileEntry, sourceKey, type SourceIdentity } from './pack-io.js';
 import type { LayoutPlan, PackRequest, PackUnit, PlannedRange } from './pack-plan.js';
 import { blockSpan } from './pack-space.js';
 import { INDEX_FILE } from '../engram/snapshot.js';
@@ -157,9 +157,8 @@ export function planSparse(req: PackRequest, ranges: PlannedRange[], sources: So
         const src = id(sh.name);
         const old = s.shards.find((x) => x.name === sh.name);
         const file = s.source.files.find((f) => f.name === sh.name);
-        if (!old || !file || old.bytes !== src.bytes || old.headerCrc32 !== checksumHex(src.crc) || file.mtimeMs !== src.mtimeMs) {
-          return conflict(`the snapshot file ${sh.name} changed since it was packed`);
-        }
+        const why = !old || !file ? 'not among the files it was copied from' : old.headerCrc32 !== checksumHex(src.crc) ? 'its header bytes changed' : recordedChange(file, src);
+        if (why !== '') return conflict(`the snapshot file ${sh.name} changed since it was packed: ${why}`);
       }
       if (s.index.crc32 !== checksumHex(index.crc)) return conflict(`the snapshot's ${INDEX_FILE} changed since it was packed`);
       for (const sh of s.shards) {
@@ -194,11 +193,14 @@ export function planSparse(req: PackRequest, ranges: PlannedRange[], sources: So
         throw new SparkError('E_SOURCE_CHANGED', `${index.file} changed while it was being packed; no manifest was written; re-run spark pack`, { path: index.file });
       }
       dir.writeFile(INDEX_FILE, bytes);
+      return this.manifestText(results.map((r) => r.checksums));
+    },
+    manifestText(checksums) {
       // Each shard's checksums, table after table, back into per-table lists.
       const values = shards.map((sh, si) => {
         let at = 0;
         return sh.tables.map((t) => {
-          const v = results[si].checksums.slice(at, at + t.chunks).map(checksumHex);
+          const v = checksums[si].slice(at, at + t.chunks).map(checksumHex);
           at += t.chunks;
           return v;
         });

@@ -5,9 +5,10 @@
 // Order of durability: the output directory is checked (never the snapshot, pack-out.ts),
 // created (parents fsync'd) and locked; every file is then written through its descriptor,
 // never through a link. Each data file is written as .partial with a journal (native engine),
-// fsync'd and renamed; the sources' identity is re-checked; the manifest is written to a
-// temporary file, fsync'd, renamed and the directory fsync'd; only then are the journals and
-// a replaced pack's files removed. A directory without the manifest is not a pack.
+// fsync'd and renamed (when a complete pack is replaced, only once every file is whole, so the
+// old pack stays usable until then); the sources' identity is re-checked; the manifest is
+// written to a temporary file, fsync'd, renamed and the directory fsync'd; only then are the
+// journals and a replaced pack's files removed. A directory without the manifest is not a pack.
 import { resolve } from 'node:path';
 import { SparkError } from '../errors.js';
 import { lockDirectory, type IoMode, type PackDirectory, type PackLayerResult } from '../native/pack.js';
@@ -16,6 +17,7 @@ import { planDense } from './pack-dense.js';
 import { identifySources, pollWhile, recheckSources } from './pack-io.js';
 import { checkOutPath, clearReplaced, makeOutDir, readExistingPack, removeStrayShards, supersedeManifests } from './pack-out.js';
 import {
+  checkManifestSize,
   plannedRanges,
   sourceFiles,
   type LayoutPlan,
@@ -23,6 +25,7 @@ import {
   type PackRequest,
   type PackSummary,
   type Planner,
+  unitChunks,
 } from './pack-plan.js';
 import { checkSpace, fsInfo } from './pack-space.js';
 import { planSparse } from './pack-sparse.js';
@@ -46,6 +49,7 @@ export async function packEngram(req: PackRequest): Promise<PackSummary> {
   const sources = await identifySources(files);
   const planner: Planner = req.layout === 'sparse' ? planSparse : planDense;
   const plan = planner(req, ranges, sources);
+  checkManifestSize(plan);
   await checkOutPath(out, req.snapshotDir, files.map((f) => f.file));
   await makeOutDir(out);
   const dir = lockDirectory(out);
@@ -82,10 +86,10 @@ async function packLocked(
     removed,
   });
   const untouched = (): PackFileSummary[] =>
-    plan.units.map((u) => ({
+    plan.units.map((u, i) => ({
       file: u.file,
       layers: u.layers,
-      chunks: plan.layers.filter((l) => l.file === u.file).reduce((s, l) => s + l.chunks, 0),
+      chunks: unitChunks(plan)[i],
       chunksKept: 0,
       chunksRejected: 0,
       chunksWritten: 0,
@@ -94,28 +98,36 @@ async function packLocked(
     }));
 
   const existing = await readExistingPack(dir);
+  // Replacing a complete pack (--force): it stays usable, manifest and files, until the new one
+  // is whole. The new files are finished as .partial beside the old ones and renamed over them
+  // only at the end, so the disk must hold both, and a full disk or a kill leaves the old copy.
+  let replacing = false;
   if (existing.kind !== 'none') {
     const d = await plan.difference(existing);
     if (d.kind === 'same') return summary(true, untouched(), 0, clearReplaced(dir, plan.files));
     if (d.kind === 'conflict' && !req.force) {
       throw new SparkError(
         'E_PACK_EXISTS',
-        `${dir.path} already holds a complete pack that differs from this one (${d.why}); use another --out, or --force to replace it`,
+        `${dir.path} already holds a complete pack that differs from this one (${d.why}); use another --out, or --force to replace it ` +
+          '(the old pack stays usable until the new one is complete; a replacement that was interrupted resumes with the same --force command)',
         { path: dir.path },
       );
     }
+    replacing = d.kind === 'conflict';
   }
   // Refusals that need no change to the directory come first: a refused run leaves it as it was.
   if (plan.needsHoles) checkHoles(req, dir, plan);
   if (req.checkSpace !== false) {
     const { block } = await fsInfo(dir.path);
     const need = plan.space(block);
-    await checkSpace(dir.path, need.files, need.extra);
+    await checkSpace(dir.path, need.files, need.extra, replacing);
   }
-  // From here the directory is no pack until the new manifest lands; and no file stands under
-  // a name the Mia stack opens that its reader would abort on or that this pack will not keep.
-  supersedeManifests(dir);
+  // No file may stand under a name the Mia stack opens that its reader would abort on, or that
+  // this pack writes with another header: those go before any work. A replaced pack that loses
+  // one of its files that way is no pack from here on; otherwise it stays usable until the new
+  // one is whole (below). A pack that is not whole (stale) is no pack from here either.
   const strays = removeStrayShards(dir, plan.shardHeaders);
+  if (!replacing || strays.length > 0) supersedeManifests(dir);
 
   const totalBytes = plan.units.reduce((s, u) => s + u.bytes, 0);
   let doneBefore = 0;
@@ -131,6 +143,7 @@ async function packLocked(
       ...(req.dropSourceCache !== undefined ? { dropSourceCache: req.dropSourceCache } : {}),
       ...(req.testing?.faultAfterChunks !== undefined ? { faultAfterChunks: req.testing.faultAfterChunks } : {}),
       ...(req.testing?.directRefusal !== undefined ? { testDirectRefusal: req.testing.directRefusal } : {}),
+      ...(replacing ? { finishAsPartial: true } : {}),
     });
     let kept = 0;
     const report = (): void => {
@@ -162,6 +175,11 @@ async function packLocked(
 
   // A snapshot that changed underneath is an error, not a pack.
   await recheckSources(sources);
+  if (replacing) {
+    // Every new file is whole: only now does the old pack stop being one.
+    supersedeManifests(dir);
+    for (const u of plan.units) dir.rename(`${u.file}.partial`, u.file);
+  }
   dir.writeFile(plan.manifestName, plan.finish(dir, results));
   const removed = [...strays, ...clearReplaced(dir, plan.files)];
   return summary(false, fileSummaries, copied, removed);

@@ -56,6 +56,11 @@ export interface VerifyReport {
   /** One line per problem, naming the file, layer and first bad chunk or row. */
   problems: string[];
   bytesRead: number;
+  /**
+   * Whether the snapshot the copy was made from still holds the files the manifest recorded:
+   * absent when not checked (`--source --full`, or no recorded identity).
+   */
+  sourceIdentity?: { snapshot: string; status: 'unchanged' | 'changed' | 'not found' | 'unreadable' };
   /** How the chunk pass read ('direct': O_DIRECT; 'buffered': the filesystem refused it); absent: no chunk pass. */
   io?: IoMode;
   seconds: number;

@@ -20,6 +20,7 @@ import { pollWhile } from './pack-io.js';
 import type { ModelConfig } from '../engram/config.js';
 import type { VerifyLayerReport, VerifyReport, VerifyRequest } from './verify-report.js';
 import { verifySparse } from './verify-sparse.js';
+import { checkSourceIdentity } from './verify-source.js';
 
 /** The directory's manifest, strictly parsed; any problem with it fails the check (exit 1). */
 async function readManifests(dir: string) {
@@ -62,16 +63,25 @@ function sampleRows(count: number, n: number): number[] {
 }
 
 export async function verifyPack(req: VerifyRequest): Promise<VerifyReport> {
-  const t0 = performance.now();
   const dir = resolve(req.dir);
   const local = await readManifests(dir);
   if (local.kind === 'none') throw await notACopy(dir);
-  if (local.kind === 'sparse') return verifySparse({ ...req, dir, manifest: local.manifest });
   if (local.kind === 'mia') {
     const { verifyMia } = await import('./verify-mia.js');
     return verifyMia(req, dir, local.shards);
   }
-  const m = checkedManifest(local.manifest, local.manifestPath, req.source?.config);
+  const report =
+    local.kind === 'sparse'
+      ? await verifySparse({ ...req, dir, manifest: local.manifest })
+      : await verifyPacked(req, dir, checkedManifest(local.manifest, local.manifestPath, req.source?.config), local.manifestPath);
+  const recorded = local.kind === 'sparse' ? local.manifest.spark?.source : local.manifest.source;
+  await checkSourceIdentity(report, recorded, req);
+  report.ok = report.problems.length === 0;
+  return report;
+}
+
+async function verifyPacked(req: VerifyRequest, dir: string, m: PackedManifest, manifestPath: string): Promise<VerifyReport> {
+  const t0 = performance.now();
   const report: VerifyReport = {
     dir,
     kind: 'packed',
@@ -80,7 +90,7 @@ export async function verifyPack(req: VerifyRequest): Promise<VerifyReport> {
     world: m.world,
     split: m.split,
     checked: [
-      `${local.manifestPath.endsWith(PACK_MANIFEST_NAME) ? PACK_MANIFEST_NAME : `${LEGACY_PACK_MANIFEST_NAME} (as first shipped)`}, format version ${m.version}`,
+      `${manifestPath.endsWith(PACK_MANIFEST_NAME) ? PACK_MANIFEST_NAME : `${LEGACY_PACK_MANIFEST_NAME} (as first shipped)`}, format version ${m.version}`,
       'data file sizes and header blocks',
       'chunk checksums',
     ],
