@@ -43,7 +43,7 @@ grep -Fq "Machine:                           $want_machine" <<<"$header" || fail
 syms=$("$readelf" --dyn-syms -W "$file")
 exported=$(awk '$7 != "UND" && $5 == "GLOBAL" && $6 == "DEFAULT" && $4 != "SECTION" { sub(/@.*/, "", $8); print $8 }' <<<"$syms" | sort -u | tr '\n' ' ' | sed 's/ $//')
 missing=$(comm -13 <(tr ' ' '\n' <<<"$exported") <(tr ' ' '\n' <<<"$abi") | tr '\n' ' ')
-extra=$(comm -23 <(tr ' ' '\n' <<<"$exported") <(tr ' ' '\n' <<<"$abi") | head -n 5 | tr '\n' ' ')
+extra=$(comm -23 <(tr ' ' '\n' <<<"$exported") <(tr ' ' '\n' <<<"$abi") | awk 'NR <= 5' | tr '\n' ' ')
 [ -z "$missing" ] || fail+=("does not export ${missing}(the stack looks every ABI symbol up at import)")
 [ -z "$extra" ] || fail+=("exports symbols beyond the ABI: ${extra}...")
 needed=$("$readelf" -d "$file" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
