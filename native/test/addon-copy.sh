@@ -8,7 +8,7 @@ build_addon_copy() {
   shift 2
   mkdir -p "$work/native"
   cp "$root/binding.gyp" "$root/package.json" "$work/"
-  cp -r "$root/native/core" "$root/native/binding" "$work/native/"
+  cp -r "$root/native/core" "$root/native/binding" "$root/native/engines" "$work/native/"
   ln -s "$root/node_modules" "$work/node_modules"
   echo "building the addon in $work"
   # `npm run` puts npm's own node-gyp on PATH, as for `npm run build:native`.
