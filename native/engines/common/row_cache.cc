@@ -1,5 +1,6 @@
 #include "engines/common/row_cache.h"
 
+#include <sched.h>
 #include <sys/mman.h>
 
 #include <cerrno>
@@ -9,12 +10,18 @@
 
 namespace spark::engines {
 
-// A stripe's spin lock: held for one row's copy, never across a system call.
+// A stripe's spin lock: held for one row's copy, never across a system call. A waiter that
+// has spun a while yields the core instead (sched_yield returns at once when none waits).
 class RowCache::Lock {
  public:
   explicit Lock(Stripe& s) : s_(s) {
-    while (s_.held.exchange(true, std::memory_order_acquire)) {
+    for (unsigned spins = 0; s_.held.exchange(true, std::memory_order_acquire);) {
       while (s_.held.load(std::memory_order_relaxed)) {
+        // More threads than cores: the holder may have been preempted; let it run.
+        if (++spins % 64 == 0) {
+          sched_yield();
+          continue;
+        }
 #if defined(__x86_64__)
         __builtin_ia32_pause();
 #elif defined(__aarch64__)

@@ -77,6 +77,7 @@ class WorkerTeam : NonCopyable {
   ItemFn fn_ = nullptr;
   void* ctx_ = nullptr;
   size_t n_ = 0;
+  size_t run_ = 1;  // items claimed at once
   std::atomic<bool> job_open_{false};
   std::atomic<size_t> next_{0}, completed_{0};
 
