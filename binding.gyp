@@ -12,6 +12,7 @@
       "native/core/io_util.cc",
       "native/core/row_plan.cc",
       "native/core/status.cc",
+      "native/engines/common/aio_reader.cc",
       "native/engines/common/call_log.cc",
       "native/engines/common/env.cc",
       "native/engines/common/gatherer.cc",

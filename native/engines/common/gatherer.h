@@ -6,8 +6,10 @@
 //      distinct row is looked up or read once, repeats are copied from it.
 //   3. The first distinct rows are looked up in the row cache on the calling thread; when
 //      most hit (a warm batch) the rest are too, and only the misses go on.
-//   4. What is left is one item per row on the worker team: look up again (a prefetch may
-//      have brought it), else read it (row_source.h) and keep it in the cache.
+//   4. What is left is read: when every file it comes from is O_DIRECT, by the calling thread
+//      alone through native AIO (aio_reader.h), all reads of the chunk in flight at once;
+//      otherwise one item per row on the worker team. Each row is looked up again first (a
+//      prefetch may have brought it), and kept in the cache once read.
 // Batches larger than the capacity run in consecutive chunks of it.
 #pragma once
 
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "core/row_plan.h"
+#include "engines/common/aio_reader.h"
 #include "engines/common/row_cache.h"
 #include "engines/common/row_source.h"
 #include "engines/common/worker_team.h"
@@ -32,7 +35,8 @@ class Gatherer {
  public:
   static constexpr size_t kChunk = 65536;
 
-  // False (errno ENOMEM) when the scratch memory cannot be had.
+  // False (errno ENOMEM) when the scratch memory cannot be had. Without AIO (refused by the
+  // kernel), every read goes to the team.
   bool Init(RowSource* source, RowCache* cache);
   // Rows of ids[0..count) to w + i*256 and s + i*8; ids outside [lo, hi) give zeros.
   // Calls must be serialised by the caller; `team` runs the reads.
@@ -42,6 +46,10 @@ class Gatherer {
  private:
   void Chunk(WorkerTeam& team, const int64_t* ids, size_t n, uint8_t* w, uint8_t* s, uint64_t lo, uint64_t hi);
   static void MissItem(void* ctx, size_t item, unsigned thread);
+  // Step 4 by AIO, on this thread: false when the source is not all O_DIRECT (or no AIO).
+  bool ReadDirect();
+  static void ReadDone(void* ctx, uint32_t tag, const uint8_t* data);
+  void Landed(uint32_t k);
 
   RowSource* source_ = nullptr;
   RowCache* cache_ = nullptr;
@@ -52,7 +60,12 @@ class Gatherer {
   std::vector<DistinctRow> rows_;
   std::vector<std::pair<uint32_t, uint32_t>> copies_;
   SortScratch sort_;
-  std::vector<uint32_t> todo_;  // indices into rows_ left for the team
+  std::vector<uint32_t> todo_;  // indices into rows_ left for step 4
+  AioReader aio_;
+  bool aio_ok_ = false;
+  std::vector<AioReader::Op> ops_;
+  std::vector<uint8_t> pending_;  // reads still out per todo_ entry
+  size_t looked_ = 0;             // todo_ entries from here on were not looked up yet
   // The chunk being run (read by MissItem).
   WorkerTeam* team_ = nullptr;
   uint8_t* w_ = nullptr;
