@@ -1,11 +1,16 @@
 """spark's engine library beside a stack's own read path, through the same ABI from Python
-ctypes as the engine calls it (docs/engine-libs.md). Overlay ABI (version 3) only:
+ctypes as the engine calls it (docs/engine-libs.md):
 
   python3 bench/engine-libs.py --spark build/Release/libengram_rows.so \
       --baseline LIB [--dir DIR] [--rows N] [--threads 64] [--reps 40]
+  python3 bench/engine-libs.py --stack mia --spark build/Release/librow_store.so \
+      --baseline LIB [--budget BYTES] ...
 
-The baseline is any library with the overlay ABI (bench/baselines/overlay-engram-rows/ builds
-one that reads as the overlay does). A table of N rows (256 weight + 8 scale bytes, random) is
+The baseline is any library with the stack's ABI: for the overlay,
+bench/baselines/overlay-engram-rows/ builds one that reads as the overlay does; for the Mia
+stack, a library of its ABI (its own read path). Mia stack: both stores get the same cache
+budget (--budget, default 0: no cache) and DSV41_IO_THREADS=--threads; the owned range is the
+whole table and no pack is attached (the checkpoint path, scales pinned by default). A table of N rows (256 weight + 8 scale bytes, random) is
 written to DIR, synced and evicted from the page cache, and deleted at the end.
 
 cold: every call asks fresh uniform ids of the owned range [0, N), and before each (untimed)
@@ -33,6 +38,50 @@ u64, i64 = ctypes.c_uint64, ctypes.c_int64
 class Work(ctypes.Structure):
     _fields_ = [("count", u64), ("store", ctypes.c_void_p), ("w", ctypes.c_void_p), ("s", ctypes.c_void_p),
                 ("ids", ctypes.c_void_p)]
+
+
+class MiaWork(ctypes.Structure):
+    _fields_ = [("store", ctypes.c_void_p), ("ids", ctypes.c_void_p), ("w", ctypes.c_void_p), ("s", ctypes.c_void_p),
+                ("count", u64)]
+
+
+def load_mia(path):
+    lib = ctypes.CDLL(os.path.abspath(path), use_errno=True)
+    lib.row_store_open.restype = ctypes.c_void_p
+    lib.row_store_open.argtypes = [ctypes.c_char_p, u64, u64, u64, u64]
+    lib.row_store_range.argtypes = [ctypes.c_void_p, u64, u64]
+    lib.row_store_lookup.argtypes = [ctypes.c_void_p]
+    lib.row_store_close.argtypes = [ctypes.c_void_p]
+    lib.row_store_stats.argtypes = [ctypes.c_void_p, ctypes.POINTER(u64)]
+    return lib
+
+
+class MiaSide:
+    def __init__(self, name, lib, path, rows, budget, batch_max):
+        self.name, self.lib = name, lib
+        self.store = lib.row_store_open(path.encode(), rows, 0, rows * W, budget)
+        if not self.store:
+            sys.exit(f"{name}: open failed")
+        lib.row_store_range(self.store, 0, rows)
+        self.w = np.empty((batch_max, W), np.uint8)
+        self.s = np.empty((batch_max, S), np.uint8)
+
+    def call(self, ids):
+        work = MiaWork(self.store, ids.ctypes.data, self.w.ctypes.data, self.s.ctypes.data, len(ids))
+        t = time.perf_counter_ns()
+        self.lib.row_store_lookup(ctypes.byref(work))
+        return time.perf_counter_ns() - t
+
+    def evict(self):
+        pass  # O_DIRECT (or the store's own cache): nothing of the page cache to drop
+
+    def report(self):
+        out = (u64 * 9)()
+        self.lib.row_store_stats(self.store, out)
+        return f"hits {out[0]} misses {out[1]} reads {out[2]} threads {out[7]}"
+
+    def close(self):
+        self.lib.row_store_close(self.store)
 
 
 def load(path):
@@ -78,6 +127,14 @@ class Side:
         self.lib.engram_rows_gather(ctypes.byref(work))
         return time.perf_counter_ns() - t
 
+    def evict(self):
+        # The baseline's page cache of the file goes, as when the overlay's governor releases.
+        if self.name == "baseline":
+            self.lib.engram_rows_release(self.store)
+
+    def report(self):
+        return f"resident() {self.lib.engram_rows_resident(self.store) / 2**20:.1f} MiB"
+
     def close(self):
         self.lib.engram_rows_close(self.store)
 
@@ -89,6 +146,8 @@ def pct(xs, q):
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--stack", choices=("overlay", "mia"), default="overlay")
+    ap.add_argument("--budget", type=int, default=0)
     ap.add_argument("--spark", required=True)
     ap.add_argument("--baseline", required=True)
     ap.add_argument("--dir", default=".")
@@ -99,10 +158,15 @@ def main():
     path = os.path.join(a.dir, f"engine-libs-bench-{os.getpid()}.bin")
     write_table(path, a.rows)
     try:
-        sides = [Side("baseline", load(a.baseline), path, a.rows, a.threads, 49152),
-                 Side("spark", load(a.spark), path, a.rows, a.threads, 49152)]
+        if a.stack == "overlay":
+            sides = [Side("baseline", load(a.baseline), path, a.rows, a.threads, 49152),
+                     Side("spark", load(a.spark), path, a.rows, a.threads, 49152)]
+        else:
+            os.environ["DSV41_IO_THREADS"] = str(a.threads)
+            sides = [MiaSide("baseline", load_mia(a.baseline), path, a.rows, a.budget, 49152),
+                     MiaSide("spark", load_mia(a.spark), path, a.rows, a.budget, 49152)]
         rng = random.Random(1)
-        print(f"# table {a.rows} rows ({a.rows * (W + S) / 2**30:.2f} GiB), {a.threads} threads, file {path}")
+        print(f"# {a.stack} ABI, table {a.rows} rows ({a.rows * (W + S) / 2**30:.2f} GiB), {a.threads} threads, file {path}")
         print("batch  mode  side      p50_us    p99_us   rows/s(p50)  baseline/spark(p50)")
         for batch in (24, 144, 49152):
             reps = a.reps if batch < 49152 else max(4, a.reps // 8)
@@ -117,8 +181,8 @@ def main():
                     for s in order:
                         ids = fixed[s.name] if mode == "warm" else np.array(
                             [rng.randrange(a.rows) for _ in range(batch)], np.int64)
-                        if mode == "cold" and s.name == "baseline":
-                            s.lib.engram_rows_release(s.store)
+                        if mode == "cold":
+                            s.evict()
                         times[s.name].append(s.call(ids))
                 p50 = {}
                 for s in sides:
@@ -129,7 +193,7 @@ def main():
                           (f"  {p50['baseline'] / p50['spark']:.2f}x" if s.name == "spark" else ""))
                 sys.stdout.flush()
         for s in sides:
-            print(f"# {s.name}: resident() at the end {s.lib.engram_rows_resident(s.store) / 2**20:.1f} MiB")
+            print(f"# {s.name} at the end: {s.report()}")
             s.close()
     finally:
         os.unlink(path)

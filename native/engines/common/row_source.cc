@@ -1,5 +1,6 @@
 #include "engines/common/row_source.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -7,7 +8,6 @@
 #include <new>
 
 #include "engines/common/row_cache.h"
-#include "engines/common/worker_team.h"
 
 namespace spark::engines {
 
@@ -29,12 +29,6 @@ void RowSource::ReadExact(ReadFile& f, uint64_t offset, size_t len, uint8_t* dst
     st = PreadAll(f, dst, len, len, offset, ctx_);
   }
   if (!st.ok()) Die(prefix_, st.ToString());
-}
-
-unsigned RowSource::ReadsPerMiss(const PinnedScales* pinned, uint64_t id) const {
-  if (mapped != nullptr) return 0;
-  if (pack != nullptr) return 1;
-  return pinned != nullptr && id >= pinned->lo && id < pinned->hi ? 1 : 2;
 }
 
 unsigned RowSource::Read(uint64_t id, uint8_t* w, uint8_t* s, uint8_t* staging, const PinnedScales* pinned) const {

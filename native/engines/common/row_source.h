@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "core/io_util.h"
 
@@ -43,8 +44,6 @@ class RowSource {
   // Reads row `id` into w[0..256) and s[0..8). `staging`: kStagingBytes, aligned. `pinned`:
   // the scales loaded at the batch's start (may be null). Returns the read calls made.
   unsigned Read(uint64_t id, uint8_t* w, uint8_t* s, uint8_t* staging, const PinnedScales* pinned) const;
-  // Read calls a miss costs with these pinned scales (what the stats count).
-  unsigned ReadsPerMiss(const PinnedScales* pinned, uint64_t id) const;
 
   // Reads `bytes` at `offset` of f into dst (any length), in large aligned chunks: pinning.
   void ReadSpan(ReadFile& f, uint64_t offset, uint64_t bytes, uint8_t* dst) const;
