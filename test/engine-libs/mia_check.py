@@ -125,7 +125,8 @@ def packed_rows():
     st = stats(store)
     check(st["packed"] == attached, f"stats packed {st['packed']}")
     if attached:
-        check(st["reads"] == st["misses"], f"packed: {st['reads']} reads for {st['misses']} misses")
+        # One read per miss at most: rows in the same or the next block share one.
+        check(0 < st["reads"] <= st["misses"], f"packed: {st['reads']} reads for {st['misses']} misses")
     lib.row_store_close(store)
 
 
@@ -183,17 +184,18 @@ def count_zero():
 
 def child_known_stats():
     t = FIX["snapshot"]
-    lo, hi = 1000, 2000
+    lo, hi = 1000, 9000
+    a, b, c = lo, lo + 3000, lo + 6000  # far apart: no two share a read
     store = open_store(budget=272 * 8 * 100 + 100, lo=lo, hi=hi)
-    lookup(store, [lo, lo + 1, lo, hi, 5])   # two distinct misses, one repeat, two outside
-    lookup(store, [lo + 1, lo + 2])         # one hit, one miss
+    lookup(store, [a, b, a, hi, 5])   # two distinct misses, one repeat, two outside
+    lookup(store, [b, c])             # one hit, one miss
     lookup(store, [])
     st = stats(store)
     pinned = os.environ["DSV41_RESIDENT_SCALES"] != "0"
     want = dict(hits=2, misses=3, reads=3 if pinned else 6, cache_slots=800, cache_bytes=800 * 272 + 100,
                 pinned=(hi - lo) * 8 if pinned else 0, ways=8, threads=int(os.environ["DSV41_IO_THREADS"]), packed=0)
     check(st == want, f"stats {st}, expected {want}")
-    expect_rows(table(lo, hi), store, [lo, lo + 1, lo + 2, t["rows"] - 1], "after the sequence")
+    expect_rows(table(lo, hi), store, [a, b, c, t["rows"] - 1], "after the sequence")
     lib.row_store_close(store)
 
 
@@ -275,11 +277,11 @@ def open_close_loop():
 
 
 def child_stats_line():
-    store = open_store(lo=0, hi=100)
-    lookup(store, [1, 2, 3, 500])
+    store = open_store(lo=0, hi=9000)
+    lookup(store, [1, 3000, 6000, 9500])  # three misses far apart (three reads), one outside
     import time
     time.sleep(1.1)
-    lookup(store, [1, 2])
+    lookup(store, [1, 3000])
     time.sleep(0.2)
 
 

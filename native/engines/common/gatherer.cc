@@ -39,6 +39,9 @@ bool Gatherer::Init(RowSource* source, RowCache* cache) {
     sort_.counts.reserve(6 * 2048);  // radix passes over 64-bit ids, 2^11 buckets each
     todo_.reserve(kChunk);
     ops_.reserve(2 * kChunk);
+    parts_.reserve(2 * kChunk);
+    op_head_.resize(2 * kChunk);
+    op_tail_.resize(2 * kChunk);
     pending_.resize(kChunk);
   } catch (const std::bad_alloc&) {
     errno = ENOMEM;
@@ -69,55 +72,82 @@ bool Gatherer::ReadDirect() {
   if (!aio_ok_ || src.mapped != nullptr || todo_.empty()) return false;
   if (src.pack != nullptr ? !src.pack->direct() : !src.file->direct()) return false;
   ops_.clear();
-  uint64_t hits = 0, reads = 0;
+  parts_.clear();
+  int64_t last[2] = {-1, -1};  // the open read of the row (or weight) stream and of the scale stream
+  // Adds the bytes [offset, offset + len) of todo_[k] (part 0: the row or its weight, 1: its
+  // scale) to the stream's last read when they fall in or right after its blocks within one
+  // slot (ids come sorted, so offsets rise), else to a new read.
+  auto add = [&](int stream, ReadFile* f, uint64_t offset, uint32_t len, uint32_t k, uint8_t part) {
+    const AioReader::Op around = Around(f, offset, len, 0);
+    const uint32_t index = static_cast<uint32_t>(parts_.size());
+    parts_.push_back({k, part, -1});
+    if (last[stream] >= 0) {
+      AioReader::Op& op = ops_[static_cast<size_t>(last[stream])];
+      const uint64_t end = std::max(op.offset + op.len, around.offset + around.len);
+      if (around.offset >= op.offset && around.offset <= op.offset + op.len && end - op.offset <= AioReader::kSlotBytes) {
+        op.len = static_cast<uint32_t>(end - op.offset);
+        op.need = std::max<uint32_t>(op.need, static_cast<uint32_t>(offset + len - op.offset));
+        parts_[op_tail_[op.tag]].next = static_cast<int32_t>(index);
+        op_tail_[op.tag] = index;
+        return;
+      }
+    }
+    const uint32_t tag = static_cast<uint32_t>(ops_.size());
+    ops_.push_back({f, around.offset, around.len, around.need, tag});
+    op_head_[tag] = op_tail_[tag] = index;
+    last[stream] = tag;
+  };
+  uint64_t hits = 0;
   for (size_t k = 0; k < todo_.size(); ++k) {
     const DistinctRow& r = rows_[todo_[k]];
     const uint64_t pos = owned_pos_[r.pos];
+    const uint32_t kk = static_cast<uint32_t>(k);
     pending_[k] = 0;
     if (k >= looked_ && cache_->Lookup(r.id, w_ + pos * kWeightBytes, s_ + pos * kScaleBytes)) {
       ++hits;
       continue;
     }
-    const uint32_t tag = static_cast<uint32_t>(k) * 2;
     if (src.pack != nullptr) {
-      ops_.push_back(Around(src.pack, src.pack_base + (r.id - src.pack_lo) * kRowBytes, kRowBytes, tag));
       pending_[k] = 1;
+      add(0, src.pack, src.pack_base + (r.id - src.pack_lo) * kRowBytes, kRowBytes, kk, 0);
       continue;
     }
-    ops_.push_back(Around(src.file, src.woff + r.id * kWeightBytes, kWeightBytes, tag));
-    pending_[k] = 1;
-    if (pinned_ != nullptr && r.id >= pinned_->lo && r.id < pinned_->hi) {
+    const bool pinned = pinned_ != nullptr && r.id >= pinned_->lo && r.id < pinned_->hi;
+    pending_[k] = pinned ? 1 : 2;
+    add(0, src.file, src.woff + r.id * kWeightBytes, kWeightBytes, kk, 0);
+    if (pinned) {
       std::memcpy(s_ + pos * kScaleBytes, pinned_->data.get() + (r.id - pinned_->lo) * kScaleBytes, kScaleBytes);
     } else {
-      ops_.push_back(Around(src.file, src.soff + r.id * kScaleBytes, kScaleBytes, tag + 1));
-      pending_[k] = 2;
+      add(1, src.file, src.soff + r.id * kScaleBytes, kScaleBytes, kk, 1);
     }
   }
-  reads = ops_.size();
   counters_.hits.fetch_add(hits, std::memory_order_relaxed);
-  counters_.reads.fetch_add(reads, std::memory_order_relaxed);
+  counters_.reads.fetch_add(ops_.size(), std::memory_order_relaxed);
   aio_.Run(ops_.data(), ops_.size(), &ReadDone, this, &ReadFailed);
   return true;
 }
 
 void Gatherer::ReadDone(void* ctx, uint32_t tag, const uint8_t* data) {
   auto* g = static_cast<Gatherer*>(ctx);
-  const uint32_t k = tag / 2;
-  const DistinctRow& r = g->rows_[g->todo_[k]];
-  const uint64_t pos = g->owned_pos_[r.pos];
   const RowSource& src = *g->source_;
-  uint8_t* w = g->w_ + pos * kWeightBytes;
-  uint8_t* s = g->s_ + pos * kScaleBytes;
-  if (src.pack != nullptr) {
-    const uint8_t* row = data + (src.pack_base + (r.id - src.pack_lo) * kRowBytes) % kDirectAlign;
-    std::memcpy(w, row, kWeightBytes);
-    std::memcpy(s, row + kWeightBytes, kScaleBytes);
-  } else if (tag % 2 == 0) {
-    std::memcpy(w, data + (src.woff + r.id * kWeightBytes) % kDirectAlign, kWeightBytes);
-  } else {
-    std::memcpy(s, data + (src.soff + r.id * kScaleBytes) % kDirectAlign, kScaleBytes);
+  const uint64_t base = g->ops_[tag].offset;
+  for (int32_t p = static_cast<int32_t>(g->op_head_[tag]); p >= 0; p = g->parts_[static_cast<size_t>(p)].next) {
+    const Part& part = g->parts_[static_cast<size_t>(p)];
+    const DistinctRow& r = g->rows_[g->todo_[part.k]];
+    const uint64_t pos = g->owned_pos_[r.pos];
+    uint8_t* w = g->w_ + pos * kWeightBytes;
+    uint8_t* s = g->s_ + pos * kScaleBytes;
+    if (src.pack != nullptr) {
+      const uint8_t* row = data + (src.pack_base + (r.id - src.pack_lo) * kRowBytes - base);
+      std::memcpy(w, row, kWeightBytes);
+      std::memcpy(s, row + kWeightBytes, kScaleBytes);
+    } else if (part.part == 0) {
+      std::memcpy(w, data + (src.woff + r.id * kWeightBytes - base), kWeightBytes);
+    } else {
+      std::memcpy(s, data + (src.soff + r.id * kScaleBytes - base), kScaleBytes);
+    }
+    if (--g->pending_[part.k] == 0) g->Landed(part.k);
   }
-  if (--g->pending_[k] == 0) g->Landed(k);
 }
 
 void Gatherer::Landed(uint32_t k) {

@@ -7,7 +7,8 @@
 //   3. The first distinct rows are looked up in the row cache on the calling thread; when
 //      most hit (a warm batch) the rest are too, and only the misses go on.
 //   4. What is left is read: when every file it comes from is O_DIRECT, by the calling thread
-//      alone through native AIO (aio_reader.h), all reads of the chunk in flight at once;
+//      alone through native AIO (aio_reader.h), all reads of the chunk in flight at once,
+//      rows in the same or the next 4 KiB block sharing one read (up to 8 KiB);
 //      otherwise one item per row on the worker team. Each row is looked up again first (a
 //      prefetch may have brought it), and kept in the cache once read.
 // Batches larger than the capacity run in consecutive chunks of it.
@@ -63,7 +64,16 @@ class Gatherer {
   std::vector<uint32_t> todo_;  // indices into rows_ left for step 4
   AioReader aio_;
   bool aio_ok_ = false;
+  // The chunk's AIO reads; a read's rows (parts) chain from op_head_[tag] through Part::next:
+  // rows in the same or the next block share one read.
+  struct Part {
+    uint32_t k;    // todo_ index
+    uint8_t part;  // 0: the row (pack) or its weight; 1: its scale
+    int32_t next;  // next part of the same read, or -1
+  };
   std::vector<AioReader::Op> ops_;
+  std::vector<Part> parts_;
+  std::vector<uint32_t> op_head_, op_tail_;
   std::vector<uint8_t> pending_;  // reads still out per todo_ entry
   size_t looked_ = 0;             // todo_ entries from here on were not looked up yet
   // The chunk being run (read by MissItem).
