@@ -39,7 +39,7 @@ WorkerTeam& Team() {
   return *team;
 }
 
-std::string Range(uint64_t lo, uint64_t hi) { return "[" + std::to_string(lo) + ", " + std::to_string(hi) + ")"; }
+std::string Span(uint64_t lo, uint64_t hi) { return "[" + std::to_string(lo) + ", " + std::to_string(hi) + ")"; }
 
 }  // namespace
 
@@ -89,10 +89,10 @@ MiaStore::~MiaStore() {
 
 void MiaStore::Range(uint64_t lo, uint64_t hi) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (lo > hi || hi > rows_) Die(kPrefix, "row_store_range " + ::spark::engines::Range(lo, hi) + " is not inside [0, " + std::to_string(rows_) + ")");
+  if (lo > hi || hi > rows_) Die(kPrefix, "row_store_range " + Span(lo, hi) + " is not inside " + Span(0, rows_));
   const bool moved = lo != lo_ || hi != hi_;
-  if (moved && scales_) Die(kPrefix, "row_store_range moved to " + ::spark::engines::Range(lo, hi) + " after scales of " + ::spark::engines::Range(lo_, hi_) + " were pinned");
-  if (moved && pack_) Die(kPrefix, "row_store_range moved to " + ::spark::engines::Range(lo, hi) + " after a pack of " + ::spark::engines::Range(lo_, hi_) + " was attached");
+  if (moved && scales_) Die(kPrefix, "row_store_range moved to " + Span(lo, hi) + " after scales of " + Span(lo_, hi_) + " were pinned");
+  if (moved && pack_) Die(kPrefix, "row_store_range moved to " + Span(lo, hi) + " after a pack of " + Span(lo_, hi_) + " was attached");
   lo_ = lo;
   hi_ = hi;
   if (!scales_ && mapped_ == nullptr && EnvFlag("DSV41_RESIDENT_SCALES", true)) {
