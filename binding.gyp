@@ -10,6 +10,21 @@
       "bench/baselines/mia-row-store/io_pool.cc",
       "bench/baselines/mia-row-store/row_cache.cc",
       "bench/baselines/mia-row-store/row_store.cc"
+    ],
+    # What the engine libraries take from native/core, compiled into each (position-independent,
+    # hidden) rather than linked from spark_core.
+    "engine_core_sources": [
+      "native/core/io_util.cc",
+      "native/core/row_plan.cc",
+      "native/core/status.cc",
+      "native/engines/common/aio_reader.cc",
+      "native/engines/common/call_log.cc",
+      "native/engines/common/env.cc",
+      "native/engines/common/gatherer.cc",
+      "native/engines/common/glibc_floor.cc",
+      "native/engines/common/row_cache.cc",
+      "native/engines/common/row_source.cc",
+      "native/engines/common/worker_team.cc"
     ]
   },
   "target_defaults": {
@@ -69,6 +84,46 @@
         "native/core/uring_reader_complete.cc",
         "native/core/row_store_engine.cc"
       ]
+    },
+    # The engine libraries (docs/engine-libs.md): drop-in replacements for the serving stacks'
+    # own row libraries, built from native/core with no Node in them. They must load in the
+    # stacks' images: the C++ runtime linked in statically, only the ABI's symbols exported
+    # (exports.map), never built with the sanitizers (a sanitized library needs its runtime
+    # preloaded); native/engines/check-lib.sh checks the built files.
+    {
+      "target_name": "engram_rows",
+      "type": "shared_library",
+      "product_prefix": "lib",
+      "sources": [
+        "<@(engine_core_sources)",
+        "native/engines/overlay/engram_rows.cc",
+        "native/engines/overlay/overlay_store.cc"
+      ],
+      "cflags_cc": ["-fPIC", "-fvisibility=hidden", "-fvisibility-inlines-hidden"],
+      "ldflags": ["-static-libstdc++", "-static-libgcc", "-Wl,--exclude-libs,ALL", "-Wl,-z,defs",
+                  "-Wl,--version-script=<(module_root_dir)/native/engines/overlay/exports.map"],
+      "conditions": [["sanitize==1", {
+        "cflags_cc!": ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"],
+        "ldflags!": ["-fsanitize=address,undefined"]
+      }]]
+    },
+    {
+      "target_name": "row_store",
+      "type": "shared_library",
+      "product_prefix": "lib",
+      "sources": [
+        "<@(engine_core_sources)",
+        "native/engines/mia/mia_pack.cc",
+        "native/engines/mia/mia_store.cc",
+        "native/engines/mia/row_store.cc"
+      ],
+      "cflags_cc": ["-fPIC", "-fvisibility=hidden", "-fvisibility-inlines-hidden"],
+      "ldflags": ["-static-libstdc++", "-static-libgcc", "-Wl,--exclude-libs,ALL", "-Wl,-z,defs",
+                  "-Wl,--version-script=<(module_root_dir)/native/engines/mia/exports.map"],
+      "conditions": [["sanitize==1", {
+        "cflags_cc!": ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"],
+        "ldflags!": ["-fsanitize=address,undefined"]
+      }]]
     },
     {
       "target_name": "spark",

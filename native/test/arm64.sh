@@ -4,9 +4,12 @@
 #      aarch64-linux-gnu-g++ against this node's Node-API headers, and checked to be an
 #      aarch64 shared object whose only unresolved symbols are Node-API's and versioned
 #      libc/libstdc++ ones (a core source missing from the build would show up here);
-#   2. every C++ unit test cross-compiled and run under qemu-aarch64 (run.sh --arm64), the
+#   2. the engine libraries of the same build (libengram_rows.so, librow_store.so) checked to
+#      load in the stacks' aarch64 images (native/engines/check-lib.sh: exactly the ABI's
+#      symbols, only the C library needed, glibc <= 2.35);
+#   3. every C++ unit test cross-compiled and run under qemu-aarch64 (run.sh --arm64), the
 #      CRC-32 tests once on the CRC extension and once on the portable fallback;
-#   3. the Mia bench baseline (bench/baselines/mia-row-store) from the same build: aarch64,
+#   4. the Mia bench baseline (bench/baselines/mia-row-store) from the same build: aarch64,
 #      its six symbols, nothing of Node's; its unit test runs under qemu with the others.
 # Needs Debian's g++-aarch64-linux-gnu and qemu-user. Ends with "N passed, M failed".
 set -euo pipefail
@@ -59,5 +62,9 @@ if grep -Eq 'napi_|node_api_' <<<"$mia_syms" || [ "$(grep -Ec ' row_store_(open|
   exit 1
 fi
 echo "libmia_row_store_baseline.so: aarch64 shared object, the six row_store_* symbols, no Node-API imports"
+
+for lib in overlay:libengram_rows.so mia:librow_store.so; do
+  READELF="${prefix}readelf" bash "$root/native/engines/check-lib.sh" "$work/build/Release/${lib#*:}" "${lib%%:*}" aarch64
+done
 
 exec bash "$here/run.sh" --arm64

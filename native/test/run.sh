@@ -33,7 +33,7 @@ case "$variant" in
   sanitize) flags+=(-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer) ;;
   tsan)
     flags+=(-O1 -g -fsanitize=thread)
-    tests=("$here"/thread_pool_test.cc "$here"/row_store_io_test.cc "$here"/row_store_cache_test.cc "$here"/uring_test.cc "$here"/pack_io_test.cc "$here"/pack_test.cc "$here"/verify_sparse_test.cc "$here"/row_store_mapped_test.cc)
+    tests=("$here"/thread_pool_test.cc "$here"/engine_libs_test.cc "$here"/row_store_io_test.cc "$here"/row_store_cache_test.cc "$here"/uring_test.cc "$here"/pack_io_test.cc "$here"/pack_test.cc "$here"/verify_sparse_test.cc "$here"/row_store_mapped_test.cc)
     export TSAN_OPTIONS="halt_on_error=1"
     ;;
   arm64)
@@ -74,9 +74,13 @@ compile_into() {
 compile_into "$out/core" "$native"/core/*.cc
 rm -f "$out/libspark_core.a"
 "$ar" rcs "$out/libspark_core.a" "$out"/core/*.o
+# The engine libraries' code (native/engines), for engine_libs_test: their C ABIs linked in.
+compile_into "$out/engines" "$native"/engines/*/*.cc
+rm -f "$out/libspark_engines.a"
+"$ar" rcs "$out/libspark_engines.a" "$out"/engines/*.o
 compile_into "$out/tests" "${tests[@]}"
 for obj in "$out"/tests/*.o; do
-  "$cxx" "${flags[@]}" "$obj" -L"$out" -lspark_core -o "$out/$(basename "$obj" .o)"
+  "$cxx" "${flags[@]}" "$obj" -L"$out" -lspark_engines -lspark_core -o "$out/$(basename "$obj" .o)"
 done
 # The Mia stack's reader re-implemented as a bench baseline (bench/baselines/mia-row-store):
 # its own sources, no spark_core; its driver is linked too, so a warning there fails here.

@@ -58,6 +58,11 @@ export const commandEntries: CommandEntry[] = [
     load: async () => (await import('./rows.js')).rowsCommand,
   },
   {
+    name: 'engine-lib',
+    summary: "spark's drop-in row library for a serving stack (overlay or mia): its path, or a copy to mount",
+    load: async () => (await import('./engine-lib.js')).engineLibCommand,
+  },
+  {
     name: 'bench',
     summary: 'benchmarks: gather (row store against fio and a naive loop)',
     load: async () => (await import('./bench-gather.js')).benchCommand,

@@ -1,0 +1,203 @@
+"""spark's engine library beside a stack's own read path, through the same ABI from Python
+ctypes as the engine calls it (docs/engine-libs.md):
+
+  python3 bench/engine-libs.py --spark build/Release/libengram_rows.so \
+      --baseline LIB [--dir DIR] [--rows N] [--threads 64] [--reps 40]
+  python3 bench/engine-libs.py --stack mia --spark build/Release/librow_store.so \
+      --baseline LIB [--budget BYTES] ...
+
+The baseline is any library with the stack's ABI: for the overlay,
+bench/baselines/overlay-engram-rows/ builds one that reads as the overlay does; for the Mia
+stack, a library of its ABI (its own read path). Mia stack: both stores get the same cache
+budget (--budget, default 0: no cache) and DSV41_IO_THREADS=--threads; the owned range is the
+whole table and no pack is attached (the checkpoint path, scales pinned by default). A table of N rows (256 weight + 8 scale bytes, random) is
+written to DIR, synced and evicted from the page cache, and deleted at the end.
+
+cold: every call asks fresh uniform ids of the owned range [0, N), and before each (untimed)
+the baseline's engram_rows_release() drops its mapping and the file's page cache (as the
+overlay's governor does 10-15 times in 5 minutes; the baseline then reads weight and scale
+pages from the device). spark's library keeps its state: O_DIRECT reads (no page cache), its
+scale rows pinned at open, its row cache holding earlier batches' rows (a few percent of the
+table: the hit rate is printed). warm: the same batch again, after one untimed call. Both libraries run interleaved call by call, the order alternating.
+Prints one line per (batch, cold|warm) with p50/p99 microseconds per call and rows/s at p50,
+and the ratio baseline/spark."""
+import argparse
+import ctypes
+import os
+import random
+import statistics
+import sys
+import time
+
+import numpy as np
+
+W, S = 256, 8
+u64, i64 = ctypes.c_uint64, ctypes.c_int64
+
+
+class Work(ctypes.Structure):
+    _fields_ = [("count", u64), ("store", ctypes.c_void_p), ("w", ctypes.c_void_p), ("s", ctypes.c_void_p),
+                ("ids", ctypes.c_void_p)]
+
+
+class MiaWork(ctypes.Structure):
+    _fields_ = [("store", ctypes.c_void_p), ("ids", ctypes.c_void_p), ("w", ctypes.c_void_p), ("s", ctypes.c_void_p),
+                ("count", u64)]
+
+
+def load_mia(path):
+    lib = ctypes.CDLL(os.path.abspath(path), use_errno=True)
+    lib.row_store_open.restype = ctypes.c_void_p
+    lib.row_store_open.argtypes = [ctypes.c_char_p, u64, u64, u64, u64]
+    lib.row_store_range.argtypes = [ctypes.c_void_p, u64, u64]
+    lib.row_store_lookup.argtypes = [ctypes.c_void_p]
+    lib.row_store_close.argtypes = [ctypes.c_void_p]
+    lib.row_store_stats.argtypes = [ctypes.c_void_p, ctypes.POINTER(u64)]
+    return lib
+
+
+class MiaSide:
+    def __init__(self, name, lib, path, rows, budget, batch_max):
+        self.name, self.lib = name, lib
+        self.store = lib.row_store_open(path.encode(), rows, 0, rows * W, budget)
+        if not self.store:
+            sys.exit(f"{name}: open failed")
+        lib.row_store_range(self.store, 0, rows)
+        self.w = np.empty((batch_max, W), np.uint8)
+        self.s = np.empty((batch_max, S), np.uint8)
+
+    def call(self, ids):
+        work = MiaWork(self.store, ids.ctypes.data, self.w.ctypes.data, self.s.ctypes.data, len(ids))
+        t = time.perf_counter_ns()
+        self.lib.row_store_lookup(ctypes.byref(work))
+        return time.perf_counter_ns() - t
+
+    def evict(self):
+        pass  # O_DIRECT (or the store's own cache): nothing of the page cache to drop
+
+    def report(self):
+        out = (u64 * 9)()
+        self.lib.row_store_stats(self.store, out)
+        return f"hits {out[0]} misses {out[1]} reads {out[2]} threads {out[7]}"
+
+    def close(self):
+        self.lib.row_store_close(self.store)
+
+
+def load(path):
+    lib = ctypes.CDLL(os.path.abspath(path), use_errno=True)
+    check = lib.engram_rows_abi_version()
+    if check != 3:
+        sys.exit(f"{path}: ABI version {check}, expected 3")
+    lib.engram_rows_open.restype = ctypes.c_void_p
+    lib.engram_rows_open.argtypes = [ctypes.c_char_p, u64, u64, u64, u64, ctypes.c_int]
+    lib.engram_rows_gather.argtypes = [ctypes.c_void_p]
+    lib.engram_rows_close.argtypes = [ctypes.c_void_p]
+    lib.engram_rows_resident.restype = u64
+    lib.engram_rows_resident.argtypes = [ctypes.c_void_p]
+    lib.engram_rows_release.argtypes = [ctypes.c_void_p]
+    return lib
+
+
+def write_table(path, rows):
+    rng = np.random.default_rng(0)
+    with open(path, "xb") as f:
+        for at in range(0, rows, 1 << 20):
+            f.write(rng.integers(0, 256, size=(min(1 << 20, rows - at)) * W, dtype=np.uint8).tobytes())
+        f.write(rng.integers(0, 256, size=rows * S, dtype=np.uint8).tobytes())
+        f.flush()
+        os.fsync(f.fileno())
+    fd = os.open(path, os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
+
+
+class Side:
+    def __init__(self, name, lib, path, rows, threads, batch_max):
+        self.name, self.lib = name, lib
+        self.store = lib.engram_rows_open(path.encode(), 0, rows * W, 0, rows, threads)
+        if not self.store:
+            sys.exit(f"{name}: open failed, errno {ctypes.get_errno()}")
+        self.w = np.empty((batch_max, W), np.uint8)
+        self.s = np.empty((batch_max, S), np.uint8)
+
+    def call(self, ids):
+        work = Work(len(ids), self.store, self.w.ctypes.data, self.s.ctypes.data, ids.ctypes.data)
+        t = time.perf_counter_ns()
+        self.lib.engram_rows_gather(ctypes.byref(work))
+        return time.perf_counter_ns() - t
+
+    def evict(self):
+        # The baseline's page cache of the file goes, as when the overlay's governor releases.
+        if self.name == "baseline":
+            self.lib.engram_rows_release(self.store)
+
+    def report(self):
+        return f"resident() {self.lib.engram_rows_resident(self.store) / 2**20:.1f} MiB"
+
+    def close(self):
+        self.lib.engram_rows_close(self.store)
+
+
+def pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--stack", choices=("overlay", "mia"), default="overlay")
+    ap.add_argument("--budget", type=int, default=0)
+    ap.add_argument("--spark", required=True)
+    ap.add_argument("--baseline", required=True)
+    ap.add_argument("--dir", default=".")
+    ap.add_argument("--rows", type=int, default=8 << 20)
+    ap.add_argument("--threads", type=int, default=64)
+    ap.add_argument("--reps", type=int, default=40)
+    a = ap.parse_args()
+    path = os.path.join(a.dir, f"engine-libs-bench-{os.getpid()}.bin")
+    write_table(path, a.rows)
+    try:
+        if a.stack == "overlay":
+            sides = [Side("baseline", load(a.baseline), path, a.rows, a.threads, 49152),
+                     Side("spark", load(a.spark), path, a.rows, a.threads, 49152)]
+        else:
+            os.environ["DSV41_IO_THREADS"] = str(a.threads)
+            sides = [MiaSide("baseline", load_mia(a.baseline), path, a.rows, a.budget, 49152),
+                     MiaSide("spark", load_mia(a.spark), path, a.rows, a.budget, 49152)]
+        rng = random.Random(1)
+        print(f"# {a.stack} ABI, table {a.rows} rows ({a.rows * (W + S) / 2**30:.2f} GiB), {a.threads} threads, file {path}")
+        print("batch  mode  side      p50_us    p99_us   rows/s(p50)  baseline/spark(p50)")
+        for batch in (24, 144, 49152):
+            reps = a.reps if batch < 49152 else max(4, a.reps // 8)
+            for mode in ("cold", "warm"):
+                times = {s.name: [] for s in sides}
+                fixed = {s.name: np.array([rng.randrange(a.rows) for _ in range(batch)], np.int64) for s in sides}
+                if mode == "warm":
+                    for s in sides:
+                        s.call(fixed[s.name])
+                for r in range(reps):
+                    order = sides if r % 2 == 0 else sides[::-1]
+                    for s in order:
+                        ids = fixed[s.name] if mode == "warm" else np.array(
+                            [rng.randrange(a.rows) for _ in range(batch)], np.int64)
+                        if mode == "cold":
+                            s.evict()
+                        times[s.name].append(s.call(ids))
+                p50 = {}
+                for s in sides:
+                    t = times[s.name]
+                    p50[s.name] = pct(t, 0.5)
+                    print(f"{batch:6d} {mode}  {s.name:8s} {pct(t, 0.5) / 1e3:9.1f} {pct(t, 0.99) / 1e3:9.1f} "
+                          f"{batch / (pct(t, 0.5) / 1e9):12.0f}" +
+                          (f"  {p50['baseline'] / p50['spark']:.2f}x" if s.name == "spark" else ""))
+                sys.stdout.flush()
+        for s in sides:
+            print(f"# {s.name} at the end: {s.report()}")
+            s.close()
+    finally:
+        os.unlink(path)
+
+
+if __name__ == "__main__":
+    main()

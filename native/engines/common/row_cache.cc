@@ -1,0 +1,138 @@
+#include "engines/common/row_cache.h"
+
+#include <sched.h>
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/checked.h"
+
+namespace spark::engines {
+
+// A stripe's spin lock: held for one row's copy, never across a system call. A waiter that
+// has spun a while yields the core instead (sched_yield returns at once when none waits).
+class RowCache::Lock {
+ public:
+  explicit Lock(Stripe& s) : s_(s) {
+    for (unsigned spins = 0; s_.held.exchange(true, std::memory_order_acquire);) {
+      while (s_.held.load(std::memory_order_relaxed)) {
+        // More threads than cores: the holder may have been preempted; let it run.
+        if (++spins % 64 == 0) {
+          sched_yield();
+          continue;
+        }
+#if defined(__x86_64__)
+        __builtin_ia32_pause();
+#elif defined(__aarch64__)
+        asm volatile("yield");
+#endif
+      }
+    }
+  }
+  ~Lock() { s_.held.store(false, std::memory_order_release); }
+  Lock(const Lock&) = delete;
+  Lock& operator=(const Lock&) = delete;
+
+ private:
+  Stripe& s_;
+};
+
+RowCache::~RowCache() {
+  if (arena_ != nullptr) munmap(arena_, arena_bytes_);
+}
+
+bool RowCache::Init(uint64_t sets, uint32_t ways) {
+  if (sets == 0 || ways == 0) return true;
+  auto slots = CheckedMul(sets, ways);
+  auto bytes = slots ? CheckedMul(*slots, kSlotBytes) : std::nullopt;
+  if (bytes) bytes = CheckedAdd(*bytes, sets);
+  if (!bytes || *bytes > (uint64_t{1} << 46)) {
+    errno = ENOMEM;
+    return false;
+  }
+  void* p = mmap(nullptr, *bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return false;
+  arena_ = static_cast<uint8_t*>(p);
+  arena_bytes_ = *bytes;
+  tags_ = reinterpret_cast<uint64_t*>(arena_);
+  data_ = arena_ + *slots * 8;
+  hands_ = data_ + *slots * kRowBytes;
+  sets_ = sets;
+  ways_ = ways;
+  return true;
+}
+
+int RowCache::Find(uint64_t set, uint64_t tag) const {
+  const uint64_t* t = tags_ + set * ways_;
+  for (uint32_t w = 0; w < ways_; ++w) {
+    if ((t[w] & ~kMarked) == tag) return static_cast<int>(w);
+  }
+  return -1;
+}
+
+bool RowCache::Lookup(uint64_t id, uint8_t* w, uint8_t* s) {
+  if (sets_ == 0) return false;
+  const uint64_t set = id % sets_;
+  Lock lock(StripeOf(set));
+  const int way = Find(set, id + 1);
+  if (way < 0) return false;
+  const uint64_t slot = set * ways_ + static_cast<uint64_t>(way);
+  tags_[slot] |= kMarked;
+  const uint8_t* row = data_ + slot * kRowBytes;
+  std::memcpy(w, row, kWeightBytes);
+  std::memcpy(s, row + kWeightBytes, kScaleBytes);
+  return true;
+}
+
+bool RowCache::Contains(uint64_t id) {
+  if (sets_ == 0) return false;
+  const uint64_t set = id % sets_;
+  Lock lock(StripeOf(set));
+  return Find(set, id + 1) >= 0;
+}
+
+void RowCache::Insert(uint64_t id, const uint8_t* w, const uint8_t* s) {
+  if (sets_ == 0) return;
+  const uint64_t set = id % sets_;
+  Lock lock(StripeOf(set));
+  if (Find(set, id + 1) >= 0) return;
+  uint64_t* t = tags_ + set * ways_;
+  uint32_t way = ways_;
+  const bool room = rows_.load(std::memory_order_relaxed) < limit_.load(std::memory_order_relaxed);
+  for (uint32_t k = 0; room && k < ways_; ++k) {
+    if (t[k] == 0) {
+      way = k;
+      break;
+    }
+  }
+  if (way == ways_) {
+    bool any = false;
+    for (uint32_t k = 0; k < ways_; ++k) any = any || t[k] != 0;
+    if (!any) return;  // at the limit, and nothing here to evict
+    // Every way holds a row (or the cache is at its limit): the hand clears marks until it meets an unmarked slot (at most
+    // one full turn clears them all).
+    uint32_t hand = hands_[set] % ways_;
+    while (t[hand] == 0 || (t[hand] & kMarked)) {
+      t[hand] &= ~kMarked;
+      hand = (hand + 1) % ways_;
+    }
+    way = hand;
+    hands_[set] = static_cast<uint8_t>((hand + 1) % ways_);
+  } else {
+    rows_.fetch_add(1, std::memory_order_relaxed);
+  }
+  uint8_t* row = data_ + (set * ways_ + way) * kRowBytes;
+  std::memcpy(row, w, kWeightBytes);
+  std::memcpy(row + kWeightBytes, s, kScaleBytes);
+  t[way] = id + 1;
+}
+
+void RowCache::Clear() {
+  if (arena_ == nullptr) return;
+  // The pages come back zeroed: every tag empty. Should the kernel refuse, empty them by hand.
+  if (madvise(arena_, arena_bytes_, MADV_DONTNEED) != 0) std::memset(tags_, 0, slots() * 8);
+  rows_.store(0, std::memory_order_relaxed);
+}
+
+}  // namespace spark::engines

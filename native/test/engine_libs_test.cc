@@ -1,0 +1,185 @@
+// The engine libraries' C ABIs (native/engines), linked in: rows against the fixture's known
+// bytes, and open/gather/prefetch/release/close loops that the sanitizer runs check for leaks,
+// races on freed memory and undefined behaviour. The Python ctypes checks in test/engine-libs
+// cover the stacks' semantics on the built .so files.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "test/row_fixtures.h"
+#include "test/testing.h"
+
+extern "C" {
+int engram_rows_abi_version(void);
+void* engram_rows_open(const char* path, uint64_t weight_off, uint64_t scale_off, uint64_t row_lo, uint64_t row_hi,
+                       int threads);
+void engram_rows_gather(void* work);
+uint64_t engram_rows_prefetch(void* store, const int64_t* ids, uint64_t n);
+void engram_rows_stats(void* store, uint64_t out[4]);
+uint64_t engram_rows_resident(void* store);
+void engram_rows_release(void* store);
+void engram_rows_close(void* store);
+void* row_store_open(const char* path, uint64_t rows, uint64_t woff, uint64_t soff, uint64_t budget);
+void row_store_range(void* store, uint64_t lo, uint64_t hi);
+int row_store_attach_packed(void* store, const char* path, uint64_t layer);
+void row_store_lookup(void* work);
+void row_store_stats(void* store, uint64_t out[9]);
+void row_store_close(void* store);
+}
+
+namespace {
+
+using row_fixtures::RowByte;
+
+constexpr uint64_t kRows = 3000, kWoff = 664;
+constexpr uint64_t kSoff = kWoff + kRows * 256 + 40;
+
+struct OverlayWork {
+  uint64_t count;
+  void* store;
+  uint8_t* w;
+  uint8_t* s;
+  const int64_t* ids;
+};
+struct MiaWork {
+  void* store;
+  const int64_t* ids;
+  uint8_t* w;
+  uint8_t* s;
+  uint64_t count;
+};
+
+// A two-column file: row r's weight bytes RowByte(1, r, 0..256), scale bytes RowByte(1, r, 256..264).
+const std::string& TwoColumnFile() {
+  static const std::string path = [] {
+    std::vector<uint8_t> bytes(kSoff + kRows * 8, 0x5A);
+    for (uint64_t r = 0; r < kRows; ++r) {
+      for (uint64_t c = 0; c < 256; ++c) bytes[kWoff + r * 256 + c] = RowByte(1, r, c);
+      for (uint64_t c = 0; c < 8; ++c) bytes[kSoff + r * 8 + c] = RowByte(1, r, 256 + c);
+    }
+    return row_fixtures::WriteTempFile("engine-two-column.bin", bytes);
+  }();
+  return path;
+}
+
+// The Mia stack's packed shard of rows [lo, hi) of layer 1.
+std::string MiaPack(uint64_t lo, uint64_t hi) {
+  std::vector<uint8_t> bytes(4096 + (hi - lo) * 264, 0);
+  const uint64_t header[6] = {0x31344E4531565344ull, 1, lo, hi, kRows, 264};
+  std::memcpy(bytes.data(), header, sizeof header);  // little-endian hosts only (x86-64, aarch64)
+  for (uint64_t r = lo; r < hi; ++r) {
+    for (uint64_t c = 0; c < 264; ++c) bytes[4096 + (r - lo) * 264 + c] = RowByte(1, r, c);
+  }
+  return row_fixtures::WriteTempFile("engram-l1-r1of3.bin", bytes);
+}
+
+// Whether position i of the outputs holds id's row (owned) or zeros.
+bool RowIs(const std::vector<uint8_t>& w, const std::vector<uint8_t>& s, size_t i, int64_t id, bool owned) {
+  for (uint64_t c = 0; c < 256; ++c) {
+    if (w[i * 256 + c] != (owned ? RowByte(1, static_cast<uint64_t>(id), c) : 0)) return false;
+  }
+  for (uint64_t c = 0; c < 8; ++c) {
+    if (s[i * 8 + c] != (owned ? RowByte(1, static_cast<uint64_t>(id), 256 + c) : 0)) return false;
+  }
+  return true;
+}
+
+std::vector<int64_t> Ids(uint64_t seed, size_t n, int64_t lo, int64_t hi) {
+  std::vector<int64_t> ids(n);
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (auto& id : ids) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    id = lo + static_cast<int64_t>(x % static_cast<uint64_t>(hi - lo));
+  }
+  return ids;
+}
+
+}  // namespace
+
+TEST(overlay_rows_and_zeros) {
+  CHECK_EQ(engram_rows_abi_version(), 3);
+  void* store = engram_rows_open(TwoColumnFile().c_str(), kWoff, kSoff, 1000, 2000, 3);
+  CHECK(store != nullptr);
+  if (store == nullptr) return;
+  std::vector<int64_t> ids = Ids(1, 5000, -50, kRows + 50);
+  std::vector<uint8_t> w(ids.size() * 256, 0xAB), s(ids.size() * 8, 0xAB);
+  OverlayWork work{ids.size(), store, w.data(), s.data(), ids.data()};
+  for (int pass = 0; pass < 2; ++pass) {
+    engram_rows_gather(&work);
+    bool all = true;
+    for (size_t i = 0; i < ids.size(); ++i) all = all && RowIs(w, s, i, ids[i], ids[i] >= 1000 && ids[i] < 2000);
+    CHECK(all);
+  }
+  uint64_t st[4];
+  engram_rows_stats(store, st);
+  CHECK_EQ(st[0], 2u);
+  CHECK_EQ(st[1] + st[2], 2 * ids.size());
+  engram_rows_close(store);
+}
+
+TEST(overlay_open_close_loop_with_prefetch_and_release) {
+  for (int k = 0; k < 16; ++k) {
+    void* store = engram_rows_open(TwoColumnFile().c_str(), kWoff, kSoff, 0, kRows, k % 4);
+    CHECK(store != nullptr);
+    if (store == nullptr) return;
+    std::atomic<bool> stop{false};
+    std::thread governor([&] {
+      std::vector<int64_t> ids = Ids(k + 7, 300, 0, kRows);
+      while (!stop.load()) {
+        engram_rows_prefetch(store, ids.data(), ids.size());
+        engram_rows_resident(store);
+        engram_rows_release(store);
+      }
+    });
+    std::vector<int64_t> ids = Ids(k, 200, -5, kRows + 5);
+    std::vector<uint8_t> w(ids.size() * 256), s(ids.size() * 8);
+    OverlayWork work{ids.size(), store, w.data(), s.data(), ids.data()};
+    bool all = true;
+    for (int g = 0; g < 3; ++g) {
+      engram_rows_gather(&work);
+      for (size_t i = 0; i < ids.size(); ++i) all = all && RowIs(w, s, i, ids[i], ids[i] >= 0 && ids[i] < int64_t(kRows));
+    }
+    CHECK(all);
+    stop.store(true);
+    governor.join();
+    // Prefetch reads still queued when the store closes.
+    engram_rows_prefetch(store, ids.data(), ids.size());
+    engram_rows_close(store);
+  }
+}
+
+TEST(mia_checkpoint_and_pack_loop) {
+  const std::string pack = MiaPack(1000, 2000);
+  for (int k = 0; k < 12; ++k) {
+    void* store = row_store_open(TwoColumnFile().c_str(), kRows, kWoff, kSoff, (k % 3) * 65536);
+    CHECK(store != nullptr);
+    if (store == nullptr) return;
+    row_store_range(store, 1000, 2000);
+    if (k % 2 == 1) CHECK(row_store_attach_packed(store, pack.c_str(), 1) >= 0);
+    std::vector<int64_t> ids = Ids(k, 300, 0, kRows);
+    std::vector<uint8_t> w(ids.size() * 256), s(ids.size() * 8);
+    MiaWork work{store, ids.data(), w.data(), s.data(), ids.size()};
+    bool all = true;
+    for (int g = 0; g < 3; ++g) {
+      row_store_lookup(&work);
+      for (size_t i = 0; i < ids.size(); ++i) all = all && RowIs(w, s, i, ids[i], ids[i] >= 1000 && ids[i] < 2000);
+    }
+    CHECK(all);
+    uint64_t st[9];
+    row_store_stats(store, st);
+    CHECK_EQ(st[0] + st[1], 3 * static_cast<uint64_t>(std::count_if(ids.begin(), ids.end(), [](int64_t id) {
+                                  return id >= 1000 && id < 2000;
+                                })));
+    row_store_close(store);
+  }
+}
+
+int main() { return spark_test::RunAll("engine_libs_test"); }
