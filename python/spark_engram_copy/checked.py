@@ -23,14 +23,12 @@ PAGE_BYTES = 4096
 PACK_MANIFEST = "spark-pack.json"
 LOCAL_MANIFEST = "engram-local.json"
 INDEX = "model.safetensors.index.json"
-# The index of ~100k tensors is a few MB; a manifest at most MAX_MANIFEST_BYTES, the cap every
-# reader of spark's manifests shares (src/engram/manifest-fields.ts), which `spark pack` never
-# writes past.
+# The index of ~100k tensors is a few MB.
 MAX_JSON_BYTES = 256 << 20
-MAX_MANIFEST_BYTES = 16 << 20
 MAX_HEADER_BYTES = 100_000_000
 # The manifest grammar every reader of a copy shares (docs/packed-format.md, "The manifest
-# grammar"): the same size cap, depth and key limits as spark's own readers.
+# grammar"; src/engram/manifest-lexicon.ts): the same size cap, depth and key limits as spark's
+# own readers, and `spark pack` never writes a manifest past the cap.
 MAX_MANIFEST_BYTES = 16 << 20
 MAX_MANIFEST_DEPTH = 64
 MAX_OBJECT_KEYS = 1024

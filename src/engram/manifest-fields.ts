@@ -5,11 +5,12 @@ import type { SplitRule } from '../domain/split-rule.js';
 import { manifestLexiconProblem } from './manifest-lexicon.js';
 
 /**
- * The most bytes a manifest (spark-pack.json, engram-local.json) may hold. Every reader refuses
- * more (spark, its wrapper, python/spark_engram_copy/checked.py: MAX_MANIFEST_BYTES), so
- * `spark pack` refuses, before copying, a chunk size whose checksums would not fit.
+ * The most bytes a manifest (spark-pack.json, engram-local.json) may hold, defined with the rest
+ * of the manifest grammar. Every reader refuses more (spark, its wrapper,
+ * python/spark_engram_copy/checked.py: MAX_MANIFEST_BYTES), so `spark pack` refuses, before
+ * copying, a chunk size whose checksums would not fit.
  */
-export const MAX_MANIFEST_BYTES = 16 << 20;
+export { MAX_MANIFEST_BYTES } from './manifest-lexicon.js';
 
 export function bad(path: string, key: string, what: string): SparkError {
   const where = key === '' ? path : `${path}: ${key}`;
