@@ -1,4 +1,4 @@
-// The exit codes contract.md promises (0 ok, 1 a check failed, 2 bad usage or input, 3 the
+// The exit codes docs/cli.md promises (0 ok, 1 a check failed, 2 bad usage or input, 3 the
 // environment), case by case for the ones that were wrong, each as a real process with --json:
 // the code, the error object on stderr, and a one-line message naming what is wrong.
 import { test } from 'node:test';

@@ -15,7 +15,7 @@ import { tempDir } from './helpers/tmp.js';
 import { packRequest } from './helpers/pack-request.js';
 
 // spark pack's sparse copies, read the way the serving overlay reads SPARK_ENGRAM_DIR
-// (helpers/overlay-view.ts, written from domain.md): every rank of world 2, 3 and 4 under
+// (helpers/overlay-view.ts, written from docs/serving-stacks.md): every rank of world 2, 3 and 4 under
 // every split, rows byte-exact against the snapshot, unowned ids zero, the ranges tiling.
 const snap = makeSnapshot();
 const opened = await openSnapshot(snap.dir);

@@ -60,7 +60,7 @@ test('wrapper scripts, allocator settings, speculative k, ranges, device lists, 
   assert.equal(parseTokenCount('1M'), 1_048_576);
   assert.equal(parseTokenCount('auto'), undefined);
 
-  // One rank's dense share of the real tables with 4 ranks: 47.2 GiB (domain.md).
+  // One rank's dense share of the real tables with 4 ranks: 47.2 GiB (docs/engram-tables.md).
   const bytes = packBytesPerRank([384_006_168, 384_016_682], 256, 4);
   assert.equal((bytes / 2 ** 30).toFixed(1), '47.2');
 

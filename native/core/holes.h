@@ -1,4 +1,4 @@
-// Holes in sparse files. A node-local sparse copy (domain.md, "The consumer") holds the rank's
+// Holes in sparse files. A node-local sparse copy (docs/serving-stacks.md, stack A) holds the rank's
 // rows at their original offsets and holes everywhere else; a hole reads as zeros, so a reader
 // that does not look for holes serves zeros for rows the copy never held. The row store and
 // `spark verify` ask the filesystem (lseek SEEK_HOLE) where the holes are instead.

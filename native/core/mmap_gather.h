@@ -1,5 +1,5 @@
-// The serving overlay's read path, written here from its description (domain.md, "The
-// consumer") so `spark bench gather` can measure what the engine pays beside the row store's
+// The serving overlay's read path, written here from its description (docs/serving-stacks.md,
+// stack A) so `spark bench gather` can measure what the engine pays beside the row store's
 // pread pool: each shard file mapped once with MADV_RANDOM (a cold row faults in its own pages,
 // no read-around), one posix_fadvise(WILLNEED) pass over the batch's rows so the kernel reads
 // their pages in parallel, then N workers that memcpy each row's weight and scale bytes into

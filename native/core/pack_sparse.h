@@ -1,4 +1,4 @@
-// The serving overlay's sparse copy of one shard (domain.md, "The consumer"): a file of the
+// The serving overlay's sparse copy of one shard (docs/serving-stacks.md, stack A): a file of the
 // shard's name and apparent size holding the safetensors header bytes (8 + N) copied byte for
 // byte, a rank's rows of each Engram weight and scale tensor at their ORIGINAL offsets, and
 // holes everywhere else. One shard may hold several Engram layers.

@@ -13,7 +13,7 @@
 //   mia                         the Mia stack's reader over the same dense pack (mia-case.ts):
 //                               when packed runs too, each case runs both on the same batches,
 //                               interleaved batch by batch (the first engine of --engines)
-// Every result says what was read: `source` (contract.md), `layout` (dense, page, or sparse for
+// Every result says what was read: `source` (docs/row-store.md), `layout` (dense, page, or sparse for
 // a sparse copy), `variant` and `reader`. The recommended SPARK_ENGRAM_THREADS comes from the
 // overlay's path when it ran: that is the engine's setting.
 import { existsSync } from 'node:fs';

@@ -9,7 +9,7 @@ export type BenchVariant = 'snapshot' | 'snapshot+scales' | 'packed' | 'overlay'
 export type BenchEngine = 'pread' | 'uring';
 
 export interface GatherBenchResult {
-  /** What was read (contract.md): a snapshot's (or sparse copy's) two columns, with resident scales, or a pack. */
+  /** What was read (docs/row-store.md, bench gather's JSON): a snapshot's (or sparse copy's) two columns, with resident scales, or a pack. */
   source: 'snapshot' | 'snapshot+scales' | 'packed';
   /** dense or page for a pack, sparse for a sparse copy; absent for a full snapshot. */
   layout?: 'dense' | 'page' | 'sparse';

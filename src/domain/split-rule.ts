@@ -1,4 +1,4 @@
-// How a table's rows are split among the ranks (domain.md): SGLang's floor rule, the front
+// How a table's rows are split among the ranks (docs/engram-tables.md): SGLang's floor rule, the front
 // rule, or vLLM's whole sub-tables (heads). The native tiling computes the ranges; the rule and
 // the range are plain values every layer above it speaks of.
 export type SplitRule = 'floor' | 'front' | 'heads';

@@ -30,7 +30,7 @@ export interface SnapshotTableSpec {
   holes?: 'allow' | 'refuse' | 'corrupt';
 }
 
-/** Rows from a packed data file (contract.md, format version 1); ids are global, in [start, end). */
+/** Rows from a packed data file (docs/packed-format.md); ids are global, in [start, end). */
 export interface PackedTableSpec {
   kind: 'packed';
   layer: number;

@@ -1,4 +1,4 @@
-// Finding the Engram tables among a snapshot's tensors (contract.md): the pair
+// Finding the Engram tables among a snapshot's tensors (docs/engram-tables.md): the pair
 // `layers.L.engram.embed.weight` (F8_E4M3 [N, D]) and `layers.L.engram.embed.scale`
 // (F8_E8M0 [N, D/32]), optionally behind a `model.` prefix; other namings via patterns with
 // one capture group for the layer.

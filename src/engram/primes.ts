@@ -1,4 +1,4 @@
-// The prime rule behind Engram table sizes (domain.md). Each (n-gram order, head) pair of a
+// The prime rule behind Engram table sizes (docs/engram-tables.md). Each (n-gram order, head) pair of a
 // layer hashes into its own sub-table whose size is a prime: starting from the vocab size,
 // take the next prime not used before, the set of used primes shared across layers in layer
 // order. A layer's table is its sub-tables concatenated in (order, head) order. With

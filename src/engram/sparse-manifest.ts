@@ -1,5 +1,5 @@
-// `engram-local.json` of a sparse copy: the serving overlay's manifest (domain.md, "The
-// consumer"), plus spark's own metadata under ONE extra key, `spark`.
+// `engram-local.json` of a sparse copy: the serving overlay's manifest (docs/serving-stacks.md,
+// stack A), plus spark's own metadata under ONE extra key, `spark`.
 //
 // What the overlay reads: `layers`, an object of "L": [lo, hi] (half-open global rows), which
 // must be non-empty; `source`, `quant`, `created` and `note` are informational and any other

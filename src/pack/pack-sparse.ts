@@ -1,5 +1,5 @@
-// The plan of the sparse layout: the serving overlay's sparse copy (domain.md, "The
-// consumer"). For every shard holding an Engram layer's weight and scale, a file of the same
+// The plan of the sparse layout: the serving overlay's sparse copy (docs/serving-stacks.md,
+// stack A). For every shard holding an Engram layer's weight and scale, a file of the same
 // name and apparent size with the header bytes copied verbatim and this rank's rows at their
 // original offsets (holes elsewhere); the index copied verbatim; then engram-local.json, the
 // overlay's manifest with spark's metadata under one key (engram/sparse-manifest.ts).

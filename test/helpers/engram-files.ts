@@ -147,7 +147,7 @@ export interface PackLayerSpec {
   end: number;
 }
 
-/** A packed directory as contract.md describes it: data files, then engram-local.json. */
+/** A packed directory as docs/packed-format.md describes it (format version 1): data files, then engram-local.json. */
 export function writePackDir(
   dir: string,
   o: { rank: number; world: number; layout: 'dense' | 'page'; dim: number; layers: PackLayerSpec[] },

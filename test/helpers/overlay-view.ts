@@ -1,4 +1,4 @@
-// The serving overlay's view of SPARK_ENGRAM_DIR, written for tests from domain.md's
+// The serving overlay's view of SPARK_ENGRAM_DIR, written for tests from docs/serving-stacks.md's
 // description of it ("The consumer") and nothing else, so spark's output is checked against
 // what the overlay is documented to do, not against spark's own reader:
 //

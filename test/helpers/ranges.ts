@@ -1,4 +1,4 @@
-// The document `spark engram-ranges --json` prints for one rank (contract.md), so a test states
+// The document `spark engram-ranges --json` prints for one rank (docs/ranges.md), so a test states
 // only its numbers: rank, world, split and each layer's [start, end) of a table of `rows`.
 import type { SplitRule } from '../../src/domain/split-rule.js';
 

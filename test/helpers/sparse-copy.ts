@@ -1,5 +1,5 @@
 // Sparse node-local copies for tests, written independently of spark's packer, laid out the
-// way the serving overlay's engram_local.py lays one out (domain.md, "The consumer"): the
+// way the serving overlay's engram_local.py lays one out (docs/serving-stacks.md, stack A): the
 // index, only the shards holding the copied Engram tables, each with its full apparent size
 // (ftruncate) and its header bytes, the rank's weight and scale rows at their original
 // offsets, holes elsewhere; engram-local.json {source, layers, quant, created, note}. The

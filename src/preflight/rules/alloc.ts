@@ -23,7 +23,7 @@ export const expandableSegments = defineRule({
   scope: 'files',
   evidence:
     'With expandable_segments:True every prefill of more than 64 query tokens returns NaN logits (garbage text, then ' +
-    'a scheduler crash when sampling), bisected over five boots (seed: mia-tp4 env). The eugr vLLM DeepSeek-V4 recipe ' +
+    'a scheduler crash when sampling), bisected over five boots (recipes/docker-images/mia-tp4/.env.example). The eugr vLLM DeepSeek-V4 recipe ' +
     'sets it on purpose, so the rule is for this stack only. Newer PyTorch reads the same setting from PYTORCH_ALLOC_CONF.',
   fix: 'set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False (and PYTORCH_ALLOC_CONF likewise, or leave it unset)',
   check(ctx) {

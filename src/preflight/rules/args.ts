@@ -11,7 +11,7 @@ export const jsonValue = defineRule({
   severity: 'error',
   scope: 'files',
   evidence:
-    'Flags like --speculative-config and --compilation-config take JSON (seed: eugr agent recipe writes them wrapped ' +
+    'Flags like --speculative-config and --compilation-config take JSON (recipes/deepseek-v4-flash-eugr-agent writes them wrapped ' +
     "in single quotes); the engine's argument parser fails at boot on malformed JSON.",
   fix: 'fix the JSON (double-quoted keys and strings, no trailing commas)',
   check(ctx) {
@@ -96,7 +96,7 @@ export const launcherOwned = defineRule({
   scope: 'files',
   evidence:
     'The launcher appends --model-path, --tp, --nnodes, --node-rank, --dist-init-addr, --host and --port from the ' +
-    'recipe and cluster (seed: dsv41 recipe); a second copy in args makes the result depend on argument order. It ' +
+    'recipe and cluster (recipes/dsv41-flash-4x-sglang-aiden16); a second copy in args makes the result depend on argument order. It ' +
     'also sets NODE_RANK, SPARK_WORLD_SIZE and VLLM_HOST_IP / SGLANG_HOST_IP per node: one shared value is wrong on ' +
     'every node but one.',
   fix: 'remove the flag from args; set the recipe key (port, tensor_parallel_size) or the cluster file (dist_addr) instead',

@@ -20,7 +20,7 @@ export const fabricRange = defineRule({
   scope: 'files',
   evidence:
     'NCCL only considers GIDs inside NCCL_IB_ADDR_RANGE; a node whose fabric address is outside it has no usable ' +
-    'RoCE GID and NCCL fails or falls back to sockets (domain.md, RoCE GID index; seed: dsv41 recipe pins 192.168.200.0/24).',
+    'RoCE GID and NCCL fails or falls back to sockets (docs/entrypoint.md, spark gid; recipes/dsv41-flash-4x-sglang-aiden16 pins 192.168.200.0/24).',
   fix: "correct NCCL_IB_ADDR_RANGE or the node's fabric_addr",
   check(ctx) {
     const v = ctx.env.get('NCCL_IB_ADDR_RANGE');

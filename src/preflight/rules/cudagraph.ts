@@ -34,7 +34,7 @@ export const vllmCapture = defineRule({
   scope: 'files',
   evidence:
     'Each decode step of a sequence verifies k+1 tokens, so a full batch is max_num_seqs × (k+1) tokens; a smaller ' +
-    'capture size runs those batches eagerly, and k=5 rejects --max-num-seqs 1 at boot (seed: eugr agent recipe, ' +
+    'capture size runs those batches eagerly, and k=5 rejects --max-num-seqs 1 at boot (recipes/deepseek-v4-flash-eugr-agent, ' +
     '"the k+1 multiple rule": 6 × 6 = 36). k comes from the --speculative-config JSON or its dotted form ' +
     '(--speculative-config.num_speculative_tokens 5).',
   fix: 'set --max-cudagraph-capture-size to max_num_seqs × (k+1)',
@@ -119,7 +119,7 @@ export const sglangGraphBs = defineRule({
   scope: 'files',
   evidence:
     'A decode batch larger than the largest captured batch size runs eagerly; the dsv41 recipe pairs ' +
-    '--max-running-requests 16 with --cuda-graph-max-bs-decode 16 (seed: dsv41 recipe).',
+    '--max-running-requests 16 with --cuda-graph-max-bs-decode 16 (recipes/dsv41-flash-4x-sglang-aiden16).',
   fix: 'raise --cuda-graph-max-bs(-decode) to --max-running-requests, or lower --max-running-requests',
   check(ctx) {
     const running = ctx.args.number('--max-running-requests');

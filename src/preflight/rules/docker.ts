@@ -15,7 +15,7 @@ export const shmSize = defineRule({
   scope: 'files',
   evidence:
     "Docker's default /dev/shm is 64 MB; torch multiprocessing and NCCL's shared-memory transport need far more " +
-    '(every seed recipe sets shm_size = "32gb"; domain.md failure 8: /dev/shm too small).',
+    '(every recipe in recipes/ sets shm_size = "32gb"; docs/failures.md 8: /dev/shm too small).',
   fix: 'set shm_size = "32gb"',
   check(ctx) {
     const text = ctx.recipe.shmSize;

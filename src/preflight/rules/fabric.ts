@@ -37,8 +37,8 @@ export const hca = defineRule({
   severity: 'error',
   scope: 'local-node',
   evidence:
-    'A wrong HCA name makes NCCL fall back to sockets or fail at the first collective (domain.md failure 8; seed: ' +
-    'dsv41 recipe pins NCCL_IB_HCA and B12X_ROCE_HCA = rocep1s0f0,roceP2p1s0f0).',
+    'A wrong HCA name makes NCCL fall back to sockets or fail at the first collective (docs/failures.md 8; ' +
+    'recipes/dsv41-flash-4x-sglang-aiden16 pins NCCL_IB_HCA and B12X_ROCE_HCA = rocep1s0f0,roceP2p1s0f0).',
   fix: 'use the names in /sys/class/infiniband on this node (ibv_devices lists them)',
   check(ctx) {
     const present = presentPorts(ctx.sysfs);
@@ -84,7 +84,7 @@ export const socketIfname = defineRule({
   scope: 'local-node',
   evidence:
     'NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME naming an interface the node lacks hangs or fails the rendezvous ' +
-    '(domain.md failure 8; seeds: dsv41 recipe enp1s0f0np0, mia-tp4 env enP7s7).',
+    '(docs/failures.md 8; recipes/dsv41-flash-4x-sglang-aiden16: enp1s0f0np0; recipes/docker-images/mia-tp4/.env.example: enP7s7).',
   fix: 'use an interface listed by `ip -br link` on this node',
   check(ctx) {
     const present = listDir(join(ctx.sysfs, 'class', 'net')) ?? [];
@@ -144,8 +144,8 @@ export const gid = defineRule({
   scope: 'local-node',
   evidence:
     'NCCL picks the lowest in-range IPv4 RoCE v2 GID; the index drifts after a reboot, a lost IPv4 leaves only fe80 ' +
-    'entries, a pinned index must be valid on every HCA of the node, and an empty value parses as 0 (domain.md, RoCE ' +
-    'GID index; seed: dsv41 recipe shares one B12X_ROCE_GID_INDEX across both HCAs).',
+    'entries, a pinned index must be valid on every HCA of the node, and an empty value parses as 0 (docs/entrypoint.md, ' +
+    'spark gid; recipes/dsv41-flash-4x-sglang-aiden16 shares one B12X_ROCE_GID_INDEX across both HCAs).',
   fix: 'restore the port\'s IPv4 address, or pin NCCL_IB_GID_INDEX / B12X_ROCE_GID_INDEX to the index `spark gid` reports',
   also: 'warn for settings NCCL would ignore or reinterpret (an empty pinned index, an invalid NCCL_IB_ADDR_RANGE)',
   async check(ctx) {

@@ -23,7 +23,7 @@ export const swallowedKey = diagnosticRule('swallowed-key', {
   severity: 'error',
   evidence:
     'TOML puts every bare key after `[table]` or `[[array]]` into that table; the dsv41 recipe warns that ' +
-    '`args`/`[env]` would parse into `[[extra_mounts]]` if written after it (seed: dsv41 recipe).',
+    '`args`/`[env]` would parse into `[[extra_mounts]]` if written after it (recipes/dsv41-flash-4x-sglang-aiden16).',
   fix: 'move the key above the first table header',
 });
 
@@ -39,7 +39,7 @@ export const undefinedVariable = diagnosticRule('undefined-variable', {
   id: 'env.undefined-variable',
   title: 'an env file expands a variable defined neither above it nor in the environment',
   severity: 'warn',
-  evidence: 'docker compose and dotenv expand an undefined $VAR to an empty string without a word (seed: mia-tp4 env uses $HOME).',
+  evidence: 'docker compose and dotenv expand an undefined $VAR to an empty string without a word (recipes/docker-images/mia-tp4/.env.example uses $HOME).',
   fix: 'define the variable above its use, or use ${VAR:-default}',
 });
 
@@ -49,6 +49,6 @@ export const composeOnly = diagnosticRule('compose-only', {
   severity: 'warn',
   evidence:
     'The mia-tp4 env file configures its start script (TP_SIZE, NNODES, PORT, SSH_IDENTITY, …) as well as the ' +
-    'containers (seed: mia-tp4 env); spark launch passes every key into every container, where those do nothing.',
+    'containers (recipes/docker-images/mia-tp4/.env.example); spark launch passes every key into every container, where those do nothing.',
   fix: 'set the value where spark reads it (the recipe or the cluster file) and drop it from the env file',
 });

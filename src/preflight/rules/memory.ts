@@ -12,7 +12,7 @@ export const VLLM_GMU_DEFAULT = 0.9;
 /** SGLang: the highest --mem-fraction-static measured to boot and serve on GB10 (mia-tp4's working value). */
 export const SGLANG_MFS_CEILING = 0.95;
 
-/** The memory a GB10 node's GPU sees (of its 128 GB, both host RAM and GPU memory; seed: eugr agent recipe). */
+/** The memory a GB10 node's GPU sees (of its 128 GB, both host RAM and GPU memory; recipes/deepseek-v4-flash-eugr-agent). */
 export const UNIFIED_MEMORY_BYTES = 119.6 * 2 ** 30;
 
 /** vLLM's human-readable integers: `8G` is 8 GiB, `8g` 8 GB, a bare number bytes. */
@@ -55,9 +55,9 @@ export const utilizationCeiling = defineRule({
   scope: 'files',
   evidence:
     '"0.80 boots but dies under traffic"; 0.78 is the safe ceiling on 2× GB10 with weights at ~77.7 of ~119.6 GiB ' +
-    '(seed: eugr agent recipe; domain.md: above ~0.78-0.85 boots then dies). SGLang\'s --mem-fraction-static ' +
+    '(recipes/deepseek-v4-flash-eugr-agent; docs/failures.md 3: above ~0.78-0.85 boots then dies). SGLang\'s --mem-fraction-static ' +
     'counts differently: 0.95 is the mia-tp4 working value, where rank 0 already has ~0.3 GB left for the OS, ' +
-    'and a pinned allocation that pushed the need to 0.9569 left no KV cache at all (seed: mia-tp4 env); above ' +
+    'and a pinned allocation that pushed the need to 0.9569 left no KV cache at all (recipes/docker-images/mia-tp4/.env.example); above ' +
     `${SGLANG_MFS_CEILING} the host starves (page cache, NCCL buffers, the OS share the same 128 GB).`,
   fix: `vLLM: --gpu-memory-utilization ${VLLM_GMU_SAFE}; SGLang: --mem-fraction-static ${SGLANG_MFS_CEILING} or less`,
   check(ctx) {

@@ -29,7 +29,7 @@ export const contextLength = defineRule({
   scope: 'snapshot',
   evidence:
     'Both engines refuse a context length above max_position_embeddings at boot unless overridden; DeepSeek-V4(.1) ' +
-    'Flash allows 1,048,576 (seeds: eugr agent recipe 1048576, dsv41 recipe 524288, mia-tp4 env "model max 1,048,576"). ' +
+    'Flash allows 1,048,576 (recipes/deepseek-v4-flash-eugr-agent 1048576, recipes/dsv41-flash-4x-sglang-aiden16 524288, recipes/docker-images/mia-tp4/.env.example "model max 1,048,576"). ' +
     `vLLM accepts a longer --max-model-len with ${LONG_CONTEXT_VARIABLE.vllm}=1, SGLang a longer --context-length with ` +
     `${LONG_CONTEXT_VARIABLE.sglang}=1.`,
   fix: 'lower the context length to at most max_position_embeddings',

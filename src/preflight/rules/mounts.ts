@@ -22,7 +22,7 @@ export const hostPaths = defineRule({
   scope: 'local-node',
   evidence:
     'docker -v creates a missing host path as an empty root-owned directory, so a missing wrapper script becomes a ' +
-    "directory and the entrypoint fails minutes into the boot (domain.md failure 10; seed: dsv41 recipe's wrapper).",
+    "directory and the entrypoint fails minutes into the boot (docs/failures.md 10; recipes/dsv41-flash-4x-sglang-aiden16's wrapper).",
   fix: 'create the path on that node (copy the script, mkdir the cache) or correct host = "…"',
   check(ctx) {
     const out = [];
@@ -78,7 +78,7 @@ export const fileIsDirectory = defineRule({
   evidence:
     'docker -v once ran with the wrapper script missing and created its host path as an empty root-owned directory; ' +
     'the path then exists, so every later launch mounts a directory where `sh /aiden4x-launch.sh` expects a script ' +
-    '(domain.md failure 10; seed: dsv41 recipe mounts its wrapper read-only).',
+    '(docs/failures.md 10; recipes/dsv41-flash-4x-sglang-aiden16 mounts its wrapper read-only).',
   fix: 'remove the directory docker created (sudo rmdir PATH) and copy the file there',
   check(ctx) {
     return ctx.recipe.extraMounts

@@ -48,7 +48,7 @@ export const sameImage = defineRule({
   scope: 'cluster',
   evidence:
     'docker run pulls a missing image at launch (33.3 GB for the dsv41 overlay), and a tag pulled at different times ' +
-    'can name different builds; ranks of different builds disagree at the first collective (domain.md failure 8: ' +
+    'can name different builds; ranks of different builds disagree at the first collective (docs/failures.md 8: ' +
     'images that differ across nodes).',
   fix: 'pull the same image on every node (docker pull IMAGE), or copy it (docker save IMAGE | ssh NODE docker load)',
   check(ctx) {
@@ -98,7 +98,7 @@ export const sameVersions = defineRule({
   scope: 'cluster',
   evidence:
     'NCCL and the CUDA graphs of the ranks must agree; a node left on another driver or kernel after an update ' +
-    'fails the first collective or loads different kernels (domain.md failure 8: kernel/driver mismatch across nodes).',
+    'fails the first collective or loads different kernels (docs/failures.md 8: kernel/driver mismatch across nodes).',
   fix: 'update the node that differs to the versions the others run (and reboot it)',
   check(ctx) {
     const head = reference(ctx);

@@ -36,7 +36,7 @@ export const freeSpace = defineRule({
   severity: 'error',
   scope: 'local-node',
   evidence:
-    "One rank's share of both tables is 47.2 GiB with 4 ranks and ~63-68 GiB with 3 (domain.md; seed: mia-tp4 env, " +
+    "One rank's share of both tables is 47.2 GiB with 4 ranks and ~63-68 GiB with 3 (docs/engram-tables.md; recipes/docker-images/mia-tp4/.env.example, " +
     '"~68 GiB/node"); a pack that runs out of space wastes the time it took.',
   fix: 'free space on that disk, or pack to another local disk and mount that instead',
   async check(ctx) {
@@ -138,7 +138,7 @@ export const manifest = defineRule({
   also: "warn for a sparse copy of another split; info when a copy made by the overlay's own tool matches no single rank's share",
   scope: 'local-node',
   evidence:
-    "With a node-local copy the ranges come from its engram-local.json (domain.md); a copy made for another rank or world " +
+    "With a node-local copy the ranges come from its engram-local.json (docs/engram-tables.md); a copy made for another rank or world " +
     "serves the wrong rows, a copy of another checkpoint the wrong table, and the overlay reads SPARK_ENGRAM_ROWS even " +
     'when a manifest exists (hostnode mode warns on disagreement, staged mode raises).',
   fix: 'make this node\'s copy: spark pack <snapshot> --out DIR --rank R --world W (or spark fanout pack for every node)',

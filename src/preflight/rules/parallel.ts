@@ -18,7 +18,7 @@ export const nodes = defineRule({
   scope: 'files',
   evidence:
     'These stacks run one rank per node (one GB10 GPU each); the eugr recipe says to bump tensor_parallel_size and ' +
-    'required_nodes together for 3 nodes (seed: eugr agent recipe; domain.md failure 6). `spark launch` refuses the ' +
+    'required_nodes together for 3 nodes (recipes/deepseek-v4-flash-eugr-agent; docs/failures.md 6). `spark launch` refuses the ' +
     'same shapes, so preflight and launch agree.',
   fix: 'make tensor_parallel_size × pipeline_parallel_size equal required_nodes',
   check(ctx) {
@@ -58,7 +58,7 @@ export const tpDivides = defineRule({
   scope: 'snapshot',
   evidence:
     'Heads 64, hidden 5120 and vocab 129280 are not divisible by 3; TP=3 needs the padding adapter ' +
-    'adapter/tp3_pad.py (seed: mia-tp4 env).',
+    'adapter/tp3_pad.py (recipes/docker-images/mia-tp4/.env.example).',
   fix: 'use a TP that divides them (1, 2 or 4 for DeepSeek-V4), or an image with a padding adapter and --skip parallel.tp-divides',
   async check(ctx) {
     const config = await ctx.modelConfig();
@@ -92,7 +92,7 @@ export const epSize = defineRule({
   evidence:
     'SGLang places expert parallelism inside the TP group (each expert shard spans tp ÷ ep ranks) and refuses an ' +
     '--ep-size that does not divide --tp-size at start-up; the dsv41 recipe runs --ep-size 4 with TP 4, the mia-tp4 ' +
-    'stack EP_SIZE 1 with TP 3 (seeds: dsv41 recipe, mia-tp4 env).',
+    'stack EP_SIZE 1 with TP 3 (recipes/dsv41-flash-4x-sglang-aiden16, recipes/docker-images/mia-tp4/.env.example).',
   fix: 'set --ep-size to a divisor of the TP size (1 or the TP size itself)',
   check(ctx) {
     const flag = EP_FLAGS.map((n) => ctx.args.get(n)).filter((f) => f !== undefined).sort((a, b) => a.index - b.index).at(-1);

@@ -23,8 +23,8 @@ export const ports = defineRule({
   also: 'warn when the port is privileged and preflight may not bind it',
   scope: 'local-node',
   evidence:
-    'The head binds the serving port and the --dist-init-addr port (seed: dsv41 recipe: port 30000, :25000); a ' +
-    'leftover container holding either fails the boot (domain.md failure 8).',
+    'The head binds the serving port and the --dist-init-addr port (recipes/dsv41-flash-4x-sglang-aiden16: port 30000, :25000); a ' +
+    'leftover container holding either fails the boot (docs/failures.md 8).',
   fix: 'stop whatever holds the port (docker ps; ss -ltnp), or change port / dist_port',
   check(ctx) {
     const wanted = headPorts(ctx);

@@ -1,6 +1,6 @@
 // SPARK_ENGRAM_ROWS in the overlay's grammar. The overlay parses `layer:lo:hi` entries only and
 // raises at install on anything else, and it parses the variable even when a sparse copy's
-// manifest gives the ranges (domain.md, "The consumer"); spark before this version wrote
+// manifest gives the ranges (docs/serving-stacks.md, stack A); spark before this version wrote
 // `layer:lo-hi`, so recipes, env files and cluster files may still carry that form.
 import { dashEntries, formatEngramRows, parseEngramRows } from '../../engram/ranges.js';
 import { defineRule, envSourceName, finding, whereEnv } from '../rule.js';
@@ -36,8 +36,8 @@ export const rowsGrammar = defineRule({
   scope: 'files',
   evidence:
     'The overlay parses SPARK_ENGRAM_ROWS as comma-separated LAYER:LO:HI entries and raises at install on anything ' +
-    'else ("expected LAYER:LO:HI entries"), even when a sparse copy\'s manifest gives the ranges (domain.md, The ' +
-    'consumer); earlier spark versions wrote layer:lo-hi.',
+    'else ("expected LAYER:LO:HI entries"), even when a sparse copy\'s manifest gives the ranges (docs/serving-stacks.md, stack ' +
+    'A); earlier spark versions wrote layer:lo-hi.',
   fix: 'write it as layer:lo:hi (1:0:96001542,14:0:96004170), or drop it and let the wrapper or the copy\'s manifest give the ranges',
   async check(ctx) {
     const v = ctx.env.get('SPARK_ENGRAM_ROWS');

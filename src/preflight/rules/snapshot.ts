@@ -18,7 +18,7 @@ export const complete = defineRule({
   severity: 'error',
   scope: 'local-node',
   evidence:
-    'A missing or truncated shard fails the load minutes into the boot (domain.md failure 7); the reader checks each ' +
+    'A missing or truncated shard fails the load minutes into the boot (docs/failures.md 7); the reader checks each ' +
     "file's size against its header's data_offsets. A NAS mounted on every node can still be missing or stale on one.",
   fix: 'finish or repeat the download (huggingface-cli download <model> --revision <rev>) so every shard is complete',
   check(ctx) {
@@ -71,7 +71,7 @@ export const engramTables = defineRule({
   scope: 'local-node',
   evidence:
     'The overlay serves Engram rows from SPARK_ENGRAM_DIR; layers 1 and 14 of V4.1-Flash hold 384,006,168 and ' +
-    '384,016,682 rows (domain.md, Engram tables; seed: dsv41 recipe).',
+    '384,016,682 rows (docs/engram-tables.md; recipes/dsv41-flash-4x-sglang-aiden16).',
   fix: 'point SPARK_ENGRAM_DIR at the complete V4.1 snapshot (or a pack made from it)',
   async check(ctx) {
     if (!engramTablesApply(ctx)) return [];
@@ -96,7 +96,7 @@ export const engramDir = defineRule({
   scope: 'local-node',
   evidence:
     'SPARK_ENGRAM_DIR is a container path: the launcher mounts hf_cache at /root/.cache/huggingface and each ' +
-    'extra_mount at its container path (seed: dsv41 recipe); a path under no mount, or missing on the node, fails at boot.',
+    'extra_mount at its container path (recipes/dsv41-flash-4x-sglang-aiden16); a path under no mount, or missing on the node, fails at boot.',
   fix: 'mount the directory (extra_mounts or the cluster hf_cache) and make sure it exists on every node',
   check(ctx) {
     const e = engramDirOnNode(ctx);
@@ -148,7 +148,7 @@ export const sameRevision = defineRule({
   scope: 'cluster',
   evidence:
     "Each node resolves the model in its own cache (refs/main, or a copy of the NAS); ranks that load different revisions " +
-    'hold weights that do not belong together and the all-reduce sums them (domain.md: the public revision is dba1be0a…).',
+    'hold weights that do not belong together and the all-reduce sums them (docs/engram-tables.md: the public revision is dba1be0a…).',
   fix: "download the head's revision on that node (huggingface-cli download <model> --revision <rev>), or pass --revision to the launch",
   check(ctx) {
     const head = ctx.checked.find((c) => c.node.rank === ctx.placement?.head.rank);
