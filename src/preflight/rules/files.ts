@@ -4,15 +4,18 @@ import { at, type FileDiagnostic } from '../../recipes/index.js';
 import { defineRule, finding, type RuleInput } from '../rule.js';
 import type { Rule } from '../types.js';
 
-/** A rule that reports, one finding each, the diagnostics of `kind` the file readers made. */
-function diagnosticRule(kind: FileDiagnostic['kind'], meta: Omit<RuleInput, 'scope' | 'check'>): Rule {
+/**
+ * A rule that reports, one finding each, the diagnostics of `kind` the file readers made, at the
+ * severity a diagnostic gives (else the rule's).
+ */
+export function diagnosticRule(kind: FileDiagnostic['kind'], meta: Omit<RuleInput, 'scope' | 'check'>): Rule {
   return defineRule({
     ...meta,
     scope: 'files',
     check(ctx) {
       return [...ctx.recipeDiagnostics, ...ctx.clusterDiagnostics]
         .filter((d) => d.kind === kind)
-        .map((d) => finding(this, { message: d.message, where: at(d.file, d.line), fix: d.fix }));
+        .map((d) => finding(this, { message: d.message, where: at(d.file, d.line), fix: d.fix, severity: d.severity }));
     },
   });
 }

@@ -1,23 +1,9 @@
 // What reading a sparkrun recipe (or cluster) found (src/recipes/sparkrun/): steps of the recipe spark does
 // not take, and what became of its defaults and placeholders on the way to the engine. Each
 // diagnostic is one finding, at the severity the reader gave it.
-import { at, type FileDiagnostic } from '../../recipes/index.js';
-import { defineRule, finding, type RuleInput } from '../rule.js';
-import type { Rule } from '../types.js';
+import { diagnosticRule } from './files.js';
 
-function sparkrunRule(kind: FileDiagnostic['kind'], meta: Omit<RuleInput, 'scope' | 'check'>): Rule {
-  return defineRule({
-    ...meta,
-    scope: 'files',
-    check(ctx) {
-      return [...ctx.recipeDiagnostics, ...ctx.clusterDiagnostics]
-        .filter((d) => d.kind === kind)
-        .map((d) => finding(this, { message: d.message, where: at(d.file, d.line), fix: d.fix, severity: d.severity }));
-    },
-  });
-}
-
-export const notRun = sparkrunRule('sparkrun-not-run', {
+export const notRun = diagnosticRule('sparkrun-not-run', {
   id: 'sparkrun.not-run',
   title: 'a sparkrun recipe asks for a step spark does not take (mods, pre_exec, Ray, per-machine images, building images, …)',
   severity: 'error',
@@ -28,7 +14,7 @@ export const notRun = sparkrunRule('sparkrun-not-run', {
   fix: 'do the step another way (bake it into the image, spark pack for Engram rows) and remove the key',
 });
 
-export const defaultsReach = sparkrunRule('sparkrun-defaults', {
+export const defaultsReach = diagnosticRule('sparkrun-defaults', {
   id: 'sparkrun.defaults',
   title: "what a sparkrun recipe's defaults, command placeholders and env references became on the way to the engine",
   severity: 'warn',
