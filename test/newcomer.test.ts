@@ -119,3 +119,17 @@ test('an output path is said for what it is: a dangling link, a file, a virtual 
   mkdirSync(join(dir, 'made'));
   assert.equal((await cli(['pack', snap.dir, '--out', join(dir, 'made', 'a', 'b'), '--rank', '0', '--world', '2'])).code, 0, 'missing parents are made');
 });
+
+test("bench gather's footer explains the cold? mark only when a case has it, beside the WARNING it points at", async () => {
+  const snap = makeSnapshot();
+  const base = ['bench', 'gather', snap.dir, '--threads', '1', '--batch', '24', '--seconds', '1', '--no-fio', '--no-naive', '--variants', 'snapshot'];
+  const warm = await cli(base);
+  assert.equal(warm.code, 0, warm.stderr);
+  assert.doesNotMatch(warm.stdout, /cold\?|WARNING/);
+  assert.match(warm.stdout, /psync IOPS: fio with one blocking reader per thread, NOT the ceiling\. See `spark bench gather --help`\./);
+  const cold = await cli([...base, '--cold']); // a snapshot this small fits in the page cache: not cold
+  assert.equal(cold.code, 0, cold.stderr);
+  assert.match(cold.stdout, /^WARNING: cold cases read through the page cache are NOT cold/m);
+  assert.match(cold.stdout, / cold\? /);
+  assert.match(cold.stdout, /cold\?: this case may have read from the page cache \(see the WARNING above\)\./);
+});
