@@ -4,16 +4,29 @@ ctypes as the engine calls it (docs/engine-libs.md):
   python3 bench/engine-libs.py --spark build/Release/libengram_rows.so \
       --baseline LIB [--dir DIR] [--rows N] [--threads 64] [--reps 40]
   python3 bench/engine-libs.py --stack mia --spark build/Release/librow_store.so \
-      --baseline LIB [--budget BYTES] ...
+      --baseline LIB [--budget BYTES] [--pack] [--dists uniform,zipf] [--zipf 1.0] ...
 
 The baseline is any library with the stack's ABI: for the overlay,
 bench/baselines/overlay-engram-rows/ builds one that reads as the overlay does; for the Mia
 stack, a library of its ABI (its own read path). Mia stack: both stores get the same cache
 budget (--budget, default 0: no cache) and DSV41_IO_THREADS=--threads; the owned range is the
-whole table and no pack is attached (the checkpoint path, scales pinned by default). A table of N rows (256 weight + 8 scale bytes, random) is
-written to DIR, synced and evicted from the page cache, and deleted at the end.
+whole table. Without --pack no pack is attached (the checkpoint path, scales pinned by default):
+a table of N rows (256 weight + 8 scale bytes, random) is written to DIR, synced and evicted
+from the page cache, and deleted at the end.
+With --pack (Mia only) both stores attach one packed shard of layer 14 owning [0, N) after
+row_store_range, DSV41_RESIDENT_SCALES=0 as the recipes set with packs: a 4096-byte header of
+six little-endian uint64 (magic 0x31344E4531565344, layer, lo, hi, N, 264), zeros to 4096,
+then each row's weight(256) and scale(8) back to back, 4096 + N*264 bytes. Both libraries
+open a pack O_DIRECT only (attach returning 1 is checked, so the pack is read past the page
+cache); the checkpoint is then a sparse file of the right size that no miss reads (the
+stats' reads and a byte check of both sides against the pack at the end show it).
+--dists: ids drawn uniformly, and/or from a Zipf-like stream (rank k with weight 1/k^--zipf,
+repeats within and across batches, ranks scattered over the table by an odd multiplier mod N).
+Per line, the stats' hit rate and reads per 1000 ids over that line's calls (spark counts a
+repeat within a batch as a hit even with no cache, the baseline reads it again: reads per id
+is the figure that compares the two).
 
-cold: every call asks fresh uniform ids of the owned range [0, N), and before each (untimed)
+cold: every call asks fresh ids of the owned range [0, N) (uniform unless --dists), and before each (untimed)
 the baseline's engram_rows_release() drops its mapping and the file's page cache (as the
 overlay's governor does 10-15 times in 5 minutes; the baseline then reads weight and scale
 pages from the device). spark's library keeps its state: O_DIRECT reads (no page cache), its
@@ -24,7 +37,6 @@ and the ratio baseline/spark."""
 import argparse
 import ctypes
 import os
-import random
 import statistics
 import sys
 import time
@@ -53,16 +65,61 @@ def load_mia(path):
     lib.row_store_lookup.argtypes = [ctypes.c_void_p]
     lib.row_store_close.argtypes = [ctypes.c_void_p]
     lib.row_store_stats.argtypes = [ctypes.c_void_p, ctypes.POINTER(u64)]
+    lib.row_store_attach_packed.argtypes = [ctypes.c_void_p, ctypes.c_char_p, u64]
     return lib
 
 
+PACK_MAGIC, PACK_LAYER, PACK_HEADER = 0x31344E4531565344, 14, 4096
+
+
+def write_pack(path, rows):
+    """The Mia shard of layer PACK_LAYER owning [0, rows), random rows; the checkpoint beside it is sparse."""
+    rng = np.random.default_rng(0)
+    with open(path, "xb") as f:
+        head = np.array([PACK_MAGIC, PACK_LAYER, 0, rows, rows, W + S], "<u8").tobytes()
+        f.write(head + bytes(PACK_HEADER - len(head)))
+        for at in range(0, rows, 1 << 20):
+            f.write(rng.integers(0, 256, size=min(1 << 20, rows - at) * (W + S), dtype=np.uint8).tobytes())
+        f.flush()
+        os.fsync(f.fileno())
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+    if os.path.getsize(path) != PACK_HEADER + rows * (W + S):
+        sys.exit(f"{path}: wrong pack size")
+
+
+def zipf_stream(rows, s, rng):
+    cdf = np.cumsum(1.0 / np.arange(1, rows + 1, dtype=np.float64) ** s)
+    cdf /= cdf[-1]
+    mult = int(rows * 0.6180339887) | 1  # < rows < 2^31, so rank * mult fits an int64
+    while np.gcd(mult, rows) != 1:
+        mult += 2
+
+    def draw(n):
+        ranks = np.minimum(np.searchsorted(cdf, rng.random(n)), rows - 1).astype(np.int64)
+        return (ranks * mult) % rows
+    return draw
+
+
+def check_pack_rows(sides, pack, rows, rng):
+    """Both sides' rows for the same ids against the pack's bytes, read by numpy."""
+    body = np.memmap(pack, np.uint8, "r", PACK_HEADER, (rows, W + S))
+    ids = rng.integers(0, rows, 4096).astype(np.int64)
+    for s in sides:
+        s.call(ids)
+        if not (np.array_equal(s.w[:len(ids)], body[ids, :W]) and np.array_equal(s.s[:len(ids)], body[ids, W:])):
+            sys.exit(f"{s.name}: rows differ from the pack")
+    return f"{len(ids)} ids byte-exact against the pack on both sides"
+
+
 class MiaSide:
-    def __init__(self, name, lib, path, rows, budget, batch_max):
+    def __init__(self, name, lib, path, rows, budget, batch_max, pack=None):
         self.name, self.lib = name, lib
         self.store = lib.row_store_open(path.encode(), rows, 0, rows * W, budget)
         if not self.store:
             sys.exit(f"{name}: open failed")
         lib.row_store_range(self.store, 0, rows)
+        if pack and lib.row_store_attach_packed(self.store, pack.encode(), PACK_LAYER) != 1:
+            sys.exit(f"{name}: {pack} not attached (its filesystem refuses O_DIRECT?); use --dir elsewhere")
         self.w = np.empty((batch_max, W), np.uint8)
         self.s = np.empty((batch_max, S), np.uint8)
 
@@ -75,10 +132,14 @@ class MiaSide:
     def evict(self):
         pass  # O_DIRECT (or the store's own cache): nothing of the page cache to drop
 
-    def report(self):
+    def stats(self):
         out = (u64 * 9)()
         self.lib.row_store_stats(self.store, out)
-        return f"hits {out[0]} misses {out[1]} reads {out[2]} threads {out[7]}"
+        return list(out)
+
+    def report(self):
+        out = self.stats()
+        return f"hits {out[0]} misses {out[1]} reads {out[2]} cache slots {out[4]} threads {out[7]} packed {out[8]}"
 
     def close(self):
         self.lib.row_store_close(self.store)
@@ -154,49 +215,77 @@ def main():
     ap.add_argument("--rows", type=int, default=8 << 20)
     ap.add_argument("--threads", type=int, default=64)
     ap.add_argument("--reps", type=int, default=40)
+    ap.add_argument("--pack", action="store_true")
+    ap.add_argument("--dists", default="uniform")
+    ap.add_argument("--zipf", type=float, default=1.0)
     a = ap.parse_args()
+    if a.pack and a.stack != "mia":
+        sys.exit("--pack is for --stack mia")
     path = os.path.join(a.dir, f"engine-libs-bench-{os.getpid()}.bin")
-    write_table(path, a.rows)
+    pack = os.path.join(a.dir, f"engine-libs-bench-{os.getpid()}.pack") if a.pack else None
+    np_rng = np.random.default_rng(2)
+    draws = {"uniform": lambda n: np_rng.integers(0, a.rows, n).astype(np.int64)}
+    if "zipf" in a.dists:
+        draws["zipf"] = zipf_stream(a.rows, a.zipf, np_rng)
+    dists = a.dists.split(",")
+    if pack:
+        with open(path, "xb") as f:
+            f.truncate(a.rows * (W + S))
+    else:
+        write_table(path, a.rows)
     try:
+        if pack:
+            write_pack(pack, a.rows)
         if a.stack == "overlay":
             sides = [Side("baseline", load(a.baseline), path, a.rows, a.threads, 49152),
                      Side("spark", load(a.spark), path, a.rows, a.threads, 49152)]
         else:
             os.environ["DSV41_IO_THREADS"] = str(a.threads)
-            sides = [MiaSide("baseline", load_mia(a.baseline), path, a.rows, a.budget, 49152),
-                     MiaSide("spark", load_mia(a.spark), path, a.rows, a.budget, 49152)]
-        rng = random.Random(1)
-        print(f"# {a.stack} ABI, table {a.rows} rows ({a.rows * (W + S) / 2**30:.2f} GiB), {a.threads} threads, file {path}")
-        print("batch  mode  side      p50_us    p99_us   rows/s(p50)  baseline/spark(p50)")
-        for batch in (24, 144, 49152):
+            if pack:
+                os.environ["DSV41_RESIDENT_SCALES"] = "0"
+            sides = [MiaSide("baseline", load_mia(a.baseline), path, a.rows, a.budget, 49152, pack),
+                     MiaSide("spark", load_mia(a.spark), path, a.rows, a.budget, 49152, pack)]
+        print(f"# {a.stack} ABI, table {a.rows} rows ({a.rows * (W + S) / 2**30:.2f} GiB), {a.threads} threads, "
+              f"budget {a.budget}, {'pack ' + pack if pack else 'file ' + path}, load {os.getloadavg()}")
+        print("batch  dist    mode  side      p50_us    p99_us   rows/s(p50)  baseline/spark(p50)  [hit% reads/1000ids]")
+        for batch, dist, mode in [(b, d, m) for b in (24, 144, 49152) for d in dists for m in ("cold", "warm")]:
             reps = a.reps if batch < 49152 else max(4, a.reps // 8)
-            for mode in ("cold", "warm"):
-                times = {s.name: [] for s in sides}
-                fixed = {s.name: np.array([rng.randrange(a.rows) for _ in range(batch)], np.int64) for s in sides}
-                if mode == "warm":
-                    for s in sides:
-                        s.call(fixed[s.name])
-                for r in range(reps):
-                    order = sides if r % 2 == 0 else sides[::-1]
-                    for s in order:
-                        ids = fixed[s.name] if mode == "warm" else np.array(
-                            [rng.randrange(a.rows) for _ in range(batch)], np.int64)
-                        if mode == "cold":
-                            s.evict()
-                        times[s.name].append(s.call(ids))
-                p50 = {}
+            times = {s.name: [] for s in sides}
+            fixed = {s.name: draws[dist](batch) for s in sides}
+            before = {s.name: s.stats() for s in sides if a.stack == "mia"}
+            if mode == "warm":
                 for s in sides:
-                    t = times[s.name]
-                    p50[s.name] = pct(t, 0.5)
-                    print(f"{batch:6d} {mode}  {s.name:8s} {pct(t, 0.5) / 1e3:9.1f} {pct(t, 0.99) / 1e3:9.1f} "
-                          f"{batch / (pct(t, 0.5) / 1e9):12.0f}" +
-                          (f"  {p50['baseline'] / p50['spark']:.2f}x" if s.name == "spark" else ""))
-                sys.stdout.flush()
+                    s.call(fixed[s.name])
+            for r in range(reps):
+                order = sides if r % 2 == 0 else sides[::-1]
+                for s in order:
+                    ids = fixed[s.name] if mode == "warm" else draws[dist](batch)
+                    if mode == "cold":
+                        s.evict()
+                    times[s.name].append(s.call(ids))
+            p50 = {}
+            for s in sides:
+                t = times[s.name]
+                p50[s.name] = pct(t, 0.5)
+                cache = ""
+                if a.stack == "mia":
+                    d = [x - y for x, y in zip(s.stats(), before[s.name])]
+                    ids_n = len(t) * batch + (batch if mode == "warm" else 0)
+                    cache = f"  [{100 * d[0] / max(1, d[0] + d[1]):.1f}% {1000 * d[2] / ids_n:.0f}]"
+                print(f"{batch:6d} {dist:7s} {mode}  {s.name:8s} {pct(t, 0.5) / 1e3:9.1f} {pct(t, 0.99) / 1e3:9.1f} "
+                      f"{batch / (pct(t, 0.5) / 1e9):12.0f}" +
+                      (f"  {p50['baseline'] / p50['spark']:.2f}x" if s.name == "spark" else "       ") + cache)
+            sys.stdout.flush()
+        if pack:
+            print(f"# {check_pack_rows(sides, pack, a.rows, np_rng)}")
         for s in sides:
             print(f"# {s.name} at the end: {s.report()}")
             s.close()
+        print(f"# load at the end {os.getloadavg()}")
     finally:
         os.unlink(path)
+        if pack and os.path.exists(pack):
+            os.unlink(pack)
 
 
 if __name__ == "__main__":
