@@ -99,8 +99,10 @@ function byteOrder(a: string, b: string): number {
 /**
  * The probe's part for the packed directory. Output: `mdir KIND DIRHEX`, then per candidate
  * `mfile NAMEHEX KIND SIZE DIRECT xHEADHEX` (`-` for what a non-file lacks), then
- * `mident HEX` when identity.json is a small regular file. The header is read by one dd read of
- * 48 bytes, O_DIRECT is tried by dd on one aligned 4 KiB block, each only on a regular file.
+ * `mident HEX` when identity.json is a small regular file. The header is one dd read of the first
+ * 4 KiB block, of which od keeps 48 bytes (dd asks for a page-aligned buffer of `bs` bytes, and
+ * strict allocators, AddressSanitizer's among them, refuse one whose size is not a multiple of
+ * the page); O_DIRECT is tried by dd on one aligned 4 KiB block; each only on a regular file.
  */
 export function miaDirScript(dir: string): string {
   return String.raw`d=${shQuote(dir)}
@@ -114,7 +116,7 @@ if [ $k = dir ]; then
     kind "$f"; s=-; o=-; h=-
     if [ $k = file ]; then
       s=$(wc -c < "$f" | tr -d ' ')
-      [ -r "$f" ] && h=x$(dd if="$f" bs=${MIA_HEADER_FIELDS_BYTES} count=1 2>/dev/null | od -An -v -tx1 | tr -d ' \n')
+      [ -r "$f" ] && h=x$(dd if="$f" bs=4096 count=1 2>/dev/null | od -An -v -N ${MIA_HEADER_FIELDS_BYTES} -tx1 | tr -d ' \n')
       if dd if="$f" of=/dev/null bs=4096 count=1 iflag=direct 2>/dev/null; then o=1; else o=0; fi
     fi
     printf 'mfile '; printf '%s' "${'$'}{f##*/}" | od -An -v -tx1 | tr -d ' \n'; printf ' %s %s %s %s\n' $k "$s" $o "$h"
