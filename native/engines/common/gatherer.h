@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/row_plan.h"
+#include "engines/common/call_log.h"
 #include "engines/common/aio_reader.h"
 #include "engines/common/row_cache.h"
 #include "engines/common/row_source.h"
@@ -31,6 +32,18 @@ struct GatherCounters {
   std::atomic<uint64_t> calls{0}, owned{0}, zeroed{0}, ns{0};
   std::atomic<uint64_t> hits{0}, misses{0}, reads{0};
 };
+
+// The counted part of a stats line (calls, rows, hits, misses, reads); each store adds what it
+// holds (cache and pinned bytes, a pack).
+inline CallTotals CountedTotals(const GatherCounters& c) {
+  CallTotals t;
+  t.calls = c.calls.load();
+  t.rows = c.owned.load() + c.zeroed.load();
+  t.hits = c.hits.load();
+  t.misses = c.misses.load();
+  t.reads = c.reads.load();
+  return t;
+}
 
 class Gatherer {
  public:

@@ -133,13 +133,7 @@ void MiaStore::Lookup(const int64_t* ids, uint64_t count, uint8_t* w, uint8_t* s
 }
 
 CallTotals MiaStore::Totals() const {
-  GatherCounters& c = const_cast<Gatherer&>(gatherer_).counters();
-  CallTotals t;
-  t.calls = c.calls.load();
-  t.rows = c.owned.load() + c.zeroed.load();
-  t.hits = c.hits.load();
-  t.misses = c.misses.load();
-  t.reads = c.reads.load();
+  CallTotals t = CountedTotals(const_cast<Gatherer&>(gatherer_).counters());
   t.cache_bytes = cache_.footprint();
   t.pinned_bytes = scales_ ? scales_->bytes() : 0;
   t.packed = pack_ != nullptr;

@@ -114,13 +114,7 @@ void OverlayStore::Gather(const int64_t* ids, uint64_t count, uint8_t* w, uint8_
   const uint64_t now = CallLog::NowNs();
   log_.Record(now - start);
   if (log_.Due(now)) {
-    GatherCounters& c = gatherer_.counters();
-    CallTotals t;
-    t.calls = c.calls.load();
-    t.rows = c.owned.load() + c.zeroed.load();
-    t.hits = c.hits.load();
-    t.misses = c.misses.load();
-    t.reads = c.reads.load();
+    CallTotals t = CountedTotals(gatherer_.counters());
     t.cache_bytes = cache_.rows() * kRowBytes;
     t.pinned_bytes = pinned_bytes_.load();
     log_.Post(team_, t, now);
