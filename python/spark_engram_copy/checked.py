@@ -65,10 +65,6 @@ def _read_json(path, what, max_bytes=MAX_JSON_BYTES):
     return _parse_json(data, path, what)
 
 
-def _read_manifest(path):
-    return _read_json(path, "the manifest", MAX_MANIFEST_BYTES)
-
-
 def _parse_json(data, path, what):
     try:
         text = data.decode("utf-8")
