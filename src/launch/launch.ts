@@ -149,46 +149,26 @@ async function containerState(node: NodePlan, tools: Tools, env: NodeJS.ProcessE
   return r.code === 0 && m ? { status: m[1]!, exit: m[2]!, oom: m[3] === 'true' } : undefined;
 }
 
-async function followUntilHealthy(plan: LaunchPlan, req: LaunchRequest, io: Io, tools: Tools): Promise<FollowOutcome> {
-  const stopHealth = new AbortController();
-  let healthy = false;
-  let reportExit: (o: FollowOutcome) => void = () => {};
-  const exited = new Promise<FollowOutcome>((resolve) => (reportExit = resolve));
-  const onStreamEnd = async (r: NodeJobResult) => {
-    if (r.stopped) return;
-    const node = plan.nodes[r.rank]!;
-    const state = await containerState(node, tools, io.env);
-    if (state?.status === 'running') {
-      io.stderr(`note: lost the log stream of node ${node.rank} (${node.host}); its container is still running\n`);
-      return;
-    }
-    const how = state
-      ? `the container exited with status ${state.exit}${state.oom ? ' (out of memory)' : ''}`
-      : `the node stopped answering (${describeEnd(r)}: ${lastLine(r.tail.join('\n'))})`;
-    // An engine's last line is often its exit notice; the lines before it say why.
-    const last = state ? lastLines(r.tail.join('\n'), EXIT_LINES) : '';
-    if (healthy) {
-      io.stderr(`note: node ${node.rank} (${node.host}): ${how}${last ? `; last output: ${last}` : ''}\n`);
-      return;
-    }
-    reportExit({
-      kind: 'exited',
-      rank: node.rank,
-      message: `node ${node.rank} (${node.host}): ${how} before the server was healthy${last ? `; last output: ${last}` : ''}`,
-    });
-  };
-  const follow = startFanOut(
-    plan.nodes.map((n) => ({ rank: n.rank, host: n.host, argv: nodeArgv(n.host, [n.argv[0]!, 'logs', '--follow', n.container], tools) })),
-    { env: io.env, write: io.stderr, failed: () => false, onExit: (r) => void onStreamEnd(r) },
-  );
-  const onAbort = () => stopHealth.abort();
-  req.signal?.addEventListener('abort', onAbort, { once: true });
+/** Why a node's log stream ended, asked of docker (and its last output); undefined while its container still runs. */
+async function whyEnded(node: NodePlan, r: NodeJobResult, tools: Tools, env: NodeJS.ProcessEnv): Promise<{ how: string; last: string } | undefined> {
+  const state = await containerState(node, tools, env);
+  if (state?.status === 'running') return undefined;
+  const how = state
+    ? `the container exited with status ${state.exit}${state.oom ? ' (out of memory)' : ''}`
+    : `the node stopped answering (${describeEnd(r)}: ${lastLine(r.tail.join('\n'))})`;
+  // An engine's last line is often its exit notice; the lines before it say why.
+  const last = state ? lastLines(r.tail.join('\n'), EXIT_LINES) : '';
+  return { how, last: last ? `; last output: ${last}` : '' };
+}
+
+/** Polls the plan's health URL until 200, the timeout, or `signal`. */
+function pollHealth(plan: LaunchPlan, req: LaunchRequest, io: Io, signal: AbortSignal): Promise<FollowOutcome> {
   io.stderr(`waiting for ${plan.healthUrl} (timeout ${formatDuration(req.timeoutMs)})\n`);
-  const health = waitForHealth({
+  return waitForHealth({
     url: plan.healthUrl,
     timeoutMs: req.timeoutMs,
     intervalMs: req.intervalMs,
-    signal: stopHealth.signal,
+    signal,
     ...(io.stderrIsTTY && req.progressEveryMs > 0
       ? {
           progressEveryMs: req.progressEveryMs,
@@ -197,6 +177,29 @@ async function followUntilHealthy(plan: LaunchPlan, req: LaunchRequest, io: Io, 
         }
       : {}),
   }).then((h): FollowOutcome => (h.ok ? { kind: 'healthy', ms: h.ms } : h.reason === 'timeout' ? { kind: 'timeout', last: h.last } : { kind: 'aborted' }));
+}
+
+async function followUntilHealthy(plan: LaunchPlan, req: LaunchRequest, io: Io, tools: Tools): Promise<FollowOutcome> {
+  const stopHealth = new AbortController();
+  let healthy = false;
+  let reportExit: (o: FollowOutcome) => void = () => {};
+  const exited = new Promise<FollowOutcome>((resolve) => (reportExit = resolve));
+  const onStreamEnd = async (r: NodeJobResult) => {
+    if (r.stopped) return;
+    const node = plan.nodes[r.rank]!;
+    const why = await whyEnded(node, r, tools, io.env);
+    const who = `node ${node.rank} (${node.host})`;
+    if (why === undefined) io.stderr(`note: lost the log stream of ${who}; its container is still running\n`);
+    else if (healthy) io.stderr(`note: ${who}: ${why.how}${why.last}\n`);
+    else reportExit({ kind: 'exited', rank: node.rank, message: `${who}: ${why.how} before the server was healthy${why.last}` });
+  };
+  const follow = startFanOut(
+    plan.nodes.map((n) => ({ rank: n.rank, host: n.host, argv: nodeArgv(n.host, [n.argv[0]!, 'logs', '--follow', n.container], tools) })),
+    { env: io.env, write: io.stderr, failed: () => false, onExit: (r) => void onStreamEnd(r) },
+  );
+  const onAbort = () => stopHealth.abort();
+  req.signal?.addEventListener('abort', onAbort, { once: true });
+  const health = pollHealth(plan, req, io, stopHealth.signal);
   const outcome = await Promise.race([health, exited]);
   stopHealth.abort();
   await health;
