@@ -174,9 +174,10 @@ spark_j_struct() {
     [ "$spark_j_first" = 1 ] || spark_j_token ,
     spark_j_first=0
     while :; do
-      # The variables in these patterns are character classes on purpose.
+      # $spark_cr unquoted on purpose: a character of the class (leading blanks dropped).
       # shellcheck disable=SC2295
       spark_j_p=${spark_j_p#"${spark_j_p%%[! 	$spark_cr]*}"}
+      # $spark_delims unquoted on purpose: a character class (a value ends at a delimiter).
       # shellcheck disable=SC2295
       case $spark_j_p in
         '') break ;;

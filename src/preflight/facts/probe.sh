@@ -36,8 +36,8 @@ i=0; for ref in "$@"; do
 done
 # The GPU, asked only when the request has images (a node that runs containers).
 if [ "$i" -gt 0 ] && command -v nvidia-smi >/dev/null 2>&1; then printf 'nvidia '; nvidia-smi 2>/dev/null | head -c 8192 | hx; fi
-# cat, not a redirection: a missing file still gives hx its empty input, and the record its newline.
 printf 'routes '
+# cat, not a redirection: a missing file still gives hx its empty input, and the record its newline.
 # shellcheck disable=SC2002
 cat "$proc_net"/route 2>/dev/null | hx
 printf 'addrs '; { ip -o addr show 2>/dev/null || hostname -I 2>/dev/null; } | hx
