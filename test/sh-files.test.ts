@@ -128,6 +128,7 @@ test('the placeholder mechanism quotes every value and refuses a missing, unused
   assert.throws(() => t.fill({ A: 'x', LIST: [], B: 'y', N: 1, Q: [], TYPO: 2 }), /no placeholder for @TYPO@/);
   assert.throws(() => t.fill({ A: 'x', LIST: [], B: 'y', N: 1.5, Q: [] }), /@N@: 1\.5 is not a whole number/);
   assert.throws(() => file('c.sh', '# for @A@ ranks\n').fill({ A: 'x' }), /c\.sh:1: @A@ is in a comment/);
+  assert.throws(() => file('c2.sh', 'a=1 # for @A@\n').fill({ A: 'x' }), /c2\.sh:1: @A@ is in a comment/);
   assert.throws(() => file('w.sh', 'a="@A@"\n').fill({ A: 'x' }), /w\.sh:1: @A@ must be a word of its own/);
   assert.throws(() => file('w2.sh', 'a=x@A@\n').fill({ A: 'x' }), /must be a word of its own/);
   assert.throws(() => file('loop.sh', '. ./loop.sh\n').fill({}), /loop\.sh -> loop\.sh: a fragment includes itself/);

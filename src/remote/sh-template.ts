@@ -82,9 +82,10 @@ export class ShTemplate {
     const used = new Set<string>();
     const out = this.load().map(({ file, line, text }) => {
       const where = `${file}:${line}`;
-      const comment = /^\s*#/.test(text);
       return text.replace(PLACEHOLDER, (whole, key: string, at: number) => {
-        if (comment) throw new Error(`${where}: @${key}@ is in a comment (a value there could end it)`);
+        // A `#` at a word's start before it: the rest of the line is a comment (quotes aside,
+        // which no placeholder line needs).
+        if (/(^|\s)#/.test(text.slice(0, at))) throw new Error(`${where}: @${key}@ is in a comment (a value there could end it)`);
         if (!BEFORE.test(text.slice(0, at)) || !AFTER.test(text.slice(at + whole.length))) {
           throw new Error(`${where}: @${key}@ must be a word of its own`);
         }
