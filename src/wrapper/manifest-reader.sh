@@ -1,31 +1,27 @@
-// The part of the `--emit-sh` script that reads a node-local copy in SPARK_ENGRAM_DIR, in shell
-// builtins: the overlay serves only the rows a sparse copy holds and parses SPARK_ENGRAM_ROWS
-// too (hostnode mode warns on disagreement, staged mode raises), so the script exports the
-// manifest's ranges, and refuses a copy made for another rank or world, as `spark wrapper` does.
-//
-// The JSON reader checks the whole text against JSON's grammar and the manifest grammar every
-// reader of a copy shares (docs/packed-format.md, "The manifest grammar": the same verdict as
-// the Node and Python readers), and keeps only what it needs: `layers` ({"L": [lo, hi]} of a
-// sparse copy, or [{layer, start, end}] of a dense/page pack) and rank/world/split (under
-// `spark` in a sparse copy, at the top of a pack). A JSON string never spans a line, so each
-// line split at '"' leaves the structure in the even fields and the strings in the odd ones (an
-// escaped quote, one after an odd run of backslashes, rejoins its string); keys are matched by
-// depth, so no string or nested object can pass for them. It reads pretty-printed and one-line
-// JSON alike. Its cost is linear in the file, which may hold at most MAX_MANIFEST_BYTES: the
-// text between strings is split at commas in one pass, a layer must be one of the snapshot's
-// tables (so the ranges to sort are at most the tables), and depth and keys per object are
-// bounded.
-// Without spark's metadata the rank and world are inferred like `spark engram-ranges` infers
-// them (floor and front; the row counts are the snapshot's, baked in), else left unknown.
-
-import { MAX_DEPTH, MAX_MANIFEST_BYTES, MAX_OBJECT_KEYS } from '../engram/manifest-lexicon.js';
-
-/** `1:384006168 14:384016682`: each baked table's row count, for the inference. */
-export function bakedTables(tables: readonly { layer: number; rows: number }[]): string {
-  return tables.map((t) => `${t.layer}:${t.rows}`).join(' ');
-}
-
-export const MANIFEST_SH = String.raw`
+# shellcheck shell=sh
+# A fragment of entrypoint.sh: the reader of a node-local copy in SPARK_ENGRAM_DIR, in shell
+# builtins. The overlay serves only the rows a sparse copy holds and parses SPARK_ENGRAM_ROWS
+# too (hostnode mode warns on disagreement, staged mode raises), so the script exports the
+# manifest's ranges, and refuses a copy made for another rank or world, as `spark wrapper` does.
+#
+# The JSON reader checks the whole text against JSON's grammar and the manifest grammar every
+# reader of a copy shares (docs/packed-format.md, "The manifest grammar": the same verdict as
+# the Node and Python readers, held together by test/fixtures/manifest-grammar.json), and keeps
+# only what it needs: `layers` ({"L": [lo, hi]} of a sparse copy, or [{layer, start, end}] of a
+# dense/page pack) and rank/world (under `spark` in a sparse copy, at the top of a pack).
+# A JSON string never spans a line, so each line split at '"' leaves the structure in the even
+# fields and the strings in the odd ones (an escaped quote, one after an odd run of
+# backslashes, rejoins its string); keys are matched by depth, so no string or nested object
+# can pass for them. It reads pretty-printed and one-line JSON alike. Its cost is linear in the
+# file, which may hold at most spark_j_max_bytes: the text between strings is split at commas
+# in one pass, a layer must be one of the snapshot's tables (so the ranges to sort are at most
+# the tables), and depth and keys per object are bounded (the limits of
+# src/engram/manifest-lexicon.ts, baked in).
+# Without spark's metadata the rank and world are inferred like `spark engram-ranges` infers
+# them (floor and front; the row counts are the snapshot's, in spark_tables), else left unknown.
+spark_j_max_bytes=@MAX_MANIFEST_BYTES@
+spark_j_max_depth=@MAX_DEPTH@
+spark_j_max_keys=@MAX_OBJECT_KEYS@
 # --- A node-local copy in SPARK_ENGRAM_DIR: its manifest's ranges are what the overlay serves ---
 spark_cr=$(printf '\r')
 spark_bom=$(printf '\357\273\277')
@@ -40,19 +36,19 @@ spark_j_unexpected() { spark_json_fail "unexpected $1 on line $spark_j_line_no (
 # a search from the last key of one long string would cost dash time quadratic in it.
 spark_j_key() {
   case $1 in *\\u003[0-9]*) spark_json_fail "a key spells a digit with an escape (\\u0030-\\u0039)" ;; esac
-  spark_j_d=${'$'}{#spark_j_stack}; spark_j_cur=; spark_j_n=0
+  spark_j_d=${#spark_j_stack}; spark_j_cur=; spark_j_n=0
   eval "spark_j_cur=\$spark_j_keys_$spark_j_d; spark_j_n=\$spark_j_kc_$spark_j_d"
   case $spark_j_cur in *"$spark_nl$1$spark_nl"*) spark_json_fail "an object has the key \"$1\" twice (readers disagree on which one counts)" ;; esac
-  [ "$spark_j_n" -lt ${MAX_OBJECT_KEYS} ] || spark_json_fail "an object has more than ${MAX_OBJECT_KEYS} keys"
+  [ "$spark_j_n" -lt "$spark_j_max_keys" ] || spark_json_fail "an object has more than $spark_j_max_keys keys"
   eval "spark_j_keys_$spark_j_d=\$spark_j_cur\$1\$spark_nl; spark_j_kc_$spark_j_d=$((spark_j_n + 1))"
   case $spark_j_d in 1) spark_j_k1=$1; spark_j_k2= ;; 2) spark_j_k2=$1 ;; 3) spark_j_k3=$1 ;; esac
 }
 # spark_j_value KIND TEXT: a scalar (s string, v anything else) where the reader stands
 spark_j_value() {
   case $spark_j_stack in
-    o) case $spark_j_k1 in rank) spark_t_rank=$1$2 ;; world) spark_t_world=$1$2 ;; split) spark_t_split=$1$2 ;; esac ;;
+    o) case $spark_j_k1 in rank) spark_t_rank=$1$2 ;; world) spark_t_world=$1$2 ;; esac ;;
     oo) case $spark_j_k1 in
-          spark) case $spark_j_k2 in rank) spark_s_rank=$1$2 ;; world) spark_s_world=$1$2 ;; split) spark_s_split=$1$2 ;; esac ;;
+          spark) case $spark_j_k2 in rank) spark_s_rank=$1$2 ;; world) spark_s_world=$1$2 ;; esac ;;
           layers) [ "$spark_j_layers" != object ] || spark_json_fail "layers.$spark_j_k2 must be [lo, hi]" ;;
         esac ;;
     ooa) [ "$spark_j_k1/$spark_j_layers" != layers/object ] || spark_j_pair="$spark_j_pair $1$2" ;;
@@ -62,7 +58,7 @@ spark_j_value() {
   esac
 }
 spark_j_open() {
-  [ "${'$'}{#spark_j_stack}" -lt ${MAX_DEPTH} ] || spark_json_fail "it nests objects and arrays deeper than ${MAX_DEPTH}"
+  [ "${#spark_j_stack}" -lt "$spark_j_max_depth" ] || spark_json_fail "it nests objects and arrays deeper than $spark_j_max_depth"
   if [ "$spark_j_stack" = o ] && [ "$spark_j_k1" = layers ]; then
     spark_j_entries=; if [ "$1" = o ]; then spark_j_layers=object; else spark_j_layers=array; fi
   fi
@@ -70,7 +66,7 @@ spark_j_open() {
   spark_j_stack=$spark_j_stack$1
   if [ "$1" = o ]; then
     spark_j_want=key_or_close
-    eval "spark_j_keys_${'$'}{#spark_j_stack}=\$spark_nl; spark_j_kc_${'$'}{#spark_j_stack}=0"
+    eval "spark_j_keys_${#spark_j_stack}=\$spark_nl; spark_j_kc_${#spark_j_stack}=0"
   else
     spark_j_want=value_or_close
   fi
@@ -80,16 +76,17 @@ spark_j_close() {
   if [ "$spark_j_k1" = layers ]; then
     case $spark_j_stack/$spark_j_layers in
       ooa/object)
+        # Split at spaces on purpose: the pair is two scalars the grammar checked (vLO vHI), no glob.
         # shellcheck disable=SC2086
         set -- $spark_j_pair
         [ $# -eq 2 ] || spark_json_fail "layers.$spark_j_k2 must be [lo, hi]"
         spark_j_entry "$spark_j_k2" "$1" "$2" ;;
       oao/array)
         case $spark_j_el_layer in v*) ;; *) spark_json_fail "layers[] needs a layer number" ;; esac
-        spark_j_entry "${'$'}{spark_j_el_layer#v}" "$spark_j_el_lo" "$spark_j_el_hi" ;;
+        spark_j_entry "${spark_j_el_layer#v}" "$spark_j_el_lo" "$spark_j_el_hi" ;;
     esac
   fi
-  spark_j_stack=${'$'}{spark_j_stack%?}
+  spark_j_stack=${spark_j_stack%?}
   if [ -n "$spark_j_stack" ]; then spark_j_want=after; else spark_j_want=end; fi
 }
 # spark_j_whole NAME TEXT: TEXT is a whole number as JSON writes it (0, or digits without a
@@ -97,7 +94,7 @@ spark_j_close() {
 spark_j_whole() {
   case $2 in 0) ;; [1-9]*) case $2 in *[!0-9]*) spark_json_fail "$1 must be a whole number written as digits, got $2" ;; esac ;;
     *) spark_json_fail "$1 must be a whole number written as digits, got $2" ;; esac
-  if [ "${'$'}{#2}" -gt 16 ] || [ "$2" -gt 9007199254740991 ]; then spark_json_fail "$1 is larger than 2^53 - 1, got $2"; fi
+  if [ "${#2}" -gt 16 ] || [ "$2" -gt 9007199254740991 ]; then spark_json_fail "$1 is larger than 2^53 - 1, got $2"; fi
   spark_n=$2
 }
 spark_j_bad_layer() { spark_json_fail "layers must be keyed by a layer number as digits (\"1\", \"14\"), got \"$1\""; }
@@ -110,19 +107,19 @@ spark_j_entry() {
   for spark_j_x in "$2" "$3"; do
     case $spark_j_x in v?*) ;; *) spark_json_fail "layers.$1 must be [lo, hi] of whole numbers" ;; esac
   done
-  spark_j_whole "layers.$1 lo" "${'$'}{2#v}"; spark_j_lo=$spark_n
-  spark_j_whole "layers.$1 hi" "${'$'}{3#v}"; spark_j_hi=$spark_n
+  spark_j_whole "layers.$1 lo" "${2#v}"; spark_j_lo=$spark_n
+  spark_j_whole "layers.$1 hi" "${3#v}"; spark_j_hi=$spark_n
   [ "$spark_j_lo" -le "$spark_j_hi" ] || spark_json_fail "layers.$1 has lo $spark_j_lo > hi $spark_j_hi"
   spark_j_entries="$spark_j_entries $spark_j_l:$spark_j_lo:$spark_j_hi"
 }
 # spark_j_scalar TEXT: true, false, null or a JSON number (exit status)
 spark_j_scalar() {
   case $1 in true|false|null) return 0 ;; esac
-  spark_x=${'$'}{1#-}
-  case $spark_x in 0*) spark_x=${'$'}{spark_x#0} ;; [1-9]*) spark_x=${'$'}{spark_x#"${'$'}{spark_x%%[!0-9]*}"} ;; *) return 1 ;; esac
-  case $spark_x in .*) spark_x=${'$'}{spark_x#.}; case $spark_x in [0-9]*) spark_x=${'$'}{spark_x#"${'$'}{spark_x%%[!0-9]*}"} ;; *) return 1 ;; esac ;; esac
-  case $spark_x in [eE]*) spark_x=${'$'}{spark_x#?}; spark_x=${'$'}{spark_x#[+-]}
-    case $spark_x in [0-9]*) spark_x=${'$'}{spark_x#"${'$'}{spark_x%%[!0-9]*}"} ;; *) return 1 ;; esac ;; esac
+  spark_x=${1#-}
+  case $spark_x in 0*) spark_x=${spark_x#0} ;; [1-9]*) spark_x=${spark_x#"${spark_x%%[!0-9]*}"} ;; *) return 1 ;; esac
+  case $spark_x in .*) spark_x=${spark_x#.}; case $spark_x in [0-9]*) spark_x=${spark_x#"${spark_x%%[!0-9]*}"} ;; *) return 1 ;; esac ;; esac
+  case $spark_x in [eE]*) spark_x=${spark_x#?}; spark_x=${spark_x#[+-]}
+    case $spark_x in [0-9]*) spark_x=${spark_x#"${spark_x%%[!0-9]*}"} ;; *) return 1 ;; esac ;; esac
   [ -z "$spark_x" ]
 }
 # spark_j_string TEXT: a JSON string's body: no control character, each backslash an escape
@@ -131,10 +128,10 @@ spark_j_string() {
   spark_x=$1
   while :; do
     case $spark_x in *\\*) ;; *) return 0 ;; esac
-    spark_x=${'$'}{spark_x#*\\}
+    spark_x=${spark_x#*\\}
     case $spark_x in
-      [\"\\/bfnrt]*) spark_x=${'$'}{spark_x#?} ;;
-      u[0-9a-fA-F][0-9a-fA-F][0-9a-fA-F][0-9a-fA-F]*) spark_x=${'$'}{spark_x#?????} ;;
+      [\"\\/bfnrt]*) spark_x=${spark_x#?} ;;
+      u[0-9a-fA-F][0-9a-fA-F][0-9a-fA-F][0-9a-fA-F]*) spark_x=${spark_x#?????} ;;
       *) spark_json_fail "a string on line $spark_j_line_no has an escape JSON does not have" ;;
     esac
   done
@@ -168,6 +165,7 @@ spark_j_token() {
 # step copies more than one comma-free piece: linear in the line
 spark_j_struct() {
   spark_oldifs=$IFS; IFS=,; set -f
+  # Split on purpose, at the IFS set just above, with globbing off (set -f).
   # shellcheck disable=SC2086
   set -- $1' '
   set +f; IFS=$spark_oldifs
@@ -176,28 +174,30 @@ spark_j_struct() {
     [ "$spark_j_first" = 1 ] || spark_j_token ,
     spark_j_first=0
     while :; do
-      # The variables in these patterns are character classes on purpose.
+      # $spark_cr unquoted on purpose: a character of the class (leading blanks dropped).
       # shellcheck disable=SC2295
-      spark_j_p=${'$'}{spark_j_p#"${'$'}{spark_j_p%%[! 	$spark_cr]*}"}
+      spark_j_p=${spark_j_p#"${spark_j_p%%[! 	$spark_cr]*}"}
+      # $spark_delims unquoted on purpose: a character class (a value ends at a delimiter).
       # shellcheck disable=SC2295
       case $spark_j_p in
         '') break ;;
-        [][{}:]*) spark_j_c=${'$'}{spark_j_p%"${'$'}{spark_j_p#?}"}; spark_j_p=${'$'}{spark_j_p#?}; spark_j_token "$spark_j_c" ;;
-        *) spark_j_v=${'$'}{spark_j_p%%$spark_delims*}; spark_j_p=${'$'}{spark_j_p#"$spark_j_v"}; spark_j_token v "$spark_j_v" ;;
+        [][{}:]*) spark_j_c=${spark_j_p%"${spark_j_p#?}"}; spark_j_p=${spark_j_p#?}; spark_j_token "$spark_j_c" ;;
+        *) spark_j_v=${spark_j_p%%$spark_delims*}; spark_j_p=${spark_j_p#"$spark_j_v"}; spark_j_token v "$spark_j_v" ;;
       esac
     done
   done
 }
 spark_j_line() {
   spark_oldifs=$IFS; IFS='"'; set -f
+  # Split on purpose, at the IFS set just above, with globbing off (set -f).
   # shellcheck disable=SC2086
   set -- $1' '
   set +f; IFS=$spark_oldifs
   spark_j_in=0; spark_j_str=
   for spark_j_f in "$@"; do
     if [ "$spark_j_in" = 0 ]; then spark_j_struct "$spark_j_f"; spark_j_in=1; continue; fi
-    spark_j_t=${'$'}{spark_j_f##*[!\\]}
-    if [ $(( ${'$'}{#spark_j_t} % 2 )) -eq 1 ]; then spark_j_str="$spark_j_str$spark_j_f\""; continue; fi
+    spark_j_t=${spark_j_f##*[!\\]}
+    if [ $(( ${#spark_j_t} % 2 )) -eq 1 ]; then spark_j_str="$spark_j_str$spark_j_f\""; continue; fi
     spark_j_token s "$spark_j_str$spark_j_f"; spark_j_str=; spark_j_in=0
   done
   [ "$spark_j_in" = 1 ] || spark_json_fail "a string does not end on its line"
@@ -207,19 +207,19 @@ spark_j_line() {
 # and who it is for -> spark_m_rank, spark_m_world, spark_m_who (empty rank: unknown)
 spark_read_copy() {
   spark_j_stack=; spark_j_want=top; spark_j_k1=; spark_j_k2=; spark_j_k3=; spark_j_layers=; spark_j_entries=
-  spark_t_rank=; spark_t_world=; spark_t_split=; spark_s_rank=; spark_s_world=; spark_s_split=
+  spark_t_rank=; spark_t_world=; spark_s_rank=; spark_s_world=
   spark_j_line_no=0; spark_j_bytes=0
   # The size first, with wc where the image has it: sh's read takes a byte per system call,
   # so a huge line would cost minutes before the count below could refuse it.
   if command -v wc >/dev/null 2>&1; then
     spark_j_size=$(wc -c < "$spark_manifest") || spark_fail 3 "cannot read $spark_manifest"
-    spark_j_size=${'$'}{spark_j_size##*[!0-9]}
-    [ -z "$spark_j_size" ] || [ "$spark_j_size" -le ${MAX_MANIFEST_BYTES} ] || spark_json_fail "it is larger than ${MAX_MANIFEST_BYTES} bytes, the most a manifest may have"
+    spark_j_size=${spark_j_size##*[!0-9]}
+    [ -z "$spark_j_size" ] || [ "$spark_j_size" -le "$spark_j_max_bytes" ] || spark_json_fail "it is larger than $spark_j_max_bytes bytes, the most a manifest may have"
   fi
   while IFS= read -r spark_line || [ -n "$spark_line" ]; do
     spark_j_line_no=$((spark_j_line_no + 1))
-    spark_j_bytes=$((spark_j_bytes + ${'$'}{#spark_line} + 1))
-    [ "$spark_j_bytes" -le ${MAX_MANIFEST_BYTES} ] || spark_json_fail "it is larger than ${MAX_MANIFEST_BYTES} bytes, the most a manifest may have"
+    spark_j_bytes=$((spark_j_bytes + ${#spark_line} + 1))
+    [ "$spark_j_bytes" -le "$spark_j_max_bytes" ] || spark_json_fail "it is larger than $spark_j_max_bytes bytes, the most a manifest may have"
     case $spark_j_line_no/$spark_line in 1/"$spark_bom"*) spark_json_fail "it starts with a byte order mark (not JSON)" ;; esac
     spark_j_line "$spark_line"
   done < "$spark_manifest"
@@ -229,16 +229,16 @@ spark_read_copy() {
     *) spark_json_fail "it ends inside an object or array" ;;
   esac
   case $spark_j_layers in
-    object) spark_m_what='sparse copy'; spark_m_rank=$spark_s_rank; spark_m_world=$spark_s_world; spark_m_split=$spark_s_split ;;
-    array) spark_m_what=pack; spark_m_rank=$spark_t_rank; spark_m_world=$spark_t_world; spark_m_split=$spark_t_split ;;
+    object) spark_m_what='sparse copy'; spark_m_rank=$spark_s_rank; spark_m_world=$spark_s_world ;;
+    array) spark_m_what=pack; spark_m_rank=$spark_t_rank; spark_m_world=$spark_t_world ;;
     *) spark_json_fail 'no layers object of "L": [lo, hi]' ;;
   esac
   [ -n "$spark_j_entries" ] || spark_json_fail "layers is empty"
   spark_sort_entries
-  spark_m_file=${'$'}{spark_manifest##*/}
+  spark_m_file=${spark_manifest##*/}
   if [ -n "$spark_m_rank" ] && [ -n "$spark_m_world" ]; then
-    spark_count "$spark_manifest: rank" "${'$'}{spark_m_rank#v}" 0; spark_m_rank=$spark_n
-    spark_count "$spark_manifest: world" "${'$'}{spark_m_world#v}" 1; spark_m_world=$spark_n
+    spark_count "$spark_manifest: rank" "${spark_m_rank#v}" 0; spark_m_rank=$spark_n
+    spark_count "$spark_manifest: world" "${spark_m_world#v}" 1; spark_m_world=$spark_n
     [ "$spark_m_rank" -lt "$spark_m_world" ] || spark_json_fail "rank $spark_m_rank is outside its world of $spark_m_world"
     spark_m_who="rank $spark_m_rank of $spark_m_world ($spark_m_file)"
   else
@@ -254,14 +254,14 @@ spark_sort_entries() {
   while [ -n "$spark_left" ]; do
     spark_min=
     for spark_e in $spark_left; do
-      if [ -z "$spark_min" ] || [ "${'$'}{spark_e%%:*}" -lt "$spark_min" ]; then spark_min=${'$'}{spark_e%%:*}; fi
+      if [ -z "$spark_min" ] || [ "${spark_e%%:*}" -lt "$spark_min" ]; then spark_min=${spark_e%%:*}; fi
     done
     spark_rest=
     for spark_e in $spark_left; do
-      if [ "${'$'}{spark_e%%:*}" = "$spark_min" ]; then
+      if [ "${spark_e%%:*}" = "$spark_min" ]; then
         [ "$spark_last" != "$spark_min" ] || spark_json_fail "layers names layer $spark_min twice"
         spark_last=$spark_min
-        spark_m_rows="$spark_m_rows${'$'}{spark_m_rows:+,}$spark_e"; spark_m_list="$spark_m_list $spark_e"
+        spark_m_rows="$spark_m_rows${spark_m_rows:+,}$spark_e"; spark_m_list="$spark_m_list $spark_e"
       else
         spark_rest="$spark_rest $spark_e"
       fi
@@ -283,19 +283,19 @@ spark_share() {
 
 # spark_infer: the one (rank, world) whose floor or front share of every table is exactly the
 # copy's ranges, over worlds up to 1024 and up to the smallest table's rows (as spark
-# engram-ranges infers it) -> spark_m_rank/world/split, else spark_m_unknown
+# engram-ranges infers it) -> spark_m_rank/world, else spark_m_unknown
 spark_infer() {
-  spark_m_rank=; spark_m_world=; spark_m_split=; spark_m_unknown=; spark_others=
+  spark_m_rank=; spark_m_world=; spark_m_unknown=; spark_others=
   spark_len=0; spark_nmin=; spark_first=
   for spark_e in $spark_m_list; do
-    spark_l=${'$'}{spark_e%%:*}; spark_r=${'$'}{spark_e#*:}; spark_lo=${'$'}{spark_r%%:*}; spark_hi=${'$'}{spark_r#*:}
+    spark_l=${spark_e%%:*}; spark_r=${spark_e#*:}; spark_lo=${spark_r%%:*}; spark_hi=${spark_r#*:}
     spark_n=
-    for spark_t in $spark_tables; do [ "${'$'}{spark_t%%:*}" != "$spark_l" ] || spark_n=${'$'}{spark_t#*:}; done
+    for spark_t in $spark_tables; do [ "${spark_t%%:*}" != "$spark_l" ] || spark_n=${spark_t#*:}; done
     if [ -z "$spark_n" ]; then spark_m_unknown="layer $spark_l is not a table of the snapshot this script was generated from"; return; fi
     [ "$spark_hi" -le "$spark_n" ] || spark_json_fail "layer $spark_l's range [$spark_lo, $spark_hi) is not inside its table's $spark_n rows"
     if [ $((spark_hi - spark_lo)) -gt "$spark_len" ]; then spark_len=$((spark_hi - spark_lo)); spark_ln=$spark_n; fi
     if [ -z "$spark_nmin" ] || [ "$spark_n" -lt "$spark_nmin" ]; then spark_nmin=$spark_n; fi
-    spark_first=${'$'}{spark_first:-$spark_e:$spark_n}
+    spark_first=${spark_first:-$spark_e:$spark_n}
   done
   spark_m_unknown="its ranges $spark_m_rows are no single rank's floor or front share of the tables"
   [ "$spark_len" -gt 0 ] || return 0
@@ -303,7 +303,7 @@ spark_infer() {
   if [ "$spark_len" -gt 1 ]; then spark_whi=$(( (spark_ln + spark_len - 2) / (spark_len - 1) - 1 )); else spark_whi=1024; fi
   [ "$spark_whi" -le 1024 ] || spark_whi=1024
   [ "$spark_whi" -le "$spark_nmin" ] || spark_whi=$spark_nmin
-  spark_r=${'$'}{spark_first#*:}; spark_lo1=${'$'}{spark_r%%:*}; spark_n1=${'$'}{spark_first##*:}
+  spark_r=${spark_first#*:}; spark_lo1=${spark_r%%:*}; spark_n1=${spark_first##*:}
   for spark_sp in floor front; do
     spark_w=$spark_wlo
     while [ "$spark_w" -le "$spark_whi" ]; do
@@ -317,14 +317,14 @@ spark_infer() {
       if [ "$spark_rk" -lt "$spark_w" ]; then
         spark_ok=1
         for spark_e in $spark_m_list; do
-          spark_l=${'$'}{spark_e%%:*}
-          for spark_t in $spark_tables; do [ "${'$'}{spark_t%%:*}" != "$spark_l" ] || spark_n=${'$'}{spark_t#*:}; done
+          spark_l=${spark_e%%:*}
+          for spark_t in $spark_tables; do [ "${spark_t%%:*}" != "$spark_l" ] || spark_n=${spark_t#*:}; done
           spark_share "$spark_sp" "$spark_n" "$spark_w" "$spark_rk"
           [ "$spark_l:$spark_lo:$spark_hi" = "$spark_e" ] || { spark_ok=0; break; }
         done
       fi
       if [ "$spark_ok" = 1 ]; then
-        if [ -z "$spark_m_rank" ]; then spark_m_rank=$spark_rk; spark_m_world=$spark_w; spark_m_split=$spark_sp
+        if [ -z "$spark_m_rank" ]; then spark_m_rank=$spark_rk; spark_m_world=$spark_w
         elif [ "$spark_rk/$spark_w" != "$spark_m_rank/$spark_m_world" ]; then
           case " $spark_others " in *" rank $spark_rk of $spark_w "*) ;; *) spark_others="$spark_others or rank $spark_rk of $spark_w" ;; esac
         fi
@@ -334,68 +334,6 @@ spark_infer() {
   done
   if [ -n "$spark_others" ]; then
     spark_m_unknown="its ranges $spark_m_rows are the share of rank $spark_m_rank of $spark_m_world$spark_others"
-    spark_m_rank=; spark_m_world=; spark_m_split=
+    spark_m_rank=; spark_m_world=
   fi
 }
-`;
-
-/** The rows step: the baked value, or the copy's; then a preset value is checked against it. */
-export const ROWS_SH = String.raw`
-spark_rows_from="$spark_split split of $spark_source"
-spark_dir=${'$'}{SPARK_ENGRAM_DIR:-}
-if [ -n "$spark_dir" ]; then
-  [ -e "$spark_dir" ] || spark_fail 2 "SPARK_ENGRAM_DIR=$spark_dir does not exist in the container: mount the snapshot or this node's copy there"
-  spark_manifest=
-  for spark_name in spark-pack.json engram-local.json; do
-    if [ -e "$spark_dir/$spark_name" ]; then spark_manifest=$spark_dir/$spark_name; break; fi
-  done
-  if [ -n "$spark_manifest" ]; then
-    [ -f "$spark_manifest" ] && [ -r "$spark_manifest" ] || spark_fail 2 "$spark_manifest is not a readable regular file"
-    spark_read_copy
-    if [ -n "$spark_m_rank" ] && [ "$spark_m_rank/$spark_m_world" != "$spark_rank/$spark_world" ]; then
-      case $spark_m_what in pack) spark_kind=pack ;; *) spark_kind=copy ;; esac
-      spark_fail 2 "$spark_dir holds the rows of $spark_m_who, not rank $spark_rank of $spark_world's: mount this node's $spark_kind, or make it with spark pack --rank $spark_rank --world $spark_world"
-    fi
-    spark_rows=$spark_m_rows
-    spark_rows_from="from the manifest of the $spark_m_what $spark_dir, $spark_m_who"
-  fi
-fi
-
-# spark_norm VALUE: a SPARK_ENGRAM_ROWS value read in either grammar (L:lo:hi, or the older
-# L:lo-hi) and written in the overlay's -> spark_normed; malformed is exit 2
-spark_norm() {
-  spark_bad="SPARK_ENGRAM_ROWS='$1' is not layer:lo:hi per layer, comma-separated, layers ascending (e.g. 1:0:96001542,14:0:96004170)"
-  case $1 in ''|,*|*,|*,,*) spark_fail 2 "$spark_bad" ;; esac
-  spark_oldifs=$IFS; IFS=,; set -f
-  # shellcheck disable=SC2086
-  set -- $1
-  set +f; IFS=$spark_oldifs
-  spark_normed=; spark_prev=
-  for spark_e in "$@"; do
-    case $spark_e in *[!0-9:-]*|*:*:*:*|*-*-*|*:*-*:*|*-*:*) spark_fail 2 "$spark_bad" ;; [0-9]*:[0-9]*[:-][0-9]*) ;; *) spark_fail 2 "$spark_bad" ;; esac
-    spark_r=${'$'}{spark_e#*:}
-    case ${'$'}{spark_e%%:*}/${'$'}{spark_r%%[:-]*}/${'$'}{spark_r#*[:-]} in *//*|/*|*/) spark_fail 2 "$spark_bad" ;; esac
-    spark_count SPARK_ENGRAM_ROWS "${'$'}{spark_e%%:*}" 0; spark_l=$spark_n
-    spark_count SPARK_ENGRAM_ROWS "${'$'}{spark_r%%[:-]*}" 0; spark_lo=$spark_n
-    spark_count SPARK_ENGRAM_ROWS "${'$'}{spark_r#*[:-]}" 0; spark_hi=$spark_n
-    [ "$spark_lo" -le "$spark_hi" ] || spark_fail 2 "$spark_bad"
-    [ -z "$spark_prev" ] || [ "$spark_l" -gt "$spark_prev" ] || spark_fail 2 "$spark_bad"
-    spark_prev=$spark_l
-    spark_normed="$spark_normed${'$'}{spark_normed:+,}$spark_l:$spark_lo:$spark_hi"
-  done
-}
-
-spark_rows_verb=set
-if [ -n "${'$'}{SPARK_ENGRAM_ROWS:-}" ]; then
-  spark_norm "$SPARK_ENGRAM_ROWS"
-  if [ "$spark_normed" != "$spark_rows" ]; then
-    if [ -n "${'$'}{spark_manifest:-}" ]; then
-      spark_fail 1 "SPARK_ENGRAM_ROWS='$SPARK_ENGRAM_ROWS' disagrees with $spark_manifest, which gives $spark_rows (only those rows exist in the copy); unset it to let the wrapper set it"
-    fi
-    spark_fail 1 "SPARK_ENGRAM_ROWS='$SPARK_ENGRAM_ROWS' is not rank $spark_rank of $spark_world's $spark_split range $spark_rows; unset it to let the wrapper set it"
-  fi
-  spark_rows_verb=checked
-  [ "$SPARK_ENGRAM_ROWS" = "$spark_rows" ] || spark_rows_verb="checked and rewritten in the overlay's grammar"
-fi
-export SPARK_ENGRAM_ROWS="$spark_rows"
-`;
