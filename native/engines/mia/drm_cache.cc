@@ -115,9 +115,10 @@ bool DrmRowMemory::TakeFor(uint64_t need, const char* prefix) {
     return false;
   };
   if (node.empty()) return refuse("no device node given");
-  if (bytes % kGranule != 0 || bytes / kPitch > UINT32_MAX || bytes > SIZE_MAX) {
-    return refuse(std::to_string(bytes) + " bytes is not a whole number of 16 MiB (at most " + std::to_string(kGranule * (UINT32_MAX / 1024)) + ")");
-  }
+  // The buffer's height is a uint32 of lines; the largest a driver could be asked for.
+  constexpr uint64_t kLargest = kGranule * (UINT32_MAX / 1024);
+  if (bytes > kLargest) return refuse(std::to_string(bytes) + " bytes is more than a dumb buffer can hold (" + std::to_string(kLargest) + ")");
+  if (bytes % kGranule != 0) return refuse(std::to_string(bytes) + " bytes is not a whole number of 16 MiB");
   if (need > bytes) return refuse("the cache's " + std::to_string(need) + " row bytes do not fit in " + std::to_string(bytes));
   // What the node is, before it is opened: never an ioctl to a device of another driver.
   struct stat st;
