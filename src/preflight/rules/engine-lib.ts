@@ -65,6 +65,13 @@ function goodElf(f: EngineLibFileFact, machine: string): ElfSummary | undefined 
   return fileProblem(f, machine) === undefined ? f.elf : undefined;
 }
 
+function verdictOf(elf: ElfSummary, stack: EngineStack) {
+  const other: EngineStack = stack === 'overlay' ? 'mia' : 'overlay';
+  return abiVerdict(elf, stack, abiSymbols(stack), abiSymbols(other));
+}
+
+const abiErrors = (elf: ElfSummary, stack: EngineStack) => verdictOf(elf, stack).errors;
+
 const isList = (x: NodeLibrary[] | { skip: string }): x is NodeLibrary[] => Array.isArray(x);
 
 export const file = defineRule({
@@ -111,11 +118,10 @@ export const abi = defineRule({
     for (const { lib, file: f, machine } of found) {
       const elf = goodElf(f, machine);
       if (!elf) continue;
-      const other: EngineStack = lib.stack === 'overlay' ? 'mia' : 'overlay';
-      const v = abiVerdict(elf, lib.stack, abiSymbols(lib.stack), abiSymbols(other));
-      for (const [severity, problems] of [['error', v.errors], ['warn', v.warnings]] as const) {
-        for (const p of problems) out.push(finding(this, { severity, message: `${subject(ctx, lib)} ${p}`, where: at(ctx.recipe.file, lib.mount.line), fix: copyFix(lib) }));
-      }
+      const v = verdictOf(elf, lib.stack);
+      // One line a file: its errors together, else its warning.
+      const [severity, problems] = v.errors.length > 0 ? (['error', v.errors] as const) : (['warn', v.warnings] as const);
+      if (problems.length > 0) out.push(finding(this, { severity, message: `${subject(ctx, lib)} ${problems.join('; ')}`, where: at(ctx.recipe.file, lib.mount.line), fix: copyFix(lib) }));
     }
     return out;
   },
@@ -134,7 +140,8 @@ export const loads = defineRule({
     if (!isList(found)) return found;
     return found.flatMap(({ lib, file: f, machine }) => {
       const elf = goodElf(f, machine);
-      return elf ? loadProblems(elf).map((p) => finding(this, { message: `${subject(ctx, lib)} ${p}`, where: at(ctx.recipe.file, lib.mount.line), fix: copyFix(lib) })) : [];
+      const problems = elf ? loadProblems(elf) : [];
+      return problems.length > 0 ? [finding(this, { message: `${subject(ctx, lib)} ${problems.join('; ')}`, where: at(ctx.recipe.file, lib.mount.line), fix: copyFix(lib) })] : [];
     });
   },
 });
@@ -148,7 +155,9 @@ function digests(ctx: PreflightContext, container: string): { c: CheckedNode; sh
     const found = nodeLibraries(forNode(ctx, c.node, { home: c.view.facts.home, sysfs: c.sysfs, view: c.view }));
     if (!isList(found)) continue;
     const mine = found.find((x) => x.lib.mount.container === container);
-    if (mine?.file.sha256 !== undefined && mine.file.elf !== undefined) out.push({ c, sha256: mine.file.sha256, lib: mine.lib });
+    // Only files the node rules pass: a broken or wrong library is reported there already.
+    const elf = mine && goodElf(mine.file, mine.machine);
+    if (mine?.file.sha256 !== undefined && elf && abiErrors(elf, mine.lib.stack).length === 0) out.push({ c, sha256: mine.file.sha256, lib: mine.lib });
   }
   return out;
 }
