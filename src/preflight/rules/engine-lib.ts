@@ -60,7 +60,7 @@ function fileProblem(f: EngineLibFileFact, machine: string): string | undefined 
   return f.elf ? machineProblem(f.elf, machine) : undefined;
 }
 
-/** The ELF summary of a file that passed engine-lib.file, else undefined (that rule reports it). */
+/** The ELF summary of a file that passed enginelib.file, else undefined (that rule reports it). */
 function goodElf(f: EngineLibFileFact, machine: string): ElfSummary | undefined {
   return fileProblem(f, machine) === undefined ? f.elf : undefined;
 }
@@ -75,7 +75,7 @@ const abiErrors = (elf: ElfSummary, stack: EngineStack) => verdictOf(elf, stack)
 const isList = (x: NodeLibrary[] | { skip: string }): x is NodeLibrary[] => Array.isArray(x);
 
 export const file = defineRule({
-  id: 'engine-lib.file',
+  id: 'enginelib.file',
   title: "the host file mounted over a serving stack's row library is a shared object for the node's machine",
   severity: 'error',
   scope: 'local-node',
@@ -103,7 +103,7 @@ export const file = defineRule({
 });
 
 export const abi = defineRule({
-  id: 'engine-lib.abi',
+  id: 'enginelib.abi',
   title: "the library exports exactly its stack's ABI symbols (the overlay's reporting ABI version 3)",
   severity: 'error',
   also: "warn when an overlay library has the ABI's symbols but no version note (not spark's build: its version is not known without running it)",
@@ -128,7 +128,7 @@ export const abi = defineRule({
 });
 
 export const loads = defineRule({
-  id: 'engine-lib.loads',
+  id: 'enginelib.loads',
   title: "the library needs nothing the stacks' images lack (only the C library, glibc <= 2.35)",
   severity: 'error',
   scope: 'local-node',
@@ -163,7 +163,7 @@ function digests(ctx: PreflightContext, container: string): { c: CheckedNode; sh
 }
 
 export const sameBuild = defineRule({
-  id: 'engine-lib.same-build',
+  id: 'enginelib.same-build',
   title: 'every node mounts the same build of the library (the same sha256)',
   severity: 'error',
   scope: 'cluster',
