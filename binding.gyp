@@ -113,6 +113,7 @@
       "product_prefix": "lib",
       "sources": [
         "<@(engine_core_sources)",
+        "native/engines/mia/drm_cache.cc",
         "native/engines/mia/mia_pack.cc",
         "native/engines/mia/mia_store.cc",
         "native/engines/mia/row_store.cc"

@@ -9,6 +9,7 @@
 #      symbols, only the C library needed, glibc <= 2.35);
 #   3. every C++ unit test cross-compiled and run under qemu-aarch64 (run.sh --arm64), the
 #      CRC-32 tests once on the CRC extension and once on the portable fallback;
+#      both are kept in build/arm64 for the preflight tests of aarch64 nodes;
 #   4. the Mia bench baseline (bench/baselines/mia-row-store) from the same build: aarch64,
 #      its six symbols, nothing of Node's; its unit test runs under qemu with the others.
 # Needs Debian's g++-aarch64-linux-gnu and qemu-user. Ends with "N passed, M failed".
@@ -65,6 +66,13 @@ echo "libmia_row_store_baseline.so: aarch64 shared object, the six row_store_* s
 
 for lib in overlay:libengram_rows.so mia:librow_store.so; do
   READELF="${prefix}readelf" bash "$root/native/engines/check-lib.sh" "$work/build/Release/${lib#*:}" "${lib%%:*}" aarch64
+done
+# Kept in build/arm64 (each written beside and renamed over): the aarch64 libraries the
+# preflight tests mount on fake aarch64 nodes (test/preflight-engine-lib.test.ts).
+mkdir -p "$root/build/arm64"
+for lib in libengram_rows.so librow_store.so; do
+  cp "$work/build/Release/$lib" "$root/build/arm64/.$lib.partial"
+  mv -f "$root/build/arm64/.$lib.partial" "$root/build/arm64/$lib"
 done
 
 exec bash "$here/run.sh" --arm64

@@ -31,6 +31,7 @@ int row_store_attach_packed(void* store, const char* path, uint64_t layer);
 void row_store_lookup(void* work);
 void row_store_stats(void* store, uint64_t out[9]);
 void row_store_close(void* store);
+void row_store_next_cache_on_drm(const char* node, uint64_t bytes);
 }
 
 namespace {
@@ -164,6 +165,10 @@ TEST(mia_checkpoint_and_pack_loop) {
     if (store == nullptr) return;
     row_store_range(store, 1000, 2000);
     if (k % 2 == 1) CHECK(row_store_attach_packed(store, pack.c_str(), 1) >= 0);
+    // A DRM request that is refused (no such node, not a DRM device, a size that cannot be one)
+    // leaves the next cache in ordinary memory, with the same rows.
+    const char* nodes[] = {"/nonexistent/card0", "/dev/null", nullptr};
+    row_store_next_cache_on_drm(nodes[k % 3], k % 4 == 3 ? ~uint64_t{0} : uint64_t{16} << 20);
     std::vector<int64_t> ids = Ids(k, 300, 0, kRows);
     std::vector<uint8_t> w(ids.size() * 256), s(ids.size() * 8);
     MiaWork work{store, ids.data(), w.data(), s.data(), ids.size()};

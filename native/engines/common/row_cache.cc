@@ -42,10 +42,10 @@ RowCache::~RowCache() {
   if (arena_ != nullptr) munmap(arena_, arena_bytes_);
 }
 
-bool RowCache::Init(uint64_t sets, uint32_t ways) {
+bool RowCache::Init(uint64_t sets, uint32_t ways, uint8_t* rows) {
   if (sets == 0 || ways == 0) return true;
   auto slots = CheckedMul(sets, ways);
-  auto bytes = slots ? CheckedMul(*slots, kSlotBytes) : std::nullopt;
+  auto bytes = slots ? CheckedMul(*slots, rows != nullptr ? kSlotBytes - kRowBytes : kSlotBytes) : std::nullopt;
   if (bytes) bytes = CheckedAdd(*bytes, sets);
   if (!bytes || *bytes > (uint64_t{1} << 46)) {
     errno = ENOMEM;
@@ -56,8 +56,8 @@ bool RowCache::Init(uint64_t sets, uint32_t ways) {
   arena_ = static_cast<uint8_t*>(p);
   arena_bytes_ = *bytes;
   tags_ = reinterpret_cast<uint64_t*>(arena_);
-  data_ = arena_ + *slots * 8;
-  hands_ = data_ + *slots * kRowBytes;
+  data_ = rows != nullptr ? rows : arena_ + *slots * 8;
+  hands_ = rows != nullptr ? arena_ + *slots * 8 : data_ + *slots * kRowBytes;
   sets_ = sets;
   ways_ = ways;
   return true;

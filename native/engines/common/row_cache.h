@@ -30,8 +30,10 @@ class RowCache : NonCopyable {
   // The number of sets a budget buys at `ways` ways (0: no cache).
   static uint64_t SetsFor(uint64_t budget, uint32_t ways) { return budget / (kSlotBytes * ways + 1); }
   // Reserves sets * ways slots. sets == 0 leaves the cache off. False (errno ENOMEM) when the
-  // mapping cannot be made.
-  bool Init(uint64_t sets, uint32_t ways);
+  // mapping cannot be made. `rows`, when given, is memory of the caller's for the slots' row
+  // bytes (slots * kRowBytes, outliving the cache: a DRM buffer, mia/drm_cache.h); the tags
+  // and hands are then the only anonymous memory.
+  bool Init(uint64_t sets, uint32_t ways, uint8_t* rows = nullptr);
 
   bool enabled() const { return sets_ != 0; }
   // On a hit copies the row to w (256 bytes) and s (8 bytes) and returns true.
