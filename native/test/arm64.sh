@@ -75,4 +75,23 @@ for lib in libengram_rows.so librow_store.so; do
   mv -f "$root/build/arm64/.$lib.partial" "$root/build/arm64/$lib"
 done
 
+# Those tests skip where no aarch64 build exists (a plain npm test); here one does, so they run,
+# and a skip is a failure.
+if [ -d "$root/dist/test" ]; then
+  out=$(cd "$root" && node --test dist/test/preflight-engine-lib.test.js dist/test/engine-lib-reader.test.js 2>&1) || {
+    echo "$out" >&2
+    echo "arm64: the preflight and ELF-reader tests failed on the aarch64 libraries" >&2
+    exit 1
+  }
+  grep -q '^# skipped 0$' <<<"$out" || {
+    grep -E '^# (pass|fail|skipped)|# SKIP' <<<"$out" >&2
+    echo "arm64: the aarch64 preflight tests skipped with the aarch64 libraries in build/arm64" >&2
+    exit 1
+  }
+  echo "aarch64 libraries: the preflight and ELF-reader tests $(grep -E '^# pass' <<<"$out")"
+else
+  echo "arm64: dist/test is missing (npm run build:ts) for the aarch64 preflight tests" >&2
+  exit 1
+fi
+
 exec bash "$here/run.sh" --arm64
