@@ -78,7 +78,6 @@
         "native/core/file_map.cc",
         "native/core/fault_guard.cc",
         "native/core/holes.cc",
-        "native/core/mmap_gather.cc",
         "native/core/uring.cc",
         "native/core/uring_reader.cc",
         "native/core/uring_reader_complete.cc",
@@ -128,7 +127,7 @@
     },
     {
       "target_name": "spark",
-      "dependencies": ["spark_core"],
+      "dependencies": ["spark_core", "overlay_mmap_baseline"],
       "sources": [
         "native/binding/addon.cc",
         "native/binding/addon_env.cc",
@@ -141,10 +140,23 @@
         "native/binding/row_store_binding.cc",
         "native/binding/row_store_args.cc",
         "native/binding/pack_binding.cc",
-        "native/binding/sparse_binding.cc"
+        "native/binding/holes_binding.cc",
+        "native/binding/page_cache_binding.cc",
+        "native/binding/overlay_baseline_binding.cc"
       ],
-      "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
+      # "." for the bench baseline's header (bench/baselines/overlay-mmap/mmap_gather.h).
+      "include_dirs": [".", "<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_DEPRECATED", "NAPI_CPP_EXCEPTIONS"]
+    },
+    # A benchmark baseline, not part of spark: the serving overlay's read path (one mmap per
+    # shard, a WILLNEED pass, memcpy workers) that `spark bench gather --variants overlay`
+    # measures beside the row store (bench/baselines/overlay-mmap/mmap_gather.h). Its own
+    # library, outside spark_core; the addon links it only to expose it to the bench.
+    {
+      "target_name": "overlay_mmap_baseline",
+      "type": "static_library",
+      "dependencies": ["spark_core"],
+      "sources": ["bench/baselines/overlay-mmap/mmap_gather.cc"]
     },
     # A benchmark baseline, not part of spark: the Mia stack's row reader re-implemented from
     # its documented behaviour (bench/baselines/mia-row-store/README.md). Plain C++ (no Node):

@@ -5,10 +5,10 @@
 #   bash native/test/run.sh --tsan       ThreadSanitizer, on the tests that race threads
 #   bash native/test/run.sh --arm64      cross-compiled for aarch64, run under qemu-aarch64
 # native/core is compiled once into libspark_core.a (the spark_core target of binding.gyp),
-# and every *_test.cc links against it; the Mia bench baseline (bench/baselines/mia-row-store)
-# is built and tested on its own. crc32_test runs twice: on the path this CPU takes and
-# with the portable fallback forced. Ends with one line "N passed, M failed" over all runs;
-# exits 1 if anything failed.
+# and every *_test.cc links against it; the bench baselines (bench/baselines/mia-row-store on
+# its own, bench/baselines/overlay-mmap over libspark_core) are built and tested beside it.
+# crc32_test runs twice: on the path this CPU takes and with the portable fallback forced.
+# Ends with one line "N passed, M failed" over all runs; exits 1 if anything failed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 native=$(dirname "$here")
@@ -89,6 +89,11 @@ compile_into "$out/mia" "$mia"/*.cc
 mia_lib=("$out"/mia/io_pool.o "$out"/mia/row_cache.o "$out"/mia/row_store.o)
 "$cxx" "${flags[@]}" "${mia_lib[@]}" "$out/mia/row_store_test.o" -o "$out/mia_row_store_test"
 "$cxx" "${flags[@]}" "${mia_lib[@]}" "$out/mia/driver.o" -o "$out/mia_row_store_bench"
+# The overlay's read path as a bench baseline (bench/baselines/overlay-mmap): on spark_core's
+# thread pool and status, outside the library, with its test beside it.
+overlay="$root/bench/baselines/overlay-mmap"
+compile_into "$out/overlay-mmap" "$overlay"/*.cc
+"$cxx" "${flags[@]}" "$out"/overlay-mmap/*.o -L"$out" -lspark_core -o "$out/overlay_mmap_test"
 
 passed=0
 failed=0
@@ -127,5 +132,6 @@ for t in "${tests[@]}"; do
   fi
 done
 run mia_row_store_test "$out/mia_row_store_test"
+run overlay_mmap_test "$out/overlay_mmap_test"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,4 +1,4 @@
-#include "core/mmap_gather.h"
+#include "mmap_gather.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

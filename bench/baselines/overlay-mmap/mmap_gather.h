@@ -1,9 +1,12 @@
-// The serving overlay's read path, written here from its description (docs/serving-stacks.md,
-// stack A) so `spark bench gather` can measure what the engine pays beside the row store's
-// pread pool: each shard file mapped once with MADV_RANDOM (a cold row faults in its own pages,
-// no read-around), one posix_fadvise(WILLNEED) pass over the batch's rows so the kernel reads
-// their pages in parallel, then N workers that memcpy each row's weight and scale bytes into
-// the output. Ids the rank does not own come back as zeros (the TP all-reduce sums the ranks).
+// A benchmark baseline, not part of spark's read path: the serving overlay's read path, written
+// here from its description (docs/serving-stacks.md, stack A) so `spark bench gather` can
+// measure what the engine pays beside the row store's pread pool: each shard file mapped once
+// with MADV_RANDOM (a cold row faults in its own pages, no read-around), one
+// posix_fadvise(WILLNEED) pass over the batch's rows so the kernel reads their pages in
+// parallel, then N workers that memcpy each row's weight and scale bytes into the output. Ids
+// the rank does not own come back as zeros (the TP all-reduce sums the ranks). The row
+// store's own copies out of a mapping (warm rows) are another thing:
+// native/core/row_gather_mapped.cc.
 //
 // Rows are global ids in two columns, as in a snapshot or a sparse copy: weight at
 // weight_offset + id * dim, scale at scale_offset + id * dim / 32.

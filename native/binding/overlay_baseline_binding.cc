@@ -1,25 +1,19 @@
-// Node-API glue for reading sparse copies (core/holes.h) and for the serving overlay's read
-// path measured by `spark bench gather` (core/mmap_gather.h).
+// Node-API glue for a benchmark baseline: the serving overlay's read path as `spark bench
+// gather --variants overlay` measures it (bench/baselines/overlay-mmap/mmap_gather.h). Not part
+// of spark's own read path (that is the row store, binding/row_store_binding.cc).
 //
-//   findHole(path, start, end)      first byte of [start, end) in a hole, or null (synchronous:
-//                                   one open and one lseek)
-//   dropCache(fd, offset, length)   posix_fadvise(DONTNEED) behind a reader (page cache is GPU
-//                                   memory on the target machines); advice only, never fails
 //   new MmapGather(tables, {threads, willneed})
 //     .gather(layer, ids)           Promise<void>: the rows land in memory this object owns, so
 //                                   no JavaScript buffer is written off the JS thread
 //     .rows()                       a copy of the last batch's rows (Buffer)
 //     .stats() / .close()           close() once nothing is in flight (the TS wrapper waits)
-#include <fcntl.h>
 #include <napi.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "bench/baselines/overlay-mmap/mmap_gather.h"
 #include "binding/addon_env.h"
 #include "binding/args.h"
 #include "binding/async.h"
@@ -27,37 +21,9 @@
 #include "binding/ids.h"
 #include "binding/modules.h"
 #include "binding/snapshot_table_args.h"
-#include "core/holes.h"
-#include "core/mmap_gather.h"
 
 namespace spark {
 namespace {
-
-Napi::Value FindHoleJs(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  std::string path = StringValue(info[0], "path");
-  uint64_t start = U64Value(info[1], "start"), end = U64Value(info[2], "end");
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) throw StatusToError(env, ErrnoStatus(errno, "open", path));
-  struct stat st;
-  Status s = fstat(fd, &st) != 0 ? ErrnoStatus(errno, "fstat", path)
-             : !S_ISREG(st.st_mode) ? Status::Error(Code::E_SHARD_MISSING, "is not a regular file", path)
-                                    : Status::Ok();
-  std::optional<uint64_t> hole;
-  if (s.ok()) s = FirstHole(fd, start, end, path, &hole);
-  close(fd);
-  if (!s.ok()) throw StatusToError(env, s);
-  return hole ? FromU64(env, *hole) : env.Null();
-}
-
-Napi::Value DropCacheJs(const Napi::CallbackInfo& info) {
-  uint64_t fd = U64Value(info[0], "fd");
-  uint64_t offset = U64Value(info[1], "offset"), length = U64Value(info[2], "length");
-  if (fd <= INT32_MAX && offset <= INT64_MAX && length <= INT64_MAX) {
-    posix_fadvise(static_cast<int>(fd), static_cast<off_t>(offset), static_cast<off_t>(length), POSIX_FADV_DONTNEED);
-  }
-  return info.Env().Undefined();
-}
 
 MmapTable ParseMmapTable(Napi::Value v, size_t i) {
   Fields o(v, "tables[" + std::to_string(i) + "]");
@@ -187,10 +153,6 @@ Napi::Value MmapGatherWrap::Gather(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
-void InitSparse(Napi::Env env, Napi::Object exports) {
-  exports.Set("findHole", Napi::Function::New(env, FindHoleJs, "findHole"));
-  exports.Set("dropCache", Napi::Function::New(env, DropCacheJs, "dropCache"));
-  MmapGatherWrap::Init(env, exports);
-}
+void InitOverlayBaseline(Napi::Env env, Napi::Object exports) { MmapGatherWrap::Init(env, exports); }
 
 }  // namespace spark

@@ -1,6 +1,6 @@
-// Typed wrapper over the addon's sparse-file helpers and the serving overlay's read path
-// (native/binding/sparse_binding.cc): where a file's holes are, dropping pages behind a
-// reader, and the mmap gather `spark bench gather` measures beside the row store.
+// Typed wrapper over a benchmark baseline (native/binding/overlay_baseline_binding.cc): the
+// serving overlay's read path (bench/baselines/overlay-mmap/mmap_gather.h), the mmap gather
+// `spark bench gather` measures beside the row store. Not spark's own read path.
 import type { FileSlice } from '../domain/table-spec.js';
 import { toSparkError } from '../errors.js';
 import { addon } from './index.js';
@@ -34,29 +34,12 @@ interface NativeMmapGather {
   close(): void;
 }
 
-interface SparseAddon {
-  findHole(path: string, start: number, end: number): number | bigint | null;
-  dropCache(fd: number, offset: number, length: number): void;
+interface OverlayBaselineAddon {
   MmapGather: new (tables: MmapTableSpec[], options: { threads: number; willneed?: boolean }) => NativeMmapGather;
 }
 
-function native(): SparseAddon {
-  return addon() as unknown as SparseAddon;
-}
-
-/** The first byte of [start, end) of `path` that lies in a hole, or undefined when all is data. */
-export function findHole(path: string, start: number, end: number): number | undefined {
-  try {
-    const at = native().findHole(path, start, end);
-    return at === null ? undefined : Number(at);
-  } catch (err) {
-    throw toSparkError(err);
-  }
-}
-
-/** Drops the pages of [offset, offset + length) of an open file from the page cache (advice only). */
-export function dropCache(fd: number, offset: number, length: number): void {
-  native().dropCache(fd, offset, length);
+function native(): OverlayBaselineAddon {
+  return addon() as unknown as OverlayBaselineAddon;
 }
 
 /**
