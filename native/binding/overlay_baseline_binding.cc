@@ -30,7 +30,7 @@ MmapTable ParseMmapTable(Napi::Value v, size_t i) {
   MmapTable t;
   ReadSnapshotColumns(o, &t);
   // The owned ids are required here: the overlay always knows its rank's range.
-  if (!o.U64PairOr("range", "lo", "hi", &t.lo, &t.hi)) ThrowType(o.Env(), o.Name("range") + " is required: [lo, hi)");
+  if (!o.U64PairOr("range", "lo", "hi", &t.owned.start, &t.owned.end)) ThrowType(o.Env(), o.Name("range") + " is required: [lo, hi)");
   return t;
 }
 

@@ -133,7 +133,7 @@ class RowStoreWrap : public Napi::ObjectWrap<RowStoreWrap> {
     if (!store_) return out;
     uint32_t i = 0;
     for (const TableInfo& t : store_->Tables()) {
-      Napi::Object o = U64Object(env, {{"layer", t.layer}, {"lo", t.lo}, {"hi", t.hi}, {"rowBytes", t.row_bytes}});
+      Napi::Object o = U64Object(env, {{"layer", t.layer}, {"lo", t.ids.start}, {"hi", t.ids.end}, {"rowBytes", t.row_bytes}});
       o.Set("directRequested", t.direct_requested);
       o.Set("directActive", t.direct_active);
       o.Set("residentScales", t.resident);

@@ -29,10 +29,10 @@ Status FirstHole(int fd, uint64_t start, uint64_t end, const std::string& path, 
 }
 
 Status CheckColumnHoles(int fd, const std::string& path, uint32_t layer, const char* column, uint64_t base,
-                        uint64_t pitch, uint64_t lo, uint64_t hi, HoleRule rule) {
-  if (rule == HoleRule::kAllow || lo >= hi || pitch == 0) return Status::Ok();
-  auto first = CheckedMul(lo, pitch);
-  auto last = CheckedMul(hi, pitch);
+                        uint64_t pitch, const IdRange& rows, HoleRule rule) {
+  if (rule == HoleRule::kAllow || rows.start >= rows.end || pitch == 0) return Status::Ok();
+  auto first = CheckedMul(rows.start, pitch);
+  auto last = CheckedMul(rows.end, pitch);
   if (first) first = CheckedAdd(base, *first);
   if (last) last = CheckedAdd(base, *last);
   if (!first || !last) return Status::Error(Code::E_USAGE, "layer " + std::to_string(layer) + ": offsets overflow 64 bits", path);
@@ -50,9 +50,9 @@ Status CheckColumnHoles(int fd, const std::string& path, uint32_t layer, const c
         .At(*hole);
   }
   return Status::Error(Code::E_SHARD_TRUNCATED,
-                       where + " is a hole inside the copy's range [" + std::to_string(lo) + ", " +
-                           std::to_string(hi) + ") (engram-local.json): the copy is damaged or incomplete; make "
-                           "it again and check it with spark verify",
+                       where + " is a hole inside the copy's range " + rows.text() +
+                           " (engram-local.json): the copy is damaged or incomplete; make it again and check it "
+                           "with spark verify",
                        path)
       .At(*hole);
 }

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "core/id_range.h"
 #include "core/status.h"
 
 namespace spark {
@@ -23,10 +24,10 @@ enum class HoleRule {
   kCorrupt,  // inside a sparse copy's manifest range: the copy is damaged
 };
 
-// One column of a table (row `id` at base + id * pitch), rows [lo, hi): Ok when no byte of them
+// One column of a table (row `id` at base + id * pitch), rows `rows`: Ok when no byte of them
 // lies in a hole (or rule is kAllow); otherwise an error naming the file, the layer, the first
 // row touching the hole and its byte offset. `column` is "weight" or "scale".
 Status CheckColumnHoles(int fd, const std::string& path, uint32_t layer, const char* column, uint64_t base,
-                        uint64_t pitch, uint64_t lo, uint64_t hi, HoleRule rule);
+                        uint64_t pitch, const IdRange& rows, HoleRule rule);
 
 }  // namespace spark

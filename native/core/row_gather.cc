@@ -43,32 +43,34 @@ class BatchRun {
 
   // Maps the distinct rows in plan_.rows to pieces of files and groups the pieces into reads.
   void Plan() {
-    const TableSpec& s = table_.spec;
     const StoreOptions& o = store_.options_;
     const uint64_t rb = table_.info.row_bytes;
     const bool sorted = o.dedup;
     std::vector<Piece>& pieces = plan_.pieces;
     pieces.clear();
     plan_.ops.clear();
-    pieces.reserve(plan_.rows.size() * (s.kind == TableKind::kSnapshot ? 2 : 1));
-    if (s.kind == TableKind::kPacked) {
-      for (const DistinctRow& r : plan_.rows) pieces.push_back({table_.PackedOffset(r.id), s.row_bytes, r.pos * rb});
+    if (const PackedTable* p = table_.packed()) {
+      pieces.reserve(plan_.rows.size());
+      for (const DistinctRow& r : plan_.rows) pieces.push_back({table_.PackedOffset(*p, r.id), p->row_bytes, r.pos * rb});
       const ReadFile& f = *store_.files_[table_.file];
       PlanReads(pieces, 0, pieces.size(), table_.file, o.merge && sorted, o.max_merge_bytes,
                 f.direct() ? kDirectAlign : 1, &plan_.ops);
       return;
     }
+    const SnapshotTable& s = *table_.snapshot();
+    pieces.reserve(plan_.rows.size() * 2);
     const uint64_t sb = table_.scale_bytes;
     // Null until LoadResident has finished this table: then scales come from the file.
     const uint8_t* resident = table_.resident.load(std::memory_order_acquire);
-    for (const DistinctRow& r : plan_.rows) pieces.push_back({table_.WeightOffset(r.id), s.dim, r.pos * rb});
+    const IdRange kept = s.resident_scales.value_or(IdRange{});
+    for (const DistinctRow& r : plan_.rows) pieces.push_back({table_.WeightOffset(s, r.id), s.dim, r.pos * rb});
     size_t weights = pieces.size();
     for (const DistinctRow& r : plan_.rows) {
       uint64_t dest = r.pos * rb + s.dim;
-      if (resident != nullptr && r.id >= s.resident_start && r.id < s.resident_end) {
-        std::memcpy(out_ + dest, resident + (r.id - s.resident_start) * sb, sb);
+      if (resident != nullptr && kept.contains(r.id)) {
+        std::memcpy(out_ + dest, resident + (r.id - kept.start) * sb, sb);
       } else {
-        pieces.push_back({table_.ScaleOffset(r.id), sb, dest});
+        pieces.push_back({table_.ScaleOffset(s, r.id), sb, dest});
       }
     }
     PlanReads(pieces, 0, weights, table_.weight_file, o.merge && sorted, o.max_merge_bytes, 1, &plan_.ops);

@@ -49,26 +49,27 @@ struct CopyRun {
 // in pages all known cached, and lists the other positions in c.misses.
 void CopyKnownRows(void* arg) {
   CopyRun& c = *static_cast<CopyRun*>(arg);
-  const TableSpec& s = c.table->spec;
   const uint64_t rb = c.table->info.row_bytes;
-  if (s.kind == TableKind::kPacked) {
+  if (const PackedTable* p = c.table->packed()) {
     for (size_t i = c.begin; i < c.end; ++i) {
-      const uint64_t off = c.table->PackedOffset(c.ids[i]);
-      if (!c.weights->Known(off, s.row_bytes)) {
+      const uint64_t off = c.table->PackedOffset(*p, c.ids[i]);
+      if (!c.weights->Known(off, p->row_bytes)) {
         c.misses[c.missed++] = static_cast<uint32_t>(i);
         if (c.stop_at_miss) return;
         continue;
       }
-      std::memcpy(c.out + i * rb, c.weights->at(off), s.row_bytes);
+      std::memcpy(c.out + i * rb, c.weights->at(off), p->row_bytes);
     }
     return;
   }
+  const SnapshotTable& s = *c.table->snapshot();
   const uint64_t sb = c.table->scale_bytes;
+  const IdRange kept = s.resident_scales.value_or(IdRange{});
   for (size_t i = c.begin; i < c.end; ++i) {
     const uint64_t id = c.ids[i];
-    const uint64_t woff = c.table->WeightOffset(id);
-    const uint64_t soff = c.table->ScaleOffset(id);
-    const bool resident = c.resident != nullptr && id >= s.resident_start && id < s.resident_end;
+    const uint64_t woff = c.table->WeightOffset(s, id);
+    const uint64_t soff = c.table->ScaleOffset(s, id);
+    const bool resident = c.resident != nullptr && kept.contains(id);
     if (!c.weights->Known(woff, s.dim) || (!resident && !c.scales->Known(soff, sb))) {
       c.misses[c.missed++] = static_cast<uint32_t>(i);
       if (c.stop_at_miss) return;
@@ -76,20 +77,21 @@ void CopyKnownRows(void* arg) {
     }
     uint8_t* dst = c.out + i * rb;
     std::memcpy(dst, c.weights->at(woff), s.dim);
-    std::memcpy(dst + s.dim, resident ? c.resident + (id - s.resident_start) * sb : c.scales->at(soff), sb);
+    std::memcpy(dst + s.dim, resident ? c.resident + (id - kept.start) * sb : c.scales->at(soff), sb);
   }
 }
 
 // The pages run c copied from are no longer believed cached.
 void ForgetRun(const CopyRun& c, FileMap* weights, FileMap* scales) {
-  const TableSpec& s = c.table->spec;
+  const PackedTable* p = c.table->packed();
+  const SnapshotTable* s = c.table->snapshot();
   for (size_t i = c.begin; i < c.end; ++i) {
     const uint64_t id = c.ids[i];
-    if (s.kind == TableKind::kPacked) {
-      weights->Forget(c.table->PackedOffset(id), s.row_bytes);
+    if (p != nullptr) {
+      weights->Forget(c.table->PackedOffset(*p, id), p->row_bytes);
     } else {
-      weights->Forget(c.table->WeightOffset(id), s.dim);
-      scales->Forget(c.table->ScaleOffset(id), c.table->scale_bytes);
+      weights->Forget(c.table->WeightOffset(*s, id), s->dim);
+      scales->Forget(c.table->ScaleOffset(*s, id), c.table->scale_bytes);
     }
   }
 }
@@ -122,14 +124,14 @@ void RowStore::MapFiles() {
 }
 
 bool RowStore::TableMapped(const Table& t) const {
-  if (t.spec.kind == TableKind::kPacked) return maps_[t.file] != nullptr;
+  if (t.packed() != nullptr) return maps_[t.file] != nullptr;
   return maps_[t.weight_file] != nullptr && maps_[t.scale_file] != nullptr;
 }
 
 size_t RowStore::GatherMapped(ThreadPool* pool, const Table& t, const uint64_t* ids, size_t n, uint8_t* out,
                               std::vector<uint32_t>* misses) {
   misses->resize(n);
-  const bool packed = t.spec.kind == TableKind::kPacked;
+  const bool packed = t.packed() != nullptr;
   const uint32_t weight_file = packed ? t.file : t.weight_file;
   FileMap* weights = maps_[weight_file].get();
   FileMap* scales = packed ? nullptr : maps_[t.scale_file].get();
@@ -193,15 +195,15 @@ uint64_t RowStore::LearnCached(ThreadPool& pool) {
   std::vector<Region> regions;
   for (const auto& t : tables_) {
     if (!TableMapped(*t)) continue;
-    const TableSpec& s = t->spec;
-    const uint64_t rows = t->info.hi - t->info.lo;  // every extent was checked to fit at open
-    if (rows == 0) continue;
-    if (s.kind == TableKind::kPacked) {
-      const uint64_t first = t->PackedOffset(s.start), last = t->PackedOffset(s.end - 1) + s.row_bytes;
+    const IdRange& ids = t->info.ids;  // every extent was checked to fit at open
+    if (ids.size() == 0) continue;
+    if (const PackedTable* p = t->packed()) {
+      const uint64_t first = t->PackedOffset(*p, ids.start), last = t->PackedOffset(*p, ids.end - 1) + p->row_bytes;
       regions.push_back({maps_[t->file].get(), first, last - first});
     } else {
-      regions.push_back({maps_[t->weight_file].get(), t->WeightOffset(t->info.lo), rows * s.dim});
-      regions.push_back({maps_[t->scale_file].get(), t->ScaleOffset(t->info.lo), rows * t->scale_bytes});
+      const SnapshotTable& s = *t->snapshot();
+      regions.push_back({maps_[t->weight_file].get(), t->WeightOffset(s, ids.start), ids.size() * s.dim});
+      regions.push_back({maps_[t->scale_file].get(), t->ScaleOffset(s, ids.start), ids.size() * t->scale_bytes});
     }
   }
   // In pieces of one mincore call each, spread over the pool: a 98 GB table is 24 M pages.

@@ -15,8 +15,6 @@ namespace spark {
 
 namespace {
 
-std::string Range(uint64_t lo, uint64_t hi) { return "[" + std::to_string(lo) + ", " + std::to_string(hi) + ")"; }
-
 Status Bad(const std::string& what, const std::string& path = {}) { return Status::Error(Code::E_USAGE, what, path); }
 
 // End offset of the last row, or nullopt on overflow.
@@ -78,81 +76,92 @@ Status RowStore::OpenFile(const std::string& path, bool want_direct, uint64_t pr
 }
 
 Status RowStore::AddTable(const TableSpec& spec) {
-  const std::string layer = "layer " + std::to_string(spec.layer);
-  if (FindTable(spec.layer) != nullptr) return Bad(layer + " is given twice");
+  const uint32_t layer = LayerOf(spec);
+  if (FindTable(layer) != nullptr) return Bad("layer " + std::to_string(layer) + " is given twice");
   auto t = std::make_unique<Table>();
   t->spec = spec;
   TableInfo& info = t->info;
-  info.layer = spec.layer;
-  info.direct_requested = spec.direct;
+  info.layer = layer;
   info.direct_active = false;
   info.resident = false;
-  if (spec.kind == TableKind::kSnapshot) {
-    if (spec.dim == 0 || spec.dim % 32 != 0) return Bad(layer + ": dim must be a positive multiple of 32");
-    t->scale_bytes = spec.dim / 32;
-    info.lo = spec.ranged ? spec.lo : 0;
-    info.hi = spec.ranged ? spec.hi : spec.rows;
-    if (info.lo > info.hi || info.hi > spec.rows) {
-      return Bad(layer + ": range " + Range(info.lo, info.hi) + " is not inside the table " + Range(0, spec.rows));
-    }
-    info.row_bytes = spec.dim + t->scale_bytes;
-    Status st = OpenFile(spec.weight_path, false, 0, &t->weight_file);
-    if (st.ok()) st = OpenFile(spec.scale_path, false, 0, &t->scale_file);
-    if (!st.ok()) return st;
-    st = FitsInFile(*files_[t->weight_file], Extent(spec.weight_offset, spec.rows, spec.dim), spec.layer, "weight tensor");
-    if (st.ok()) {
-      st = FitsInFile(*files_[t->scale_file], Extent(spec.scale_offset, spec.rows, t->scale_bytes), spec.layer,
-                      "scale tensor");
-    }
-    if (st.ok()) {
-      st = CheckColumnHoles(files_[t->weight_file]->fd(), spec.weight_path, spec.layer, "weight", spec.weight_offset,
-                            spec.dim, info.lo, info.hi, spec.holes);
-    }
-    if (st.ok()) {
-      st = CheckColumnHoles(files_[t->scale_file]->fd(), spec.scale_path, spec.layer, "scale", spec.scale_offset,
-                            t->scale_bytes, info.lo, info.hi, spec.holes);
-    }
-    if (!st.ok()) return st;
-    if (spec.resident_scales) {
-      if (spec.resident_start > spec.resident_end || spec.resident_start < info.lo || spec.resident_end > info.hi) {
-        return Bad(layer + ": resident scale range " + Range(spec.resident_start, spec.resident_end) +
-                   " is not inside the readable rows " + Range(info.lo, info.hi));
-      }
-      info.resident = true;
-    }
-  } else {
-    if (spec.start > spec.end) return Bad(layer + ": packed range start is after its end");
-    if (spec.row_bytes == 0 || spec.stride < spec.row_bytes) {
-      return Bad(layer + ": stride must be at least rowBytes (and rowBytes > 0)", spec.path);
-    }
-    info.lo = spec.start;
-    info.hi = spec.end;
-    info.row_bytes = spec.row_bytes;
-    uint64_t n = spec.end - spec.start;
-    std::optional<uint64_t> need;
-    if (spec.layout == PackedLayout::kPage) {
-      if (spec.stride > kPageBytes) return Bad(layer + ": page layout needs stride <= 4096", spec.path);
-      if (spec.data_offset % kPageBytes != 0) return Bad(layer + ": page layout needs a 4096-aligned dataOffset", spec.path);
-      t->rows_per_page = kPageBytes / spec.stride;
-      uint64_t last = n == 0 ? 0 : n - 1;
-      need = Extent(spec.data_offset, last / t->rows_per_page, kPageBytes);
-      if (need) need = CheckedAdd(*need, (last % t->rows_per_page) * spec.stride + (n == 0 ? 0 : spec.row_bytes));
-    } else {
-      need = Extent(spec.data_offset, n, spec.stride);
-    }
-    Status st = OpenFile(spec.path, spec.direct, spec.data_offset, &t->file);
-    if (st.ok()) st = FitsInFile(*files_[t->file], need, spec.layer, "packed rows");
-    if (!st.ok()) return st;
-    info.direct_active = files_[t->file]->direct();
-  }
+  Status st = t->packed() != nullptr ? AddPacked(*t->packed(), t.get()) : AddSnapshot(*t->snapshot(), t.get());
+  if (!st.ok()) return st;
   infos_.push_back(info);
   tables_.push_back(std::move(t));
   return Status::Ok();
 }
 
+Status RowStore::AddSnapshot(const SnapshotTable& spec, Table* t) {
+  const std::string layer = "layer " + std::to_string(spec.layer);
+  TableInfo& info = t->info;
+  info.direct_requested = false;
+  if (spec.dim == 0 || spec.dim % 32 != 0) return Bad(layer + ": dim must be a positive multiple of 32");
+  t->scale_bytes = spec.dim / 32;
+  const IdRange table{0, spec.rows};
+  info.ids = spec.range.value_or(table);
+  if (!info.ids.valid() || !info.ids.within(table)) {
+    return Bad(layer + ": range " + info.ids.text() + " is not inside the table " + table.text());
+  }
+  info.row_bytes = spec.dim + t->scale_bytes;
+  Status st = OpenFile(spec.weight_path, false, 0, &t->weight_file);
+  if (st.ok()) st = OpenFile(spec.scale_path, false, 0, &t->scale_file);
+  if (!st.ok()) return st;
+  st = FitsInFile(*files_[t->weight_file], Extent(spec.weight_offset, spec.rows, spec.dim), spec.layer, "weight tensor");
+  if (st.ok()) {
+    st = FitsInFile(*files_[t->scale_file], Extent(spec.scale_offset, spec.rows, t->scale_bytes), spec.layer,
+                    "scale tensor");
+  }
+  if (st.ok()) {
+    st = CheckColumnHoles(files_[t->weight_file]->fd(), spec.weight_path, spec.layer, "weight", spec.weight_offset,
+                          spec.dim, info.ids, spec.holes);
+  }
+  if (st.ok()) {
+    st = CheckColumnHoles(files_[t->scale_file]->fd(), spec.scale_path, spec.layer, "scale", spec.scale_offset,
+                          t->scale_bytes, info.ids, spec.holes);
+  }
+  if (!st.ok()) return st;
+  if (spec.resident_scales) {
+    const IdRange& r = *spec.resident_scales;
+    if (!r.valid() || !r.within(info.ids)) {
+      return Bad(layer + ": resident scale range " + r.text() + " is not inside the readable rows " + info.ids.text());
+    }
+    info.resident = true;
+  }
+  return Status::Ok();
+}
+
+Status RowStore::AddPacked(const PackedTable& spec, Table* t) {
+  const std::string layer = "layer " + std::to_string(spec.layer);
+  TableInfo& info = t->info;
+  info.direct_requested = spec.direct;
+  if (!spec.ids.valid()) return Bad(layer + ": packed range start is after its end");
+  if (spec.row_bytes == 0 || spec.stride < spec.row_bytes) {
+    return Bad(layer + ": stride must be at least rowBytes (and rowBytes > 0)", spec.path);
+  }
+  info.ids = spec.ids;
+  info.row_bytes = spec.row_bytes;
+  const uint64_t n = spec.ids.size();
+  std::optional<uint64_t> need;
+  if (spec.layout == PackedLayout::kPage) {
+    if (spec.stride > kPageBytes) return Bad(layer + ": page layout needs stride <= 4096", spec.path);
+    if (spec.data_offset % kPageBytes != 0) return Bad(layer + ": page layout needs a 4096-aligned dataOffset", spec.path);
+    t->rows_per_page = kPageBytes / spec.stride;
+    uint64_t last = n == 0 ? 0 : n - 1;
+    need = Extent(spec.data_offset, last / t->rows_per_page, kPageBytes);
+    if (need) need = CheckedAdd(*need, (last % t->rows_per_page) * spec.stride + (n == 0 ? 0 : spec.row_bytes));
+  } else {
+    need = Extent(spec.data_offset, n, spec.stride);
+  }
+  Status st = OpenFile(spec.path, spec.direct, spec.data_offset, &t->file);
+  if (st.ok()) st = FitsInFile(*files_[t->file], need, spec.layer, "packed rows");
+  if (!st.ok()) return st;
+  info.direct_active = files_[t->file]->direct();
+  return Status::Ok();
+}
+
 const RowStore::Table* RowStore::FindTable(uint32_t layer) const {
   for (const auto& t : tables_) {
-    if (t->spec.layer == layer) return t.get();
+    if (t->info.layer == layer) return t.get();
   }
   return nullptr;
 }
@@ -169,8 +178,9 @@ Status RowStore::LoadResident(ThreadPool& pool) {
   std::lock_guard<std::mutex> load_lock(resident_mu_);
   for (auto& t : tables_) {
     if (!t->info.resident || t->resident.load(std::memory_order_acquire) != nullptr) continue;
-    const TableSpec& s = t->spec;
-    auto bytes = CheckedMul(s.resident_end - s.resident_start, t->scale_bytes);
+    const SnapshotTable& s = *t->snapshot();  // only a snapshot's info is ever resident
+    const IdRange& r = *s.resident_scales;
+    auto bytes = CheckedMul(r.size(), t->scale_bytes);
     if (!bytes || *bytes > SIZE_MAX) return Bad("layer " + std::to_string(s.layer) + ": resident scales too large");
     std::unique_ptr<uint8_t[]> data(new (std::nothrow) uint8_t[*bytes == 0 ? 1 : *bytes]);
     if (!data) {
@@ -178,7 +188,7 @@ Status RowStore::LoadResident(ThreadPool& pool) {
     }
     ReadFile& f = *files_[t->scale_file];
     const ReadContext ctx = Context();
-    uint64_t base = s.scale_offset + s.resident_start * t->scale_bytes;
+    uint64_t base = s.scale_offset + r.start * t->scale_bytes;
     size_t chunks = static_cast<size_t>((*bytes + kChunk - 1) / kChunk);
     std::mutex mu;
     Status first;
@@ -204,12 +214,12 @@ Status RowStore::CheckIds(uint32_t layer, const uint64_t* ids, size_t n) const {
   const Table* t = FindTable(layer);
   if (t == nullptr) return Status::Error(Code::E_ROW_RANGE, "layer " + std::to_string(layer) + " is not in this row store");
   for (size_t i = 0; i < n; ++i) {
-    if (ids[i] < t->info.lo || ids[i] >= t->info.hi) {
-      const char* where = t->spec.kind == TableKind::kPacked ? "this pack's range"
-                          : t->spec.ranged                     ? "this sparse copy's range"
-                                                               : "the table";
+    if (!t->info.ids.contains(ids[i])) {
+      const char* where = t->packed() != nullptr    ? "this pack's range"
+                          : t->snapshot()->range ? "this sparse copy's range"
+                                                 : "the table";
       return Status::Error(Code::E_ROW_RANGE, "row id " + std::to_string(ids[i]) + " (batch index " + std::to_string(i) +
-                                                  ") is outside " + where + " " + Range(t->info.lo, t->info.hi) +
+                                                  ") is outside " + where + " " + t->info.ids.text() +
                                                   " of layer " + std::to_string(layer));
     }
   }

@@ -17,11 +17,14 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "core/file_map.h"
 #include "core/holes.h"
+#include "core/id_range.h"
 #include "core/io_util.h"
 #include "core/row_counters.h"
 #include "core/row_plan.h"
@@ -31,39 +34,47 @@
 
 namespace spark {
 
-enum class TableKind { kSnapshot, kPacked };
 enum class PackedLayout { kDense, kPage };
 
 inline constexpr uint64_t kPageBytes = 4096;
 
-struct TableSpec {
-  TableKind kind = TableKind::kSnapshot;
+// A snapshot table: ids [0, rows); the weight tensor is [rows, dim] bytes and the scale tensor
+// [rows, dim/32] bytes, each starting at its absolute file offset. Two reads per row, one for
+// ids whose scale rows are resident.
+struct SnapshotTable {
   uint32_t layer = 0;
-  // Snapshot: ids [0, rows); the weight tensor is [rows, dim] bytes and the scale tensor
-  // [rows, dim/32] bytes, each starting at its absolute file offset.
   uint64_t rows = 0;
   uint64_t dim = 0;
   std::string weight_path;
   uint64_t weight_offset = 0;
   std::string scale_path;
   uint64_t scale_offset = 0;
-  bool resident_scales = false;
-  uint64_t resident_start = 0, resident_end = 0;  // [start, end) of ids whose scales stay in memory
-  // Snapshot: only ids [lo, hi) are readable when `ranged` (a sparse copy's manifest range),
-  // and what a hole among those rows means (checked at open).
-  bool ranged = false;
-  uint64_t lo = 0, hi = 0;
+  std::optional<IdRange> resident_scales;  // ids whose scale rows stay in memory
+  // Only these ids are readable when set (a sparse copy's manifest range), and what a hole
+  // among those rows means (checked at open).
+  std::optional<IdRange> range;
   HoleRule holes = HoleRule::kAllow;
-  // Packed: global ids [start, end); local row i = id - start. Dense: row i at
-  // data_offset + i * stride. Page: floor(4096 / stride) rows per 4096-byte page.
+};
+
+// A packed table: global ids `ids`; local row i = id - ids.start, whole rows of row_bytes.
+// Dense: row i at data_offset + i * stride. Page: floor(4096 / stride) rows per 4096-byte page.
+struct PackedTable {
+  uint32_t layer = 0;
   std::string path;
-  uint64_t start = 0, end = 0;
+  IdRange ids;
   uint64_t data_offset = 0;
   uint64_t stride = 0;
   uint64_t row_bytes = 0;
   PackedLayout layout = PackedLayout::kDense;
   bool direct = false;  // O_DIRECT when the filesystem accepts it
 };
+
+// One table of a store: the two kinds share nothing but the layer they serve.
+using TableSpec = std::variant<SnapshotTable, PackedTable>;
+
+inline uint32_t LayerOf(const TableSpec& spec) {
+  return std::visit([](const auto& t) { return t.layer; }, spec);
+}
 
 // How a store issues its reads. kPread: the pool's blocking positioned reads. kUring: one
 // io_uring per store (core/uring_reader.h). kAuto: io_uring when every file is on a local
@@ -107,7 +118,7 @@ struct StoreStats {
 
 struct TableInfo {
   uint32_t layer;
-  uint64_t lo, hi;  // valid ids [lo, hi)
+  IdRange ids;  // the valid ids
   uint64_t row_bytes;
   bool direct_requested, direct_active;
   bool resident;
@@ -161,26 +172,31 @@ class RowStore {
     uint32_t file = 0;                         // packed
     uint64_t scale_bytes = 0;                  // D/32
     uint64_t rows_per_page = 0;                // packed page layout
-    // Scale rows [resident_start, resident_end): owned by resident_owner (written under
+    // The spec as its kind: exactly one of the two is non-null.
+    const SnapshotTable* snapshot() const { return std::get_if<SnapshotTable>(&spec); }
+    const PackedTable* packed() const { return std::get_if<PackedTable>(&spec); }
+    // Scale rows of the snapshot's resident_scales: owned by resident_owner (written under
     // RowStore::resident_mu_), published through `resident` once complete, never freed before
     // the store. Gathers read only `resident` (acquire): null means "read the file".
     std::unique_ptr<uint8_t[]> resident_owner;
     std::atomic<const uint8_t*> resident{nullptr};
     // Snapshot: the file offsets of id's weight row and scale row.
-    uint64_t WeightOffset(uint64_t id) const { return spec.weight_offset + id * spec.dim; }
-    uint64_t ScaleOffset(uint64_t id) const { return spec.scale_offset + id * scale_bytes; }
+    static uint64_t WeightOffset(const SnapshotTable& s, uint64_t id) { return s.weight_offset + id * s.dim; }
+    uint64_t ScaleOffset(const SnapshotTable& s, uint64_t id) const { return s.scale_offset + id * scale_bytes; }
     // Packed: the file offset of global id `id`'s row.
-    uint64_t PackedOffset(uint64_t id) const {
-      const uint64_t local = id - spec.start;
-      return spec.layout == PackedLayout::kPage
-                 ? spec.data_offset + local / rows_per_page * kPageBytes + local % rows_per_page * spec.stride
-                 : spec.data_offset + local * spec.stride;
+    uint64_t PackedOffset(const PackedTable& p, uint64_t id) const {
+      const uint64_t local = id - p.ids.start;
+      return p.layout == PackedLayout::kPage
+                 ? p.data_offset + local / rows_per_page * kPageBytes + local % rows_per_page * p.stride
+                 : p.data_offset + local * p.stride;
     }
   };
 
  private:
   RowStore() = default;
   Status AddTable(const TableSpec& spec);
+  Status AddSnapshot(const SnapshotTable& spec, Table* t);  // checks, opens and sizes one kind
+  Status AddPacked(const PackedTable& spec, Table* t);
   Status OpenFile(const std::string& path, bool want_direct, uint64_t probe_offset, uint32_t* index);
   const Table* FindTable(uint32_t layer) const;
   Status StartIoEngine();  // row_store_engine.cc

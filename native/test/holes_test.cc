@@ -36,16 +36,16 @@ TEST(ColumnHoleRules) {
   std::string path = SparseFile("b");
   int fd = open(path.c_str(), O_RDONLY);
   // Rows of 256 bytes from base kDataAt: rows [0, 4096) are data, row 4096 on is a hole.
-  CHECK(spark::CheckColumnHoles(fd, path, 1, "weight", kDataAt, 256, 0, 4096, HoleRule::kCorrupt).ok());
-  spark::Status st = spark::CheckColumnHoles(fd, path, 1, "weight", kDataAt, 256, 10, 5000, HoleRule::kCorrupt);
+  CHECK(spark::CheckColumnHoles(fd, path, 1, "weight", kDataAt, 256, {0, 4096}, HoleRule::kCorrupt).ok());
+  spark::Status st = spark::CheckColumnHoles(fd, path, 1, "weight", kDataAt, 256, {10, 5000}, HoleRule::kCorrupt);
   CHECK_EQ(st.code, Code::E_SHARD_TRUNCATED);
   CHECK(st.message.find("weight of row 4096 is a hole inside the copy's range [10, 5000)") != std::string::npos);
   CHECK(st.has_offset && st.offset == kDataAt + kDataBytes);
-  st = spark::CheckColumnHoles(fd, path, 14, "scale", 0, 8, 0, 100, HoleRule::kRefuse);
+  st = spark::CheckColumnHoles(fd, path, 14, "scale", 0, 8, {0, 100}, HoleRule::kRefuse);
   CHECK_EQ(st.code, Code::E_SNAPSHOT);
   CHECK(st.message.find("layer 14: scale of row 0 is a hole") != std::string::npos);
-  CHECK(spark::CheckColumnHoles(fd, path, 14, "scale", 0, 8, 0, 100, HoleRule::kAllow).ok());
-  st = spark::CheckColumnHoles(fd, path, 1, "weight", UINT64_MAX - 10, 256, 0, 100, HoleRule::kCorrupt);
+  CHECK(spark::CheckColumnHoles(fd, path, 14, "scale", 0, 8, {0, 100}, HoleRule::kAllow).ok());
+  st = spark::CheckColumnHoles(fd, path, 1, "weight", UINT64_MAX - 10, 256, {0, 100}, HoleRule::kCorrupt);
   CHECK_EQ(st.code, Code::E_USAGE);  // offsets overflow: refused, not wrapped
   close(fd);
 }

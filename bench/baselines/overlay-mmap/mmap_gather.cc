@@ -76,7 +76,7 @@ Status MmapGather::Add(const MmapTable& t) {
   const std::string name = LayerName(t.layer);
   if (Find(t.layer) != nullptr) return Status::Error(Code::E_USAGE, name + " is given twice");
   if (t.dim == 0 || t.dim % 32 != 0) return Status::Error(Code::E_USAGE, name + ": dim must be a positive multiple of 32");
-  if (t.lo > t.hi || t.hi > t.rows) return Status::Error(Code::E_USAGE, name + ": the owned range is not inside the table");
+  if (!t.owned.valid() || t.owned.end > t.rows) return Status::Error(Code::E_USAGE, name + ": the owned range is not inside the table");
   Table table{t, 0, 0};
   Status st = Map(t.weight_path, &table.weight);
   if (st.ok()) st = Map(t.scale_path, &table.scale);
@@ -132,7 +132,7 @@ Status MmapGather::Gather(ThreadPool& pool, size_t workers, uint32_t layer, cons
   const Mapping& sm = maps_[t->scale];
   if (options_.willneed) {
     for (size_t i = 0; i < n; ++i) {
-      if (ids[i] < s.lo || ids[i] >= s.hi) continue;
+      if (!s.owned.contains(ids[i])) continue;
       posix_fadvise(wm.fd, static_cast<off_t>(s.weight_offset + ids[i] * dim), static_cast<off_t>(dim), POSIX_FADV_WILLNEED);
       posix_fadvise(sm.fd, static_cast<off_t>(s.scale_offset + ids[i] * sb), static_cast<off_t>(sb), POSIX_FADV_WILLNEED);
     }
@@ -144,7 +144,7 @@ Status MmapGather::Gather(ThreadPool& pool, size_t workers, uint32_t layer, cons
     for (size_t i = n * p / parts; i < n * (p + 1) / parts; ++i) {
       uint8_t* dst = out + i * rb;
       const uint64_t id = ids[i];
-      if (id < s.lo || id >= s.hi) {
+      if (!s.owned.contains(id)) {
         std::memset(dst, 0, rb);
         ++z;
         continue;

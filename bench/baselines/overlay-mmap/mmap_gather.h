@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "core/id_range.h"
 #include "core/noncopyable.h"
 #include "core/status.h"
 #include "core/thread_pool.h"
@@ -34,7 +35,7 @@ struct MmapTable {
   uint64_t dim = 0;   // weight bytes per row; scale bytes are dim / 32
   std::string weight_path, scale_path;
   uint64_t weight_offset = 0, scale_offset = 0;
-  uint64_t lo = 0, hi = 0;  // owned ids [lo, hi): others read as zeros
+  IdRange owned;  // the rank's ids: others read as zeros
 };
 
 struct MmapGatherOptions {

@@ -25,8 +25,7 @@ TEST(MmapGatherCopiesOwnedRowsAndZeroesTheRest) {
   t.weight_path = t.scale_path = path;
   t.weight_offset = kDataAt;
   t.scale_offset = kDataAt + 1000 * 64;
-  t.lo = 100;
-  t.hi = 900;
+  t.owned = {100, 900};
   std::shared_ptr<spark::MmapGather> g;
   CHECK(spark::MmapGather::Open({t}, {}, &g).ok());
   CHECK_EQ(g->RowBytes(3), 66u);
@@ -62,9 +61,9 @@ TEST(MmapGatherCopiesOwnedRowsAndZeroesTheRest) {
   t.rows = UINT64_MAX / 2;  // rows x dim overflows 64 bits: refused, not wrapped
   CHECK_EQ(spark::MmapGather::Open({t}, {}, &too_big).code, Code::E_SHARD_TRUNCATED);
   t.rows = 1000;
-  t.hi = 1001;
+  t.owned.end = 1001;
   CHECK_EQ(spark::MmapGather::Open({t}, {}, &too_big).code, Code::E_USAGE);
-  t.hi = 900;
+  t.owned.end = 900;
   t.scale_offset = kFileBytes - 10;
   CHECK_EQ(spark::MmapGather::Open({t}, {}, &too_big).code, Code::E_SHARD_TRUNCATED);
 }
