@@ -186,7 +186,7 @@ Napi::Value PackSparseShardJs(const Napi::CallbackInfo& info) {
   auto tables = tv.As<Napi::Array>();
   for (uint32_t i = 0; i < tables.Length(); ++i) {
     Fields t(tables.Get(i), "job.tables[" + std::to_string(i) + "]");
-    job.tables.push_back({t.U64("weightOffset"), t.U64("scaleOffset"), t.U64("dim"), t.U64("start"), t.U64("end"),
+    job.tables.push_back({t.U64("weightOffset"), t.U64("scaleOffset"), t.U64("dim"), {t.U64("start"), t.U64("end")},
                           t.U64("chunkRows")});
   }
   Status s = CheckSparseJob(job);

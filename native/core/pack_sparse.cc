@@ -69,7 +69,7 @@ class SparseTarget : public PackTarget {
   }
   uint64_t total_bytes() const override {
     uint64_t n = 0;
-    for (const auto& t : job_.tables) n += (t.hi - t.lo) * (t.dim + t.dim / 32);
+    for (const auto& t : job_.tables) n += t.rows.size() * (t.dim + t.dim / 32);
     return n;
   }
 
@@ -78,8 +78,8 @@ class SparseTarget : public PackTarget {
     size_t t = first_chunk_.size() - 1;
     while (t > 0 && first_chunk_[t] > k) --t;
     const SparseTable& tab = job_.tables[t];
-    uint64_t a = tab.lo + (k - first_chunk_[t]) * tab.chunk_rows;
-    uint64_t b = tab.hi - a < tab.chunk_rows ? tab.hi : a + tab.chunk_rows;
+    uint64_t a = tab.rows.start + (k - first_chunk_[t]) * tab.chunk_rows;
+    uint64_t b = tab.rows.end - a < tab.chunk_rows ? tab.rows.end : a + tab.chunk_rows;
     uint64_t sb = tab.dim / 32;
     return {tab.weight_offset + a * tab.dim, (b - a) * tab.dim, tab.scale_offset + a * sb, (b - a) * sb};
   }
@@ -109,8 +109,8 @@ class SparseTarget : public PackTarget {
     // Reserve exactly what will be written: the header and the rows' two runs per table.
     if (s.ok()) s = Reserve(fd, path, 0, job_.header_bytes);
     for (const auto& t : job_.tables) {
-      if (s.ok()) s = Reserve(fd, path, t.weight_offset + t.lo * t.dim, (t.hi - t.lo) * t.dim);
-      if (s.ok()) s = Reserve(fd, path, t.scale_offset + t.lo * (t.dim / 32), (t.hi - t.lo) * (t.dim / 32));
+      if (s.ok()) s = Reserve(fd, path, t.weight_offset + t.rows.start * t.dim, t.rows.size() * t.dim);
+      if (s.ok()) s = Reserve(fd, path, t.scale_offset + t.rows.start * (t.dim / 32), t.rows.size() * (t.dim / 32));
     }
     Fd src;
     std::string header;
@@ -214,8 +214,8 @@ class SparseTarget : public PackTarget {
 }  // namespace
 
 uint64_t SparseChunkCount(const SparseTable& t) {
-  if (t.chunk_rows == 0 || t.hi <= t.lo) return 0;
-  return (t.hi - t.lo - 1) / t.chunk_rows + 1;
+  if (t.chunk_rows == 0 || t.rows.end <= t.rows.start) return 0;
+  return (t.rows.size() - 1) / t.chunk_rows + 1;
 }
 
 Status CheckSparseJob(const SparseShardJob& job) {
@@ -232,14 +232,14 @@ Status CheckSparseJob(const SparseShardJob& job) {
     if (t.chunk_rows == 0 || !chunk || *chunk > kMaxChunkBytes) {
       return Bad(job, "a chunk of " + std::to_string(t.chunk_rows) + " rows must be 1 row to 1 GiB");
     }
-    if (t.lo > t.hi) return Bad(job, "range [" + std::to_string(t.lo) + ", " + std::to_string(t.hi) + ") has lo > hi");
-    auto w_end = CheckedMul(t.hi, t.dim);
+    if (!t.rows.valid()) return Bad(job, "range " + t.rows.text() + " starts after its end");
+    auto w_end = CheckedMul(t.rows.end, t.dim);
     if (w_end) w_end = CheckedAdd(t.weight_offset, *w_end);
-    auto s_end = CheckedMul(t.hi, t.dim / 32);
+    auto s_end = CheckedMul(t.rows.end, t.dim / 32);
     if (s_end) s_end = CheckedAdd(t.scale_offset, *s_end);
     if (!w_end || !s_end || *w_end > job.source_bytes || *s_end > job.source_bytes) {
       return Status::Error(Code::E_SOURCE_CHANGED,
-                           "rows up to " + std::to_string(t.hi) + " end past the shard's " +
+                           "rows up to " + std::to_string(t.rows.end) + " end past the shard's " +
                                std::to_string(job.source_bytes) + " bytes: the snapshot is truncated or changed",
                            job.source_path);
     }
@@ -263,8 +263,8 @@ Status PackSparseShard(const SparseShardJob& job, PackProgress* progress, PackRe
     Fd fd;
     if (OpenFile(job.source_path, O_RDONLY, &fd).ok()) {
       for (const auto& t : job.tables) {
-        DropCache(fd.get(), t.weight_offset + t.lo * t.dim, (t.hi - t.lo) * t.dim);
-        DropCache(fd.get(), t.scale_offset + t.lo * (t.dim / 32), (t.hi - t.lo) * (t.dim / 32));
+        DropCache(fd.get(), t.weight_offset + t.rows.start * t.dim, t.rows.size() * t.dim);
+        DropCache(fd.get(), t.scale_offset + t.rows.start * (t.dim / 32), t.rows.size() * (t.dim / 32));
       }
     }
   }

@@ -3,7 +3,7 @@
 // byte, a rank's rows of each Engram weight and scale tensor at their ORIGINAL offsets, and
 // holes everywhere else. One shard may hold several Engram layers.
 //
-// Chunk k walks the tables in order: table t's rows [lo, hi) in chunks of chunk_rows rows.
+// Chunk k walks the tables in order: table t's rows in chunks of chunk_rows rows.
 // A chunk is copied as two runs (its weight rows, then its scale rows), each one read from the
 // source and one write at the same offset (O_DIRECT where possible, core/pack_io.h); its checksum is the CRC-32 of the weight bytes
 // followed by the scale bytes (src/engram/sparse-manifest.ts). Only the header and the rows'
@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/id_range.h"
 #include "core/pack_engine.h"
 #include "core/status.h"
 
@@ -23,7 +24,7 @@ struct SparseTable {
   uint64_t weight_offset = 0;  // absolute file offset of the weight's row 0
   uint64_t scale_offset = 0;   // absolute file offset of the scale's row 0
   uint64_t dim = 0;            // weight bytes per row; scale bytes per row are dim / 32
-  uint64_t lo = 0, hi = 0;     // global rows copied: [lo, hi)
+  IdRange rows;                // the global rows copied
   uint64_t chunk_rows = 0;
 };
 
@@ -44,7 +45,7 @@ Status CheckSparseJob(const SparseShardJob& job);
 // Packs one shard. result->crcs holds every table's chunk checksums, table after table.
 Status PackSparseShard(const SparseShardJob& job, PackProgress* progress, PackResult* result);
 
-// Chunks of table t: ceil((hi - lo) / chunk_rows).
+// Chunks of table t: ceil(rows.size() / chunk_rows).
 uint64_t SparseChunkCount(const SparseTable& t);
 
 }  // namespace spark
