@@ -55,12 +55,21 @@ out="$here/build/$variant"
 
 # The addon links the same library, so a core source missing from binding.gyp would be a
 # symbol the addon only misses when it is called.
-for src in "$native"/core/*.cc; do
-  grep -q "\"native/core/$(basename "$src")\"" "$root/binding.gyp" || {
-    echo "run.sh: native/core/$(basename "$src") is not in the spark_core sources of binding.gyp; add it there" >&2
+# The core's sources at any depth (its rooms, native/core/README.md); their object files share
+# one directory, so two sources of one name would be one object: refused here.
+mapfile -t core_sources < <(find "$native/core" -name '*.cc' | sort)
+for src in "${core_sources[@]}"; do
+  rel=${src#"$native"/}
+  grep -q "\"native/$rel\"" "$root/binding.gyp" || {
+    echo "run.sh: native/$rel is not in the spark_core sources of binding.gyp; add it there" >&2
     exit 1
   }
 done
+dup=$(printf '%s\n' "${core_sources[@]##*/}" | sort | uniq -d)
+if [ -n "$dup" ]; then
+  echo "run.sh: two core sources are named $dup; give one another name" >&2
+  exit 1
+fi
 
 # Each compiler run writes NAME.o into the current directory; up to JOBS at once.
 jobs=${JOBS:-$(nproc)}
@@ -71,7 +80,7 @@ compile_into() {
   mkdir -p "$dir"
   (cd "$dir" && printf '%s\0' "$@" | xargs -0 -n 1 -P "$jobs" "$cxx" "${flags[@]}" -c)
 }
-compile_into "$out/core" "$native"/core/*.cc
+compile_into "$out/core" "${core_sources[@]}"
 rm -f "$out/libspark_core.a"
 "$ar" rcs "$out/libspark_core.a" "$out"/core/*.o
 # The engine libraries' code (native/engines), for engine_libs_test: their C ABIs linked in.
