@@ -1,4 +1,4 @@
-// Node-API glue for finding holes in sparse copies (core/holes.h).
+// Node-API glue for finding holes in sparse copies (core/io/holes.h).
 //
 //   findHole(path, start, end)      first byte of [start, end) in a hole, or null (synchronous:
 //                                   one open and one lseek)
@@ -14,7 +14,7 @@
 #include "binding/args.h"
 #include "binding/errors.h"
 #include "binding/modules.h"
-#include "core/holes.h"
+#include "core/io/holes.h"
 
 namespace spark {
 namespace {

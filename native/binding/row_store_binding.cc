@@ -1,4 +1,4 @@
-// JS class RowStore over core/row_store.h. Arguments are checked and copied here on the JS
+// JS class RowStore over core/row_store/row_store.h. Arguments are checked and copied here on the JS
 // thread; every gather is one Baton on the store's own thread pool (owned through the
 // environment, binding/addon_env.h) that fans its reads out over that pool and settles one
 // Promise. The wrapper object and the caller's output buffer stay referenced until then.
@@ -24,7 +24,7 @@
 #include "binding/ids.h"
 #include "binding/modules.h"
 #include "binding/row_store_args.h"
-#include "core/row_store.h"
+#include "core/row_store/row_store.h"
 
 namespace spark {
 

@@ -1,11 +1,11 @@
-// Holes (core/holes.h) on sparse files written here (test/sparse_fixtures.h).
+// Holes (core/io/holes.h) on sparse files written here (test/sparse_fixtures.h).
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <optional>
 #include <string>
 
-#include "core/holes.h"
+#include "core/io/holes.h"
 #include "test/sparse_fixtures.h"
 #include "test/testing.h"
 

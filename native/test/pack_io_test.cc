@@ -1,8 +1,8 @@
-// The pack's aligned transfers (core/pack_io.h): byte-exact reads and writes at unaligned
+// The pack's aligned transfers (core/pack/pack_io.h): byte-exact reads and writes at unaligned
 // starts and ends, only a span's own bytes written (holes stay holes), O_DIRECT taken where
 // the filesystem allows it and the buffered fallback where it does not (tmpfs), and the
 // background thread that overlaps reads with writes.
-#include "core/pack_io.h"
+#include "core/pack/pack_io.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "core/background.h"
+#include "core/threads/background.h"
 #include "test/direct_probe.h"
 #include "test/scratch.h"
 #include "test/testing.h"

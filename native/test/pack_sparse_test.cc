@@ -1,6 +1,6 @@
-// The sparse copy (core/pack_sparse.h), the output directory's link rules (core/pack_dir.h),
+// The sparse copy (core/pack/pack_sparse.h), the output directory's link rules (core/pack/pack_dir.h),
 // the hole probe and the rate limiter.
-#include "core/pack_sparse.h"
+#include "core/pack/pack_sparse.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "core/crc32.h"
-#include "core/pack_dir.h"
-#include "core/pack_rate.h"
-#include "core/thread_pool.h"
+#include "core/base/crc32.h"
+#include "core/pack/pack_dir.h"
+#include "core/pack/pack_rate.h"
+#include "core/threads/thread_pool.h"
 #include "test/direct_probe.h"
 #include "test/pack_fixtures.h"
 #include "test/testing.h"

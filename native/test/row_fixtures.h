@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/row_store.h"
+#include "core/row_store/row_store.h"
 #include "test/scratch.h"
 #include "test/testing.h"
 

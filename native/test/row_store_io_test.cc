@@ -10,9 +10,9 @@
 #include <thread>
 #include <vector>
 
-#include "core/io_util.h"
-#include "core/parallel.h"
-#include "core/row_store.h"
+#include "core/io/io_util.h"
+#include "core/threads/parallel.h"
+#include "core/row_store/row_store.h"
 #include "test/row_fixtures.h"
 #include "test/testing.h"
 

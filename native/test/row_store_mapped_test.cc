@@ -10,9 +10,9 @@
 #include <cerrno>
 #include <vector>
 
-#include "core/fault_guard.h"
-#include "core/file_map.h"
-#include "core/row_store.h"
+#include "core/io/fault_guard.h"
+#include "core/io/file_map.h"
+#include "core/row_store/row_store.h"
 #include "test/row_fixtures.h"
 #include "test/testing.h"
 

@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/parallel.h"
-#include "core/row_store.h"
+#include "core/threads/parallel.h"
+#include "core/row_store/row_store.h"
 #include "test/row_fixtures.h"
 #include "test/testing.h"
 

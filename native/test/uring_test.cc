@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/row_store.h"
+#include "core/row_store/row_store.h"
 #include "test/row_fixtures.h"
 #include "test/testing.h"
 

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "core/row_store.h"
+#include "core/row_store/row_store.h"
 
 namespace {
 

@@ -9,8 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/checked.h"
-#include "core/parallel.h"
+#include "core/base/checked.h"
+#include "core/threads/parallel.h"
 
 namespace spark {
 

@@ -6,7 +6,7 @@
 // parallel, then N workers that memcpy each row's weight and scale bytes into the output. Ids
 // the rank does not own come back as zeros (the TP all-reduce sums the ranks). The row
 // store's own copies out of a mapping (warm rows) are another thing:
-// native/core/row_gather_mapped.cc.
+// native/core/row_store/row_gather_mapped.cc.
 //
 // Rows are global ids in two columns, as in a snapshot or a sparse copy: weight at
 // weight_offset + id * dim, scale at scale_offset + id * dim / 32.
@@ -22,10 +22,10 @@
 #include <string>
 #include <vector>
 
-#include "core/id_range.h"
-#include "core/noncopyable.h"
-#include "core/status.h"
-#include "core/thread_pool.h"
+#include "core/base/id_range.h"
+#include "core/base/noncopyable.h"
+#include "core/base/status.h"
+#include "core/threads/thread_pool.h"
 
 namespace spark {
 

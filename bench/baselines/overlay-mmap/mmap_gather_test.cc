@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "mmap_gather.h"
-#include "core/thread_pool.h"
+#include "core/threads/thread_pool.h"
 #include "test/sparse_fixtures.h"
 #include "test/testing.h"
 

@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/io_util.h"
-#include "core/noncopyable.h"
+#include "core/io/io_util.h"
+#include "core/base/noncopyable.h"
 
 namespace spark::engines {
 

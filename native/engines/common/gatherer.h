@@ -2,7 +2,7 @@
 // needs allocated at Init so a gather allocates nothing.
 //
 //   1. Positions whose id is outside the owned rows get 264 zero bytes.
-//   2. The owned ids are sorted and de-duplicated (core/row_plan.h's DistinctRows): each
+//   2. The owned ids are sorted and de-duplicated (core/row_store/row_plan.h's DistinctRows): each
 //      distinct row is looked up or read once, repeats are copied from it.
 //   3. The first distinct rows are looked up in the row cache on the calling thread; when
 //      most hit (a warm batch) the rest are too, and only the misses go on.
@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/row_plan.h"
+#include "core/row_store/row_plan.h"
 #include "engines/common/call_log.h"
 #include "engines/common/aio_reader.h"
 #include "engines/common/row_cache.h"

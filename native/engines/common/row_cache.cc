@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/checked.h"
+#include "core/base/checked.h"
 
 namespace spark::engines {
 

@@ -13,7 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/noncopyable.h"
+#include "core/base/noncopyable.h"
 
 namespace spark::engines {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/io_util.h"
+#include "core/io/io_util.h"
 
 namespace spark::engines {
 

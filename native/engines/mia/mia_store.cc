@@ -8,7 +8,7 @@
 #include <new>
 #include <string>
 
-#include "core/checked.h"
+#include "core/base/checked.h"
 #include "engines/common/env.h"
 #include "engines/common/worker_team.h"
 #include "engines/mia/mia_pack.h"

@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <new>
 
-#include "core/checked.h"
+#include "core/base/checked.h"
 #include "engines/common/env.h"
 
 namespace spark::engines {
