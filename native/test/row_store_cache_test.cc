@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/io/io_util.h"
+#include "core/io/random_read.h"
 #include "core/row_store/row_store.h"
 #include "test/row_fixtures.h"
 #include "test/testing.h"

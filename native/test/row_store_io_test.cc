@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/io/io_util.h"
+#include "core/io/random_read.h"
 #include "core/threads/parallel.h"
 #include "core/row_store/row_store.h"
 #include "test/row_fixtures.h"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/io/fault_guard.h"
-#include "core/io/file_map.h"
+#include "core/io/cached_map.h"
 #include "core/row_store/row_store.h"
 #include "test/row_fixtures.h"
 #include "test/testing.h"

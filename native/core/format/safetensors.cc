@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "core/base/checked.h"
-#include "core/io/file_io.h"
+#include "core/io/durable_file.h"
 #include "core/format/json.h"
 #include "core/format/safetensors_check.h"
 #include "core/base/utf8.h"

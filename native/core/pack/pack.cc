@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "core/base/crc32.h"
-#include "core/io/file_io.h"
+#include "core/io/durable_file.h"
 #include "core/pack/pack_chunks.h"
 
 namespace spark {
@@ -52,7 +52,7 @@ class DenseTarget : public PackTarget {
       return reader_.Open(j.weight, j.scale, j.start, j.file.direct_io, j.drop_source_cache, j.file.direct_refusal_for_tests);
     }
     bool ReadsDirect() const override { return reader_.direct(); }
-    // The chunk is built where the placement rule (core/pack/pack_io.h) puts its file offset, so
+    // The chunk is built where the placement rule (core/pack/span_io.h) puts its file offset, so
     // its aligned middle is written with O_DIRECT whatever the row size.
     Status Stage(uint64_t k, int slot, uint32_t* crc) override {
       ChunkSpan span = t_.g_.Chunk(k);

@@ -7,7 +7,7 @@
 // Chunk k: each worker reads the chunk's weight rows (pieces of up to 16 MiB) and scale rows
 // with large reads on its own descriptors, interleaves them, checksums the chunk while it is
 // in memory and writes it with one write at 4096 + the chunk's offset (O_DIRECT where the
-// filesystems allow it, core/pack/pack_io.h; the next chunk is read meanwhile).
+// filesystems allow it, core/pack/span_io.h; the next chunk is read meanwhile).
 #pragma once
 
 #include <cstdint>

@@ -4,7 +4,7 @@
 
 #include "core/base/checked.h"
 #include "core/base/crc32.h"
-#include "core/io/file_io.h"
+#include "core/io/durable_file.h"
 
 namespace spark {
 

@@ -7,9 +7,9 @@
 
 #include "core/pack/pack.h"
 #include "core/pack/pack_format.h"
-#include "core/io/file_io.h"
-#include "core/io/io_util.h"
-#include "core/pack/pack_io.h"
+#include "core/io/durable_file.h"
+#include "core/io/random_read.h"
+#include "core/pack/span_io.h"
 #include "core/base/status.h"
 
 namespace spark {
@@ -21,7 +21,7 @@ Status ReadChunk(int fd, const std::string& path, const PackGeometry& g, uint64_
                  std::vector<uint8_t>* buf, uint32_t* crc, bool* complete);
 
 // Builds chunk k from the source tensors: reads the weight rows in pieces of at most 16 MiB
-// and the chunk's scale rows (O_DIRECT where the source allows it, core/pack/pack_io.h) into the
+// and the chunk's scale rows (O_DIRECT where the source allows it, core/pack/span_io.h) into the
 // scratch buffers, interleaves into `out` (the chunk's bytes long). Source offsets are checked
 // against the file sizes by the caller. Not thread-safe: one chunk at a time.
 struct SourceReader {

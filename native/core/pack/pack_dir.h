@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/io/file_io.h"
+#include "core/io/durable_file.h"
 #include "core/base/status.h"
 
 namespace spark {

@@ -11,7 +11,7 @@
 #include <mutex>
 
 #include "core/threads/background.h"
-#include "core/io/file_io.h"
+#include "core/io/durable_file.h"
 #include "core/pack/pack_journal.h"
 #include "core/threads/parallel.h"
 

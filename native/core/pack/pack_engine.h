@@ -16,7 +16,7 @@
 //   Copy: `threads` workers (items of RunParallel on the caller's pool, each with its own
 //   source descriptors and two staging buffers) take contiguous runs of the chunks to do; each
 //   stages (reads and checksums) chunk k + 1 on its own background thread while it writes
-//   chunk k. Reads and writes are O_DIRECT where the filesystems allow it (core/pack/pack_io.h:
+//   chunk k. Reads and writes are O_DIRECT where the filesystems allow it (core/pack/span_io.h:
 //   the page cache is left alone), buffered with the pages dropped behind where they do not;
 //   the result says which. The last item commits: fdatasync of the data, then the journal
 //   records of the chunks that sync covered.
@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "core/pack/pack_dir.h"
-#include "core/pack/pack_io.h"
+#include "core/pack/span_io.h"
 #include "core/pack/pack_rate.h"
 #include "core/base/status.h"
 #include "core/threads/thread_pool.h"

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/io/file_io.h"
+#include "core/io/durable_file.h"
 #include "core/pack/pack_dir.h"
 #include "core/base/status.h"
 

@@ -8,7 +8,7 @@
 
 #include "core/base/checked.h"
 #include "core/base/crc32.h"
-#include "core/io/file_io.h"
+#include "core/io/durable_file.h"
 
 namespace spark {
 
@@ -131,7 +131,7 @@ class SparseTarget : public PackTarget {
       return s.ok() ? scale_.Open(t_.job_.source_path, direct, refusal) : s;
     }
     bool ReadsDirect() const override { return weight_.direct() && scale_.direct(); }
-    // Each run is read into its slot by the placement rule (core/pack/pack_io.h): it is written
+    // Each run is read into its slot by the placement rule (core/pack/span_io.h): it is written
     // back at the same offset, so its aligned middle goes out with O_DIRECT and only its own
     // bytes are written (the holes around the rank's rows stay holes).
     Status Stage(uint64_t k, int slot, uint32_t* crc) override {

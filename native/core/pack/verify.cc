@@ -10,8 +10,8 @@
 #include "core/base/checked.h"
 #include "core/base/crc32.h"
 #include "core/pack/pack_chunks.h"
-#include "core/pack/pack_io.h"
-#include "core/io/file_io.h"
+#include "core/pack/span_io.h"
+#include "core/io/durable_file.h"
 #include "core/threads/parallel.h"
 
 namespace spark {
@@ -49,7 +49,7 @@ struct SourceFds {
 };
 
 // One worker's staging slot: chunk k as read from the data file (by the placement rule of
-// core/pack/pack_io.h) and, with all_rows, as rebuilt from the source.
+// core/pack/span_io.h) and, with all_rows, as rebuilt from the source.
 struct VerifySlot {
   AlignedBuffer packed;
   const uint8_t* data = nullptr;

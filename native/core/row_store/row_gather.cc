@@ -174,7 +174,7 @@ class BatchRun {
     failed_.store(true, std::memory_order_relaxed);
   }
 
-  // A read that came back: counted, and its pages known cached from now on (see file_map.h).
+  // A read that came back: counted, and its pages known cached from now on (see cached_map.h).
   void Count(const ReadOp& op, ReadTally* tally) {
     if (FileMap* map = store_.MapOf(op.file)) map->Mark(op.offset, op.len);
     tally->reads += 1;

@@ -22,10 +22,10 @@
 #include <variant>
 #include <vector>
 
-#include "core/io/file_map.h"
+#include "core/io/cached_map.h"
 #include "core/io/holes.h"
 #include "core/base/id_range.h"
-#include "core/io/io_util.h"
+#include "core/io/random_read.h"
 #include "core/row_store/row_counters.h"
 #include "core/row_store/row_plan.h"
 #include "core/base/status.h"
@@ -91,7 +91,7 @@ struct StoreOptions {
   IoEngine io_engine = IoEngine::kAuto;
   unsigned io_depth = 128;     // io_uring: reads in flight per store
   int uring_refuse_errno = 0;  // tests: io_uring_setup fails with this errno
-  // Copy rows the page cache is known to hold out of a mapping of their file (see file_map.h).
+  // Copy rows the page cache is known to hold out of a mapping of their file (see cached_map.h).
   // Off by choice, and on files read with O_DIRECT, on network filesystems, and when faults are
   // injected (tests of the read calls).
   bool map_cached = true;

@@ -28,7 +28,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/io/io_util.h"
+#include "core/io/random_read.h"
 #include "core/row_store/row_plan.h"
 #include "core/base/status.h"
 

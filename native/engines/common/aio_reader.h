@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/io/io_util.h"
+#include "core/io/random_read.h"
 #include "core/base/noncopyable.h"
 
 namespace spark::engines {

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/io/io_util.h"
+#include "core/io/random_read.h"
 #include "core/base/noncopyable.h"
 
 namespace spark::engines {

@@ -1,4 +1,4 @@
-#include "core/io/io_util.h"
+#include "core/io/random_read.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,8 +1,8 @@
-// The pack's aligned transfers (core/pack/pack_io.h): byte-exact reads and writes at unaligned
+// The pack's aligned transfers (core/pack/span_io.h): byte-exact reads and writes at unaligned
 // starts and ends, only a span's own bytes written (holes stay holes), O_DIRECT taken where
 // the filesystem allows it and the buffered fallback where it does not (tmpfs), and the
 // background thread that overlaps reads with writes.
-#include "core/pack/pack_io.h"
+#include "core/pack/span_io.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -211,4 +211,4 @@ TEST(BackgroundRunsOneTaskAtATimeAndReportsItsStatus) {
   pending.Start([] { return Status::Ok(); });  // destroyed without a Wait: joins cleanly
 }
 
-int main() { return spark_test::RunAll("pack_io_test"); }
+int main() { return spark_test::RunAll("span_io_test"); }

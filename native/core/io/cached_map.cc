@@ -1,4 +1,4 @@
-#include "core/io/file_map.h"
+#include "core/io/cached_map.h"
 
 #include <sys/mman.h>
 #include <unistd.h>

@@ -16,8 +16,8 @@
 #include <cstdint>
 #include <string>
 
-#include "core/io/file_io.h"
-#include "core/io/io_util.h"
+#include "core/io/durable_file.h"
+#include "core/io/random_read.h"
 #include "core/pack/pack_dir.h"
 #include "core/base/status.h"
 

@@ -1,4 +1,4 @@
-#include "core/io/file_io.h"
+#include "core/io/durable_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "core/pack/pack_io.h"
+#include "core/pack/span_io.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
