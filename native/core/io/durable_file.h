@@ -1,5 +1,6 @@
-// File helpers for the header reader, the packer and the verifier: an owning descriptor, full-length pread/pwrite
-// that retry on EINTR and short transfers, and the fsync steps of a durable rename.
+// Plain file steps for the header reader, the packer and the verifier (the other kinds of
+// I/O: native/core/README.md): an owning descriptor, full-length pread/pwrite that retry on
+// EINTR and short transfers, and the fsync steps of a durable rename.
 #pragma once
 
 #include <cstddef>

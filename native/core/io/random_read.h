@@ -1,4 +1,5 @@
-// I/O for the row store: files whose descriptor can be replaced after ESTALE, a positioned
+// Random row reads, for the row store and the engine libraries (the other kinds of I/O:
+// native/core/README.md): files whose descriptor can be replaced after ESTALE, a positioned
 // read that finishes what it starts (EINTR, short reads, O_DIRECT alignment) and rides out a
 // bounded number of transient errors, fault injection for tests, an aligned buffer for
 // O_DIRECT, and the probe that decides whether a file accepts O_DIRECT reads.
