@@ -16,6 +16,12 @@ constexpr size_t kProbe = 64;
 constexpr size_t kWarmSerial = 8192;
 // AIO reads in flight per store: past the drive's best queue depth (~64 on GB10 NVMe).
 constexpr unsigned kAioDepth = 256;
+// Rows are read together when the bytes between their blocks are at most this (one block):
+// measured with fio on the bench disk (4 KiB random reads at queue depth 64, bench/RESULTS.md),
+// an 8 KiB read costs 1.35 4 KiB reads, 12 KiB ~1.5 and 16 KiB ~1.7, so two rows with one
+// block between them cost less as one 12 KiB read than as two; with two blocks between them
+// (16 KiB for two rows) the saving is within the noise, and longer reads cost more than they save.
+constexpr uint64_t kMergeHole = kDirectAlign;
 
 [[noreturn]] void ReadFailed(const Status& st) { Die("spark engine library", st.ToString()); }
 
@@ -75,8 +81,8 @@ bool Gatherer::ReadDirect() {
   parts_.clear();
   int64_t last[2] = {-1, -1};  // the open read of the row (or weight) stream and of the scale stream
   // Adds the bytes [offset, offset + len) of todo_[k] (part 0: the row or its weight, 1: its
-  // scale) to the stream's last read when they fall in or right after its blocks within one
-  // slot (ids come sorted, so offsets rise), else to a new read.
+  // scale) to the stream's last read when their blocks start at most kMergeHole after its end
+  // and the read stays within one slot (ids come sorted, so offsets rise), else to a new read.
   auto add = [&](int stream, ReadFile* f, uint64_t offset, uint32_t len, uint32_t k, uint8_t part) {
     const AioReader::Op around = Around(f, offset, len, 0);
     const uint32_t index = static_cast<uint32_t>(parts_.size());
@@ -84,7 +90,8 @@ bool Gatherer::ReadDirect() {
     if (last[stream] >= 0) {
       AioReader::Op& op = ops_[static_cast<size_t>(last[stream])];
       const uint64_t end = std::max(op.offset + op.len, around.offset + around.len);
-      if (around.offset >= op.offset && around.offset <= op.offset + op.len && end - op.offset <= AioReader::kSlotBytes) {
+      if (around.offset >= op.offset && around.offset <= op.offset + op.len + kMergeHole &&
+          end - op.offset <= AioReader::kSlotBytes) {
         op.len = static_cast<uint32_t>(end - op.offset);
         op.need = std::max<uint32_t>(op.need, static_cast<uint32_t>(offset + len - op.offset));
         parts_[op_tail_[op.tag]].next = static_cast<int32_t>(index);
