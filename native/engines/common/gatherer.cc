@@ -63,7 +63,8 @@ void Gatherer::MissItem(void* ctx, size_t item, unsigned thread) {
   const uint64_t pos = g->owned_pos_[r.pos];
   uint8_t* w = g->w_ + pos * kWeightBytes;
   uint8_t* s = g->s_ + pos * kScaleBytes;
-  if (g->cache_->Lookup(r.id, w, s)) {
+  // Rows the calling thread looked up already (todo_ before looked_) were counted there.
+  if (g->cache_->Lookup(r.id, w, s, item >= g->looked_)) {
     g->counters_.hits.fetch_add(1, std::memory_order_relaxed);
     return;
   }
