@@ -31,7 +31,7 @@ class AioReader : NonCopyable {
   };
   using DoneFn = void (*)(void* ctx, uint32_t tag, const uint8_t* data);
   // The longest read: rows whose blocks lie close together share one read (gatherer.h says
-  // which), and past 16 KiB a read costs the device more than the separate reads it replaces.
+  // which); past 16 KiB a read costs the device more than the rows it could hold are worth.
   static constexpr uint32_t kSlotBytes = 4 * kDirectAlign;
 
   AioReader();

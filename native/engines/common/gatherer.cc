@@ -17,10 +17,11 @@ constexpr size_t kWarmSerial = 8192;
 // AIO reads in flight per store: past the drive's best queue depth (~64 on GB10 NVMe).
 constexpr unsigned kAioDepth = 256;
 // Rows are read together when the bytes between their blocks are at most this (one block):
-// measured with fio on the bench disk (4 KiB random reads at queue depth 64, bench/RESULTS.md),
-// an 8 KiB read costs 1.35 4 KiB reads, 12 KiB ~1.5 and 16 KiB ~1.7, so two rows with one
-// block between them cost less as one 12 KiB read than as two; with two blocks between them
-// (16 KiB for two rows) the saving is within the noise, and longer reads cost more than they save.
+// measured with fio on the bench disk (random reads of blocks never read before, queue depth
+// 64, bench/RESULTS.md), an 8 KiB read costs 1.4 4 KiB reads, 12 KiB 1.6 and 16 KiB 1.8, so
+// two rows with one block between them cost less as one 12 KiB read than as two; with two
+// blocks between them (16 KiB for two rows) the saving is within the noise, and a read of
+// 32 KiB (2.3) costs more than the rows it could hold are worth at a rank's density.
 constexpr uint64_t kMergeHole = kDirectAlign;
 
 [[noreturn]] void ReadFailed(const Status& st) { Die("spark engine library", st.ToString()); }
