@@ -30,7 +30,8 @@ void FreqSketch::Init(uint64_t* words, uint64_t slots) {
 
 void FreqSketch::Cells(uint64_t id, Cell out[kDepth]) const {
   const uint64_t h = Mix(id);
-  // Multiply-high of the low 32 bits maps them onto [0, blocks) without a division.
+  // Multiply-high of the low 32 bits maps them onto [0, blocks) without a division (the cache
+  // has at most 2^37 slots: 2^32 blocks).
   const uint64_t block = ((h & 0xFFFFFFFFull) * blocks_) >> 32;
   for (unsigned r = 0; r < kDepth; ++r) {
     // Counter r: one of the block's words 2r and 2r+1, one of its 16 nibbles.

@@ -45,7 +45,8 @@ RowCache::~RowCache() {
 bool RowCache::Init(uint64_t sets, uint32_t ways) {
   if (sets == 0 || ways == 0) return true;
   auto slots = CheckedMul(sets, ways);
-  if (!slots || *slots > (uint64_t{1} << 40)) {
+  // At most 2^37 slots (37 TB of rows): the sketch indexes its blocks (32 slots each) with 32 bits.
+  if (!slots || *slots > (uint64_t{1} << 37)) {
     errno = ENOMEM;
     return false;
   }
