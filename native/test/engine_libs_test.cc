@@ -3,6 +3,8 @@
 // races on freed memory and undefined behaviour. The Python ctypes checks in test/engine-libs
 // cover the stacks' semantics on the built .so files.
 #include <fcntl.h>
+#include <linux/aio_abi.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -182,6 +184,15 @@ TEST(mia_checkpoint_and_pack_loop) {
   }
 }
 
+// Whether the kernel gives this process native AIO contexts (qemu-user does not): without them
+// the libraries read every row on their worker team, one read per row, nothing shared.
+bool KernelAio() {
+  aio_context_t ctx = 0;
+  if (syscall(SYS_io_setup, 1, &ctx) != 0) return false;
+  syscall(SYS_io_destroy, ctx);
+  return true;
+}
+
 // Rows of a pack whose 4 KiB blocks are close share one read (native/engines/common/gatherer.cc:
 // at most one block between them, up to 16 KiB a read). Row k of a pack of [0, N) is at
 // 4096 + 264 k: row 0 lies in block 1, row 15 straddles blocks 1-2, row 32 lies in block 3,
@@ -199,8 +210,9 @@ TEST(mia_close_rows_share_reads) {
   }
   struct Case {
     std::vector<int64_t> ids;
-    uint64_t reads;
+    uint64_t reads;  // with AIO; without, one read per distinct row
   };
+  const bool aio = KernelAio();
   const Case cases[] = {
       {{0, 32}, 1},        // one block between them: one 12 KiB read
       {{32, 0, 32}, 1},    // a repeat, in any order
@@ -220,7 +232,10 @@ TEST(mia_close_rows_share_reads) {
     bool all = true;
     for (size_t i = 0; i < c.ids.size(); ++i) all = all && RowIs(w, s, i, c.ids[i], true);
     CHECK(all);
-    CHECK_EQ(after[2] - before[2], c.reads);
+    std::vector<int64_t> distinct = c.ids;
+    std::sort(distinct.begin(), distinct.end());
+    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+    CHECK_EQ(after[2] - before[2], aio ? c.reads : distinct.size());
   }
   row_store_close(store);
 }
