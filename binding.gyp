@@ -20,6 +20,7 @@
       "native/engines/common/aio_reader.cc",
       "native/engines/common/call_log.cc",
       "native/engines/common/env.cc",
+      "native/engines/common/freq_sketch.cc",
       "native/engines/common/gatherer.cc",
       "native/engines/common/glibc_floor.cc",
       "native/engines/common/row_cache.cc",

@@ -188,13 +188,14 @@ def child_known_stats():
     t = FIX["snapshot"]
     lo, hi = 1000, 9000
     a, b, c = lo, lo + 3000, lo + 6000  # far apart: no two share a read
-    store = open_store(budget=272 * 8 * 100 + 100, lo=lo, hi=hi)
+    # 100 sets of 8 ways: 272 bytes a slot, 2 of frequency sketch a slot, 1 a set, 64 of sketch slack.
+    store = open_store(budget=100 * (274 * 8 + 1) + 64, lo=lo, hi=hi)
     lookup(store, [a, b, a, hi, 5])   # two distinct misses, one repeat, two outside
     lookup(store, [b, c])             # one hit, one miss
     lookup(store, [])
     st = stats(store)
     pinned = os.environ["DSV41_RESIDENT_SCALES"] != "0"
-    want = dict(hits=2, misses=3, reads=3 if pinned else 6, cache_slots=800, cache_bytes=800 * 272 + 100,
+    want = dict(hits=2, misses=3, reads=3 if pinned else 6, cache_slots=800, cache_bytes=800 * 272 + 100 + 25 * 64,
                 pinned=(hi - lo) * 8 if pinned else 0, ways=8, threads=int(os.environ["DSV41_IO_THREADS"]), packed=0)
     check(st == want, f"stats {st}, expected {want}")
     expect_rows(table(lo, hi), store, [a, b, c, t["rows"] - 1], "after the sequence")

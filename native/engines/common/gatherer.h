@@ -8,7 +8,7 @@
 //      most hit (a warm batch) the rest are too, and only the misses go on.
 //   4. What is left is read: when every file it comes from is O_DIRECT, by the calling thread
 //      alone through native AIO (aio_reader.h), all reads of the chunk in flight at once,
-//      rows in the same or the next 4 KiB block sharing one read (up to 8 KiB);
+//      rows whose 4 KiB blocks are at most one block apart sharing one read (up to 16 KiB);
 //      otherwise one item per row on the worker team. Each row is looked up again first (a
 //      prefetch may have brought it), and kept in the cache once read.
 // Batches larger than the capacity run in consecutive chunks of it.
@@ -78,7 +78,7 @@ class Gatherer {
   AioReader aio_;
   bool aio_ok_ = false;
   // The chunk's AIO reads; a read's rows (parts) chain from op_head_[tag] through Part::next:
-  // rows in the same or the next block share one read.
+  // rows whose blocks are at most kMergeHole apart share one read.
   struct Part {
     uint32_t k;    // todo_ index
     uint8_t part;  // 0: the row (pack) or its weight; 1: its scale
