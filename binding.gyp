@@ -14,12 +14,13 @@
     # What the engine libraries take from native/core, compiled into each (position-independent,
     # hidden) rather than linked from spark_core.
     "engine_core_sources": [
-      "native/core/io_util.cc",
-      "native/core/row_plan.cc",
-      "native/core/status.cc",
+      "native/core/io/random_read.cc",
+      "native/core/row_store/row_plan.cc",
+      "native/core/base/status.cc",
       "native/engines/common/aio_reader.cc",
       "native/engines/common/call_log.cc",
       "native/engines/common/env.cc",
+      "native/engines/common/freq_sketch.cc",
       "native/engines/common/gatherer.cc",
       "native/engines/common/glibc_floor.cc",
       "native/engines/common/row_cache.cc",
@@ -46,43 +47,42 @@
       "target_name": "spark_core",
       "type": "static_library",
       "sources": [
-        "native/core/json.cc",
-        "native/core/json_key_set.cc",
-        "native/core/json_parser.cc",
-        "native/core/safetensors.cc",
-        "native/core/safetensors_check.cc",
-        "native/core/shard_set.cc",
-        "native/core/status.cc",
-        "native/core/thread_pool.cc",
-        "native/core/crc32.cc",
-        "native/core/pack.cc",
-        "native/core/pack_chunks.cc",
-        "native/core/pack_dir.cc",
-        "native/core/pack_engine.cc",
-        "native/core/pack_io.cc",
-        "native/core/background.cc",
-        "native/core/pack_rate.cc",
-        "native/core/pack_sparse.cc",
-        "native/core/pack_format.cc",
-        "native/core/file_io.cc",
-        "native/core/pack_journal.cc",
-        "native/core/verify.cc",
-        "native/core/tiling.cc",
-        "native/core/utf8.cc",
-        "native/core/io_util.cc",
-        "native/core/parallel.cc",
-        "native/core/row_plan.cc",
-        "native/core/row_store.cc",
-        "native/core/row_gather.cc",
-        "native/core/row_gather_mapped.cc",
-        "native/core/file_map.cc",
-        "native/core/fault_guard.cc",
-        "native/core/holes.cc",
-        "native/core/mmap_gather.cc",
-        "native/core/uring.cc",
-        "native/core/uring_reader.cc",
-        "native/core/uring_reader_complete.cc",
-        "native/core/row_store_engine.cc"
+        "native/core/format/json.cc",
+        "native/core/format/json_key_set.cc",
+        "native/core/format/json_parser.cc",
+        "native/core/format/safetensors.cc",
+        "native/core/format/safetensors_check.cc",
+        "native/core/format/shard_set.cc",
+        "native/core/base/status.cc",
+        "native/core/threads/thread_pool.cc",
+        "native/core/base/crc32.cc",
+        "native/core/pack/pack.cc",
+        "native/core/pack/pack_chunks.cc",
+        "native/core/pack/pack_dir.cc",
+        "native/core/pack/pack_engine.cc",
+        "native/core/pack/span_io.cc",
+        "native/core/threads/background.cc",
+        "native/core/pack/pack_rate.cc",
+        "native/core/pack/pack_sparse.cc",
+        "native/core/pack/pack_format.cc",
+        "native/core/io/durable_file.cc",
+        "native/core/pack/pack_journal.cc",
+        "native/core/pack/verify.cc",
+        "native/core/format/tiling.cc",
+        "native/core/base/utf8.cc",
+        "native/core/io/random_read.cc",
+        "native/core/threads/parallel.cc",
+        "native/core/row_store/row_plan.cc",
+        "native/core/row_store/row_store.cc",
+        "native/core/row_store/row_gather.cc",
+        "native/core/row_store/row_gather_mapped.cc",
+        "native/core/io/cached_map.cc",
+        "native/core/io/fault_guard.cc",
+        "native/core/io/holes.cc",
+        "native/core/io/uring.cc",
+        "native/core/row_store/uring_reader.cc",
+        "native/core/row_store/uring_reader_complete.cc",
+        "native/core/row_store/row_store_engine.cc"
       ]
     },
     # The engine libraries (docs/engine-libs.md): drop-in replacements for the serving stacks'
@@ -113,6 +113,7 @@
       "product_prefix": "lib",
       "sources": [
         "<@(engine_core_sources)",
+        "native/engines/mia/drm_cache.cc",
         "native/engines/mia/mia_pack.cc",
         "native/engines/mia/mia_store.cc",
         "native/engines/mia/row_store.cc"
@@ -127,7 +128,7 @@
     },
     {
       "target_name": "spark",
-      "dependencies": ["spark_core"],
+      "dependencies": ["spark_core", "overlay_mmap_baseline"],
       "sources": [
         "native/binding/addon.cc",
         "native/binding/addon_env.cc",
@@ -140,10 +141,23 @@
         "native/binding/row_store_binding.cc",
         "native/binding/row_store_args.cc",
         "native/binding/pack_binding.cc",
-        "native/binding/sparse_binding.cc"
+        "native/binding/holes_binding.cc",
+        "native/binding/page_cache_binding.cc",
+        "native/binding/overlay_baseline_binding.cc"
       ],
-      "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
+      # "." for the bench baseline's header (bench/baselines/overlay-mmap/mmap_gather.h).
+      "include_dirs": [".", "<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_DEPRECATED", "NAPI_CPP_EXCEPTIONS"]
+    },
+    # A benchmark baseline, not part of spark: the serving overlay's read path (one mmap per
+    # shard, a WILLNEED pass, memcpy workers) that `spark bench gather --variants overlay`
+    # measures beside the row store (bench/baselines/overlay-mmap/mmap_gather.h). Its own
+    # library, outside spark_core; the addon links it only to expose it to the bench.
+    {
+      "target_name": "overlay_mmap_baseline",
+      "type": "static_library",
+      "dependencies": ["spark_core"],
+      "sources": ["bench/baselines/overlay-mmap/mmap_gather.cc"]
     },
     # A benchmark baseline, not part of spark: the Mia stack's row reader re-implemented from
     # its documented behaviour (bench/baselines/mia-row-store/README.md). Plain C++ (no Node):

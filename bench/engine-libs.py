@@ -43,6 +43,9 @@ import time
 
 import numpy as np
 
+import engine_libs_disk as disk
+import engine_libs_table as table
+
 W, S = 256, 8
 u64, i64 = ctypes.c_uint64, ctypes.c_int64
 
@@ -100,15 +103,20 @@ def zipf_stream(rows, s, rng):
     return draw
 
 
-def check_pack_rows(sides, pack, rows, rng):
-    """Both sides' rows for the same ids against the pack's bytes, read by numpy."""
-    body = np.memmap(pack, np.uint8, "r", PACK_HEADER, (rows, W + S))
+def check_rows(sides, path, rows, rng, woff, soff, pack):
+    """Both sides' rows for the same ids against the file's bytes, read by numpy."""
+    if pack:
+        body = np.memmap(path, np.uint8, "r", PACK_HEADER, (rows, W + S))
+        weights, scales = body[:, :W], body[:, W:]
+    else:
+        weights = np.memmap(path, np.uint8, "r", woff, (rows, W))
+        scales = np.memmap(path, np.uint8, "r", rows * W if soff is None else soff, (rows, S))
     ids = rng.integers(0, rows, 4096).astype(np.int64)
     for s in sides:
         s.call(ids)
-        if not (np.array_equal(s.w[:len(ids)], body[ids, :W]) and np.array_equal(s.s[:len(ids)], body[ids, W:])):
-            sys.exit(f"{s.name}: rows differ from the pack")
-    return f"{len(ids)} ids byte-exact against the pack on both sides"
+        if not (np.array_equal(s.w[:len(ids)], weights[ids]) and np.array_equal(s.s[:len(ids)], scales[ids])):
+            sys.exit(f"{s.name}: rows differ from the file")
+    return f"{len(ids)} ids byte-exact against {'the pack' if pack else 'the table'} on both sides"
 
 
 class MiaSide:
@@ -174,9 +182,10 @@ def write_table(path, rows):
 
 
 class Side:
-    def __init__(self, name, lib, path, rows, threads, batch_max):
+    def __init__(self, name, lib, path, rows, threads, batch_max, woff=0, soff=None):
         self.name, self.lib = name, lib
-        self.store = lib.engram_rows_open(path.encode(), 0, rows * W, 0, rows, threads)
+        soff = rows * W if soff is None else soff
+        self.store = lib.engram_rows_open(path.encode(), woff, soff, 0, rows, threads)
         if not self.store:
             sys.exit(f"{name}: open failed, errno {ctypes.get_errno()}")
         self.w = np.empty((batch_max, W), np.uint8)
@@ -193,8 +202,14 @@ class Side:
         if self.name == "baseline":
             self.lib.engram_rows_release(self.store)
 
+    def stats(self):
+        return []
+
+    def resident(self):
+        return self.lib.engram_rows_resident(self.store)
+
     def report(self):
-        return f"resident() {self.lib.engram_rows_resident(self.store) / 2**20:.1f} MiB"
+        return f"resident() {self.resident() / 2**20:.1f} MiB"
 
     def close(self):
         self.lib.engram_rows_close(self.store)
@@ -203,6 +218,110 @@ class Side:
 def pct(xs, q):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def make_sides(a, path, pack, woff, soff):
+    if a.stack == "overlay":
+        return [Side("baseline", load(a.baseline), path, a.rows, a.threads, 49152, woff, soff),
+                Side("spark", load(a.spark), path, a.rows, a.threads, 49152, woff, soff)]
+    os.environ["DSV41_IO_THREADS"] = str(a.threads)
+    if pack:
+        os.environ["DSV41_RESIDENT_SCALES"] = "0"
+    return [MiaSide("baseline", load_mia(a.baseline), path, a.rows, a.budget, 49152, pack),
+            MiaSide("spark", load_mia(a.spark), path, a.rows, a.budget, 49152, pack)]
+
+
+def hit_line(s, before, ids_n):
+    """Mia: the stats' hit rate and device reads per 1000 ids since `before`."""
+    if not before:
+        return ""
+    d = [x - y for x, y in zip(s.stats(), before)]
+    return f"  [{100 * d[0] / max(1, d[0] + d[1]):.1f}% {1000 * d[2] / max(1, ids_n):.0f}]"
+
+
+def fio_line(a, source, depths):
+    """fio's 4 KiB random-read IOPS on the source at each queue depth, now (same run): offsets
+    never read before (the device), and at the deepest, offsets fio read in its earlier runs
+    (what a re-read of blocks the host still caches costs)."""
+    got = [(d, disk.fio_iops(source, d, seconds=a.fio_seconds)) for d in depths]
+    again = disk.fio_iops(source, depths[-1], seconds=a.fio_seconds, fresh=False)
+    return ("# fio 4k randread O_DIRECT, fresh offsets: " +
+            ", ".join(f"qd{d} {v:.0f} IOPS" if v else f"qd{d} n/a" for d, v in got) +
+            (f"; offsets read before, qd{depths[-1]}: {again:.0f} IOPS" if again else ""))
+
+
+def run_cases(a, sides, draws, dists, source):
+    dev = disk.DiskStats(source)
+    print("batch  dist    mode  side      p50_us    p99_us   rows/s(p50)  baseline/spark(p50)  [hit% reads/1000ids]  "
+          "device (all processes)")
+    for batch, dist, mode in [(b, d, m) for b in a.batches for d in dists for m in ("cold", "warm")]:
+        reps = a.reps if batch < 49152 else max(4, a.reps // 8)
+        if a.fio_seconds and mode == "cold":
+            # The depths in question: spark's queue holds every read of the batch (up to 256),
+            # the baseline's as deep as its threads.
+            print(fio_line(a, source, sorted({min(batch, 256), a.threads})))
+        times = {s.name: [] for s in sides}
+        tally = {s.name: disk.Tally() for s in sides}
+        fixed = {s.name: draws[dist](batch) for s in sides}
+        before = {s.name: s.stats() for s in sides}
+        if mode == "warm":
+            for s in sides:
+                s.call(fixed[s.name])
+        for r in range(reps):
+            order = sides if r % 2 == 0 else sides[::-1]
+            for s in order:
+                ids = fixed[s.name] if mode == "warm" else draws[dist](batch)
+                if mode == "cold":
+                    s.evict()
+                d0 = dev.reads()
+                times[s.name].append(s.call(ids))
+                tally[s.name].add(d0, dev.reads())
+        p50 = {s.name: pct(times[s.name], 0.5) for s in sides}
+        for s in sides:
+            t = times[s.name]
+            ids_n = len(t) * batch + (batch if mode == "warm" else 0)
+            print(f"{batch:6d} {dist:7s} {mode}  {s.name:8s} {pct(t, 0.5) / 1e3:9.1f} {pct(t, 0.99) / 1e3:9.1f} "
+                  f"{batch / (pct(t, 0.5) / 1e9):12.0f}" +
+                  (f"  {p50['baseline'] / p50['spark']:.2f}x" if s.name == "spark" else "       ") +
+                  hit_line(s, before[s.name], ids_n) + "  " + tally[s.name].line())
+        sys.stdout.flush()
+
+
+def soak(a, sides, make_draw, source):
+    """The first side alone for --soak seconds, then the second alone for as many calls, on the same
+    id stream (so hit rates compare on the same ids): the file's page cache (fincore) and Cached
+    before and after, the most resident() said (overlay), calls, p50/p99 and, for Mia, the hit
+    rate. The overlay's baseline gets what its governor does: resident() looked at, and
+    everything released past --governor bytes, once every --governor-seconds (the baseline's
+    resident() is a mincore over the whole owned span: ~0.5 s on a 23.6 GiB table)."""
+    calls = None
+    for s in sides:
+        draw = make_draw()  # the same stream for each side
+        disk.drop_cached(source)  # what an earlier side or run left there is not this side's growth
+        res0, cached0 = disk.resident_bytes(source), disk.meminfo_cached()
+        before, times, peak, releases = s.stats(), [], 0, 0
+        start = last = time.monotonic()
+        while (time.monotonic() - start < a.soak) if calls is None else len(times) < calls:
+            times.append(s.call(draw(a.soak_batch)))
+            if a.stack == "overlay" and time.monotonic() - last >= a.governor_seconds:
+                last = time.monotonic()
+                held = s.resident()
+                peak = max(peak, held)
+                if s.name == "baseline" and held > a.governor:
+                    s.lib.engram_rows_release(s.store)
+                    releases += 1
+        calls = len(times)
+        if a.stack == "overlay":
+            peak = max(peak, s.resident())
+        res1, cached1 = disk.resident_bytes(source), disk.meminfo_cached()
+        grown = "n/a" if res0 is None or res1 is None else f"{(res1 - res0) / 2**20:+.1f} MiB"
+        extra = hit_line(s, before, len(times) * a.soak_batch)
+        if a.stack == "overlay":
+            extra += f"  resident() peak {peak / 2**20:.1f} MiB, releases {releases}"
+        print(f"# soak {s.name:8s} {time.monotonic() - start:.0f} s, {len(times)} calls of {a.soak_batch} ({a.dists.split(',')[0]}): "
+              f"p50 {pct(times, 0.5) / 1e3:.1f} us p99 {pct(times, 0.99) / 1e3:.1f} us; file page cache {grown}, "
+              f"Cached {(cached1 - cached0) / 2**20:+.1f} MiB{extra}")
+        sys.stdout.flush()
 
 
 def main():
@@ -218,74 +337,63 @@ def main():
     ap.add_argument("--pack", action="store_true")
     ap.add_argument("--dists", default="uniform")
     ap.add_argument("--zipf", type=float, default=1.0)
+    ap.add_argument("--table", help="a file written by bench/engine_libs_table.py: both stacks read it (--rows from it)")
+    ap.add_argument("--batches", default="24,144,49152")
+    ap.add_argument("--fio-seconds", type=float, default=0, help="fio at the cases' queue depths before each cold line")
+    ap.add_argument("--soak", type=float, default=0, help="seconds per side of the page-cache run (no batch table)")
+    ap.add_argument("--soak-batch", type=int, default=144)
+    ap.add_argument("--governor", type=int, default=4 << 30, help="overlay baseline: release past this resident()")
+    ap.add_argument("--governor-seconds", type=float, default=5)
     a = ap.parse_args()
+    a.batches = [int(b) for b in a.batches.split(",")]
     if a.pack and a.stack != "mia":
         sys.exit("--pack is for --stack mia")
+    dists = a.dists.split(",")
     path = os.path.join(a.dir, f"engine-libs-bench-{os.getpid()}.bin")
     pack = os.path.join(a.dir, f"engine-libs-bench-{os.getpid()}.pack") if a.pack else None
-    np_rng = np.random.default_rng(2)
-    draws = {"uniform": lambda n: np_rng.integers(0, a.rows, n).astype(np.int64)}
-    if "zipf" in a.dists:
-        draws["zipf"] = zipf_stream(a.rows, a.zipf, np_rng)
-    dists = a.dists.split(",")
-    if pack:
-        with open(path, "xb") as f:
-            f.truncate(a.rows * (W + S))
-    else:
-        write_table(path, a.rows)
-    try:
-        if pack:
-            write_pack(pack, a.rows)
+    woff, soff, temp = 0, None, [path]
+    if a.table:
+        a.rows = (os.path.getsize(a.table) - table.PACK_HEADER) // (W + S)
         if a.stack == "overlay":
-            sides = [Side("baseline", load(a.baseline), path, a.rows, a.threads, 49152),
-                     Side("spark", load(a.spark), path, a.rows, a.threads, 49152)]
+            path, temp = a.table, []
+            woff, soff = table.offsets(a.rows)
         else:
-            os.environ["DSV41_IO_THREADS"] = str(a.threads)
-            if pack:
-                os.environ["DSV41_RESIDENT_SCALES"] = "0"
-            sides = [MiaSide("baseline", load_mia(a.baseline), path, a.rows, a.budget, 49152, pack),
-                     MiaSide("spark", load_mia(a.spark), path, a.rows, a.budget, 49152, pack)]
+            pack = a.table
+    elif pack:
+        temp.append(pack)
+    np_rng = np.random.default_rng(2)
+
+    def make_draws(rng):
+        d = {"uniform": lambda n: rng.integers(0, a.rows, n).astype(np.int64)}
+        if "zipf" in dists:
+            d["zipf"] = zipf_stream(a.rows, a.zipf, rng)
+        return d
+    try:
+        if a.stack == "mia" and pack:
+            with open(path, "xb") as f:
+                f.truncate(a.rows * (W + S))  # the sparse checkpoint no miss reads
+            if not a.table:
+                write_pack(pack, a.rows)
+        elif not a.table:
+            write_table(path, a.rows)
+        source = pack or path
+        sides = make_sides(a, path, pack, woff, soff)
         print(f"# {a.stack} ABI, table {a.rows} rows ({a.rows * (W + S) / 2**30:.2f} GiB), {a.threads} threads, "
               f"budget {a.budget}, {'pack ' + pack if pack else 'file ' + path}, load {os.getloadavg()}")
-        print("batch  dist    mode  side      p50_us    p99_us   rows/s(p50)  baseline/spark(p50)  [hit% reads/1000ids]")
-        for batch, dist, mode in [(b, d, m) for b in (24, 144, 49152) for d in dists for m in ("cold", "warm")]:
-            reps = a.reps if batch < 49152 else max(4, a.reps // 8)
-            times = {s.name: [] for s in sides}
-            fixed = {s.name: draws[dist](batch) for s in sides}
-            before = {s.name: s.stats() for s in sides if a.stack == "mia"}
-            if mode == "warm":
-                for s in sides:
-                    s.call(fixed[s.name])
-            for r in range(reps):
-                order = sides if r % 2 == 0 else sides[::-1]
-                for s in order:
-                    ids = fixed[s.name] if mode == "warm" else draws[dist](batch)
-                    if mode == "cold":
-                        s.evict()
-                    times[s.name].append(s.call(ids))
-            p50 = {}
-            for s in sides:
-                t = times[s.name]
-                p50[s.name] = pct(t, 0.5)
-                cache = ""
-                if a.stack == "mia":
-                    d = [x - y for x, y in zip(s.stats(), before[s.name])]
-                    ids_n = len(t) * batch + (batch if mode == "warm" else 0)
-                    cache = f"  [{100 * d[0] / max(1, d[0] + d[1]):.1f}% {1000 * d[2] / ids_n:.0f}]"
-                print(f"{batch:6d} {dist:7s} {mode}  {s.name:8s} {pct(t, 0.5) / 1e3:9.1f} {pct(t, 0.99) / 1e3:9.1f} "
-                      f"{batch / (pct(t, 0.5) / 1e9):12.0f}" +
-                      (f"  {p50['baseline'] / p50['spark']:.2f}x" if s.name == "spark" else "       ") + cache)
-            sys.stdout.flush()
-        if pack:
-            print(f"# {check_pack_rows(sides, pack, a.rows, np_rng)}")
+        if a.soak:
+            seed = int(np_rng.integers(1 << 30))
+            soak(a, sides, lambda: make_draws(np.random.default_rng(seed))[dists[0]], source)
+        else:
+            run_cases(a, sides, make_draws(np_rng), dists, source)
+            print(f"# {check_rows(sides, source, a.rows, np_rng, woff, soff, pack)}")
         for s in sides:
             print(f"# {s.name} at the end: {s.report()}")
             s.close()
         print(f"# load at the end {os.getloadavg()}")
     finally:
-        os.unlink(path)
-        if pack and os.path.exists(pack):
-            os.unlink(pack)
+        for f in temp:
+            if os.path.exists(f):
+                os.unlink(f)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ import { sparsePatterns } from '../src/engram/row-source.js';
 import { parseSparseManifest, SPARSE_MANIFEST_NAME } from '../src/engram/sparse-manifest.js';
 import { packageRoot } from '../src/native/index.js';
 import { crc32Implementation } from '../src/native/pack.js';
-import { dropCache } from '../src/native/sparse.js';
+import { dropCache } from '../src/native/page-cache.js';
 
 interface Args {
   copy?: string;

@@ -11,7 +11,7 @@ import { tempDir } from './helpers/tmp.js';
 import { makeSnapshot } from './helpers/synth.js';
 import { floorRange, writeSparseCopy } from './helpers/sparse-copy.js';
 import { openSnapshot } from '../src/engram/snapshot.js';
-import { MmapGather, type MmapTableSpec } from '../src/native/sparse.js';
+import { MmapGather, type MmapTableSpec } from '../src/native/overlay-baseline.js';
 import { NaiveGather } from '../src/bench/naive-gather.js';
 import { openRowSource } from '../src/engram/row-source.js';
 import { stampMiaHeaders } from '../bench/lib/mia-header.js';

@@ -1,14 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { runEmitSh, runWrapper, type Exec } from '../src/commands/wrapper.js';
+import { runEmitSh } from '../src/commands/wrapper.js';
 import { tileLayers, formatEngramRows } from '../src/engram/ranges.js';
 import type { LayerLoader } from '../src/wrapper/plan.js';
-import type { Io } from '../src/io.js';
 import { recordingEngine } from './helpers/engine.js';
-import { buildSysfs, FE80, mapped, typical, V1, V2, ZERO, type FakePort } from './helpers/sysfs.js';
+import { buildSysfs, typical } from './helpers/sysfs.js';
+import { outcome, quietIo, viaNode as nodeOutcome, viaSh as shOutcome } from './helpers/wrapper-outcome.js';
 import { tempDir } from './helpers/tmp.js';
 import { bin } from './helpers/cli.js';
 
@@ -18,11 +18,8 @@ const LAYERS = [
   { layer: 14, rows: 384016682 },
 ];
 const load: LayerLoader = async (dir) => ({ kind: 'snapshot', path: dir, layers: LAYERS });
-const IPV6 = '2001:0db8:0000:0000:0000:0000:0000:0011';
 
-function io(env: NodeJS.ProcessEnv): Io {
-  return { stdout: () => {}, stderr: () => {}, env, cwd: '/', stderrIsTTY: false, color: false };
-}
+const io = quietIo;
 
 async function emit(world: number, split: 'floor' | 'front' = 'floor'): Promise<string> {
   const out = join(tempDir(), 'spark-wrapper.sh');
@@ -30,43 +27,8 @@ async function emit(world: number, split: 'floor' | 'front' = 'floor'): Promise<
   return out;
 }
 
-interface Outcome {
-  code: number;
-  rows?: string;
-  gid?: string;
-}
-
-/** The Node wrapper's decision, as exit code and exported values. */
-async function viaNode(argv: string[], env: NodeJS.ProcessEnv): Promise<Outcome> {
-  let exported: NodeJS.ProcessEnv | undefined;
-  const exec: Exec = (_argv, e) => {
-    exported = e;
-    throw new Error('execed');
-  };
-  try {
-    await runWrapper(['engine', ...argv], {}, io({ SPARK_ENGRAM_DIR: '/snap', ...env }), exec, load);
-  } catch (e) {
-    if (!exported) return { code: (e as { exitCode?: number }).exitCode ?? 99 };
-  }
-  return { code: 0, rows: exported!.SPARK_ENGRAM_ROWS ?? 'unset', gid: exported!.B12X_ROCE_GID_INDEX ?? 'unset' };
-}
-
-const outcome = (o: Outcome): Outcome => (o.code === 0 ? { code: 0, rows: o.rows!, gid: o.gid! } : { code: o.code });
-
-/** The emitted script under dash, with a recording engine. */
-function viaSh(script: string, argv: string[], env: NodeJS.ProcessEnv): Outcome & { stderr: string; pid?: number } {
-  const engine = recordingEngine();
-  const r = spawnSync(DASH, [script, engine.path, ...argv], {
-    encoding: 'utf8',
-    env: { PATH: process.env.PATH, RECORD: engine.record, ...env },
-    input: '',
-  });
-  if (r.status !== 0) return { code: r.status ?? 99, stderr: r.stderr };
-  const rec = readFileSync(engine.record, 'utf8');
-  const field = (k: string) => new RegExp(`^${k}=(.*)$`, 'm').exec(rec)![1]!;
-  rmSync(engine.record);
-  return { code: 0, rows: field('rows'), gid: field('gid'), stderr: r.stderr, pid: Number(field('pid')) };
-}
+const viaNode = (argv: string[], env: NodeJS.ProcessEnv) => nodeOutcome(argv, env, load);
+const viaSh = (script: string, argv: string[], env: NodeJS.ProcessEnv) => shOutcome(DASH, script, argv, env);
 
 test('the script is written atomically with mode 755 and passes dash -n', async () => {
   const script = await emit(4);
@@ -126,75 +88,6 @@ test('the sh script refuses what the Node wrapper refuses, with the same exit co
   const none = spawnSync(DASH, [script], { encoding: 'utf8' });
   assert.equal(none.status, 2);
   assert.match(none.stderr, /no engine command/);
-});
-
-test('the sh GID scan agrees with the Node one on every sysfs case', async () => {
-  const script = await emit(1);
-  const shifted = typical('192.168.200.12');
-  shifted.gids.splice(2, 0, [IPV6, V1], [IPV6, V2]);
-  const twoV4 = typical('10.0.0.5');
-  twoV4.gids.splice(4, 0, [mapped('192.168.200.11'), V1], [mapped('192.168.200.11'), V2]);
-  const down: FakePort = { ...typical('192.168.200.11'), state: '1: DOWN' };
-  const trees = {
-    typical: buildSysfs({ rocep1s0f0: { 1: typical('192.168.200.11') }, roceP2p1s0f0: { 1: typical('192.168.200.12') } }),
-    shifted: buildSysfs({ rocep1s0f0: { 1: shifted } }),
-    fe80: buildSysfs({ rocep1s0f0: { 1: { gids: [[FE80, V1], [FE80, V2], [ZERO]] } } }),
-    disagree: buildSysfs({ rocep1s0f0: { 1: typical('192.168.200.11') }, roceP2p1s0f0: { 1: shifted } }),
-    range: buildSysfs({ rocep1s0f0: { 1: twoV4 } }),
-    v1: buildSysfs({ rocep1s0f0: { 1: { gids: [[FE80, V1], [mapped('192.168.200.11'), V1]] } } }),
-    mlx: buildSysfs({ mlx5_0: { 1: typical('192.168.200.11') }, mlx5_1: { 1: typical('192.168.200.11'), 2: { gids: [[FE80, V2]] } }, mlx5_10: { 1: shifted } }),
-    down: buildSysfs({ rocep1s0f0: { 1: down } }),
-    v6: buildSysfs({ rocep1s0f0: { 1: shifted } }),
-  };
-  const cases: [keyof typeof trees, NodeJS.ProcessEnv, Outcome['code'], string?][] = [
-    ['typical', { B12X_ROCE_HCA: 'rocep1s0f0,roceP2p1s0f0' }, 0, '3'],
-    ['typical', { NCCL_IB_HCA: 'rocep1s0f0' }, 0, '3'],
-    ['typical', {}, 0, 'unset'],
-    ['typical', { NCCL_IB_HCA: 'rocep1s0f0', B12X_ROCE_GID_INDEX: '3' }, 0, '3'],
-    ['typical', { NCCL_IB_HCA: 'rocep1s0f0', B12X_ROCE_GID_INDEX: '' }, 0, '3'],
-    ['typical', { NCCL_IB_HCA: 'rocep1s0f0', B12X_ROCE_GID_INDEX: '2' }, 1],
-    ['typical', { NCCL_IB_HCA: 'rocep1s0f0', B12X_ROCE_GID_INDEX: 'x' }, 2],
-    ['typical', { NCCL_IB_HCA: 'rocep1s0f0,rocep9', SPARK_SKIP_GID: '1' }, 0, 'unset'],
-    ['typical', { NCCL_IB_HCA: 'rocep1s0f0, roceP2p1s0f0' }, 1],
-    ['shifted', { NCCL_IB_HCA: 'rocep1s0f0' }, 0, '5'],
-    ['fe80', { NCCL_IB_HCA: 'rocep1s0f0' }, 1],
-    ['disagree', { NCCL_IB_HCA: 'rocep1s0f0,roceP2p1s0f0' }, 1],
-    ['range', { NCCL_IB_HCA: 'rocep1s0f0' }, 0, '3'],
-    ['range', { NCCL_IB_HCA: 'rocep1s0f0', NCCL_IB_ADDR_RANGE: '192.168.200.0/24' }, 0, '5'],
-    ['range', { NCCL_IB_HCA: 'rocep1s0f0', NCCL_IB_ADDR_RANGE: '192.168.0.0/16' }, 0, '5'],
-    ['range', { NCCL_IB_HCA: 'rocep1s0f0', NCCL_IB_ADDR_RANGE: '10.0.0.0/8' }, 0, '3'],
-    ['range', { NCCL_IB_HCA: 'rocep1s0f0', NCCL_IB_ADDR_RANGE: '0.0.0.0/0' }, 0, '3'],
-    ['range', { NCCL_IB_HCA: 'rocep1s0f0', NCCL_IB_ADDR_RANGE: '172.16.0.0/12' }, 1],
-    ['range', { NCCL_IB_HCA: 'rocep1s0f0', NCCL_IB_ADDR_RANGE: '192.168.200.0' }, 0, '3'],
-    ['range', { NCCL_IB_HCA: 'rocep1s0f0', NCCL_IB_ADDR_RANGE: '192.168.200.00/24' }, 0, '3'],
-    ['range', { NCCL_IB_HCA: 'rocep1s0f0', NCCL_IB_ADDR_RANGE: '192.168.200.0/024' }, 0, '5'],
-    ['range', { NCCL_IB_HCA: 'rocep1s0f0', NCCL_IB_ADDR_RANGE: '192.168.200.0/33' }, 0, '3'],
-    ['v1', { NCCL_IB_HCA: 'rocep1s0f0' }, 1],
-    ['v1', { NCCL_IB_HCA: 'rocep1s0f0', NCCL_IB_ROCE_VERSION_NUM: '1' }, 0, '1'],
-    ['mlx', { NCCL_IB_HCA: '=mlx5_0:1' }, 0, '3'],
-    ['mlx', { NCCL_IB_HCA: 'mlx5_1:1' }, 1],
-    ['mlx', { NCCL_IB_HCA: '=mlx5_1:1' }, 0, '3'],
-    ['mlx', { NCCL_IB_HCA: '=mlx5_1' }, 1],
-    ['mlx', { NCCL_IB_HCA: '^mlx5_1' }, 0, '3'],
-    ['mlx', { NCCL_IB_HCA: '^=mlx5_1,mlx5_0' }, 0, '5'],
-    ['mlx', { NCCL_IB_HCA: 'mlx5_0,mlx5_7' }, 1],
-    ['mlx', { NCCL_IB_HCA: 'mlx5_0:2' }, 1],
-    ['down', { NCCL_IB_HCA: 'rocep1s0f0' }, 1],
-    ['v6', { NCCL_IB_HCA: 'rocep1s0f0', NCCL_IB_ADDR_FAMILY: 'AF_INET6' }, 0, '3'],
-    ['v6', { NCCL_IB_HCA: 'rocep1s0f0', NCCL_IB_ADDR_FAMILY: 'inet6' }, 0, '5'],
-  ];
-  for (const [tree, extra, code, gid] of cases) {
-    const env = { NODE_RANK: '0', SPARK_WORLD_SIZE: '1', SPARK_SYSFS: trees[tree], ...extra };
-    const node = await viaNode([], env);
-    const sh = viaSh(script, [], env);
-    const what = `${tree} ${JSON.stringify(extra)}`;
-    assert.deepEqual(outcome(sh), node, `${what}: sh and Node differ (${sh.stderr})`);
-    assert.equal(node.code, code, what);
-    if (gid !== undefined) assert.equal(node.gid, gid, what);
-  }
-  const missing = viaSh(script, [], { NODE_RANK: '0', SPARK_WORLD_SIZE: '1', SPARK_SYSFS: '/nonexistent', NCCL_IB_HCA: 'x' });
-  assert.equal(missing.code, 3);
-  assert.equal((await viaNode([], { NODE_RANK: '0', SPARK_WORLD_SIZE: '1', SPARK_SYSFS: '/nonexistent', NCCL_IB_HCA: 'x' })).code, 3);
 });
 
 test('the script execs the engine in place and logs one line', async () => {

@@ -2,10 +2,9 @@
 // /health wait, and stopping the other nodes when one fails.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { cli, type CliRun } from './helpers/cli.js';
+import { healthServer } from './helpers/health-server.js';
 import { alive, fakeNodes, waitFor, type Behavior, type FakeCall } from './helpers/fake-node.js';
 import { AIDEN16, EUGR, REV, writeCluster, writeRecipe } from './helpers/launch-files.js';
 import type { Io } from '../src/io.js';
@@ -15,26 +14,6 @@ import { runLaunch, type LaunchRequest } from '../src/launch/index.js';
 interface LaunchDoc {
   nodes: { rank: number; host: string; argv: string[]; env: Record<string, string>; container: string }[];
   healthy: boolean;
-}
-
-/**
- * A /health endpoint on loopback that answers 503 `failures` times (and while `ready` says no),
- * then 200; with failures < 0, never 200.
- */
-async function healthServer(failures: number, ready: () => boolean = () => true): Promise<{ url: string; hits: () => number; close: () => Promise<void> }> {
-  let hits = 0;
-  const server: Server = createServer((req, res) => {
-    hits++;
-    res.statusCode = req.url === '/health' && failures >= 0 && hits > failures && ready() ? 200 : 503;
-    res.end();
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/health`,
-    hits: () => hits,
-    close: () => new Promise((r) => server.close(() => r())),
-  };
 }
 
 const HOSTS4 = ['n1', 'n2', 'n3', 'n4'];

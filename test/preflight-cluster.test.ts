@@ -247,8 +247,8 @@ test("rendezvous.route: a dist_addr that is not its node's, or on no route, is a
   assert.ok(errors.some((f) => f.node?.rank === 2 && /^node 2 \(spark3\) has no route to the rendezvous 10\.0\.0\.1:\d+ on the head/.test(f.message)), dump(r));
 });
 
-test('every cluster rule has a failing case in this file', () => {
-  const text = readFileSync(new URL(import.meta.url), 'utf8');
+test('every cluster rule has a failing case in this file (the engine libraries\' in preflight-engine-lib.test.ts)', () => {
+  const text = readFileSync(new URL(import.meta.url), 'utf8') + readFileSync(new URL('./preflight-engine-lib.test.js', import.meta.url), 'utf8');
   for (const r of RULES.filter((x) => x.scope === 'cluster')) assert.ok(text.includes(`'${r.id}'`), r.id);
 });
 

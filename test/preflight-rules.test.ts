@@ -2,12 +2,14 @@
 // (--only) against a world built in a temp dir (test/helpers/preflight.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RULES, type PreflightOptions } from '../src/preflight/index.js';
 import { makeSnapshot } from './helpers/synth.js';
 import { busyPort, edit, MIA, MIA_ENV, preflight, repoFile, REVISION, world, write, type World } from './helpers/preflight.js';
 import { writeMiaPack } from './helpers/mia-pack.js';
+import { LIBRARIES } from './helpers/engine-lib.js';
+import { packageRoot } from '../src/native/index.js';
 import { mountRamfs } from './helpers/tmpfs.js';
 import { seedYaml } from './helpers/sparkrun.js';
 
@@ -374,6 +376,25 @@ const CASES: RuleCase[] = [
       ),
     expect: /identity\.json on node 0 \(spark1\) disagrees with the packs beside it: tp 2, the packs here are for tp 4; rows of layer 1 undefined, the pack's header says \d+; rows of layer 14 undefined/,
   },
+  // The overlay's row library mounted from the world (enginelib.*, docs/engine-libs.md).
+  {
+    rule: 'enginelib.file',
+    pass: (w) => w.options(libRecipe(w, 'lib-good', LIBRARIES.overlay)),
+    fail: (w) => w.options(libRecipe(w, 'lib-text', undefined, 'not a library\n')),
+    expect: /^.*lib-text\/libengram_rows\.so on node 0 \(spark1\) \(mounted over \/opt\/dsv41-spark\/overlay\/libengram_rows\.so\) is not an ELF file/,
+  },
+  {
+    rule: 'enginelib.abi',
+    pass: (w) => w.options(libRecipe(w, 'lib-good', LIBRARIES.overlay)),
+    fail: (w) => w.options(libRecipe(w, 'lib-mia', LIBRARIES.mia)),
+    expect: /lib-mia\/libengram_rows\.so on node 0 \(spark1\) .* is librow_store\.so, the other stack's library/,
+  },
+  {
+    rule: 'enginelib.loads',
+    pass: (w) => w.options(libRecipe(w, 'lib-good', LIBRARIES.overlay)),
+    fail: (w) => w.options(libRecipe(w, 'lib-addon', join(packageRoot(), 'build', 'Release', 'spark.node'))),
+    expect: /lib-addon\/libengram_rows\.so on node 0 \(spark1\) .* needs libstdc\+\+\.so\.6/,
+  },
 ];
 
 /** vLLM's dotted form of the speculative config in place of the eugr recipe's JSON. */
@@ -417,6 +438,17 @@ const MISSED: (RuleCase & { name: string })[] = [
 const heldPorts: { close(): Promise<void> }[] = [];
 
 const miaDirs = new Map<string, Promise<void>>();
+
+/** The packed recipe with `FROM` (or `text`) mounted over the overlay's library, from `name` in the world. */
+function libRecipe(w: World, name: string, from?: string, text?: string): string {
+  const dir = join(w.root, name);
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, 'libengram_rows.so');
+  if (from !== undefined) copyFileSync(from, file);
+  else writeFileSync(file, text ?? '');
+  const mount = `[[extra_mounts]]\nhost = "${file}"\ncontainer = "/opt/dsv41-spark/overlay/libengram_rows.so"\nread_only = true\n\n[env]`;
+  return w.recipe(edit(w.packedText, /^\[env\]$/m, mount), name);
+}
 
 /** The Mia recipe with its pack mount at `name` in the world, filled once by `fill`. */
 async function miaRecipe(w: World, name: string, fill: (dir: string) => Promise<unknown>): Promise<string> {

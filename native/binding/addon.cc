@@ -3,7 +3,7 @@
 
 #include "binding/addon_env.h"
 #include "binding/modules.h"
-#include "core/status.h"
+#include "core/base/status.h"
 
 namespace spark {
 namespace {

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "binding/async.h"
-#include "core/row_store.h"
-#include "core/status.h"
-#include "core/thread_pool.h"
+#include "core/row_store/row_store.h"
+#include "core/base/status.h"
+#include "core/threads/thread_pool.h"
 
 namespace spark {
 

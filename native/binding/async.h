@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "binding/errors.h"
-#include "core/status.h"
-#include "core/thread_pool.h"
+#include "core/base/status.h"
+#include "core/threads/thread_pool.h"
 
 namespace spark {
 

@@ -1,9 +1,9 @@
-// Status -> JS Error with a stable string `code` (see core/error_codes.h).
+// Status -> JS Error with a stable string `code` (see core/base/error_codes.h).
 #pragma once
 
 #include <napi.h>
 
-#include "core/status.h"
+#include "core/base/status.h"
 
 namespace spark {
 

@@ -12,7 +12,10 @@ void InitSafetensors(Napi::Env env, Napi::Object exports);  // safetensors_bindi
 void InitTiling(Napi::Env env, Napi::Object exports);       // tiling_binding.cc
 void InitExec(Napi::Env env, Napi::Object exports);         // exec_binding.cc
 void InitRowStore(Napi::Env env, Napi::Object exports);     // row_store_binding.cc
-void InitSparse(Napi::Env env, Napi::Object exports);       // sparse_binding.cc
+void InitHoles(Napi::Env env, Napi::Object exports);        // holes_binding.cc
+void InitPageCache(Napi::Env env, Napi::Object exports);    // page_cache_binding.cc
+// A bench baseline (bench/baselines/overlay-mmap), not spark's read path.
+void InitOverlayBaseline(Napi::Env env, Napi::Object exports);  // overlay_baseline_binding.cc
 
 inline constexpr BindingInit kBindingModules[] = {
     InitSafetensors,
@@ -20,7 +23,9 @@ inline constexpr BindingInit kBindingModules[] = {
     InitExec,
     InitRowStore,
     InitPack,
-    InitSparse,
+    InitHoles,
+    InitPageCache,
+    InitOverlayBaseline,
 };
 
 }  // namespace spark

@@ -1,4 +1,4 @@
-// Node-API glue for the packer and verifier (core/pack.h, core/pack_sparse.h, core/verify.h).
+// Node-API glue for the packer and verifier (core/pack/pack.h, core/pack/pack_sparse.h, core/pack/verify.h).
 //
 // packLayer(job), packSparseShard(job), verifyLayer(job) and verifySparseTable(job) return
 // {promise, progress}: the promise settles once with the result; progress() reads the job's
@@ -6,7 +6,7 @@
 // line without any callback into JS from the worker threads. lockDirectory/unlockDirectory hold an flock on the output
 // directory so two packs cannot write the same files (the kernel drops it when the process
 // dies); the locked descriptor is also the directory every pack file is written through
-// (dirWriteFile, dirReadFile, dirRemove, dirRename, probeHoles: small, synchronous, core/pack_dir.h).
+// (dirWriteFile, dirReadFile, dirRemove, dirRename, probeHoles: small, synchronous, core/pack/pack_dir.h).
 #include <fcntl.h>
 #include <napi.h>
 #include <sys/file.h>
@@ -19,11 +19,11 @@
 #include "binding/args.h"
 #include "binding/async.h"
 #include "binding/errors.h"
-#include "core/crc32.h"
-#include "core/pack.h"
-#include "core/pack_dir.h"
-#include "core/pack_sparse.h"
-#include "core/verify.h"
+#include "core/base/crc32.h"
+#include "core/pack/pack.h"
+#include "core/pack/pack_dir.h"
+#include "core/pack/pack_sparse.h"
+#include "core/pack/verify.h"
 
 namespace spark {
 namespace {
@@ -186,7 +186,7 @@ Napi::Value PackSparseShardJs(const Napi::CallbackInfo& info) {
   auto tables = tv.As<Napi::Array>();
   for (uint32_t i = 0; i < tables.Length(); ++i) {
     Fields t(tables.Get(i), "job.tables[" + std::to_string(i) + "]");
-    job.tables.push_back({t.U64("weightOffset"), t.U64("scaleOffset"), t.U64("dim"), t.U64("start"), t.U64("end"),
+    job.tables.push_back({t.U64("weightOffset"), t.U64("scaleOffset"), t.U64("dim"), {t.U64("start"), t.U64("end")},
                           t.U64("chunkRows")});
   }
   Status s = CheckSparseJob(job);

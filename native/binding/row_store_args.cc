@@ -1,6 +1,7 @@
 #include "binding/row_store_args.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "binding/args.h"
 #include "binding/errors.h"
@@ -8,38 +9,54 @@
 
 namespace spark {
 
-TableSpec ParseTable(Napi::Value value, size_t index) {
-  Fields o(value, "tables[" + std::to_string(index) + "]");
-  TableSpec t;
-  std::string kind = o.String("kind");
-  if (kind == "snapshot") {
-    t.kind = TableKind::kSnapshot;
-    ReadSnapshotColumns(o, &t);
-    t.resident_scales = o.U64PairOr("residentScales", "start", "end", &t.resident_start, &t.resident_end);
-    t.ranged = o.U64PairOr("range", "lo", "hi", &t.lo, &t.hi);
-    if (o.Has("holes")) {
-      Napi::Value holes = o.Get("holes");
-      std::string rule = holes.IsString() ? holes.As<Napi::String>().Utf8Value() : "";
-      if (rule != "allow" && rule != "refuse" && rule != "corrupt") ThrowType(o.Env(), o.Name("holes") + " must be 'allow', 'refuse' or 'corrupt'");
-      t.holes = rule == "refuse" ? HoleRule::kRefuse : rule == "corrupt" ? HoleRule::kCorrupt : HoleRule::kAllow;
-    }
-  } else if (kind == "packed") {
-    t.kind = TableKind::kPacked;
-    t.layer = o.U32("layer");
-    t.path = o.String("path");
-    t.start = o.U64("start");
-    t.end = o.U64("end");
-    t.data_offset = o.U64("dataOffset");
-    t.stride = o.U64("stride");
-    t.row_bytes = o.U64("rowBytes");
-    std::string layout = o.String("layout");
-    if (layout != "dense" && layout != "page") ThrowType(o.Env(), o.Name("layout") + " must be 'dense' or 'page'");
-    t.layout = layout == "page" ? PackedLayout::kPage : PackedLayout::kDense;
-    t.direct = o.BoolOr("direct", false);
-  } else {
-    ThrowType(o.Env(), o.Name("kind") + " must be 'snapshot' or 'packed'");
+namespace {
+
+// An optional [a, b] pair of non-negative integers as an id range (`first`/`second` name its
+// two halves in the message a bad value gets).
+std::optional<IdRange> IdRangeOr(const Fields& o, const char* key, const char* first, const char* second) {
+  IdRange r;
+  if (!o.U64PairOr(key, first, second, &r.start, &r.end)) return std::nullopt;
+  return r;
+}
+
+SnapshotTable ParseSnapshot(const Fields& o) {
+  SnapshotTable t;
+  ReadSnapshotColumns(o, &t);
+  t.resident_scales = IdRangeOr(o, "residentScales", "start", "end");
+  t.range = IdRangeOr(o, "range", "lo", "hi");
+  if (o.Has("holes")) {
+    Napi::Value holes = o.Get("holes");
+    std::string rule = holes.IsString() ? holes.As<Napi::String>().Utf8Value() : "";
+    if (rule != "allow" && rule != "refuse" && rule != "corrupt") ThrowType(o.Env(), o.Name("holes") + " must be 'allow', 'refuse' or 'corrupt'");
+    t.holes = rule == "refuse" ? HoleRule::kRefuse : rule == "corrupt" ? HoleRule::kCorrupt : HoleRule::kAllow;
   }
   return t;
+}
+
+PackedTable ParsePacked(const Fields& o) {
+  PackedTable t;
+  t.layer = o.U32("layer");
+  t.path = o.String("path");
+  t.ids = {o.U64("start"), o.U64("end")};
+  t.data_offset = o.U64("dataOffset");
+  t.stride = o.U64("stride");
+  t.row_bytes = o.U64("rowBytes");
+  std::string layout = o.String("layout");
+  if (layout != "dense" && layout != "page") ThrowType(o.Env(), o.Name("layout") + " must be 'dense' or 'page'");
+  t.layout = layout == "page" ? PackedLayout::kPage : PackedLayout::kDense;
+  t.direct = o.BoolOr("direct", false);
+  return t;
+}
+
+}  // namespace
+
+// The TypeScript union (src/domain/table-spec.ts) by its `kind`, one C++ struct per variant.
+TableSpec ParseTable(Napi::Value value, size_t index) {
+  Fields o(value, "tables[" + std::to_string(index) + "]");
+  std::string kind = o.String("kind");
+  if (kind == "snapshot") return ParseSnapshot(o);
+  if (kind != "packed") ThrowType(o.Env(), o.Name("kind") + " must be 'snapshot' or 'packed'");
+  return ParsePacked(o);
 }
 
 StoreOptions ParseOptions(Napi::Object options, PoolOptions* pool) {

@@ -7,7 +7,7 @@
 
 #include <cstddef>
 
-#include "core/row_store.h"
+#include "core/row_store/row_store.h"
 
 namespace spark {
 

@@ -1,4 +1,4 @@
-// JS class RowStore over core/row_store.h. Arguments are checked and copied here on the JS
+// JS class RowStore over core/row_store/row_store.h. Arguments are checked and copied here on the JS
 // thread; every gather is one Baton on the store's own thread pool (owned through the
 // environment, binding/addon_env.h) that fans its reads out over that pool and settles one
 // Promise. The wrapper object and the caller's output buffer stay referenced until then.
@@ -24,7 +24,7 @@
 #include "binding/ids.h"
 #include "binding/modules.h"
 #include "binding/row_store_args.h"
-#include "core/row_store.h"
+#include "core/row_store/row_store.h"
 
 namespace spark {
 
@@ -133,7 +133,7 @@ class RowStoreWrap : public Napi::ObjectWrap<RowStoreWrap> {
     if (!store_) return out;
     uint32_t i = 0;
     for (const TableInfo& t : store_->Tables()) {
-      Napi::Object o = U64Object(env, {{"layer", t.layer}, {"lo", t.lo}, {"hi", t.hi}, {"rowBytes", t.row_bytes}});
+      Napi::Object o = U64Object(env, {{"layer", t.layer}, {"lo", t.ids.start}, {"hi", t.ids.end}, {"rowBytes", t.row_bytes}});
       o.Set("directRequested", t.direct_requested);
       o.Set("directActive", t.direct_active);
       o.Set("residentScales", t.resident);

@@ -18,11 +18,11 @@
 #include "binding/args.h"
 #include "binding/async.h"
 #include "binding/errors.h"
-#include "core/json_writer.h"
-#include "core/parallel.h"
-#include "core/safetensors.h"
-#include "core/shard_set.h"
-#include "core/thread_pool.h"
+#include "core/format/json_writer.h"
+#include "core/threads/parallel.h"
+#include "core/format/safetensors.h"
+#include "core/format/shard_set.h"
+#include "core/threads/thread_pool.h"
 
 namespace spark {
 namespace {
@@ -204,7 +204,7 @@ Napi::Value ReadHeaders(const Napi::CallbackInfo& info) {
     }
   }
   // Optional: per path, the tensor names the index places in that file (checked with the
-  // cross-shard rules in core/shard_set.h).
+  // cross-shard rules in core/format/shard_set.h).
   std::vector<std::vector<std::string>> expected;
   if (info.Length() > 2 && !info[2].IsUndefined()) {
     if (!info[2].IsArray() || info[2].As<Napi::Array>().Length() != paths.size()) {

@@ -1,5 +1,6 @@
 // The snapshot table as JS describes it to both of its readers: the row store (tables of kind
-// 'snapshot', binding/row_store_args.cc) and the overlay's mmap gather (binding/sparse_binding.cc).
+// 'snapshot', binding/row_store_args.cc) and the overlay's mmap gather
+// (binding/overlay_baseline_binding.cc, a bench baseline).
 // One reader for the shared fields, so the two JS shapes cannot drift apart.
 #pragma once
 

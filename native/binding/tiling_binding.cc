@@ -7,7 +7,7 @@
 
 #include "binding/args.h"
 #include "binding/errors.h"
-#include "core/tiling.h"
+#include "core/format/tiling.h"
 
 namespace spark {
 namespace {

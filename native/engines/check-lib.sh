@@ -5,7 +5,9 @@
 #   - exports exactly the stack's ABI symbols (defined, global, default visibility);
 #   - needs only the C library's own objects (libc, libm, libpthread, libdl, the dynamic
 #     loader): the C++ runtime is inside;
-#   - imports no glibc symbol version newer than 2.35 (Ubuntu 22.04, the oldest base image).
+#   - imports no glibc symbol version newer than 2.35 (Ubuntu 22.04, the oldest base image);
+#   - for the overlay, carries the ABI note (.note.spark.abi) saying version 3.
+# The ABI's symbols are the global names of native/engines/STACK/exports.map.
 # READELF (default: readelf; aarch64-linux-gnu-readelf reads both) does the reading.
 # Prints one line "FILE: ok (...)" or the failures, one a line; exits 0 or 1 (2: bad usage).
 set -euo pipefail
@@ -13,14 +15,16 @@ file=${1:-}
 stack=${2:-}
 machine=${3:-$(uname -m)}
 readelf=${READELF:-readelf}
+here=$(cd "$(dirname "$0")" && pwd)
 case "$stack" in
-  overlay) abi="engram_rows_abi_version engram_rows_close engram_rows_gather engram_rows_open engram_rows_prefetch engram_rows_release engram_rows_resident engram_rows_stats" ;;
-  mia) abi="row_store_attach_packed row_store_close row_store_lookup row_store_open row_store_range row_store_stats" ;;
+  overlay | mia) ;;
   *)
     echo "check-lib.sh: usage: check-lib.sh FILE overlay|mia [x86_64|aarch64]" >&2
     exit 2
     ;;
 esac
+# The ABI is the version script's global names (the one list; spark engine-lib and preflight read it too).
+abi=$(sed -n '/global:/,/local:/s/^ *\([A-Za-z_][A-Za-z0-9_]*\);.*/\1/p' "$here/$stack/exports.map" | sort | tr '\n' ' ' | sed 's/ $//')
 case "$machine" in
   x86_64 | x86-64) want_machine='Advanced Micro Devices X86-64' ;;
   aarch64 | arm64) want_machine='AArch64' ;;
@@ -46,6 +50,12 @@ missing=$(comm -13 <(tr ' ' '\n' <<<"$exported") <(tr ' ' '\n' <<<"$abi") | tr '
 extra=$(comm -23 <(tr ' ' '\n' <<<"$exported") <(tr ' ' '\n' <<<"$abi") | awk 'NR <= 5' | tr '\n' ' ')
 [ -z "$missing" ] || fail+=("does not export ${missing}(the stack looks every ABI symbol up at import)")
 [ -z "$extra" ] || fail+=("exports symbols beyond the ABI: ${extra}...")
+# The overlay's ABI version, as the ELF note the build writes from the constant the function returns.
+if [ "$stack" = overlay ]; then
+  note=$("$readelf" -x .note.spark.abi "$file" 2>/dev/null | sed -n 's/^  0x[0-9a-f]* //p' | cut -c1-35 | tr -d ' \n')
+  # namesz 6, descsz 4, type 1, "spark\0" padded to 8, then the int32 version 3 (little-endian).
+  [ "$note" = 060000000400000001000000737061726b00000003000000 ] || fail+=("carries no ABI note saying version 3 (.note.spark.abi: ${note:-absent})")
+fi
 needed=$("$readelf" -d "$file" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
 for lib in $needed; do
   case "$lib" in

@@ -9,6 +9,7 @@
 #      symbols, only the C library needed, glibc <= 2.35);
 #   3. every C++ unit test cross-compiled and run under qemu-aarch64 (run.sh --arm64), the
 #      CRC-32 tests once on the CRC extension and once on the portable fallback;
+#      both are kept in build/arm64 for the preflight tests of aarch64 nodes;
 #   4. the Mia bench baseline (bench/baselines/mia-row-store) from the same build: aarch64,
 #      its six symbols, nothing of Node's; its unit test runs under qemu with the others.
 # Needs Debian's g++-aarch64-linux-gnu and qemu-user. Ends with "N passed, M failed".
@@ -66,5 +67,31 @@ echo "libmia_row_store_baseline.so: aarch64 shared object, the six row_store_* s
 for lib in overlay:libengram_rows.so mia:librow_store.so; do
   READELF="${prefix}readelf" bash "$root/native/engines/check-lib.sh" "$work/build/Release/${lib#*:}" "${lib%%:*}" aarch64
 done
+# Kept in build/arm64 (each written beside and renamed over): the aarch64 libraries the
+# preflight tests mount on fake aarch64 nodes (test/preflight-engine-lib.test.ts).
+mkdir -p "$root/build/arm64"
+for lib in libengram_rows.so librow_store.so; do
+  cp "$work/build/Release/$lib" "$root/build/arm64/.$lib.partial"
+  mv -f "$root/build/arm64/.$lib.partial" "$root/build/arm64/$lib"
+done
+
+# Those tests skip where no aarch64 build exists (a plain npm test); here one does, so they run,
+# and a skip is a failure.
+if [ -d "$root/dist/test" ]; then
+  out=$(cd "$root" && node --test dist/test/preflight-engine-lib.test.js dist/test/engine-lib-reader.test.js 2>&1) || {
+    echo "$out" >&2
+    echo "arm64: the preflight and ELF-reader tests failed on the aarch64 libraries" >&2
+    exit 1
+  }
+  grep -q '^# skipped 0$' <<<"$out" || {
+    grep -E '^# (pass|fail|skipped)|# SKIP' <<<"$out" >&2
+    echo "arm64: the aarch64 preflight tests skipped with the aarch64 libraries in build/arm64" >&2
+    exit 1
+  }
+  echo "aarch64 libraries: the preflight and ELF-reader tests $(grep -E '^# pass' <<<"$out")"
+else
+  echo "arm64: dist/test is missing (npm run build:ts) for the aarch64 preflight tests" >&2
+  exit 1
+fi
 
 exec bash "$here/run.sh" --arm64

@@ -1,4 +1,4 @@
-#include "core/crc32.h"
+#include "core/base/crc32.h"
 
 #include <chrono>
 #include <cstdio>

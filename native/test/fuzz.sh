@@ -10,10 +10,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 native=$(dirname "$here")
 out="$here/build/fuzz"
 mkdir -p "$out/corpus" "$out/seeds"
+mapfile -t core_sources < <(find "$native/core" -name '*.cc' | sort)  # every room of the core
 
 "${CXX_FUZZ:-clang++}" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
   -fno-omit-frame-pointer -D_FILE_OFFSET_BITS=64 -I"$native" \
-  "$here/fuzz_safetensors.cc" "$native"/core/*.cc -o "$out/fuzz_safetensors"
+  "$here/fuzz_safetensors.cc" "${core_sources[@]}" -o "$out/fuzz_safetensors"
 
 # seed NAME DATA_LENGTH HEADER: one corpus file.
 seed() {

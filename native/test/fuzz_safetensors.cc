@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/json.h"
-#include "core/safetensors.h"
+#include "core/format/json.h"
+#include "core/format/safetensors.h"
 
 namespace {
 

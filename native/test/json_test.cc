@@ -1,5 +1,5 @@
-#include "core/json.h"
-#include "core/utf8.h"
+#include "core/format/json.h"
+#include "core/base/utf8.h"
 
 #include <ctime>
 #include <string>

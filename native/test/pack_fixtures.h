@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "core/pack_dir.h"
-#include "core/pack_engine.h"
-#include "core/thread_pool.h"
+#include "core/pack/pack_dir.h"
+#include "core/pack/pack_engine.h"
+#include "core/threads/thread_pool.h"
 #include "test/scratch.h"
 #include "test/testing.h"
 

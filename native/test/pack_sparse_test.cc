@@ -1,6 +1,6 @@
-// The sparse copy (core/pack_sparse.h), the output directory's link rules (core/pack_dir.h),
+// The sparse copy (core/pack/pack_sparse.h), the output directory's link rules (core/pack/pack_dir.h),
 // the hole probe and the rate limiter.
-#include "core/pack_sparse.h"
+#include "core/pack/pack_sparse.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "core/crc32.h"
-#include "core/pack_dir.h"
-#include "core/pack_rate.h"
-#include "core/thread_pool.h"
+#include "core/base/crc32.h"
+#include "core/pack/pack_dir.h"
+#include "core/pack/pack_rate.h"
+#include "core/threads/thread_pool.h"
 #include "test/direct_probe.h"
 #include "test/pack_fixtures.h"
 #include "test/testing.h"
@@ -73,21 +73,24 @@ SparseShardJob MakeJob(const Shard& s, const Out& out, std::vector<std::pair<uin
   job.header_bytes = s.header_bytes;
   job.header_crc = Crc32(0, s.bytes.data(), s.header_bytes);
   for (size_t t = 0; t < ranges.size(); ++t) {
-    job.tables.push_back({s.weight_offset[t], s.scale_offset[t], s.dim, ranges[t].first, ranges[t].second, chunk_rows});
+    job.tables.push_back({s.weight_offset[t], s.scale_offset[t], s.dim, {ranges[t].first, ranges[t].second}, chunk_rows});
   }
   SetFileJob(&job.file, out, "sparse-test");
   return job;
 }
 
-// The copy holds the header and each table's rows [lo, hi) at their offsets, zeros elsewhere.
+// The copy holds the header and each table's rows at their offsets, zeros elsewhere.
 bool CopyIsRight(const Shard& s, const SparseShardJob& job, const std::string& path) {
   auto got = ReadAll(path);
   if (got.size() != s.bytes.size()) return false;
   std::vector<uint8_t> want(s.bytes.size(), 0);
   std::copy(s.bytes.begin(), s.bytes.begin() + s.header_bytes, want.begin());
   for (const auto& t : job.tables) {
-    for (uint64_t at = t.weight_offset + t.lo * t.dim; at < t.weight_offset + t.hi * t.dim; ++at) want[at] = s.bytes[at];
-    for (uint64_t at = t.scale_offset + t.lo * (t.dim / 32); at < t.scale_offset + t.hi * (t.dim / 32); ++at) want[at] = s.bytes[at];
+    const uint64_t sb = t.dim / 32;
+    for (uint64_t at = t.weight_offset + t.rows.start * t.dim; at < t.weight_offset + t.rows.end * t.dim; ++at) {
+      want[at] = s.bytes[at];
+    }
+    for (uint64_t at = t.scale_offset + t.rows.start * sb; at < t.scale_offset + t.rows.end * sb; ++at) want[at] = s.bytes[at];
   }
   return got == want;
 }

@@ -1,4 +1,4 @@
-#include "core/pack.h"
+#include "core/pack/pack.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "core/crc32.h"
-#include "core/pack_format.h"
-#include "core/pack_journal.h"
-#include "core/thread_pool.h"
-#include "core/verify.h"
+#include "core/base/crc32.h"
+#include "core/pack/pack_format.h"
+#include "core/pack/pack_journal.h"
+#include "core/threads/thread_pool.h"
+#include "core/pack/verify.h"
 #include "test/direct_probe.h"
 #include "test/pack_fixtures.h"
 #include "test/testing.h"

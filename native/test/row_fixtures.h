@@ -14,13 +14,15 @@
 #include <thread>
 #include <vector>
 
-#include "core/row_store.h"
+#include "core/row_store/row_store.h"
 #include "test/scratch.h"
 #include "test/testing.h"
 
 namespace row_fixtures {
 
 using spark::RowStore;
+using spark::PackedTable;
+using spark::SnapshotTable;
 using spark::TableSpec;
 
 // Deterministic byte of (layer, row, column) of a table row (weight columns then scales).
@@ -60,15 +62,8 @@ inline constexpr uint64_t kDim = 64;  // 2 scale bytes per row; row = 66 bytes
 inline constexpr uint64_t kRowBytes = kDim + kDim / 32;
 inline constexpr uint64_t kHeader = 664;  // not page aligned, like the real shards
 
-inline TableSpec TableOf(spark::TableKind kind, uint32_t layer) {
-  TableSpec t;
-  t.kind = kind;
-  t.layer = layer;
-  return t;
-}
-
 // A safetensors-like file: `header` bytes, then weight [rows, dim], then scale [rows, dim/32].
-inline TableSpec WriteSnapshot(const std::string& name, uint32_t layer, uint64_t rows) {
+inline SnapshotTable WriteSnapshot(const std::string& name, uint32_t layer, uint64_t rows) {
   std::vector<uint8_t> bytes(kHeader, ' ');
   bytes.resize(kHeader + rows * kRowBytes);
   uint8_t* w = &bytes[kHeader];
@@ -79,7 +74,8 @@ inline TableSpec WriteSnapshot(const std::string& name, uint32_t layer, uint64_t
     std::memcpy(s + r * (kDim / 32), row.data() + kDim, kDim / 32);
   }
   std::string path = WriteTempFile(name, bytes);
-  TableSpec t = TableOf(spark::TableKind::kSnapshot, layer);
+  SnapshotTable t;
+  t.layer = layer;
   t.rows = rows;
   t.dim = kDim;
   t.weight_path = t.scale_path = path;
@@ -89,7 +85,7 @@ inline TableSpec WriteSnapshot(const std::string& name, uint32_t layer, uint64_t
 }
 
 // A packed file: 4096 header bytes, then rows [start, end) densely or 4096-byte pages.
-inline TableSpec WritePacked(const std::string& name, uint32_t layer, uint64_t start, uint64_t end, bool page) {
+inline PackedTable WritePacked(const std::string& name, uint32_t layer, uint64_t start, uint64_t end, bool page) {
   uint64_t per_page = 4096 / kRowBytes;
   std::vector<uint8_t> data;
   data.resize(4096, ' ');
@@ -101,10 +97,10 @@ inline TableSpec WritePacked(const std::string& name, uint32_t layer, uint64_t s
     std::memcpy(&data[off], row.data(), kRowBytes);
   }
   std::string path = WriteTempFile(name, data);
-  TableSpec t = TableOf(spark::TableKind::kPacked, layer);
+  PackedTable t;
+  t.layer = layer;
   t.path = path;
-  t.start = start;
-  t.end = end;
+  t.ids = {start, end};
   t.data_offset = 4096;
   t.stride = kRowBytes;
   t.row_bytes = kRowBytes;
@@ -113,8 +109,8 @@ inline TableSpec WritePacked(const std::string& name, uint32_t layer, uint64_t s
 }
 
 // A packed file of 4096-byte pages that the store is asked to read with O_DIRECT.
-inline TableSpec WriteDirectPages(const std::string& name, uint32_t layer, uint64_t start, uint64_t end) {
-  TableSpec t = WritePacked(name, layer, start, end, true);
+inline PackedTable WriteDirectPages(const std::string& name, uint32_t layer, uint64_t start, uint64_t end) {
+  PackedTable t = WritePacked(name, layer, start, end, true);
   t.direct = true;
   return t;
 }

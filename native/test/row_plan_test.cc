@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/row_plan.h"
+#include "core/row_store/row_plan.h"
 #include "test/testing.h"
 
 namespace {

@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/io_util.h"
-#include "core/row_store.h"
+#include "core/io/random_read.h"
+#include "core/row_store/row_store.h"
 #include "test/row_fixtures.h"
 #include "test/testing.h"
 
@@ -89,8 +89,8 @@ class PoolBlocker {
 }  // namespace
 
 TEST(CachedRowsAreServedInlineWithTheSameBytesAndCounts) {
-  TableSpec snap = WriteSnapshot("cached.bin", 1, 5000);  // just written: in the page cache
-  TableSpec page = WritePacked("cached-page.bin", 2, 0, 5000, true);
+  SnapshotTable snap = WriteSnapshot("cached.bin", 1, 5000);  // just written: in the page cache
+  PackedTable page = WritePacked("cached-page.bin", 2, 0, 5000, true);
   spark::ThreadPool pool(4);
   spark::StoreOptions calls;
   calls.map_cached = false;
@@ -116,7 +116,7 @@ TEST(CachedRowsAreServedInlineWithTheSameBytesAndCounts) {
 }
 
 TEST(ReadIfCachedSwitchesItselfOffOnlyWhenUnsupported) {
-  TableSpec t = WritePacked("nowait.bin", 1, 0, 1000, false);
+  PackedTable t = WritePacked("nowait.bin", 1, 0, 1000, false);
   std::vector<uint8_t> buf(kRowBytes);
   const uint64_t at = 4096 + 17 * kRowBytes;
   {
@@ -148,7 +148,7 @@ TEST(ReadIfCachedSwitchesItselfOffOnlyWhenUnsupported) {
 }
 
 TEST(PartlyCachedReadsAndFaultsFallBackToTheBlockingPath) {
-  TableSpec t = WriteSnapshot("partial.bin", 3, 5000);
+  SnapshotTable t = WriteSnapshot("partial.bin", 3, 5000);
   spark::ThreadPool pool(3);
   spark::StoreOptions calls;
   calls.map_cached = false;
@@ -182,7 +182,7 @@ TEST(PartlyCachedReadsAndFaultsFallBackToTheBlockingPath) {
 }
 
 TEST(AColdBatchGoesToThePoolAtFullWidth) {
-  TableSpec t = WritePacked("cold.bin", 1, 0, 1000, false);
+  PackedTable t = WritePacked("cold.bin", 1, 0, 1000, false);
   spark::StoreOptions o;
   o.faults.delay_us = 1;  // faults model uncached storage: nothing is served without waiting
   o.merge = false;
@@ -207,7 +207,7 @@ TEST(AColdBatchGoesToThePoolAtFullWidth) {
 }
 
 TEST(ASmallWarmBatchQueuesNoPoolWork) {
-  TableSpec t = WriteSnapshot("small.bin", 4, 5000);
+  SnapshotTable t = WriteSnapshot("small.bin", 4, 5000);
   spark::ThreadPool pool(16);
   auto store = OpenStore({t});
   PoolBlocker blocker(pool);  // a queued helper would stay queued
@@ -227,8 +227,8 @@ TEST(ASmallWarmBatchQueuesNoPoolWork) {
 }
 
 TEST(ConcurrentBatchesOnOneStoreShareItsPlanMemorySafely) {
-  TableSpec t = WriteSnapshot("concurrent.bin", 6, 5000);
-  TableSpec d = WritePacked("concurrent-direct.bin", 7, 0, 5000, true);
+  SnapshotTable t = WriteSnapshot("concurrent.bin", 6, 5000);
+  PackedTable d = WritePacked("concurrent-direct.bin", 7, 0, 5000, true);
   d.direct = true;
   spark::ThreadPool pool(4);
   auto store = OpenStore({t, d});

@@ -10,9 +10,9 @@
 #include <thread>
 #include <vector>
 
-#include "core/io_util.h"
-#include "core/parallel.h"
-#include "core/row_store.h"
+#include "core/io/random_read.h"
+#include "core/threads/parallel.h"
+#include "core/row_store/row_store.h"
 #include "test/row_fixtures.h"
 #include "test/testing.h"
 
@@ -38,7 +38,7 @@ std::vector<uint64_t> Spread(uint64_t first, uint64_t count, uint64_t step) {
 }  // namespace
 
 TEST(TransientErrorsAreRetriedAndCounted) {
-  TableSpec t = WriteSnapshot("transient.bin", 1, 1000);
+  SnapshotTable t = WriteSnapshot("transient.bin", 1, 1000);
   spark::ThreadPool pool(1);  // one reader: the faults fall on known calls
   for (int kind = 0; kind < 2; ++kind) {
     spark::StoreOptions o = Quick();
@@ -58,7 +58,7 @@ TEST(TransientErrorsAreRetriedAndCounted) {
 }
 
 TEST(APersistentErrorFailsAfterBoundedRetriesNamingFileAndOffset) {
-  TableSpec t = WritePacked("persistent.bin", 1, 0, 1000, false);
+  PackedTable t = WritePacked("persistent.bin", 1, 0, 1000, false);
   spark::StoreOptions o = Quick();
   o.retry.retries = 3;
   o.retry.first_delay_us = 2000;
@@ -91,7 +91,7 @@ TEST(APersistentErrorFailsAfterBoundedRetriesNamingFileAndOffset) {
 }
 
 TEST(AStaleHandleIsReopenedOnceForEveryThread) {
-  TableSpec t = WritePacked("stale.bin", 1, 0, 1000, false);
+  PackedTable t = WritePacked("stale.bin", 1, 0, 1000, false);
   spark::StoreOptions o = Quick();
   o.merge = false;
   o.faults.estale_at = 5;  // from the 5th read on, the original descriptor only says ESTALE
@@ -107,7 +107,7 @@ TEST(AStaleHandleIsReopenedOnceForEveryThread) {
 }
 
 TEST(AFileReplacedBehindAStaleHandleIsReportedNotRead) {
-  TableSpec t = WritePacked("replaced.bin", 1, 0, 1000, false);
+  PackedTable t = WritePacked("replaced.bin", 1, 0, 1000, false);
   spark::StoreOptions o = Quick();
   o.faults.estale_at = 1;
   spark::ThreadPool pool(1);
@@ -123,7 +123,7 @@ TEST(AFileReplacedBehindAStaleHandleIsReportedNotRead) {
 }
 
 TEST(ShortDirectReadsContinueFromTheLastWholeBlock) {
-  TableSpec t = WriteDirectPages("short-direct.bin", 2, 0, 1000);
+  PackedTable t = WriteDirectPages("short-direct.bin", 2, 0, 1000);
   spark::StoreOptions o = Quick();
   o.faults.short_unaligned_every = 2;  // every other read returns half a block short
   o.max_merge_bytes = 3 * 4096;        // many reads of one to three pages
@@ -138,7 +138,7 @@ TEST(ShortDirectReadsContinueFromTheLastWholeBlock) {
 }
 
 TEST(ADirectReadShortOfOneBlockIsReadAgainThenReported) {
-  TableSpec t = WritePacked("short-block.bin", 2, 0, 1000, true);
+  PackedTable t = WritePacked("short-block.bin", 2, 0, 1000, true);
   spark::ReadFile f;
   CHECK(f.Open(t.path, true, 4096, false).ok());
   spark::AlignedBuffer buf;
@@ -187,8 +187,8 @@ TEST(DirectReadsAcceptTheEndOfTheFileInsideABlock) {
 
 TEST(ABufferedTableNeverReadsThroughAnODirectDescriptor) {
   // Two tables over one page-layout file: the first asks for O_DIRECT, the second does not.
-  TableSpec direct = WriteDirectPages("shared.bin", 3, 0, 1000);
-  TableSpec buffered = direct;
+  PackedTable direct = WriteDirectPages("shared.bin", 3, 0, 1000);
+  PackedTable buffered = direct;
   buffered.layer = 4;
   buffered.direct = false;
   spark::ThreadPool pool(2);
@@ -208,10 +208,8 @@ TEST(ABufferedTableNeverReadsThroughAnODirectDescriptor) {
 }
 
 TEST(ResidentScalesLoadWhileGathersRun) {
-  TableSpec t = WriteSnapshot("resident-race.bin", 5, 1000);
-  t.resident_scales = true;
-  t.resident_start = 0;
-  t.resident_end = 1000;
+  SnapshotTable t = WriteSnapshot("resident-race.bin", 5, 1000);
+  t.resident_scales = spark::IdRange{0, 1000};
   const std::vector<uint64_t> ids = Spread(1, 64, 29);
   for (int round = 0; round < 20; ++round) {
     spark::ThreadPool pool(4), loader(2);  // separate pools: no shared queue lock to hide a race

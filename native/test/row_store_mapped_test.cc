@@ -10,9 +10,9 @@
 #include <cerrno>
 #include <vector>
 
-#include "core/fault_guard.h"
-#include "core/file_map.h"
-#include "core/row_store.h"
+#include "core/io/fault_guard.h"
+#include "core/io/cached_map.h"
+#include "core/row_store/row_store.h"
 #include "test/row_fixtures.h"
 #include "test/testing.h"
 
@@ -34,9 +34,9 @@ std::vector<uint64_t> RandomIds(size_t n, uint64_t lo, uint64_t hi, uint64_t see
 
 TEST(WarmRowsComeFromTheMappingWithNoReadCall) {
   // A snapshot (two pieces a row), a dense pack and a page pack, each read once, then again.
-  TableSpec snap = WriteSnapshot("m-snap.bin", 1, 6000);
-  TableSpec dense = WritePacked("m-dense.bin", 2, 1000, 7000, false);
-  TableSpec page = WritePacked("m-page.bin", 3, 1000, 7000, true);
+  SnapshotTable snap = WriteSnapshot("m-snap.bin", 1, 6000);
+  PackedTable dense = WritePacked("m-dense.bin", 2, 1000, 7000, false);
+  PackedTable page = WritePacked("m-page.bin", 3, 1000, 7000, true);
   spark::ThreadPool pool(3);
   auto store = OpenStore({snap, dense, page});
   CHECK_EQ(store->Stats().mapped_files, 3u);
@@ -58,8 +58,8 @@ TEST(WarmRowsComeFromTheMappingWithNoReadCall) {
 
 TEST(AStoreOpenedOnAWarmCacheLearnsItAndReadsNothing) {
   // Just written, so every page is cached; the store has read none of them itself.
-  TableSpec snap = WriteSnapshot("m-learn.bin", 1, 20000);
-  TableSpec page = WritePacked("m-learn-page.bin", 2, 500, 9000, true);
+  SnapshotTable snap = WriteSnapshot("m-learn.bin", 1, 20000);
+  PackedTable page = WritePacked("m-learn-page.bin", 2, 500, 9000, true);
   spark::ThreadPool pool(3);
   auto store = OpenStore({snap, page});
   auto ids = RandomIds(500, 0, 20000, 5);
@@ -77,7 +77,7 @@ TEST(AStoreOpenedOnAWarmCacheLearnsItAndReadsNothing) {
 }
 
 TEST(GatherCachedCopiesAllOrNothingAndNeverReads) {
-  TableSpec t = WriteSnapshot("m-cached.bin", 1, 20000);
+  SnapshotTable t = WriteSnapshot("m-cached.bin", 1, 20000);
   spark::ThreadPool pool(2);
   auto store = OpenStore({t});
   auto ids = RandomIds(144, 0, 1000, 9);  // pages far from row 19999's, even once reads merge
@@ -114,7 +114,7 @@ TEST(GatherCachedCopiesAllOrNothingAndNeverReads) {
 TEST(APartlyKnownBatchCopiesWhatItCanAndReadsTheRest) {
   // Rows 0..99 are read once; a batch mixing them (with repeats) and rows far away (other
   // pages) copies the first kind and reads only the second, into the right positions.
-  TableSpec t = WriteSnapshot("m-mixed.bin", 1, 40000);
+  SnapshotTable t = WriteSnapshot("m-mixed.bin", 1, 40000);
   spark::ThreadPool pool(2);
   auto store = OpenStore({t});
   std::vector<uint64_t> near;
@@ -137,7 +137,7 @@ TEST(APartlyKnownBatchCopiesWhatItCanAndReadsTheRest) {
 
 TEST(ALargeWarmBatchIsCopiedOnEveryCore) {
   // More than two copy runs' worth of ids, so the runs go over the pool; ids repeat.
-  TableSpec t = WritePacked("m-large.bin", 1, 0, 30000, true);
+  PackedTable t = WritePacked("m-large.bin", 1, 0, 30000, true);
   spark::ThreadPool pool(4);
   auto store = OpenStore({t});
   std::vector<uint64_t> all;
@@ -151,8 +151,8 @@ TEST(ALargeWarmBatchIsCopiedOnEveryCore) {
 }
 
 TEST(WhatIsNeverMapped) {
-  TableSpec t = WriteSnapshot("m-off.bin", 1, 2000);
-  TableSpec direct = WriteDirectPages("m-direct.bin", 2, 0, 2000);
+  SnapshotTable t = WriteSnapshot("m-off.bin", 1, 2000);
+  PackedTable direct = WriteDirectPages("m-direct.bin", 2, 0, 2000);
   spark::ThreadPool pool(2);
   spark::StoreOptions off;
   off.map_cached = false;
@@ -171,7 +171,7 @@ TEST(WhatIsNeverMapped) {
 }
 
 TEST(AFileThatShrinksUnderTheMappingIsAnErrorNotACrash) {
-  TableSpec t = WritePacked("m-shrink.bin", 1, 0, 5000, false);
+  PackedTable t = WritePacked("m-shrink.bin", 1, 0, 5000, false);
   spark::ThreadPool pool(2);
   auto store = OpenStore({t});
   auto ids = RandomIds(144, 0, 5000, 11);
@@ -185,7 +185,7 @@ TEST(AFileThatShrinksUnderTheMappingIsAnErrorNotACrash) {
   CHECK(GatherInto(*store, pool, 1, ids, &out).code == spark::Code::E_IO);  // and again, the same way
   CHECK_EQ(store->Stats().mapped_rows, 0u);
   // Cut inside a row's page: the mapping would read zeros there, not fault. Still E_IO.
-  TableSpec p = WritePacked("m-shrink-page.bin", 2, 0, 100, false);
+  PackedTable p = WritePacked("m-shrink-page.bin", 2, 0, 100, false);
   auto cut = OpenStore({p});
   std::vector<uint64_t> row50 = {50};
   CHECK(GathersRightRows(*cut, pool, 2, row50));

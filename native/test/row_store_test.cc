@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/parallel.h"
-#include "core/row_store.h"
+#include "core/threads/parallel.h"
+#include "core/row_store/row_store.h"
 #include "test/row_fixtures.h"
 #include "test/testing.h"
 
@@ -77,7 +77,7 @@ TEST(RunParallelFromAPoolThreadDoesNotDeadlock) {
 }
 
 TEST(SnapshotRowsAreByteExactWithAndWithoutDedupAndMerge) {
-  TableSpec t = WriteSnapshot("snap.bin", 1, 1000);
+  SnapshotTable t = WriteSnapshot("snap.bin", 1, 1000);
   spark::ThreadPool pool(4);
   for (int mode = 0; mode < 3; ++mode) {
     spark::StoreOptions o;
@@ -96,10 +96,8 @@ TEST(SnapshotRowsAreByteExactWithAndWithoutDedupAndMerge) {
 }
 
 TEST(ResidentScalesMakeOneReadPerRow) {
-  TableSpec t = WriteSnapshot("snap-res.bin", 14, 1000);
-  t.resident_scales = true;
-  t.resident_start = 0;
-  t.resident_end = 600;  // ids >= 600 still read their scale from the file
+  SnapshotTable t = WriteSnapshot("snap-res.bin", 14, 1000);
+  t.resident_scales = spark::IdRange{0, 600};  // ids >= 600 still read their scale from the file
   spark::ThreadPool pool(4);
   spark::StoreOptions o;
   o.merge = false;
@@ -114,9 +112,9 @@ TEST(ResidentScalesMakeOneReadPerRow) {
 }
 
 TEST(PackedDensePageAndDirectAreByteExact) {
-  TableSpec dense = WritePacked("dense.bin", 1, 200, 1200, false);
-  TableSpec page = WritePacked("page.bin", 14, 200, 1200, true);
-  TableSpec direct = WritePacked("direct.bin", 3, 200, 1200, true);
+  PackedTable dense = WritePacked("dense.bin", 1, 200, 1200, false);
+  PackedTable page = WritePacked("page.bin", 14, 200, 1200, true);
+  PackedTable direct = WritePacked("direct.bin", 3, 200, 1200, true);
   direct.direct = true;
   spark::ThreadPool pool(8);
   auto store = OpenStore({dense, page, direct});
@@ -130,7 +128,7 @@ TEST(PackedDensePageAndDirectAreByteExact) {
 }
 
 TEST(OutOfRangeIdsAndSmallBuffersFailBeforeAnyRead) {
-  TableSpec t = WritePacked("range.bin", 1, 100, 200, false);
+  PackedTable t = WritePacked("range.bin", 1, 100, 200, false);
   spark::ThreadPool pool(2);
   auto store = OpenStore({t});
   std::vector<uint8_t> out;
@@ -149,8 +147,8 @@ TEST(OutOfRangeIdsAndSmallBuffersFailBeforeAnyRead) {
 }
 
 TEST(ShortReadsAndEintrAreRetried) {
-  TableSpec snap = WriteSnapshot("faults.bin", 1, 1000);
-  TableSpec direct = WritePacked("faults-direct.bin", 2, 0, 1000, true);
+  SnapshotTable snap = WriteSnapshot("faults.bin", 1, 1000);
+  PackedTable direct = WritePacked("faults-direct.bin", 2, 0, 1000, true);
   direct.direct = true;
   spark::StoreOptions o;
   o.faults.short_every = 2;
@@ -166,7 +164,7 @@ TEST(ShortReadsAndEintrAreRetried) {
 }
 
 TEST(EioIsReportedWithFileAndOffset) {
-  TableSpec t = WritePacked("eio.bin", 1, 0, 1000, false);
+  PackedTable t = WritePacked("eio.bin", 1, 0, 1000, false);
   spark::StoreOptions o;
   o.faults.eio_every = 1;
   o.merge = false;
@@ -181,7 +179,7 @@ TEST(EioIsReportedWithFileAndOffset) {
 }
 
 TEST(EndOfFileIsReportedWithFileAndOffset) {
-  TableSpec t = WritePacked("eof.bin", 1, 0, 1000, false);
+  PackedTable t = WritePacked("eof.bin", 1, 0, 1000, false);
   spark::ThreadPool pool(2);
   auto store = OpenStore({t});
   CHECK_EQ(truncate(t.path.c_str(), 4096 + 500 * kRowBytes + 10), 0);  // shrinks after open
@@ -194,13 +192,13 @@ TEST(EndOfFileIsReportedWithFileAndOffset) {
 }
 
 TEST(TablesLargerThanTheirFilesAreRefusedAtOpen) {
-  TableSpec t = WritePacked("short.bin", 1, 0, 100, false);
-  t.end = 101;
+  PackedTable t = WritePacked("short.bin", 1, 0, 100, false);
+  t.ids.end = 101;
   std::shared_ptr<RowStore> store;
   spark::Status st = RowStore::Open({t}, {}, &store);
   CHECK(st.code == Code::E_SHARD_TRUNCATED);
   CHECK(st.message.find("layer 1") != std::string::npos);
-  TableSpec missing = t;
+  PackedTable missing = t;
   missing.path = TempDir() + "/no-such-file";
   st = RowStore::Open({missing}, {}, &store);
   CHECK(st.code == Code::E_FILE_NOT_FOUND);
@@ -220,7 +218,7 @@ TEST(OffsetsPastFourGigabytesAreExact) {
     WriteAt(fd, row.data() + kDim, 2, scale_offset + id * 2);
   }
   close(fd);
-  TableSpec t;
+  SnapshotTable t;
   t.layer = 7;
   t.rows = rows;
   t.dim = kDim;
@@ -236,7 +234,7 @@ TEST(OffsetsPastFourGigabytesAreExact) {
 }
 
 TEST(CloseWhileInFlightFailsTheBatchCleanly) {
-  TableSpec t = WritePacked("close.bin", 1, 0, 1000, false);
+  PackedTable t = WritePacked("close.bin", 1, 0, 1000, false);
   spark::StoreOptions o;
   o.faults.delay_us = 2000;
   o.merge = false;
@@ -258,7 +256,7 @@ TEST(CloseWhileInFlightFailsTheBatchCleanly) {
 // one after another never reaches (the hold then gives up after its patience and the peak
 // shows the shortfall).
 TEST(DelayedReadsScaleWithThreads) {
-  TableSpec t = WritePacked("delay.bin", 1, 0, 1000, false);
+  PackedTable t = WritePacked("delay.bin", 1, 0, 1000, false);
   std::vector<uint64_t> ids;
   for (uint64_t i = 0; i < 128; ++i) ids.push_back(i * 7);
   for (uint32_t threads : {2u, 32u}) {

@@ -5,10 +5,10 @@
 #   bash native/test/run.sh --tsan       ThreadSanitizer, on the tests that race threads
 #   bash native/test/run.sh --arm64      cross-compiled for aarch64, run under qemu-aarch64
 # native/core is compiled once into libspark_core.a (the spark_core target of binding.gyp),
-# and every *_test.cc links against it; the Mia bench baseline (bench/baselines/mia-row-store)
-# is built and tested on its own. crc32_test runs twice: on the path this CPU takes and
-# with the portable fallback forced. Ends with one line "N passed, M failed" over all runs;
-# exits 1 if anything failed.
+# and every *_test.cc links against it; the bench baselines (bench/baselines/mia-row-store on
+# its own, bench/baselines/overlay-mmap over libspark_core) are built and tested beside it.
+# crc32_test runs twice: on the path this CPU takes and with the portable fallback forced.
+# Ends with one line "N passed, M failed" over all runs; exits 1 if anything failed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 native=$(dirname "$here")
@@ -33,7 +33,7 @@ case "$variant" in
   sanitize) flags+=(-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer) ;;
   tsan)
     flags+=(-O1 -g -fsanitize=thread)
-    tests=("$here"/thread_pool_test.cc "$here"/engine_libs_test.cc "$here"/row_store_io_test.cc "$here"/row_store_cache_test.cc "$here"/uring_test.cc "$here"/pack_io_test.cc "$here"/pack_test.cc "$here"/verify_sparse_test.cc "$here"/row_store_mapped_test.cc)
+    tests=("$here"/thread_pool_test.cc "$here"/engine_libs_test.cc "$here"/engine_row_cache_test.cc "$here"/row_store_io_test.cc "$here"/row_store_cache_test.cc "$here"/uring_test.cc "$here"/span_io_test.cc "$here"/pack_test.cc "$here"/verify_sparse_test.cc "$here"/row_store_mapped_test.cc)
     export TSAN_OPTIONS="halt_on_error=1"
     ;;
   arm64)
@@ -55,12 +55,21 @@ out="$here/build/$variant"
 
 # The addon links the same library, so a core source missing from binding.gyp would be a
 # symbol the addon only misses when it is called.
-for src in "$native"/core/*.cc; do
-  grep -q "\"native/core/$(basename "$src")\"" "$root/binding.gyp" || {
-    echo "run.sh: native/core/$(basename "$src") is not in the spark_core sources of binding.gyp; add it there" >&2
+# The core's sources at any depth (its rooms, native/core/README.md); their object files share
+# one directory, so two sources of one name would be one object: refused here.
+mapfile -t core_sources < <(find "$native/core" -name '*.cc' | sort)
+for src in "${core_sources[@]}"; do
+  rel=${src#"$native"/}
+  grep -q "\"native/$rel\"" "$root/binding.gyp" || {
+    echo "run.sh: native/$rel is not in the spark_core sources of binding.gyp; add it there" >&2
     exit 1
   }
 done
+dup=$(printf '%s\n' "${core_sources[@]##*/}" | sort | uniq -d)
+if [ -n "$dup" ]; then
+  echo "run.sh: two core sources are named $dup; give one another name" >&2
+  exit 1
+fi
 
 # Each compiler run writes NAME.o into the current directory; up to JOBS at once.
 jobs=${JOBS:-$(nproc)}
@@ -71,7 +80,7 @@ compile_into() {
   mkdir -p "$dir"
   (cd "$dir" && printf '%s\0' "$@" | xargs -0 -n 1 -P "$jobs" "$cxx" "${flags[@]}" -c)
 }
-compile_into "$out/core" "$native"/core/*.cc
+compile_into "$out/core" "${core_sources[@]}"
 rm -f "$out/libspark_core.a"
 "$ar" rcs "$out/libspark_core.a" "$out"/core/*.o
 # The engine libraries' code (native/engines), for engine_libs_test: their C ABIs linked in.
@@ -89,6 +98,11 @@ compile_into "$out/mia" "$mia"/*.cc
 mia_lib=("$out"/mia/io_pool.o "$out"/mia/row_cache.o "$out"/mia/row_store.o)
 "$cxx" "${flags[@]}" "${mia_lib[@]}" "$out/mia/row_store_test.o" -o "$out/mia_row_store_test"
 "$cxx" "${flags[@]}" "${mia_lib[@]}" "$out/mia/driver.o" -o "$out/mia_row_store_bench"
+# The overlay's read path as a bench baseline (bench/baselines/overlay-mmap): on spark_core's
+# thread pool and status, outside the library, with its test beside it.
+overlay="$root/bench/baselines/overlay-mmap"
+compile_into "$out/overlay-mmap" "$overlay"/*.cc
+"$cxx" "${flags[@]}" "$out"/overlay-mmap/*.o -L"$out" -lspark_core -o "$out/overlay_mmap_test"
 
 passed=0
 failed=0
@@ -127,5 +141,6 @@ for t in "${tests[@]}"; do
   fi
 done
 run mia_row_store_test "$out/mia_row_store_test"
+run overlay_mmap_test "$out/overlay_mmap_test"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,4 +1,4 @@
-#include "core/safetensors.h"
+#include "core/format/safetensors.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -6,9 +6,9 @@
 #include <thread>
 #include <vector>
 
-#include "core/checked.h"
-#include "core/parallel.h"
-#include "core/thread_pool.h"
+#include "core/base/checked.h"
+#include "core/threads/parallel.h"
+#include "core/threads/thread_pool.h"
 #include "test/testing.h"
 
 namespace {

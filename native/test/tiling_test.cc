@@ -2,7 +2,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/tiling.h"
+#include "core/format/tiling.h"
 #include "test/testing.h"
 
 using spark::RowRange;

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/row_store.h"
+#include "core/row_store/row_store.h"
 #include "test/row_fixtures.h"
 #include "test/testing.h"
 
@@ -37,7 +37,7 @@ spark::StoreOptions Engine(IoEngine e, spark::StoreOptions o = {}) {
 
 // Whether a forced io_uring store opens here; the reason when it does not.
 bool UringWorks(std::string* why) {
-  TableSpec t = WritePacked("probe.bin", 1, 0, 10, false);
+  PackedTable t = WritePacked("probe.bin", 1, 0, 10, false);
   std::shared_ptr<RowStore> store;
   spark::Status st = RowStore::Open({t}, Engine(IoEngine::kUring), &store);
   if (!st.ok()) *why = st.ToString();
@@ -101,7 +101,7 @@ void SameBytes(const std::vector<TableSpec>& tables, uint32_t layer, const std::
 }  // namespace
 
 TEST(AutoTakesUringWhereItWorksAndSaysWhyNot) {
-  TableSpec t = WritePacked("auto.bin", 1, 0, 100, false);
+  PackedTable t = WritePacked("auto.bin", 1, 0, 100, false);
   auto store = OpenStore({t}, Engine(IoEngine::kAuto));
   if (!store) return;
   auto s = store->Stats();
@@ -120,7 +120,7 @@ TEST(AutoTakesUringWhereItWorksAndSaysWhyNot) {
 }
 
 TEST(RefusedSetupFallsBackOrFailsClearly) {
-  TableSpec t = WritePacked("refused.bin", 1, 0, 100, false);
+  PackedTable t = WritePacked("refused.bin", 1, 0, 100, false);
   for (int err : {ENOSYS, EPERM}) {
     spark::StoreOptions o = Engine(IoEngine::kAuto);
     o.uring_refuse_errno = err;
@@ -144,10 +144,10 @@ TEST(RefusedSetupFallsBackOrFailsClearly) {
 
 TEST(PacksAreByteExactThroughUring) {
   if (!Available()) return;
-  TableSpec dense = WritePacked("u-dense.bin", 1, 0, 3000, false);
-  TableSpec page = WritePacked("u-page.bin", 2, 100, 3100, true);
-  TableSpec direct = WriteDirectPages("u-direct.bin", 3, 200, 3200);
-  TableSpec dense_direct = WritePacked("u-dense-direct.bin", 4, 0, 3000, false);
+  PackedTable dense = WritePacked("u-dense.bin", 1, 0, 3000, false);
+  PackedTable page = WritePacked("u-page.bin", 2, 100, 3100, true);
+  PackedTable direct = WriteDirectPages("u-direct.bin", 3, 200, 3200);
+  PackedTable dense_direct = WritePacked("u-dense-direct.bin", 4, 0, 3000, false);
   dense_direct.direct = true;
   std::vector<TableSpec> all = {dense, page, direct, dense_direct};
   for (bool merge : {true, false}) {
@@ -171,12 +171,10 @@ TEST(PacksAreByteExactThroughUring) {
 
 TEST(SnapshotsAndSparseCopiesAreByteExactThroughUring) {
   if (!Available()) return;
-  TableSpec snap = WriteSnapshot("u-snap.bin", 5, 4000);
+  SnapshotTable snap = WriteSnapshot("u-snap.bin", 5, 4000);
   SameBytes({snap}, 5, RandomIds(0, 4000, 900, 7));
-  TableSpec ranged = snap;
-  ranged.ranged = true;
-  ranged.lo = 1000;
-  ranged.hi = 3000;
+  SnapshotTable ranged = snap;
+  ranged.range = spark::IdRange{1000, 3000};
   SameBytes({ranged}, 5, RandomIds(1000, 3000, 900, 8));
   spark::StoreOptions nomerge;
   nomerge.merge = false;
@@ -186,7 +184,7 @@ TEST(SnapshotsAndSparseCopiesAreByteExactThroughUring) {
 
 TEST(UringReportsTheSameErrorsAsThePreadPool) {
   if (!Available()) return;
-  TableSpec t = WritePacked("u-eof.bin", 1, 0, 1000, false);
+  PackedTable t = WritePacked("u-eof.bin", 1, 0, 1000, false);
   spark::ThreadPool pool(2);
   auto store = OpenStore({t}, Engine(IoEngine::kUring));
   if (!store) return;
@@ -208,7 +206,7 @@ TEST(UringReportsTheSameErrorsAsThePreadPool) {
   spark::StoreOptions o = Engine(IoEngine::kUring);
   o.faults.etimedout_every = 1;
   o.retry.retries = 2;
-  TableSpec whole = WritePacked("u-timeout.bin", 1, 0, 1000, false);
+  PackedTable whole = WritePacked("u-timeout.bin", 1, 0, 1000, false);
   auto failing = OpenStore({whole}, o);
   if (!failing) return;
   st = GatherInto(*failing, pool, 1, {10}, &out);
@@ -225,8 +223,8 @@ TEST(UringReportsTheSameErrorsAsThePreadPool) {
 
 TEST(FaultsAreHonouredInUringReads) {
   if (!Available()) return;
-  TableSpec snap = WriteSnapshot("u-faults-snap.bin", 1, 2000);
-  TableSpec direct = WriteDirectPages("u-faults-direct.bin", 2, 0, 2000);
+  SnapshotTable snap = WriteSnapshot("u-faults-snap.bin", 1, 2000);
+  PackedTable direct = WriteDirectPages("u-faults-direct.bin", 2, 0, 2000);
   spark::StoreOptions o = Engine(IoEngine::kUring);
   o.faults.short_every = 3;
   o.faults.eintr_every = 5;
@@ -264,8 +262,8 @@ TEST(FaultsAreHonouredInUringReads) {
 
 TEST(ManyConcurrentBatchesShareOneRing) {
   if (!Available()) return;
-  TableSpec snap = WriteSnapshot("u-many-snap.bin", 1, 5000);
-  TableSpec direct = WriteDirectPages("u-many-direct.bin", 2, 0, 5000);
+  SnapshotTable snap = WriteSnapshot("u-many-snap.bin", 1, 5000);
+  PackedTable direct = WriteDirectPages("u-many-direct.bin", 2, 0, 5000);
   spark::StoreOptions o = Engine(IoEngine::kUring);
   o.io_depth = 16;  // fewer slots than reads wanted at once: batches queue for them
   auto store = OpenStore({snap, direct}, o);
@@ -296,7 +294,7 @@ TEST(ManyConcurrentBatchesShareOneRing) {
 
 TEST(CloseWhileUringBatchesRunFailsThemCleanly) {
   if (!Available()) return;
-  TableSpec snap = WriteSnapshot("u-close.bin", 1, 20000);
+  SnapshotTable snap = WriteSnapshot("u-close.bin", 1, 20000);
   spark::StoreOptions o = Engine(IoEngine::kUring);
   o.io_depth = 4;
   o.merge = false;

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/crc32.h"
-#include "core/verify.h"
+#include "core/base/crc32.h"
+#include "core/pack/verify.h"
 #include "test/direct_probe.h"
 #include "test/pack_fixtures.h"
 #include "test/testing.h"

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "core/row_store.h"
+#include "core/row_store/row_store.h"
 
 namespace {
 
@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
                 static_cast<ssize_t>(scales.size());
   close(fd);
   if (!ok) return 3;
-  spark::TableSpec t;
+  spark::SnapshotTable t;
   t.layer = 1;
   t.rows = rows;
   t.dim = kDim;

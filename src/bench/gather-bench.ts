@@ -8,7 +8,8 @@
 //   snapshot, snapshot+scales   the row store's pread pool over a snapshot or sparse copy
 //                               (two reads per row, or one with the scale rows resident)
 //   overlay                     the serving overlay's path over the same files: one mmap with
-//                               MADV_RANDOM, a WILLNEED pass, memcpy workers (native/core/mmap_gather.h)
+//                               MADV_RANDOM, a WILLNEED pass, memcpy workers (a baseline:
+//                               bench/baselines/overlay-mmap/mmap_gather.h)
 //   packed                      the row store over spark's dense/page pack (one read per row)
 //   mia                         the Mia stack's reader over the same dense pack (mia-case.ts):
 //                               when packed runs too, each case runs both on the same batches,
@@ -32,7 +33,7 @@ import { miaDriverPath } from './mia-reader.js';
 import { engramSubTableSizes } from '../engram/primes.js';
 import { openRowSource, type RowSource, type RowSourceKind, type SnapshotOpener } from '../engram/row-source.js';
 import { usageError } from '../errors.js';
-import { MmapGather } from '../native/sparse.js';
+import { MmapGather } from '../native/overlay-baseline.js';
 
 export { recommendThreads, type BenchEngine, type BenchVariant, type GatherBenchResult } from './gather-result.js';
 

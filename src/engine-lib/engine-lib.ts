@@ -4,9 +4,13 @@
 // sha256: the same build on every node) come from reading the file itself.
 import { createHash } from 'node:crypto';
 import { closeSync, constants, fsyncSync, lstatSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join, posix, resolve } from 'node:path';
 import { packageRoot } from '../native/index.js';
 import { SparkError, usageError } from '../errors.js';
+import { readElf, type ElfSummary } from './elf.js';
+
+/** e_type of a shared object. */
+export const ET_DYN = 3;
 
 export type EngineStack = 'overlay' | 'mia';
 
@@ -18,27 +22,38 @@ export interface EngineLibraryInfo {
   library: string;
   /** Where the stack's image loads it from: the read-only bind mount's target. */
   imagePath: string;
-  /** The ABI's exported symbols, all looked up by the stack at import. */
+  /** The ABI's exported symbols (the build's version script, exports.map), sorted. */
   symbols: string[];
 }
 
-const STACKS: Record<EngineStack, Omit<EngineLibraryInfo, 'library'>> = {
-  overlay: {
-    stack: 'overlay',
-    name: 'libengram_rows.so',
-    imagePath: '/opt/dsv41-spark/overlay/libengram_rows.so',
-    symbols: [
-      'engram_rows_abi_version', 'engram_rows_open', 'engram_rows_gather', 'engram_rows_prefetch',
-      'engram_rows_stats', 'engram_rows_resident', 'engram_rows_release', 'engram_rows_close',
-    ],
-  },
-  mia: {
-    stack: 'mia',
-    name: 'librow_store.so',
-    imagePath: '/opt/dsv41/adapter/librow_store.so',
-    symbols: ['row_store_open', 'row_store_range', 'row_store_attach_packed', 'row_store_lookup', 'row_store_stats', 'row_store_close'],
-  },
+interface StackFacts {
+  stack: EngineStack;
+  name: string;
+  imagePath: string;
+  /** The ABI version the library reports (engram_rows_abi_version), for the stack that has one. */
+  abiVersion?: number;
+}
+
+export const STACKS: Record<EngineStack, StackFacts> = {
+  overlay: { stack: 'overlay', name: 'libengram_rows.so', imagePath: '/opt/dsv41-spark/overlay/libengram_rows.so', abiVersion: 3 },
+  mia: { stack: 'mia', name: 'librow_store.so', imagePath: '/opt/dsv41/adapter/librow_store.so' },
 };
+
+/** The stack whose image loads its row library from `containerPath`, if any. */
+export function stackOfImagePath(containerPath: string): EngineStack | undefined {
+  const p = posix.normalize(containerPath);
+  return (Object.keys(STACKS) as EngineStack[]).find((k) => STACKS[k].imagePath === p);
+}
+
+/**
+ * The ABI's symbols: the `global:` names of the stack's version script, the one list the
+ * linker, check-lib.sh and preflight all read.
+ */
+export function abiSymbols(stack: EngineStack, root = packageRoot()): string[] {
+  const map = readFileSync(join(root, 'native', 'engines', stack, 'exports.map'), 'utf8');
+  const global = /global:([^}]*?)local:/s.exec(map)?.[1] ?? '';
+  return [...global.matchAll(/([A-Za-z_][A-Za-z0-9_]*)\s*;/g)].map((m) => m[1]!).sort();
+}
 
 export function parseStack(value: string | undefined): EngineStack {
   if (value === 'overlay' || value === 'mia') return value;
@@ -48,21 +63,20 @@ export function parseStack(value: string | undefined): EngineStack {
 }
 
 export function engineLibrary(stack: EngineStack, root = packageRoot()): EngineLibraryInfo {
-  const s = STACKS[stack];
-  return { ...s, library: join(root, 'build', 'Release', s.name) };
+  const { stack: st, name, imagePath } = STACKS[stack];
+  return { stack: st, name, imagePath, library: join(root, 'build', 'Release', name), symbols: abiSymbols(stack, root) };
 }
-
-/** ELF e_machine values of the two machines spark builds for. */
-const MACHINES: Record<number, string> = { 62: 'x86_64', 183: 'aarch64' };
 
 export interface LibraryFile {
   bytes: number;
   sha256: string;
-  /** 'x86_64', 'aarch64', or the ELF machine number when it is neither. */
+  /** 'x86_64', 'aarch64', or `machine N` when it is neither. */
   machine: string;
+  /** What the file itself exports, needs and imports (elf.ts). */
+  elf: ElfSummary;
 }
 
-/** Reads the built file: an ELF64 little-endian shared object, its machine, size and digest. */
+/** Reads the built file: an ELF64 little-endian shared object, its machine, size, digest and dynamic facts. */
 export function describeLibrary(path: string): LibraryFile {
   let st;
   try {
@@ -72,12 +86,14 @@ export function describeLibrary(path: string): LibraryFile {
   }
   if (!st.isFile()) throw new SparkError('E_NOT_A_FILE', `${path}: not a regular file; rebuild with npm run build:native`, { path });
   const data = readFileSync(path);
-  const elf = data.length >= 64 && data.readUInt32BE(0) === 0x7f454c46 && data[4] === 2 && data[5] === 1;
-  if (!elf || data.readUInt16LE(16) !== 3) {
-    throw new SparkError('E_CHECK_FAILED', `${path}: not a 64-bit little-endian ELF shared object; rebuild with npm run build:native`, { path });
+  let elf: ElfSummary;
+  try {
+    elf = readElf(data);
+  } catch (err) {
+    throw new SparkError('E_CHECK_FAILED', `${path}: ${(err as Error).message}; rebuild with npm run build:native`, { path });
   }
-  const m = data.readUInt16LE(18);
-  return { bytes: data.length, sha256: createHash('sha256').update(data).digest('hex'), machine: MACHINES[m] ?? String(m) };
+  if (elf.type !== ET_DYN) throw new SparkError('E_CHECK_FAILED', `${path}: not an ELF shared object; rebuild with npm run build:native`, { path });
+  return { bytes: data.length, sha256: createHash('sha256').update(data).digest('hex'), machine: elf.machine, elf };
 }
 
 /**

@@ -42,7 +42,7 @@ const MAX_INFERRED_WORLD = 1024;
  * Worlds W under which the copy's longest range can be one rank's floor or front share: its
  * length is floor(N/W) or ceil(N/W), so N/(len+1) < W < N/(len-1). W also stays at most every
  * table's N, so each rank's share is non-empty and at most one rank per world can match. The
- * emitted sh script searches the same worlds (wrapper/sh-manifest.ts).
+ * emitted sh script searches the same worlds (wrapper/manifest-reader.sh).
  */
 function candidateWorlds(copy: readonly RankLayerRange[]): [number, number] | undefined {
   let longest: RankLayerRange | undefined;

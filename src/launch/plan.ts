@@ -119,6 +119,11 @@ export function checkedNamePrefix(name: string): string {
   return name;
 }
 
+/** The container of a launch on the node of this rank (run, logs, inspect and --stop use it). */
+export function containerName(prefix: string, rank: number): string {
+  return `${prefix}-r${rank}`;
+}
+
 /** A docker container name from free text: [A-Za-z0-9][A-Za-z0-9_.-]*. */
 export function containerPrefix(clusterName: string): string {
   const slug = clusterName.replace(/[^A-Za-z0-9_.-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '');
@@ -188,145 +193,183 @@ function overrideNotes(env: EffectiveEnv, who = ''): string[] {
   return notes;
 }
 
-export function buildPlan(input: PlanInput, options: PlanOptions): LaunchPlan {
+/** What every node's plan shares: the shape, the placement, the model path, the names. */
+interface Common {
+  input: PlanInput;
+  options: PlanOptions;
+  world: number;
+  tp: number;
+  pp: number;
+  port: number;
+  place: ReturnType<typeof placement>;
+  hfCache: string;
+  /** The model argument the launcher passes, undefined when the recipe names its own. */
+  modelPath: string | undefined;
+  docker: string;
+  prefix: string;
+}
+
+function common(input: PlanInput, options: PlanOptions): Common {
   const { recipe, cluster } = input;
-  const world = recipe.requiredNodes;
   const shape = parallelShape(recipe);
   const place = placement(recipe, cluster);
   const problem = place.problems[0] ?? shape.problems[0];
   if (problem) throw refuse(problem, recipe, cluster);
   const hfCache = requireHfCache(cluster);
-  const { tp, pp } = shape;
-  const port = servingPort(recipe);
-  const headNode = place.head;
-  const notes: string[] = [];
-  if (place.idle.length > 0) {
-    notes.push(
-      `the recipe needs ${world} node(s): it runs on ${place.nodes.map((n) => n.host).join(', ')}; ` +
-        `${place.idle.map((n) => `${n.host} (rank ${n.rank})`).join(', ')} of ${cluster.name} stay${place.idle.length === 1 ? 's' : ''} idle`,
-    );
-  }
-
   const ownModel = recipeModelArg(recipe);
   if (ownModel === undefined && input.snapshot === undefined && input.unresolvedModel === undefined) {
     throw new SparkError('E_INTERNAL', 'buildPlan needs a resolved snapshot when the recipe names no model path');
   }
-  const modelPath = ownModel === undefined ? input.snapshot?.containerPath ?? input.unresolvedModel! : undefined;
-  if (ownModel !== undefined) notes.push(`the recipe names its model path itself (${ownModel}); the launcher does not add one`);
+  return {
+    input,
+    options,
+    world: recipe.requiredNodes,
+    tp: shape.tp,
+    pp: shape.pp,
+    port: servingPort(recipe),
+    place,
+    hfCache,
+    modelPath: ownModel === undefined ? input.snapshot?.containerPath ?? input.unresolvedModel! : undefined,
+    docker: options.docker ?? 'docker',
+    prefix: options.namePrefix ?? containerPrefix(cluster.name),
+  };
+}
 
-  const env = effectiveEnv(recipe, cluster, input.envFile);
+/** The notes that hold for the whole plan (placement, model, env precedence, --cpu-only). */
+function planNotes(c: Common): string[] {
+  const { recipe, cluster, envFile } = c.input;
+  const { place } = c;
+  const notes: string[] = [];
+  if (place.idle.length > 0) {
+    notes.push(
+      `the recipe needs ${c.world} node(s): it runs on ${place.nodes.map((n) => n.host).join(', ')}; ` +
+        `${place.idle.map((n) => `${n.host} (rank ${n.rank})`).join(', ')} of ${cluster.name} stay${place.idle.length === 1 ? 's' : ''} idle`,
+    );
+  }
+  const ownModel = recipeModelArg(recipe);
+  if (ownModel !== undefined) notes.push(`the recipe names its model path itself (${ownModel}); the launcher does not add one`);
+  const env = effectiveEnv(recipe, cluster, envFile);
   notes.push(...overrideNotes(env));
   for (const key of launcherEnvKeys(recipe.engine)) {
-    const set = [env.get(key), ...place.nodes.map((n) => effectiveEnv(recipe, cluster, input.envFile, n.rank).get(key))].find(Boolean);
+    const set = [env.get(key), ...place.nodes.map((n) => effectiveEnv(recipe, cluster, envFile, n.rank).get(key))].find(Boolean);
     if (set) notes.push(`${key} is set per node by the launcher; the value in ${set.file} is replaced`);
   }
   const engramDir = env.get('SPARK_ENGRAM_DIR')?.value;
   const engramRev = engramDir === undefined ? undefined : revisionInPath(engramDir, recipe.model);
-  if (engramRev !== undefined && input.snapshot !== undefined && engramRev !== input.snapshot.revision) {
+  const snapshot = c.input.snapshot;
+  if (engramRev !== undefined && snapshot !== undefined && engramRev !== snapshot.revision) {
     notes.push(
-      `SPARK_ENGRAM_DIR reads Engram rows from revision ${engramRev}, but the engine loads ${input.snapshot.revision}; ` +
+      `SPARK_ENGRAM_DIR reads Engram rows from revision ${engramRev}, but the engine loads ${snapshot.revision}; ` +
         'point both at the same snapshot',
     );
   }
-  if (options.cpuOnly) {
+  if (c.options.cpuOnly) {
     notes.push(
       `--cpu-only: the containers get no GPU and no RDMA device (${[...GPU_FLAGS, ...RDMA_FLAGS].join(' ')} left out); ` +
         "a smoke run of the recipe's mounts, environment and entrypoint, not of the engine",
     );
   }
-  const docker = options.docker ?? 'docker';
-  const prefix = options.namePrefix ?? containerPrefix(cluster.name);
+  return notes;
+}
 
-  const nodes = place.nodes.map((node): NodePlan => {
-    const home = options.home(node.rank);
-    const topo: NodeTopology = {
-      world,
-      rank: node.rank,
-      tp,
-      pp,
-      rendezvousAddr: place.rendezvous.addr,
-      rendezvousPort: place.rendezvous.port,
-      port,
-    };
-    const engine = engineArgs(recipe, topo, modelPath);
-    if (node.rank === headNode.rank) notes.push(...engine.conflicts);
-    const ownEnv = effectiveEnv(recipe, cluster, input.envFile, node.rank);
-    notes.push(...overrideNotes(ownEnv, `node ${node.rank} `).filter((n) => n.includes('[nodes.env]')));
-    const nodeEnv: Record<string, string> = {
-      ...envValues(ownEnv),
-      ...(options.nodeEnv?.(node.rank) ?? {}),
-      NODE_RANK: String(node.rank),
-      SPARK_WORLD_SIZE: String(world),
-      // The address the other nodes reach this one at, advertised by the engine.
-      [HOST_IP_VARIABLE[recipe.engine]]: nodeAddress(node),
-    };
-    const binds: Bind[] = [
-      {
-        source: absoluteHostPath(hfCache, home, { code: 'E_CLUSTER', key: 'hf_cache', file: cluster.file }),
-        target: HF_CACHE_CONTAINER_PATH,
-        readOnly: false,
-        mustExist: true,
-      },
-      ...recipe.extraMounts.map((m, i) => ({
-        source: absoluteHostPath(m.host, home, {
-          code: 'E_RECIPE',
-          key: `extra_mounts[${i}].host`,
-          file: recipe.file,
-          line: m.line,
-        }),
-        target: m.container,
-        readOnly: m.readOnly,
-        // A read-only mount of a missing path is always a mistake (the wrapper script case);
-        // a writable one may be a cache the container fills.
-        mustExist: m.readOnly,
-      })),
-    ];
-    const container = `${prefix}-r${node.rank}`;
-    const argv = [
-      docker, 'run', '-d', '--name', container,
-      ...containerFlags(options.cpuOnly),
-      // A recipe's shm_size asks for a private /dev/shm of that size; --ipc host would make
-      // docker ignore it (and podman refuse it). Without one, share the host's.
-      ...(recipe.shmSize !== undefined ? ['--shm-size', recipe.shmSize] : ['--ipc', 'host']),
-      ...binds.flatMap(bindArgs),
-      ...Object.entries(nodeEnv).flatMap(([k, v]) => ['-e', `${k}=${v}`]),
-      ...(recipe.entrypoint !== undefined && recipe.entrypoint.length > 0 ? ['--entrypoint', recipe.entrypoint[0]!] : []),
-      recipe.dockerImage,
-      ...(recipe.entrypoint?.slice(1) ?? []),
-      ...engine.leading,
-      ...argvForExec(recipe.args),
-      ...engine.appended,
-    ];
-    return {
-      rank: node.rank,
-      host: node.host,
-      fabricAddr: node.fabricAddr,
-      distAddr: nodeAddress(node),
-      head: node.rank === headNode.rank,
-      container,
-      argv,
-      env: nodeEnv,
-    };
-  });
+/** The node's mounts: the cluster's hf_cache, then the recipe's extra_mounts (`~` is the node's home). */
+function nodeBinds(c: Common, home: string): Bind[] {
+  const { recipe, cluster } = c.input;
+  return [
+    {
+      source: absoluteHostPath(c.hfCache, home, { code: 'E_CLUSTER', key: 'hf_cache', file: cluster.file }),
+      target: HF_CACHE_CONTAINER_PATH,
+      readOnly: false,
+      mustExist: true,
+    },
+    ...recipe.extraMounts.map((m, i) => ({
+      source: absoluteHostPath(m.host, home, { code: 'E_RECIPE', key: `extra_mounts[${i}].host`, file: recipe.file, line: m.line }),
+      target: m.container,
+      readOnly: m.readOnly,
+      // A read-only mount of a missing path is always a mistake (the wrapper script case);
+      // a writable one may be a cache the container fills.
+      mustExist: m.readOnly,
+    })),
+  ];
+}
 
-  const model: LaunchPlan['model'] = { id: recipe.model, path: modelPath ?? ownModel! };
-  if (input.snapshot && modelPath !== undefined) {
-    model.revision = input.snapshot.revision;
-    model.from = input.snapshot.ref ?? input.snapshot.from;
-    model.hostPath = input.snapshot.hostPath;
+/** One node's plan, and the notes only it gives (its [nodes.env] overrides; the head's flag conflicts). */
+function nodePlan(c: Common, node: Common['place']['nodes'][number]): { plan: NodePlan; notes: string[] } {
+  const { recipe, cluster, envFile } = c.input;
+  const head = node.rank === c.place.head.rank;
+  const topo: NodeTopology = {
+    world: c.world,
+    rank: node.rank,
+    tp: c.tp,
+    pp: c.pp,
+    rendezvousAddr: c.place.rendezvous.addr,
+    rendezvousPort: c.place.rendezvous.port,
+    port: c.port,
+  };
+  const engine = engineArgs(recipe, topo, c.modelPath);
+  const ownEnv = effectiveEnv(recipe, cluster, envFile, node.rank);
+  const notes = [...(head ? engine.conflicts : []), ...overrideNotes(ownEnv, `node ${node.rank} `).filter((n) => n.includes('[nodes.env]'))];
+  const env: Record<string, string> = {
+    ...envValues(ownEnv),
+    ...(c.options.nodeEnv?.(node.rank) ?? {}),
+    NODE_RANK: String(node.rank),
+    SPARK_WORLD_SIZE: String(c.world),
+    // The address the other nodes reach this one at, advertised by the engine.
+    [HOST_IP_VARIABLE[recipe.engine]]: nodeAddress(node),
+  };
+  const container = containerName(c.prefix, node.rank);
+  const argv = [
+    c.docker, 'run', '-d', '--name', container,
+    ...containerFlags(c.options.cpuOnly),
+    // A recipe's shm_size asks for a private /dev/shm of that size; --ipc host would make
+    // docker ignore it (and podman refuse it). Without one, share the host's.
+    ...(recipe.shmSize !== undefined ? ['--shm-size', recipe.shmSize] : ['--ipc', 'host']),
+    ...nodeBinds(c, c.options.home(node.rank)).flatMap(bindArgs),
+    ...Object.entries(env).flatMap(([k, v]) => ['-e', `${k}=${v}`]),
+    ...(recipe.entrypoint !== undefined && recipe.entrypoint.length > 0 ? ['--entrypoint', recipe.entrypoint[0]!] : []),
+    recipe.dockerImage,
+    ...(recipe.entrypoint?.slice(1) ?? []),
+    ...engine.leading,
+    ...argvForExec(recipe.args),
+    ...engine.appended,
+  ];
+  const plan = { rank: node.rank, host: node.host, fabricAddr: node.fabricAddr, distAddr: nodeAddress(node), head, container, argv, env };
+  return { plan, notes };
+}
+
+function modelOf(c: Common): LaunchPlan['model'] {
+  const { recipe } = c.input;
+  const snapshot = c.input.snapshot;
+  const model: LaunchPlan['model'] = { id: recipe.model, path: c.modelPath ?? recipeModelArg(recipe)! };
+  if (snapshot && c.modelPath !== undefined) {
+    model.revision = snapshot.revision;
+    model.from = snapshot.ref ?? snapshot.from;
+    model.hostPath = snapshot.hostPath;
   }
+  return model;
+}
+
+export function buildPlan(input: PlanInput, options: PlanOptions): LaunchPlan {
+  const c = common(input, options);
+  const { recipe, cluster } = input;
+  const notes = planNotes(c);
+  const nodes = c.place.nodes.map((node) => {
+    const one = nodePlan(c, node);
+    notes.push(...one.notes);
+    return one.plan;
+  });
   const plan: LaunchPlan = {
     recipe: recipe.file,
     cluster: cluster.file,
     clusterName: cluster.name,
     engine: recipe.engine,
     image: recipe.dockerImage,
-    world,
-    head: headNode.rank,
-    rendezvous: `${place.rendezvous.addr}:${place.rendezvous.port}`,
-    port,
-    model,
-    healthUrl: options.healthUrl ?? `http://${urlHost(headNode.host)}:${port}/health`,
+    world: c.world,
+    head: c.place.head.rank,
+    rendezvous: `${c.place.rendezvous.addr}:${c.place.rendezvous.port}`,
+    port: c.port,
+    model: modelOf(c),
+    healthUrl: options.healthUrl ?? `http://${urlHost(c.place.head.host)}:${c.port}/health`,
     nodes,
     notes,
   };

@@ -4,7 +4,7 @@
 import { SparkError } from '../errors.js';
 import type { Cluster } from '../recipes/index.js';
 import { fanOut, type NodeJobResult } from './fanout.js';
-import { checkedNamePrefix, containerPrefix } from './plan.js';
+import { checkedNamePrefix, containerName, containerPrefix } from './plan.js';
 import { nodeArgv, type Tools } from '../remote/ssh.js';
 import { shJoin } from '../remote/shell.js';
 
@@ -21,7 +21,7 @@ export interface StopOutcome extends StopTarget {
 
 export function stopTargets(cluster: Cluster, namePrefix?: string): StopTarget[] {
   const prefix = namePrefix === undefined ? containerPrefix(cluster.name) : checkedNamePrefix(namePrefix);
-  return cluster.nodes.map((n) => ({ rank: n.rank, host: n.host, container: `${prefix}-r${n.rank}` }));
+  return cluster.nodes.map((n) => ({ rank: n.rank, host: n.host, container: containerName(prefix, n.rank) }));
 }
 
 function outcome(target: StopTarget, r: NodeJobResult): StopOutcome {

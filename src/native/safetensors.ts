@@ -1,4 +1,4 @@
-// Typed access to the native safetensors header reader (native/core/safetensors.h).
+// Typed access to the native safetensors header reader (native/core/format/safetensors.h).
 // Every u64 arrives exact: a number when it is a safe integer, a bigint otherwise.
 import { SparkError, toSparkError, usageError } from '../errors.js';
 import { addon } from './index.js';

@@ -1,4 +1,4 @@
-// Typed access to the native tiling rules (native/core/tiling.h). Row counts are JS numbers:
+// Typed access to the native tiling rules (native/core/format/tiling.h). Row counts are JS numbers:
 // exact up to 2^53, far above any table (~2^29 rows); larger values are refused here.
 import { SparkError } from '../errors.js';
 import { addon } from './index.js';

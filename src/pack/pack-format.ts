@@ -24,7 +24,7 @@ export function checksumHex(crc: number): string {
   return (crc >>> 0).toString(16).padStart(8, '0');
 }
 
-/** Sizes that follow from an entry: see native/core/pack_format.h for the same rules. */
+/** Sizes that follow from an entry: see native/core/pack/pack_format.h for the same rules. */
 export interface LayerGeometry {
   count: number;
   dim: number;

@@ -7,7 +7,7 @@
 // a sample of rows is a few single-row reads here, their pages dropped behind.
 import { open, type FileHandle } from 'node:fs/promises';
 import { verifySparseTable, type SparseVerifyResult } from '../native/pack.js';
-import { dropCache } from '../native/sparse.js';
+import { dropCache } from '../native/page-cache.js';
 import { pollWhile } from './pack-io.js';
 
 export interface Column {

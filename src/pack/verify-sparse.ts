@@ -16,7 +16,7 @@ import { readFilePrefix, readSmallBytes, readSmallText, SIZE_CAPS } from '../sma
 import { join } from 'node:path';
 import { SparkError } from '../errors.js';
 import { crc32 } from '../native/pack.js';
-import { findHole } from '../native/sparse.js';
+import { findHole } from '../native/holes.js';
 import { linkOutside } from './copy-files.js';
 import { packRanges } from './pack-ranges.js';
 import { sparsePatterns } from '../engram/row-source.js';

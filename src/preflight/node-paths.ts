@@ -2,7 +2,8 @@
 // from these (facts/request.ts), and the rules read the answers by the same names.
 import { join, posix } from 'node:path';
 import { hfModelDir } from '../hf-cache.js';
-import { HF_CACHE_CONTAINER_PATH, hostPath, type EnvValue, type HostPath, type Mount } from '../recipes/index.js';
+import { stackOfImagePath, type EngineStack } from '../engine-lib/engine-lib.js';
+import { HF_CACHE_CONTAINER_PATH, hostPath, relativeHostProblem, type EnvValue, type HostPath, type Mount } from '../recipes/index.js';
 import { PACK_MANIFEST_NAME } from '../engram/local-dir.js';
 import { SPARSE_MANIFEST_NAME } from '../engram/sparse-manifest.js';
 import type { NodeView } from './facts/view.js';
@@ -129,4 +130,22 @@ export function snapshotCandidates(ctx: PreflightContext, given: { snapshot?: st
 /** True when a path is under the Hugging Face cache mount (mapped only through a cluster's hf_cache). */
 export function underHfCache(containerPath: string): boolean {
   return containerPath === HF_CACHE_CONTAINER_PATH || containerPath.startsWith(HF_CACHE_CONTAINER_PATH + '/');
+}
+
+/** A mount of a host file over a serving stack's row library (docs/engine-libs.md). */
+export interface EngineLibMount {
+  mount: Mount;
+  stack: EngineStack;
+  /** The host file on the node. */
+  host: string;
+}
+
+/** The recipe's mounts whose container path is a stack's row library (relative host paths, which launch refuses, left out). */
+export function engineLibMounts(ctx: PreflightContext): EngineLibMount[] {
+  const out: EngineLibMount[] = [];
+  for (const m of ctx.recipe.extraMounts) {
+    const stack = stackOfImagePath(m.container);
+    if (stack !== undefined && !relativeHostProblem(m.host)) out.push({ mount: m, stack, host: mountHost(ctx, m) });
+  }
+  return out;
 }

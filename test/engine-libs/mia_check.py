@@ -24,6 +24,8 @@ lib.row_store_attach_packed.argtypes = [ctypes.c_void_p, ctypes.c_char_p, u64]
 lib.row_store_lookup.argtypes = [ctypes.c_void_p]
 lib.row_store_stats.argtypes = [ctypes.c_void_p, ctypes.POINTER(u64)]
 lib.row_store_close.argtypes = [ctypes.c_void_p]
+lib.row_store_next_cache_on_drm.restype = None
+lib.row_store_next_cache_on_drm.argtypes = [ctypes.c_char_p, u64]
 MAGIC = 0x31344E4531565344
 BUDGET = 1 << 20
 
@@ -186,13 +188,14 @@ def child_known_stats():
     t = FIX["snapshot"]
     lo, hi = 1000, 9000
     a, b, c = lo, lo + 3000, lo + 6000  # far apart: no two share a read
-    store = open_store(budget=272 * 8 * 100 + 100, lo=lo, hi=hi)
+    # 100 sets of 8 ways: 272 bytes a slot, 2 of frequency sketch a slot, 1 a set, 64 of sketch slack.
+    store = open_store(budget=100 * (274 * 8 + 1) + 64, lo=lo, hi=hi)
     lookup(store, [a, b, a, hi, 5])   # two distinct misses, one repeat, two outside
     lookup(store, [b, c])             # one hit, one miss
     lookup(store, [])
     st = stats(store)
     pinned = os.environ["DSV41_RESIDENT_SCALES"] != "0"
-    want = dict(hits=2, misses=3, reads=3 if pinned else 6, cache_slots=800, cache_bytes=800 * 272 + 100,
+    want = dict(hits=2, misses=3, reads=3 if pinned else 6, cache_slots=800, cache_bytes=800 * 272 + 100 + 25 * 64,
                 pinned=(hi - lo) * 8 if pinned else 0, ways=8, threads=int(os.environ["DSV41_IO_THREADS"]), packed=0)
     check(st == want, f"stats {st}, expected {want}")
     expect_rows(table(lo, hi), store, [a, b, c, t["rows"] - 1], "after the sequence")
@@ -289,6 +292,55 @@ def stats_line():
     code, _, err = child("child_stats_line", {"DSV41_STATS_SECONDS": "1", "DSV41_IO_THREADS": "4"})
     check(code == 0, f"child exited {code}: {err}")
     check("librow_store: lookups=5 hit_rate=40.0% reads=3 packed=0" in err, f"no stats line: {err!r}")
+
+
+MIB16 = 16 << 20
+
+
+def child_drm():
+    """Every refusal of row_store_next_cache_on_drm: the store still opens, its cache (in ordinary
+    memory) serves exact rows, and each request is taken by the next store with a cache only."""
+    d = FIX["dir"]
+    fifo = os.path.join(d, "drm-fifo")
+    if not os.path.exists(fifo):
+        os.mkfifo(fifo)
+    plain = os.path.join(d, "drm-plain")
+    with open(plain, "wb") as f:
+        f.write(b"not a device")
+    requests = [(b"/nonexistent/dri/card0", MIB16), (b"/dev/null", MIB16), (plain.encode(), MIB16), (fifo.encode(), MIB16),
+                (d.encode(), MIB16), (b"/dev/null", 0), (b"/dev/null", 1 << 63), (b"/dev/null", (1 << 64) - MIB16),
+                (b"/dev/null", MIB16 + 4096), (b"", MIB16), (None, MIB16), (b"/nonexistent/dri/card0", MIB16)]
+    for k, (node, size) in enumerate(requests):
+        lib.row_store_next_cache_on_drm(node, size)
+        budget = 1 << 30 if k == len(requests) - 1 else BUDGET  # the last: 1 GiB of rows cannot fit in 16 MiB
+        if k == 0:
+            s0 = open_store(budget=0, lo=0, hi=500)  # no cache: leaves the request pending
+            lib.row_store_close(s0)
+            print("---", flush=True)
+        store = open_store(budget=budget, lo=0, hi=900)
+        expect_rows(table(0, 900), store, list(range(0, 1000, 7)) * 2, f"DRM request {k}")
+        check(stats(store)["cache_slots"] > 0 and stats(store)["hits"] > 0, f"request {k}: the cache does not work")
+        lib.row_store_close(store)
+        again = open_store(budget=BUDGET, lo=0, hi=900)  # the request was taken: nothing to say
+        lib.row_store_close(again)
+        print(f"--- {k}", flush=True)
+
+
+def drm_fallback():
+    code, out, err = child("child_drm", {})
+    check(code == 0, f"child exited {code}: {err}")
+    # stderr is unbuffered and stdout flushed at each marker, but the two streams are separate:
+    # the lines are checked in order on stderr alone.
+    lines = [x for x in err.splitlines() if x.startswith("librow_store: row cache")]
+    want = ["stat: No such file or directory", "character device 1:3 is not a DRM device (major 226)", "not a character device",
+            "not a character device", "not a character device", None, "is more than a dumb buffer can hold",
+            "is more than a dumb buffer can hold", "is not a whole number of 16 MiB", "no device node given", "no device node given",
+            "row bytes do not fit in 16777216"]
+    expected = [w for w in want if w is not None]
+    check(len(lines) == len(expected), f"{len(lines)} fallback lines for {len(expected)} refusals: {lines}")
+    for line, w in zip(lines, expected):
+        check(line.startswith("librow_store: row cache in ordinary memory, not a DRM dumb buffer on ") and w in line,
+              f"{line!r} does not say {w!r}")
 
 
 cases = {name: fn for name, fn in globals().items() if callable(fn) and fn.__module__ == "__main__" and name not in

@@ -46,6 +46,8 @@ export interface HostSpec {
   gids?: 'typical' | 'link-local-only';
   /** Whether its filesystems open files with O_DIRECT (default: yes; `dd iflag=direct` fails when not; see setODirect). */
   oDirect?: boolean;
+  /** What `uname -m` says (default: this machine's). */
+  machine?: string;
   /** Its own copy of the NAS (default: the shared one, a symlink). */
   ownNas?: (nas: string) => void;
 }
@@ -172,7 +174,8 @@ export async function fakeCluster(hosts: HostSpec[] = defaultHosts()): Promise<F
 | NVIDIA-SMI ${h.driver}              Driver Version: ${h.driver}      CUDA Version: ${h.cuda}     |
 +-----------------------------------------------------------------------------------------+
 EOF`);
-    hostBin(bin, 'uname', `if [ "$1" = -r ]; then echo ${h.kernel}; else exec /bin/uname "$@"; fi`);
+    const m = h.machine !== undefined ? `elif [ "$1" = -m ]; then echo ${h.machine}; ` : '';
+    hostBin(bin, 'uname', `if [ "$1" = -r ]; then echo ${h.kernel}; ${m}else exec /bin/uname "$@"; fi`);
     hostBin(bin, 'hostname', `if [ "$1" = -I ]; then echo ${fabricIp}; else echo ${h.name}; fi`);
     hostBin(bin, 'date', `now=$(/bin/date +%s); exec /bin/date -d "@$((now + ${h.clockOffset}))" "$@"`);
     const addresses = h.addresses ?? [h.fabric.includes('/') ? h.fabric : `${h.fabric}/24`, ...(h.dist ? [`${h.dist}/24`] : [])];

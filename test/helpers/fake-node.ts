@@ -7,7 +7,8 @@
 // Hosts can differ (fake-cluster.ts builds on this): a command "on" host H runs with
 // FAKE_DIR/hosts/H/bin first on PATH (its own nvidia-smi, uname, df, ip, spark...), with every
 // occurrence of FAKE_ROOT in the command replaced by FAKE_DIR/hosts/H/root (its own files under
-// the same absolute paths), and /proc/net by FAKE_DIR/hosts/H/proc/net when that exists.
+// the same absolute paths), and /proc/net by FAKE_DIR/hosts/H/proc/net when that exists; its
+// $HOME is the path in FAKE_DIR/hosts/H/home when that file exists.
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from './tmp.js';
@@ -36,6 +37,8 @@ export interface FakeCall {
 export interface FakeNodes {
   bin: string;
   env(behavior?: Behavior, extra?: NodeJS.ProcessEnv): NodeJS.ProcessEnv;
+  /** Gives the host its own $HOME (what `printf %s "$HOME"` over ssh answers there). */
+  setHome(host: string, home: string): void;
   calls(): FakeCall[];
 }
 
@@ -70,6 +73,7 @@ FAKE_HOST=$host; export FAKE_HOST
 cmd=$*
 hd=$FAKE_DIR/hosts/$host
 [ -d "$hd/bin" ] && { PATH=$hd/bin:$PATH; export PATH; }
+[ -f "$hd/home" ] && { HOME=$(cat "$hd/home"); export HOME; }
 if [ -n "\${FAKE_ROOT:-}" ] && [ -d "$hd/root" ]; then cmd=$(printf '%s\n' "$cmd" | sed "s#$FAKE_ROOT#$hd/root#g"); fi
 [ -d "$hd/proc/net" ] && cmd=$(printf '%s\n' "$cmd" | sed "s#/proc/net#$hd/proc/net#g")
 exec /bin/sh -c "$cmd"
@@ -138,6 +142,10 @@ export function fakeNodes(): FakeNodes {
         SPARK_REMOTE_BIN: '',
         ...extra,
       };
+    },
+    setHome: (host, home) => {
+      mkdirSync(join(dir, 'hosts', host), { recursive: true });
+      writeFileSync(join(dir, 'hosts', host, 'home'), home);
     },
     calls: () => {
       const cdir = join(dir, 'calls');

@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/io_util.h"
-#include "core/noncopyable.h"
+#include "core/io/random_read.h"
+#include "core/base/noncopyable.h"
 
 namespace spark::engines {
 
@@ -30,7 +30,9 @@ class AioReader : NonCopyable {
     uint32_t tag;
   };
   using DoneFn = void (*)(void* ctx, uint32_t tag, const uint8_t* data);
-  static constexpr uint32_t kSlotBytes = 2 * kDirectAlign;
+  // The longest read: rows whose blocks lie close together share one read (gatherer.h says
+  // which); past 16 KiB a read costs the device more than the rows it could hold are worth.
+  static constexpr uint32_t kSlotBytes = 4 * kDirectAlign;
 
   AioReader();
   ~AioReader();

@@ -16,6 +16,13 @@ constexpr size_t kProbe = 64;
 constexpr size_t kWarmSerial = 8192;
 // AIO reads in flight per store: past the drive's best queue depth (~64 on GB10 NVMe).
 constexpr unsigned kAioDepth = 256;
+// Rows are read together when the bytes between their blocks are at most this (one block):
+// measured with fio on the bench disk (random reads of blocks never read before, queue depth
+// 64, bench/RESULTS.md), an 8 KiB read costs 1.4 4 KiB reads, 12 KiB 1.6 and 16 KiB 1.8, so
+// two rows with one block between them cost less as one 12 KiB read than as two; with two
+// blocks between them (16 KiB for two rows) the saving is within the noise, and a read of
+// 32 KiB (2.3) costs more than the rows it could hold are worth at a rank's density.
+constexpr uint64_t kMergeHole = kDirectAlign;
 
 [[noreturn]] void ReadFailed(const Status& st) { Die("spark engine library", st.ToString()); }
 
@@ -57,7 +64,8 @@ void Gatherer::MissItem(void* ctx, size_t item, unsigned thread) {
   const uint64_t pos = g->owned_pos_[r.pos];
   uint8_t* w = g->w_ + pos * kWeightBytes;
   uint8_t* s = g->s_ + pos * kScaleBytes;
-  if (g->cache_->Lookup(r.id, w, s)) {
+  // Rows the calling thread looked up already (todo_ before looked_) were counted there.
+  if (g->cache_->Lookup(r.id, w, s, item >= g->looked_)) {
     g->counters_.hits.fetch_add(1, std::memory_order_relaxed);
     return;
   }
@@ -75,8 +83,8 @@ bool Gatherer::ReadDirect() {
   parts_.clear();
   int64_t last[2] = {-1, -1};  // the open read of the row (or weight) stream and of the scale stream
   // Adds the bytes [offset, offset + len) of todo_[k] (part 0: the row or its weight, 1: its
-  // scale) to the stream's last read when they fall in or right after its blocks within one
-  // slot (ids come sorted, so offsets rise), else to a new read.
+  // scale) to the stream's last read when their blocks start at most kMergeHole after its end
+  // and the read stays within one slot (ids come sorted, so offsets rise), else to a new read.
   auto add = [&](int stream, ReadFile* f, uint64_t offset, uint32_t len, uint32_t k, uint8_t part) {
     const AioReader::Op around = Around(f, offset, len, 0);
     const uint32_t index = static_cast<uint32_t>(parts_.size());
@@ -84,7 +92,8 @@ bool Gatherer::ReadDirect() {
     if (last[stream] >= 0) {
       AioReader::Op& op = ops_[static_cast<size_t>(last[stream])];
       const uint64_t end = std::max(op.offset + op.len, around.offset + around.len);
-      if (around.offset >= op.offset && around.offset <= op.offset + op.len && end - op.offset <= AioReader::kSlotBytes) {
+      if (around.offset >= op.offset && around.offset <= op.offset + op.len + kMergeHole &&
+          end - op.offset <= AioReader::kSlotBytes) {
         op.len = static_cast<uint32_t>(end - op.offset);
         op.need = std::max<uint32_t>(op.need, static_cast<uint32_t>(offset + len - op.offset));
         parts_[op_tail_[op.tag]].next = static_cast<int32_t>(index);

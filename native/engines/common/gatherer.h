@@ -2,13 +2,13 @@
 // needs allocated at Init so a gather allocates nothing.
 //
 //   1. Positions whose id is outside the owned rows get 264 zero bytes.
-//   2. The owned ids are sorted and de-duplicated (core/row_plan.h's DistinctRows): each
+//   2. The owned ids are sorted and de-duplicated (core/row_store/row_plan.h's DistinctRows): each
 //      distinct row is looked up or read once, repeats are copied from it.
 //   3. The first distinct rows are looked up in the row cache on the calling thread; when
 //      most hit (a warm batch) the rest are too, and only the misses go on.
 //   4. What is left is read: when every file it comes from is O_DIRECT, by the calling thread
 //      alone through native AIO (aio_reader.h), all reads of the chunk in flight at once,
-//      rows in the same or the next 4 KiB block sharing one read (up to 8 KiB);
+//      rows whose 4 KiB blocks are at most one block apart sharing one read (up to 16 KiB);
 //      otherwise one item per row on the worker team. Each row is looked up again first (a
 //      prefetch may have brought it), and kept in the cache once read.
 // Batches larger than the capacity run in consecutive chunks of it.
@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/row_plan.h"
+#include "core/row_store/row_plan.h"
 #include "engines/common/call_log.h"
 #include "engines/common/aio_reader.h"
 #include "engines/common/row_cache.h"
@@ -78,7 +78,7 @@ class Gatherer {
   AioReader aio_;
   bool aio_ok_ = false;
   // The chunk's AIO reads; a read's rows (parts) chain from op_head_[tag] through Part::next:
-  // rows in the same or the next block share one read.
+  // rows whose blocks are at most kMergeHole apart share one read.
   struct Part {
     uint32_t k;    // todo_ index
     uint8_t part;  // 0: the row (pack) or its weight; 1: its scale

@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/checked.h"
+#include "core/base/checked.h"
 
 namespace spark::engines {
 
@@ -42,11 +42,17 @@ RowCache::~RowCache() {
   if (arena_ != nullptr) munmap(arena_, arena_bytes_);
 }
 
-bool RowCache::Init(uint64_t sets, uint32_t ways) {
+bool RowCache::Init(uint64_t sets, uint32_t ways, uint8_t* rows) {
   if (sets == 0 || ways == 0) return true;
   auto slots = CheckedMul(sets, ways);
-  auto bytes = slots ? CheckedMul(*slots, kSlotBytes) : std::nullopt;
-  if (bytes) bytes = CheckedAdd(*bytes, sets);
+  // At most 2^37 slots (37 TB of rows): the sketch indexes its blocks (32 slots each) with 32 bits.
+  if (!slots || *slots > (uint64_t{1} << 37)) {
+    errno = ENOMEM;
+    return false;
+  }
+  const uint64_t sketch_bytes = FreqSketch::BytesFor(*slots);
+  auto bytes = CheckedMul(*slots, rows != nullptr ? kSlotBytes - kRowBytes : kSlotBytes);
+  if (bytes) bytes = CheckedAdd(*bytes, sets + sketch_bytes);
   if (!bytes || *bytes > (uint64_t{1} << 46)) {
     errno = ENOMEM;
     return false;
@@ -55,9 +61,12 @@ bool RowCache::Init(uint64_t sets, uint32_t ways) {
   if (p == MAP_FAILED) return false;
   arena_ = static_cast<uint8_t*>(p);
   arena_bytes_ = *bytes;
+  // tags (8 bytes a slot), the sketch (whole words), the rows, the hands.
   tags_ = reinterpret_cast<uint64_t*>(arena_);
-  data_ = arena_ + *slots * 8;
-  hands_ = data_ + *slots * kRowBytes;
+  sketch_.Init(tags_ + *slots, *slots);
+  uint8_t* after_sketch = arena_ + *slots * 8 + sketch_bytes;
+  data_ = rows != nullptr ? rows : after_sketch;
+  hands_ = rows != nullptr ? after_sketch : data_ + *slots * kRowBytes;
   sets_ = sets;
   ways_ = ways;
   return true;
@@ -71,8 +80,9 @@ int RowCache::Find(uint64_t set, uint64_t tag) const {
   return -1;
 }
 
-bool RowCache::Lookup(uint64_t id, uint8_t* w, uint8_t* s) {
+bool RowCache::Lookup(uint64_t id, uint8_t* w, uint8_t* s, bool count) {
   if (sets_ == 0) return false;
+  if (count) sketch_.Count(id);
   const uint64_t set = id % sets_;
   Lock lock(StripeOf(set));
   const int way = Find(set, id + 1);
@@ -92,7 +102,7 @@ bool RowCache::Contains(uint64_t id) {
   return Find(set, id + 1) >= 0;
 }
 
-void RowCache::Insert(uint64_t id, const uint8_t* w, const uint8_t* s) {
+void RowCache::Insert(uint64_t id, const uint8_t* w, const uint8_t* s, bool always) {
   if (sets_ == 0) return;
   const uint64_t set = id % sets_;
   Lock lock(StripeOf(set));
@@ -117,6 +127,13 @@ void RowCache::Insert(uint64_t id, const uint8_t* w, const uint8_t* s) {
       t[hand] &= ~kMarked;
       hand = (hand + 1) % ways_;
     }
+    // Admission: the newcomer must have been asked for more often than the row it replaces
+    // (ties keep the row that is there: a stream of ids asked once cannot flush the set).
+    if (!always && sketch_.Estimate(id) <= sketch_.Estimate((t[hand] & ~kMarked) - 1)) {
+      hands_[set] = static_cast<uint8_t>(hand);
+      declined_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
     way = hand;
     hands_[set] = static_cast<uint8_t>((hand + 1) % ways_);
   } else {
@@ -131,7 +148,8 @@ void RowCache::Insert(uint64_t id, const uint8_t* w, const uint8_t* s) {
 void RowCache::Clear() {
   if (arena_ == nullptr) return;
   // The pages come back zeroed: every tag empty. Should the kernel refuse, empty them by hand.
-  if (madvise(arena_, arena_bytes_, MADV_DONTNEED) != 0) std::memset(tags_, 0, slots() * 8);
+  if (madvise(arena_, arena_bytes_, MADV_DONTNEED) != 0) std::memset(tags_, 0, slots() * 8 + FreqSketch::BytesFor(slots()));
+  sketch_.Reset();
   rows_.store(0, std::memory_order_relaxed);
 }
 

@@ -16,7 +16,7 @@
 #include <memory>
 #include <string>
 
-#include "core/io_util.h"
+#include "core/io/random_read.h"
 
 namespace spark::engines {
 

@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/io_util.h"
-#include "core/noncopyable.h"
+#include "core/io/random_read.h"
+#include "core/base/noncopyable.h"
 
 namespace spark::engines {
 

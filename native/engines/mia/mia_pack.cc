@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "core/checked.h"
+#include "core/base/checked.h"
 #include "engines/common/row_cache.h"
 #include "engines/common/row_source.h"
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/io_util.h"
+#include "core/io/random_read.h"
 
 namespace spark::engines {
 

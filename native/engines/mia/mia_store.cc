@@ -8,7 +8,7 @@
 #include <new>
 #include <string>
 
-#include "core/checked.h"
+#include "core/base/checked.h"
 #include "engines/common/env.h"
 #include "engines/common/worker_team.h"
 #include "engines/mia/mia_pack.h"
@@ -75,8 +75,12 @@ MiaStore* MiaStore::Open(const char* path, uint64_t rows, uint64_t woff, uint64_
                        " bytes failed: " + std::strerror(errno) + " (raise the memlock limit or unset OFFLOAD_MODE)");
     }
     s->source_.mapped = s->mapped_;
-  } else if (!s->cache_.Init(RowCache::SetsFor(budget, ways), ways)) {
-    Die(kPrefix, "cannot reserve the " + std::to_string(budget) + "-byte row cache");
+  } else {
+    const uint64_t sets = RowCache::SetsFor(budget, ways);
+    // row_store_next_cache_on_drm: the rows in a DRM dumb buffer when one was asked for and
+    // can be had (only a store with a cache takes the request); else ordinary memory.
+    uint8_t* rows = sets != 0 && s->drm_.TakeFor(sets * ways * kRowBytes, kPrefix) ? s->drm_.data() : nullptr;
+    if (!s->cache_.Init(sets, ways, rows)) Die(kPrefix, "cannot reserve the " + std::to_string(budget) + "-byte row cache");
   }
   if (!s->gatherer_.Init(&s->source_, &s->cache_)) Die(kPrefix, "out of memory for the gather scratch");
   s->log_.Configure(kPrefix, EnvUint("DSV41_STATS_SECONDS", 0), true);

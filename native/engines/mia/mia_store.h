@@ -10,11 +10,12 @@
 #include <memory>
 #include <mutex>
 
-#include "core/io_util.h"
+#include "core/io/random_read.h"
 #include "engines/common/call_log.h"
 #include "engines/common/gatherer.h"
 #include "engines/common/row_cache.h"
 #include "engines/common/row_source.h"
+#include "engines/mia/drm_cache.h"
 
 namespace spark::engines {
 
@@ -37,6 +38,7 @@ class MiaStore {
   ReadFile file_;
   std::unique_ptr<ReadFile> pack_;
   RowSource source_;
+  DrmRowMemory drm_;  // before cache_: the cache's rows may live in it
   RowCache cache_;
   Gatherer gatherer_;
   CallLog log_;

@@ -1,5 +1,5 @@
 // librow_store.so: the Mia stack's row library ABI (docs/engine-libs.md), over MiaStore. Only
-// these six symbols are exported (exports.map).
+// these seven symbols are exported (exports.map).
 #include <cstdint>
 
 #include "engines/mia/mia_store.h"
@@ -44,5 +44,10 @@ __attribute__((visibility("default"))) void row_store_stats(MiaStore* s, uint64_
 }
 
 __attribute__((visibility("default"))) void row_store_close(MiaStore* s) { delete s; }
+
+// Optional in the ABI: the next store's row cache in a DRM dumb buffer (drm_cache.h).
+__attribute__((visibility("default"))) void row_store_next_cache_on_drm(const char* node, uint64_t bytes) {
+  spark::engines::SetNextCacheOnDrm(node, bytes);
+}
 
 }  // extern "C"

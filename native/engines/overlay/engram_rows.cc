@@ -7,6 +7,23 @@
 using spark::engines::OverlayStore;
 
 namespace {
+// The ABI version engram_rows_abi_version() returns.
+constexpr int32_t kAbiVersion = 3;
+
+// The same number as an ELF note (name "spark", type 1, a little-endian int32), so a node's
+// copy of the file can be checked for it by reading it (spark preflight, engine-lib.abi),
+// without running code built for another machine. GAS makes a ".note.*" section SHT_NOTE; the
+// version script leaves it alone (it is no symbol). test/engine-lib-reader.test.ts checks the
+// note against what the function returns.
+struct AbiNote {
+  uint32_t namesz;
+  uint32_t descsz;
+  uint32_t type;
+  char name[8];
+  int32_t version;
+};
+__attribute__((section(".note.spark.abi"), used, aligned(4))) const AbiNote kAbiNote = {6, 4, 1, "spark", kAbiVersion};
+
 // The gather call's argument; this field order is the ABI.
 struct GatherWork {
   uint64_t count;
@@ -19,7 +36,7 @@ struct GatherWork {
 
 extern "C" {
 
-__attribute__((visibility("default"))) int engram_rows_abi_version(void) { return 3; }
+__attribute__((visibility("default"))) int engram_rows_abi_version(void) { return kAbiVersion; }
 
 __attribute__((visibility("default"))) OverlayStore* engram_rows_open(const char* path, uint64_t weight_off,
                                                                       uint64_t scale_off, uint64_t row_lo,

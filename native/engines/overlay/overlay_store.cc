@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <new>
 
-#include "core/checked.h"
+#include "core/base/checked.h"
 #include "engines/common/env.h"
 
 namespace spark::engines {
@@ -171,7 +171,7 @@ void OverlayStore::Fill(uint8_t* staging) {
     }
     if (have && !cache_.Contains(id)) {
       const unsigned reads = source_.Read(id, w, sc, staging, source_.scales.load(std::memory_order_acquire));
-      cache_.Insert(id, w, sc);
+      cache_.Insert(id, w, sc, true);  // read ahead for a gather to come: kept regardless
       gatherer_.counters().reads.fetch_add(reads, std::memory_order_relaxed);
     }
     fill_busy_.fetch_sub(1);

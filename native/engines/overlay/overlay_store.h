@@ -8,7 +8,7 @@
 #include <memory>
 #include <mutex>
 
-#include "core/io_util.h"
+#include "core/io/random_read.h"
 #include "engines/common/call_log.h"
 #include "engines/common/gatherer.h"
 #include "engines/common/row_cache.h"

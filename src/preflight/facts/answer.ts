@@ -31,6 +31,7 @@ export function parseFactsRequest(text: string): FactsRequest {
     throw usageError('--node-facts: docker, sysfs and procNet must be strings');
   }
   if (!Array.isArray(doc.snapshot) || !doc.snapshot.every(isCandidate)) throw usageError('--node-facts: snapshot must be a list of candidates');
+  if (doc.engineLibs !== undefined && !isStrings(doc.engineLibs)) throw usageError('--node-facts: engineLibs must be a list of strings');
   for (const key of ['copyDir', 'miaDir'] as const) {
     if (doc[key] !== undefined && typeof doc[key] !== 'string') throw usageError(`--node-facts: ${key} must be a string`);
   }

@@ -13,6 +13,7 @@ import { isSnapshotPath } from '../sources.js';
 import { openSnapshotFacts } from '../snapshot-reader.js';
 import { hasCopyManifest, inspectCopy } from '../local-copy.js';
 import { collectMiaDir } from './mia-dir.js';
+import { collectEngineLibs } from './engine-lib.js';
 import { parseAddresses, parseNvidiaSmi, parseRoutes } from './parse.js';
 import {
   TEXT_LIMIT,
@@ -235,5 +236,6 @@ export async function collectFacts(
   const copy = request.copyDir === undefined ? undefined : await copyFact(request.copyDir);
   if (copy) facts.copy = copy;
   if (request.miaDir !== undefined) facts.miaDir = collectMiaDir(request.miaDir);
+  if (request.engineLibs !== undefined) facts.engineLibs = collectEngineLibs(request.engineLibs);
   return facts;
 }

@@ -8,7 +8,7 @@
 // read (the probe's O_DIRECT try reads one aligned 4 KiB block; spark only opens the file).
 import { closeSync, constants, fstatSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { shQuote } from '../../remote/shell.js';
+import type { ShValue } from '../../remote/sh-template.js';
 import { readSmallTextSync } from '../../small-file.js';
 import { MIA_HEADER_FIELDS_BYTES } from '../../engram/mia-shard.js';
 import type { MiaDirFact, MiaFileFact, PathKind } from './types.js';
@@ -96,35 +96,15 @@ function byteOrder(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a), Buffer.from(b));
 }
 
-/**
- * The probe's part for the packed directory. Output: `mdir KIND DIRHEX`, then per candidate
- * `mfile NAMEHEX KIND SIZE DIRECT xHEADHEX` (`-` for what a non-file lacks), then
- * `mident HEX` when identity.json is a small regular file. The header is one dd read of the first
- * 4 KiB block, of which od keeps 48 bytes (dd asks for a page-aligned buffer of `bs` bytes, and
- * strict allocators, AddressSanitizer's among them, refuse one whose size is not a multiple of
- * the page); O_DIRECT is tried by dd on one aligned 4 KiB block; each only on a regular file.
- */
-export function miaDirScript(dir: string): string {
-  return String.raw`d=${shQuote(dir)}
-kind "$d"; printf 'mdir %s ' $k; printf '%s' "$d" | hx
-if [ $k = dir ]; then
-  n=0
-  for f in "$d"/engram-l*-r*of*.bin; do
-    { [ -e "$f" ] || [ -L "$f" ]; } || continue
-    [ $n -ge ${MIA_DIR_MAX_FILES} ] && break
-    n=$((n+1))
-    kind "$f"; s=-; o=-; h=-
-    if [ $k = file ]; then
-      s=$(wc -c < "$f" | tr -d ' ')
-      [ -r "$f" ] && h=x$(dd if="$f" bs=4096 count=1 2>/dev/null | od -An -v -N ${MIA_HEADER_FIELDS_BYTES} -tx1 | tr -d ' \n')
-      if dd if="$f" of=/dev/null bs=4096 count=1 iflag=direct 2>/dev/null; then o=1; else o=0; fi
-    fi
-    printf 'mfile '; printf '%s' "${'$'}{f##*/}" | od -An -v -tx1 | tr -d ' \n'; printf ' %s %s %s %s\n' $k "$s" $o "$h"
-  done
-  i="$d"/${MIA_IDENTITY_NAME}
-  if [ -f "$i" ] && [ -r "$i" ] && [ "$(wc -c < "$i" | tr -d ' ')" -le ${IDENTITY_MAX_BYTES} ]; then printf 'mident '; hx < "$i"; fi
-fi
-`;
+/** The values of the probe's part for the packed directory (mia-dir.sh, inlined in probe.sh). */
+export function miaDirValues(dir: string | undefined): Record<string, ShValue> {
+  return {
+    MIA_DIRS: dir === undefined ? [] : [dir],
+    MIA_MAX_FILES: MIA_DIR_MAX_FILES,
+    MIA_HEADER_BYTES: MIA_HEADER_FIELDS_BYTES,
+    MIA_IDENTITY_NAME,
+    MIA_IDENTITY_MAX_BYTES: IDENTITY_MAX_BYTES,
+  };
 }
 
 /** Reads one `mdir`/`mfile`/`mident` line of the probe into `into` (created by `mdir`). */

@@ -5,6 +5,7 @@
 import { join } from 'node:path';
 import { capture, lastLine, nodeArgv, type Tools } from '../../remote/ssh.js';
 import { helloScript, parseHello, parseProbe, probeScript } from './probe-sh.js';
+import { engineLibScript, parseEngineLibs } from './engine-lib.js';
 import { judgeProbedCopy, judgeProbedSnapshot, rebuildSysfs } from './rebuild.js';
 import { FACTS_VERSION, type FactsRequest, type NodeFacts, type NodeHello } from './types.js';
 
@@ -99,6 +100,14 @@ export async function gatherNode(
       facts = await factsFromProbe(r.stdout, request, hello, options.scratch);
     } catch (err) {
       return { ok: false, unreachable: `the node answered ssh but not the probe: ${(err as Error).message}` };
+    }
+  }
+  if (request.engineLibs !== undefined && facts.engineLibs === undefined) {
+    const r = await capture(nodeArgv(node.host, ['sh', '-c', engineLibScript(request.engineLibs)], tools), env, left());
+    try {
+      facts.engineLibs = parseEngineLibs(r.stdout, request.engineLibs);
+    } catch (err) {
+      notes.push(`the engine library files could not be read (${(err as Error).message}); the engine-lib rules did not run`);
     }
   }
   const out: Gathered = { ok: true, facts, request, notes };

@@ -1,6 +1,6 @@
 // The request one node answers: every path, text, free-space figure, port and image the node
 // rules will read for that node (named by ../node-paths.ts, which the rules use too).
-import { dirProbes, engramDirOnNode, hfCacheHost, miaPackDir, mountHost, packTarget, snapshotCandidates, wrapperOnNode } from '../node-paths.js';
+import { dirProbes, engineLibMounts, engramDirOnNode, hfCacheHost, miaPackDir, mountHost, packTarget, snapshotCandidates, wrapperOnNode } from '../node-paths.js';
 import { headPorts } from '../rules/ports.js';
 import type { PreflightContext } from '../types.js';
 import { FACTS_VERSION, type FactsRequest } from './types.js';
@@ -35,6 +35,7 @@ export function buildRequest(ctx: PreflightContext, options: RequestOptions): Fa
     texts.add(wrapper.host);
   }
   const mia = miaPackDir(ctx)?.host;
+  const libs = engineLibMounts(ctx).map((l) => l.host);
   return {
     version: FACTS_VERSION,
     paths: [...paths],
@@ -48,5 +49,6 @@ export function buildRequest(ctx: PreflightContext, options: RequestOptions): Fa
     snapshot: snapshotCandidates(ctx, options),
     ...(pack ? { copyDir: pack.host } : {}),
     ...(mia !== undefined ? { miaDir: mia } : {}),
+    ...(libs.length > 0 ? { engineLibs: [...new Set(libs)] } : {}),
   };
 }

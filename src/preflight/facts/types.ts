@@ -5,6 +5,7 @@
 // node gets the same verdict whichever way its facts were gathered.
 import type { LocalCopy } from '../../engram/layer-source.js';
 import type { SnapshotFacts } from '../sources.js';
+import type { ElfSummary } from '../../engine-lib/elf.js';
 
 // 2: the Mia stack's packed directory (miaDir) joined the request; a node answering 1 would
 // leave it out, so it is refused and the sh probe answers instead.
@@ -42,6 +43,11 @@ export interface FactsRequest {
   copyDir?: string;
   /** The host directory behind the Mia stack's DSV41_PACKED_DIR on the node. */
   miaDir?: string;
+  /**
+   * Host files mounted over a serving stack's row library (engine-lib.ts). A node whose spark
+   * predates this field answers without it; the short sh command then reads them (remote.ts).
+   */
+  engineLibs?: string[];
 }
 
 export type PathKind = 'file' | 'dir' | 'other' | 'missing';
@@ -117,6 +123,28 @@ export interface MiaDirFact {
   identity?: string;
 }
 
+/** A host file mounted over a stack's row library (see engine-lib.ts). */
+export interface EngineLibFileFact {
+  path: string;
+  kind: PathKind;
+  /** The path is a symbolic link (kind is what it points at: `missing` when it dangles). */
+  link?: true;
+  /** For a regular file. */
+  size?: number;
+  /** For a regular file that was read: why it was not (permissions, too large). */
+  unread?: string;
+  sha256?: string;
+  elf?: ElfSummary;
+  /** For a regular file that was read but is no ELF this reader takes: why. */
+  elfError?: string;
+}
+
+/** The node's machine (uname -m) and its library files, by request index. */
+export interface EngineLibsFact {
+  machine: string;
+  files: EngineLibFileFact[];
+}
+
 /** Answered first, before the request is built: who the node is and what it runs. */
 export interface NodeHello {
   hostname: string;
@@ -149,4 +177,5 @@ export interface NodeFacts extends NodeHello {
   snapshot?: SnapshotFact;
   copy?: CopyFact;
   miaDir?: MiaDirFact;
+  engineLibs?: EngineLibsFact;
 }

@@ -4,7 +4,7 @@
 import { SparkError } from '../../errors.js';
 import type { SnapshotFacts } from '../sources.js';
 import type { LocalCopy } from '../../engram/layer-source.js';
-import type { ErrorFact, MiaDirFact, FactsRequest, ImageFact, NodeFacts, PathFact, PortState } from './types.js';
+import type { EngineLibsFact, ErrorFact, MiaDirFact, FactsRequest, ImageFact, NodeFacts, PathFact, PortState } from './types.js';
 
 export interface NodeView {
   facts: NodeFacts;
@@ -21,6 +21,8 @@ export interface NodeView {
   snapshot(): { dir: string; facts: SnapshotFacts } | { dir: string; error: SparkError } | undefined;
   /** The Mia stack's packed directory on the node, when the request named one. */
   miaDir(): MiaDirFact | undefined;
+  /** The node's machine and the files mounted over a stack's row library, when the request named any. */
+  engineLibs(): EngineLibsFact | undefined;
   /** The node's copy of its Engram rows, read; undefined when it holds none. */
   copy(): { copy: LocalCopy; manifestProblems: string[] } | { error: ErrorFact } | undefined;
 }
@@ -42,6 +44,7 @@ export function nodeView(facts: NodeFacts, request: FactsRequest): NodeView {
     image: (ref) => lookup(request.images, ref, facts.images, 'the image'),
     copy: () => facts.copy?.result,
     miaDir: () => (request.miaDir !== undefined ? facts.miaDir : undefined),
+    engineLibs: () => (request.engineLibs !== undefined ? facts.engineLibs : undefined),
     snapshot() {
       const s = facts.snapshot;
       if (!s) return undefined;

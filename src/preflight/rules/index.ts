@@ -6,6 +6,7 @@ import { fabricRange } from './cluster.js';
 import { sglangGraphBs, vllmCapture } from './cudagraph.js';
 import { shmSize } from './docker.js';
 import { rangesSource, rangesTile } from './engram.js';
+import { abi as engineLibAbi, file as engineLibFile, loads as engineLibLoads, sameBuild as engineLibSameBuild } from './engine-lib.js';
 import { gid, hca, socketIfname } from './fabric.js';
 import { composeOnly, swallowedKey, undefinedVariable, unknownKey } from './files.js';
 import { utilizationCeiling } from './memory.js';
@@ -60,6 +61,9 @@ export const RULES: readonly Rule[] = [
   miaIdentity,
   hostPaths,
   fileIsDirectory,
+  engineLibFile,
+  engineLibAbi,
+  engineLibLoads,
   hca,
   gid,
   socketIfname,
@@ -71,5 +75,6 @@ export const RULES: readonly Rule[] = [
   sameVersions,
   sameSpark,
   sameRevision,
+  engineLibSameBuild,
   clockSkew,
 ];

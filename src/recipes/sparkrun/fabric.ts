@@ -5,7 +5,7 @@
 // address, is one error saying how to give the address instead.
 import { SparkError } from '../../errors.js';
 import { capture, lastLine, nodeCommand, type Tools } from '../../remote/ssh.js';
-import { shQuote } from '../../remote/shell.js';
+import { shTemplate } from '../../remote/sh-template.js';
 import type { SparkrunCluster } from './cluster.js';
 
 export interface FabricAddress {
@@ -14,15 +14,11 @@ export interface FabricAddress {
   prefix: number;
 }
 
-/** The probe: RDMA-backed interfaces, IPv4 addresses (`ip -o addr show`), the routing table. */
+const PROBE = shTemplate(import.meta.url, 'fabric-probe.sh');
+
+/** The probe (fabric-probe.sh): RDMA-backed interfaces, IPv4 addresses, the routing table. */
 export function probeScript(sysfs: string): string {
-  const net = shQuote(`${sysfs}/class/net`);
-  return [
-    `for d in ${net}/*; do [ -e "$d/device/infiniband" ] && echo "rdma \${d##*/}"; done`,
-    'ip -o addr show 2>/dev/null',
-    'echo route; cat /proc/net/route 2>/dev/null',
-    'true',
-  ].join('; ');
+  return PROBE.fill({ NET: `${sysfs}/class/net` });
 }
 
 /** The address the transfer interface names, from the probe's output; a reason when there is none. */
