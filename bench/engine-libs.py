@@ -37,7 +37,6 @@ and the ratio baseline/spark."""
 import argparse
 import ctypes
 import os
-import statistics
 import sys
 import time
 

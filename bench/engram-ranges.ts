@@ -22,11 +22,29 @@ try {
   const timings = compareProcesses(
     [
       { name: 'node -e 0 (baseline)', argv: [node, '-e', '0'] },
-      { name: 'spark engram-ranges DIR --rank 1 --world 4', argv: [node, bin, 'engram-ranges', snap.dir, '--rank', '1', '--world', '4'] },
-      { name: 'spark engram-ranges DIR --world 4 --all --split heads', argv: [node, bin, 'engram-ranges', snap.dir, '--world', '4', '--all', '--split', 'heads'] },
+      {
+        name: 'spark engram-ranges DIR --rank 1 --world 4',
+        argv: [node, bin, 'engram-ranges', snap.dir, '--rank', '1', '--world', '4'],
+      },
+      {
+        name: 'spark engram-ranges DIR --world 4 --all --split heads',
+        argv: [node, bin, 'engram-ranges', snap.dir, '--world', '4', '--all', '--split', 'heads'],
+      },
       {
         name: 'spark wrapper --dry-run (SPARK_ENGRAM_DIR, NODE_RANK=1, --nnodes 4)',
-        argv: ['env', `SPARK_ENGRAM_DIR=${snap.dir}`, 'NODE_RANK=1', node, bin, 'wrapper', '--dry-run', '--', 'engine', '--nnodes', '4'],
+        argv: [
+          'env',
+          `SPARK_ENGRAM_DIR=${snap.dir}`,
+          'NODE_RANK=1',
+          node,
+          bin,
+          'wrapper',
+          '--dry-run',
+          '--',
+          'engine',
+          '--nnodes',
+          '4',
+        ],
       },
     ],
     rounds,
@@ -44,7 +62,9 @@ try {
   };
   mkdirSync(join(root, 'bench', 'out'), { recursive: true });
   writeFileSync(join(root, 'bench', 'out', 'engram-ranges.json'), JSON.stringify(result, null, 2) + '\n');
-  process.stdout.write(`${timingTable(timings)}\n\nengram-ranges / node -e 0 = ${ranges.ratioToBaseline.toFixed(2)}x (${verdict} the ${TARGET}x target); JSON in bench/out/engram-ranges.json\n`);
+  process.stdout.write(
+    `${timingTable(timings)}\n\nengram-ranges / node -e 0 = ${ranges.ratioToBaseline.toFixed(2)}x (${verdict} the ${TARGET}x target); JSON in bench/out/engram-ranges.json\n`,
+  );
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

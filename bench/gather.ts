@@ -90,7 +90,13 @@ async function delayScaling(): Promise<void> {
       n += ids.length;
     }
     const s = src.store.stats();
-    rows.push({ case: `packed dense, 1 ms per read, ${t} threads`, batch: ids.length, rowsPerSec: n / ((performance.now() - t0) / 1000), readsPerRow: s.reads / s.rows, samples: s.batches });
+    rows.push({
+      case: `packed dense, 1 ms per read, ${t} threads`,
+      batch: ids.length,
+      rowsPerSec: n / ((performance.now() - t0) / 1000),
+      readsPerRow: s.reads / s.rows,
+      samples: s.batches,
+    });
     await src.close();
   }
 }
@@ -103,8 +109,12 @@ for (const sub of ['snap', 'pack-dense', 'pack-page']) {
 for (const b of [144, 49152]) await ablation(b);
 await delayScaling();
 const lines = ['| case | batch | rows/s | reads/row | samples |', '|---|---|---|---|---|'];
-for (const r of rows) lines.push(`| ${r.case} | ${r.batch} | ${Math.round(r.rowsPerSec)} | ${r.readsPerRow.toFixed(2)} | ${r.samples} |`);
+for (const r of rows)
+  lines.push(`| ${r.case} | ${r.batch} | ${Math.round(r.rowsPerSec)} | ${r.readsPerRow.toFixed(2)} | ${r.samples} |`);
 console.log(`warm page cache, ${threads} threads, ${time} ms per case; ${JSON.stringify(machineInfo())}`);
 console.log(lines.join('\n'));
 mkdirSync('bench/out', { recursive: true });
-writeFileSync('bench/out/gather.json', JSON.stringify({ machine: machineInfo(), threads, time, cache: 'warm', rows }, null, 2));
+writeFileSync(
+  'bench/out/gather.json',
+  JSON.stringify({ machine: machineInfo(), threads, time, cache: 'warm', rows }, null, 2),
+);

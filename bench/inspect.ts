@@ -24,7 +24,13 @@ const results = compareProcesses(
   ],
   rounds,
 );
-const report = { benchmark: 'inspect', snapshot: '48 shards, sparse, real row counts', rounds, machine: machineInfo(), results };
+const report = {
+  benchmark: 'inspect',
+  snapshot: '48 shards, sparse, real row counts',
+  rounds,
+  machine: machineInfo(),
+  results,
+};
 writeFileSync(join(out, 'inspect.json'), JSON.stringify(report, null, 2) + '\n');
 const [floor, spark, naive] = results;
 process.stdout.write(

@@ -11,4 +11,6 @@ if (!dir || !Number.isSafeInteger(rows) || rows <= 0) {
 }
 makeBenchPack(dir, 1, rows, 'dense');
 const stamped = await stampMiaHeaders(dir);
-console.error(`${dir}: ${rows} rows; Mia header written to ${stamped.length ? stamped.join(', ') : 'nothing (already there)'}`);
+console.error(
+  `${dir}: ${rows} rows; Mia header written to ${stamped.length ? stamped.join(', ') : 'nothing (already there)'}`,
+);

@@ -45,7 +45,15 @@ interface Args {
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { dir: '/var/tmp/spark-pack-bench', vocab: 200_000, rank: 0, world: 4, threads: 4, exact: false, rounds: 1 };
+  const a: Args = {
+    dir: '/var/tmp/spark-pack-bench',
+    vocab: 200_000,
+    rank: 0,
+    world: 4,
+    threads: 4,
+    exact: false,
+    rounds: 1,
+  };
   for (let i = 0; i < argv.length; i++) {
     const [k, v] = [argv[i], argv[i + 1]];
     if (k === '--exact') {
@@ -76,15 +84,32 @@ function fioCopy(ranges: Range[], outDir: string): string[] {
     // Never past the source's end: fio would extend a file too short for its read job.
     const size = Math.min(alignUp(r.offset + r.bytes), statSync(r.file).size) - lo;
     args.push(`--name=read${i}`, `--filename=${r.file}`, '--rw=read', `--offset=${lo}`, `--size=${size}`);
-    args.push(`--name=write${i}`, `--filename=${join(outDir, `copy-${i}.bin`)}`, '--rw=write', `--size=${size}`, '--end_fsync=1');
+    args.push(
+      `--name=write${i}`,
+      `--filename=${join(outDir, `copy-${i}.bin`)}`,
+      '--rw=write',
+      `--size=${size}`,
+      '--end_fsync=1',
+    );
   });
   return args;
 }
 
 function fioRead(files: string[]): string[] {
-  const args = ['fio', '--output=/dev/null', '--direct=1', '--bs=8m', '--ioengine=libaio', '--iodepth=4', '--readonly', '--rw=read'];
+  const args = [
+    'fio',
+    '--output=/dev/null',
+    '--direct=1',
+    '--bs=8m',
+    '--ioengine=libaio',
+    '--iodepth=4',
+    '--readonly',
+    '--rw=read',
+  ];
   // One job after the other (stonewall): a sequential read of each file, as verify reads them.
-  files.forEach((f, i) => args.push(`--name=read${i}`, `--filename=${f}`, `--size=${statSync(f).size}`, ...(i > 0 ? ['--stonewall'] : [])));
+  files.forEach((f, i) =>
+    args.push(`--name=read${i}`, `--filename=${f}`, `--size=${statSync(f).size}`, ...(i > 0 ? ['--stonewall'] : [])),
+  );
   return args;
 }
 
@@ -109,7 +134,11 @@ async function main(): Promise<void> {
     const r = ranges.find((x) => x.layer === t.layer);
     if (r === undefined || r.end <= r.start) continue;
     rows.push({ file: t.weight.file, offset: t.weight.fileOffset + r.start * t.dim, bytes: (r.end - r.start) * t.dim });
-    rows.push({ file: t.scale.file, offset: t.scale.fileOffset + r.start * (t.dim / 32), bytes: (r.end - r.start) * (t.dim / 32) });
+    rows.push({
+      file: t.scale.file,
+      offset: t.scale.fileOffset + r.start * (t.dim / 32),
+      bytes: (r.end - r.start) * (t.dim / 32),
+    });
   }
   const bytes = rows.reduce((n, r) => n + r.bytes, 0);
   const load = [loadavg()];
@@ -125,12 +154,28 @@ async function main(): Promise<void> {
       c.cacheGrowthBytes = cachedBytes() - before;
     }
     cases.push(c);
-    process.stderr.write(`${name}: ${r.seconds.toFixed(2)} s, ${c.mbPerSec.toFixed(0)} MB/s${c.io ? ` io ${JSON.stringify(c.io)}` : ''}\n`);
+    process.stderr.write(
+      `${name}: ${r.seconds.toFixed(2)} s, ${c.mbPerSec.toFixed(0)} MB/s${c.io ? ` io ${JSON.stringify(c.io)}` : ''}\n`,
+    );
     return c;
   };
   const out = (name: string): string => join(a.dir, name);
   const packArgs = (dir: string, layout: string): string[] =>
-    spark('pack', snap, '--out', dir, '--rank', String(a.rank), '--world', String(a.world), '--layout', layout, '--threads', String(a.threads), '--json');
+    spark(
+      'pack',
+      snap,
+      '--out',
+      dir,
+      '--rank',
+      String(a.rank),
+      '--world',
+      String(a.world),
+      '--layout',
+      layout,
+      '--threads',
+      String(a.threads),
+      '--json',
+    );
 
   rmSync(out('fio-copy'), { recursive: true, force: true });
   mkdirSync(out('fio-copy'));
@@ -143,10 +188,16 @@ async function main(): Promise<void> {
 
   rmSync(out('pack-dense'), { recursive: true, force: true });
   const dense = measure('spark pack --layout dense', packArgs(out('pack-dense'), 'dense'), bytes);
-  const denseFiles = s.engram.map((t) => join(out('pack-dense'), `engram-l${t.layer}-r${a.rank}of${a.world}.bin`)).filter((f) => existsSync(f));
+  const denseFiles = s.engram
+    .map((t) => join(out('pack-dense'), `engram-l${t.layer}-r${a.rank}of${a.world}.bin`))
+    .filter((f) => existsSync(f));
   const packBytes = denseFiles.reduce((n, f) => n + statSync(f).size, 0);
   const read = measure('fio direct read of the dense pack', fioRead(denseFiles), packBytes);
-  const verify = measure('spark verify (checksums)', spark('verify', out('pack-dense'), '--threads', String(a.threads), '--json'), packBytes);
+  const verify = measure(
+    'spark verify (checksums)',
+    spark('verify', out('pack-dense'), '--threads', String(a.threads), '--json'),
+    packBytes,
+  );
   let exact: boolean | undefined;
   if (a.exact) {
     const r = run(spark('verify', out('pack-dense'), '--source', snap, '--full', '--json'));
@@ -163,7 +214,11 @@ async function main(): Promise<void> {
       return t;
     };
     const denseOnce = (): number => {
-      const t = measure(`spark pack --layout dense (round ${r + 1})`, packArgs(out('pack-dense'), 'dense'), bytes).seconds;
+      const t = measure(
+        `spark pack --layout dense (round ${r + 1})`,
+        packArgs(out('pack-dense'), 'dense'),
+        bytes,
+      ).seconds;
       rmSync(out('pack-dense'), { recursive: true, force: true });
       return t;
     };
@@ -177,10 +232,15 @@ async function main(): Promise<void> {
   }
   load.push(loadavg());
 
-  const ratio = (num: CaseResult, den: CaseResult, inner = false): number => den.seconds / (inner && num.innerSeconds ? num.innerSeconds : num.seconds);
+  const ratio = (num: CaseResult, den: CaseResult, inner = false): number =>
+    den.seconds / (inner && num.innerSeconds ? num.innerSeconds : num.seconds);
   const result = {
     machine: { ...machineInfo(), crc32: crc32Implementation(), loadavgBefore: load[0], loadavgAfter: load[1] },
-    snapshot: { dir: snap, bytes: s.shards.reduce((n, f) => n + f.bytes, 0), tables: s.engram.map((t) => ({ layer: t.layer, rows: t.rows })) },
+    snapshot: {
+      dir: snap,
+      bytes: s.shards.reduce((n, f) => n + f.bytes, 0),
+      tables: s.engram.map((t) => ({ layer: t.layer, rows: t.rows })),
+    },
     rank: a.rank,
     world: a.world,
     threads: a.threads,
@@ -204,15 +264,24 @@ async function main(): Promise<void> {
   mkdirSync(outDir, { recursive: true });
   const file = join(outDir, `pack-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   writeFileSync(file, JSON.stringify(result, null, 2) + '\n');
-  const lines = ['| case | bytes | s | MB/s | without start-up s | io | page cache growth |', '|---|---|---|---|---|---|---|'];
+  const lines = [
+    '| case | bytes | s | MB/s | without start-up s | io | page cache growth |',
+    '|---|---|---|---|---|---|---|',
+  ];
   for (const c of cases) {
     const growth = c.cacheGrowthBytes !== undefined ? `${(c.cacheGrowthBytes / 2 ** 20).toFixed(0)} MiB` : '';
-    lines.push(`| ${c.name} | ${c.bytes} | ${c.seconds.toFixed(2)} | ${c.mbPerSec.toFixed(0)} | ${c.innerSeconds?.toFixed(2) ?? ''} | ${c.io ? JSON.stringify(c.io) : ''} | ${growth} |`);
+    lines.push(
+      `| ${c.name} | ${c.bytes} | ${c.seconds.toFixed(2)} | ${c.mbPerSec.toFixed(0)} | ${c.innerSeconds?.toFixed(2) ?? ''} | ${c.io ? JSON.stringify(c.io) : ''} | ${growth} |`,
+    );
   }
   process.stdout.write(`${lines.join('\n')}\n\nratios (throughput): ${JSON.stringify(result.ratios)}\n`);
   process.stdout.write(`without node start-up: ${JSON.stringify(result.ratiosWithoutStartup)}\n`);
-  process.stdout.write(`dense vs fio copy per round: ${result.denseVsFioCopyRounds.map((p) => p.ratio.toFixed(3)).join(' ')}\n`);
-  process.stdout.write(`load average before ${load[0].map((x) => x.toFixed(2)).join(' ')}, after ${load[1].map((x) => x.toFixed(2)).join(' ')}\nwrote ${file}\n`);
+  process.stdout.write(
+    `dense vs fio copy per round: ${result.denseVsFioCopyRounds.map((p) => p.ratio.toFixed(3)).join(' ')}\n`,
+  );
+  process.stdout.write(
+    `load average before ${load[0].map((x) => x.toFixed(2)).join(' ')}, after ${load[1].map((x) => x.toFixed(2)).join(' ')}\nwrote ${file}\n`,
+  );
 }
 
 await main();

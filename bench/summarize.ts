@@ -9,17 +9,25 @@ const pct = (n: number | undefined): string => (n === undefined ? '-' : `${(n * 
 
 for (const file of process.argv.slice(2)) {
   const r = JSON.parse(readFileSync(file, 'utf8')) as GatherBenchReport;
-  const ceiling = r.ceiling ? `device ceiling ${Math.round(r.ceiling.iops)} IOPS (fio ${r.ceiling.engine}, direct, ${r.ceiling.jobs} x QD ${r.ceiling.iodepth})` : (r.ceilingNote ?? 'no device ceiling');
+  const ceiling = r.ceiling
+    ? `device ceiling ${Math.round(r.ceiling.iops)} IOPS (fio ${r.ceiling.engine}, direct, ${r.ceiling.jobs} x QD ${r.ceiling.iodepth})`
+    : (r.ceilingNote ?? 'no device ceiling');
   console.log(`\n#### ${basename(file, '.json')}\n`);
   console.log(
     `${r.sourceKind}, layer ${r.layer}, ${r.rows} rows, ${r.seconds} s per case; ${r.cache}. ${ceiling}` +
       `${r.ceilingExceeded ? ` (a case took ${r.ceilingExceeded.toFixed(2)}x it: measured low)` : ''}. ` +
       `Load average ${r.machine.loadAvgBefore[0].toFixed(1)} before, ${r.machine.loadAvgAfter[0].toFixed(1)} after. Recommended threads: ${r.recommendedThreads} (${r.recommendedFor}).\n`,
   );
-  console.log('| variant (reader) | threads | batch | rows/s | p50 ms | p99 ms | reads/row | reads/s | dev pages/s | rows/ceil | reads/ceil | CPU us/row | psync IOPS | cached after | mapped |');
+  console.log(
+    '| variant (reader) | threads | batch | rows/s | p50 ms | p99 ms | reads/row | reads/s | dev pages/s | rows/ceil | reads/ceil | CPU us/row | psync IOPS | cached after | mapped |',
+  );
   console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const c of r.results) {
-    const cache = c.mia ? (c.mia.cacheSlots > 0 ? `, ${c.mia.budgetBytes / 2 ** 20} MiB ${c.mia.ways}-way cache, ${pct(c.mia.hitRate)} hits` : ', no cache') : '';
+    const cache = c.mia
+      ? c.mia.cacheSlots > 0
+        ? `, ${c.mia.budgetBytes / 2 ** 20} MiB ${c.mia.ways}-way cache, ${pct(c.mia.hitRate)} hits`
+        : ', no cache'
+      : '';
     const name = `${c.variant}${c.layout ? `/${c.layout}` : ''}${c.direct ? '+direct' : ''} (${c.reader}${cache})${c.coldValid === false ? ' cold?' : ''}`;
     const used = c.ofCeiling?.reads ?? c.ofCeiling?.devicePages;
     console.log(

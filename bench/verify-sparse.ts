@@ -84,11 +84,26 @@ async function rangesOf(copy: string): Promise<Range[]> {
 
 /** fio: one direct sequential read per range (aligned out, never past the file's end), one after the other. */
 function fioRead(ranges: Range[], bs: string, depth: number): string[] {
-  const args = ['fio', '--output-format=json', '--direct=1', `--bs=${bs}`, '--ioengine=libaio', `--iodepth=${depth}`, '--readonly', '--rw=read'];
+  const args = [
+    'fio',
+    '--output-format=json',
+    '--direct=1',
+    `--bs=${bs}`,
+    '--ioengine=libaio',
+    `--iodepth=${depth}`,
+    '--readonly',
+    '--rw=read',
+  ];
   ranges.forEach((r, i) => {
     const lo = alignDown(r.offset);
     const size = Math.min(alignUp(r.offset + r.bytes), statSync(r.file).size) - lo;
-    args.push(`--name=read${i}`, `--filename=${r.file}`, `--offset=${lo}`, `--size=${size}`, ...(i > 0 ? ['--stonewall'] : []));
+    args.push(
+      `--name=read${i}`,
+      `--filename=${r.file}`,
+      `--offset=${lo}`,
+      `--size=${size}`,
+      ...(i > 0 ? ['--stonewall'] : []),
+    );
   });
   return args;
 }
@@ -113,7 +128,21 @@ async function main(): Promise<void> {
     mkdirSync(a.dir, { recursive: true });
     copy = join(a.dir, 'sparse');
     // Resumes or no-ops when the copy is already there and complete.
-    run(spark('pack', a.snapshot!, '--out', copy, '--rank', String(a.rank), '--world', String(a.world), '--layout', 'sparse', '--json'));
+    run(
+      spark(
+        'pack',
+        a.snapshot!,
+        '--out',
+        copy,
+        '--rank',
+        String(a.rank),
+        '--world',
+        String(a.world),
+        '--layout',
+        'sparse',
+        '--json',
+      ),
+    );
   }
   const ranges = await rangesOf(copy);
   const bytes = ranges.reduce((n, r) => n + r.bytes, 0);
@@ -135,7 +164,9 @@ async function main(): Promise<void> {
       c.innerSeconds = doc.jobs.reduce((n, j) => n + j.read.runtime, 0) / 1000; // stonewalled: one after the other
     }
     cases.push(c);
-    process.stderr.write(`${name}: ${r.seconds.toFixed(2)} s, ${c.mbPerSec.toFixed(0)} MB/s${c.io ? ` io ${JSON.stringify(c.io)}` : ''}\n`);
+    process.stderr.write(
+      `${name}: ${r.seconds.toFixed(2)} s, ${c.mbPerSec.toFixed(0)} MB/s${c.io ? ` io ${JSON.stringify(c.io)}` : ''}\n`,
+    );
     return c;
   };
   const pairs: { read: CaseResult; deep: CaseResult; verify: CaseResult; before?: CaseResult }[] = [];
@@ -145,7 +176,10 @@ async function main(): Promise<void> {
     const deep = measure('fio direct read, bs 16m, qd 16', fioRead(ranges, '16m', 16));
     const verify = measure('spark verify (checksums)', spark(...verifyArgs));
     if (verify.ok !== true) throw new Error(`spark verify ${copy} found problems: the copy is damaged`);
-    const before = a.before !== undefined ? measure('spark verify (checksums), --before build', sparkAt(a.before, ...verifyArgs)) : undefined;
+    const before =
+      a.before !== undefined
+        ? measure('spark verify (checksums), --before build', sparkAt(a.before, ...verifyArgs))
+        : undefined;
     pairs.push({ read, deep, verify, ...(before ? { before } : {}) });
   }
   load.push(loadavg());
@@ -169,21 +203,33 @@ async function main(): Promise<void> {
     cases,
     // Against the faster of the two fio reads of the same repetition.
     ratios: { verifyVsFioRead: ratio((p) => p.verify, false), beforeVsFioRead: ratio((p) => p.before, false) },
-    ratiosWithoutStartup: { verifyVsFioRead: ratio((p) => p.verify, true), beforeVsFioRead: ratio((p) => p.before, true) },
+    ratiosWithoutStartup: {
+      verifyVsFioRead: ratio((p) => p.verify, true),
+      beforeVsFioRead: ratio((p) => p.before, true),
+    },
     target: 0.9,
   };
   const outDir = join(packageRoot(), 'bench', 'out');
   mkdirSync(outDir, { recursive: true });
   const file = join(outDir, `verify-sparse-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   writeFileSync(file, JSON.stringify(result, null, 2) + '\n');
-  const lines = ['| case | bytes | s | MB/s | without start-up s | io | page cache growth |', '|---|---|---|---|---|---|---|'];
+  const lines = [
+    '| case | bytes | s | MB/s | without start-up s | io | page cache growth |',
+    '|---|---|---|---|---|---|---|',
+  ];
   for (const c of cases) {
     const growth = c.cacheGrowthBytes !== undefined ? `${(c.cacheGrowthBytes / 2 ** 20).toFixed(0)} MiB` : '';
-    lines.push(`| ${c.name} | ${c.bytes} | ${c.seconds.toFixed(2)} | ${c.mbPerSec.toFixed(0)} | ${c.innerSeconds?.toFixed(2) ?? ''} | ${c.io ? JSON.stringify(c.io) : ''} | ${growth} |`);
+    lines.push(
+      `| ${c.name} | ${c.bytes} | ${c.seconds.toFixed(2)} | ${c.mbPerSec.toFixed(0)} | ${c.innerSeconds?.toFixed(2) ?? ''} | ${c.io ? JSON.stringify(c.io) : ''} | ${growth} |`,
+    );
   }
-  process.stdout.write(`${lines.join('\n')}\n\nratios to the faster fio read (throughput, median of ${a.repeat}): ${JSON.stringify(result.ratios)}\n`);
+  process.stdout.write(
+    `${lines.join('\n')}\n\nratios to the faster fio read (throughput, median of ${a.repeat}): ${JSON.stringify(result.ratios)}\n`,
+  );
   process.stdout.write(`without start-up: ${JSON.stringify(result.ratiosWithoutStartup)}\n`);
-  process.stdout.write(`load average before ${load[0].map((x) => x.toFixed(2)).join(' ')}, after ${load[1].map((x) => x.toFixed(2)).join(' ')}\nwrote ${file}\n`);
+  process.stdout.write(
+    `load average before ${load[0].map((x) => x.toFixed(2)).join(' ')}, after ${load[1].map((x) => x.toFixed(2)).join(' ')}\nwrote ${file}\n`,
+  );
 }
 
 await main();

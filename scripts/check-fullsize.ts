@@ -10,7 +10,19 @@
 // windows) byte-exact through the overlay's view; rows past 2^36; the first and last chunk
 // checksum of each layer recomputed; allocated bytes within 0.1% of the bytes the pack holds.
 import { spawnSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  statfsSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { packRanges } from '../src/pack/pack-ranges.js';
 import { INDEX_FILE, openSnapshot } from '../src/engram/snapshot.js';
@@ -37,10 +49,13 @@ const check = (ok: boolean, what: string): void => {
   if (!ok) problems.push(what);
 };
 
-
 function run(argv: string[]): { code: number; stdout: string; stderr: string; seconds: number } {
   const t0 = performance.now();
-  const r = spawnSync(process.execPath, [spark, ...argv], { encoding: 'utf8', maxBuffer: 1 << 26, stdio: ['ignore', 'pipe', 'pipe'] });
+  const r = spawnSync(process.execPath, [spark, ...argv], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 26,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   return { code: r.status ?? 128, stdout: r.stdout, stderr: r.stderr, seconds: (performance.now() - t0) / 1000 };
 }
 
@@ -56,7 +71,9 @@ const ranges = packRanges(opened.engram, opened.config, rank, world, 'floor');
 const rankBytes = ranges.reduce((a, r) => a + (r.end - r.start) * 264, 0);
 const fs = statfsSync(root);
 if (fs.bavail * fs.bsize < rankBytes * 1.05) {
-  process.stderr.write(`not enough room in ${root}: the copy needs ${gib(rankBytes)}, ${gib(fs.bavail * fs.bsize)} are free\n`);
+  process.stderr.write(
+    `not enough room in ${root}: the copy needs ${gib(rankBytes)}, ${gib(fs.bavail * fs.bsize)} are free\n`,
+  );
   process.exit(3);
 }
 const out = join(root, `copy-r${rank}of${world}`);
@@ -67,7 +84,10 @@ const summary = JSON.parse(packed.stdout) as { bytes: number; apparentBytes: num
 
 // Names, apparent sizes, header bytes, index.
 const shards = [...new Set(opened.engram.map((t) => t.weight.fileName))].sort();
-check(JSON.stringify(readdirSync(out).sort()) === JSON.stringify(['engram-local.json', INDEX_FILE, ...shards].sort()), `files: ${readdirSync(out).join(' ')}`);
+check(
+  JSON.stringify(readdirSync(out).sort()) === JSON.stringify(['engram-local.json', INDEX_FILE, ...shards].sort()),
+  `files: ${readdirSync(out).join(' ')}`,
+);
 check(readFileSync(join(out, INDEX_FILE)).equals(readFileSync(join(snap, INDEX_FILE))), 'the index is not verbatim');
 let allocated = 0;
 for (const f of readdirSync(out)) allocated += statSync(join(out, f)).blocks * 512;
@@ -89,7 +109,10 @@ for (const r of ranges) {
     if (t.scale.base + id * 8 >= 2 ** 36) past36++;
     if (t.weight.base + id * 256 >= 2 ** 36) past36++;
   }
-  check(view.row(r.layer, r.start - 1).equals(Buffer.alloc(264)) && view.row(r.layer, r.end).equals(Buffer.alloc(264)), `layer ${r.layer}: unowned rows are not zero`);
+  check(
+    view.row(r.layer, r.start - 1).equals(Buffer.alloc(264)) && view.row(r.layer, r.end).equals(Buffer.alloc(264)),
+    `layer ${r.layer}: unowned rows are not zero`,
+  );
 }
 view.close();
 
@@ -105,11 +128,17 @@ for (const t of m.spark!.tables) {
     const s = Buffer.alloc(n * 8);
     readSync(fd, w, 0, w.length, t.weightOffset + a * 256);
     readSync(fd, s, 0, s.length, t.scaleOffset + a * 8);
-    check(crc32(s, crc32(w)).toString(16).padStart(8, '0') === t.checksum.values[k], `layer ${t.layer}: chunk ${k} checksum`);
+    check(
+      crc32(s, crc32(w)).toString(16).padStart(8, '0') === t.checksum.values[k],
+      `layer ${t.layer}: chunk ${k} checksum`,
+    );
   }
   closeSync(fd);
 }
-check(Math.abs(allocated - summary.bytes) <= summary.bytes * 0.001, `allocated ${allocated} bytes, the pack holds ${summary.bytes}`);
+check(
+  Math.abs(allocated - summary.bytes) <= summary.bytes * 0.001,
+  `allocated ${allocated} bytes, the pack holds ${summary.bytes}`,
+);
 
 const result = {
   command: `spark pack ${snap} --out ${out} --rank ${rank} --world ${world}`,

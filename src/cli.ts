@@ -50,7 +50,8 @@ function configureAll(cmd: Command, io: Io, json: boolean): void {
     writeErr: json ? () => {} : (s) => io.stderr(s),
     // commander's own errors (unknown option, missing argument) in the one-line form every
     // spark error has: `spark: what (the fix)`.
-    outputError: (s, write) => write(`spark: ${s.replace(/^error: /, '').trimEnd()} (run ${commandPath(cmd)} --help)\n`),
+    outputError: (s, write) =>
+      write(`spark: ${s.replace(/^error: /, '').trimEnd()} (run ${commandPath(cmd)} --help)\n`),
   });
   for (const sub of cmd.commands) configureAll(sub, io, json);
 }

@@ -42,7 +42,10 @@ const ERRNO: Record<string, { code: ErrorCode; says: string }> = {
   EPERM: { code: 'E_IO', says: 'operation not permitted: use a path this user may change, or run as a user who may' },
   EISDIR: { code: 'E_NOT_A_FILE', says: 'is a directory where a file is expected' },
   ENOTDIR: { code: 'E_USAGE', says: 'a part of the path is a file where a directory is expected' },
-  EEXIST: { code: 'E_USAGE', says: 'already exists as something other than what is expected there (a file where a directory belongs?)' },
+  EEXIST: {
+    code: 'E_USAGE',
+    says: 'already exists as something other than what is expected there (a file where a directory belongs?)',
+  },
   ELOOP: { code: 'E_USAGE', says: 'too many levels of symbolic links (a link loop?)' },
   ENAMETOOLONG: { code: 'E_USAGE', says: 'the path is too long' },
   EMFILE: { code: 'E_IO', says: 'too many open files: raise the limit (ulimit -n)' },
@@ -52,7 +55,14 @@ const ERRNO: Record<string, { code: ErrorCode; says: string }> = {
   ETIMEDOUT: { code: 'E_IO', says: 'timed out (a network file system not answering?)' },
 };
 
-type NodeError = Error & { code?: unknown; path?: unknown; dest?: unknown; tensor?: unknown; offset?: unknown; syscall?: unknown };
+type NodeError = Error & {
+  code?: unknown;
+  path?: unknown;
+  dest?: unknown;
+  tensor?: unknown;
+  offset?: unknown;
+  syscall?: unknown;
+};
 
 /**
  * An error as Node raised it, given the path it concerns: Node leaves the path out of errors
@@ -61,7 +71,8 @@ type NodeError = Error & { code?: unknown; path?: unknown; dest?: unknown; tenso
  */
 export function withPath(err: unknown, path: string): unknown {
   const e = err as NodeError;
-  if (err instanceof Error && typeof e.code === 'string' && typeof e.syscall === 'string' && typeof e.path !== 'string') e.path = path;
+  if (err instanceof Error && typeof e.code === 'string' && typeof e.syscall === 'string' && typeof e.path !== 'string')
+    e.path = path;
   return err;
 }
 
@@ -82,10 +93,17 @@ export function toSparkError(err: unknown): SparkError {
       const says = known?.says ?? e.message.replace(/^E[A-Z]+: /, '').split(',')[0]!;
       const where = details.path !== undefined ? `${details.path}: ` : '';
       const to = typeof e.dest === 'string' ? ` (to ${e.dest})` : '';
-      return new SparkError(known?.code ?? 'E_IO', `${where}${says} (${code} on ${e.syscall}${to})`, { ...details, errno: code });
+      return new SparkError(known?.code ?? 'E_IO', `${where}${says} (${code} on ${e.syscall}${to})`, {
+        ...details,
+        errno: code,
+      });
     }
     if (e instanceof RangeError && e.message === 'Invalid string length') {
-      return new SparkError('E_INTERNAL', 'ran out of room for a string (Invalid string length): an input or the output is far larger than expected', details);
+      return new SparkError(
+        'E_INTERNAL',
+        'ran out of room for a string (Invalid string length): an input or the output is far larger than expected',
+        details,
+      );
     }
     if (e instanceof RangeError) return new SparkError('E_USAGE', e.message, details);
     return new SparkError('E_INTERNAL', e.stack ?? e.message, details);

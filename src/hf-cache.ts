@@ -71,7 +71,10 @@ export async function resolveRevision(modelDir: string, options: ResolveRevision
   if (pinned !== undefined && COMMIT.test(pinned)) return { revision: pinned, from: 'pinned' };
   const refName = pinned ?? 'main';
   if (refName === '' || refName.split('/').some((p) => p === '' || p === '.' || p === '..')) {
-    throw new SparkError('E_USAGE', `revision "${refName}" is neither a commit hash nor a ref name; pass a 40-hex commit`);
+    throw new SparkError(
+      'E_USAGE',
+      `revision "${refName}" is neither a commit hash nor a ref name; pass a 40-hex commit`,
+    );
   }
   const refPath = posix.join(modelDir, 'refs', refName);
   const text = await (options.readText ?? readLocalText)(refPath);
@@ -101,7 +104,8 @@ export async function resolveRevision(modelDir: string, options: ResolveRevision
 async function onlySnapshot(dir: string): Promise<string | undefined> {
   try {
     const revs: string[] = [];
-    for (const n of await readdir(dir)) if (COMMIT.test(n) && (await stat(posix.join(dir, n))).isDirectory()) revs.push(n);
+    for (const n of await readdir(dir))
+      if (COMMIT.test(n) && (await stat(posix.join(dir, n))).isDirectory()) revs.push(n);
     return revs.length === 1 ? revs[0] : undefined;
   } catch {
     return undefined;

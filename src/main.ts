@@ -6,20 +6,24 @@ import { toJson, type Io } from './io.js';
 
 export async function runCli(argv: string[], io: Io): Promise<number> {
   let exitCode = 0;
-  const program = await buildProgram({
-    io,
-    emit(result, json) {
-      io.stdout(json ? toJson(result.json) + '\n' : result.text.endsWith('\n') ? result.text : result.text + '\n');
-      exitCode = result.exitCode;
+  const program = await buildProgram(
+    {
+      io,
+      emit(result, json) {
+        io.stdout(json ? toJson(result.json) + '\n' : result.text.endsWith('\n') ? result.text : result.text + '\n');
+        exitCode = result.exitCode;
+      },
     },
-  }, argv);
+    argv,
+  );
   try {
     await program.parseAsync(argv, { from: 'user' });
     return exitCode;
   } catch (err) {
     if (err instanceof CommanderError) {
       const code = commanderExitCode(err);
-      if (code !== 0 && argv.includes('--json')) io.stderr(toJson({ error: { code: 'E_USAGE', message: commanderMessage(err) } }, 0) + '\n');
+      if (code !== 0 && argv.includes('--json'))
+        io.stderr(toJson({ error: { code: 'E_USAGE', message: commanderMessage(err) } }, 0) + '\n');
       return code;
     }
     const e = toSparkError(err);

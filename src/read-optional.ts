@@ -4,7 +4,10 @@ import type { ErrorCode } from './error-codes.js';
 import { readSmallText, type SmallFileOptions } from './small-file.js';
 
 /** The file's text, or undefined when it does not exist; any other failure is thrown. */
-export async function readTextIfExists(path: string, options: SmallFileOptions = { what: 'file' }): Promise<string | undefined> {
+export async function readTextIfExists(
+  path: string,
+  options: SmallFileOptions = { what: 'file' },
+): Promise<string | undefined> {
   try {
     return await readSmallText(path, options);
   } catch (err) {
@@ -14,7 +17,11 @@ export async function readTextIfExists(path: string, options: SmallFileOptions =
 }
 
 /** The file parsed as JSON, or undefined when it does not exist; bad JSON is `code` naming the file. */
-export async function readJsonIfExists(path: string, code: ErrorCode, options: SmallFileOptions = { what: 'file' }): Promise<unknown> {
+export async function readJsonIfExists(
+  path: string,
+  code: ErrorCode,
+  options: SmallFileOptions = { what: 'file' },
+): Promise<unknown> {
   const text = await readTextIfExists(path, options);
   if (text === undefined) return undefined;
   try {

@@ -39,7 +39,11 @@ function kindOf(st: Stats): string {
 }
 
 function notAFile(path: string, what: string, st: Stats): SparkError {
-  return new SparkError('E_NOT_A_FILE', `the ${what} ${path} is ${kindOf(st)}, not a regular file; point at the file itself`, { path });
+  return new SparkError(
+    'E_NOT_A_FILE',
+    `the ${what} ${path} is ${kindOf(st)}, not a regular file; point at the file itself`,
+    { path },
+  );
 }
 
 function tooLarge(path: string, what: string, maxBytes: number): SparkError {

@@ -24,7 +24,11 @@ export async function makeWritableDir(dir: string): Promise<void> {
       if (code === 'EEXIST' && (await isDirectory(path))) continue; // made meanwhile by another process
       if (code === 'EEXIST') await refuseNonDirectory(path);
       if (code === 'ENOENT') {
-        throw new SparkError('E_IO', `${path}: cannot create a directory there: ${dirname(path)} exists but refuses new entries (a virtual file system such as /proc or /sys?); use a directory on a disk`, { path });
+        throw new SparkError(
+          'E_IO',
+          `${path}: cannot create a directory there: ${dirname(path)} exists but refuses new entries (a virtual file system such as /proc or /sys?); use a directory on a disk`,
+          { path },
+        );
       }
       throw toSparkError(withPath(err, path));
     }
@@ -37,7 +41,10 @@ export async function makeWritableDir(dir: string): Promise<void> {
 }
 
 async function isDirectory(path: string): Promise<boolean> {
-  return stat(path).then((st) => st.isDirectory(), () => false);
+  return stat(path).then(
+    (st) => st.isDirectory(),
+    () => false,
+  );
 }
 
 /** A name that exists but is no directory: a dangling link, or a file, each said as what it is. */
@@ -46,7 +53,15 @@ async function refuseNonDirectory(path: string): Promise<void> {
   if (st === undefined || st.isDirectory()) return; // missing, or made meanwhile by another process
   if (st.isSymbolicLink()) {
     const target = await readlink(path).catch(() => '?');
-    throw new SparkError('E_USAGE', `${path} is a symbolic link to ${target}, which does not exist: create that directory, or remove the link and give a real directory`, { path });
+    throw new SparkError(
+      'E_USAGE',
+      `${path} is a symbolic link to ${target}, which does not exist: create that directory, or remove the link and give a real directory`,
+      { path },
+    );
   }
-  throw new SparkError('E_USAGE', `${path} is a file, not a directory: give a directory for the output (or remove the file)`, { path });
+  throw new SparkError(
+    'E_USAGE',
+    `${path} is a file, not a directory: give a directory for the output (or remove the file)`,
+    { path },
+  );
 }

@@ -17,7 +17,12 @@ const producer: Producer = (at, into) => {
 
 function directWorksIn(dir: string): boolean {
   try {
-    closeSync(openSync(join(dir, 'probe'), constants.O_WRONLY | constants.O_CREAT | (constants as Record<string, number>).O_DIRECT));
+    closeSync(
+      openSync(
+        join(dir, 'probe'),
+        constants.O_WRONLY | constants.O_CREAT | (constants as Record<string, number>).O_DIRECT,
+      ),
+    );
     return true;
   } catch {
     return false;
@@ -59,13 +64,16 @@ test("a writer thread's failure is thrown by the ring, with its code", () => {
   const fd = openSync(path, 'r'); // writes fail with EBADF
   const ring = new RingWriter(fd, 2, 4096);
   try {
-    assert.throws(() => {
-      for (let i = 0; i < 8; i++) {
-        ring.next().fill(1);
-        ring.submit(i * 4096, 4096);
-      }
-      ring.finish();
-    }, { code: 'EBADF' });
+    assert.throws(
+      () => {
+        for (let i = 0; i < 8; i++) {
+          ring.next().fill(1);
+          ring.submit(i * 4096, 4096);
+        }
+        ring.finish();
+      },
+      { code: 'EBADF' },
+    );
   } finally {
     ring.close();
     closeSync(fd);
@@ -82,7 +90,12 @@ test('writer threads that fill their own slots (synth table bytes) write the sam
   const fill = { module: new URL('../src/synth/synth-rows.js', import.meta.url).href, name: 'tableBytes', args };
   const fd = openSync(path, 'r+');
   try {
-    writeRange(fd, at, length, tableBytes(layer, rows, dim, at, seed), { ringMin: 0, workers: 3, slotBytes: 128 << 10, fill });
+    writeRange(fd, at, length, tableBytes(layer, rows, dim, at, seed), {
+      ringMin: 0,
+      workers: 3,
+      slotBytes: 128 << 10,
+      fill,
+    });
   } finally {
     closeSync(fd);
   }

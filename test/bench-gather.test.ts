@@ -18,7 +18,12 @@ import { stampMiaHeaders } from '../bench/lib/mia-header.js';
 
 test('bench ids: 24 per token, each inside its head sub-range, with repeats', () => {
   const sizes = Array.from({ length: 24 }, (_, i) => 1000 + i);
-  const model = idModel(sizes.reduce((a, b) => a + b, 0), 0, 24276, sizes);
+  const model = idModel(
+    sizes.reduce((a, b) => a + b, 0),
+    0,
+    24276,
+    sizes,
+  );
   const ids = drawBatch(model, 24 * 500, rng(7));
   assert.equal(ids.length, 12000);
   let at = 0;
@@ -34,23 +39,73 @@ test('bench ids: 24 per token, each inside its head sub-range, with repeats', ()
 });
 
 test('the recommendation is the fewest threads within 5% of the best at the largest batch, on the overlay path when it ran', () => {
-  const r = (variant: BenchVariant, threads: number, batch: number, rowsPerSec: number) => ({ variant, threads, batch, rowsPerSec }) as GatherBenchResult;
-  assert.deepEqual(recommendThreads([r('packed', 1, 49152, 10), r('packed', 32, 49152, 97), r('packed', 64, 49152, 100), r('packed', 96, 49152, 99), r('packed', 1, 24, 1000)]), { threads: 32, variant: 'packed' });
-  const mixed = [r('snapshot', 4, 49152, 100), r('snapshot', 64, 49152, 101), r('overlay', 4, 49152, 50), r('overlay', 64, 49152, 90), r('overlay', 96, 49152, 92)];
+  const r = (variant: BenchVariant, threads: number, batch: number, rowsPerSec: number) =>
+    ({ variant, threads, batch, rowsPerSec }) as GatherBenchResult;
+  assert.deepEqual(
+    recommendThreads([
+      r('packed', 1, 49152, 10),
+      r('packed', 32, 49152, 97),
+      r('packed', 64, 49152, 100),
+      r('packed', 96, 49152, 99),
+      r('packed', 1, 24, 1000),
+    ]),
+    { threads: 32, variant: 'packed' },
+  );
+  const mixed = [
+    r('snapshot', 4, 49152, 100),
+    r('snapshot', 64, 49152, 101),
+    r('overlay', 4, 49152, 50),
+    r('overlay', 64, 49152, 90),
+    r('overlay', 96, 49152, 92),
+  ];
   assert.deepEqual(recommendThreads(mixed), { threads: 64, variant: 'overlay' });
 });
 
 test('spark bench gather on a pack: contract JSON keys, a naive baseline, and an SVG chart', async () => {
   const dir = join(tempDir(), 'pack');
   mkdirSync(dir);
-  writePackDir(dir, { rank: 0, world: 1, layout: 'page', dim: 256, layers: [{ layer: 1, rows: 3000, start: 0, end: 3000 }] }, synthRow);
+  writePackDir(
+    dir,
+    { rank: 0, world: 1, layout: 'page', dim: 256, layers: [{ layer: 1, rows: 3000, start: 0, end: 3000 }] },
+    synthRow,
+  );
   const svg = join(dir, '..', 'chart.svg');
-  const r = await cli(['bench', 'gather', dir, '--threads', '1,2', '--batch', '24,48', '--seconds', '1', '--no-fio', '--svg', svg, '--json']);
+  const r = await cli([
+    'bench',
+    'gather',
+    dir,
+    '--threads',
+    '1,2',
+    '--batch',
+    '24,48',
+    '--seconds',
+    '1',
+    '--no-fio',
+    '--svg',
+    svg,
+    '--json',
+  ]);
   assert.equal(r.code, 0, r.stderr);
   const report = JSON.parse(r.stdout);
   assert.equal(report.results.length, 4);
   for (const x of report.results) {
-    assert.deepEqual(Object.keys(x).filter((k) => ['source', 'layout', 'threads', 'batch', 'cold', 'rowsPerSec', 'mbPerSec', 'p50Ms', 'p99Ms', 'baselines'].includes(k)).length, 10);
+    assert.deepEqual(
+      Object.keys(x).filter((k) =>
+        [
+          'source',
+          'layout',
+          'threads',
+          'batch',
+          'cold',
+          'rowsPerSec',
+          'mbPerSec',
+          'p50Ms',
+          'p99Ms',
+          'baselines',
+        ].includes(k),
+      ).length,
+      10,
+    );
     assert.equal(x.source, 'packed');
     assert.equal(x.layout, 'page');
     assert.equal(x.variant, 'packed');
@@ -68,19 +123,45 @@ test('spark bench gather on a pack: contract JSON keys, a naive baseline, and an
   // A variant the source cannot be read with is refused, never run on something else and relabelled.
   const overlay = await cli(['bench', 'gather', dir, '--variants', 'overlay', '--json']);
   assert.equal(overlay.code, 2);
-  assert.match(JSON.parse(overlay.stderr).error.message, /--variants overlay cannot be measured on a packed directory: it takes packed/);
+  assert.match(
+    JSON.parse(overlay.stderr).error.message,
+    /--variants overlay cannot be measured on a packed directory: it takes packed/,
+  );
 });
 
 test("spark bench gather on a dense pack with the Mia header: the Mia stack's reader beside the row store, interleaved on the same batches", async () => {
   const dir = join(tempDir(), 'pack');
   mkdirSync(dir);
-  writePackDir(dir, { rank: 0, world: 1, layout: 'dense', dim: 256, layers: [{ layer: 1, rows: 3000, start: 0, end: 3000 }] }, synthRow);
+  writePackDir(
+    dir,
+    { rank: 0, world: 1, layout: 'dense', dim: 256, layers: [{ layer: 1, rows: 3000, start: 0, end: 3000 }] },
+    synthRow,
+  );
   // Before the header is the stack's own, its reader would abort: the variant is refused, and left out by default.
   const v1 = await cli(['bench', 'gather', dir, '--variants', 'mia', '--json']);
   assert.equal(v1.code, 2);
-  assert.match(JSON.parse(v1.stderr).error.message, /--variants mia: .*is not the stack's packed shard \(magic is .*its reader would abort on it/);
+  assert.match(
+    JSON.parse(v1.stderr).error.message,
+    /--variants mia: .*is not the stack's packed shard \(magic is .*its reader would abort on it/,
+  );
   await stampMiaHeaders(dir);
-  const r = await cli(['bench', 'gather', dir, '--threads', '2', '--batch', '24,48', '--seconds', '1', '--no-fio', '--mia-cache-mib', '1', '--mia-ways', '8', '--json']);
+  const r = await cli([
+    'bench',
+    'gather',
+    dir,
+    '--threads',
+    '2',
+    '--batch',
+    '24,48',
+    '--seconds',
+    '1',
+    '--no-fio',
+    '--mia-cache-mib',
+    '1',
+    '--mia-ways',
+    '8',
+    '--json',
+  ]);
   assert.equal(r.code, 0, r.stderr);
   const report = JSON.parse(r.stdout);
   assert.deepEqual(
@@ -103,7 +184,11 @@ test("spark bench gather on a dense pack with the Mia header: the Mia stack's re
   assert.equal(report.recommendedFor, 'packed');
   const page = join(tempDir(), 'page');
   mkdirSync(page);
-  writePackDir(page, { rank: 0, world: 1, layout: 'page', dim: 256, layers: [{ layer: 1, rows: 300, start: 0, end: 300 }] }, synthRow);
+  writePackDir(
+    page,
+    { rank: 0, world: 1, layout: 'page', dim: 256, layers: [{ layer: 1, rows: 300, start: 0, end: 300 }] },
+    synthRow,
+  );
   const refused = await cli(['bench', 'gather', page, '--variants', 'mia', '--json']);
   assert.equal(refused.code, 2);
   assert.match(JSON.parse(refused.stderr).error.message, /the Mia stack reads dense packs/);
@@ -113,7 +198,10 @@ test('spark bench gather on a snapshot refuses --variants packed', async () => {
   const snap = makeSnapshot();
   const r = await cli(['bench', 'gather', snap.dir, '--variants', 'packed', '--json']);
   assert.equal(r.code, 2);
-  assert.match(JSON.parse(r.stderr).error.message, /--variants packed cannot be measured on a snapshot: it takes snapshot, snapshot\+scales, overlay/);
+  assert.match(
+    JSON.parse(r.stderr).error.message,
+    /--variants packed cannot be measured on a snapshot: it takes snapshot, snapshot\+scales, overlay/,
+  );
 });
 
 for (const flavour of ['overlay', 'spark'] as const) {
@@ -122,7 +210,21 @@ for (const flavour of ['overlay', 'spark'] as const) {
     const dir = join(tempDir(), 'copy');
     mkdirSync(dir);
     writeSparseCopy(snap.dir, dir, { flavour, ranges: snap.layers.map((l) => floorRange(l.layer, l.rows, 0, 2)) });
-    const r = await cli(['bench', 'gather', dir, '--threads', '1,2', '--batch', '24', '--seconds', '1', '--no-fio', '--variants', 'snapshot,overlay', '--json']);
+    const r = await cli([
+      'bench',
+      'gather',
+      dir,
+      '--threads',
+      '1,2',
+      '--batch',
+      '24',
+      '--seconds',
+      '1',
+      '--no-fio',
+      '--variants',
+      'snapshot,overlay',
+      '--json',
+    ]);
     assert.equal(r.code, 0, r.stderr);
     const report = JSON.parse(r.stdout);
     assert.equal(report.sourceKind, 'sparse');
@@ -146,7 +248,16 @@ test("the overlay's mmap gather: rows byte-exact for owned ids, zeros for the ot
   const t = (await openSnapshot(snap.dir)).engram[1];
   const [lo, hi] = [1000, 5000];
   const g = MmapGather.open(
-    [{ layer: t.layer, rows: t.rows, dim: t.dim, weight: { path: t.weight.file, offset: t.weight.fileOffset }, scale: { path: t.scale.file, offset: t.scale.fileOffset }, range: [lo, hi] }],
+    [
+      {
+        layer: t.layer,
+        rows: t.rows,
+        dim: t.dim,
+        weight: { path: t.weight.file, offset: t.weight.fileOffset },
+        scale: { path: t.scale.file, offset: t.scale.fileOffset },
+        range: [lo, hi],
+      },
+    ],
     { threads: 3 },
   );
   try {
@@ -165,7 +276,10 @@ test("the overlay's mmap gather: rows byte-exact for owned ids, zeros for the ot
     assert.deepEqual(g.stats(), { batches: 1, rows: ids.length, zeroRows: zeros, threads: 3 });
     await g.gather(t.layer, [hi]);
     assert.ok(g.rows().equals(Buffer.alloc(t.rowBytes)), 'rows() holds the last batch only');
-    await assert.rejects(g.gather(t.layer, [t.rows]), { code: 'E_ROW_RANGE', message: new RegExp(`row id ${t.rows} \\(batch index 0\\) is outside the table`) });
+    await assert.rejects(g.gather(t.layer, [t.rows]), {
+      code: 'E_ROW_RANGE',
+      message: new RegExp(`row id ${t.rows} \\(batch index 0\\) is outside the table`),
+    });
     await assert.rejects(g.gather(7, [0]), { code: 'E_ROW_RANGE' });
     const first = g.gather(t.layer, [lo]);
     await assert.rejects(g.gather(t.layer, [lo]), /one batch at a time/);
@@ -173,11 +287,38 @@ test("the overlay's mmap gather: rows byte-exact for owned ids, zeros for the ot
   } finally {
     await g.close();
   }
-  assert.throws(() => MmapGather.open([{ layer: 1, rows: 10, dim: 256, weight: { path: snap.dir, offset: 0 }, scale: { path: snap.dir, offset: 0 }, range: [0, 10] }], { threads: 1 }), { code: 'E_SHARD_MISSING' });
+  assert.throws(
+    () =>
+      MmapGather.open(
+        [
+          {
+            layer: 1,
+            rows: 10,
+            dim: 256,
+            weight: { path: snap.dir, offset: 0 },
+            scale: { path: snap.dir, offset: 0 },
+            range: [0, 10],
+          },
+        ],
+        { threads: 1 },
+      ),
+    { code: 'E_SHARD_MISSING' },
+  );
   // The table shape is the row store's snapshot table plus a required owned range.
-  const noRange = { layer: 1, rows: 10, dim: 256, weight: { path: snap.dir, offset: 0 }, scale: { path: snap.dir, offset: 0 } };
-  assert.throws(() => MmapGather.open([noRange as unknown as MmapTableSpec], { threads: 1 }), { message: /tables\[0\]\.range is required: \[lo, hi\)/ });
-  assert.throws(() => MmapGather.open([{ ...noRange, weight: { path: snap.dir } } as unknown as MmapTableSpec], { threads: 1 }), { message: /tables\[0\]\.weight\.offset/ });
+  const noRange = {
+    layer: 1,
+    rows: 10,
+    dim: 256,
+    weight: { path: snap.dir, offset: 0 },
+    scale: { path: snap.dir, offset: 0 },
+  };
+  assert.throws(() => MmapGather.open([noRange as unknown as MmapTableSpec], { threads: 1 }), {
+    message: /tables\[0\]\.range is required: \[lo, hi\)/,
+  });
+  assert.throws(
+    () => MmapGather.open([{ ...noRange, weight: { path: snap.dir } } as unknown as MmapTableSpec], { threads: 1 }),
+    { message: /tables\[0\]\.weight\.offset/ },
+  );
 });
 
 test('the naive baseline reads a sparse copy inside its range, resident scales of that range only', async () => {
@@ -194,7 +335,9 @@ test('the naive baseline reads a sparse copy inside its range, resident scales o
     try {
       const ids = [r.start, r.end - 1, r.start + 999];
       const out = await ng.gather(ids);
-      ids.forEach((id, i) => assert.ok(out.subarray(i * 264, (i + 1) * 264).equals(synthRow(14, id, 256)), `id ${id} resident ${resident}`));
+      ids.forEach((id, i) =>
+        assert.ok(out.subarray(i * 264, (i + 1) * 264).equals(synthRow(14, id, 256)), `id ${id} resident ${resident}`),
+      );
     } finally {
       await ng.close();
     }
@@ -204,9 +347,22 @@ test('the naive baseline reads a sparse copy inside its range, resident scales o
 test('a bad --svg path fails before the run (exit 2), not after it', async () => {
   const dir = join(tempDir(), 'pack');
   mkdirSync(dir);
-  writePackDir(dir, { rank: 0, world: 1, layout: 'dense', dim: 256, layers: [{ layer: 1, rows: 100, start: 0, end: 100 }] }, synthRow);
+  writePackDir(
+    dir,
+    { rank: 0, world: 1, layout: 'dense', dim: 256, layers: [{ layer: 1, rows: 100, start: 0, end: 100 }] },
+    synthRow,
+  );
   const t0 = performance.now();
-  const r = await cli(['bench', 'gather', dir, '--seconds', '30', '--svg', join(dir, 'missing', 'chart.svg'), '--json']);
+  const r = await cli([
+    'bench',
+    'gather',
+    dir,
+    '--seconds',
+    '30',
+    '--svg',
+    join(dir, 'missing', 'chart.svg'),
+    '--json',
+  ]);
   assert.equal(r.code, 2);
   assert.match(JSON.parse(r.stderr).error.message, /--svg .*chart\.svg: .*missing is not a directory/);
   assert.ok(performance.now() - t0 < 10_000, 'refused before the 30 s cases ran');

@@ -7,7 +7,9 @@ import { addon, packageRoot } from '../src/native/index.js';
 
 test('the C++ error-code header and the TypeScript table agree', () => {
   const header = readFileSync(join(packageRoot(), 'native/core/base/error_codes.h'), 'utf8');
-  const fromHeader = Object.fromEntries([...header.matchAll(/X\((E_[A-Z0-9_]+), (\d)\)/g)].map((m) => [m[1], Number(m[2])]));
+  const fromHeader = Object.fromEntries(
+    [...header.matchAll(/X\((E_[A-Z0-9_]+), (\d)\)/g)].map((m) => [m[1], Number(m[2])]),
+  );
   assert.ok(Object.keys(fromHeader).length > 10);
   assert.deepEqual(fromHeader, { ...ERROR_CODES });
 });

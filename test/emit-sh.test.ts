@@ -43,8 +43,12 @@ test('the script is written atomically with mode 755 and passes dash -n', async 
 test('every rank gets the same SPARK_ENGRAM_ROWS from the sh script as from the Node wrapper', async () => {
   const floor = await emit(4);
   const front = await emit(4, 'front');
-  const expected = ['1:0:96001542,14:0:96004170', '1:96001542:192003084,14:96004170:192008341',
-    '1:192003084:288004626,14:192008341:288012511', '1:288004626:384006168,14:288012511:384016682'];
+  const expected = [
+    '1:0:96001542,14:0:96004170',
+    '1:96001542:192003084,14:96004170:192008341',
+    '1:192003084:288004626,14:192008341:288012511',
+    '1:288004626:384006168,14:288012511:384016682',
+  ];
   for (let rank = 0; rank < 4; rank++) {
     const ways: [string[], NodeJS.ProcessEnv][] = [
       [['--nnodes', '4'], { NODE_RANK: String(rank) }],
@@ -81,10 +85,16 @@ test('the sh script refuses what the Node wrapper refuses, with the same exit co
     assert.deepEqual(outcome(sh), node, `${argv.join(' ')} ${JSON.stringify(env)}: ${sh.stderr}`);
   }
   const full = viaSh(script, ['--nnodes', '4'], { NODE_RANK: '1', SPARK_ENGRAM_ROWS: '1:0:384006168,14:0:384016682' });
-  assert.match(full.stderr, /^spark wrapper: SPARK_ENGRAM_ROWS='1:0:384006168,14:0:384016682' is not rank 1 of 4's floor range 1:96001542:192003084,14:96004170:192008341; unset it/);
+  assert.match(
+    full.stderr,
+    /^spark wrapper: SPARK_ENGRAM_ROWS='1:0:384006168,14:0:384016682' is not rank 1 of 4's floor range 1:96001542:192003084,14:96004170:192008341; unset it/,
+  );
   const other = viaSh(script, ['--nnodes', '3'], { NODE_RANK: '1' });
   assert.equal(other.code, 2);
-  assert.match(other.stderr, /generated for 4 ranks but the world is 3 \(--nnodes\): regenerate it with spark wrapper --emit-sh --world 3/);
+  assert.match(
+    other.stderr,
+    /generated for 4 ranks but the world is 3 \(--nnodes\): regenerate it with spark wrapper --emit-sh --world 3/,
+  );
   const none = spawnSync(DASH, [script], { encoding: 'utf8' });
   assert.equal(none.status, 2);
   assert.match(none.stderr, /no engine command/);
@@ -96,12 +106,22 @@ test('the script execs the engine in place and logs one line', async () => {
   const engine = recordingEngine();
   const r = spawnSync(DASH, [script, engine.path, '--nnodes', '2', 'a b'], {
     encoding: 'utf8',
-    env: { PATH: process.env.PATH, RECORD: engine.record, EXIT_CODE: '9', NODE_RANK: '1', SPARK_SYSFS: sysfs, NCCL_IB_HCA: 'rocep1s0f0' },
+    env: {
+      PATH: process.env.PATH,
+      RECORD: engine.record,
+      EXIT_CODE: '9',
+      NODE_RANK: '1',
+      SPARK_SYSFS: sysfs,
+      NCCL_IB_HCA: 'rocep1s0f0',
+    },
     input: 'line\n',
   });
   assert.equal(r.status, 9);
   assert.equal(r.stdout, 'engine stdout\n');
-  assert.match(r.stderr, /^spark wrapper: rank 1 of 2 \(NODE_RANK, --nnodes\): SPARK_ENGRAM_ROWS=1:192003084:384006168,14:192008341:384016682 set \(floor split of \/snap\); B12X_ROCE_GID_INDEX=3 set \(rocep1s0f0:1\); exec .*engine\.sh --nnodes 2 a b\nengine stderr\n$/);
+  assert.match(
+    r.stderr,
+    /^spark wrapper: rank 1 of 2 \(NODE_RANK, --nnodes\): SPARK_ENGRAM_ROWS=1:192003084:384006168,14:192008341:384016682 set \(floor split of \/snap\); B12X_ROCE_GID_INDEX=3 set \(rocep1s0f0:1\); exec .*engine\.sh --nnodes 2 a b\nengine stderr\n$/,
+  );
   const rec = readFileSync(engine.record, 'utf8');
   assert.equal(rec.match(/^arg=.*$/gm)!.join('|'), 'arg=--nnodes|arg=2|arg=a b');
   assert.match(rec, /^stdin=line$/m);
@@ -152,6 +172,10 @@ test('an engine that cannot be run is exit 3 from the sh script as from the Node
     const e = { ...env, NODE_RANK: rank };
     const sh = spawnSync(DASH, [script, 'true'], { encoding: 'utf8', env: e });
     assert.equal(sh.status, 2, `sh NODE_RANK=${JSON.stringify(rank)}: ${sh.stderr}`);
-    assert.equal((await viaNode([], { ...e, SPARK_WORLD_SIZE: '2' })).code, 2, `Node NODE_RANK=${JSON.stringify(rank)}`);
+    assert.equal(
+      (await viaNode([], { ...e, SPARK_WORLD_SIZE: '2' })).code,
+      2,
+      `Node NODE_RANK=${JSON.stringify(rank)}`,
+    );
   }
 });

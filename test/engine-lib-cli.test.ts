@@ -20,7 +20,10 @@ test('engine-lib prints the built library of each stack, with its mount target a
     assert.equal(j.machine, process.arch === 'arm64' ? 'aarch64' : 'x86_64');
     assert.equal(j.bytes, statSync(file).size);
     assert.match(String(j.sha256), /^[0-9a-f]{64}$/);
-    assert.equal(j.imagePath, stack === 'overlay' ? '/opt/dsv41-spark/overlay/libengram_rows.so' : '/opt/dsv41/adapter/librow_store.so');
+    assert.equal(
+      j.imagePath,
+      stack === 'overlay' ? '/opt/dsv41-spark/overlay/libengram_rows.so' : '/opt/dsv41/adapter/librow_store.so',
+    );
   }
 });
 
@@ -30,7 +33,7 @@ test('engine-lib --copy writes the same bytes into an existing directory, never 
   assert.equal(r.code, 0, r.stderr);
   assert.equal(r.stdout.trim(), join(dir, 'librow_store.so'));
   assert.ok(readFileSync(join(dir, 'librow_store.so')).equals(readFileSync(LIBRARIES.mia)));
-  const again = await cli(['engine-lib', '--stack', 'mia', '--copy', dir]);  // replaces the copy
+  const again = await cli(['engine-lib', '--stack', 'mia', '--copy', dir]); // replaces the copy
   assert.equal(again.code, 0, again.stderr);
   const real = join(dir, 'real');
   mkdirSync(real);

@@ -9,8 +9,19 @@ const fixtures = await engineFixtures();
 test('librow_store.so: the Mia ABI through ctypes (checkpoint and packed rows, aborts, stats, pool, callers)', () => {
   const r = runCheck('mia_check.py', LIBRARIES.mia, fixtures);
   assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
-  for (const name of ['checkpoint_rows', 'packed_rows', 'aborts', 'count_zero', 'known_stats', 'pool_threads', 'two_callers',
-    'ram_mode', 'open_close_loop', 'stats_line', 'drm_fallback']) {
+  for (const name of [
+    'checkpoint_rows',
+    'packed_rows',
+    'aborts',
+    'count_zero',
+    'known_stats',
+    'pool_threads',
+    'two_callers',
+    'ram_mode',
+    'open_close_loop',
+    'stats_line',
+    'drm_fallback',
+  ]) {
     assert.match(r.stdout, new RegExp(`^ok ${name}$`, 'm'));
   }
 });

@@ -9,8 +9,21 @@ const fixtures = await engineFixtures();
 test('libengram_rows.so: ABI v3 semantics through ctypes (rows, zeros, stats, threads, prefetch, release, callers)', () => {
   const r = runCheck('overlay_check.py', LIBRARIES.overlay, fixtures);
   assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
-  for (const name of ['abi', 'snapshot_rows', 'sparse_rows', 'large_batch', 'count_zero', 'known_stats', 'open_errors',
-    'thread_counts', 'two_callers', 'prefetch_return', 'resident_release', 'open_close_loop', 'stats_line']) {
+  for (const name of [
+    'abi',
+    'snapshot_rows',
+    'sparse_rows',
+    'large_batch',
+    'count_zero',
+    'known_stats',
+    'open_errors',
+    'thread_counts',
+    'two_callers',
+    'prefetch_return',
+    'resident_release',
+    'open_close_loop',
+    'stats_line',
+  ]) {
     assert.match(r.stdout, new RegExp(`^ok ${name}$`, 'm'));
   }
 });

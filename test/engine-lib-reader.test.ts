@@ -15,7 +15,11 @@ import { LIBRARIES } from './helpers/engine-lib.js';
 const THIS_MACHINE = process.arch === 'arm64' ? 'aarch64' : 'x86_64';
 
 test("the overlay library's ABI note is what engram_rows_abi_version() returns through ctypes", () => {
-  const r = spawnSync('python3', ['-c', 'import ctypes, sys; print(ctypes.CDLL(sys.argv[1]).engram_rows_abi_version())', LIBRARIES.overlay], { encoding: 'utf8' });
+  const r = spawnSync(
+    'python3',
+    ['-c', 'import ctypes, sys; print(ctypes.CDLL(sys.argv[1]).engram_rows_abi_version())', LIBRARIES.overlay],
+    { encoding: 'utf8' },
+  );
   assert.equal(r.status, 0, r.stderr);
   const returned = Number(r.stdout.trim());
   assert.equal(returned, 3);
@@ -50,7 +54,7 @@ test('the aarch64 builds (npm run test:arm64) read the same, the note included',
 test('every cut of the file and scribbled bytes give an ElfError or a summary, never another failure', () => {
   const good = readFileSync(LIBRARIES.mia);
   const cuts = [0, 3, 4, 16, 63, 64, 65, 1000, 4096, good.length >> 1, good.length - 64, good.length - 1];
-  for (let n = 0; n < 200; n++) cuts.push(Math.floor(((n * 7919) % 1000) / 1000 * good.length));
+  for (let n = 0; n < 200; n++) cuts.push(Math.floor((((n * 7919) % 1000) / 1000) * good.length));
   for (const n of cuts) {
     try {
       readElf(good.subarray(0, n));

@@ -17,7 +17,12 @@ function valuesOf(env: EnvFile, want: Record<string, string>): Record<string, st
 function refused(src: string, re: RegExp, env: NodeJS.ProcessEnv = {}): void {
   assert.throws(
     () => parseEnvFile(src, 'x.env', env),
-    (e: unknown) => e instanceof SparkError && e.code === 'E_ENV_FILE' && e.exitCode === 2 && re.test(e.message) && !e.message.includes('\n'),
+    (e: unknown) =>
+      e instanceof SparkError &&
+      e.code === 'E_ENV_FILE' &&
+      e.exitCode === 2 &&
+      re.test(e.message) &&
+      !e.message.includes('\n'),
   );
 }
 
@@ -93,14 +98,31 @@ test('env files: nested ${A:-${B:-x}}, the + and ? operators, CR-only line endin
     ['E=${U1:-a\\}b}', 'a}b'],
   ];
   const env = parseEnvFile(lines.map(([line]) => line).join('\n'), '.env', { EMPTY: '' });
-  assert.deepEqual([...env.vars.values()].map((v) => v.value), lines.map(([, value]) => value));
+  assert.deepEqual(
+    [...env.vars.values()].map((v) => v.value),
+    lines.map(([, value]) => value),
+  );
   assert.deepEqual(env.diagnostics, []);
 
   // A file saved with classic Mac line endings: three lines, not one value "1\rB=2\rC=3".
   const cr = parseEnvFile('A=1\rB=2\r# c\rC=$B', 'mac.env', {});
-  assert.deepEqual(cr.entries.map((e) => [e.key, e.value, e.line]), [['A', '1', 1], ['B', '2', 2], ['C', '2', 4]]);
+  assert.deepEqual(
+    cr.entries.map((e) => [e.key, e.value, e.line]),
+    [
+      ['A', '1', 1],
+      ['B', '2', 2],
+      ['C', '2', 4],
+    ],
+  );
   const mixed = parseEnvFile('A=1\r\nB=2\rC=3\n', 'mixed.env', {});
-  assert.deepEqual(mixed.entries.map((e) => [e.key, e.value, e.line]), [['A', '1', 1], ['B', '2', 2], ['C', '3', 3]]);
+  assert.deepEqual(
+    mixed.entries.map((e) => [e.key, e.value, e.line]),
+    [
+      ['A', '1', 1],
+      ['B', '2', 2],
+      ['C', '3', 3],
+    ],
+  );
 });
 
 test('env files: NUL bytes and broken expansions are refused at read time, naming file:line', () => {
@@ -120,7 +142,10 @@ test('a NUL byte in an env file is a preflight error naming the file, not a fail
   assert.equal(r.code, 2, r.stderr);
   const err = JSON.parse(r.stderr).error;
   assert.equal(err.code, 'E_ENV_FILE');
-  assert.equal(err.message, `${file}:2: contains a NUL byte, which no environment variable can hold; is this a text file?`);
+  assert.equal(
+    err.message,
+    `${file}:2: contains a NUL byte, which no environment variable can hold; is this a text file?`,
+  );
 });
 
 test('the mia-tp4 env file parses as it is', async () => {
@@ -129,7 +154,9 @@ test('the mia-tp4 env file parses as it is', async () => {
   // The file configures its start script too: those keys would reach every container for nothing.
   assert.ok(env.diagnostics.every((d) => d.kind === 'compose-only' && d.severity === 'warn'));
   assert.deepEqual(
-    env.diagnostics.map((d) => d.key).filter((k) => ['TP_SIZE', 'NNODES', 'PORT', 'SSH_IDENTITY', 'HEAD_IP', 'IMAGE'].includes(k)),
+    env.diagnostics
+      .map((d) => d.key)
+      .filter((k) => ['TP_SIZE', 'NNODES', 'PORT', 'SSH_IDENTITY', 'HEAD_IP', 'IMAGE'].includes(k)),
     ['HEAD_IP', 'SSH_IDENTITY', 'IMAGE', 'PORT', 'NNODES', 'TP_SIZE'],
   );
   assert.ok(!env.diagnostics.some((d) => /^(NCCL|DSV41|SGLANG|PYTORCH|GLOO)_/.test(d.key)));
@@ -193,7 +220,10 @@ test('argvForExec unwraps shell-quoted JSON and leaves everything else alone', a
   const { recipe } = await readRecipe(EUGR);
   const argv = argvForExec(recipe.args);
   const i = recipe.args.indexOf('--speculative-config');
-  assert.equal(argv[i + 1], '{"method":"dspark","num_speculative_tokens":5,"draft_sample_method":"probabilistic","attention_backend":"B12X_MLA_SPARSE"}');
+  assert.equal(
+    argv[i + 1],
+    '{"method":"dspark","num_speculative_tokens":5,"draft_sample_method":"probabilistic","attention_backend":"B12X_MLA_SPARSE"}',
+  );
   assert.equal(argv.filter((x, j) => x !== recipe.args[j]).length, 3);
-  assert.deepEqual(argvForExec(["--a='{\"k\":1}'", "'not json'", "'{bad'"]), ['--a={"k":1}', "'not json'", "'{bad'"]);
+  assert.deepEqual(argvForExec(['--a=\'{"k":1}\'', "'not json'", "'{bad'"]), ['--a={"k":1}', "'not json'", "'{bad'"]);
 });

@@ -22,7 +22,12 @@ interface Run {
 
 function run(argv: string[], env: NodeJS.ProcessEnv = {}, file = process.execPath, pre: string[] = [binPath]): Run {
   const began = Date.now();
-  const r = spawnSync(file, [...pre, ...argv], { encoding: 'utf8', timeout: 60_000, input: '', env: { ...process.env, ...env } });
+  const r = spawnSync(file, [...pre, ...argv], {
+    encoding: 'utf8',
+    timeout: 60_000,
+    input: '',
+    env: { ...process.env, ...env },
+  });
   assert.equal(r.signal, null, `${argv.join(' ')} hung`);
   return { status: r.status, stdout: r.stdout, stderr: r.stderr, ms: Date.now() - began };
 }
@@ -65,7 +70,9 @@ const CASES: Case[] = [
   },
   {
     name: 'a shard that is a FIFO is exit 2, at once',
-    setup: () => ({ argv: ['inspect', damagedSnapshot((d) => (rmSync(join(d, SHARD)), execFileSync('mkfifo', [join(d, SHARD)])))] }),
+    setup: () => ({
+      argv: ['inspect', damagedSnapshot((d) => (rmSync(join(d, SHARD)), execFileSync('mkfifo', [join(d, SHARD)])))],
+    }),
     exit: 2,
     code: 'E_NOT_A_FILE',
     message: /model-00001-of-00003\.safetensors: is a named pipe \(FIFO\)/,
@@ -76,7 +83,10 @@ const CASES: Case[] = [
       const ro = join(tempDir(), 'ro');
       mkdirSync(ro);
       execFileSync('mount', ['-t', 'tmpfs', '-o', 'ro,size=1m', 'tmpfs', ro]);
-      return { argv: ['pack', snapshot().dir, '--out', join(ro, 'pack'), '--rank', '0', '--world', '2'], cleanup: () => execFileSync('umount', [ro]) };
+      return {
+        argv: ['pack', snapshot().dir, '--out', join(ro, 'pack'), '--rank', '0', '--world', '2'],
+        cleanup: () => execFileSync('umount', [ro]),
+      };
     },
     exit: 3,
     code: 'E_IO',
@@ -89,7 +99,10 @@ const CASES: Case[] = [
       const ro = join(tempDir(), 'ro');
       mkdirSync(ro);
       execFileSync('mount', ['-t', 'tmpfs', '-o', 'ro,size=64k', 'tmpfs', ro]);
-      return { argv: ['pack', snapshot().dir, '--out', ro, '--rank', '0', '--world', '2'], cleanup: () => execFileSync('umount', [ro]) };
+      return {
+        argv: ['pack', snapshot().dir, '--out', ro, '--rank', '0', '--world', '2'],
+        cleanup: () => execFileSync('umount', [ro]),
+      };
     },
     exit: 3,
     code: 'E_IO',
@@ -159,14 +172,42 @@ const CASES: Case[] = [
   },
   {
     name: 'bench gather --variants packed on a snapshot is exit 2 (results are labelled with what was read)',
-    setup: () => ({ argv: ['bench', 'gather', snapshot().dir, '--variants', 'packed', '--seconds', '1', '--threads', '1', '--batch', '24'] }),
+    setup: () => ({
+      argv: [
+        'bench',
+        'gather',
+        snapshot().dir,
+        '--variants',
+        'packed',
+        '--seconds',
+        '1',
+        '--threads',
+        '1',
+        '--batch',
+        '24',
+      ],
+    }),
     exit: 2,
     code: 'E_USAGE',
     message: /^--variants packed cannot be measured on a snapshot: it takes snapshot, snapshot\+scales, overlay$/,
   },
   {
     name: 'a bad --svg path fails before the run, not after it',
-    setup: () => ({ argv: ['bench', 'gather', snapshot().dir, '--seconds', '30', '--threads', '1', '--batch', '24', '--svg', '/nonexistent/dir/gather.svg'] }),
+    setup: () => ({
+      argv: [
+        'bench',
+        'gather',
+        snapshot().dir,
+        '--seconds',
+        '30',
+        '--threads',
+        '1',
+        '--batch',
+        '24',
+        '--svg',
+        '/nonexistent/dir/gather.svg',
+      ],
+    }),
     exit: 2,
     code: 'E_USAGE',
     message: /^--svg \/nonexistent\/dir\/gather\.svg: \/nonexistent\/dir is not a directory$/,
@@ -174,7 +215,21 @@ const CASES: Case[] = [
   },
   {
     name: '--svg naming a directory fails before the run',
-    setup: () => ({ argv: ['bench', 'gather', snapshot().dir, '--seconds', '30', '--threads', '1', '--batch', '24', '--svg', tempDir()] }),
+    setup: () => ({
+      argv: [
+        'bench',
+        'gather',
+        snapshot().dir,
+        '--seconds',
+        '30',
+        '--threads',
+        '1',
+        '--batch',
+        '24',
+        '--svg',
+        tempDir(),
+      ],
+    }),
     exit: 2,
     code: 'E_USAGE',
     message: /^--svg .*: exists and is not a regular file/,
@@ -182,11 +237,17 @@ const CASES: Case[] = [
   {
     name: 'an empty weight_map is blamed on the index, not on config.json',
     setup: () => ({
-      argv: ['inspect', damagedSnapshot((d) => writeFileSync(join(d, 'model.safetensors.index.json'), '{"metadata": {}, "weight_map": {}}'))],
+      argv: [
+        'inspect',
+        damagedSnapshot((d) =>
+          writeFileSync(join(d, 'model.safetensors.index.json'), '{"metadata": {}, "weight_map": {}}'),
+        ),
+      ],
     }),
     exit: 2,
     code: 'E_INDEX_JSON',
-    message: /model\.safetensors\.index\.json: "weight_map" is empty, so the index names no tensors; download the index again$/,
+    message:
+      /model\.safetensors\.index\.json: "weight_map" is empty, so the index names no tensors; download the index again$/,
   },
   {
     name: 'synth into a full disk: exit 3 naming the file it was writing',
@@ -196,7 +257,8 @@ const CASES: Case[] = [
     },
     exit: 3,
     code: 'E_NO_SPACE',
-    message: /\/snap\/model-0000\d-of-00003\.safetensors\.partial: no space left on the device: free space there, or use another disk \(ENOSPC on write\)$/,
+    message:
+      /\/snap\/model-0000\d-of-00003\.safetensors\.partial: no space left on the device: free space there, or use another disk \(ENOSPC on write\)$/,
   },
 ];
 
@@ -231,7 +293,10 @@ test('exit 3 both ways: the --emit-sh script and the Node wrapper with an engine
   for (const engine of ['no-such-engine-xyz', '/nonexistent/bin/python3']) {
     const sh = run([engine, '--port', '1'], env, '/usr/bin/dash', [script]);
     assert.equal(sh.status, 3, sh.stderr);
-    assert.match(sh.stderr, /^spark wrapper: cannot run the engine .*no-such-engine-xyz|^spark wrapper: cannot run the engine \/nonexistent\/bin\/python3/m);
+    assert.match(
+      sh.stderr,
+      /^spark wrapper: cannot run the engine .*no-such-engine-xyz|^spark wrapper: cannot run the engine \/nonexistent\/bin\/python3/m,
+    );
     const node = run(['wrapper', '--', engine, '--port', '1'], env);
     assert.equal(node.status, 3, node.stderr);
     assert.match(node.stderr, /cannot run the engine/);
@@ -252,10 +317,15 @@ test('raw Node errors become one line naming the path, with advice that fits the
   const errno = (code: string, syscall: string, message: string, path?: string) =>
     Object.assign(new Error(`${code}: ${message}, ${syscall}`), { code, syscall, ...(path ? { path } : {}) });
   // A failed write names no file; withPath supplies the one being written.
-  const enospc = toSparkError(withPath(errno('ENOSPC', 'write', 'no space left on device'), '/engram/engram-local.json.tmp'));
+  const enospc = toSparkError(
+    withPath(errno('ENOSPC', 'write', 'no space left on device'), '/engram/engram-local.json.tmp'),
+  );
   assert.equal(enospc.code, 'E_NO_SPACE');
   assert.equal(enospc.exitCode, 3);
-  assert.equal(enospc.message, '/engram/engram-local.json.tmp: no space left on the device: free space there, or use another disk (ENOSPC on write)');
+  assert.equal(
+    enospc.message,
+    '/engram/engram-local.json.tmp: no space left on the device: free space there, or use another disk (ENOSPC on write)',
+  );
   for (const code of ['EROFS', 'EACCES', 'EPERM']) {
     const e = toSparkError(errno(code, 'open', 'x', '/ro/f'));
     assert.equal(e.exitCode, 3);
@@ -265,7 +335,10 @@ test('raw Node errors become one line naming the path, with advice that fits the
   assert.equal(toSparkError(errno('EISDIR', 'read', 'illegal operation on a directory', '/d')).code, 'E_NOT_A_FILE');
   // withPath keeps a path Node did give, and leaves non-errno values alone.
   const given = errno('EIO', 'open', 'i/o error', '/a');
-  assert.equal(toSparkError(withPath(given, '/b')).message, '/a: input/output error: the disk or network file system failed (EIO on open)');
+  assert.equal(
+    toSparkError(withPath(given, '/b')).message,
+    '/a: input/output error: the disk or network file system failed (EIO on open)',
+  );
   assert.equal(withPath('x', '/b'), 'x');
   // "Invalid string length" is a size problem, said so, not a usage error.
   const big = toSparkError(new RangeError('Invalid string length'));
@@ -279,7 +352,10 @@ test('a manifest with rows = 2^60 is reported as out of range, not as "not a who
   assert.equal(run(['pack', snap.dir, '--out', out, '--rank', '0', '--world', '2']).status, 0);
   const path = join(out, 'engram-local.json');
   writeFileSync(path, readFileSync(path, 'utf8').replace(/"rows": \d+/, '"rows": 1152921504606846976'));
-  for (const argv of [['verify', out], ['rows', out, '--layer', '1', '--ids', '0']]) {
+  for (const argv of [
+    ['verify', out],
+    ['rows', out, '--layer', '1', '--ids', '0'],
+  ]) {
     const r = run([...argv, '--json']);
     assert.equal(r.status, argv[0] === 'verify' ? 1 : 2, r.stderr);
     assert.match(r.stderr, /engram-local\.json: spark\.tables\[0\]\.rows is larger than 2\^53 - 1/);

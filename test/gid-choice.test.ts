@@ -36,7 +36,12 @@ function sysfsOf(tree: string): string {
   const devices = Object.fromEntries(
     Object.entries(ports).map(([hca, byPort]) => [
       hca,
-      Object.fromEntries(Object.entries(byPort).map(([port, name]) => [Number(port), TABLE.ports[name] ?? assert.fail(`no port ${name}`)])),
+      Object.fromEntries(
+        Object.entries(byPort).map(([port, name]) => [
+          Number(port),
+          TABLE.ports[name] ?? assert.fail(`no port ${name}`),
+        ]),
+      ),
     ]),
   );
   return buildSysfs(devices);

@@ -22,9 +22,15 @@ test('the typical 4-entry table gives index 3', async () => {
   assert.equal(r.report.hcas[0].entry.address, NODE_IP);
   assert.equal(r.report.hcas[0].entry.type, 'RoCE v2');
   assert.equal(r.report.hcas[0].entry.ndev, 'enp1s0f0np0');
-  assert.deepEqual(r.report.hcas[0].candidates.map((c: { index: number }) => c.index), [0, 1, 2, 3]);
+  assert.deepEqual(
+    r.report.hcas[0].candidates.map((c: { index: number }) => c.index),
+    [0, 1, 2, 3],
+  );
   const text = await cli(['gid', '--hca', 'rocep1s0f0', '--sysfs', sysfs]);
-  assert.equal(text.stdout, `rocep1s0f0 port 1: GID index 3 (${NODE_IP} RoCE v2 enp1s0f0np0)\nGID index 3 on every HCA\n`);
+  assert.equal(
+    text.stdout,
+    `rocep1s0f0 port 1: GID index 3 (${NODE_IP} RoCE v2 enp1s0f0np0)\nGID index 3 on every HCA\n`,
+  );
   const only = await cli(['gid', '--hca', 'rocep1s0f0', '--sysfs', sysfs, '--index-only']);
   assert.equal(only.stdout, '3\n');
 });
@@ -43,7 +49,9 @@ test('an extra IPv6 entry shifts the index to 5', async () => {
 });
 
 test('IPv4 lost (only fe80 entries): exit 1 listing the candidates', async () => {
-  const sysfs = buildSysfs({ rocep1s0f0: { 1: { gids: [[FE80, V1, 'enp1s0f0np0'], [FE80, V2, 'enp1s0f0np0'], [ZERO], [ZERO]] } } });
+  const sysfs = buildSysfs({
+    rocep1s0f0: { 1: { gids: [[FE80, V1, 'enp1s0f0np0'], [FE80, V2, 'enp1s0f0np0'], [ZERO], [ZERO]] } },
+  });
   const r = await gid(['--hca', 'rocep1s0f0', '--sysfs', sysfs]);
   assert.equal(r.code, 1);
   assert.equal(r.report.index, null);
@@ -52,7 +60,10 @@ test('IPv4 lost (only fe80 entries): exit 1 listing the candidates', async () =>
     r.report.problems[0],
     /^rocep1s0f0 port 1: no IPv4 RoCE v2 GID entry; candidates: 0 fe80::e42:a1ff:fe2b:6a30 IB\/RoCE v1 enp1s0f0np0 \(link-local \(fe80::\/64\)\); 1 fe80::e42:a1ff:fe2b:6a30 RoCE v2 enp1s0f0np0 \(link-local/,
   );
-  assert.match(r.stderr, /^\{"error":\{"code":"E_CHECK_FAILED","message":"rocep1s0f0 port 1: no IPv4 RoCE v2 GID entry; candidates: /);
+  assert.match(
+    r.stderr,
+    /^\{"error":\{"code":"E_CHECK_FAILED","message":"rocep1s0f0 port 1: no IPv4 RoCE v2 GID entry; candidates: /,
+  );
   assert.equal(r.stderr.split('\n').length, 2, 'one line');
   const text = await cli(['gid', '--hca', 'rocep1s0f0', '--sysfs', sysfs]);
   assert.match(text.stderr, /^spark gid: rocep1s0f0 port 1: no IPv4 RoCE v2 GID entry; candidates: 0 fe80::/);
@@ -67,9 +78,18 @@ test('two HCAs that disagree: exit 1 naming both indexes', async () => {
   const sysfs = buildSysfs({ rocep1s0f0: { 1: typical(NODE_IP) }, roceP2p1s0f0: { 1: shifted } });
   const r = await gid(['--hca', 'rocep1s0f0,roceP2p1s0f0', '--sysfs', sysfs]);
   assert.equal(r.code, 1);
-  assert.deepEqual(r.report.hcas.map((h: { hca: string; index: number }) => [h.hca, h.index]), [['roceP2p1s0f0', 5], ['rocep1s0f0', 3]]);
+  assert.deepEqual(
+    r.report.hcas.map((h: { hca: string; index: number }) => [h.hca, h.index]),
+    [
+      ['roceP2p1s0f0', 5],
+      ['rocep1s0f0', 3],
+    ],
+  );
   assert.equal(r.report.index, null);
-  assert.match(r.report.problems[0], /^the HCAs disagree \(roceP2p1s0f0:1 -> 5, rocep1s0f0:1 -> 3\); one GID index must be valid on every HCA of the node: no index is usable on all of them; roceP2p1s0f0:1 candidates: .*\| rocep1s0f0:1 candidates: 0 /);
+  assert.match(
+    r.report.problems[0],
+    /^the HCAs disagree \(roceP2p1s0f0:1 -> 5, rocep1s0f0:1 -> 3\); one GID index must be valid on every HCA of the node: no index is usable on all of them; roceP2p1s0f0:1 candidates: .*\| rocep1s0f0:1 candidates: 0 /,
+  );
   // With the same shift on both, they agree again.
   const both = buildSysfs({ a: { 1: shifted }, b: { 1: shifted } });
   assert.equal((await gid(['--hca', 'a,b', '--sysfs', both])).report.index, 5);
@@ -84,7 +104,10 @@ test('disagreeing HCAs with an index usable on both suggest pinning it', async (
   const r = await gid(['--sysfs', sysfs]);
   assert.equal(r.code, 1);
   assert.deepEqual(r.report.commonIndexes, [5]);
-  assert.match(r.report.problems[0], /index 5 is usable on all of them: pin NCCL_IB_GID_INDEX and B12X_ROCE_GID_INDEX to it/);
+  assert.match(
+    r.report.problems[0],
+    /index 5 is usable on all of them: pin NCCL_IB_GID_INDEX and B12X_ROCE_GID_INDEX to it/,
+  );
 });
 
 test('an address range excludes the entry outside it', async () => {
@@ -107,7 +130,10 @@ test('an address range excludes the entry outside it', async () => {
   // NCCL ignores a malformed NCCL_IB_ADDR_RANGE; so do we, with a warning.
   const ignored = await gid(['--sysfs', sysfs], { NCCL_IB_ADDR_RANGE: 'nonsense' });
   assert.equal(ignored.report.index, 3);
-  assert.match(ignored.report.warnings[0], /NCCL_IB_ADDR_RANGE='nonsense' is not a valid AF_INET CIDR; NCCL ignores it/);
+  assert.match(
+    ignored.report.warnings[0],
+    /NCCL_IB_ADDR_RANGE='nonsense' is not a valid AF_INET CIDR; NCCL ignores it/,
+  );
 });
 
 test('RoCE v1 only: exit 1 unless NCCL_IB_ROCE_VERSION_NUM=1', async () => {
@@ -128,7 +154,9 @@ test('NCCL_IB_HCA syntax selects devices and ports (^ exclude, = exact, :port, p
     mlx5_10: { 1: typical(NODE_IP) },
   });
   const ports = async (env: NodeJS.ProcessEnv, args: string[] = []) =>
-    (await gid(['--sysfs', sysfs, ...args], env)).report.hcas.map((h: { hca: string; port: number }) => `${h.hca}:${h.port}`);
+    (await gid(['--sysfs', sysfs, ...args], env)).report.hcas.map(
+      (h: { hca: string; port: number }) => `${h.hca}:${h.port}`,
+    );
   // Without '=', names are prefixes, as in NCCL: mlx5_1 also selects mlx5_10.
   assert.deepEqual(await ports({ NCCL_IB_HCA: 'mlx5_1:1' }), ['mlx5_1:1', 'mlx5_10:1']);
   assert.deepEqual(await ports({ NCCL_IB_HCA: '=mlx5_1:1' }), ['mlx5_1:1']);
@@ -144,7 +172,10 @@ test('NCCL_IB_HCA syntax selects devices and ports (^ exclude, = exact, :port, p
   assert.equal((await gid(['--sysfs', sysfs, '--hca', '=mlx5_1'])).code, 1);
   const missing = await gid(['--sysfs', sysfs, '--hca', 'mlx5_0,rocep9s0']);
   assert.equal(missing.code, 1);
-  assert.match(missing.report.problems[0], /^HCA 'rocep9s0' not found \(present: mlx5_0:1, mlx5_1:1, mlx5_1:2, mlx5_10:1\)$/);
+  assert.match(
+    missing.report.problems[0],
+    /^HCA 'rocep9s0' not found \(present: mlx5_0:1, mlx5_1:1, mlx5_1:2, mlx5_10:1\)$/,
+  );
 });
 
 test('ports that are down or not Ethernet fail; a missing sysfs is an environment error (exit 3)', async () => {
@@ -204,7 +235,11 @@ test('NCCL_IB_HCA parsing and the policy from the environment', () => {
   });
   assert.equal(hcaListMatches(parseHcaList(''), 'x', 1), true);
   assert.equal(hcaListMatches(parseHcaList('mlx5_0:2'), 'mlx5_0', 1), false);
-  const p = gidPolicy({ NCCL_IB_ADDR_FAMILY: 'AF_INET6', NCCL_IB_ROCE_VERSION_NUM: '1', NCCL_IB_ADDR_RANGE: '2001:db8::/32' });
+  const p = gidPolicy({
+    NCCL_IB_ADDR_FAMILY: 'AF_INET6',
+    NCCL_IB_ROCE_VERSION_NUM: '1',
+    NCCL_IB_ADDR_RANGE: '2001:db8::/32',
+  });
   assert.equal(p.family, 'AF_INET6');
   assert.equal(p.roceVersion, 1);
   assert.equal(p.range?.prefix, 32);

@@ -23,7 +23,12 @@ function examples(command: string): string[] {
 function run(line: string, env: NodeJS.ProcessEnv) {
   assert.doesNotMatch(line, /["'$|&;<>]/, 'examples are plain words');
   const argv = line.split(/\s+/).slice(1);
-  return spawnSync(process.execPath, [binPath, ...argv], { encoding: 'utf8', cwd: packageRoot(), env, timeout: 120_000 });
+  return spawnSync(process.execPath, [binPath, ...argv], {
+    encoding: 'utf8',
+    cwd: packageRoot(),
+    env,
+    timeout: 120_000,
+  });
 }
 
 for (const command of ['preflight', 'launch']) {
@@ -44,6 +49,10 @@ for (const command of ['preflight', 'launch']) {
       }
       if (command === 'preflight') assert.match(r.stdout, /preflight recipes\/|"findings"/, what);
     }
-    assert.equal(fake.calls().filter((c) => c.prog === 'docker' && c.argv[0] === 'run').length, 0, 'no example started a container');
+    assert.equal(
+      fake.calls().filter((c) => c.prog === 'docker' && c.argv[0] === 'run').length,
+      0,
+      'no example started a container',
+    );
   });
 }

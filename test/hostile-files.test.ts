@@ -24,65 +24,88 @@ function mkfifo(path: string): string {
 
 /** Runs spark; a run that outlives the bound is killed and fails the test. */
 function spark(argv: string[]): { code: number; error: { code: string; message: string } } {
-  const r = spawnSync(process.execPath, [binPath, ...argv, '--json'], { encoding: 'utf8', timeout: BOUND_MS, input: '' });
+  const r = spawnSync(process.execPath, [binPath, ...argv, '--json'], {
+    encoding: 'utf8',
+    timeout: BOUND_MS,
+    input: '',
+  });
   assert.equal(r.signal, null, `spark ${argv.join(' ')} hung (killed after ${BOUND_MS} ms)`);
   const line = r.stderr.trim().split('\n').at(-1) ?? '';
   return { code: r.status ?? -1, error: (JSON.parse(line) as { error: { code: string; message: string } }).error };
 }
 
-test('snapshot files: a FIFO or directory as config.json, the index or a shard is exit 2 naming it', { timeout: 4 * BOUND_MS }, () => {
-  const cases: [string, (dir: string) => string, string][] = [
-    ['config.json FIFO', (d) => (rmSync(join(d, 'config.json')), mkfifo(join(d, 'config.json'))), 'E_NOT_A_FILE'],
-    ['config.json directory', (d) => (rmSync(join(d, 'config.json')), mkdirSync(join(d, 'config.json')), join(d, 'config.json')), 'E_NOT_A_FILE'],
-    ['index FIFO', (d) => (rmSync(join(d, 'model.safetensors.index.json')), mkfifo(join(d, 'model.safetensors.index.json'))), 'E_NOT_A_FILE'],
-    ['shard FIFO', (d) => (rmSync(join(d, 'model-00001-of-00003.safetensors')), mkfifo(join(d, 'model-00001-of-00003.safetensors'))), 'E_NOT_A_FILE'],
-    [
-      'shard directory',
-      (d) => {
-        const p = join(d, 'model-00002-of-00003.safetensors');
-        rmSync(p);
-        mkdirSync(p);
-        return p;
-      },
-      'E_NOT_A_FILE',
-    ],
-    [
-      '/dev/zero as the index',
-      (d) => {
-        const p = join(d, 'model.safetensors.index.json');
-        rmSync(p);
-        symlinkSync('/dev/zero', p);
-        return p;
-      },
-      'E_NOT_A_FILE',
-    ],
-    [
-      'a 20 MiB config.json',
-      (d) => {
-        const p = join(d, 'config.json');
-        truncateSync(p, 20 << 20);
-        return p;
-      },
-      'E_FILE_TOO_LARGE',
-    ],
-  ];
-  for (const [what, plant, code] of cases) {
-    const snap = makeSnapshot();
-    const path = plant(snap.dir);
-    const began = Date.now();
-    const r = spark(['inspect', snap.dir]);
-    assert.equal(r.code, 2, `${what}: ${r.error.message}`);
-    assert.equal(r.error.code, code, what);
-    assert.ok(r.error.message.includes(path), `${what}: ${r.error.message}`);
-    assert.equal(r.error.message.split('\n').length, 1, what);
-    assert.ok(Date.now() - began < BOUND_MS, what);
-  }
-  // The snapshot argument itself a FIFO.
-  const fifo = mkfifo(join(tempDir(), 'snap'));
-  const r = spark(['inspect', fifo]);
-  assert.equal(r.code, 2, r.error.message);
-  assert.equal(r.error.code, 'E_NOT_A_FILE');
-});
+test(
+  'snapshot files: a FIFO or directory as config.json, the index or a shard is exit 2 naming it',
+  { timeout: 4 * BOUND_MS },
+  () => {
+    const cases: [string, (dir: string) => string, string][] = [
+      ['config.json FIFO', (d) => (rmSync(join(d, 'config.json')), mkfifo(join(d, 'config.json'))), 'E_NOT_A_FILE'],
+      [
+        'config.json directory',
+        (d) => (rmSync(join(d, 'config.json')), mkdirSync(join(d, 'config.json')), join(d, 'config.json')),
+        'E_NOT_A_FILE',
+      ],
+      [
+        'index FIFO',
+        (d) => (rmSync(join(d, 'model.safetensors.index.json')), mkfifo(join(d, 'model.safetensors.index.json'))),
+        'E_NOT_A_FILE',
+      ],
+      [
+        'shard FIFO',
+        (d) => (
+          rmSync(join(d, 'model-00001-of-00003.safetensors')),
+          mkfifo(join(d, 'model-00001-of-00003.safetensors'))
+        ),
+        'E_NOT_A_FILE',
+      ],
+      [
+        'shard directory',
+        (d) => {
+          const p = join(d, 'model-00002-of-00003.safetensors');
+          rmSync(p);
+          mkdirSync(p);
+          return p;
+        },
+        'E_NOT_A_FILE',
+      ],
+      [
+        '/dev/zero as the index',
+        (d) => {
+          const p = join(d, 'model.safetensors.index.json');
+          rmSync(p);
+          symlinkSync('/dev/zero', p);
+          return p;
+        },
+        'E_NOT_A_FILE',
+      ],
+      [
+        'a 20 MiB config.json',
+        (d) => {
+          const p = join(d, 'config.json');
+          truncateSync(p, 20 << 20);
+          return p;
+        },
+        'E_FILE_TOO_LARGE',
+      ],
+    ];
+    for (const [what, plant, code] of cases) {
+      const snap = makeSnapshot();
+      const path = plant(snap.dir);
+      const began = Date.now();
+      const r = spark(['inspect', snap.dir]);
+      assert.equal(r.code, 2, `${what}: ${r.error.message}`);
+      assert.equal(r.error.code, code, what);
+      assert.ok(r.error.message.includes(path), `${what}: ${r.error.message}`);
+      assert.equal(r.error.message.split('\n').length, 1, what);
+      assert.ok(Date.now() - began < BOUND_MS, what);
+    }
+    // The snapshot argument itself a FIFO.
+    const fifo = mkfifo(join(tempDir(), 'snap'));
+    const r = spark(['inspect', fifo]);
+    assert.equal(r.code, 2, r.error.message);
+    assert.equal(r.error.code, 'E_NOT_A_FILE');
+  },
+);
 
 test('recipe, cluster and env files that are FIFOs are exit 2 naming them', { timeout: 4 * BOUND_MS }, async () => {
   const w = await world();
@@ -147,24 +170,52 @@ test('a catastrophic --weight-pattern is refused within its time bound, not a ha
   assert.match(r.error.message, /within 2 s \(catastrophic backtracking/);
   assert.ok(Date.now() - began < MATCH_BUDGET_MS + 8000, `took ${Date.now() - began} ms`);
   // A sane custom pattern still finds the tables, and the same bound applies to engram-ranges.
-  const ok = spawnSync(process.execPath, [binPath, 'inspect', snap.dir, '--json', '--weight-pattern', '^layers\\.(\\d+)\\.engram\\.embed\\.weight$'], { encoding: 'utf8', timeout: BOUND_MS });
+  const ok = spawnSync(
+    process.execPath,
+    [binPath, 'inspect', snap.dir, '--json', '--weight-pattern', '^layers\\.(\\d+)\\.engram\\.embed\\.weight$'],
+    { encoding: 'utf8', timeout: BOUND_MS },
+  );
   assert.equal(ok.status, 0, ok.stderr);
-  assert.deepEqual(JSON.parse(ok.stdout).engram.map((e: { layer: number }) => e.layer), [1, 14]);
-  const ranges = spark(['engram-ranges', snap.dir, '--rank', '0', '--world', '2', '--scale-pattern', evil.replace('X', 'Y')]);
+  assert.deepEqual(
+    JSON.parse(ok.stdout).engram.map((e: { layer: number }) => e.layer),
+    [1, 14],
+  );
+  const ranges = spark([
+    'engram-ranges',
+    snap.dir,
+    '--rank',
+    '0',
+    '--world',
+    '2',
+    '--scale-pattern',
+    evil.replace('X', 'Y'),
+  ]);
   assert.equal(ranges.code, 2, ranges.error.message);
   assert.match(ranges.error.message, /^--scale-pattern '.*' did not finish matching/);
 });
 
-test('verify of a sparse copy whose index or shard is a FIFO fails at once, naming it', { timeout: 4 * BOUND_MS }, () => {
-  const snap = makeSnapshot();
-  for (const victim of ['model.safetensors.index.json', 'model-00002-of-00003.safetensors']) {
-    const dir = tempDir();
-    writeSparseCopy(snap.dir, dir, { flavour: 'spark', ranges: snap.layers.map((l) => floorRange(l.layer, l.rows, 0, 2)), world: 2 });
-    rmSync(join(dir, victim));
-    mkfifo(join(dir, victim));
-    const r = spawnSync(process.execPath, [binPath, 'verify', dir, '--source', snap.dir, '--json'], { encoding: 'utf8', timeout: BOUND_MS, input: '' });
-    assert.equal(r.signal, null, `verify hung on a FIFO ${victim}`);
-    assert.ok(r.status === 1 || r.status === 2, `${victim}: status ${r.status}: ${r.stderr}`);
-    assert.ok((r.stdout + r.stderr).includes(victim), `${victim}: ${r.stdout.slice(0, 400)} ${r.stderr}`);
-  }
-});
+test(
+  'verify of a sparse copy whose index or shard is a FIFO fails at once, naming it',
+  { timeout: 4 * BOUND_MS },
+  () => {
+    const snap = makeSnapshot();
+    for (const victim of ['model.safetensors.index.json', 'model-00002-of-00003.safetensors']) {
+      const dir = tempDir();
+      writeSparseCopy(snap.dir, dir, {
+        flavour: 'spark',
+        ranges: snap.layers.map((l) => floorRange(l.layer, l.rows, 0, 2)),
+        world: 2,
+      });
+      rmSync(join(dir, victim));
+      mkfifo(join(dir, victim));
+      const r = spawnSync(process.execPath, [binPath, 'verify', dir, '--source', snap.dir, '--json'], {
+        encoding: 'utf8',
+        timeout: BOUND_MS,
+        input: '',
+      });
+      assert.equal(r.signal, null, `verify hung on a FIFO ${victim}`);
+      assert.ok(r.status === 1 || r.status === 2, `${victim}: status ${r.status}: ${r.stderr}`);
+      assert.ok((r.stdout + r.stderr).includes(victim), `${victim}: ${r.stdout.slice(0, 400)} ${r.stderr}`);
+    }
+  },
+);

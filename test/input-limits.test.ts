@@ -36,7 +36,10 @@ test('TOML: 150,000 tables (which overflowed the stack) are one line, exit 2, re
   writeFileSync(path, text);
   const r = await cli(['preflight', path]);
   assert.equal(r.code, 2);
-  assert.equal(r.stderr, `spark: ${path}: ${Buffer.byteLength(text)} bytes, more than the 262144 a recipe or cluster file may be; is it the right file?\n`);
+  assert.equal(
+    r.stderr,
+    `spark: ${path}: ${Buffer.byteLength(text)} bytes, more than the 262144 a recipe or cluster file may be; is it the right file?\n`,
+  );
 });
 
 test('TOML: more than 8,192 values under the size limit is refused naming the limit; 8,192 are read', () => {
@@ -50,14 +53,21 @@ test('TOML: more than 8,192 values under the size limit is refused naming the li
   const e = refusal(() => parseRecipe(withArray(TOML_LIMITS.values - baseValues - 1), 'r.toml'));
   assert.equal(e.code, 'E_RECIPE');
   assert.equal(e.exitCode, 2);
-  assert.equal(e.message, 'r.toml: more than 8192 values (keys and array elements), far more than a recipe or cluster file holds; is it the right file?');
+  assert.equal(
+    e.message,
+    'r.toml: more than 8192 values (keys and array elements), far more than a recipe or cluster file holds; is it the right file?',
+  );
 });
 
 /** The values of a TOML document as the limit counts them, through the parser spark uses. */
 function countValues(text: string): number {
   let n = 0;
   const walk = (v: unknown): void => {
-    const children = Array.isArray(v) ? v : v !== null && typeof v === 'object' && !(v instanceof Date) ? Object.values(v) : [];
+    const children = Array.isArray(v)
+      ? v
+      : v !== null && typeof v === 'object' && !(v instanceof Date)
+        ? Object.values(v)
+        : [];
     n += children.length;
     children.forEach(walk);
   };
@@ -72,10 +82,16 @@ test('rows: more ids than a call reads is exit 2 before anything is read (65,536
   const ids = (n: number) => new Array(n).fill('1').join(',');
   const dq = await cli(['rows', snap.dir, '--layer', '1', '--ids', ids(4097), '--dequant']);
   assert.equal(dq.code, 2);
-  assert.equal(dq.stderr, 'spark: --ids: 4097 ids, more than the 4096 one call reads with --dequant (65536 without); ask for them in several calls\n');
+  assert.equal(
+    dq.stderr,
+    'spark: --ids: 4097 ids, more than the 4096 one call reads with --dequant (65536 without); ask for them in several calls\n',
+  );
   const plain = await cli(['rows', snap.dir, '--layer', '1', '--ids', ids(65_537)]);
   assert.equal(plain.code, 2);
-  assert.equal(plain.stderr, 'spark: --ids: 65537 ids, more than the 65536 one call reads; ask for them in several calls\n');
+  assert.equal(
+    plain.stderr,
+    'spark: --ids: 65537 ids, more than the 65536 one call reads; ask for them in several calls\n',
+  );
   const ok = await cli(['rows', snap.dir, '--layer', '1', '--ids', ids(4096), '--dequant', '--json']);
   assert.equal(ok.code, 0, ok.stderr);
   const doc = JSON.parse(ok.stdout) as { rows: { values: number[] }[] };
@@ -115,7 +131,9 @@ test('safetensors: a header of 1,000,000 tensors is refused after the 262,144th,
   assert.equal(r.code, 2);
   assert.match(
     r.stderr,
-    new RegExp(`^spark: ${big}: the header lists more than 262145 entries; spark reads at most 262144 tensors from one file \\(a checkpoint shard lists a few thousand\\) \\(at byte \\d+\\)\\n$`),
+    new RegExp(
+      `^spark: ${big}: the header lists more than 262145 entries; spark reads at most 262144 tensors from one file \\(a checkpoint shard lists a few thousand\\) \\(at byte \\d+\\)\\n$`,
+    ),
   );
   const [atCap] = await readHeaders([write('cap.safetensors', 262_144)]);
   assert.equal(atCap.tensors.length, 262_144);

@@ -13,14 +13,29 @@ interface JsonNode {
 }
 
 async function dryRun(recipe: string, cluster: string, extra: string[] = []): Promise<JsonNode[]> {
-  const r = await cli(['launch', recipe, '--cluster', cluster, '--dry-run', '--json', '--revision', REV, ...extra], { HOME: '/home/op' });
+  const r = await cli(['launch', recipe, '--cluster', cluster, '--dry-run', '--json', '--revision', REV, ...extra], {
+    HOME: '/home/op',
+  });
   assert.equal(r.code, 0, r.stderr);
   return (JSON.parse(r.stdout) as { nodes: JsonNode[] }).nodes;
 }
 
 const e = (pairs: string[]) => pairs.flatMap((p) => ['-e', p]);
 const SNAP41 = `/root/.cache/huggingface/hub/models--deepseek-ai--DeepSeek-V4.1-Flash/snapshots/${REV}`;
-const FLAGS = ['--network', 'host', '--gpus', 'all', '--device', '/dev/infiniband', '--cap-add', 'IPC_LOCK', '--ulimit', 'memlock=-1', '--ulimit', 'stack=67108864'];
+const FLAGS = [
+  '--network',
+  'host',
+  '--gpus',
+  'all',
+  '--device',
+  '/dev/infiniband',
+  '--cap-add',
+  'IPC_LOCK',
+  '--ulimit',
+  'memlock=-1',
+  '--ulimit',
+  'stack=67108864',
+];
 
 const SWITCH_NCCL = [
   'NCCL_NET=IB',
@@ -37,40 +52,68 @@ const SWITCH_NCCL = [
 
 const DSV41_ENGINE_ARGS = [
   '--trust-remote-code',
-  '--served-model-name', 'deepseek-v4.1-flash',
-  '--load-format', 'safetensors',
-  '--ep-size', '4',
-  '--attention-backend', 'dsv4',
-  '--moe-runner-backend', 'flashinfer_mxfp4',
-  '--fp8-gemm-backend', 'flashinfer_cutlass',
-  '--mem-fraction-static', '0.80',
-  '--chunked-prefill-size', '2048',
-  '--context-length', '524288',
-  '--max-running-requests', '16',
-  '--cuda-graph-max-bs-decode', '16',
-  '--random-seed', '0',
+  '--served-model-name',
+  'deepseek-v4.1-flash',
+  '--load-format',
+  'safetensors',
+  '--ep-size',
+  '4',
+  '--attention-backend',
+  'dsv4',
+  '--moe-runner-backend',
+  'flashinfer_mxfp4',
+  '--fp8-gemm-backend',
+  'flashinfer_cutlass',
+  '--mem-fraction-static',
+  '0.80',
+  '--chunked-prefill-size',
+  '2048',
+  '--context-length',
+  '524288',
+  '--max-running-requests',
+  '16',
+  '--cuda-graph-max-bs-decode',
+  '16',
+  '--random-seed',
+  '0',
   '--enable-decoder-swa-bounded-replay',
-  '--speculative-algorithm', 'DSPARK',
-  '--speculative-dspark-block-size', '5',
-  '--tool-call-parser', 'deepseekv41',
-  '--reasoning-parser', 'deepseek-v41',
-  '--watchdog-timeout', '1800',
-  '--min-free-slots-delay', '1',
+  '--speculative-algorithm',
+  'DSPARK',
+  '--speculative-dspark-block-size',
+  '5',
+  '--tool-call-parser',
+  'deepseekv41',
+  '--reasoning-parser',
+  'deepseek-v41',
+  '--watchdog-timeout',
+  '1800',
+  '--min-free-slots-delay',
+  '1',
 ];
 
 const sglangTail = (rank: number) => [
-  '--model-path', SNAP41,
-  '--tp-size', '4',
-  '--nnodes', '4',
-  '--node-rank', String(rank),
-  '--dist-init-addr', '192.168.200.1:25000',
-  '--host', '0.0.0.0',
-  '--port', '30000',
+  '--model-path',
+  SNAP41,
+  '--tp-size',
+  '4',
+  '--nnodes',
+  '4',
+  '--node-rank',
+  String(rank),
+  '--dist-init-addr',
+  '192.168.200.1:25000',
+  '--host',
+  '0.0.0.0',
+  '--port',
+  '30000',
 ];
 
 test('aiden16 on 4node-switch: the exact docker run argv on every node', async () => {
   const nodes = await dryRun(AIDEN16, 'recipes/clusters/4node-switch.toml');
-  assert.deepEqual(nodes.map((n) => n.host), ['spark1', 'spark2', 'spark3', 'spark4']);
+  assert.deepEqual(
+    nodes.map((n) => n.host),
+    ['spark1', 'spark2', 'spark3', 'spark4'],
+  );
   const recipeEnv = [
     `SPARK_ENGRAM_DIR=${SNAP41}`,
     'SPARK_ENGRAM_MODE=hostnode',
@@ -105,14 +148,30 @@ test('aiden16 on 4node-switch: the exact docker run argv on every node', async (
   ];
   for (const n of nodes) {
     const expected = [
-      'docker', 'run', '-d', '--name', `spark-4nodes-switch-r${n.rank}`,
+      'docker',
+      'run',
+      '-d',
+      '--name',
+      `spark-4nodes-switch-r${n.rank}`,
       ...FLAGS,
-      '--shm-size', '32gb',
-      '--mount', 'type=bind,source=/mnt/nas/ai/huggingface,target=/root/.cache/huggingface',
-      '--mount', 'type=bind,source=/home/kilork/aiden4x-launch.sh,target=/aiden4x-launch.sh,readonly',
+      '--shm-size',
+      '32gb',
+      '--mount',
+      'type=bind,source=/mnt/nas/ai/huggingface,target=/root/.cache/huggingface',
+      '--mount',
+      'type=bind,source=/home/kilork/aiden4x-launch.sh,target=/aiden4x-launch.sh,readonly',
       // The launcher's own, last: the rank, the world, and the address this node advertises.
-      ...e([...SWITCH_NCCL, ...recipeEnv, `NODE_RANK=${n.rank}`, 'SPARK_WORLD_SIZE=4', `SGLANG_HOST_IP=192.168.200.${n.rank + 1}`]),
-      '--entrypoint', 'sh', 'aidendle94/sparkrun-sglang-dsv41-gb10:production-1.6', '/aiden4x-launch.sh',
+      ...e([
+        ...SWITCH_NCCL,
+        ...recipeEnv,
+        `NODE_RANK=${n.rank}`,
+        'SPARK_WORLD_SIZE=4',
+        `SGLANG_HOST_IP=192.168.200.${n.rank + 1}`,
+      ]),
+      '--entrypoint',
+      'sh',
+      'aidendle94/sparkrun-sglang-dsv41-gb10:production-1.6',
+      '/aiden4x-launch.sh',
       ...DSV41_ENGINE_ARGS,
       ...sglangTail(n.rank),
     ];
@@ -127,15 +186,26 @@ test('packed recipe on 4node-switch: python entrypoint, the node-local shard mou
   const n = nodes[2]!;
   const head = n.argv.slice(0, n.argv.indexOf('-e'));
   assert.deepEqual(head, [
-    'docker', 'run', '-d', '--name', 'spark-4nodes-switch-r2',
+    'docker',
+    'run',
+    '-d',
+    '--name',
+    'spark-4nodes-switch-r2',
     ...FLAGS,
-    '--shm-size', '32gb',
-    '--mount', 'type=bind,source=/mnt/nas/ai/huggingface,target=/root/.cache/huggingface',
-    '--mount', 'type=bind,source=/var/lib/spark/engram,target=/engram,readonly',
+    '--shm-size',
+    '32gb',
+    '--mount',
+    'type=bind,source=/mnt/nas/ai/huggingface,target=/root/.cache/huggingface',
+    '--mount',
+    'type=bind,source=/var/lib/spark/engram,target=/engram,readonly',
   ]);
   const image = n.argv.indexOf('aidendle94/sparkrun-sglang-dsv41-gb10:production-1.6');
   assert.deepEqual(n.argv.slice(image - 2), [
-    '--entrypoint', 'python3', 'aidendle94/sparkrun-sglang-dsv41-gb10:production-1.6', '-m', 'sglang.launch_server',
+    '--entrypoint',
+    'python3',
+    'aidendle94/sparkrun-sglang-dsv41-gb10:production-1.6',
+    '-m',
+    'sglang.launch_server',
     ...DSV41_ENGINE_ARGS,
     ...sglangTail(2),
   ]);
@@ -149,28 +219,46 @@ test('packed recipe on 4node-switch: python entrypoint, the node-local shard mou
 });
 
 const EUGR_ARGS = [
-  '--kv-cache-dtype', 'fp8',
-  '--block-size', '256',
-  '--load-format', 'instanttensor',
-  '--max-model-len', '1048576',
-  '--max-num-seqs', '6',
-  '--max-num-batched-tokens', '2048',
-  '--max-cudagraph-capture-size', '36',
-  '--gpu-memory-utilization', '0.78',
-  '--served-model-name', 'deepseek-v4-flash',
-  '--attention-backend', 'B12X_MLA_SPARSE',
-  '--moe-backend', 'b12x',
-  '--linear-backend', 'b12x',
+  '--kv-cache-dtype',
+  'fp8',
+  '--block-size',
+  '256',
+  '--load-format',
+  'instanttensor',
+  '--max-model-len',
+  '1048576',
+  '--max-num-seqs',
+  '6',
+  '--max-num-batched-tokens',
+  '2048',
+  '--max-cudagraph-capture-size',
+  '36',
+  '--gpu-memory-utilization',
+  '0.78',
+  '--served-model-name',
+  'deepseek-v4-flash',
+  '--attention-backend',
+  'B12X_MLA_SPARSE',
+  '--moe-backend',
+  'b12x',
+  '--linear-backend',
+  'b12x',
   '--enable-prefix-caching',
-  '--compilation-config', '{"cudagraph_mode":"FULL_AND_PIECEWISE","custom_ops":["all"]}',
+  '--compilation-config',
+  '{"cudagraph_mode":"FULL_AND_PIECEWISE","custom_ops":["all"]}',
   '--speculative-config',
   '{"method":"dspark","num_speculative_tokens":5,"draft_sample_method":"probabilistic","attention_backend":"B12X_MLA_SPARSE"}',
-  '--tokenizer-mode', 'deepseek_v4',
-  '--tool-call-parser', 'deepseek_v4',
-  '--reasoning-parser', 'deepseek_v4',
-  '--reasoning-config', '{"reasoning_parser":"deepseek_v4","reasoning_start_str":"","reasoning_end_str":""}',
+  '--tokenizer-mode',
+  'deepseek_v4',
+  '--tool-call-parser',
+  'deepseek_v4',
+  '--reasoning-parser',
+  'deepseek_v4',
+  '--reasoning-config',
+  '{"reasoning_parser":"deepseek_v4","reasoning_start_str":"","reasoning_end_str":""}',
   '--enable-auto-tool-choice',
-  '--generation-config', 'vllm',
+  '--generation-config',
+  'vllm',
   '--default-chat-template-kwargs.thinking=true',
   '--default-chat-template-kwargs.reasoning_effort=high',
   '--disable-custom-all-reduce',
@@ -183,44 +271,80 @@ test('eugr on 2node-pair: vllm serve <snapshot>, mp multi-node flags, --headless
   for (const n of nodes) {
     const envStart = n.argv.indexOf('-e');
     assert.deepEqual(n.argv.slice(0, envStart), [
-      'docker', 'run', '-d', '--name', `spark-2nodes-pair-r${n.rank}`,
+      'docker',
+      'run',
+      '-d',
+      '--name',
+      `spark-2nodes-pair-r${n.rank}`,
       ...FLAGS,
-      '--shm-size', '32gb',
-      '--mount', 'type=bind,source=/home/spark/.cache/huggingface,target=/root/.cache/huggingface',
+      '--shm-size',
+      '32gb',
+      '--mount',
+      'type=bind,source=/home/spark/.cache/huggingface,target=/root/.cache/huggingface',
       // Writable cache: -v, so docker creates it on a node that has none yet; ~ is the home.
-      '-v', '/home/op/.cache/vllm-ds4-eugr:/root/.cache/vllm',
+      '-v',
+      '/home/op/.cache/vllm-ds4-eugr:/root/.cache/vllm',
     ]);
     const entry = n.argv.indexOf('--entrypoint');
     assert.deepEqual(n.argv.slice(entry), [
-      '--entrypoint', 'vllm', 'eugr/spark-vllm-b12x:sm121', 'serve', snap,
+      '--entrypoint',
+      'vllm',
+      'eugr/spark-vllm-b12x:sm121',
+      'serve',
+      snap,
       ...EUGR_ARGS,
-      '--tensor-parallel-size', '2',
-      '--pipeline-parallel-size', '1',
-      '--distributed-executor-backend', 'mp',
-      '--nnodes', '2',
-      '--node-rank', String(n.rank),
-      '--master-addr', '192.168.100.1',
-      '--master-port', '25000',
+      '--tensor-parallel-size',
+      '2',
+      '--pipeline-parallel-size',
+      '1',
+      '--distributed-executor-backend',
+      'mp',
+      '--nnodes',
+      '2',
+      '--node-rank',
+      String(n.rank),
+      '--master-addr',
+      '192.168.100.1',
+      '--master-port',
+      '25000',
       ...(n.rank === 0 ? [] : ['--headless']),
-      '--host', '0.0.0.0',
-      '--port', '8000',
+      '--host',
+      '0.0.0.0',
+      '--port',
+      '8000',
     ]);
     const env = n.argv.slice(envStart, entry);
     assert.equal(env.length % 2, 0);
     assert.ok(env.every((a, i) => (i % 2 === 0 ? a === '-e' : /^[A-Z_][A-Z0-9_]*=/.test(a))));
-    assert.deepEqual(env.slice(-6), ['-e', `NODE_RANK=${n.rank}`, '-e', 'SPARK_WORLD_SIZE=2', '-e', `VLLM_HOST_IP=192.168.100.${n.rank + 1}`]);
+    assert.deepEqual(env.slice(-6), [
+      '-e',
+      `NODE_RANK=${n.rank}`,
+      '-e',
+      'SPARK_WORLD_SIZE=2',
+      '-e',
+      `VLLM_HOST_IP=192.168.100.${n.rank + 1}`,
+    ]);
     assert.ok(env.includes('PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True'));
     assert.ok(env.includes('NCCL_IB_HCA=rocep1s0f1,roceP2p1s0f1'));
   }
 });
 
 test('the human dry run prints one pasteable docker command per node', async () => {
-  const r = await cli(['launch', EUGR, '--cluster', 'recipes/clusters/2node-pair.toml', '--dry-run', '--revision', REV], { HOME: '/home/op' });
+  const r = await cli(
+    ['launch', EUGR, '--cluster', 'recipes/clusters/2node-pair.toml', '--dry-run', '--revision', REV],
+    { HOME: '/home/op' },
+  );
   assert.equal(r.code, 0, r.stderr);
-  assert.match(r.stdout, /^# node 0: run on spark1 \(192\.168\.100\.1\), head\ndocker run -d --name spark-2nodes-pair-r0 \\$/m);
+  assert.match(
+    r.stdout,
+    /^# node 0: run on spark1 \(192\.168\.100\.1\), head\ndocker run -d --name spark-2nodes-pair-r0 \\$/m,
+  );
   assert.match(r.stdout, /^# node 1: run on spark2 \(192\.168\.100\.2\)\n/m);
   assert.match(r.stdout, /^# rendezvous 192\.168\.100\.1:25000; health http:\/\/spark1:8000\/health$/m);
-  assert.match(r.stdout, /^ {2}--compilation-config '\{"cudagraph_mode":"FULL_AND_PIECEWISE","custom_ops":\["all"\]\}' \\$/m);
+  assert.match(
+    r.stdout,
+    /^ {2}--compilation-config '\{"cudagraph_mode":"FULL_AND_PIECEWISE","custom_ops":\["all"\]\}' \\$/m,
+  );
   assert.match(r.stdout, /^ {2}--headless \\$/m);
   assert.match(r.stdout, /# note: ~ in host paths is shown as this machine's home \(\/home\/op\)/);
 });
@@ -233,10 +357,22 @@ test('--cpu-only: the same command without the GPU and RDMA flags, and a note sa
   for (const [i, node] of cpu.entries()) {
     const start = full[i]!.argv.indexOf('--network');
     assert.deepEqual(full[i]!.argv.slice(start, start + FLAGS.length), FLAGS);
-    const expected = [...full[i]!.argv.slice(0, start), '--network', 'host', '--ulimit', 'stack=67108864', ...full[i]!.argv.slice(start + FLAGS.length)];
+    const expected = [
+      ...full[i]!.argv.slice(0, start),
+      '--network',
+      'host',
+      '--ulimit',
+      'stack=67108864',
+      ...full[i]!.argv.slice(start + FLAGS.length),
+    ];
     assert.deepEqual(node.argv, expected);
     for (const flag of ['--gpus', '--device', '--cap-add', 'memlock=-1']) assert.ok(!node.argv.includes(flag), flag);
   }
-  const r = await cli(['launch', AIDEN16, '--cluster', cluster, '--dry-run', '--revision', REV, '--cpu-only'], { HOME: '/home/op' });
-  assert.ok(r.stdout.includes(`# note: --cpu-only: the containers get no GPU and no RDMA device (${gone.join(' ')} left out)`), r.stdout);
+  const r = await cli(['launch', AIDEN16, '--cluster', cluster, '--dry-run', '--revision', REV, '--cpu-only'], {
+    HOME: '/home/op',
+  });
+  assert.ok(
+    r.stdout.includes(`# note: --cpu-only: the containers get no GPU and no RDMA device (${gone.join(' ')} left out)`),
+    r.stdout,
+  );
 });

@@ -12,7 +12,10 @@ test("dockerError: the daemon's error line, without docker run's --help hint", (
     "Run 'docker run --help' for more information",
   ];
   assert.equal(dockerError(tail), tail[0]);
-  assert.equal(dockerError(['Unable to find image', 'docker: Error response from daemon: pull access denied']), 'docker: Error response from daemon: pull access denied');
+  assert.equal(
+    dockerError(['Unable to find image', 'docker: Error response from daemon: pull access denied']),
+    'docker: Error response from daemon: pull access denied',
+  );
   assert.equal(dockerError([]), '');
 });
 

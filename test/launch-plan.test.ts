@@ -8,7 +8,14 @@ import { AIDEN16, EUGR, PACKED, REV, hfCacheWith, writeCluster, writeRecipe } fr
 import { argvForExec, parseRecipe } from '../src/recipes/index.js';
 
 interface PlanDoc {
-  nodes: { rank: number; host: string; argv: string[]; env: Record<string, string>; container: string; head: boolean }[];
+  nodes: {
+    rank: number;
+    host: string;
+    argv: string[];
+    env: Record<string, string>;
+    container: string;
+    head: boolean;
+  }[];
   model: { id: string; path: string; revision?: string; from?: string };
   healthUrl: string;
   notes: string[];
@@ -82,7 +89,10 @@ test('aiden16 on a 4-node cluster: per-node rank, rendezvous, snapshot, args in 
     assert.ok(n.argv.includes(`type=bind,source=${cache},target=/root/.cache/huggingface`));
   }
   assert.equal(doc.healthUrl, 'http://spark1:30000/health');
-  assert.ok(doc.notes.includes('NCCL_SOCKET_IFNAME: recipe [env] "enp1s0f0np0" wins over cluster [nccl] "eth9"'), doc.notes.join('\n'));
+  assert.ok(
+    doc.notes.includes('NCCL_SOCKET_IFNAME: recipe [env] "enp1s0f0np0" wins over cluster [nccl] "eth9"'),
+    doc.notes.join('\n'),
+  );
   assert.ok(doc.notes.some((n) => n.startsWith('NCCL_CROSS_NIC: recipe [env] "1" wins')));
 });
 
@@ -92,7 +102,10 @@ test('refs/main gives the revision when nothing pins one (packed recipe: SPARK_E
   const doc = await plan([PACKED, '--cluster', writeCluster({ ...FOUR, hfCache: cache })]);
   assert.equal(doc.model.revision, rev);
   assert.equal(doc.model.from, 'refs/main');
-  assert.equal(valueAfter(doc.nodes[3]!.argv, '--model-path'), `/root/.cache/huggingface/hub/models--deepseek-ai--DeepSeek-V4.1-Flash/snapshots/${rev}`);
+  assert.equal(
+    valueAfter(doc.nodes[3]!.argv, '--model-path'),
+    `/root/.cache/huggingface/hub/models--deepseek-ai--DeepSeek-V4.1-Flash/snapshots/${rev}`,
+  );
 });
 
 test('a pinned revision wins over refs/main; a ref name is read from refs/', async () => {
@@ -103,7 +116,10 @@ test('a pinned revision wins over refs/main; a ref name is read from refs/', asy
   assert.equal(byFlag.model.revision, other);
   assert.equal(byFlag.model.from, '--revision');
   // SPARK_ENGRAM_DIR names dba1be0a…: reading rows from another revision than the weights is flagged.
-  assert.ok(byFlag.notes.some((n) => n.includes(`SPARK_ENGRAM_DIR reads Engram rows from revision ${REV}`)), byFlag.notes.join('\n'));
+  assert.ok(
+    byFlag.notes.some((n) => n.includes(`SPARK_ENGRAM_DIR reads Engram rows from revision ${REV}`)),
+    byFlag.notes.join('\n'),
+  );
   const byRef = await plan([AIDEN16, '--cluster', cluster, '--revision', 'stable']);
   assert.equal(byRef.model.revision, other);
   assert.equal(byRef.model.from, 'refs/stable');
@@ -123,10 +139,18 @@ test('a dry run off the cluster shows the model id where refs/main is unreadable
   assert.deepEqual(doc.model, { id: 'deepseek-ai/DeepSeek-V4.1-Flash', path: 'deepseek-ai/DeepSeek-V4.1-Flash' });
   for (const n of doc.nodes) assert.equal(valueAfter(n.argv, '--model-path'), 'deepseek-ai/DeepSeek-V4.1-Flash');
   assert.ok(
-    doc.notes.some((n) => n.startsWith('/nonexistent/hf/hub/models--deepseek-ai--DeepSeek-V4.1-Flash/refs/main is not readable on this machine') && n.includes('--revision')),
+    doc.notes.some(
+      (n) =>
+        n.startsWith(
+          '/nonexistent/hf/hub/models--deepseek-ai--DeepSeek-V4.1-Flash/refs/main is not readable on this machine',
+        ) && n.includes('--revision'),
+    ),
     doc.notes.join('\n'),
   );
-  const bad = writeCluster({ ...FOUR, hfCache: hfCacheWith('deepseek-ai/DeepSeek-V4.1-Flash', REV, { main: 'not-a-hash' }) });
+  const bad = writeCluster({
+    ...FOUR,
+    hfCache: hfCacheWith('deepseek-ai/DeepSeek-V4.1-Flash', REV, { main: 'not-a-hash' }),
+  });
   const r2 = await cli(['launch', PACKED, '--cluster', bad, '--dry-run', '--json']);
   assert.equal(r2.code, 2);
   assert.equal((JSON.parse(r2.stderr) as { error: { code: string } }).error.code, 'E_SNAPSHOT');
@@ -135,11 +159,42 @@ test('a dry run off the cluster shows the model id where refs/main is unreadable
 test('cluster and recipe shapes the launcher refuses (exit 2), before touching any node', async () => {
   const cache = hfCacheWith('deepseek-ai/DeepSeek-V4-Flash-0731', REV);
   const cases: [string[], RegExp][] = [
-    [[EUGR, '--cluster', writeCluster({ name: 'one', hosts: ['a'], fabric: ['10.0.0.1'], hfCache: cache })], /the recipe needs 2 nodes and cluster one \(.*one\.toml\) has 1; use a cluster file with enough nodes/],
-    [[EUGR, '--cluster', writeCluster({ name: 'h1', hosts: ['a', 'b'], fabric: ['10.0.0.1', '10.0.0.2'], hfCache: cache, head: 1 })], /head = 1, but SGLang and vLLM host the rendezvous .* on rank 0/],
-    [[writeRecipe(readFileSync(EUGR, 'utf8').replace('distributed_backend = "mp"', 'distributed_backend = "ray"')), '--cluster', writeCluster({ name: 'p2', hosts: ['a', 'b'], fabric: ['10.0.0.1', '10.0.0.2'], hfCache: cache })], /distributed_backend = "ray" is not supported/],
-    [[writeRecipe(readFileSync(EUGR, 'utf8').replace('host = "~/.cache/vllm-ds4-eugr"', 'host = "cache/vllm"')), '--cluster', writeCluster({ name: 'p3', hosts: ['a', 'b'], fabric: ['10.0.0.1', '10.0.0.2'], hfCache: cache })], /extra_mounts\[0\]\.host "cache\/vllm" is relative/],
-    [[writeRecipe(readFileSync(EUGR, 'utf8').replace('tensor_parallel_size = 2', 'tensor_parallel_size = 4')), '--cluster', writeCluster({ name: 'p4', hosts: ['a', 'b'], fabric: ['10.0.0.1', '10.0.0.2'], hfCache: cache })], /tensor_parallel_size 4 × pipeline_parallel_size 1 = 4 ranks, but required_nodes = 2/],
+    [
+      [EUGR, '--cluster', writeCluster({ name: 'one', hosts: ['a'], fabric: ['10.0.0.1'], hfCache: cache })],
+      /the recipe needs 2 nodes and cluster one \(.*one\.toml\) has 1; use a cluster file with enough nodes/,
+    ],
+    [
+      [
+        EUGR,
+        '--cluster',
+        writeCluster({ name: 'h1', hosts: ['a', 'b'], fabric: ['10.0.0.1', '10.0.0.2'], hfCache: cache, head: 1 }),
+      ],
+      /head = 1, but SGLang and vLLM host the rendezvous .* on rank 0/,
+    ],
+    [
+      [
+        writeRecipe(readFileSync(EUGR, 'utf8').replace('distributed_backend = "mp"', 'distributed_backend = "ray"')),
+        '--cluster',
+        writeCluster({ name: 'p2', hosts: ['a', 'b'], fabric: ['10.0.0.1', '10.0.0.2'], hfCache: cache }),
+      ],
+      /distributed_backend = "ray" is not supported/,
+    ],
+    [
+      [
+        writeRecipe(readFileSync(EUGR, 'utf8').replace('host = "~/.cache/vllm-ds4-eugr"', 'host = "cache/vllm"')),
+        '--cluster',
+        writeCluster({ name: 'p3', hosts: ['a', 'b'], fabric: ['10.0.0.1', '10.0.0.2'], hfCache: cache }),
+      ],
+      /extra_mounts\[0\]\.host "cache\/vllm" is relative/,
+    ],
+    [
+      [
+        writeRecipe(readFileSync(EUGR, 'utf8').replace('tensor_parallel_size = 2', 'tensor_parallel_size = 4')),
+        '--cluster',
+        writeCluster({ name: 'p4', hosts: ['a', 'b'], fabric: ['10.0.0.1', '10.0.0.2'], hfCache: cache }),
+      ],
+      /tensor_parallel_size 4 × pipeline_parallel_size 1 = 4 ranks, but required_nodes = 2/,
+    ],
   ];
   for (const [argv, message] of cases) {
     const r = await cli(['launch', ...argv, '--dry-run']);
@@ -150,27 +205,46 @@ test('cluster and recipe shapes the launcher refuses (exit 2), before touching a
   const noCache = writeRecipe('x');
   assert.equal((await cli(['launch', noCache, '--cluster', 'recipes/clusters/2node-pair.toml', '--dry-run'])).code, 2);
   assert.equal((await cli(['launch', EUGR, '--dry-run'])).code, 2, 'no --cluster');
-  assert.equal((await cli(['launch', '--cluster', 'recipes/clusters/2node-pair.toml', '--dry-run'])).code, 2, 'no recipe');
+  assert.equal(
+    (await cli(['launch', '--cluster', 'recipes/clusters/2node-pair.toml', '--dry-run'])).code,
+    2,
+    'no recipe',
+  );
 });
 
 test('launcher flags a recipe already sets: same value not repeated, a different one noted and overridden', async () => {
   const cache = hfCacheWith('deepseek-ai/DeepSeek-V4-Flash-0731', REV);
   const cluster = writeCluster({ name: 'p5', hosts: ['a', 'b'], fabric: ['10.0.0.1', '10.0.0.2'], hfCache: cache });
-  const text = readFileSync(EUGR, 'utf8').replace('"--trust-remote-code",\n]', '"--trust-remote-code", "--port", "9000", "--tensor-parallel-size", "2",\n]');
+  const text = readFileSync(EUGR, 'utf8').replace(
+    '"--trust-remote-code",\n]',
+    '"--trust-remote-code", "--port", "9000", "--tensor-parallel-size", "2",\n]',
+  );
   const doc = await plan([writeRecipe(text), '--cluster', cluster]);
   const argv = doc.nodes[0]!.argv;
   assert.equal(argv.filter((a) => a === '--tensor-parallel-size').length, 1, 'same value: not appended again');
   assert.equal(argv.filter((a) => a === '--port').length, 1, "the recipe's --port (no port key) is the serving port");
   assert.equal(valueAfter(argv, '--port'), '9000');
   assert.equal(doc.healthUrl, 'http://a:9000/health');
-  const withKey = await plan([writeRecipe(text.replace('required_nodes = 2', 'required_nodes = 2\nport = 8100')), '--cluster', cluster]);
+  const withKey = await plan([
+    writeRecipe(text.replace('required_nodes = 2', 'required_nodes = 2\nport = 8100')),
+    '--cluster',
+    cluster,
+  ]);
   assert.deepEqual(withKey.nodes[1]!.argv.slice(-2), ['--port', '8100']);
-  assert.ok(withKey.notes.includes("recipe args set --port 9000; the launcher's --port 8100 comes last and wins"), withKey.notes.join('\n'));
+  assert.ok(
+    withKey.notes.includes("recipe args set --port 9000; the launcher's --port 8100 comes last and wins"),
+    withKey.notes.join('\n'),
+  );
 });
 
 test('mount paths: ~ is the home, commas are CSV-quoted for --mount, user@ is dropped from the health URL', async () => {
   const cache = hfCacheWith('deepseek-ai/DeepSeek-V4-Flash-0731', REV);
-  const cluster = writeCluster({ name: 'p6', hosts: ['ops@10.1.1.1', 'b'], fabric: ['10.0.0.1', '10.0.0.2'], hfCache: cache });
+  const cluster = writeCluster({
+    name: 'p6',
+    hosts: ['ops@10.1.1.1', 'b'],
+    fabric: ['10.0.0.1', '10.0.0.2'],
+    hfCache: cache,
+  });
   const text = readFileSync(EUGR, 'utf8').replace(
     '[env]',
     '[[extra_mounts]]\nhost = "/srv/a,b \\"c\\""\ncontainer = "/data"\nread_only = true\n\n[env]',

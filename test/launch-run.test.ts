@@ -18,7 +18,12 @@ interface LaunchDoc {
 
 const HOSTS4 = ['n1', 'n2', 'n3', 'n4'];
 const cluster4 = () =>
-  writeCluster({ name: 'fake4', hosts: HOSTS4, fabric: ['192.168.200.11', '192.168.200.12', '192.168.200.13', '192.168.200.14'], hfCache: '/nonexistent/hf' });
+  writeCluster({
+    name: 'fake4',
+    hosts: HOSTS4,
+    fabric: ['192.168.200.11', '192.168.200.12', '192.168.200.13', '192.168.200.14'],
+    hfCache: '/nonexistent/hf',
+  });
 const FAST = ['--revision', REV, '--interval', '0.05', '--timeout', '20'];
 // The fake nodes hold none of the recipes' files, so preflight (which now asks every node)
 // finds errors on them; the tests below are about what happens after it, hence --force.
@@ -26,14 +31,18 @@ const FAST = ['--revision', REV, '--interval', '0.05', '--timeout', '20'];
 const FORCED = [...FAST, '--force'];
 
 const runs = (calls: FakeCall[]) => calls.filter((c) => c.prog === 'docker' && c.argv[0] === 'run');
-const byHost = (calls: FakeCall[], sub: string) => new Map(calls.filter((c) => c.prog === 'docker' && c.argv[0] === sub).map((c) => [c.host, c]));
+const byHost = (calls: FakeCall[], sub: string) =>
+  new Map(calls.filter((c) => c.prog === 'docker' && c.argv[0] === sub).map((c) => [c.host, c]));
 
 test('a healthy launch: docker on every node receives the plan argv byte for byte', async () => {
   const fake = fakeNodes();
   // Healthy only once every node's log stream is up, as on a real boot (minutes, not ms).
   const health = await healthServer(2, () => fake.calls().filter((c) => c.argv[0] === 'logs').length === 4);
   try {
-    const r = await cli(['launch', AIDEN16, '--cluster', cluster4(), '--json', '--health-url', health.url, ...FORCED], fake.env());
+    const r = await cli(
+      ['launch', AIDEN16, '--cluster', cluster4(), '--json', '--health-url', health.url, ...FORCED],
+      fake.env(),
+    );
     assert.equal(r.code, 0, r.stderr);
     const doc = JSON.parse(r.stdout) as LaunchDoc;
     assert.equal(doc.healthy, true);
@@ -55,9 +64,23 @@ test('a healthy launch: docker on every node receives the plan argv byte for byt
     for (const c of sshCalls) assert.deepEqual(c.argv.slice(0, 4), ['-o', 'BatchMode=yes', '-o', 'ConnectTimeout=15']);
     assert.ok(sshCalls.every((c) => c.argv[5] === '--'));
     const gid = calls.filter((c) => c.prog === 'spark' && c.argv[0] === 'gid');
-    assert.deepEqual(gid[0]!.argv, ['gid', '--index-only', '--hca', 'rocep1s0f0,roceP2p1s0f0', '--addr-range', '192.168.200.0/24', '--family', 'AF_INET', '--roce-version', '2']);
+    assert.deepEqual(gid[0]!.argv, [
+      'gid',
+      '--index-only',
+      '--hca',
+      'rocep1s0f0,roceP2p1s0f0',
+      '--addr-range',
+      '192.168.200.0/24',
+      '--family',
+      'AF_INET',
+      '--roce-version',
+      '2',
+    ]);
     // A stale stopped container is removed before each start; the log followers are gone.
-    assert.deepEqual([...byHost(calls, 'rm').values()].map((c) => c.argv).sort(), HOSTS4.map((_, i) => ['rm', `spark-fake4-r${i}`]));
+    assert.deepEqual(
+      [...byHost(calls, 'rm').values()].map((c) => c.argv).sort(),
+      HOSTS4.map((_, i) => ['rm', `spark-fake4-r${i}`]),
+    );
     const logs = calls.filter((c) => c.prog === 'docker' && c.argv[0] === 'logs');
     assert.equal(logs.length, 4);
     assert.deepEqual(logs.find((c) => c.host === 'n3')!.argv, ['logs', '--follow', 'spark-fake4-r2']);
@@ -75,11 +98,22 @@ test('arguments with quotes, $, backslashes, newlines and JSON arrive byte-exact
   const health = await healthServer(0);
   const tricky = `it's $HOME \`id\` \\ "q" ; rm -rf / #\n\tnext line  `;
   const text = readFileSync(EUGR, 'utf8')
-    .replace('"--trust-remote-code",\n]', `"--trust-remote-code", "--x-note", ${JSON.stringify(tricky)}, "--x-empty", "",\n]`)
+    .replace(
+      '"--trust-remote-code",\n]',
+      `"--trust-remote-code", "--x-note", ${JSON.stringify(tricky)}, "--x-empty", "",\n]`,
+    )
     .replace('HF_HUB_OFFLINE = "1"', `HF_HUB_OFFLINE = "1"\nX_TRICKY = ${JSON.stringify(tricky)}`);
-  const cluster = writeCluster({ name: 'fake2', hosts: ['m1', 'm2'], fabric: ['10.8.0.1', '10.8.0.2'], hfCache: '~/hf' });
+  const cluster = writeCluster({
+    name: 'fake2',
+    hosts: ['m1', 'm2'],
+    fabric: ['10.8.0.1', '10.8.0.2'],
+    hfCache: '~/hf',
+  });
   try {
-    const r = await cli(['launch', writeRecipe(text), '--cluster', cluster, '--json', '--health-url', health.url, ...FORCED], fake.env({}, { HOME: '/home/o p' }));
+    const r = await cli(
+      ['launch', writeRecipe(text), '--cluster', cluster, '--json', '--health-url', health.url, ...FORCED],
+      fake.env({}, { HOME: '/home/o p' }),
+    );
     assert.equal(r.code, 0, r.stderr);
     const doc = JSON.parse(r.stdout) as LaunchDoc;
     const started = byHost(fake.calls(), 'run');
@@ -94,7 +128,10 @@ test('arguments with quotes, $, backslashes, newlines and JSON arrive byte-exact
         draft_sample_method: 'probabilistic',
         attention_backend: 'B12X_MLA_SPARSE',
       });
-      assert.equal(at('--reasoning-config'), '{"reasoning_parser":"deepseek_v4","reasoning_start_str":"","reasoning_end_str":""}');
+      assert.equal(
+        at('--reasoning-config'),
+        '{"reasoning_parser":"deepseek_v4","reasoning_start_str":"","reasoning_end_str":""}',
+      );
       assert.equal(at('--x-note'), tricky);
       assert.equal(at('--x-empty'), '');
       assert.ok(got.includes(`X_TRICKY=${tricky}`));
@@ -107,11 +144,18 @@ test('arguments with quotes, $, backslashes, newlines and JSON arrive byte-exact
   }
 });
 
-async function failing(behavior: Behavior, extra: string[] = [], during?: (fake: ReturnType<typeof fakeNodes>) => Promise<void>) {
+async function failing(
+  behavior: Behavior,
+  extra: string[] = [],
+  during?: (fake: ReturnType<typeof fakeNodes>) => Promise<void>,
+) {
   const fake = fakeNodes();
   const health = await healthServer(-1);
   try {
-    const pending = cli(['launch', AIDEN16, '--cluster', cluster4(), '--health-url', health.url, ...FORCED, ...extra], fake.env(behavior));
+    const pending = cli(
+      ['launch', AIDEN16, '--cluster', cluster4(), '--health-url', health.url, ...FORCED, ...extra],
+      fake.env(behavior),
+    );
     if (during) await during(fake);
     const r: CliRun = await pending;
     return { r, calls: fake.calls() };
@@ -121,7 +165,8 @@ async function failing(behavior: Behavior, extra: string[] = [], during?: (fake:
 }
 
 test('a node whose docker run fails stops the others, says which and why, exit 3', async () => {
-  const mountError = 'docker: Error response from daemon: invalid mount config for type "bind": bind source path does not exist: /home/kilork/aiden4x-launch.sh';
+  const mountError =
+    'docker: Error response from daemon: invalid mount config for type "bind": bind source path does not exist: /home/kilork/aiden4x-launch.sh';
   const { r, calls } = await failing({
     'n3 docker run': { exit: 125, stderr: mountError + '\n' },
     // The other starts are still in flight (pulling a 33 GB image, say) when n3 fails.
@@ -129,7 +174,10 @@ test('a node whose docker run fails stops the others, says which and why, exit 3
   });
   assert.equal(r.code, 3, r.stderr);
   const last = r.stderr.trim().split('\n').at(-1)!;
-  assert.match(last, /^spark: node 2 \(n3\) failed to start: docker run exit 125: docker: Error response from daemon: invalid mount config .*aiden4x-launch\.sh; stopped the containers on nodes 0, 1, 2, 3$/);
+  assert.match(
+    last,
+    /^spark: node 2 \(n3\) failed to start: docker run exit 125: docker: Error response from daemon: invalid mount config .*aiden4x-launch\.sh; stopped the containers on nodes 0, 1, 2, 3$/,
+  );
   for (const c of runs(calls)) assert.equal(alive(c.pid), false, `docker run on ${c.host} still running`);
   assert.deepEqual([...byHost(calls, 'stop').keys()].sort(), HOSTS4);
   assert.equal(calls.filter((c) => c.argv[0] === 'logs').length, 0, 'no log following after a failed start');
@@ -138,23 +186,38 @@ test('a node whose docker run fails stops the others, says which and why, exit 3
 test('containers of an earlier launch still running: refused before anything starts or stops', async () => {
   const { r, calls } = await failing({ 'n3 docker container': { stdout: 'true\n' } });
   assert.equal(r.code, 3);
-  assert.match(r.stderr, /spark: already running: spark-fake4-r2 on node 2 \(n3\); nothing was started; stop them first \(spark launch --stop --cluster \S+fake4\.toml\) or pick other names with --name\n$/);
+  assert.match(
+    r.stderr,
+    /spark: already running: spark-fake4-r2 on node 2 \(n3\); nothing was started; stop them first \(spark launch --stop --cluster \S+fake4\.toml\) or pick other names with --name\n$/,
+  );
   // Preflight only asked about the image; then each node was asked about its container, and nothing else ran.
-  assert.deepEqual(calls.filter((c) => c.prog === 'docker' && c.argv[0] !== 'image').map((c) => c.argv.slice(0, 2).join(' ')), Array(4).fill('container inspect'));
+  assert.deepEqual(
+    calls.filter((c) => c.prog === 'docker' && c.argv[0] !== 'image').map((c) => c.argv.slice(0, 2).join(' ')),
+    Array(4).fill('container inspect'),
+  );
   const noRoute = { 'n4 ssh': { exit: 255, stderr: 'ssh: connect to host n4 port 22: No route to host\n' } };
   const down = await failing(noRoute);
   assert.equal(down.r.code, 3);
   // Preflight names the node first (one error, the others still checked), then the launch stops on it.
-  assert.match(down.r.stderr, /nodes\.reachable: node 3 \(n4\) did not answer: ssh failed: ssh: connect to host n4 port 22: No route to host; its node checks did not run/);
-  assert.match(down.r.stderr, /\nspark: node 3 \(n4\): cannot reach the node over ssh: ssh: connect to host n4 port 22: No route to host; check that `ssh n4` works without a password\n$/);
+  assert.match(
+    down.r.stderr,
+    /nodes\.reachable: node 3 \(n4\) did not answer: ssh failed: ssh: connect to host n4 port 22: No route to host; its node checks did not run/,
+  );
+  assert.match(
+    down.r.stderr,
+    /\nspark: node 3 \(n4\): cannot reach the node over ssh: ssh: connect to host n4 port 22: No route to host; check that `ssh n4` works without a password\n$/,
+  );
   const noGid = await failing(noRoute, ['--no-detect-gid']);
   assert.equal(noGid.r.code, 3);
-  assert.match(noGid.r.stderr, /cannot run docker on 1 node\(s\), nothing was started: node 3 \(n4\): ssh: connect to host n4 port 22: No route to host\n$/);
+  assert.match(
+    noGid.r.stderr,
+    /cannot run docker on 1 node\(s\), nothing was started: node 3 \(n4\): ssh: connect to host n4 port 22: No route to host\n$/,
+  );
   assert.equal(runs([...down.calls, ...noGid.calls]).length, 0);
   assert.equal(noGid.calls.filter((c) => c.prog === 'spark' && c.argv[0] === 'gid').length, 0);
 });
 
-test('killing one node\'s start makes the launch stop the others and exit non-zero', async () => {
+test("killing one node's start makes the launch stop the others and exit non-zero", async () => {
   let victim: FakeCall | undefined;
   const { r, calls } = await failing({ '* docker run': { sleep: true } }, [], async (fake) => {
     // Wait until every node's docker run is in flight, then kill n2's.
@@ -163,7 +226,10 @@ test('killing one node\'s start makes the launch stop the others and exit non-ze
     process.kill(victim.pid, 'SIGKILL');
   });
   assert.equal(r.code, 3, r.stderr);
-  assert.match(r.stderr, /spark: node 1 \(n2\) failed to start: docker run exit 137 \(killed\)(: Killed)?; stopped the containers on nodes 0, 1, 2, 3\n$/);
+  assert.match(
+    r.stderr,
+    /spark: node 1 \(n2\) failed to start: docker run exit 137 \(killed\)(: Killed)?; stopped the containers on nodes 0, 1, 2, 3\n$/,
+  );
   for (const c of runs(calls)) assert.equal(alive(c.pid), false, `docker run on ${c.host} still running`);
   assert.equal(byHost(calls, 'stop').size, 4);
 });
@@ -174,11 +240,19 @@ test('a container that exits before the server is healthy stops the others', asy
     'n2 docker inspect': { stdout: 'exited 137 true\n' },
   });
   assert.equal(r.code, 3, r.stderr);
-  assert.match(r.stderr, /spark: node 1 \(n2\): the container exited with status 137 \(out of memory\) before the server was healthy; last output: loading shards \| RuntimeError: NCCL error: unhandled system error; stopped the containers on nodes 0, 1, 2, 3\n$/);
+  assert.match(
+    r.stderr,
+    /spark: node 1 \(n2\): the container exited with status 137 \(out of memory\) before the server was healthy; last output: loading shards \| RuntimeError: NCCL error: unhandled system error; stopped the containers on nodes 0, 1, 2, 3\n$/,
+  );
   const logs = calls.filter((c) => c.argv[0] === 'logs');
   for (const c of logs) assert.equal(alive(c.pid), false);
   assert.equal(byHost(calls, 'stop').size, 4);
-  assert.deepEqual(byHost(calls, 'inspect').get('n2')!.argv, ['inspect', '--format', '{{.State.Status}} {{.State.ExitCode}} {{.State.OOMKilled}}', 'spark-fake4-r1']);
+  assert.deepEqual(byHost(calls, 'inspect').get('n2')!.argv, [
+    'inspect',
+    '--format',
+    '{{.State.Status}} {{.State.ExitCode}} {{.State.OOMKilled}}',
+    'spark-fake4-r1',
+  ]);
 });
 
 test('no /health within the timeout: exit 3 naming the URL; --keep-on-failure leaves them running', async () => {
@@ -186,7 +260,10 @@ test('no /health within the timeout: exit 3 naming the URL; --keep-on-failure le
   assert.equal(r.code, 3);
   const err = JSON.parse(r.stderr.trim().split('\n').at(-1)!) as { error: { code: string; message: string } };
   assert.equal(err.error.code, 'E_HEALTH_TIMEOUT');
-  assert.match(err.error.message, /health did not answer 200 within 0\.4s \(last: HTTP 503\); stopped the containers on nodes 0, 1, 2, 3; see the logs with: ssh n1 docker logs spark-fake4-r0/);
+  assert.match(
+    err.error.message,
+    /health did not answer 200 within 0\.4s \(last: HTTP 503\); stopped the containers on nodes 0, 1, 2, 3; see the logs with: ssh n1 docker logs spark-fake4-r0/,
+  );
   assert.equal(r.stdout, '');
   assert.equal(byHost(calls, 'stop').size, 4);
   const kept = await failing({}, ['--timeout', '0.3', '--keep-on-failure']);
@@ -198,20 +275,37 @@ test('no /health within the timeout: exit 3 naming the URL; --keep-on-failure le
 test('preflight errors stop the launch before anything starts on a node, unless --force', async () => {
   const fake = fakeNodes();
   // `args` below a table header belongs to that table: preflight reports it as an error.
-  const text = readFileSync(EUGR, 'utf8').replace(/\nargs = \[/, '\n[[extra_mounts]]\nhost = "/tmp"\ncontainer = "/x"\nargs = [');
+  const text = readFileSync(EUGR, 'utf8').replace(
+    /\nargs = \[/,
+    '\n[[extra_mounts]]\nhost = "/tmp"\ncontainer = "/x"\nargs = [',
+  );
   const recipe = writeRecipe(text);
-  const cluster = writeCluster({ name: 'pf', hosts: ['p1', 'p2'], fabric: ['10.6.0.1', '10.6.0.2'], hfCache: '/nonexistent/hf' });
+  const cluster = writeCluster({
+    name: 'pf',
+    hosts: ['p1', 'p2'],
+    fabric: ['10.6.0.1', '10.6.0.2'],
+    hfCache: '/nonexistent/hf',
+  });
   const r = await cli(['launch', recipe, '--cluster', cluster, ...FAST], fake.env());
   assert.equal(r.code, 1, r.stderr);
-  assert.match(r.stderr, /spark: preflight found \d+ error\(s\), nothing was started; fix them, or pass --force to launch anyway\n$/);
+  assert.match(
+    r.stderr,
+    /spark: preflight found \d+ error\(s\), nothing was started; fix them, or pass --force to launch anyway\n$/,
+  );
   assert.match(r.stderr, /args on line \d+ is inside the \[\[extra_mounts\]\] table/);
   // Preflight asked each node for its facts (ssh, docker image inspect, spark --version); nothing ran.
   const asked = fake.calls();
   assert.deepEqual([...new Set(asked.filter((c) => c.prog === 'ssh').map((c) => c.host))].sort(), ['p1', 'p2']);
-  assert.deepEqual(asked.filter((c) => c.prog === 'docker').map((c) => c.argv[0]), ['image', 'image']);
+  assert.deepEqual(
+    asked.filter((c) => c.prog === 'docker').map((c) => c.argv[0]),
+    ['image', 'image'],
+  );
   const health = await healthServer(0);
   try {
-    const forced = await cli(['launch', recipe, '--cluster', cluster, '--force', '--health-url', health.url, ...FAST], fake.env());
+    const forced = await cli(
+      ['launch', recipe, '--cluster', cluster, '--force', '--health-url', health.url, ...FAST],
+      fake.env(),
+    );
     assert.equal(forced.code, 0, forced.stderr);
     assert.equal(runs(fake.calls()).length, 2);
   } finally {
@@ -222,9 +316,17 @@ test('preflight errors stop the launch before anything starts on a node, unless 
 test('a node named 127.0.0.1 runs docker directly, without ssh', async () => {
   const fake = fakeNodes();
   const health = await healthServer(0);
-  const cluster = writeCluster({ name: 'loc', hosts: ['127.0.0.1', 'far'], fabric: ['10.5.0.1', '10.5.0.2'], hfCache: '/nonexistent/hf' });
+  const cluster = writeCluster({
+    name: 'loc',
+    hosts: ['127.0.0.1', 'far'],
+    fabric: ['10.5.0.1', '10.5.0.2'],
+    hfCache: '/nonexistent/hf',
+  });
   try {
-    const r = await cli(['launch', EUGR, '--cluster', cluster, '--health-url', health.url, '--json', ...FORCED], fake.env());
+    const r = await cli(
+      ['launch', EUGR, '--cluster', cluster, '--health-url', health.url, '--json', ...FORCED],
+      fake.env(),
+    );
     assert.equal(r.code, 0, r.stderr);
     const calls = fake.calls();
     assert.deepEqual([...byHost(calls, 'run').keys()].sort(), ['far', 'local']);
@@ -246,7 +348,17 @@ function recordingIo(env: NodeJS.ProcessEnv): { io: Io; err: () => string } {
 }
 
 function request(cluster: string, url: string, extra: Partial<LaunchRequest> = {}): LaunchRequest {
-  return { recipe: AIDEN16, cluster, revision: REV, healthUrl: url, timeoutMs: 20_000, intervalMs: 50, progressEveryMs: 0, force: true, ...extra };
+  return {
+    recipe: AIDEN16,
+    cluster,
+    revision: REV,
+    healthUrl: url,
+    timeoutMs: 20_000,
+    intervalMs: 50,
+    progressEveryMs: 0,
+    force: true,
+    ...extra,
+  };
 }
 
 test('Ctrl-C while booting stops every container; with --follow after healthy it only ends the log stream', async () => {
@@ -258,7 +370,12 @@ test('Ctrl-C while booting stops every container; with --follow after healthy it
     const pending = runLaunch(request(cluster4(), never.url, { signal: abort.signal }), io);
     await waitFor(() => (fake.calls().filter((c) => c.argv[0] === 'logs').length === 4 ? true : undefined));
     abort.abort();
-    await assert.rejects(pending, (e: SparkError) => e.code === 'E_NODE_FAILED' && /^launch interrupted; stopped the containers on nodes 0, 1, 2, 3$/.test(e.message));
+    await assert.rejects(
+      pending,
+      (e: SparkError) =>
+        e.code === 'E_NODE_FAILED' &&
+        /^launch interrupted; stopped the containers on nodes 0, 1, 2, 3$/.test(e.message),
+    );
     assert.equal(byHost(fake.calls(), 'stop').size, 4);
   } finally {
     await never.close();
@@ -270,10 +387,15 @@ test('Ctrl-C while booting stops every container; with --follow after healthy it
   const rec = recordingIo(fake2.env());
   try {
     const pending = runLaunch(request(cluster4(), health.url, { signal: follow.signal, follow: true }), rec.io);
-    await waitFor(() => (rec.err().includes('healthy:') ? true : undefined)).catch((e: Error) => assert.fail(e.message + '\n' + rec.err()));
+    await waitFor(() => (rec.err().includes('healthy:') ? true : undefined)).catch((e: Error) =>
+      assert.fail(e.message + '\n' + rec.err()),
+    );
     await new Promise((r) => setTimeout(r, 100));
     const logs = fake2.calls().filter((c) => c.argv[0] === 'logs');
-    assert.ok(logs.every((c) => alive(c.pid)), 'still following after healthy');
+    assert.ok(
+      logs.every((c) => alive(c.pid)),
+      'still following after healthy',
+    );
     follow.abort();
     const result = await pending;
     assert.equal(result.plan.nodes.length, 4);

@@ -58,7 +58,10 @@ async function clusterFor(c: Case): Promise<{ cluster: string; home: string }> {
   // With `~`, the cache is the home: the fake nodes share this machine's, so both sides know it.
   const home = c.tildeCache ? cache : tempDir('spark-home-');
   const fabric = hosts.map((_, i) => `10.77.0.${i + 1}`);
-  return { cluster: writeCluster({ name: `same-${hosts.length}`, hosts, fabric, hfCache: c.tildeCache ? '~' : cache }), home };
+  return {
+    cluster: writeCluster({ name: `same-${hosts.length}`, hosts, fabric, hfCache: c.tildeCache ? '~' : cache }),
+    home,
+  };
 }
 
 const started = (calls: FakeCall[], sub: string[]) =>
@@ -87,7 +90,12 @@ async function bothSides(c: Case): Promise<{ dry: PlanDoc; run: PlanDoc; calls: 
     // The fake nodes hold none of the recipes' files: preflight finds errors there, hence --force.
     const run = await cli(['launch', ...common, '--interval', '0.05', '--timeout', '20', '--force'], env);
     assert.equal(run.code, 0, run.stderr);
-    return { dry: JSON.parse(dry.stdout) as PlanDoc, run: JSON.parse(run.stdout) as PlanDoc, calls: fake.calls(), docker };
+    return {
+      dry: JSON.parse(dry.stdout) as PlanDoc,
+      run: JSON.parse(run.stdout) as PlanDoc,
+      calls: fake.calls(),
+      docker,
+    };
   } finally {
     await health.close();
   }
@@ -107,17 +115,41 @@ function assertSamePlan(c: Case, { dry, run, calls, docker }: Awaited<ReturnType
   assert.deepEqual(runRest, dryRest, what);
   assert.deepEqual(runNodes, expected, what);
   // The dry run's notes add only what it assumed (its own home, no GID, the files' warnings).
-  assert.deepEqual(runNotes, dryNotes.filter((n) => runNotes.includes(n)), what);
+  assert.deepEqual(
+    runNotes,
+    dryNotes.filter((n) => runNotes.includes(n)),
+    what,
+  );
   for (const n of expected) {
     const on = (sub: string[]) => started(calls, sub).filter((call) => call.host === n.host);
     assert.equal(n.argv[0], docker, `${what}: node ${n.rank} runs the launch's docker`);
-    assert.deepEqual(on(['run']).map((call) => [docker, ...call.argv]), [n.argv], `${what}: node ${n.rank} docker run`);
-    assert.deepEqual(on(['rm']).map((call) => call.argv), [['rm', n.container]], `${what}: node ${n.rank} docker rm`);
-    assert.deepEqual(on(['container', 'inspect']).map((call) => call.argv.at(-1)), [n.container], `${what}: node ${n.rank} inspect`);
-    assert.deepEqual(on(['logs']).map((call) => call.argv), [['logs', '--follow', n.container]], `${what}: node ${n.rank} logs`);
+    assert.deepEqual(
+      on(['run']).map((call) => [docker, ...call.argv]),
+      [n.argv],
+      `${what}: node ${n.rank} docker run`,
+    );
+    assert.deepEqual(
+      on(['rm']).map((call) => call.argv),
+      [['rm', n.container]],
+      `${what}: node ${n.rank} docker rm`,
+    );
+    assert.deepEqual(
+      on(['container', 'inspect']).map((call) => call.argv.at(-1)),
+      [n.container],
+      `${what}: node ${n.rank} inspect`,
+    );
+    assert.deepEqual(
+      on(['logs']).map((call) => call.argv),
+      [['logs', '--follow', n.container]],
+      `${what}: node ${n.rank} logs`,
+    );
   }
   const runOn = new Set(started(calls, ['run']).map((call) => call.host));
-  assert.deepEqual([...runOn].sort(), expected.map((n) => n.host).sort(), `${what}: docker run on the planned nodes only`);
+  assert.deepEqual(
+    [...runOn].sort(),
+    expected.map((n) => n.host).sort(),
+    `${what}: docker run on the planned nodes only`,
+  );
 }
 
 for (const recipe of RECIPES) {
@@ -139,7 +171,8 @@ test("the launch runs the dry run's plan with --cpu-only, --name, --revision <re
   for (const c of variants) {
     const sides = await bothSides(c);
     assertSamePlan(c, sides);
-    if (c.flags.includes('--revision')) assert.deepEqual([sides.run.model.revision, sides.run.model.from], [STABLE, 'refs/stable']);
+    if (c.flags.includes('--revision'))
+      assert.deepEqual([sides.run.model.revision, sides.run.model.from], [STABLE, 'refs/stable']);
     if (c.flags.includes('--cpu-only')) assert.ok(!sides.run.nodes[0]!.argv.includes('--gpus'));
   }
 });

@@ -22,9 +22,10 @@ interface Doc {
 }
 
 const dockerRuns = (calls: FakeCall[]) => calls.filter((c) => c.prog === 'docker' && c.argv[0] === 'run');
-const errorOf = (stderr: string) => (JSON.parse(stderr.trim().split('\n').at(-1)!) as { error: { code: string; message: string } }).error;
+const errorOf = (stderr: string) =>
+  (JSON.parse(stderr.trim().split('\n').at(-1)!) as { error: { code: string; message: string } }).error;
 
-test('~ in hf_cache is the head\'s home when the launch reads the ref, as in the cache it mounts', async () => {
+test("~ in hf_cache is the head's home when the launch reads the ref, as in the cache it mounts", async () => {
   // The nodes' home holds the cache; this machine's home holds nothing (a workstation).
   const nodeHome = hfCacheWith(MODEL, MAIN);
   const fake = fakeNodes();
@@ -37,10 +38,14 @@ test('~ in hf_cache is the head\'s home when the launch reads the ref, as in the
     assert.equal(r.code, 0, r.stderr);
     const doc = JSON.parse(r.stdout) as Doc;
     const snapshot = `hub/models--deepseek-ai--DeepSeek-V4.1-Flash/snapshots/${MAIN}`;
-    assert.deepEqual([doc.model.revision, doc.model.from, doc.model.hostPath], [MAIN, 'refs/main', `${nodeHome}/${snapshot}`]);
+    assert.deepEqual(
+      [doc.model.revision, doc.model.from, doc.model.hostPath],
+      [MAIN, 'refs/main', `${nodeHome}/${snapshot}`],
+    );
     // The ref was read under the head's home (the fake nodes share this machine's files, so
     // here); the same home is the mount's source on every node.
-    for (const n of doc.nodes) assert.ok(n.argv.includes(`type=bind,source=${nodeHome},target=/root/.cache/huggingface`));
+    for (const n of doc.nodes)
+      assert.ok(n.argv.includes(`type=bind,source=${nodeHome},target=/root/.cache/huggingface`));
   } finally {
     await health.close();
   }
@@ -49,7 +54,14 @@ test('~ in hf_cache is the head\'s home when the launch reads the ref, as in the
   assert.equal(dry.code, 0, dry.stderr);
   const doc = JSON.parse(dry.stdout) as Doc;
   assert.deepEqual(doc.model, { id: MODEL, path: MODEL });
-  assert.ok(doc.notes.some((n) => n.startsWith(`${env.HOME}/hub/models--deepseek-ai--DeepSeek-V4.1-Flash/refs/main is not readable on this machine`)), doc.notes.join('\n'));
+  assert.ok(
+    doc.notes.some((n) =>
+      n.startsWith(
+        `${env.HOME}/hub/models--deepseek-ai--DeepSeek-V4.1-Flash/refs/main is not readable on this machine`,
+      ),
+    ),
+    doc.notes.join('\n'),
+  );
 });
 
 test('a ref neither this machine nor the head can read: the dry run stands the model id in, the launch refuses after preflight (exit 2)', async () => {
@@ -63,9 +75,15 @@ test('a ref neither this machine nor the head can read: the dry run stands the m
   assert.equal(r.code, 2, r.stderr);
   const err = errorOf(r.stderr);
   assert.equal(err.code, 'E_SNAPSHOT');
-  assert.match(err.message, /cannot resolve deepseek-ai\/DeepSeek-V4\.1-Flash@main: \/nonexistent\/hf\/hub\/\S+\/refs\/main is not readable/);
+  assert.match(
+    err.message,
+    /cannot resolve deepseek-ai\/DeepSeek-V4\.1-Flash@main: \/nonexistent\/hf\/hub\/\S+\/refs\/main is not readable/,
+  );
   const calls = fake.calls();
-  assert.ok(calls.some((c) => c.prog === 'ssh' && c.host === 'k1' && c.argv.join(' ').includes('cat /nonexistent/hf/')), 'asked the head for the ref');
+  assert.ok(
+    calls.some((c) => c.prog === 'ssh' && c.host === 'k1' && c.argv.join(' ').includes('cat /nonexistent/hf/')),
+    'asked the head for the ref',
+  );
   // Preflight asked every node first (its report says why better than the missing ref); nothing started.
   assert.deepEqual([...new Set(calls.filter((c) => c.prog === 'ssh').map((c) => c.host))].sort(), HOSTS);
   assert.equal(dockerRuns(calls).length, 0);
@@ -94,5 +112,6 @@ test('the dry run names the docker program the launch runs (SPARK_DOCKER), as --
   for (const n of (JSON.parse(r.stdout) as Doc).nodes) assert.deepEqual(n.argv.slice(0, 2), ['/opt/bin/podman', 'run']);
   const stop = await cli(['launch', '--stop', '--cluster', cluster, '--dry-run', '--json'], env);
   assert.equal(stop.code, 0, stop.stderr);
-  for (const n of (JSON.parse(stop.stdout) as { nodes: { argv: string[] }[] }).nodes) assert.match(n.argv.join(' '), /\/opt\/bin\/podman stop spark-pod-r\d/);
+  for (const n of (JSON.parse(stop.stdout) as { nodes: { argv: string[] }[] }).nodes)
+    assert.match(n.argv.join(' '), /\/opt\/bin\/podman stop spark-pod-r\d/);
 });

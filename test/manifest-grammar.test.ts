@@ -39,9 +39,21 @@ function copyDir(): string {
   const dir = tempDir('spark-grammar-');
   const shard = 'model-00001-of-00001.safetensors';
   const all = (lo: number, hi: number) => Array.from({ length: hi - lo }, (_, i) => lo + i);
-  writeSparseShard(join(dir, shard), TABLES, new Map([[1, all(250, 500)], [14, all(252, 505)]]));
-  const weightMap = Object.fromEntries(TABLES.flatMap((t) => ['weight', 'scale'].map((p) => [`layers.${t.layer}.engram.embed.${p}`, shard])));
-  writeFileSync(join(dir, 'model.safetensors.index.json'), JSON.stringify({ metadata: { total_size: 0 }, weight_map: weightMap }));
+  writeSparseShard(
+    join(dir, shard),
+    TABLES,
+    new Map([
+      [1, all(250, 500)],
+      [14, all(252, 505)],
+    ]),
+  );
+  const weightMap = Object.fromEntries(
+    TABLES.flatMap((t) => ['weight', 'scale'].map((p) => [`layers.${t.layer}.engram.embed.${p}`, shard])),
+  );
+  writeFileSync(
+    join(dir, 'model.safetensors.index.json'),
+    JSON.stringify({ metadata: { total_size: 0 }, weight_map: weightMap }),
+  );
   return dir;
 }
 
@@ -87,7 +99,11 @@ for text in json.load(sys.stdin):
         codes.append(r.main([${JSON.stringify(dir)}, "--layer", "1", "--ids", "250,499"]))
 print(json.dumps(codes))
 `;
-  const r = spawnSync('python3', ['-c', driver], { encoding: 'utf8', input: JSON.stringify(texts), maxBuffer: 1 << 26 });
+  const r = spawnSync('python3', ['-c', driver], {
+    encoding: 'utf8',
+    input: JSON.stringify(texts),
+    maxBuffer: 1 << 26,
+  });
   assert.equal(r.status, 0, r.stderr);
   return JSON.parse(r.stdout) as number[];
 }
@@ -112,12 +128,19 @@ test('every reader of a copy gives the same verdict on each case of the manifest
     for (const shell of SHELLS.filter((s) => existsSync(s))) {
       const sh = viaSh(shell, script, dir);
       check(shell, c, sh);
-      if (!c.ok && sh.code === 2 && !/^spark wrapper: .*engram-local\.json: .*; re-make the copy \(spark pack\)\n$/.test(sh.message)) {
+      if (
+        !c.ok &&
+        sh.code === 2 &&
+        !/^spark wrapper: .*engram-local\.json: .*; re-make the copy \(spark pack\)\n$/.test(sh.message)
+      ) {
         wrong.push(`${shell}, ${c.name}: not one line naming the file: ${sh.message}`);
       }
     }
   }
-  viaPython(dir, cases.map((c) => c.text)).forEach((code, i) => check('Python', cases[i]!, { code }));
+  viaPython(
+    dir,
+    cases.map((c) => c.text),
+  ).forEach((code, i) => check('Python', cases[i]!, { code }));
   assert.deepEqual(wrong, []);
 });
 
@@ -128,10 +151,16 @@ test('the sh reader refuses 2,000 and 18,000 bogus layer keys at the first one, 
   await runEmitSh({ snapshot: dir, world: '4', out: script }, io());
   for (const n of [2000, 18000]) {
     const bogus = Array.from({ length: n }, (_, i) => `"${i + 100}": [0, 1]`).join(',\n  ');
-    writeFileSync(join(dir, 'engram-local.json'), `{"layers": {\n  "1": [250, 500],\n  "14": [252, 505],\n  ${bogus}\n}}\n`);
+    writeFileSync(
+      join(dir, 'engram-local.json'),
+      `{"layers": {\n  "1": [250, 500],\n  "14": [252, 505],\n  ${bogus}\n}}\n`,
+    );
     const sh = viaSh('/usr/bin/dash', script, dir);
     assert.equal(sh.code, 2, sh.message);
-    assert.match(sh.message, /engram-local\.json: layers names layer 100, but the snapshot this script was made from has no Engram table for it \(its tables: 1:1000 14:1010\)/);
+    assert.match(
+      sh.message,
+      /engram-local\.json: layers names layer 100, but the snapshot this script was made from has no Engram table for it \(its tables: 1:1000 14:1010\)/,
+    );
     const node = await viaNode(dir);
     assert.equal(node.code, 2);
     assert.match(node.message!, /engram-local\.json: layers has more than 1024 keys/);

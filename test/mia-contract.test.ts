@@ -27,7 +27,10 @@ const tables = (await openSnapshot(snap.dir, { engramOnly: true })).engram;
 const reader = join(packageRoot(), 'python', 'spark_engram_reader.py');
 
 /** The floor split, as the stack's reader computes it: lo = N*R//TP, hi = N*(R+1)//TP. */
-const floor = (n: number, r: number, tp: number): [number, number] => [Math.floor((n * r) / tp), Math.floor((n * (r + 1)) / tp)];
+const floor = (n: number, r: number, tp: number): [number, number] => [
+  Math.floor((n * r) / tp),
+  Math.floor((n * (r + 1)) / tp),
+];
 
 /** The 48 header bytes the format describes, spelled out: "DSV41EN1", then five LE u64. */
 function headerBytes(layer: number, lo: number, hi: number, n: number): Buffer {
@@ -64,7 +67,10 @@ test('dense is the Mia shard: every rank of worlds 2, 3 and 4, both layers, head
         const data = readFileSync(join(out, `engram-l${t.layer}-r${rank}of${world}.bin`));
         const where = `layer ${t.layer} rank ${rank} of ${world}`;
         assert.deepEqual(data.subarray(0, 48), headerBytes(t.layer, lo, hi, t.rows), where);
-        assert.ok(data.subarray(48, 4096).every((b) => b === 0), `${where}: bytes 48-4095 are zero`);
+        assert.ok(
+          data.subarray(48, 4096).every((b) => b === 0),
+          `${where}: bytes 48-4095 are zero`,
+        );
         assert.equal(data.length, 4096 + (hi - lo) * 264, where);
         for (const id of [lo, lo + 1, hi - 2, hi - 1]) {
           const at = 4096 + (id - lo) * 264;
@@ -73,7 +79,10 @@ test('dense is the Mia shard: every rank of worlds 2, 3 and 4, both layers, head
       }
       const v = await packDirVerdict(out);
       assert.equal(v.kind, 'spark-v2-dense');
-      assert.deepEqual(v.shards.map((s) => [s.file, s.miaReader, s.exactSize]), tables.map((t) => [`engram-l${t.layer}-r${rank}of${world}.bin`, 'attach', true]));
+      assert.deepEqual(
+        v.shards.map((s) => [s.file, s.miaReader, s.exactSize]),
+        tables.map((t) => [`engram-l${t.layer}-r${rank}of${world}.bin`, 'attach', true]),
+      );
     }
   }
 });
@@ -84,7 +93,15 @@ test('the page layout never uses a name the Mia reader opens', async () => {
   const v = await packDirVerdict(out);
   assert.equal(v.kind, 'spark-v2-page');
   assert.deepEqual(v.shards, []);
-  const rows = bin(['rows', out, '--layer', String(tables[0].layer), '--ids', String(floor(tables[0].rows, 1, 3)[0]), '--json']);
+  const rows = bin([
+    'rows',
+    out,
+    '--layer',
+    String(tables[0].layer),
+    '--ids',
+    String(floor(tables[0].rows, 1, 3)[0]),
+    '--json',
+  ]);
   assert.equal(rows.code, 0, rows.stderr);
 });
 
@@ -99,7 +116,10 @@ test("a pack laid out as the stack's packer lays it out reads the same through r
   const rows = bin(['rows', dir, '--layer', String(t.layer), '--ids', ids.join(','), '--json']);
   assert.equal(rows.code, 0, rows.stderr);
   const got = (JSON.parse(rows.stdout) as { rows: { weight: string; scale: string }[] }).rows;
-  assert.deepEqual(got.map((r) => r.weight + r.scale), want.map((b) => b.toString('hex')));
+  assert.deepEqual(
+    got.map((r) => r.weight + r.scale),
+    want.map((b) => b.toString('hex')),
+  );
   const outside = bin(['rows', dir, '--layer', String(t.layer), '--ids', String(hi)]);
   assert.equal(outside.code, 2);
 
@@ -108,24 +128,39 @@ test("a pack laid out as the stack's packer lays it out reads the same through r
   const report = JSON.parse(v.stdout);
   assert.equal(report.split, 'floor');
   assert.match(report.checked.join('; '), /no checksums to check/);
-  assert.equal(report.layers.reduce((s: number, l: { rows: { compared: number } }) => s + l.rows.compared, 0), tables.reduce((s, x) => s + floor(x.rows, 1, 3)[1] - floor(x.rows, 1, 3)[0], 0));
+  assert.equal(
+    report.layers.reduce((s: number, l: { rows: { compared: number } }) => s + l.rows.compared, 0),
+    tables.reduce((s, x) => s + floor(x.rows, 1, 3)[1] - floor(x.rows, 1, 3)[0], 0),
+  );
 
   const spec = tables.map((x) => `${x.layer}:${floor(x.rows, 1, 3).join(':')}`).join(',');
   const ranges = bin(['engram-ranges', dir, '--rank', '1', '--world', '3']);
   assert.equal(ranges.code, 0, ranges.stderr);
   assert.equal(ranges.stdout.trim(), spec);
   assert.equal(bin(['engram-ranges', dir, '--rank', '0', '--world', '3']).code === 0, false, 'another rank is refused');
-  assert.notEqual(bin(['engram-ranges', dir, '--rank', '1', '--world', '3', '--split', 'heads']).code, 0, 'a floor pack never stands for a heads one');
+  assert.notEqual(
+    bin(['engram-ranges', dir, '--rank', '1', '--world', '3', '--split', 'heads']).code,
+    0,
+    'a floor pack never stands for a heads one',
+  );
 
-  const w = bin(['wrapper', '--dry-run', '--json', '--skip-gid', '--', 'python3', '-m', 'sglang.launch_server', '--tp', '3'], {
-    env: { SPARK_ENGRAM_DIR: dir, NODE_RANK: '1' },
-  });
+  const w = bin(
+    ['wrapper', '--dry-run', '--json', '--skip-gid', '--', 'python3', '-m', 'sglang.launch_server', '--tp', '3'],
+    {
+      env: { SPARK_ENGRAM_DIR: dir, NODE_RANK: '1' },
+    },
+  );
   assert.equal(w.code, 0, w.stderr);
   assert.equal(JSON.parse(w.stdout).exported.SPARK_ENGRAM_ROWS, spec);
 
-  const py = spawnSync('python3', [reader, dir, '--layer', String(t.layer), '--ids', ids.join(',')], { encoding: 'utf8' });
+  const py = spawnSync('python3', [reader, dir, '--layer', String(t.layer), '--ids', ids.join(',')], {
+    encoding: 'utf8',
+  });
   assert.equal(py.status, 0, py.stderr);
-  assert.deepEqual((JSON.parse(py.stdout) as { rows: { weight: string; scale: string }[] }).rows.map((r) => r.weight + r.scale), want.map((b) => b.toString('hex')));
+  assert.deepEqual(
+    (JSON.parse(py.stdout) as { rows: { weight: string; scale: string }[] }).rows.map((r) => r.weight + r.scale),
+    want.map((b) => b.toString('hex')),
+  );
   const pyv = spawnSync('python3', [reader, dir, '--verify'], { encoding: 'utf8' });
   assert.equal(pyv.status, 0, pyv.stderr);
   assert.equal(JSON.parse(pyv.stdout).checksums, false);
@@ -134,11 +169,25 @@ test("a pack laid out as the stack's packer lays it out reads the same through r
   assert.equal(g.code, 0, g.stderr);
   // The row store and, beside it on the same shards, the Mia stack's own read path.
   const results = (JSON.parse(g.stdout) as { results: { source: string; layout: string; reader: string }[] }).results;
-  assert.deepEqual(results.map((r) => [r.source, r.layout]), [['packed', 'dense'], ['packed', 'dense']]);
+  assert.deepEqual(
+    results.map((r) => [r.source, r.layout]),
+    [
+      ['packed', 'dense'],
+      ['packed', 'dense'],
+    ],
+  );
   assert.equal(results.filter((r) => r.reader === 'mia-pool').length, 1, 'one case is the Mia reader');
 
   // The registry's receipt beside the shards: checked when present.
-  writeFileSync(join(dir, 'identity.json'), JSON.stringify({ format: 'DSV41EN1', tp: 3, revision: 'x', rows: Object.fromEntries(tables.map((x) => [String(x.layer), x.rows])) }));
+  writeFileSync(
+    join(dir, 'identity.json'),
+    JSON.stringify({
+      format: 'DSV41EN1',
+      tp: 3,
+      revision: 'x',
+      rows: Object.fromEntries(tables.map((x) => [String(x.layer), x.rows])),
+    }),
+  );
   assert.equal(bin(['verify', dir]).code, 0);
   writeFileSync(join(dir, 'identity.json'), JSON.stringify({ format: 'DSV41EN1', tp: 4, rows: {} }));
   const bad = bin(['verify', dir]);
@@ -195,13 +244,20 @@ test('a version 1 pack is named as one the stack aborts on, with the command tha
   writeFileSync(join(dir, 'spark-pack.json'), JSON.stringify(m));
   const verdict = await packDirVerdict(dir);
   assert.equal(verdict.kind, 'spark-v1');
-  assert.deepEqual(verdict.shards.map((x) => x.miaReader), ['abort', 'abort']);
+  assert.deepEqual(
+    verdict.shards.map((x) => x.miaReader),
+    ['abort', 'abort'],
+  );
   assert.match(verdict.shards[0].why ?? '', /magic/);
   assert.match(verdict.fix ?? '', /spark pack SNAPSHOT --out .* --rank 1 --world 2 --layout dense --force/);
   const v = bin(['verify', dir, '--json']);
   assert.equal(v.code, 1);
   const report = JSON.parse(v.stdout);
-  assert.deepEqual(report.layers.map((l: { ok: boolean }) => l.ok), [true, true], 'every other check passes');
+  assert.deepEqual(
+    report.layers.map((l: { ok: boolean }) => l.ok),
+    [true, true],
+    'every other check passes',
+  );
   assert.match(report.problems.join('\n'), /format version 1: the Mia stack's reader aborts .*--layout dense --force/);
   // Still readable: its rows come back.
   const t = tables[0];
@@ -219,9 +275,15 @@ test('a --force pack leaves no wrong file under a shard name, even when it fails
   // The heads split's rows under the same names: every header differs from the floor pack's.
   const config = (await openSnapshot(snap.dir)).config;
   const heads = packRanges(tables, config, 0, 2, 'heads');
-  assert.ok(heads.every((r, i) => r.end !== floor(tables[i].rows, 0, 2)[1]), 'the heads split differs from floor here');
+  assert.ok(
+    heads.every((r, i) => r.end !== floor(tables[i].rows, 0, 2)[1]),
+    'the heads split differs from floor here',
+  );
   const req = { rank: 0, world: 2, split: 'heads' as const, ranges: heads };
-  await rejects(packEngram(packRequest(snap.dir, tables, out, { ...req, force: true, testing: { faultAfterChunks: 1 } })), 'E_IO');
+  await rejects(
+    packEngram(packRequest(snap.dir, tables, out, { ...req, force: true, testing: { faultAfterChunks: 1 } })),
+    'E_IO',
+  );
   for (const [i, t] of tables.entries()) {
     let data: Buffer;
     try {
@@ -229,14 +291,21 @@ test('a --force pack leaves no wrong file under a shard name, even when it fails
     } catch {
       continue; // absent: the stack reads the checkpoint
     }
-    assert.fail(`layer ${t.layer}: ${data.length} bytes stand under the shard name mid-pack (range ${heads[i].start}-${heads[i].end})`);
+    assert.fail(
+      `layer ${t.layer}: ${data.length} bytes stand under the shard name mid-pack (range ${heads[i].start}-${heads[i].end})`,
+    );
   }
   // The same request again resumes and completes, with the heads split recorded.
   const s = await packEngram(packRequest(snap.dir, tables, out, req));
   assert.equal(s.noop, false);
   assert.equal(JSON.parse(readFileSync(join(out, 'spark-pack.json'), 'utf8')).split, 'heads');
-  const verdict = await packDirVerdict(out, { ranges: new Map(heads.map((r) => [r.layer, [r.start, r.end] as const])) });
-  assert.deepEqual(verdict.shards.map((x) => x.miaReader), ['attach', 'attach']);
+  const verdict = await packDirVerdict(out, {
+    ranges: new Map(heads.map((r) => [r.layer, [r.start, r.end] as const])),
+  });
+  assert.deepEqual(
+    verdict.shards.map((x) => x.miaReader),
+    ['attach', 'attach'],
+  );
   assert.equal(verdict.split, 'heads');
   // Where the stack's SGLang lane expects floor, these shards abort it.
   assert.ok((await packDirVerdict(out)).shards.every((x) => x.miaReader === 'abort'));

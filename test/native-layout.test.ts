@@ -9,7 +9,9 @@ import { packageRoot } from '../src/native/index.js';
 
 const root = packageRoot();
 const core = join(root, 'native', 'core');
-const rooms = readdirSync(core).filter((n) => statSync(join(core, n)).isDirectory()).sort();
+const rooms = readdirSync(core)
+  .filter((n) => statSync(join(core, n)).isDirectory())
+  .sort();
 
 /** The rows of native/core/README.md's room table: room -> the rooms it may include from. */
 function roomTable(): Map<string, string[]> {

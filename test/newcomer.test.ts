@@ -30,7 +30,7 @@ function ttyIo(): Io & { out: () => string; err: () => string } {
   };
 }
 
-test("the top-level help says what pack writes and that preflight checks every node", async () => {
+test('the top-level help says what pack writes and that preflight checks every node', async () => {
   const r = await cli(['--help']);
   assert.equal(r.code, 0);
   const help = r.stdout.replace(/\s+/g, ' '); // as wrapped to the terminal's width
@@ -72,19 +72,28 @@ test('the README tour runs spark the way a fresh checkout can: npx spark (or aft
 });
 
 test('transfer progress has a percentage, a rate and an ETA', () => {
-  assert.equal(transferText('verify', { bytesDone: 0, bytesTotal: 4 * 2 ** 30, seconds: 0.1 }), 'verify: 0 B / 4.00 GiB 0%');
+  assert.equal(
+    transferText('verify', { bytesDone: 0, bytesTotal: 4 * 2 ** 30, seconds: 0.1 }),
+    'verify: 0 B / 4.00 GiB 0%',
+  );
   assert.equal(
     transferText('verify', { bytesDone: 2 ** 30, bytesTotal: 4 * 2 ** 30, seconds: 2 }),
     'verify: 1.00 GiB / 4.00 GiB 25%  512 MiB/s  ETA 0:06',
   );
   // A resumed pack: the rate is of what this run moved, not of what was there before.
-  assert.match(transferText('pack', { bytesDone: 3 * 2 ** 30, bytesTotal: 4 * 2 ** 30, seconds: 1, moved: 2 ** 30 }), /75% {2}1\.00 GiB\/s {2}ETA 0:01$/);
+  assert.match(
+    transferText('pack', { bytesDone: 3 * 2 ** 30, bytesTotal: 4 * 2 ** 30, seconds: 1, moved: 2 ** 30 }),
+    /75% {2}1\.00 GiB\/s {2}ETA 0:01$/,
+  );
 });
 
 test('synth shows progress on a terminal and ends on the whole', () => {
   const io = ttyIo();
   runSynth({ ...SYNTH_DEFAULTS, dir: join(tempDir(), 'snap') }, io);
-  const lines = io.err().split('\r').filter((l) => l.startsWith('synth: '));
+  const lines = io
+    .err()
+    .split('\r')
+    .filter((l) => l.startsWith('synth: '));
   assert.ok(lines.length >= 1, io.err());
   assert.match(lines.at(-1)!, /^synth: [\d.]+ MiB \/ [\d.]+ MiB 100%/);
   assert.ok(io.err().endsWith('\r\x1b[K'), 'the line is cleared before the report');
@@ -105,7 +114,10 @@ test('an output path is said for what it is: a dangling link, a file, a virtual 
   symlinkSync(join(dir, 'nowhere'), join(dir, 'link'));
   const link = await cli(['pack', snap.dir, '--out', join(dir, 'link'), '--rank', '0', '--world', '2']);
   assert.equal(link.code, 2);
-  assert.equal(link.stderr, `spark: ${join(dir, 'link')} is a symbolic link to ${join(dir, 'nowhere')}, which does not exist: create that directory, or remove the link and give a real directory\n`);
+  assert.equal(
+    link.stderr,
+    `spark: ${join(dir, 'link')} is a symbolic link to ${join(dir, 'nowhere')}, which does not exist: create that directory, or remove the link and give a real directory\n`,
+  );
   writeFileSync(join(dir, 'file'), '');
   const file = await cli(['pack', snap.dir, '--out', join(dir, 'file'), '--rank', '0', '--world', '2']);
   assert.equal(file.code, 2);
@@ -114,19 +126,43 @@ test('an output path is said for what it is: a dangling link, a file, a virtual 
   const proc = await cli(['pack', snap.dir, '--out', '/proc/spark-x/y', '--rank', '0', '--world', '2']);
   assert.ok(performance.now() - started < 10_000, 'refused at once, not after spinning');
   assert.equal(proc.code, 3);
-  assert.match(proc.stderr, /^spark: \/proc\/spark-x: cannot create a directory there: \/proc exists but refuses new entries/);
+  assert.match(
+    proc.stderr,
+    /^spark: \/proc\/spark-x: cannot create a directory there: \/proc exists but refuses new entries/,
+  );
   assert.doesNotMatch(proc.stderr, /chunks/);
   mkdirSync(join(dir, 'made'));
-  assert.equal((await cli(['pack', snap.dir, '--out', join(dir, 'made', 'a', 'b'), '--rank', '0', '--world', '2'])).code, 0, 'missing parents are made');
+  assert.equal(
+    (await cli(['pack', snap.dir, '--out', join(dir, 'made', 'a', 'b'), '--rank', '0', '--world', '2'])).code,
+    0,
+    'missing parents are made',
+  );
 });
 
 test("bench gather's footer explains the cold? mark only when a case has it, beside the WARNING it points at", async () => {
   const snap = makeSnapshot();
-  const base = ['bench', 'gather', snap.dir, '--threads', '1', '--batch', '24', '--seconds', '1', '--no-fio', '--no-naive', '--variants', 'snapshot'];
+  const base = [
+    'bench',
+    'gather',
+    snap.dir,
+    '--threads',
+    '1',
+    '--batch',
+    '24',
+    '--seconds',
+    '1',
+    '--no-fio',
+    '--no-naive',
+    '--variants',
+    'snapshot',
+  ];
   const warm = await cli(base);
   assert.equal(warm.code, 0, warm.stderr);
   assert.doesNotMatch(warm.stdout, /cold\?|WARNING/);
-  assert.match(warm.stdout, /psync IOPS: fio with one blocking reader per thread, NOT the ceiling\. See `spark bench gather --help`\./);
+  assert.match(
+    warm.stdout,
+    /psync IOPS: fio with one blocking reader per thread, NOT the ceiling\. See `spark bench gather --help`\./,
+  );
   const cold = await cli([...base, '--cold']); // a snapshot this small fits in the page cache: not cold
   assert.equal(cold.code, 0, cold.stderr);
   assert.match(cold.stdout, /^WARNING: cold cases read through the page cache are NOT cold/m);

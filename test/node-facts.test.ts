@@ -22,7 +22,19 @@ import { writeSyntheticCopy } from './helpers/sparse-copy.js';
 import { tempDir } from './helpers/tmp.js';
 
 function request(over: Partial<FactsRequest>): FactsRequest {
-  return { version: FACTS_VERSION, paths: [], texts: [], free: [], ports: [], images: [], docker: 'docker', sysfs: '/sys', procNet: '/proc/net', snapshot: [], ...over };
+  return {
+    version: FACTS_VERSION,
+    paths: [],
+    texts: [],
+    free: [],
+    ports: [],
+    images: [],
+    docker: 'docker',
+    sysfs: '/sys',
+    procNet: '/proc/net',
+    snapshot: [],
+    ...over,
+  };
 }
 
 /** Runs the probe for `req` on this machine under `shell`, as ssh would on a node. */
@@ -35,7 +47,7 @@ async function probe(req: FactsRequest, shell = 'sh'): Promise<NodeFacts> {
 test('the sh probe and spark answer the same request the same way (dash and bash)', async () => {
   const w = await world();
   const dir = join(w.root, 'facts-case');
-  const file = write(join(dir, 'odd name $x \'q\'.sh'), '#!/bin/sh\necho "é ✓"\nexport SPARK_ENGRAM_ROWS=1\n');
+  const file = write(join(dir, "odd name $x 'q'.sh"), '#!/bin/sh\necho "é ✓"\nexport SPARK_ENGRAM_ROWS=1\n');
   mkdirSync(join(dir, 'sub dir'), { recursive: true });
   const held = await busyPort();
   const free = await freePort();
@@ -46,13 +58,23 @@ test('the sh probe and spark answer the same request the same way (dash and bash
       free: [dir, join(dir, 'not', 'yet', 'made')],
       ports: [held.port, free],
       sysfs: w.sysfs,
-      snapshot: [{ dir: join(dir, 'missing') }, { hfCache: w.hfCache, model: 'deepseek-ai/DeepSeek-V4.1-Flash', modelDir: join(w.hfCache, 'hub', 'models--deepseek-ai--DeepSeek-V4.1-Flash') }],
+      snapshot: [
+        { dir: join(dir, 'missing') },
+        {
+          hfCache: w.hfCache,
+          model: 'deepseek-ai/DeepSeek-V4.1-Flash',
+          modelDir: join(w.hfCache, 'hub', 'models--deepseek-ai--DeepSeek-V4.1-Flash'),
+        },
+      ],
     });
     const spark = await collectFacts(req, localHello('/home/x', '0.1.0'), { via: 'spark', dumpSysfs: true });
     for (const shell of ['dash', 'bash']) {
       const sh = await probe(req, shell);
       assert.deepEqual(sh.paths, spark.paths, shell);
-      assert.deepEqual(sh.paths.map((p) => p.kind), ['file', 'dir', 'missing', 'dir']);
+      assert.deepEqual(
+        sh.paths.map((p) => p.kind),
+        ['file', 'dir', 'missing', 'dir'],
+      );
       assert.deepEqual(sh.texts, spark.texts);
       assert.equal(sh.texts[0], '#!/bin/sh\necho "é ✓"\nexport SPARK_ENGRAM_ROWS=1\n');
       assert.deepEqual(sh.texts.slice(1), [null, null]);
@@ -83,14 +105,16 @@ async function sameFreeSpace(req: FactsRequest, shell: string): Promise<void> {
     const before = only.free.map((p) => freeBytes(p)!);
     const got = (await probe(only, shell)).free;
     const after = only.free.map((p) => freeBytes(p)!);
-    const inside = got.every((b, i) => b !== null && b >= Math.min(before[i]!, after[i]!) - 1024 && b <= Math.max(before[i]!, after[i]!));
+    const inside = got.every(
+      (b, i) => b !== null && b >= Math.min(before[i]!, after[i]!) - 1024 && b <= Math.max(before[i]!, after[i]!),
+    );
     if (inside) return;
     last = `${JSON.stringify(got)} vs ${JSON.stringify(before)}..${JSON.stringify(after)}`;
   }
   assert.fail(`${shell}: df's free space never matched statfs's: ${last}`);
 }
 
-test('a truncated shard: the probe and spark report the same error, with the node\'s paths', async () => {
+test("a truncated shard: the probe and spark report the same error, with the node's paths", async () => {
   const dir = join(tempDir(), 'snap');
   makeSnapshot({ dir });
   const shard = join(dir, 'model-00003-of-00003.safetensors');
@@ -123,13 +147,21 @@ test('rebuilding a dump accepts only sysfs-shaped names inside its root', () => 
   );
   const dump = dumpSysfs(root);
   assert.deepEqual(dump.dirs, ['class/infiniband', 'class/infiniband/mlx5_0/ports/1', 'class/net/eth0']);
-  assert.deepEqual(Object.keys(dump.files).sort(), ['class/infiniband/mlx5_0/ports/1/gid_attrs/types/0', 'class/infiniband/mlx5_0/ports/1/gids/0']);
+  assert.deepEqual(Object.keys(dump.files).sort(), [
+    'class/infiniband/mlx5_0/ports/1/gid_attrs/types/0',
+    'class/infiniband/mlx5_0/ports/1/gids/0',
+  ]);
 });
 
 test('a probed shard name that is not a plain file name is not written', async () => {
   const root = join(tempDir('spark-shadow-'), 'snapshot');
   const fact = await judgeProbedSnapshot(
-    { candidate: 0, path: '/nas/snap', files: { 'model.safetensors.index.json': '{"weight_map":{}}', '../evil': 'x' }, shards: [{ name: '../../x.safetensors', size: 10, headerLength: 2 }] },
+    {
+      candidate: 0,
+      path: '/nas/snap',
+      files: { 'model.safetensors.index.json': '{"weight_map":{}}', '../evil': 'x' },
+      shards: [{ name: '../../x.safetensors', size: 10, headerLength: 2 }],
+    },
     root,
   );
   assert.ok('facts' in fact.result || 'error' in fact.result);
@@ -137,7 +169,13 @@ test('a probed shard name that is not a plain file name is not written', async (
 });
 
 test('readers of node output: routes, listening sockets, addresses, nvidia-smi', () => {
-  const routes = parseRoutes(procRoutes([{ iface: 'eth0', dest: '10.0.0.0/24' }, { iface: 'eth0', dest: 'default', via: '10.0.0.254' }, { iface: 'ib0', dest: '10.0.22.0/24' }]));
+  const routes = parseRoutes(
+    procRoutes([
+      { iface: 'eth0', dest: '10.0.0.0/24' },
+      { iface: 'eth0', dest: 'default', via: '10.0.0.254' },
+      { iface: 'ib0', dest: '10.0.22.0/24' },
+    ]),
+  );
   assert.deepEqual(routes, [
     { iface: 'eth0', destination: '10.0.0.0', gateway: '0.0.0.0', prefix: 24 },
     { iface: 'eth0', destination: '0.0.0.0', gateway: '10.0.0.254', prefix: 0 },
@@ -150,19 +188,37 @@ test('readers of node output: routes, listening sockets, addresses, nvidia-smi',
   assert.equal(routeTo(facts, '10.0.23.1'), 'default');
   assert.equal(routeTo({ ...facts, routes: routes.filter((r) => r.prefix > 0) }, '10.0.23.1'), 'none');
   assert.equal(routeTo({ ...facts, routes: [] }, '10.0.23.1'), 'unknown');
-  const tcp = '  sl  local_address rem_address   st\n   0: 00000000:75BC 00000000:0000 0A 0\n   1: 0100007F:1F90 0200007F:1234 01 0\n';
+  const tcp =
+    '  sl  local_address rem_address   st\n   0: 00000000:75BC 00000000:0000 0A 0\n   1: 0100007F:1F90 0200007F:1234 01 0\n';
   assert.deepEqual([...parseListeners(tcp)], [0x75bc]);
-  assert.deepEqual(parseAddresses('1: lo    inet 127.0.0.1/8 scope host lo\n2: eth0    inet 10.0.0.2/24 brd 10.0.0.255\n2: eth0    inet6 fe80::1/64 scope link\n'), ['127.0.0.1', '10.0.0.2', 'fe80::1']);
+  assert.deepEqual(
+    parseAddresses(
+      '1: lo    inet 127.0.0.1/8 scope host lo\n2: eth0    inet 10.0.0.2/24 brd 10.0.0.255\n2: eth0    inet6 fe80::1/64 scope link\n',
+    ),
+    ['127.0.0.1', '10.0.0.2', 'fe80::1'],
+  );
   assert.deepEqual(parseAddresses('10.0.0.2 192.168.200.2 \n'), ['10.0.0.2', '192.168.200.2']);
-  assert.deepEqual(parseNvidiaSmi('| NVIDIA-SMI 580.95.05   Driver Version: 580.95.05   CUDA Version: 13.0 |'), { driver: '580.95.05', cuda: '13.0' });
+  assert.deepEqual(parseNvidiaSmi('| NVIDIA-SMI 580.95.05   Driver Version: 580.95.05   CUDA Version: 13.0 |'), {
+    driver: '580.95.05',
+    cuda: '13.0',
+  });
   assert.deepEqual(parseNvidiaSmi('command not found'), {});
 });
 
 test('spark preflight --node-facts refuses a malformed request (exit 2 naming what is wrong)', () => {
   assert.throws(() => parseFactsRequest('{'), /--node-facts: not JSON/);
-  assert.throws(() => parseFactsRequest(JSON.stringify({ ...request({}), version: 99 })), /request version 99, this spark answers 2/);
-  assert.throws(() => parseFactsRequest(JSON.stringify({ ...request({}), paths: [1] })), /paths must be a list of strings/);
-  assert.throws(() => parseFactsRequest(JSON.stringify({ ...request({}), ports: [70000] })), /ports must be a list of port numbers/);
+  assert.throws(
+    () => parseFactsRequest(JSON.stringify({ ...request({}), version: 99 })),
+    /request version 99, this spark answers 2/,
+  );
+  assert.throws(
+    () => parseFactsRequest(JSON.stringify({ ...request({}), paths: [1] })),
+    /paths must be a list of strings/,
+  );
+  assert.throws(
+    () => parseFactsRequest(JSON.stringify({ ...request({}), ports: [70000] })),
+    /ports must be a list of port numbers/,
+  );
   assert.deepEqual(parseFactsRequest(JSON.stringify(request({ paths: ['/x'] }))).paths, ['/x']);
 });
 
@@ -172,9 +228,30 @@ test("a node-local copy: the probe and spark read it alike (spark's sparse copy,
     { layer: 14, rows: 4004, dim: 256 },
   ];
   const cases: [string, (dir: string) => void][] = [
-    ['spark', (dir) => writeSyntheticCopy(dir, { tables, ranges: [{ layer: 1, start: 1000, end: 2000 }, { layer: 14, start: 1001, end: 2002 }], spark: { rank: 1, world: 4, split: 'floor' } })],
+    [
+      'spark',
+      (dir) =>
+        writeSyntheticCopy(dir, {
+          tables,
+          ranges: [
+            { layer: 1, start: 1000, end: 2000 },
+            { layer: 14, start: 1001, end: 2002 },
+          ],
+          spark: { rank: 1, world: 4, split: 'floor' },
+        }),
+    ],
     // No spark key: rank and world are inferred from the ranges and the copy's own headers.
-    ['overlay', (dir) => writeSyntheticCopy(dir, { tables, ranges: [{ layer: 1, start: 2000, end: 3000 }, { layer: 14, start: 2002, end: 3003 }] })],
+    [
+      'overlay',
+      (dir) =>
+        writeSyntheticCopy(dir, {
+          tables,
+          ranges: [
+            { layer: 1, start: 2000, end: 3000 },
+            { layer: 14, start: 2002, end: 3003 },
+          ],
+        }),
+    ],
     ['broken', (dir) => writeFileSync(join(dir, 'engram-local.json'), '{"layers": 5}')],
   ];
   for (const [name, make] of cases) {
@@ -187,11 +264,14 @@ test("a node-local copy: the probe and spark read it alike (spark's sparse copy,
     assert.ok(spark.copy, name);
     assert.deepEqual(sh.copy, spark.copy, name);
     if (name === 'overlay') {
-      const r = sh.copy!.result as { copy: { identity?: { rank: number; world: number; from: string }; manifestPath: string } };
+      const r = sh.copy!.result as {
+        copy: { identity?: { rank: number; world: number; from: string }; manifestPath: string };
+      };
       assert.deepEqual([r.copy.identity?.rank, r.copy.identity?.world, r.copy.identity?.from], [2, 4, 'inferred']);
       assert.equal(r.copy.manifestPath, join(dir, 'engram-local.json'));
     }
-    if (name === 'broken') assert.ok('error' in sh.copy!.result && sh.copy!.result.error.message.includes(join(dir, 'engram-local.json')));
+    if (name === 'broken')
+      assert.ok('error' in sh.copy!.result && sh.copy!.result.error.message.includes(join(dir, 'engram-local.json')));
   }
 });
 
@@ -229,5 +309,8 @@ test("the Mia stack's packed directory: the probe and spark report it alike, rea
   for (const shell of ['dash', 'bash']) assert.deepEqual((await probe(req, shell)).miaDir, spark.miaDir, shell);
   const gone = request({ miaDir: join(dir, 'not-there') });
   assert.deepEqual((await probe(gone)).miaDir, { dir: join(dir, 'not-there'), kind: 'missing', files: [] });
-  assert.deepEqual((await collectFacts(gone, localHello('/home/x', '0.1.0'), { via: 'spark', dumpSysfs: false })).miaDir, { dir: join(dir, 'not-there'), kind: 'missing', files: [] });
+  assert.deepEqual(
+    (await collectFacts(gone, localHello('/home/x', '0.1.0'), { via: 'spark', dumpSysfs: false })).miaDir,
+    { dir: join(dir, 'not-there'), kind: 'missing', files: [] },
+  );
 });

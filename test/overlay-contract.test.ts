@@ -1,13 +1,29 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { closeSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { packEngram, type PackLayoutName } from '../src/pack/pack.js';
 import { packRanges } from '../src/pack/pack-ranges.js';
 import { INDEX_FILE, openSnapshot } from '../src/engram/snapshot.js';
 import { synthRow } from '../src/synth/synth-rows.js';
 import type { PackTable } from '../src/pack/pack-io.js';
-import { checkTiling, openOverlayView, parseEngramRows, type OverlayView, type Ranges } from './helpers/overlay-view.js';
+import {
+  checkTiling,
+  openOverlayView,
+  parseEngramRows,
+  type OverlayView,
+  type Ranges,
+} from './helpers/overlay-view.js';
 import { makeSnapshot } from './helpers/synth.js';
 import { writeSparseCopy } from './helpers/sparse-copy.js';
 import { openRowSource } from '../src/engram/row-source.js';
@@ -32,20 +48,29 @@ async function pack(
   const out = join(tempDir(), `r${rank}of${world}-${split}-${layout}`);
   const ranges = packRanges(tables, opened.config, rank, world, split);
   // chunkRows: a whole number of pages, for the page layout too.
-  await packEngram(packRequest(snapshotDir, tables, out, { rank, world, split, ranges, layout, threads: 2, chunkRows: 15 * 300 }));
+  await packEngram(
+    packRequest(snapshotDir, tables, out, { rank, world, split, ranges, layout, threads: 2, chunkRows: 15 * 300 }),
+  );
   return out;
 }
 
 /** The overlay's SPARK_ENGRAM_ROWS value for a copy's manifest: `L:lo:hi`, comma-joined. */
 function rowsValue(copy: string): string {
-  const layers = (JSON.parse(readFileSync(join(copy, 'engram-local.json'), 'utf8')) as { layers: Record<string, [number, number]> }).layers;
+  const layers = (
+    JSON.parse(readFileSync(join(copy, 'engram-local.json'), 'utf8')) as { layers: Record<string, [number, number]> }
+  ).layers;
   return Object.entries(layers)
     .map(([l, [lo, hi]]) => `${l}:${lo}:${hi}`)
     .join(',');
 }
 
 /** Every owned row byte-exact against the snapshot (as the overlay reads a snapshot), unowned ids zero. */
-function checkCopy(view: OverlayView, source: OverlayView, want: { layer: number; start: number; end: number }[], what: string): void {
+function checkCopy(
+  view: OverlayView,
+  source: OverlayView,
+  want: { layer: number; start: number; end: number }[],
+  what: string,
+): void {
   for (const w of want) {
     const t = view.tables.get(w.layer)!;
     assert.deepEqual([t.lo, t.hi], [w.start, w.end], `${what}: layer ${w.layer} range`);
@@ -55,10 +80,12 @@ function checkCopy(view: OverlayView, source: OverlayView, want: { layer: number
     assert.ok(got.scale.equals(exp.scale), `${what}: layer ${w.layer} scale rows differ`);
     const zero = Buffer.alloc(t.dim + t.dim / 32);
     for (const id of [w.start, w.end - 1, Math.floor((w.start + w.end) / 2)]) {
-      if (id >= w.start && id < w.end) assert.ok(view.row(w.layer, id).equals(synthRow(w.layer, id, t.dim)), `${what}: layer ${w.layer} row ${id}`);
+      if (id >= w.start && id < w.end)
+        assert.ok(view.row(w.layer, id).equals(synthRow(w.layer, id, t.dim)), `${what}: layer ${w.layer} row ${id}`);
     }
     for (const id of [0, w.start - 1, w.end, t.rows - 1]) {
-      if (id >= 0 && id < t.rows && (id < w.start || id >= w.end)) assert.ok(view.row(w.layer, id).equals(zero), `${what}: unowned row ${id} is not zero`);
+      if (id >= 0 && id < t.rows && (id < w.start || id >= w.end))
+        assert.ok(view.row(w.layer, id).equals(zero), `${what}: unowned row ${id} is not zero`);
     }
   }
 }
@@ -75,18 +102,34 @@ test('sparse copies of every rank of world 2, 3 and 4, every split: the overlay 
           const what = `rank ${rank} of ${world} (${split})`;
           const view = openOverlayView(copy, { SPARK_ENGRAM_ROWS: '1:0:1,14:0:1' });
           try {
-            assert.equal(view.rangesFrom, 'engram-local.json', `${what}: the manifest's ranges win over the environment`);
+            assert.equal(
+              view.rangesFrom,
+              'engram-local.json',
+              `${what}: the manifest's ranges win over the environment`,
+            );
             checkCopy(view, source, packRanges(opened.engram, opened.config, rank, world, split), what);
           } finally {
             view.close();
           }
           // The same shard names, apparent sizes and header bytes; the index verbatim.
-          assert.deepEqual(readdirSync(copy).sort(), ['engram-local.json', INDEX_FILE, 'model-00002-of-00003.safetensors', 'model-00003-of-00003.safetensors'].sort());
+          assert.deepEqual(
+            readdirSync(copy).sort(),
+            [
+              'engram-local.json',
+              INDEX_FILE,
+              'model-00002-of-00003.safetensors',
+              'model-00003-of-00003.safetensors',
+            ].sort(),
+          );
           assert.ok(readFileSync(join(copy, INDEX_FILE)).equals(readFileSync(join(snap.dir, INDEX_FILE))));
           for (const f of snap.files.slice(1)) {
             assert.equal(statSync(join(copy, f.name)).size, f.bytes, `${what}: ${f.name} apparent size`);
             const len = Number(readFileSync(join(snap.dir, f.name)).readBigUInt64LE(0));
-            assert.ok(readFileSync(join(copy, f.name)).subarray(0, 8 + len).equals(readFileSync(join(snap.dir, f.name)).subarray(0, 8 + len)));
+            assert.ok(
+              readFileSync(join(copy, f.name))
+                .subarray(0, 8 + len)
+                .equals(readFileSync(join(snap.dir, f.name)).subarray(0, 8 + len)),
+            );
           }
           perRank.push(parseEngramRows(rowsValue(copy)));
         }
@@ -111,7 +154,10 @@ test("the overlay's grammar and tiling check refuse what they should", () => {
 test('a dense or page pack, and a version 1 pack, are not sparse copies to the overlay: it fails clearly', async () => {
   for (const layout of ['dense', 'page'] as const) {
     const dir = await pack(snap.dir, opened.engram, 1, 2, 'floor', layout);
-    assert.deepEqual(readdirSync(dir).filter((n) => n.endsWith('.json')), ['spark-pack.json']);
+    assert.deepEqual(
+      readdirSync(dir).filter((n) => n.endsWith('.json')),
+      ['spark-pack.json'],
+    );
     assert.throws(() => openOverlayView(dir), /no model\.safetensors\.index\.json/);
     // Even with an index beside it, its manifest name is not the overlay's: no ranges, no shards.
     writeFileSync(join(dir, INDEX_FILE), readFileSync(join(snap.dir, INDEX_FILE)));
@@ -128,7 +174,11 @@ test('a dense or page pack, and a version 1 pack, are not sparse copies to the o
  * the weight and of the scale at their original offsets; the index copied; a manifest with
  * the overlay's keys only.
  */
-function plainCopy(snapshotDir: string, tables: PackTable[], ranges: { layer: number; start: number; end: number }[]): string {
+function plainCopy(
+  snapshotDir: string,
+  tables: PackTable[],
+  ranges: { layer: number; start: number; end: number }[],
+): string {
   const out = join(tempDir(), 'plain');
   mkdirSync(out);
   const byShard = new Map<string, { table: PackTable; start: number; end: number }[]>();
@@ -143,14 +193,23 @@ function plainCopy(snapshotDir: string, tables: PackTable[], ranges: { layer: nu
     writeSync(fd, src, 0, 8 + Number(src.readBigUInt64LE(0)), 0);
     for (const { table: t, start, end } of parts) {
       const sb = t.dim / 32;
-      writeSync(fd, src, t.weight.fileOffset + start * t.dim, (end - start) * t.dim, t.weight.fileOffset + start * t.dim);
+      writeSync(
+        fd,
+        src,
+        t.weight.fileOffset + start * t.dim,
+        (end - start) * t.dim,
+        t.weight.fileOffset + start * t.dim,
+      );
       writeSync(fd, src, t.scale.fileOffset + start * sb, (end - start) * sb, t.scale.fileOffset + start * sb);
     }
     closeSync(fd);
   }
   writeFileSync(join(out, INDEX_FILE), readFileSync(join(snapshotDir, INDEX_FILE)));
   const layers = Object.fromEntries(ranges.map((r) => [String(r.layer), [r.start, r.end]]));
-  writeFileSync(join(out, 'engram-local.json'), JSON.stringify({ source: snapshotDir, layers, quant: 'fp8', created: 'now', note: 'plain' }));
+  writeFileSync(
+    join(out, 'engram-local.json'),
+    JSON.stringify({ source: snapshotDir, layers, quant: 'fp8', created: 'now', note: 'plain' }),
+  );
   return out;
 }
 
@@ -172,8 +231,22 @@ function oneShardSnapshot(): string {
   mkdirSync(dir);
   const shard = 'model-00001-of-00001.safetensors';
   const parts = opened.engram.flatMap((t) => [
-    { name: `layers.${t.layer}.engram.embed.weight`, dtype: 'F8_E4M3', shape: [t.rows, t.dim], from: t.weight.file, at: t.weight.fileOffset, bytes: t.rows * t.dim },
-    { name: `layers.${t.layer}.engram.embed.scale`, dtype: 'F8_E8M0', shape: [t.rows, t.dim / 32], from: t.scale.file, at: t.scale.fileOffset, bytes: (t.rows * t.dim) / 32 },
+    {
+      name: `layers.${t.layer}.engram.embed.weight`,
+      dtype: 'F8_E4M3',
+      shape: [t.rows, t.dim],
+      from: t.weight.file,
+      at: t.weight.fileOffset,
+      bytes: t.rows * t.dim,
+    },
+    {
+      name: `layers.${t.layer}.engram.embed.scale`,
+      dtype: 'F8_E8M0',
+      shape: [t.rows, t.dim / 32],
+      from: t.scale.file,
+      at: t.scale.fileOffset,
+      bytes: (t.rows * t.dim) / 32,
+    },
   ]);
   const header: Record<string, unknown> = {};
   let offset = 0;
@@ -184,8 +257,14 @@ function oneShardSnapshot(): string {
   const json = Buffer.from(JSON.stringify(header) + ' '.repeat(37)); // data not 8- or 4096-aligned
   const len = Buffer.alloc(8);
   len.writeBigUInt64LE(BigInt(json.length));
-  writeFileSync(join(dir, shard), Buffer.concat([len, json, ...parts.map((p) => readFileSync(p.from).subarray(p.at, p.at + p.bytes))]));
-  writeFileSync(join(dir, INDEX_FILE), JSON.stringify({ metadata: {}, weight_map: Object.fromEntries(parts.map((p) => [p.name, shard])) }));
+  writeFileSync(
+    join(dir, shard),
+    Buffer.concat([len, json, ...parts.map((p) => readFileSync(p.from).subarray(p.at, p.at + p.bytes))]),
+  );
+  writeFileSync(
+    join(dir, INDEX_FILE),
+    JSON.stringify({ metadata: {}, weight_map: Object.fromEntries(parts.map((p) => [p.name, shard])) }),
+  );
   writeFileSync(join(dir, 'config.json'), readFileSync(join(snap.dir, 'config.json')));
   return dir;
 }
@@ -198,7 +277,10 @@ test('a shard holding two Engram layers: one sparse file with both layers rows, 
   const perRank: Ranges[] = [];
   for (let rank = 0; rank < 3; rank++) {
     const copy = await pack(dir, one.engram, rank, 3, 'front');
-    assert.deepEqual(readdirSync(copy).sort(), ['engram-local.json', INDEX_FILE, 'model-00001-of-00001.safetensors'].sort());
+    assert.deepEqual(
+      readdirSync(copy).sort(),
+      ['engram-local.json', INDEX_FILE, 'model-00001-of-00001.safetensors'].sort(),
+    );
     const view = openOverlayView(copy);
     checkCopy(view, source, packRanges(one.engram, one.config, rank, 3, 'front'), `one shard, rank ${rank}`);
     view.close();
@@ -228,7 +310,11 @@ test("a copy laid out as the overlay's own tool lays it out reads the same way, 
         for (const r of ranges) {
           const got = await src.store.gather(r.layer, new Uint32Array([r.start, r.end - 1]));
           const t = opened.engram.find((e) => e.layer === r.layer)!;
-          assert.ok(Buffer.from(got).equals(Buffer.concat([synthRow(r.layer, r.start, t.dim), synthRow(r.layer, r.end - 1, t.dim)])));
+          assert.ok(
+            Buffer.from(got).equals(
+              Buffer.concat([synthRow(r.layer, r.start, t.dim), synthRow(r.layer, r.end - 1, t.dim)]),
+            ),
+          );
           const outside = r.start > 0 ? r.start - 1 : r.end;
           await assert.rejects(src.store.gather(r.layer, new Uint32Array([outside])), /outside|range/);
         }

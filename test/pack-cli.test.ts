@@ -35,7 +35,20 @@ test('pack usage errors are exit 2 and name the flag', async () => {
   r = await cli(['pack', snap.dir, '--out', out, '--world', '2']);
   assert.equal(r.code, 2);
   assert.match(r.stderr, /--rank is required \(or set NODE_RANK\)/);
-  r = await cli(['pack', snap.dir, '--out', out, '--rank', '0', '--world', '2', '--layout', 'page', '--chunk-rows', '100']);
+  r = await cli([
+    'pack',
+    snap.dir,
+    '--out',
+    out,
+    '--rank',
+    '0',
+    '--world',
+    '2',
+    '--layout',
+    'page',
+    '--chunk-rows',
+    '100',
+  ]);
   assert.equal(r.code, 2);
   assert.match(r.stderr, /multiple of the rows per page \(15\)/);
   r = await cli(['verify', out, '--sample', '10']);
@@ -48,11 +61,19 @@ test('pack from the environment, JSON summary, no-op re-run, verify exit codes',
   const env = { NODE_RANK: '1', SPARK_WORLD_SIZE: '3', SPARK_ENGRAM_DIR: snap.dir };
   const r = await cli(['pack', '--out', out, '--json', '--chunk-rows', '1000', '--layout', 'dense'], env);
   assert.equal(r.code, 0, r.stderr);
-  const s = JSON.parse(r.stdout) as { bytes: number; seconds: number; noop: boolean; layers: { layer: number; start: number; end: number; bytes: number }[] };
+  const s = JSON.parse(r.stdout) as {
+    bytes: number;
+    seconds: number;
+    noop: boolean;
+    layers: { layer: number; start: number; end: number; bytes: number }[];
+  };
   assert.equal(s.noop, false);
   assert.equal(s.layers.length, 2);
   // The data files: a 4096-byte header block each, then the rows.
-  assert.equal(s.bytes, s.layers.reduce((a, l) => a + 4096 + l.bytes, 0));
+  assert.equal(
+    s.bytes,
+    s.layers.reduce((a, l) => a + 4096 + l.bytes, 0),
+  );
   for (const l of s.layers) assert.equal(statSync(join(out, `engram-l${l.layer}-r1of3.bin`)).size, 4096 + l.bytes);
   assert.equal(typeof s.seconds, 'number');
   const again = await cli(['pack', '--out', out, '--layout', 'dense'], env);
@@ -70,7 +91,12 @@ test('pack from the environment, JSON summary, no-op re-run, verify exit codes',
   const bad = await cli(['verify', out, '--json']);
   assert.equal(bad.code, 1);
   assert.equal(JSON.parse(bad.stdout).ok, false);
-  assert.match(bad.stderr, new RegExp(`^spark verify: ${e.file}: layer 14: chunk 4 \\(bytes \\d+-\\d+, rows ${e.start + 4000}-${e.start + 4999}\\) fails its checksum\\n$`));
+  assert.match(
+    bad.stderr,
+    new RegExp(
+      `^spark verify: ${e.file}: layer 14: chunk 4 \\(bytes \\d+-\\d+, rows ${e.start + 4000}-${e.start + 4999}\\) fails its checksum\\n$`,
+    ),
+  );
   // Truncated.
   writeFileSync(path, bytes.subarray(0, 5000));
   const cut = await cli(['verify', out]);
@@ -82,10 +108,26 @@ test('a full disk is exit 3 with the numbers; mid-pack it keeps what was written
   const fs = mountTmpfs(8 << 20);
   try {
     const out = join(fs.dir, 'p');
-    const args = ['pack', snap.dir, '--out', out, '--rank', '0', '--world', '1', '--chunk-rows', '512', '--layout', 'dense'];
+    const args = [
+      'pack',
+      snap.dir,
+      '--out',
+      out,
+      '--rank',
+      '0',
+      '--world',
+      '1',
+      '--chunk-rows',
+      '512',
+      '--layout',
+      'dense',
+    ];
     const refused = await cli(args);
     assert.equal(refused.code, 3);
-    assert.match(refused.stderr, /not enough free space in .*: the pack needs [\d.]+ MiB more .* 8\.0 MiB \(8388608 bytes\) are free/);
+    assert.match(
+      refused.stderr,
+      /not enough free space in .*: the pack needs [\d.]+ MiB more .* 8\.0 MiB \(8388608 bytes\) are free/,
+    );
     const mid = await cli([...args, '--no-space-check', '--json']);
     assert.equal(mid.code, 3);
     assert.equal(JSON.parse(mid.stderr).error.code, 'E_NO_SPACE');
@@ -136,41 +178,122 @@ function assertProgressLog(stderr: string, units: string[], bytes: number): void
     assert.ok(seen[i].pct >= seen[i - 1].pct, `the percentage never goes back: ${lines.join(' | ')}`);
   }
   const last = seen[seen.length - 1];
-  assert.deepEqual(last, { index: units.length, phase: 'done', done: formatBytes(bytes), pct: 100 }, `ends complete: ${lines.at(-1)}`);
+  assert.deepEqual(
+    last,
+    { index: units.length, phase: 'done', done: formatBytes(bytes), pct: 100 },
+    `ends complete: ${lines.at(-1)}`,
+  );
 }
 
 test('pack --progress prints whole progress lines without a terminal, up to 100% of the bytes', async () => {
   const snap = makeSnapshot({ vocab: 3000 });
-  const page = await cli(['pack', snap.dir, '--out', join(tempDir(), 'p'), '--rank', '0', '--world', '1', '--progress', '1', '--layout', 'page', '--json']);
+  const page = await cli([
+    'pack',
+    snap.dir,
+    '--out',
+    join(tempDir(), 'p'),
+    '--rank',
+    '0',
+    '--world',
+    '1',
+    '--progress',
+    '1',
+    '--layout',
+    'page',
+    '--json',
+  ]);
   assert.equal(page.code, 0, page.stderr);
   assertProgressLog(page.stderr, ['layer 1', 'layer 14'], (JSON.parse(page.stdout) as { bytes: number }).bytes);
   // The limiter makes one worker wait for every chunk it read before: 10 chunks of ~2 MB per
   // ~20 MB shard at 40 MB/s hold the pack to at least 0.9 s however fast the machine, so the
   // closing line is past the half second after which a line shows the rate and an ETA.
   const slow = ['--threads', '1', '--chunk-rows', '8192', '--rate-limit', '40'];
-  const sparse = await cli(['pack', snap.dir, '--out', join(tempDir(), 's'), '--rank', '0', '--world', '1', '--progress', '1', ...slow, '--json']);
+  const sparse = await cli([
+    'pack',
+    snap.dir,
+    '--out',
+    join(tempDir(), 's'),
+    '--rank',
+    '0',
+    '--world',
+    '1',
+    '--progress',
+    '1',
+    ...slow,
+    '--json',
+  ]);
   assert.equal(sparse.code, 0, sparse.stderr);
   const shards = ['shard model-00002-of-00003.safetensors', 'shard model-00003-of-00003.safetensors'];
   assertProgressLog(sparse.stderr, shards, (JSON.parse(sparse.stdout) as { bytes: number }).bytes);
   assert.match(sparse.stderr, /\(2\/2\) done: .* 100% {2}\d+(\.\d+)? [KM]iB\/s {2}ETA 0:00\n$/);
-  const bad = await cli(['pack', snap.dir, '--out', join(tempDir(), 'q'), '--rank', '0', '--world', '1', '--progress', '0']);
+  const bad = await cli([
+    'pack',
+    snap.dir,
+    '--out',
+    join(tempDir(), 'q'),
+    '--rank',
+    '0',
+    '--world',
+    '1',
+    '--progress',
+    '0',
+  ]);
   assert.equal(bad.code, 2);
   assert.match(bad.stderr, /--progress/);
 });
 
 test('spark fanout pack passes --layout, --rate-limit and --no-drop-cache through to every node', async () => {
   const fake = fakeNodes();
-  const cluster = writeCluster({ name: 'pair', hosts: ['n1', 'n2'], fabric: ['10.0.0.1', '10.0.0.2'], hfCache: '/mnt/nas/hf' });
-  const r = await cli(['fanout', 'pack', '/mnt/nas/snap', '--out', '/engram', '--cluster', cluster, '--layout', 'sparse', '--rate-limit', '600', '--no-drop-cache', '--json'], fake.env());
+  const cluster = writeCluster({
+    name: 'pair',
+    hosts: ['n1', 'n2'],
+    fabric: ['10.0.0.1', '10.0.0.2'],
+    hfCache: '/mnt/nas/hf',
+  });
+  const r = await cli(
+    [
+      'fanout',
+      'pack',
+      '/mnt/nas/snap',
+      '--out',
+      '/engram',
+      '--cluster',
+      cluster,
+      '--layout',
+      'sparse',
+      '--rate-limit',
+      '600',
+      '--no-drop-cache',
+      '--json',
+    ],
+    fake.env(),
+  );
   assert.equal(r.code, 0, r.stderr);
   const packs = fake.calls().filter((c) => c.prog === 'spark');
   assert.equal(packs.length, 2);
   for (const [rank, host] of ['n1', 'n2'].entries()) {
     const argv = packs.find((c) => c.host === host)!.argv;
-    assert.deepEqual(argv.slice(0, 7), ['pack', '/mnt/nas/snap', '--out', '/engram', '--rank', String(rank), '--world']);
-    assert.deepEqual(argv.slice(argv.indexOf('--layout')), ['--layout', 'sparse', '--rate-limit', '600', '--no-drop-cache']);
+    assert.deepEqual(argv.slice(0, 7), [
+      'pack',
+      '/mnt/nas/snap',
+      '--out',
+      '/engram',
+      '--rank',
+      String(rank),
+      '--world',
+    ]);
+    assert.deepEqual(argv.slice(argv.indexOf('--layout')), [
+      '--layout',
+      'sparse',
+      '--rate-limit',
+      '600',
+      '--no-drop-cache',
+    ]);
   }
-  const bad = await cli(['fanout', 'pack', '/mnt/nas/snap', '--out', '/engram', '--cluster', cluster, '--rate-limit', 'lots'], fake.env());
+  const bad = await cli(
+    ['fanout', 'pack', '/mnt/nas/snap', '--out', '/engram', '--cluster', cluster, '--rate-limit', 'lots'],
+    fake.env(),
+  );
   assert.equal(bad.code, 2);
   assert.match(bad.stderr, /--rate-limit must be a positive number of MB\/s/);
 });

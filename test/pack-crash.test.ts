@@ -20,7 +20,25 @@ const TRIALS = 20;
 const snap = makeSnapshot({ vocab: 5000 });
 
 function packArgs(out: string): string[] {
-  return ['pack', snap.dir, '--out', out, '--layout', 'dense', '--rank', '0', '--world', '1', '--chunk-rows', '1024', '--sync-every', '4', '--threads', '1', '--json'];
+  return [
+    'pack',
+    snap.dir,
+    '--out',
+    out,
+    '--layout',
+    'dense',
+    '--rank',
+    '0',
+    '--world',
+    '1',
+    '--chunk-rows',
+    '1024',
+    '--sync-every',
+    '4',
+    '--threads',
+    '1',
+    '--json',
+  ];
 }
 
 function verifiesFully(out: string): void {
@@ -39,10 +57,16 @@ function shardsWhole(out: string, trial: number): void {
     assert.ok(t, `trial ${trial}: ${name} is no shard this pack writes`);
     const data = readFileSync(join(out, name));
     assert.equal(data.length, miaShardBytes(0, t.rows), `trial ${trial}: ${name} is ${data.length} bytes`);
-    assert.ok(data.subarray(0, 4096).equals(encodeMiaHeader({ layer: t.layer, lo: 0, hi: t.rows, rows: t.rows, rowBytes: 264 })), `trial ${trial}: ${name} header`);
+    assert.ok(
+      data
+        .subarray(0, 4096)
+        .equals(encodeMiaHeader({ layer: t.layer, lo: 0, hi: t.rows, rows: t.rows, rowBytes: 264 })),
+      `trial ${trial}: ${name} header`,
+    );
     for (let id = 0; id < t.rows; id++) {
       const at = 4096 + id * 264;
-      if (!data.subarray(at, at + 264).equals(synthRow(t.layer, id, 256))) assert.fail(`trial ${trial}: ${name} row ${id} differs`);
+      if (!data.subarray(at, at + 264).equals(synthRow(t.layer, id, 256)))
+        assert.fail(`trial ${trial}: ${name} row ${id} differs`);
     }
   }
 }
@@ -74,7 +98,9 @@ test(`kill -9 at ${TRIALS} random points, then resume: verify refuses or passes,
     },
     () => join(tempDir(), 'pack'),
   );
-  t.diagnostic(`copy ${seen.copyMs.toFixed(0)} ms; killed ${seen.killed}, complete before the kill ${seen.complete}, resumes keeping chunks ${seen.resumedWithKept}`);
+  t.diagnostic(
+    `copy ${seen.copyMs.toFixed(0)} ms; killed ${seen.killed}, complete before the kill ${seen.complete}, resumes keeping chunks ${seen.resumedWithKept}`,
+  );
   // The trials must have hit the interesting states, not only "killed before starting".
   assert.ok(seen.killed >= TRIALS / 2, `only ${seen.killed} of ${TRIALS} runs were killed`);
   assert.ok(seen.resumedWithKept >= 3, `only ${seen.resumedWithKept} resumes kept journaled chunks`);

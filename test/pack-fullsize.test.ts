@@ -20,12 +20,20 @@ const opened = await openSnapshot(full.dir);
 const tables = opened.engram;
 const SHARDS = ['model-00047-of-00048.safetensors', 'model-00048-of-00048.safetensors'];
 
-
 test('full-size snapshot: sparse copies keep the 48-shard names, apparent sizes and headers; rows at both range ends and past 2^36 are exact', async () => {
-  assert.deepEqual(tables.map((t) => t.rows), [384006168, 384016682]);
+  assert.deepEqual(
+    tables.map((t) => t.rows),
+    [384006168, 384016682],
+  );
   const rank1 = packRanges(tables, opened.config, 1, 4, 'floor');
   const rank3 = packRanges(tables, opened.config, 3, 4, 'floor');
-  assert.deepEqual(rank1.map((r) => [r.start, r.end]), [[96001542, 192003084], [96004170, 192008341]]);
+  assert.deepEqual(
+    rank1.map((r) => [r.start, r.end]),
+    [
+      [96001542, 192003084],
+      [96004170, 192008341],
+    ],
+  );
   const windows = {
     'rank 1 of 4, first rows': rank1.map((r) => ({ layer: r.layer, start: r.start, end: r.start + 64 })),
     'rank 1 of 4, last rows': rank1.map((r) => ({ layer: r.layer, start: r.end - 64, end: r.end })),
@@ -50,11 +58,17 @@ test('full-size snapshot: sparse copies keep the 48-shard names, apparent sizes 
     for (const name of SHARDS) {
       const st = statSync(join(out, name));
       assert.equal(st.size, statSync(join(full.dir, name)).size, `${what}: ${name} apparent size`);
-      assert.ok(safetensorsHeader(join(out, name)).equals(safetensorsHeader(join(full.dir, name))), `${what}: ${name} header bytes`);
+      assert.ok(
+        safetensorsHeader(join(out, name)).equals(safetensorsHeader(join(full.dir, name))),
+        `${what}: ${name} header bytes`,
+      );
       // Allocated: the header, 64 rows of weight and of scale, rounded out to blocks.
       assert.ok(st.blocks * 512 <= 64 * 1024, `${what}: ${name} allocates ${st.blocks * 512} bytes`);
     }
-    assert.equal(s.apparentBytes, SHARDS.reduce((a, n) => a + statSync(join(full.dir, n)).size, 0));
+    assert.equal(
+      s.apparentBytes,
+      SHARDS.reduce((a, n) => a + statSync(join(full.dir, n)).size, 0),
+    );
     const view = openOverlayView(out);
     try {
       for (const r of ranges) {
@@ -64,7 +78,10 @@ test('full-size snapshot: sparse copies keep the 48-shard names, apparent sizes 
           if (t.weight.base + id * 256 > 2 ** 36) past36++;
           if (t.scale.base + id * 8 > 2 ** 36) past36++;
         }
-        assert.ok(view.row(r.layer, r.start - 1).equals(Buffer.alloc(264)), `${what}: row ${r.start - 1} is not owned: zeros`);
+        assert.ok(
+          view.row(r.layer, r.start - 1).equals(Buffer.alloc(264)),
+          `${what}: row ${r.start - 1} is not owned: zeros`,
+        );
       }
     } finally {
       view.close();

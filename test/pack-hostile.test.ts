@@ -1,7 +1,19 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, watch, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  watch,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { binPath, cli } from './helpers/cli.js';
 import { makeSnapshot } from './helpers/synth.js';
@@ -14,7 +26,25 @@ import { tempDir } from './helpers/tmp.js';
 const snap = makeSnapshot({ vocab: 4000 });
 
 function packArgs(out: string, layout: string, extra: string[] = []): string[] {
-  return ['pack', snap.dir, '--out', out, '--rank', '0', '--world', '2', '--layout', layout, '--chunk-rows', layout === 'page' ? '1500' : '1000', '--sync-every', '1', '--threads', '1', ...extra];
+  return [
+    'pack',
+    snap.dir,
+    '--out',
+    out,
+    '--rank',
+    '0',
+    '--world',
+    '2',
+    '--layout',
+    layout,
+    '--chunk-rows',
+    layout === 'page' ? '1500' : '1000',
+    '--sync-every',
+    '1',
+    '--threads',
+    '1',
+    ...extra,
+  ];
 }
 
 /** Every name that appears in `out` while `run` runs (inotify through fs.watch), and after. */
@@ -98,7 +128,11 @@ async function learn(s: Scenario, kill: boolean, layout: string): Promise<Set<st
     killedState.set(layout, keep);
   }
   // Names the scenario started with and the run left alone are not the pack's to write.
-  return new Set([...names].filter((n) => !before.has(n) || !existsSync(join(out, n)) || n.endsWith('.journal') || n.endsWith('.partial')));
+  return new Set(
+    [...names].filter(
+      (n) => !before.has(n) || !existsSync(join(out, n)) || n.endsWith('.journal') || n.endsWith('.partial'),
+    ),
+  );
 }
 
 /** Plants a link at `name`, runs, and checks the refusal and the untouched target. */
@@ -116,7 +150,10 @@ async function hostile(s: Scenario, name: string): Promise<void> {
   assert.ok(r.stderr.includes(join(out, name)), `${where}: the error names the link: ${r.stderr}`);
   assert.match(r.stderr, /symbolic link where spark pack writes/, where);
   assert.equal(readFileSync(target, 'utf8'), 'precious bytes\n', `${where}: the target changed`);
-  assert.ok(lstatSync(join(out, name)).isSymbolicLink() && readlinkSync(join(out, name)) === target, `${where}: the link itself was replaced`);
+  assert.ok(
+    lstatSync(join(out, name)).isSymbolicLink() && readlinkSync(join(out, name)) === target,
+    `${where}: the link itself was replaced`,
+  );
 }
 
 test('a link at any name a pack writes is refused (exit 3, naming it) and its target is left untouched', async (t) => {
@@ -138,7 +175,16 @@ test('a link at any name a pack writes is refused (exit 3, naming it) and its ta
   t.diagnostic(seen.join('\n'));
   // The learning runs saw what the packer is known to create; a run that saw less proves little.
   const all = seen.join(' ');
-  for (const n of ['.spark-hole-probe', 'model-00003-of-00003.safetensors.partial', 'model-00003-of-00003.safetensors.journal', 'engram-local.json.tmp', 'model.safetensors.index.json.tmp', 'engram-l14-r0of2.bin.partial', 'spark-pack.json.tmp', 'spark-pack.json.replaced']) {
+  for (const n of [
+    '.spark-hole-probe',
+    'model-00003-of-00003.safetensors.partial',
+    'model-00003-of-00003.safetensors.journal',
+    'engram-local.json.tmp',
+    'model.safetensors.index.json.tmp',
+    'engram-l14-r0of2.bin.partial',
+    'spark-pack.json.tmp',
+    'spark-pack.json.replaced',
+  ]) {
     assert.ok(all.includes(n), `no run was seen creating ${n}`);
   }
 });

@@ -5,7 +5,18 @@
 // resumed, the rate limit held; a sparse copy verified the same way as a pack.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { closeSync, constants, existsSync, mkdirSync, mkdtempSync, openSync, readSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { packEngram, type PackRequest } from '../src/pack/pack.js';
 import { openSnapshot } from '../src/engram/snapshot.js';
@@ -47,7 +58,7 @@ async function assertDenseExact(out: string): Promise<void> {
 test('spark pack copies with O_DIRECT where the filesystem allows it, byte-exact at unaligned ranges, and says so', async () => {
   for (const layout of ['sparse', 'dense', 'page'] as const) {
     const out = join(tempDir(), 'pack');
-    const s = await packEngram(request(out, { layout, chunkRows: layout === 'page' ? 780 : 777 }));  // page: whole pages of 15 rows
+    const s = await packEngram(request(out, { layout, chunkRows: layout === 'page' ? 780 : 777 })); // page: whole pages of 15 rows
     const expected = directOpens(out) && directOpens(snap.dir) ? 'direct' : 'buffered';
     assert.deepEqual(s.io, { read: expected, write: expected }, layout);
     for (const f of s.files) assert.deepEqual(f.io, { read: expected, write: expected }, `${layout} ${f.file}`);
@@ -84,10 +95,16 @@ test('spark pack --json reports io; a second run that copies nothing reports non
 test('a direct copy that fails mid-pack resumes: committed chunks kept, the rest copied, the same bytes', async () => {
   for (const layout of ['sparse', 'dense'] as const) {
     const out = join(tempDir(), 'pack');
-    await rejects(packEngram(request(out, { layout, chunkRows: 300, syncBytes: 1, testing: { faultAfterChunks: 5 } })), 'E_IO');
+    await rejects(
+      packEngram(request(out, { layout, chunkRows: 300, syncBytes: 1, testing: { faultAfterChunks: 5 } })),
+      'E_IO',
+    );
     const s = await packEngram(request(out, { layout, chunkRows: 300 }));
     assert.ok(s.resumed, layout);
-    assert.ok(s.files.some((f) => f.chunksKept > 0 && f.chunksWritten > 0), layout);
+    assert.ok(
+      s.files.some((f) => f.chunksKept > 0 && f.chunksWritten > 0),
+      layout,
+    );
     if (layout === 'sparse') assert.ok(checkSparseCopy(out, snap.dir).rows > 0);
     else await assertDenseExact(out);
   }
@@ -98,11 +115,14 @@ test('the rate limit holds with reads running ahead of writes', async () => {
   const chunkRows = 500;
   // Each file's limiter lets its first chunk start at once; every later one waits its turn.
   const plain = await packEngram(request(join(tempDir(), 'pack'), { layout: 'dense', chunkRows }));
-  const rate = Math.ceil(plain.bytes / 1.5);  // bytes per second: about 1.5 s for the pack
+  const rate = Math.ceil(plain.bytes / 1.5); // bytes per second: about 1.5 s for the pack
   const s = await packEngram(request(out, { layout: 'dense', chunkRows, rateLimit: rate }));
-  const free = s.files.length * (chunkRows * 264 + 4096);  // a first chunk and a header block per file
+  const free = s.files.length * (chunkRows * 264 + 4096); // a first chunk and a header block per file
   const floor = (s.bytes - free) / rate;
-  assert.ok(s.seconds >= floor * 0.98, `${s.seconds.toFixed(2)} s for ${s.bytes} bytes at ${rate} B/s: at least ${floor.toFixed(2)} s`);
+  assert.ok(
+    s.seconds >= floor * 0.98,
+    `${s.seconds.toFixed(2)} s for ${s.bytes} bytes at ${rate} B/s: at least ${floor.toFixed(2)} s`,
+  );
   await assertDenseExact(out);
 });
 
@@ -136,12 +156,18 @@ test('spark verify of a sparse copy reads with O_DIRECT where the filesystem all
     mkdirSync(dir);
     const copy = writeSparseCopy(snap.dir, dir, { flavour: 'spark', ranges, rank: 1, world: 3, chunkRows: 777 });
     const io = directOpens(dir) ? 'direct' : 'buffered';
-    const headers = (copy.manifest.spark as { shards: { headerBytes: number }[] }).shards.reduce((n, s) => n + s.headerBytes, 0);
+    const headers = (copy.manifest.spark as { shards: { headerBytes: number }[] }).shards.reduce(
+      (n, s) => n + s.headerBytes,
+      0,
+    );
     const rangeBytes = ranges.reduce((n, r) => n + (r.end - r.start) * 264, 0);
     const clean = await verifyDoc([dir], 0);
     assert.equal(clean.io, io, parent);
     assert.equal(clean.bytesRead, headers + rangeBytes, 'the headers and every row of the ranges, each read once');
-    assert.deepEqual(clean.layers.map((l) => l.chunks.bad), ranges.map(() => 0));
+    assert.deepEqual(
+      clean.layers.map((l) => l.chunks.bad),
+      ranges.map(() => 0),
+    );
     const full = await verifyDoc([dir, '--source', snap.dir, '--full'], 0);
     assert.equal(full.io, io);
     // The headers against their CRC-32s, then against the source's; every row on each side.
@@ -174,9 +200,19 @@ test('spark verify of a sparse copy made by another tool: --full reads through t
   writeSparseCopy(snap.dir, dir, { flavour: 'overlay', ranges });
   const full = await verifyDoc([dir, '--source', snap.dir, '--full'], 0);
   assert.equal(full.io, directOpens(dir) ? 'direct' : 'buffered');
-  assert.deepEqual(full.layers.map((l) => l.rows?.compared), ranges.map((r) => r.end - r.start));
-  assert.deepEqual(full.layers.map((l) => l.chunks.checked), ranges.map(() => 0), 'no checksums to check');
+  assert.deepEqual(
+    full.layers.map((l) => l.rows?.compared),
+    ranges.map((r) => r.end - r.start),
+  );
+  assert.deepEqual(
+    full.layers.map((l) => l.chunks.checked),
+    ranges.map(() => 0),
+    'no checksums to check',
+  );
   const sample = await verifyDoc([dir, '--source', snap.dir, '--sample', '10'], 0);
   assert.equal(sample.io, undefined);
-  assert.deepEqual(sample.layers.map((l) => l.rows?.compared), ranges.map(() => 12));
+  assert.deepEqual(
+    sample.layers.map((l) => l.rows?.compared),
+    ranges.map(() => 12),
+  );
 });

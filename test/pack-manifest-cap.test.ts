@@ -44,7 +44,11 @@ test('spark pack --chunk-rows 2 on a full-size rank: exit 2 before anything is c
 });
 
 // The check alone, on the plan: none of these runs may get as far as copying a full-size rank.
-for (const [layout, chunkRows] of [['sparse', 150], ['dense', 120], ['page', 120]] as const) {
+for (const [layout, chunkRows] of [
+  ['sparse', 150],
+  ['dense', 120],
+  ['page', 120],
+] as const) {
   test(`${layout}: a chunk size just past the cap is measured on the manifest text itself and refused; the suggested one passes`, async () => {
     const req = packRequest(full.dir, fullTables, join(tempDir(), 'copy'), { layout, rank: 1, world: 4, chunkRows });
     const plan = async (rows: number) => {
@@ -63,7 +67,10 @@ for (const [layout, chunkRows] of [['sparse', 150], ['dense', 120], ['page', 120
     }
     assert.ok(refusal instanceof SparkError, 'refused');
     assert.equal(refusal.code, 'E_USAGE');
-    const m = /^--chunk-rows: (\d+) checksum chunks for 192005713 rows would make the manifest ([\d.]+) MiB, more than the 16\.0 MiB every reader of it accepts; use --chunk-rows (\d+) or more/.exec(refusal.message);
+    const m =
+      /^--chunk-rows: (\d+) checksum chunks for 192005713 rows would make the manifest ([\d.]+) MiB, more than the 16\.0 MiB every reader of it accepts; use --chunk-rows (\d+) or more/.exec(
+        refusal.message,
+      );
     assert.ok(m, refusal.message);
     assert.ok(Number(m[1]) * 10 <= MAX_MANIFEST_BYTES, 'measured on the text, not the bound');
     assert.ok(Number(m[2]) > 16 && Number(m[2]) < 40, refusal.message);
@@ -71,7 +78,10 @@ for (const [layout, chunkRows] of [['sparse', 150], ['dense', 120], ['page', 120
     if (layout === 'page') assert.equal(suggested % 15, 0, 'whole pages');
     const fits = await plan(suggested);
     checkManifestSize(fits);
-    assert.ok(Buffer.byteLength(fits.manifestText(unitChunks(fits).map((n) => new Array<number>(n).fill(0)))) <= MAX_MANIFEST_BYTES);
+    assert.ok(
+      Buffer.byteLength(fits.manifestText(unitChunks(fits).map((n) => new Array<number>(n).fill(0)))) <=
+        MAX_MANIFEST_BYTES,
+    );
   });
 }
 
@@ -83,7 +93,8 @@ test('every reader accepts a manifest of exactly MAX_MANIFEST_BYTES and refuses 
   const path = join(out, 'spark-pack.json');
   const text = readFileSync(path, 'utf8').trimEnd();
   const reader = join(packageRoot(), 'python', 'spark_engram_reader.py');
-  const python = () => spawnSync('python3', [reader, out, '--layer', String(tables[0].layer), '--ids', '0'], { encoding: 'utf8' });
+  const python = () =>
+    spawnSync('python3', [reader, out, '--layer', String(tables[0].layer), '--ids', '0'], { encoding: 'utf8' });
   // JSON allows trailing whitespace: pad to the cap.
   writeFileSync(path, text + ' '.repeat(MAX_MANIFEST_BYTES - Buffer.byteLength(text)));
   assert.equal((await readLocalDir(out)).kind, 'packed');
@@ -93,5 +104,10 @@ test('every reader accepts a manifest of exactly MAX_MANIFEST_BYTES and refuses 
   await rejects(readLocalDir(out), 'E_FILE_TOO_LARGE');
   const refused = python();
   assert.equal(refused.status, 2);
-  assert.match(refused.stderr, new RegExp(`spark-pack.json: ${MAX_MANIFEST_BYTES + 1} bytes is more than the ${MAX_MANIFEST_BYTES} a manifest may have`));
+  assert.match(
+    refused.stderr,
+    new RegExp(
+      `spark-pack.json: ${MAX_MANIFEST_BYTES + 1} bytes is more than the ${MAX_MANIFEST_BYTES} a manifest may have`,
+    ),
+  );
 });

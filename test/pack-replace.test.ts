@@ -36,7 +36,8 @@ function snapshotOf(dir: string): Map<string, Buffer> {
 }
 
 async function assertOldCopyUsable(out: string, old: Map<string, Buffer>, rank: number): Promise<void> {
-  for (const [name, bytes] of old) assert.ok(readFileSync(join(out, name)).equals(bytes), `${name} is the old copy's, byte for byte`);
+  for (const [name, bytes] of old)
+    assert.ok(readFileSync(join(out, name)).equals(bytes), `${name} is the old copy's, byte for byte`);
   const v = await verifyPack({ dir: out, rows: 'full', threads: 2, source: { snapshotDir: snap.dir, tables } });
   assert.equal(v.ok, true, v.problems.join('\n'));
   assert.equal(v.rank, rank);
@@ -79,7 +80,10 @@ for (const layout of ['sparse', 'dense'] as const) {
       await assertOldCopyUsable(out, before, 0);
       const e = await rejects(packEngram({ ...next, checkSpace: false }), 'E_NO_SPACE');
       assert.match(e.message, /chunks already written are kept: free space and re-run the same command to resume/);
-      assert.ok(readdirSync(out).some((n) => n.endsWith('.partial')), 'the new copy so far is beside the old one');
+      assert.ok(
+        readdirSync(out).some((n) => n.endsWith('.partial')),
+        'the new copy so far is beside the old one',
+      );
       await assertOldCopyUsable(out, before, 0);
       // Without --force the old copy is still a complete pack that differs.
       const refused = await rejects(packEngram({ ...next, force: false }), 'E_PACK_EXISTS');
@@ -88,7 +92,10 @@ for (const layout of ['sparse', 'dense'] as const) {
       fs.resize(32 << 20);
       const s = await packEngram(next);
       assert.equal(s.noop, false);
-      assert.ok(s.files.some((f) => f.chunksKept > 0), 'the chunks written before the disk filled were kept');
+      assert.ok(
+        s.files.some((f) => f.chunksKept > 0),
+        'the chunks written before the disk filled were kept',
+      );
       const v = await verifyPack({ dir: out, rows: 'full', threads: 2, source: { snapshotDir: snap.dir, tables } });
       assert.equal(v.ok, true, v.problems.join('\n'));
       const left = readdirSync(out).filter((n) => /\.(partial|journal|replaced|tmp)$/.test(n));

@@ -80,23 +80,46 @@ for (const layout of ['sparse', 'dense'] as const) {
     rewriteInPlace(t.weight.file, t.weight.fileOffset + 7 * 256, 0x42);
     const e = await rejects(packEngram(req), 'E_PACK_EXISTS');
     assert.equal(e.exitCode, 2);
-    assert.match(e.message, new RegExp(`the snapshot file ${t.weight.fileName} changed since it was packed: written in place \\(ctime .+ -> .+\\).*--force`));
+    assert.match(
+      e.message,
+      new RegExp(
+        `the snapshot file ${t.weight.fileName} changed since it was packed: written in place \\(ctime .+ -> .+\\).*--force`,
+      ),
+    );
 
     const stale = await verifyPack({ dir: out, rows: 'none', threads: 2 });
     assert.equal(stale.ok, false);
     assert.deepEqual(stale.sourceIdentity, { snapshot: snap.dir, status: 'changed' });
     assert.equal(stale.problems.length, 1, stale.problems.join('\n'));
-    assert.match(stale.problems[0], new RegExp(`^the snapshot ${snap.dir} changed since this copy was made \\(${t.weight.fileName}: written in place \\(ctime .*\\)\\): the copy may hold old rows; re-pack with spark pack --force`));
+    assert.match(
+      stale.problems[0],
+      new RegExp(
+        `^the snapshot ${snap.dir} changed since this copy was made \\(${t.weight.fileName}: written in place \\(ctime .*\\)\\): the copy may hold old rows; re-pack with spark pack --force`,
+      ),
+    );
     // --source --full compares every row instead, and finds the one that changed.
-    const rows = await verifyPack({ dir: out, rows: 'full', threads: 2, source: { snapshotDir: snap.dir, tables: snap.tables } });
+    const rows = await verifyPack({
+      dir: out,
+      rows: 'full',
+      threads: 2,
+      source: { snapshotDir: snap.dir, tables: snap.tables },
+    });
     assert.equal(rows.sourceIdentity, undefined);
-    assert.ok(rows.problems.some((p) => p.includes(`row 7 differs from the source`)), rows.problems.join('\n'));
+    assert.ok(
+      rows.problems.some((p) => p.includes(`row 7 differs from the source`)),
+      rows.problems.join('\n'),
+    );
 
     const s = await packEngram({ ...req, force: true });
     assert.equal(s.noop, false);
     const row = layout === 'sparse' ? t.weight.fileOffset + 7 * 256 : 4096 + 7 * 264;
     const file = layout === 'sparse' ? t.weight.fileName : s.layers.find((l) => l.layer === t.layer)!.file;
-    assert.ok(readFileSync(join(out, file)).subarray(row, row + 256).equals(Buffer.alloc(256, 0x42)), 'the refreshed copy holds the new bytes');
+    assert.ok(
+      readFileSync(join(out, file))
+        .subarray(row, row + 256)
+        .equals(Buffer.alloc(256, 0x42)),
+      'the refreshed copy holds the new bytes',
+    );
     const fresh = await verifyPack({ dir: out, rows: 'none', threads: 2 });
     assert.equal(fresh.ok, true, fresh.problems.join('\n'));
     assert.equal((await packEngram(req)).noop, true);
@@ -111,7 +134,10 @@ test('plain verify where the snapshot path does not exist: the identity is not c
   const r = await verifyPack({ dir: out, rows: 'none', threads: 2 });
   assert.equal(r.ok, true, r.problems.join('\n'));
   assert.deepEqual(r.sourceIdentity, { snapshot: snap.dir, status: 'not found' });
-  assert.ok(r.checked.includes(`source identity not checked: ${snap.dir} is not a directory here`), r.checked.join('; '));
+  assert.ok(
+    r.checked.includes(`source identity not checked: ${snap.dir} is not a directory here`),
+    r.checked.join('; '),
+  );
   // A shard gone from a snapshot that is there is a change.
   renameSync(`${snap.dir}-elsewhere`, snap.dir);
   renameSync(snap.tables[0].weight.file, `${snap.tables[0].weight.file}.moved`);

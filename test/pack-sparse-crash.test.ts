@@ -20,7 +20,23 @@ const snap = makeSnapshot({ vocab: 5000 });
 const VERIFY_NOT_YET = /is a sparse copy \(engram-local\.json\): this spark verify checks dense and page packs/;
 
 function packArgs(out: string): string[] {
-  return ['pack', snap.dir, '--out', out, '--rank', '0', '--world', '1', '--chunk-rows', '1024', '--sync-every', '4', '--threads', '1', '--json'];
+  return [
+    'pack',
+    snap.dir,
+    '--out',
+    out,
+    '--rank',
+    '0',
+    '--world',
+    '1',
+    '--chunk-rows',
+    '1024',
+    '--sync-every',
+    '4',
+    '--threads',
+    '1',
+    '--json',
+  ];
 }
 
 let verifyReadsSparse: boolean | undefined;
@@ -53,7 +69,10 @@ test(`sparse layout: kill -9 at ${TRIALS} random points, then resume: no copy or
         assert.equal(local.kind, 'none', `trial ${i}`);
         // No manifest: not a copy, and no index for the overlay to take it for a snapshot either.
         const names = existsSync(out) ? readdirSync(out) : [];
-        assert.ok(!names.includes('model.safetensors.index.json') || names.every((n) => !n.endsWith('.partial')), `trial ${i}: an index beside unfinished shards`);
+        assert.ok(
+          !names.includes('model.safetensors.index.json') || names.every((n) => !n.endsWith('.partial')),
+          `trial ${i}: an index beside unfinished shards`,
+        );
         const v = bin(['verify', out]);
         assert.equal(v.code, existsSync(out) ? 1 : 2, `trial ${i}: ${v.stderr}`);
         return false;

@@ -1,7 +1,19 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { packEngram, type PackRequest } from '../src/pack/pack.js';
 import { packRanges } from '../src/pack/pack-ranges.js';
@@ -28,7 +40,7 @@ function manifestOf(out: string) {
   return parseSparseManifest(readFileSync(join(out, 'engram-local.json'), 'utf8'));
 }
 
-test('the manifest: the overlay keys, then spark\'s key with shards, index and per-chunk CRC-32 of weight then scale bytes', async () => {
+test("the manifest: the overlay keys, then spark's key with shards, index and per-chunk CRC-32 of weight then scale bytes", async () => {
   const out = join(tempDir(), 'copy');
   const s = await packEngram(request(out));
   const doc = JSON.parse(readFileSync(join(out, 'engram-local.json'), 'utf8')) as Record<string, unknown>;
@@ -36,12 +48,21 @@ test('the manifest: the overlay keys, then spark\'s key with shards, index and p
   const m = manifestOf(out);
   const spark = m.spark!;
   assert.deepEqual([spark.rank, spark.world, spark.split], [1, 2, 'floor']);
-  assert.deepEqual(spark.index, { name: INDEX_FILE, bytes: statSync(join(snap.dir, INDEX_FILE)).size, crc32: crc32(readFileSync(join(snap.dir, INDEX_FILE))).toString(16).padStart(8, '0') });
+  assert.deepEqual(spark.index, {
+    name: INDEX_FILE,
+    bytes: statSync(join(snap.dir, INDEX_FILE)).size,
+    crc32: crc32(readFileSync(join(snap.dir, INDEX_FILE)))
+      .toString(16)
+      .padStart(8, '0'),
+  });
   for (const t of tables) {
     const r = m.layers.find((l) => l.layer === t.layer)!;
     assert.deepEqual([r.start, r.end], [Math.floor(t.rows / 2), t.rows]);
     const e = spark.tables.find((x) => x.layer === t.layer)!;
-    assert.deepEqual([e.shard, e.weightOffset, e.scaleOffset, e.rows, e.dim], [t.weight.fileName, t.weight.fileOffset, t.scale.fileOffset, t.rows, t.dim]);
+    assert.deepEqual(
+      [e.shard, e.weightOffset, e.scaleOffset, e.rows, e.dim],
+      [t.weight.fileName, t.weight.fileOffset, t.scale.fileOffset, t.rows, t.dim],
+    );
     // Every chunk's checksum, recomputed from the snapshot's bytes.
     const src = readFileSync(t.weight.file);
     e.checksum.values.forEach((v, k) => {
@@ -53,15 +74,29 @@ test('the manifest: the overlay keys, then spark\'s key with shards, index and p
     });
     const shard = spark.shards.find((x) => x.name === t.weight.fileName)!;
     const headerBytes = 8 + Number(src.readBigUInt64LE(0));
-    assert.deepEqual(shard, { name: t.weight.fileName, bytes: src.length, headerBytes, headerCrc32: crc32(src.subarray(0, headerBytes)).toString(16).padStart(8, '0') });
+    assert.deepEqual(shard, {
+      name: t.weight.fileName,
+      bytes: src.length,
+      headerBytes,
+      headerCrc32: crc32(src.subarray(0, headerBytes)).toString(16).padStart(8, '0'),
+    });
     // Allocated: the header and the rows, rounded to blocks; not the apparent size.
     const st = statSync(join(out, t.weight.fileName));
     const rowsBytes = (r.end - r.start) * 264;
     assert.equal(st.size, src.length);
-    assert.ok(st.blocks * 512 >= rowsBytes && st.blocks * 512 <= rowsBytes + headerBytes + 4 * 4096, `${st.blocks * 512} allocated for ${rowsBytes}`);
+    assert.ok(
+      st.blocks * 512 >= rowsBytes && st.blocks * 512 <= rowsBytes + headerBytes + 4 * 4096,
+      `${st.blocks * 512} allocated for ${rowsBytes}`,
+    );
   }
-  assert.equal(s.bytes, s.layers.reduce((a, l) => a + l.bytes, 0) + spark.shards.reduce((a, x) => a + x.headerBytes, 0) + spark.index.bytes);
-  assert.equal(s.apparentBytes, spark.shards.reduce((a, x) => a + x.bytes, 0));
+  assert.equal(
+    s.bytes,
+    s.layers.reduce((a, l) => a + l.bytes, 0) + spark.shards.reduce((a, x) => a + x.headerBytes, 0) + spark.index.bytes,
+  );
+  assert.equal(
+    s.apparentBytes,
+    spark.shards.reduce((a, x) => a + x.bytes, 0),
+  );
   assert.deepEqual((await readLocalDir(out)).kind, 'sparse');
   const again = await packEngram(request(out));
   assert.equal(again.noop, true);
@@ -79,7 +114,10 @@ test('--force onto another rank, world or layout removes the replaced files once
   // dense -> sparse: the dense files go, after engram-local.json is written.
   const s = await packEngram(request(out, { force: true }));
   assert.deepEqual(s.removed.sort(), ['engram-l1-r0of2.bin', 'engram-l14-r0of2.bin', 'spark-pack.json.replaced']);
-  assert.deepEqual(readdirSync(out).sort(), ['engram-local.json', INDEX_FILE, 'model-00002-of-00003.safetensors', 'model-00003-of-00003.safetensors'].sort());
+  assert.deepEqual(
+    readdirSync(out).sort(),
+    ['engram-local.json', INDEX_FILE, 'model-00002-of-00003.safetensors', 'model-00003-of-00003.safetensors'].sort(),
+  );
   // sparse rank 1 of 2 -> rank 2 of 3: the same shard names, rewritten; nothing left over.
   await rejects(packEngram(request(out, { rank: 2, world: 3 })), 'E_PACK_EXISTS');
   const r = await packEngram(request(out, { rank: 2, world: 3, force: true }));
@@ -87,8 +125,15 @@ test('--force onto another rank, world or layout removes the replaced files once
   assert.deepEqual(manifestOf(out).spark?.rank, 2);
   // sparse -> page: the shards and the index go.
   const p = await packEngram(request(out, { layout: 'page', rank: 0, world: 3, chunkRows: 15 * 70, force: true }));
-  assert.deepEqual(p.removed.sort(), ['engram-local.json.replaced', 'model-00002-of-00003.safetensors', 'model-00003-of-00003.safetensors'].sort());
-  assert.deepEqual(readdirSync(out).sort(), ['spark-pack.json', 'spark-page-l1-r0of3.rows', 'spark-page-l14-r0of3.rows']);
+  assert.deepEqual(
+    p.removed.sort(),
+    ['engram-local.json.replaced', 'model-00002-of-00003.safetensors', 'model-00003-of-00003.safetensors'].sort(),
+  );
+  assert.deepEqual(readdirSync(out).sort(), [
+    'spark-pack.json',
+    'spark-page-l1-r0of3.rows',
+    'spark-page-l14-r0of3.rows',
+  ]);
 });
 
 test('a replacement killed before its manifest: the old pack is still whole; the same --force run finishes it and clears the replaced files', async () => {
@@ -101,7 +146,10 @@ test('a replacement killed before its manifest: the old pack is still whole; the
   const s = await packEngram(request(out, { force: true }));
   assert.ok(s.files.some((f) => f.chunksKept > 0));
   assert.deepEqual(s.removed.sort(), ['engram-l1-r1of2.bin', 'engram-l14-r1of2.bin', 'spark-pack.json.replaced']);
-  assert.deepEqual(readdirSync(out).sort(), ['engram-local.json', INDEX_FILE, 'model-00002-of-00003.safetensors', 'model-00003-of-00003.safetensors'].sort());
+  assert.deepEqual(
+    readdirSync(out).sort(),
+    ['engram-local.json', INDEX_FILE, 'model-00002-of-00003.safetensors', 'model-00003-of-00003.safetensors'].sort(),
+  );
 });
 
 test('resume: the journal is keyed to inode, ctime and header, so bytes changed in place (rsync -t --inplace) are copied again', async () => {
@@ -109,7 +157,13 @@ test('resume: the journal is keyed to inode, ctime and header, so bytes changed 
   const own = makeSnapshot({ dir });
   const t = (await openSnapshot(own.dir)).engram;
   const out = join(tempDir(), 'copy');
-  const req = { ...request(out, { rank: 0, world: 1, chunkRows: 500 }), snapshotDir: own.dir, index: join(own.dir, INDEX_FILE), tables: t, ranges: packRanges(t, undefined, 0, 1, 'floor') };
+  const req = {
+    ...request(out, { rank: 0, world: 1, chunkRows: 500 }),
+    snapshotDir: own.dir,
+    index: join(own.dir, INDEX_FILE),
+    tables: t,
+    ranges: packRanges(t, undefined, 0, 1, 'floor'),
+  };
   await rejects(packEngram({ ...req, testing: { faultAfterChunks: 20 } }), 'E_IO');
   // Rewrite one row of the first layer in place, keeping size and mtime.
   const file = t[0].weight.file;
@@ -127,7 +181,9 @@ test('resume: the journal is keyed to inode, ctime and header, so bytes changed 
   assert.equal(first.journalDiscarded, true);
   assert.equal(first.chunksKept, 0);
   const copy = readFileSync(join(out, t[0].weight.fileName));
-  assert.ok(copy.subarray(t[0].weight.fileOffset + 7 * 256, t[0].weight.fileOffset + 8 * 256).equals(Buffer.alloc(256, 0x42)));
+  assert.ok(
+    copy.subarray(t[0].weight.fileOffset + 7 * 256, t[0].weight.fileOffset + 8 * 256).equals(Buffer.alloc(256, 0x42)),
+  );
 });
 
 test('--out: empty, the snapshot, inside it, or a directory its links point into are refused (exit 2); the snapshot inside --out is fine', async () => {
@@ -162,7 +218,13 @@ test('--out: empty, the snapshot, inside it, or a directory its links point into
   const outer = tempDir();
   const inner = makeSnapshot({ dir: join(outer, 'snapshot') });
   const it = (await openSnapshot(inner.dir)).engram;
-  await packEngram({ ...request(outer), snapshotDir: inner.dir, index: join(inner.dir, INDEX_FILE), tables: it, ranges: packRanges(it, undefined, 1, 2, 'floor') });
+  await packEngram({
+    ...request(outer),
+    snapshotDir: inner.dir,
+    index: join(inner.dir, INDEX_FILE),
+    tables: it,
+    ranges: packRanges(it, undefined, 1, 2, 'floor'),
+  });
   assert.equal((await readLocalDir(outer)).kind, 'sparse');
   const cl = await cli(['pack', snap.dir, '--out', join(snap.dir, 'x'), '--rank', '0', '--world', '2']);
   assert.equal(cl.code, 2);
@@ -173,7 +235,10 @@ test('a filesystem that cannot keep holes is refused before anything is copied (
   const out = join(tempDir(), 'copy');
   const e = await rejects(packEngram(request(out, { testing: { fillHoleProbe: true } })), 'E_NO_HOLES');
   assert.equal(e.exitCode, 3);
-  assert.match(e.message, /does not keep holes \(a 16\.0 MiB file with 4 KiB written took 16\.\d+ MiB\): the sparse copy would fill .* instead of .*; pack onto ext4, xfs or btrfs, or use --layout dense/);
+  assert.match(
+    e.message,
+    /does not keep holes \(a 16\.0 MiB file with 4 KiB written took 16\.\d+ MiB\): the sparse copy would fill .* instead of .*; pack onto ext4, xfs or btrfs, or use --layout dense/,
+  );
   assert.deepEqual(readdirSync(out), []);
   // dense and page do not need holes.
   await packEngram(request(out, { layout: 'dense', testing: { fillHoleProbe: true } }));
@@ -201,13 +266,19 @@ test('a layer whose weight and scale are in different shards is refused for the 
   const [w14, s14] = engramPair(14, 300);
   writeTensors(join(dir, 'a.safetensors'), [...engramPair(1, 200), w14]);
   writeTensors(join(dir, 'b.safetensors'), [s14]);
-  const map: Record<string, string> = { 'layers.1.engram.embed.weight': 'a.safetensors', 'layers.1.engram.embed.scale': 'a.safetensors' };
+  const map: Record<string, string> = {
+    'layers.1.engram.embed.weight': 'a.safetensors',
+    'layers.1.engram.embed.scale': 'a.safetensors',
+  };
   map[w14.name] = 'a.safetensors';
   map[s14.name] = 'b.safetensors';
   writeSync(openSync(join(dir, INDEX_FILE), 'w'), JSON.stringify({ metadata: {}, weight_map: map }));
   const r = await cli(['pack', dir, '--out', join(tempDir(), 'c'), '--rank', '0', '--world', '2']);
   assert.equal(r.code, 2);
-  assert.match(r.stderr, /layer 14: its weight is in a\.safetensors and its scale in b\.safetensors; .* use --layout dense/);
+  assert.match(
+    r.stderr,
+    /layer 14: its weight is in a\.safetensors and its scale in b\.safetensors; .* use --layout dense/,
+  );
   const d = await cli(['pack', dir, '--out', join(tempDir(), 'd'), '--rank', '0', '--world', '2', '--layout', 'dense']);
   assert.equal(d.code, 0, d.stderr);
   // A single-file snapshot has no index to copy.
@@ -220,10 +291,19 @@ test('a layer whose weight and scale are in different shards is refused for the 
 });
 
 test('--rate-limit caps the copy rate; the source pages are dropped behind the copy unless --no-drop-cache', async () => {
-  const resident = (file: string): number => Number(execFileSync('fincore', ['--bytes', '--noheadings', '--output', 'RES', file], { encoding: 'utf8' }).trim());
+  const resident = (file: string): number =>
+    Number(execFileSync('fincore', ['--bytes', '--noheadings', '--output', 'RES', file], { encoding: 'utf8' }).trim());
   const own = makeSnapshot({ dir: join(tempDir(), 'snap'), vocab: 3000 });
   const t = (await openSnapshot(own.dir)).engram;
-  const base = { ...request(''), snapshotDir: own.dir, index: join(own.dir, INDEX_FILE), tables: t, ranges: packRanges(t, undefined, 0, 1, 'floor'), rank: 0, world: 1 };
+  const base = {
+    ...request(''),
+    snapshotDir: own.dir,
+    index: join(own.dir, INDEX_FILE),
+    tables: t,
+    ranges: packRanges(t, undefined, 0, 1, 'floor'),
+    rank: 0,
+    world: 1,
+  };
   const shard = t[1].weight.file;
   const cache = (): void => {
     const fd = openSync(shard, 'r');

@@ -31,7 +31,10 @@ for (const layout of ['dense', 'page'] as const) {
     const m = readManifest(out);
     assert.equal(m.format, 'spark-engram-packed');
     assert.deepEqual([m.rank, m.world, m.split], [1, 2, 'floor']);
-    assert.deepEqual(m.source.files.map((f) => f.name), snap.files.slice(-2).map((f) => f.name));
+    assert.deepEqual(
+      m.source.files.map((f) => f.name),
+      snap.files.slice(-2).map((f) => f.name),
+    );
     for (const [i, e] of m.layers.entries()) {
       const t = tables[i];
       assert.deepEqual([e.layer, e.rows, e.start, e.end], [t.layer, t.rows, Math.floor(t.rows / 2), t.rows]);
@@ -40,7 +43,11 @@ for (const layout of ['dense', 'page'] as const) {
       const data = readFileSync(join(out, e.file));
       if (layout === 'dense') {
         // The Mia stack's shard header (its contract suite: mia-contract.test.ts).
-        assert.ok(data.subarray(0, 4096).equals(encodeMiaHeader({ layer: e.layer, lo: e.start, hi: e.end, rows: e.rows, rowBytes: 264 })));
+        assert.ok(
+          data
+            .subarray(0, 4096)
+            .equals(encodeMiaHeader({ layer: e.layer, lo: e.start, hi: e.end, rows: e.rows, rowBytes: 264 })),
+        );
         assert.equal(e.file, `engram-l${e.layer}-r1of2.bin`);
       } else {
         const header = data.subarray(0, 4096).toString('utf8');
@@ -49,17 +56,32 @@ for (const layout of ['dense', 'page'] as const) {
         assert.equal(e.file, `spark-page-l${e.layer}-r1of2.rows`);
       }
       for (let id = e.start; id < e.end; id++) {
-        if (!readPackedRow(out, e, id).equals(synthRow(e.layer, id, 256))) assert.fail(`layer ${e.layer} row ${id} differs`);
+        if (!readPackedRow(out, e, id).equals(synthRow(e.layer, id, 256)))
+          assert.fail(`layer ${e.layer} row ${id} differs`);
       }
       // Checksums are zlib's CRC-32 of each chunk as stored.
       const span = e.layout === 'page' ? (chunkRows / 15) * 4096 : chunkRows * 264;
-      assert.equal(e.checksum.values[0], crc32(data.subarray(4096, 4096 + span)).toString(16).padStart(8, '0'));
+      assert.equal(
+        e.checksum.values[0],
+        crc32(data.subarray(4096, 4096 + span))
+          .toString(16)
+          .padStart(8, '0'),
+      );
       if (layout === 'page') assert.equal(data.length, 4096 + Math.ceil((e.end - e.start) / 15) * 4096);
     }
-    assert.deepEqual(readdirSync(out).sort(), m.layers.map((e) => e.file).concat('spark-pack.json').sort());
+    assert.deepEqual(
+      readdirSync(out).sort(),
+      m.layers
+        .map((e) => e.file)
+        .concat('spark-pack.json')
+        .sort(),
+    );
     const v = await verifyPack({ dir: out, source: { snapshotDir: snap.dir, tables }, rows: 'full', threads: 2 });
     assert.deepEqual(v.problems, []);
-    assert.equal(v.layers.reduce((a, l) => a + (l.rows?.compared ?? 0), 0), m.layers.reduce((a, e) => a + e.end - e.start, 0));
+    assert.equal(
+      v.layers.reduce((a, l) => a + (l.rows?.compared ?? 0), 0),
+      m.layers.reduce((a, e) => a + e.end - e.start, 0),
+    );
   });
 }
 
@@ -91,7 +113,12 @@ test('verify names the chunk of one flipped byte, the truncation, and a damaged 
   let v = await verifyPack({ dir: out, rows: 'none', threads: 2 });
   assert.equal(v.ok, false);
   assert.equal(v.layers[1].chunks.first?.index, 3);
-  assert.match(v.problems[0], new RegExp(`^${e.file}: layer ${e.layer}: chunk 3 \\(bytes \\d+-\\d+, rows ${e.start + 1536}-${e.start + 2047}\\) fails its checksum$`));
+  assert.match(
+    v.problems[0],
+    new RegExp(
+      `^${e.file}: layer ${e.layer}: chunk 3 \\(bytes \\d+-\\d+, rows ${e.start + 1536}-${e.start + 2047}\\) fails its checksum$`,
+    ),
+  );
   v = await verifyPack({ dir: out, source: { snapshotDir: snap.dir, tables }, rows: 'full', threads: 2 });
   assert.equal(v.layers[1].rows?.first, e.start + 1536 + Math.floor(1000 / 264));
   writeFileSync(path, good.subarray(0, good.length - 10));
@@ -102,7 +129,9 @@ test('verify names the chunk of one flipped byte, the truncation, and a damaged 
   header[4000] = 0x41;
   writeFileSync(path, header);
   v = await verifyPack({ dir: out, rows: 'none', threads: 2 });
-  assert.deepEqual(v.problems, [`${e.file}: layer ${e.layer}: the header block (bytes 0-4095) is not the one the Mia stack's reader expects for this range`]);
+  assert.deepEqual(v.problems, [
+    `${e.file}: layer ${e.layer}: the header block (bytes 0-4095) is not the one the Mia stack's reader expects for this range`,
+  ]);
 });
 
 test('a directory without a manifest is refused by verify, naming the interrupted pack', async () => {
@@ -155,11 +184,17 @@ test('full disk: refused up front with the numbers; mid-pack ENOSPC is exit 3 an
     const whole = request(out, { rank: 0, world: 1 });
     const e = await rejects(packEngram(whole), 'E_NO_SPACE');
     assert.equal(e.exitCode, 3);
-    assert.match(e.message, /needs 14\.\d MiB more \(its 2 files take 14\.\d MiB\), 8\.0 MiB \(8388608 bytes\) are free/);
+    assert.match(
+      e.message,
+      /needs 14\.\d MiB more \(its 2 files take 14\.\d MiB\), 8\.0 MiB \(8388608 bytes\) are free/,
+    );
     assert.match(e.message, /are free/);
     // Without the check the first layer fits and the second does not.
     const e2 = await rejects(packEngram({ ...whole, checkSpace: false }), 'E_NO_SPACE');
-    assert.match(e2.message, /engram-l14-r0of1\.bin\.partial: reserving \d+ bytes failed: No space left on device; chunks already written are kept/);
+    assert.match(
+      e2.message,
+      /engram-l14-r0of1\.bin\.partial: reserving \d+ bytes failed: No space left on device; chunks already written are kept/,
+    );
     assert.equal(existsSync(join(out, 'spark-pack.json')), false);
     assert.ok(statSafe(join(fs.dir, 'pack')).length > 0);
     fs.resize(32 << 20);
@@ -187,7 +222,8 @@ test('a flipped byte anywhere in a data file (header, rows, page padding) fails 
     const span = 50 * 4096;
     for (let trial = 0; trial < 12; trial++) {
       // Spread over the file: the header block, then anywhere in the data, padding included.
-      const at = trial === 0 ? Math.floor(Math.random() * 4096) : 4096 + Math.floor(Math.random() * (good.length - 4096));
+      const at =
+        trial === 0 ? Math.floor(Math.random() * 4096) : 4096 + Math.floor(Math.random() * (good.length - 4096));
       const bad = Buffer.from(good);
       bad[at] ^= 1 << Math.floor(Math.random() * 8);
       writeFileSync(path, bad);

@@ -15,13 +15,28 @@ import { tempDir } from './helpers/tmp.js';
 function sample(): Record<string, unknown> {
   const dir = join(tempDir(), 'pack');
   mkdirSync(dir);
-  return writePackDir(dir, { rank: 1, world: 4, layout: 'page', dim: 256, layers: [{ layer: 1, rows: 10000, start: 2500, end: 5000 }, { layer: 14, rows: 10001, start: 2500, end: 5000 }] });
+  return writePackDir(dir, {
+    rank: 1,
+    world: 4,
+    layout: 'page',
+    dim: 256,
+    layers: [
+      { layer: 1, rows: 10000, start: 2500, end: 5000 },
+      { layer: 14, rows: 10001, start: 2500, end: 5000 },
+    ],
+  });
 }
 
 test('a manifest written to the contract reads back with every field', async () => {
   const dir = join(tempDir(), 'pack');
   mkdirSync(dir);
-  writePackDir(dir, { rank: 1, world: 4, layout: 'dense', dim: 256, layers: [{ layer: 1, rows: 10000, start: 2500, end: 5000 }] });
+  writePackDir(dir, {
+    rank: 1,
+    world: 4,
+    layout: 'dense',
+    dim: 256,
+    layers: [{ layer: 1, rows: 10000, start: 2500, end: 5000 }],
+  });
   const m = await readPackedManifest(dir);
   assert.equal(m.rank, 1);
   assert.equal(m.world, 4);
@@ -64,12 +79,15 @@ test('every broken field is an E_PACK_MANIFEST error naming its key', async () =
   for (const [mutate, re] of cases) {
     const m = sample();
     mutate(m);
-    assert.throws(() => parsePackedManifest(JSON.stringify(m), '/p/engram-local.json'), (e: Error & { code?: string }) => {
-      assert.equal(e.code, 'E_PACK_MANIFEST');
-      assert.match(e.message, /^\/p\/engram-local\.json: /);
-      assert.match(e.message, re);
-      return true;
-    });
+    assert.throws(
+      () => parsePackedManifest(JSON.stringify(m), '/p/engram-local.json'),
+      (e: Error & { code?: string }) => {
+        assert.equal(e.code, 'E_PACK_MANIFEST');
+        assert.match(e.message, /^\/p\/engram-local\.json: /);
+        assert.match(e.message, re);
+        return true;
+      },
+    );
   }
   assert.throws(() => parsePackedManifest('{', 'x.json'), /x\.json is not valid JSON/);
   await assert.rejects(readPackedManifest(tempDir()), { code: 'E_FILE_NOT_FOUND' });

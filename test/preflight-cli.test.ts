@@ -12,7 +12,10 @@ function args(w: World, recipe: string, extra: string[] = []): string[] {
   return ['preflight', recipe, '--cluster', w.cluster, '--node-rank', '0', '--sysfs', w.sysfs, ...extra];
 }
 
-async function json(argv: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; report: PreflightReport; stderr: string }> {
+async function json(
+  argv: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number; report: PreflightReport; stderr: string }> {
   const r = await cli([...argv, '--json'], env);
   assert.equal(r.stdout.trim().split('\n').length > 0, true);
   return { code: r.code, report: JSON.parse(r.stdout) as PreflightReport, stderr: r.stderr };
@@ -28,7 +31,16 @@ test('the dsv41 recipe with a complete DSV4.1-shaped snapshot: no error', async 
   assert.equal(report.snapshot?.how, 'SPARK_ENGRAM_DIR');
   assert.equal(report.snapshot?.dir, w.snapshotDir);
   assert.deepEqual(report.node, { rank: 0, host: 'spark1' });
-  for (const id of ['snapshot.complete', 'snapshot.engram-tables', 'parallel.tp-divides', 'model.context-length', 'snapshot.engram-dir', 'engram.ranges-source', 'fabric.hca', 'node.ports']) {
+  for (const id of [
+    'snapshot.complete',
+    'snapshot.engram-tables',
+    'parallel.tp-divides',
+    'model.context-length',
+    'snapshot.engram-dir',
+    'engram.ranges-source',
+    'fabric.hca',
+    'node.ports',
+  ]) {
     assert.ok(report.ran.includes(id), `${id} ran`);
   }
 });
@@ -56,7 +68,13 @@ test('the eugr recipe and the mia-tp4 env pass as they are', async () => {
 });
 
 /** Runs a variant, expects exit 1 and an error of `rule` whose message names `key`. */
-async function mustFail(argv: string[], rule: string, key: string, where?: RegExp, env: NodeJS.ProcessEnv = {}): Promise<Finding> {
+async function mustFail(
+  argv: string[],
+  rule: string,
+  key: string,
+  where?: RegExp,
+  env: NodeJS.ProcessEnv = {},
+): Promise<Finding> {
   const { code, report } = await json(argv, env);
   assert.equal(code, 1, JSON.stringify(report.findings, null, 1));
   const f = errors(report).find((x) => x.rule === rule);
@@ -70,31 +88,66 @@ const lineOf = (text: string, needle: string) => text.split('\n').findIndex((l) 
 
 test('variants that must fail, each naming the key', async () => {
   const w = await world();
-  const cfg = JSON.parse(readFileSync(join(w.snapshotDir, 'config.json'), 'utf8')) as { text_config: { engram_num_embeddings: number[] } };
+  const cfg = JSON.parse(readFileSync(join(w.snapshotDir, 'config.json'), 'utf8')) as {
+    text_config: { engram_num_embeddings: number[] };
+  };
   const [n1, n14] = cfg.text_config.engram_num_embeddings;
 
   const rows = edit(w.dsv41Text, 'SPARK_ENGRAM_MODE', `SPARK_ENGRAM_ROWS = "1:0:${n1},14:0:${n14}"\nSPARK_ENGRAM_MODE`);
   const rowsFile = w.recipe(rows);
-  await mustFail(args(w, rowsFile), 'engram.ranges-tile', 'SPARK_ENGRAM_ROWS', new RegExp(`recipe\\.toml:${lineOf(rows, 'SPARK_ENGRAM_ROWS = "')}$`));
+  await mustFail(
+    args(w, rowsFile),
+    'engram.ranges-tile',
+    'SPARK_ENGRAM_ROWS',
+    new RegExp(`recipe\\.toml:${lineOf(rows, 'SPARK_ENGRAM_ROWS = "')}$`),
+  );
 
   const two = w.writeCluster({ nodes: 2 });
   const seqs = edit(w.eugrText, '"--max-num-seqs", "6"', '"--max-num-seqs", "8"');
-  await mustFail(args(w, w.recipe(seqs), ['--cluster', two]), 'vllm.cudagraph-capture', '--max-cudagraph-capture-size', new RegExp(`:${lineOf(seqs, '"--max-cudagraph-capture-size", "36"')}$`));
+  await mustFail(
+    args(w, w.recipe(seqs), ['--cluster', two]),
+    'vllm.cudagraph-capture',
+    '--max-cudagraph-capture-size',
+    new RegExp(`:${lineOf(seqs, '"--max-cudagraph-capture-size", "36"')}$`),
+  );
 
   const gmu = edit(w.eugrText, '"--gpu-memory-utilization", "0.78"', '"--gpu-memory-utilization", "0.92"');
-  await mustFail(args(w, w.recipe(gmu), ['--cluster', two]), 'memory.utilization-ceiling', '--gpu-memory-utilization', new RegExp(`:${lineOf(gmu, '"0.92"')}$`));
+  await mustFail(
+    args(w, w.recipe(gmu), ['--cluster', two]),
+    'memory.utilization-ceiling',
+    '--gpu-memory-utilization',
+    new RegExp(`:${lineOf(gmu, '"0.92"')}$`),
+  );
 
-  const mia = edit(readFileSync(MIA_ENV, 'utf8'), /^PYTORCH_CUDA_ALLOC_CONF=.*$/m, 'PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True');
+  const mia = edit(
+    readFileSync(MIA_ENV, 'utf8'),
+    /^PYTORCH_CUDA_ALLOC_CONF=.*$/m,
+    'PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True',
+  );
   const miaFile = write(join(w.root, 'mia-true.env'), mia);
-  await mustFail(args(w, w.recipe(w.dsv41Text), ['--env', miaFile]), 'alloc.expandable-segments', 'PYTORCH_CUDA_ALLOC_CONF', new RegExp(`mia-true\\.env:${lineOf(mia, 'PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True')}$`), { HOME: '/h' });
+  await mustFail(
+    args(w, w.recipe(w.dsv41Text), ['--env', miaFile]),
+    'alloc.expandable-segments',
+    'PYTORCH_CUDA_ALLOC_CONF',
+    new RegExp(`mia-true\\.env:${lineOf(mia, 'PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True')}$`),
+    { HOME: '/h' },
+  );
 
   const start = w.dsv41Text.indexOf('args = [');
   const end = w.dsv41Text.indexOf(']\n', start) + 2;
-  const moved = (w.dsv41Text.slice(0, start) + w.dsv41Text.slice(end)).replace('read_only = true\n', `read_only = true\n${w.dsv41Text.slice(start, end)}`);
+  const moved = (w.dsv41Text.slice(0, start) + w.dsv41Text.slice(end)).replace(
+    'read_only = true\n',
+    `read_only = true\n${w.dsv41Text.slice(start, end)}`,
+  );
   await mustFail(args(w, w.recipe(moved)), 'toml.swallowed-key', 'args', new RegExp(`:${lineOf(moved, 'args = [')}$`));
 
   const three = edit(w.dsv41Text, 'required_nodes = 4', 'required_nodes = 3');
-  await mustFail(args(w, w.recipe(three)), 'parallel.nodes', 'required_nodes', new RegExp(`:${lineOf(three, 'tensor_parallel_size = 4')}$`));
+  await mustFail(
+    args(w, w.recipe(three)),
+    'parallel.nodes',
+    'required_nodes',
+    new RegExp(`:${lineOf(three, 'tensor_parallel_size = 4')}$`),
+  );
 });
 
 test('a snapshot with one shard truncated: exit 1 naming the shard', async () => {
@@ -103,7 +156,11 @@ test('a snapshot with one shard truncated: exit 1 naming the shard', async () =>
   makeSnapshot({ dir });
   const shard = join(dir, 'model-00002-of-00003.safetensors');
   truncateSync(shard, statSync(shard).size - 4096);
-  const f = await mustFail(args(w, w.recipe(w.dsv41Text), ['--snapshot', dir]), 'snapshot.complete', 'model-00002-of-00003.safetensors');
+  const f = await mustFail(
+    args(w, w.recipe(w.dsv41Text), ['--snapshot', dir]),
+    'snapshot.complete',
+    'model-00002-of-00003.safetensors',
+  );
   assert.match(f.message, /E_SHARD_TRUNCATED|E_SAFETENSORS/);
 });
 
@@ -117,14 +174,19 @@ test('the human report groups findings by severity, each with where and the fix'
   const errorsAt = out.indexOf('ERRORS (1)');
   const warnAt = out.indexOf('WARNINGS (1)');
   assert.ok(errorsAt > 0 && warnAt > errorsAt, out);
-  assert.match(out.slice(errorsAt, warnAt), /vllm\.cudagraph-capture: .*\n {4}at .*recipe\.toml:\d+\n {4}fix: set --max-cudagraph-capture-size 48/);
+  assert.match(
+    out.slice(errorsAt, warnAt),
+    /vllm\.cudagraph-capture: .*\n {4}at .*recipe\.toml:\d+\n {4}fix: set --max-cudagraph-capture-size 48/,
+  );
   assert.match(out.slice(warnAt), /memory\.utilization-ceiling: --gpu-memory-utilization 0\.80 is above 0\.78/);
   assert.match(out, /^1 error, 1 warning, 0 notes; \d+ rules ran, \d+ not checked \(\d+ ms\)$/m);
 });
 
 test('exit codes: a warning alone is 0; a malformed recipe is 2 with one line naming file:line', async () => {
   const w = await world();
-  const warnOnly = await cli(args(w, w.recipe(edit(w.eugrText, '"0.78"', '"0.80"')), ['--cluster', w.writeCluster({ nodes: 2 })]));
+  const warnOnly = await cli(
+    args(w, w.recipe(edit(w.eugrText, '"0.78"', '"0.80"')), ['--cluster', w.writeCluster({ nodes: 2 })]),
+  );
   assert.equal(warnOnly.code, 0, warnOnly.stdout);
   assert.match(warnOnly.stdout, /WARNINGS \(1\)/);
 
@@ -132,7 +194,12 @@ test('exit codes: a warning alone is 0; a malformed recipe is 2 with one line na
   const r = bin(['preflight', bad]);
   assert.equal(r.code, 2);
   assert.equal(r.stdout, '');
-  assert.match(r.stderr, new RegExp(`^spark: ${bad.replace(/[.]/g, '\\.')}:\\d+: required_nodes must be an integer, got string; write it as required_nodes = 1\\n$`));
+  assert.match(
+    r.stderr,
+    new RegExp(
+      `^spark: ${bad.replace(/[.]/g, '\\.')}:\\d+: required_nodes must be an integer, got string; write it as required_nodes = 1\\n$`,
+    ),
+  );
   const j = bin(['preflight', bad, '--json']);
   assert.equal(j.code, 2);
   const e = JSON.parse(j.stderr) as { error: { code: string; key: string; line: number } };
@@ -147,10 +214,19 @@ test('exit codes: a warning alone is 0; a malformed recipe is 2 with one line na
 
 test('with --local on a host that is not in the cluster, node-local rules are reported as not checked', async () => {
   const w = await world();
-  const { report } = await json(['preflight', w.recipe(w.dsv41Text), '--cluster', w.cluster, '--sysfs', w.sysfs, '--local']);
+  const { report } = await json([
+    'preflight',
+    w.recipe(w.dsv41Text),
+    '--cluster',
+    w.cluster,
+    '--sysfs',
+    w.sysfs,
+    '--local',
+  ]);
   assert.equal(report.node, null);
   const skipped = report.skipped.map((s) => s.rule);
-  for (const id of ['mounts.host-path', 'fabric.hca', 'node.ports', 'snapshot.engram-dir']) assert.ok(skipped.includes(id), id);
+  for (const id of ['mounts.host-path', 'fabric.hca', 'node.ports', 'snapshot.engram-dir'])
+    assert.ok(skipped.includes(id), id);
   assert.ok(report.ran.includes('toml.swallowed-key'));
 });
 

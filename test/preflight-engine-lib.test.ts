@@ -18,7 +18,10 @@ import { defaultHosts, fakeCluster, type FakeCluster, type HostSpec } from './he
 
 const SPARKLIB = 'recipes/dsv41-flash-4x-sglang-sparklib/recipe.toml';
 const RULES = ['enginelib.file', 'enginelib.abi', 'enginelib.loads', 'enginelib.same-build'];
-const ARM64 = { overlay: join(packageRoot(), 'build', 'arm64', 'libengram_rows.so'), mia: join(packageRoot(), 'build', 'arm64', 'librow_store.so') };
+const ARM64 = {
+  overlay: join(packageRoot(), 'build', 'arm64', 'libengram_rows.so'),
+  mia: join(packageRoot(), 'build', 'arm64', 'librow_store.so'),
+};
 const THIS_MACHINE = process.arch === 'arm64' ? 'aarch64' : 'x86_64';
 
 interface Libs {
@@ -33,7 +36,11 @@ async function libs(hosts: HostSpec[] = defaultHosts()): Promise<Libs> {
   const c = await fakeCluster(hosts);
   const dir = join(c.root, 'lib');
   const mia = `[[extra_mounts]]\nhost = "${dir}/librow_store.so"\ncontainer = "/opt/dsv41/adapter/librow_store.so"\nread_only = true\n\n[env]`;
-  let recipeText = edit(repoFile(SPARKLIB), 'host = "/var/lib/spark/lib/libengram_rows.so"', `host = "${dir}/libengram_rows.so"`);
+  let recipeText = edit(
+    repoFile(SPARKLIB),
+    'host = "/var/lib/spark/lib/libengram_rows.so"',
+    `host = "${dir}/libengram_rows.so"`,
+  );
   recipeText = edit(edit(recipeText, /^\[env\]$/m, mia), 'port = 30000', `port = ${c.servingPort}`);
   return { c, recipeText, dir, realDir: (host) => join(c.hostRoot(host), 'lib') };
 }
@@ -50,7 +57,16 @@ function place(l: Libs, files: { overlay: string; mia: string }): void {
 }
 
 async function check(l: Libs): Promise<PreflightReport> {
-  return runPreflight({ recipe: l.c.recipe(l.recipeText), cluster: l.c.clusterFile(), sysfs: join(l.c.root, 'sys'), nodeTimeoutMs: 20_000, only: ['enginelib'] }, quietIo(l.c.env()));
+  return runPreflight(
+    {
+      recipe: l.c.recipe(l.recipeText),
+      cluster: l.c.clusterFile(),
+      sysfs: join(l.c.root, 'sys'),
+      nodeTimeoutMs: 20_000,
+      only: ['enginelib'],
+    },
+    quietIo(l.c.env()),
+  );
 }
 
 const dump = (r: PreflightReport) => JSON.stringify({ findings: r.findings, skipped: r.skipped }, null, 1);
@@ -80,7 +96,7 @@ test('the built libraries on every node: the four rules ran, no finding', async 
   assert.deepEqual(r.skipped, []);
 });
 
-test('a text file, a truncated ELF, a FIFO, the other stack\'s library: one error on that node each, with the fix', async () => {
+test("a text file, a truncated ELF, a FIFO, the other stack's library: one error on that node each, with the fix", async () => {
   const l = await defaultLibs();
   place(l, LIBRARIES);
   const target = (host: string) => join(l.realDir(host), 'libengram_rows.so');
@@ -90,11 +106,34 @@ test('a text file, a truncated ELF, a FIFO, the other stack\'s library: one erro
   execFileSync('mkfifo', [target('spark3')]);
   copyFileSync(LIBRARIES.mia, target('spark4'));
   const r = await check(l);
-  assert.deepEqual(kinds(r), [['enginelib.file', 'error', 0], ['enginelib.file', 'error', 1], ['enginelib.file', 'error', 2], ['enginelib.abi', 'error', 3]], dump(r));
+  assert.deepEqual(
+    kinds(r),
+    [
+      ['enginelib.file', 'error', 0],
+      ['enginelib.file', 'error', 1],
+      ['enginelib.file', 'error', 2],
+      ['enginelib.abi', 'error', 3],
+    ],
+    dump(r),
+  );
   const copy = new RegExp(`^spark engine-lib --stack overlay --copy ${l.dir} on that node$`);
   const path = `${l.dir}/libengram_rows.so`;
-  on(r, 'enginelib.file', 0, new RegExp(`^${path} on node 0 \\(spark1\\) \\(mounted over /opt/dsv41-spark/overlay/libengram_rows.so\\) is not an ELF file`), copy);
-  on(r, 'enginelib.file', 1, /is no usable ELF file: truncated or corrupt: section header 0 at offset \d+ lies past the file's 20000 bytes$/, copy);
+  on(
+    r,
+    'enginelib.file',
+    0,
+    new RegExp(
+      `^${path} on node 0 \\(spark1\\) \\(mounted over /opt/dsv41-spark/overlay/libengram_rows.so\\) is not an ELF file`,
+    ),
+    copy,
+  );
+  on(
+    r,
+    'enginelib.file',
+    1,
+    /is no usable ELF file: truncated or corrupt: section header 0 at offset \d+ lies past the file's 20000 bytes$/,
+    copy,
+  );
   on(r, 'enginelib.file', 2, /is not a regular file \(a FIFO blocks the loader/, copy);
   on(r, 'enginelib.abi', 3, /is librow_store\.so, the other stack's library/, copy);
 });
@@ -119,9 +158,21 @@ test('a directory, a dangling link, no file, a library with an extra symbol and 
   on(r, 'enginelib.file', 1, /is a dangling symbolic link: docker refuses to mount it/, copy);
   on(r, 'enginelib.file', 2, /does not exist: docker would mount an empty directory there/, copy);
   if (foreign) {
-    on(r, 'enginelib.file', 3, /is built for aarch64, this node is x86_64: the stack's dlopen fails$/, /^rebuild spark for x86_64 on that node \(npm install in its checkout\), then spark engine-lib/);
+    on(
+      r,
+      'enginelib.file',
+      3,
+      /is built for aarch64, this node is x86_64: the stack's dlopen fails$/,
+      /^rebuild spark for x86_64 on that node \(npm install in its checkout\), then spark engine-lib/,
+    );
   } else {
-    on(r, 'enginelib.abi', 3, /does not export engram_rows_abi_version, .*: the stack looks every ABI symbol up at import and fails; exports symbols beyond the ABI \(_ZN5spark.*\): not a build of native\/engines\/overlay$/, copy);
+    on(
+      r,
+      'enginelib.abi',
+      3,
+      /does not export engram_rows_abi_version, .*: the stack looks every ABI symbol up at import and fails; exports symbols beyond the ABI \(_ZN5spark.*\): not a build of native\/engines\/overlay$/,
+      copy,
+    );
     on(r, 'enginelib.loads', 3, /needs libstdc\+\+\.so\.6/, copy);
   }
 });
@@ -130,12 +181,21 @@ test('one node with another build: enginelib.same-build names it and the build t
   const l = await defaultLibs();
   place(l, LIBRARIES);
   // The same library with bytes appended past its sections: still a good ELF, another sha256.
-  writeFileSync(join(l.realDir('spark3'), 'librow_store.so'), Buffer.concat([readFileSync(LIBRARIES.mia), Buffer.from('x')]));
+  writeFileSync(
+    join(l.realDir('spark3'), 'librow_store.so'),
+    Buffer.concat([readFileSync(LIBRARIES.mia), Buffer.from('x')]),
+  );
   const r = await check(l);
   assert.deepEqual(kinds(r), [['enginelib.same-build', 'error', 2]], dump(r));
-  on(r, 'enginelib.same-build', 2,
-    new RegExp(`^${l.dir}/librow_store\\.so on node 2 \\(spark3\\) \\(mounted over /opt/dsv41/adapter/librow_store\\.so\\) is another build \\(sha256 [0-9a-f]{12}…\\) than on node 0 \\(spark1\\), node 1 \\(spark2\\), node 3 \\(spark4\\) \\([0-9a-f]{12}…\\)$`),
-    new RegExp(`^spark engine-lib --stack mia --copy ${l.dir} on that node, with the spark`));
+  on(
+    r,
+    'enginelib.same-build',
+    2,
+    new RegExp(
+      `^${l.dir}/librow_store\\.so on node 2 \\(spark3\\) \\(mounted over /opt/dsv41/adapter/librow_store\\.so\\) is another build \\(sha256 [0-9a-f]{12}…\\) than on node 0 \\(spark1\\), node 1 \\(spark2\\), node 3 \\(spark4\\) \\([0-9a-f]{12}…\\)$`,
+    ),
+    new RegExp(`^spark engine-lib --stack mia --copy ${l.dir} on that node, with the spark`),
+  );
 });
 
 test('an overlay library without the ABI note: a warning that its version is not known', async () => {
@@ -144,8 +204,18 @@ test('an overlay library without the ABI note: a warning that its version is not
   const stripped = join(l.realDir('spark1'), 'libengram_rows.so');
   execFileSync('objcopy', ['--remove-section', '.note.spark.abi', LIBRARIES.overlay, stripped]);
   const r = await check(l);
-  assert.deepEqual(kinds(r).filter((k) => k[0] !== 'enginelib.same-build'), [['enginelib.abi', 'warn', 0]], dump(r));
-  on(r, 'enginelib.abi', 0, /carries no ABI version note \(\.note\.spark\.abi\): not spark's build/, /--stack overlay --copy/);
+  assert.deepEqual(
+    kinds(r).filter((k) => k[0] !== 'enginelib.same-build'),
+    [['enginelib.abi', 'warn', 0]],
+    dump(r),
+  );
+  on(
+    r,
+    'enginelib.abi',
+    0,
+    /carries no ABI version note \(\.note\.spark\.abi\): not spark's build/,
+    /--stack overlay --copy/,
+  );
 });
 
 test('aarch64 nodes: the aarch64 build passes, the x86-64 build is refused with "rebuild for aarch64"', async (t) => {
@@ -161,8 +231,15 @@ test('aarch64 nodes: the aarch64 build passes, the x86-64 build is refused with 
   copyFileSync(LIBRARIES.overlay, join(l.realDir('spark2'), 'libengram_rows.so'));
   const r = await check(l);
   assert.deepEqual(kinds(r), [['enginelib.file', 'error', 1]], dump(r));
-  on(r, 'enginelib.file', 1, /is built for x86_64, this node is aarch64: the stack's dlopen fails$/,
-    new RegExp(`^rebuild spark for aarch64 on that node \\(npm install in its checkout\\), then spark engine-lib --stack overlay --copy ${l.dir} on that node$`));
+  on(
+    r,
+    'enginelib.file',
+    1,
+    /is built for x86_64, this node is aarch64: the stack's dlopen fails$/,
+    new RegExp(
+      `^rebuild spark for aarch64 on that node \\(npm install in its checkout\\), then spark engine-lib --stack overlay --copy ${l.dir} on that node$`,
+    ),
+  );
 });
 
 test('spark on the nodes reads the files itself: the same verdicts as the sh command', async () => {
@@ -171,14 +248,24 @@ test('spark on the nodes reads the files itself: the same verdicts as the sh com
   writeFileSync(join(l.realDir('spark2'), 'libengram_rows.so'), readFileSync(LIBRARIES.overlay).subarray(0, 20_000));
   copyFileSync(LIBRARIES.overlay, join(l.realDir('spark4'), 'librow_store.so'));
   const r = await check(l);
-  assert.deepEqual(kinds(r), [['enginelib.file', 'error', 1], ['enginelib.abi', 'error', 3]], dump(r));
+  assert.deepEqual(
+    kinds(r),
+    [
+      ['enginelib.file', 'error', 1],
+      ['enginelib.abi', 'error', 3],
+    ],
+    dump(r),
+  );
   on(r, 'enginelib.file', 1, /is no usable ELF file: truncated/, /--stack overlay --copy/);
   on(r, 'enginelib.abi', 3, /is libengram_rows\.so, the other stack's library/, /--stack mia --copy/);
 });
 
 test('launch --dry-run shows the library mount on every node', async () => {
-  const r = await cli(['launch', SPARKLIB, '--cluster', 'recipes/clusters/4node-switch.toml', '--dry-run'], { HOME: '/home/op' });
+  const r = await cli(['launch', SPARKLIB, '--cluster', 'recipes/clusters/4node-switch.toml', '--dry-run'], {
+    HOME: '/home/op',
+  });
   assert.equal(r.code, 0, r.stderr);
-  const mount = 'type=bind,source=/var/lib/spark/lib/libengram_rows.so,target=/opt/dsv41-spark/overlay/libengram_rows.so,readonly';
+  const mount =
+    'type=bind,source=/var/lib/spark/lib/libengram_rows.so,target=/opt/dsv41-spark/overlay/libengram_rows.so,readonly';
   assert.equal(r.stdout.split(mount).length - 1, 4, r.stdout);
 });

@@ -16,9 +16,15 @@ const REAL = [
 ];
 
 test('one SPARK_ENGRAM_ROWS for every rank: full range, partial range, bad grammar, one rank', () => {
-  assert.match(sharedRowsProblem('1:0:384006168,14:0:384016682', 4, REAL)!, /same rows.*layer 1: row 0 is owned by rank 0 .* and rank 1 .*double-counts/);
+  assert.match(
+    sharedRowsProblem('1:0:384006168,14:0:384016682', 4, REAL)!,
+    /same rows.*layer 1: row 0 is owned by rank 0 .* and rank 1 .*double-counts/,
+  );
   assert.match(sharedRowsProblem('1:0:96001542,14:0:96004170', 4, REAL)!, /layer 1: row 0 is owned by rank 0/);
-  assert.match(sharedRowsProblem('1:0:96001542,14:0:96004170', 1, REAL)!, /does not tile \[0, N\): layer 1: rows \[96001542, 384006168\) belong to no rank/);
+  assert.match(
+    sharedRowsProblem('1:0:96001542,14:0:96004170', 1, REAL)!,
+    /does not tile \[0, N\): layer 1: rows \[96001542, 384006168\) belong to no rank/,
+  );
   assert.equal(sharedRowsProblem('1:0:384006168,14:0:384016682', 1, REAL), undefined);
   assert.match(sharedRowsProblem('14:0:5,1:0:5', 2)!, /ascending/);
   assert.match(sharedRowsProblem('1:5:0', 2)!, /1:5:0/);

@@ -3,7 +3,20 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, truncateSync, unlinkSync, writeFileSync, openSync, writeSync, closeSync } from 'node:fs';
+import {
+  cpSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  truncateSync,
+  unlinkSync,
+  writeFileSync,
+  openSync,
+  writeSync,
+  closeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { packEngram } from '../src/pack/pack.js';
 import { packRanges } from '../src/pack/pack-ranges.js';
@@ -72,35 +85,247 @@ interface Case {
 const readPack = ['--layer', packLayer, '--ids', packStart];
 const readSparse = ['--layer', '1', '--ids', String(ranges[0].start)];
 const cases: Case[] = [
-  { name: 'truncated manifest', make: () => { const d = freshPack(); const p = join(d, 'engram-local.json'); truncateSync(p, 100); return d; }, want: /engram-local\.json: the manifest is not valid JSON/ },
-  { name: 'manifest of the wrong type (a list)', make: () => { const d = freshPack(); writeFileSync(join(d, 'engram-local.json'), '[1, 2]'); return d; }, want: /engram-local\.json must be a JSON object/ },
-  { name: 'manifest field of the wrong type', make: () => { const d = freshPack(); editManifest(d, (m) => (m.rank = '1')); return d; }, want: /rank must be a whole number >= 0, got '1'/ },
-  { name: 'manifest not UTF-8', make: () => { const d = freshPack(); writeFileSync(join(d, 'engram-local.json'), Buffer.from([0x7b, 0xff, 0xfe, 0x7d])); return d; }, want: /the manifest is not valid UTF-8 \(byte 1\)/ },
-  { name: 'zero row bytes', make: () => { const d = freshPack(); editManifest(d, (m) => ((m.layers as { rowBytes: number }[])[0].rowBytes = 0)); return d; }, want: /rowBytes must be a whole number >= 33, got 0/ },
-  { name: 'checksum values not a list', make: () => { const d = freshPack(); editManifest(d, (m) => ((m.layers as { checksum: { values: unknown } }[])[0].checksum.values = 'abc')); return d; }, want: /checksum\.values must be a list/ },
-  { name: 'missing data file', make: () => { const d = freshPack(); unlinkSync(packFile(d)); return d; }, want: /\.bin: is missing/ },
-  { name: 'truncated data file', make: () => { const d = freshPack(); const f = packFile(d); truncateSync(f, 5000); return d; }, want: /5000 bytes, the layout implies/ },
+  {
+    name: 'truncated manifest',
+    make: () => {
+      const d = freshPack();
+      const p = join(d, 'engram-local.json');
+      truncateSync(p, 100);
+      return d;
+    },
+    want: /engram-local\.json: the manifest is not valid JSON/,
+  },
+  {
+    name: 'manifest of the wrong type (a list)',
+    make: () => {
+      const d = freshPack();
+      writeFileSync(join(d, 'engram-local.json'), '[1, 2]');
+      return d;
+    },
+    want: /engram-local\.json must be a JSON object/,
+  },
+  {
+    name: 'manifest field of the wrong type',
+    make: () => {
+      const d = freshPack();
+      editManifest(d, (m) => (m.rank = '1'));
+      return d;
+    },
+    want: /rank must be a whole number >= 0, got '1'/,
+  },
+  {
+    name: 'manifest not UTF-8',
+    make: () => {
+      const d = freshPack();
+      writeFileSync(join(d, 'engram-local.json'), Buffer.from([0x7b, 0xff, 0xfe, 0x7d]));
+      return d;
+    },
+    want: /the manifest is not valid UTF-8 \(byte 1\)/,
+  },
+  {
+    name: 'zero row bytes',
+    make: () => {
+      const d = freshPack();
+      editManifest(d, (m) => ((m.layers as { rowBytes: number }[])[0].rowBytes = 0));
+      return d;
+    },
+    want: /rowBytes must be a whole number >= 33, got 0/,
+  },
+  {
+    name: 'checksum values not a list',
+    make: () => {
+      const d = freshPack();
+      editManifest(d, (m) => ((m.layers as { checksum: { values: unknown } }[])[0].checksum.values = 'abc'));
+      return d;
+    },
+    want: /checksum\.values must be a list/,
+  },
+  {
+    name: 'missing data file',
+    make: () => {
+      const d = freshPack();
+      unlinkSync(packFile(d));
+      return d;
+    },
+    want: /\.bin: is missing/,
+  },
+  {
+    name: 'truncated data file',
+    make: () => {
+      const d = freshPack();
+      const f = packFile(d);
+      truncateSync(f, 5000);
+      return d;
+    },
+    want: /5000 bytes, the layout implies/,
+  },
   // A dense data file of version 2 is the Mia stack's shard: its binary header is checked field by field.
-  { name: 'shard header of another magic', make: () => { const d = freshPack(); patch(packFile(d), 0, Buffer.from('{{{{')); return d; }, want: /Mia shard header says magic=0x31344e457b7b7b7b, expected 0x31344e4531565344/ },
-  { name: 'shard header of another range', make: () => { const d = freshPack(); patch(packFile(d), 16, Buffer.from([0x07])); return d; }, want: /Mia shard header says lo=\d+, expected \d+/ },
-  { name: 'shard header with bytes after its fields', make: () => { const d = freshPack(); patch(packFile(d), 4000, Buffer.from([1])); return d; }, want: /header bytes 48-4095 are not zero/ },
-  { name: 'manifest is a FIFO', make: () => { const d = freshPack(); unlinkSync(join(d, 'engram-local.json')); spawnSync('mkfifo', [join(d, 'engram-local.json')]); return d; }, want: /engram-local\.json: is not a regular file/ },
+  {
+    name: 'shard header of another magic',
+    make: () => {
+      const d = freshPack();
+      patch(packFile(d), 0, Buffer.from('{{{{'));
+      return d;
+    },
+    want: /Mia shard header says magic=0x31344e457b7b7b7b, expected 0x31344e4531565344/,
+  },
+  {
+    name: 'shard header of another range',
+    make: () => {
+      const d = freshPack();
+      patch(packFile(d), 16, Buffer.from([0x07]));
+      return d;
+    },
+    want: /Mia shard header says lo=\d+, expected \d+/,
+  },
+  {
+    name: 'shard header with bytes after its fields',
+    make: () => {
+      const d = freshPack();
+      patch(packFile(d), 4000, Buffer.from([1]));
+      return d;
+    },
+    want: /header bytes 48-4095 are not zero/,
+  },
+  {
+    name: 'manifest is a FIFO',
+    make: () => {
+      const d = freshPack();
+      unlinkSync(join(d, 'engram-local.json'));
+      spawnSync('mkfifo', [join(d, 'engram-local.json')]);
+      return d;
+    },
+    want: /engram-local\.json: is not a regular file/,
+  },
   // (Without a manifest, finished shards are read as the Mia stack's own: mia-contract.test.ts.)
-  { name: 'no manifest, only partial files', make: () => { const d = freshPack(); const f = packFile(d); rmSync(join(d, 'engram-local.json')); renameSync(f, `${f}.partial`); for (const n of readdirSync(d)) if (n.endsWith('.bin')) rmSync(join(d, n)); return d; }, want: /has neither spark-pack\.json nor engram-local\.json/ },
-  { name: '--ids not a number', make: freshPack, args: ['--layer', packLayer, '--ids', `${packStart},x`], want: /--ids must be comma-separated whole numbers >= 0, got 'x'/ },
+  {
+    name: 'no manifest, only partial files',
+    make: () => {
+      const d = freshPack();
+      const f = packFile(d);
+      rmSync(join(d, 'engram-local.json'));
+      renameSync(f, `${f}.partial`);
+      for (const n of readdirSync(d)) if (n.endsWith('.bin')) rmSync(join(d, n));
+      return d;
+    },
+    want: /has neither spark-pack\.json nor engram-local\.json/,
+  },
+  {
+    name: '--ids not a number',
+    make: freshPack,
+    args: ['--layer', packLayer, '--ids', `${packStart},x`],
+    want: /--ids must be comma-separated whole numbers >= 0, got 'x'/,
+  },
   { name: '--ids negative', make: freshPack, args: ['--layer', packLayer, '--ids', '-3'], want: /--ids/ },
-  { name: '--ids empty', make: freshPack, args: ['--layer', packLayer, '--ids', ''], want: /--ids must be comma-separated whole numbers >= 0, got ''/ },
-  { name: '--layer not a number', make: freshPack, args: ['--layer', 'one', '--ids', '1'], want: /argument --layer: invalid int value: 'one' \(see --help\)/ },
-  { name: 'a layer the copy does not hold', make: freshPack, args: ['--layer', '7', '--ids', '1'], want: /layer 7 is not in this copy/ },
-  { name: 'sparse: missing index', make: () => { const d = freshSparse(); unlinkSync(join(d, 'model.safetensors.index.json')); return d; }, args: readSparse, want: /model\.safetensors\.index\.json: is missing/ },
-  { name: 'sparse: index names a path out of the copy', make: () => { const d = freshSparse(); const p = join(d, 'model.safetensors.index.json'); writeFileSync(p, readFileSync(p, 'utf8').replaceAll('"model-00002-of-00003.safetensors"', '"../model-00002-of-00003.safetensors"')); return d; }, args: readSparse, want: /must be a plain file name inside the directory/ },
-  { name: 'sparse: layers entry of the wrong type', make: () => { const d = freshSparse(); editManifest(d, (m) => ((m.layers as Record<string, unknown>)['1'] = 5)); return d; }, args: readSparse, want: /layers\.1 must be \[lo, hi\]/ },
-  { name: 'sparse: truncated shard (no SIGBUS)', make: () => { const d = freshSparse(); truncateSync(shardOf(d), 20000); return d; }, args: readSparse, want: /20000 bytes, the tables it holds need \d+ \(truncated\)/ },
-  { name: 'sparse: shard header not UTF-8', make: () => { const d = freshSparse(); patch(shardOf(d), 10, Buffer.from([0xff])); return d; }, args: readSparse, want: /the safetensors header is not valid UTF-8 \(byte 2\)/ },
-  { name: 'sparse: shard header not JSON', make: () => { const d = freshSparse(); patch(shardOf(d), 8, Buffer.from('[')); return d; }, args: readSparse, want: /the safetensors header is not valid JSON/ },
-  { name: 'sparse: header length past the file', make: () => { const d = freshSparse(); const b = Buffer.alloc(8); b.writeBigUInt64LE(1n << 40n); patch(shardOf(d), 0, b); return d; }, args: readSparse, want: /header length 1099511627776 is past the file/ },
-  { name: 'sparse: a hole inside the range', make: () => freshSparse({ layer: 1, from: ranges[0].start + 40, to: ranges[0].start + 1100 }), args: readSparse, want: /layer 1: weight of row \d+ is a hole inside the copy's range/ },
-  { name: 'sparse: an id outside the range', make: freshSparse, args: ['--layer', '1', '--ids', String(ranges[0].end)], want: new RegExp(`id ${ranges[0].end} is outside this copy's range \\[${ranges[0].start}, ${ranges[0].end}\\)`) },
+  {
+    name: '--ids empty',
+    make: freshPack,
+    args: ['--layer', packLayer, '--ids', ''],
+    want: /--ids must be comma-separated whole numbers >= 0, got ''/,
+  },
+  {
+    name: '--layer not a number',
+    make: freshPack,
+    args: ['--layer', 'one', '--ids', '1'],
+    want: /argument --layer: invalid int value: 'one' \(see --help\)/,
+  },
+  {
+    name: 'a layer the copy does not hold',
+    make: freshPack,
+    args: ['--layer', '7', '--ids', '1'],
+    want: /layer 7 is not in this copy/,
+  },
+  {
+    name: 'sparse: missing index',
+    make: () => {
+      const d = freshSparse();
+      unlinkSync(join(d, 'model.safetensors.index.json'));
+      return d;
+    },
+    args: readSparse,
+    want: /model\.safetensors\.index\.json: is missing/,
+  },
+  {
+    name: 'sparse: index names a path out of the copy',
+    make: () => {
+      const d = freshSparse();
+      const p = join(d, 'model.safetensors.index.json');
+      writeFileSync(
+        p,
+        readFileSync(p, 'utf8').replaceAll(
+          '"model-00002-of-00003.safetensors"',
+          '"../model-00002-of-00003.safetensors"',
+        ),
+      );
+      return d;
+    },
+    args: readSparse,
+    want: /must be a plain file name inside the directory/,
+  },
+  {
+    name: 'sparse: layers entry of the wrong type',
+    make: () => {
+      const d = freshSparse();
+      editManifest(d, (m) => ((m.layers as Record<string, unknown>)['1'] = 5));
+      return d;
+    },
+    args: readSparse,
+    want: /layers\.1 must be \[lo, hi\]/,
+  },
+  {
+    name: 'sparse: truncated shard (no SIGBUS)',
+    make: () => {
+      const d = freshSparse();
+      truncateSync(shardOf(d), 20000);
+      return d;
+    },
+    args: readSparse,
+    want: /20000 bytes, the tables it holds need \d+ \(truncated\)/,
+  },
+  {
+    name: 'sparse: shard header not UTF-8',
+    make: () => {
+      const d = freshSparse();
+      patch(shardOf(d), 10, Buffer.from([0xff]));
+      return d;
+    },
+    args: readSparse,
+    want: /the safetensors header is not valid UTF-8 \(byte 2\)/,
+  },
+  {
+    name: 'sparse: shard header not JSON',
+    make: () => {
+      const d = freshSparse();
+      patch(shardOf(d), 8, Buffer.from('['));
+      return d;
+    },
+    args: readSparse,
+    want: /the safetensors header is not valid JSON/,
+  },
+  {
+    name: 'sparse: header length past the file',
+    make: () => {
+      const d = freshSparse();
+      const b = Buffer.alloc(8);
+      b.writeBigUInt64LE(1n << 40n);
+      patch(shardOf(d), 0, b);
+      return d;
+    },
+    args: readSparse,
+    want: /header length 1099511627776 is past the file/,
+  },
+  {
+    name: 'sparse: a hole inside the range',
+    make: () => freshSparse({ layer: 1, from: ranges[0].start + 40, to: ranges[0].start + 1100 }),
+    args: readSparse,
+    want: /layer 1: weight of row \d+ is a hole inside the copy's range/,
+  },
+  {
+    name: 'sparse: an id outside the range',
+    make: freshSparse,
+    args: ['--layer', '1', '--ids', String(ranges[0].end)],
+    want: new RegExp(`id ${ranges[0].end} is outside this copy's range \\[${ranges[0].start}, ${ranges[0].end}\\)`),
+  },
 ];
 
 test(`the Python reader: ${cases.length} kinds of damaged input, each one line and exit 2`, () => {
@@ -128,10 +353,13 @@ test('the Python reader reads a pack whose manifest is spark-pack.json', () => {
   assert.equal(doc.rows[0].id, Number(packStart));
 });
 
-test('the Python reader --verify: a hole inside a sparse copy\'s range fails the check (exit 1), naming the row', () => {
+test("the Python reader --verify: a hole inside a sparse copy's range fails the check (exit 1), naming the row", () => {
   const d = freshSparse({ layer: 1, from: ranges[0].start + 40, to: ranges[0].start + 1100 });
   const r = spawnSync('python3', [reader, d, '--verify'], { encoding: 'utf8' });
   assert.equal(r.status, 1, r.stderr);
-  assert.match(r.stderr, /^spark_engram_reader: .*model-00002-of-00003\.safetensors: layer 1: weight of row \d+ is a hole inside the copy's range/);
+  assert.match(
+    r.stderr,
+    /^spark_engram_reader: .*model-00002-of-00003\.safetensors: layer 1: weight of row \d+ is a hole inside the copy's range/,
+  );
   assert.equal(JSON.parse(r.stdout).ok, false);
 });

@@ -58,30 +58,63 @@ for (const layout of ['dense', 'page'] as const) {
   test(`the Python reader returns the packed rows byte for byte (${layout})`, async () => {
     const out = await packed(layout);
     for (const e of readManifest(out).layers) {
-      const ids = [e.start, e.start + 1, e.start + 14, e.start + 15, e.start + 16, Math.floor((e.start + e.end) / 2), e.end - 1];
+      const ids = [
+        e.start,
+        e.start + 1,
+        e.start + 14,
+        e.start + 15,
+        e.start + 16,
+        Math.floor((e.start + e.end) / 2),
+        e.end - 1,
+      ];
       const r = python([out, '--layer', String(e.layer), '--ids', ids.join(','), '--dequant']);
       assert.equal(r.code, 0, r.stderr);
-      const doc = JSON.parse(r.stdout) as { layer: number; rows: { id: number; weight: string; scale: string; values: number[] }[] };
+      const doc = JSON.parse(r.stdout) as {
+        layer: number;
+        rows: { id: number; weight: string; scale: string; values: number[] }[];
+      };
       assert.equal(doc.layer, e.layer);
-      assert.deepEqual(doc.rows.map((x) => x.id), ids);
+      assert.deepEqual(
+        doc.rows.map((x) => x.id),
+        ids,
+      );
       for (const row of doc.rows) {
         const want = synthRow(e.layer, row.id, 256, 3);
         assert.equal(row.weight + row.scale, want.toString('hex'), `layer ${e.layer} row ${row.id}`);
         assert.deepEqual(row.values, dequant(want, 256));
       }
       // The same ids through spark's row store, reading the same pack.
-      const viaSpark = await cli(['rows', out, '--layer', String(e.layer), '--ids', ids.join(','), '--json', '--dequant']);
+      const viaSpark = await cli([
+        'rows',
+        out,
+        '--layer',
+        String(e.layer),
+        '--ids',
+        ids.join(','),
+        '--json',
+        '--dequant',
+      ]);
       assert.equal(viaSpark.code, 0, viaSpark.stderr);
-      const sparkRows = (JSON.parse(viaSpark.stdout) as { rows: { id: number; weight: string; scale: string; values: number[] }[] }).rows;
+      const sparkRows = (
+        JSON.parse(viaSpark.stdout) as { rows: { id: number; weight: string; scale: string; values: number[] }[] }
+      ).rows;
       assert.deepEqual(
         sparkRows.map((x) => [x.id, x.weight, x.scale]),
         doc.rows.map((x) => [x.id, x.weight, x.scale]),
       );
       // Numerically equal (the F8_E4M3 byte 0x80 is -0: JSON writers differ on its sign).
-      sparkRows.forEach((x, i) => assert.ok(x.values.every((v, c) => v === doc.rows[i].values[c]), `row ${x.id} values`));
+      sparkRows.forEach((x, i) =>
+        assert.ok(
+          x.values.every((v, c) => v === doc.rows[i].values[c]),
+          `row ${x.id} values`,
+        ),
+      );
       const outside = python([out, '--layer', String(e.layer), '--ids', String(e.end)]);
       assert.equal(outside.code, 2);
-      assert.match(outside.stderr, new RegExp(`^spark_engram_reader: .*id ${e.end} is outside this copy.s range \\[${e.start}, ${e.end}\\)\n$`));
+      assert.match(
+        outside.stderr,
+        new RegExp(`^spark_engram_reader: .*id ${e.end} is outside this copy.s range \\[${e.start}, ${e.end}\\)\n$`),
+      );
     }
     const ok = python([out, '--verify']);
     assert.equal(ok.code, 0, ok.stderr);
@@ -115,7 +148,10 @@ for (const flavour of ['overlay', 'spark'] as const) {
       const ids = [r.start, r.start + 1, Math.floor((r.start + r.end) / 2), r.end - 1, r.start];
       const py = python([dir, '--layer', String(r.layer), '--ids', ids.join(','), '--dequant']);
       assert.equal(py.code, 0, py.stderr);
-      const doc = JSON.parse(py.stdout) as { source: string; rows: { id: number; weight: string; scale: string; values: number[] }[] };
+      const doc = JSON.parse(py.stdout) as {
+        source: string;
+        rows: { id: number; weight: string; scale: string; values: number[] }[];
+      };
       assert.equal(doc.source, 'sparse');
       doc.rows.forEach((row, i) => {
         assert.equal(row.id, ids[i]);

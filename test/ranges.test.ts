@@ -17,7 +17,7 @@ const TABLES = [
   { layer: 14, rows: 384016682 },
 ];
 
-test('SPARK_ENGRAM_ROWS round-trips through parse and format in the overlay\'s grammar', () => {
+test("SPARK_ENGRAM_ROWS round-trips through parse and format in the overlay's grammar", () => {
   const value = '1:0:96001542,14:0:96004170';
   const parsed = parseEngramRows(value);
   assert.deepEqual(parsed, [
@@ -45,8 +45,16 @@ test('rank values from --all lines, separate arguments, or engram_partition.py o
   const two = [parseEngramRows('1:0:250,14:0:252'), parseEngramRows('1:250:500,14:252:505')];
   assert.deepEqual(parseRankValues([partition]), two);
   assert.deepEqual(parseRankValues(['1:0:250,14:0:252\n1:250:500,14:252:505\n']), two);
-  assert.deepEqual(parseRankValues(['1:0-250,14:0-252 1:250-500,14:252-505']), two, 'values space-separated, each with commas');
-  assert.deepEqual(parseRankValues(['1:0:250 14:0:252', '1:250:500  14:252:505']), two, 'one rank per argument, entries space-separated');
+  assert.deepEqual(
+    parseRankValues(['1:0-250,14:0-252 1:250-500,14:252-505']),
+    two,
+    'values space-separated, each with commas',
+  );
+  assert.deepEqual(
+    parseRankValues(['1:0:250 14:0:252', '1:250:500  14:252:505']),
+    two,
+    'one rank per argument, entries space-separated',
+  );
   assert.throws(() => parseRankValues(['rank 1: 1:0:5']), /names rank 1 where rank 0 comes/);
   assert.throws(() => parseRankValues(['1:0:5 1:5:10']), /repeats layer 1/);
   assert.deepEqual(parseRankValues(['', '(a note)']), []);
@@ -69,13 +77,16 @@ test('malformed SPARK_ENGRAM_ROWS values fail with a precise message (E_ROWS_SPE
     ['1:0:99999999999999999999', /hi 99999999999999999999 is too large/],
   ];
   for (const [value, message] of cases) {
-    assert.throws(() => parseEngramRows(value), (e: Error & { code?: string; exitCode?: number }) => {
-      assert.equal(e.code, 'E_ROWS_SPEC', value);
-      assert.equal(e.exitCode, 2);
-      assert.match(e.message, message);
-      assert.match(e.message, /^SPARK_ENGRAM_ROWS '/);
-      return true;
-    });
+    assert.throws(
+      () => parseEngramRows(value),
+      (e: Error & { code?: string; exitCode?: number }) => {
+        assert.equal(e.code, 'E_ROWS_SPEC', value);
+        assert.equal(e.exitCode, 2);
+        assert.match(e.message, message);
+        assert.match(e.message, /^SPARK_ENGRAM_ROWS '/);
+        return true;
+      },
+    );
   }
 });
 
@@ -83,12 +94,22 @@ test('tileLayers gives every rank every layer, ascending', () => {
   const ranks = tileLayers([...TABLES].reverse(), 4, 'floor');
   assert.equal(ranks.length, 4);
   assert.equal(formatEngramRows(ranks[1]!), '1:96001542:192003084,14:96004170:192008341');
-  assert.deepEqual(rankRanges(TABLES, 3, 4, 'floor')[1], { layer: 14, rows: 384016682, start: 288012511, end: 384016682 });
+  assert.deepEqual(rankRanges(TABLES, 3, 4, 'floor')[1], {
+    layer: 14,
+    rows: 384016682,
+    start: 288012511,
+    end: 384016682,
+  });
   assert.throws(() => rankRanges(TABLES, 4, 4, 'floor'), /rank 4 is outside the world of 4 ranks/);
-  assert.throws(() => tileLayers(TABLES, 4, 'heads'), (e: Error & { code?: string }) => e.code === 'E_CONFIG' && /config\.json/.test(e.message));
+  assert.throws(
+    () => tileLayers(TABLES, 4, 'heads'),
+    (e: Error & { code?: string }) => e.code === 'E_CONFIG' && /config\.json/.test(e.message),
+  );
   assert.throws(
     () => tileLayers([{ layer: 1, rows: 10, subTables: [4, 5] }], 2, 'heads'),
-    (e: Error & { code?: string }) => e.code === 'E_ENGRAM_ROWS' && /^layer 1: the 2 sub-table sizes sum to 9 rows but the tensor has 10/.test(e.message),
+    (e: Error & { code?: string }) =>
+      e.code === 'E_ENGRAM_ROWS' &&
+      /^layer 1: the 2 sub-table sizes sum to 9 rows but the tensor has 10/.test(e.message),
   );
 });
 
@@ -105,31 +126,64 @@ test('the four correct ranges tile; a full range on every rank is an overlap tha
   const full = Array.from({ length: 4 }, () => parseEngramRows('1:0:384006168,14:0:384016682'));
   const report = checkTiling(full, TABLES);
   assert.equal(report.ok, false);
-  assert.deepEqual({ ...report.problem, message: undefined }, { layer: 1, kind: 'overlap', row: 0, ranks: [0, 1], message: undefined });
-  assert.match(report.problem!.message, /^layer 1: row 0 is owned by rank 0 \[0, 384006168\) and rank 1 \[0, 384006168\); a full range on every rank double-counts/);
+  assert.deepEqual(
+    { ...report.problem, message: undefined },
+    { layer: 1, kind: 'overlap', row: 0, ranks: [0, 1], message: undefined },
+  );
+  assert.match(
+    report.problem!.message,
+    /^layer 1: row 0 is owned by rank 0 \[0, 384006168\) and rank 1 \[0, 384006168\); a full range on every rank double-counts/,
+  );
 });
 
 test('the first gap, overlap or out-of-range row is named with its layer and ranks', () => {
   const parse = (...v: string[]): LayerRange[][] => v.map((s) => parseEngramRows(s));
-  const tables = [{ layer: 1, rows: 100 }, { layer: 14, rows: 50 }];
+  const tables = [
+    { layer: 1, rows: 100 },
+    { layer: 14, rows: 50 },
+  ];
   const cases: [LayerRange[][], object, RegExp][] = [
-    [parse('1:0:40,14:0:25', '1:41:100,14:25:50'), { layer: 1, kind: 'gap', row: 40, ranks: [0, 1] },
-      /^layer 1: rows \[40, 41\) belong to no rank \(rank 0 ends at 40, rank 1 starts at 41\)$/],
-    [parse('1:0:50,14:0:25', '1:50:100,14:24:50'), { layer: 14, kind: 'overlap', row: 24, ranks: [0, 1] },
-      /^layer 14: row 24 is owned by rank 0 \[0, 25\) and rank 1 \[24, 50\)$/],
-    [parse('1:0:50,14:0:25', '1:50:99,14:25:50'), { layer: 1, kind: 'gap', row: 99, ranks: [1] },
-      /rows \[99, 100\) belong to no rank \(the last range, rank 1's, ends at 99; the table has 100 rows\)/],
-    [parse('1:0:50,14:0:25', '1:50:101,14:25:50'), { layer: 1, kind: 'out-of-range', row: 100, ranks: [1] },
-      /^layer 1: row 100 is out of range \(rank 1 has \[50, 101\); the table has 100 rows, \[0, 100\)\)$/],
-    [parse('1:1:50,14:0:25', '1:50:100,14:25:50'), { layer: 1, kind: 'gap', row: 0, ranks: [0] },
-      /rows \[0, 1\) belong to no rank \(no range starts at 0, rank 0 starts at 1\)/],
+    [
+      parse('1:0:40,14:0:25', '1:41:100,14:25:50'),
+      { layer: 1, kind: 'gap', row: 40, ranks: [0, 1] },
+      /^layer 1: rows \[40, 41\) belong to no rank \(rank 0 ends at 40, rank 1 starts at 41\)$/,
+    ],
+    [
+      parse('1:0:50,14:0:25', '1:50:100,14:24:50'),
+      { layer: 14, kind: 'overlap', row: 24, ranks: [0, 1] },
+      /^layer 14: row 24 is owned by rank 0 \[0, 25\) and rank 1 \[24, 50\)$/,
+    ],
+    [
+      parse('1:0:50,14:0:25', '1:50:99,14:25:50'),
+      { layer: 1, kind: 'gap', row: 99, ranks: [1] },
+      /rows \[99, 100\) belong to no rank \(the last range, rank 1's, ends at 99; the table has 100 rows\)/,
+    ],
+    [
+      parse('1:0:50,14:0:25', '1:50:101,14:25:50'),
+      { layer: 1, kind: 'out-of-range', row: 100, ranks: [1] },
+      /^layer 1: row 100 is out of range \(rank 1 has \[50, 101\); the table has 100 rows, \[0, 100\)\)$/,
+    ],
+    [
+      parse('1:1:50,14:0:25', '1:50:100,14:25:50'),
+      { layer: 1, kind: 'gap', row: 0, ranks: [0] },
+      /rows \[0, 1\) belong to no rank \(no range starts at 0, rank 0 starts at 1\)/,
+    ],
     [parse('1:0:50,14:0:50', '1:50:100'), { layer: 1, kind: 'gap' }, /./],
-    [parse('1:0:50,14:0:25', '1:50:100'), { layer: 14, kind: 'gap', row: 25, ranks: [0] },
-      /rows \[25, 50\) belong to no rank .*; rank 1 names no range for layer 14\)$/],
-    [parse('1:0:50,7:0:3,14:0:25', '1:50:100,14:25:50'), { layer: 7, kind: 'unknown-layer', ranks: [0] },
-      /^layer 7: not an Engram layer of this checkpoint \(its layers: 1, 14\), named by rank 0$/],
-    [parse('1:0:50,14:0:25', '1:50:100,14:25:50', '1:100:100,14:60:60'), { layer: 14, kind: 'out-of-range', row: 60, ranks: [2] },
-      /row 60 is out of range/],
+    [
+      parse('1:0:50,14:0:25', '1:50:100'),
+      { layer: 14, kind: 'gap', row: 25, ranks: [0] },
+      /rows \[25, 50\) belong to no rank .*; rank 1 names no range for layer 14\)$/,
+    ],
+    [
+      parse('1:0:50,7:0:3,14:0:25', '1:50:100,14:25:50'),
+      { layer: 7, kind: 'unknown-layer', ranks: [0] },
+      /^layer 7: not an Engram layer of this checkpoint \(its layers: 1, 14\), named by rank 0$/,
+    ],
+    [
+      parse('1:0:50,14:0:25', '1:50:100,14:25:50', '1:100:100,14:60:60'),
+      { layer: 14, kind: 'out-of-range', row: 60, ranks: [2] },
+      /row 60 is out of range/,
+    ],
   ];
   cases.forEach(([specs, expected, message], i) => {
     const report = checkTiling(specs, tables);
@@ -158,7 +212,9 @@ test('property: tiled ranges pass the check, and moving one boundary by one row 
     const world = randomInt(next, 2, 64);
     const tables = [{ layer: 1, rows }];
     const split = next() < 0.5 ? 'floor' : 'front';
-    const specs = tileLayers(tables, world, split).map((rank) => rank.map(({ layer, start, end }) => ({ layer, start, end })));
+    const specs = tileLayers(tables, world, split).map((rank) =>
+      rank.map(({ layer, start, end }) => ({ layer, start, end })),
+    );
     assert.equal(checkTiling(specs, tables).ok, true);
     const rank = randomInt(next, 0, world - 1);
     const r = specs[rank]![0]!;

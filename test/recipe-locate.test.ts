@@ -102,7 +102,9 @@ test("a rule's finding names the line of the key: args elements and env keys, do
   const table = `${HEAD}${ARGS}[env]\nA = "1"\n"NODE_RANK" = "0"\n`;
   assert.deepEqual((await whereOf('args.launcher-owned', table))[1], `recipe.toml:${lineOf(table, 'NODE_RANK')}`);
   const inline = `${HEAD}env = {\n  A = "1",\n  SPARK_ENGRAM_ROWS = "1:0-5,14:0-5" }\n`;
-  assert.deepEqual(await whereOf('engram.rows-grammar', inline), [`recipe.toml:${lineOf(inline, 'SPARK_ENGRAM_ROWS')}`]);
+  assert.deepEqual(await whereOf('engram.rows-grammar', inline), [
+    `recipe.toml:${lineOf(inline, 'SPARK_ENGRAM_ROWS')}`,
+  ]);
 });
 
 test("a rule's finding names the line of the key: the array-of-tables entry it is about", async () => {

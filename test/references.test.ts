@@ -25,7 +25,9 @@ test('no reference to a document outside the repository', () => {
   const hits = all.flatMap((f) =>
     readFileSync(f, 'utf8')
       .split('\n')
-      .flatMap((line, i) => (outside.test(line) && !f.endsWith('references.test.ts') ? [`${relative(root, f)}:${i + 1}`] : [])),
+      .flatMap((line, i) =>
+        outside.test(line) && !f.endsWith('references.test.ts') ? [`${relative(root, f)}:${i + 1}`] : [],
+      ),
   );
   assert.deepEqual(hits, []);
 });

@@ -39,7 +39,10 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 function assertRows(out: Uint8Array, layer: number, ids: readonly number[]): void {
   ids.forEach((id, i) => {
-    assert.ok(Buffer.from(out.subarray(i * RB, (i + 1) * RB)).equals(testRow(layer, id, DIM)), `row ${i} (id ${id}) differs`);
+    assert.ok(
+      Buffer.from(out.subarray(i * RB, (i + 1) * RB)).equals(testRow(layer, id, DIM)),
+      `row ${i} (id ${id}) differs`,
+    );
   });
 }
 
@@ -72,7 +75,7 @@ test('an output buffer transferred while its batch is read is never written: the
       const out = new Uint8Array(IDS.length * RB);
       const batch = store.gather(1, IDS, out);
       await transferAway(out.buffer, how);
-      assert.equal(out.byteLength, 0, 'the caller\'s view is detached');
+      assert.equal(out.byteLength, 0, "the caller's view is detached");
       const litter: Uint8Array[] = [];
       for (let i = 0; i < 4; i++) {
         gc();
@@ -84,7 +87,11 @@ test('an output buffer transferred while its batch is read is never written: the
         assert.match(e.message, /output buffer was detached or shrunk while the batch was read/);
         return true;
       });
-      for (const l of litter) assert.ok(l.every((b) => b === 0x5a), 'memory reused after the transfer is untouched');
+      for (const l of litter)
+        assert.ok(
+          l.every((b) => b === 0x5a),
+          'memory reused after the transfer is untouched',
+        );
     }
     assertRows(await store.gather(1, IDS.slice(0, 40)), 1, IDS.slice(0, 40));
     assert.equal(store.stats().inflight, 0);
@@ -126,7 +133,7 @@ test('a C++ exception on a reader thread rejects the batch with E_INTERNAL; the 
 });
 
 test('a reader thread that will not start fails the open with E_THREAD_START and leaves no thread behind', async () => {
-  await store0();  // the first store starts libuv's and the addon's own threads
+  await store0(); // the first store starts libuv's and the addon's own threads
   const before = threadCount();
   await assert.rejects(
     RowStore.open([snapTable], { threads: 16, faults: { threadStartFailAt: 10 } }),
@@ -172,13 +179,20 @@ test('transient NFS errors are retried and counted; a stale handle is reopened o
 });
 
 test('a read that keeps failing gives up after the bounded retries, naming the file and the offset', async () => {
-  const store = await RowStore.open([denseTable], { threads: 1, retry: { retries: 2, delayMs: 1 }, faults: { etimedoutEvery: 1 } });
+  const store = await RowStore.open([denseTable], {
+    threads: 1,
+    retry: { retries: 2, delayMs: 1 },
+    faults: { etimedoutEvery: 1 },
+  });
   try {
     await assert.rejects(store.gather(14, [10]), (e: Error & { code?: string; path?: string; offset?: number }) => {
       assert.equal(e.code, 'E_IO');
       assert.equal(e.path, denseTable.path);
       assert.equal(e.offset, 4096 + 10 * RB);
-      assert.match(e.message, /dense\.bin: pread of 264 bytes failed: Connection timed out \(after 2 retries\) \(at byte 6736\)/);
+      assert.match(
+        e.message,
+        /dense\.bin: pread of 264 bytes failed: Connection timed out \(after 2 retries\) \(at byte 6736\)/,
+      );
       return true;
     });
     assert.equal(store.stats().errorRetries, 2);

@@ -10,7 +10,14 @@ import { RowStore, type RowStoreOptions } from '../src/native/row-store.js';
 import type { TableSpec } from '../src/domain/table-spec.js';
 import { synthRow } from '../src/synth/synth-rows.js';
 import { cli } from './helpers/cli.js';
-import { packedTable, rawSnapshotTable, testRow, writePackDir, writePacked, writeRawSnapshot } from './helpers/engram-files.js';
+import {
+  packedTable,
+  rawSnapshotTable,
+  testRow,
+  writePackDir,
+  writePacked,
+  writeRawSnapshot,
+} from './helpers/engram-files.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'row-store-engine-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));
@@ -58,12 +65,18 @@ test("ioEngine 'uring' and 'pread' return the same bytes from snapshots and pack
   try {
     assert.equal(pread.stats().ioEngine, 'pread');
     assert.equal(uring.stats().ioEngine, 'uring');
-    for (const [layer, lo] of [[1, 0], [14, 1000], [15, 1000]] as const) {
+    for (const [layer, lo] of [
+      [1, 0],
+      [14, 1000],
+      [15, 1000],
+    ] as const) {
       for (const batch of [ids(lo, 24, layer), ids(lo, 2000, layer + 7)]) {
         const a = await pread.gather(layer, batch);
         const b = await uring.gather(layer, batch);
         assert.ok(a.equals(b), `layer ${layer}: the engines disagree`);
-        batch.forEach((id, i) => assert.ok(b.subarray(i * RB, (i + 1) * RB).equals(testRow(layer, id, DIM)), `layer ${layer} row ${i}`));
+        batch.forEach((id, i) =>
+          assert.ok(b.subarray(i * RB, (i + 1) * RB).equals(testRow(layer, id, DIM)), `layer ${layer} row ${i}`),
+        );
       }
     }
     assert.equal(uring.stats().reads, pread.stats().reads); // the same plan, read by either engine
@@ -71,7 +84,9 @@ test("ioEngine 'uring' and 'pread' return the same bytes from snapshots and pack
     // Many batches in flight on one ring at once.
     const batches = Array.from({ length: 16 }, (_, i) => ids(1000, 300, 100 + i));
     const outs = await Promise.all(batches.map((b) => uring.gather(14, b)));
-    outs.forEach((out, k) => batches[k].forEach((id, i) => assert.ok(out.subarray(i * RB, (i + 1) * RB).equals(testRow(14, id, DIM)))));
+    outs.forEach((out, k) =>
+      batches[k].forEach((id, i) => assert.ok(out.subarray(i * RB, (i + 1) * RB).equals(testRow(14, id, DIM)))),
+    );
     assert.equal(uring.stats().batches, 6 + 16);
   } finally {
     await pread.close();
@@ -83,7 +98,10 @@ test('auto falls back to the pread pool when io_uring_setup is refused; a forced
   const store = await RowStore.open(TABLES, { threads: 2, faults: { uringSetupErrno: 1 } });
   try {
     assert.equal(store.stats().ioEngine, 'pread');
-    assert.match(store.stats().ioEngineNote ?? '', /io_uring unavailable: io_uring_setup \(refused for a test\) failed: Operation not permitted/);
+    assert.match(
+      store.stats().ioEngineNote ?? '',
+      /io_uring unavailable: io_uring_setup \(refused for a test\) failed: Operation not permitted/,
+    );
     const batch = ids(0, 100, 3);
     const out = await store.gather(1, batch);
     batch.forEach((id, i) => assert.ok(out.subarray(i * RB, (i + 1) * RB).equals(testRow(1, id, DIM))));
@@ -92,16 +110,25 @@ test('auto falls back to the pread pool when io_uring_setup is refused; a forced
   }
   await assert.rejects(
     RowStore.open(TABLES, { threads: 2, ioEngine: 'uring', faults: { uringSetupErrno: 38 } }),
-    (err: Error & { code?: string }) => err.code === 'E_IO' && /ioEngine 'uring' was asked for.*Function not implemented.*use ioEngine 'auto' or 'pread'/.test(err.message),
+    (err: Error & { code?: string }) =>
+      err.code === 'E_IO' &&
+      /ioEngine 'uring' was asked for.*Function not implemented.*use ioEngine 'auto' or 'pread'/.test(err.message),
   );
-  await assert.rejects(RowStore.open(TABLES, { threads: 2, ioEngine: 'fast' as 'auto' }), /options.ioEngine must be 'auto', 'pread' or 'uring'/);
+  await assert.rejects(
+    RowStore.open(TABLES, { threads: 2, ioEngine: 'fast' as 'auto' }),
+    /options.ioEngine must be 'auto', 'pread' or 'uring'/,
+  );
   await assert.rejects(RowStore.open(TABLES, { threads: 2, ioDepth: 0 }), /options.ioDepth must be between 1 and 4096/);
 });
 
 test('spark bench gather --engines pread,uring measures both engines side by side, labelled', async (t) => {
   const pack = join(dir, 'pack');
   mkdirSync(pack);
-  writePackDir(pack, { rank: 0, world: 1, layout: 'page', dim: 256, layers: [{ layer: 1, rows: 3000, start: 0, end: 3000 }] }, synthRow);
+  writePackDir(
+    pack,
+    { rank: 0, world: 1, layout: 'page', dim: 256, layers: [{ layer: 1, rows: 3000, start: 0, end: 3000 }] },
+    synthRow,
+  );
   const bad = await cli(['bench', 'gather', pack, '--engines', 'pread,aio', '--json']);
   assert.equal(bad.code, 2);
   assert.match(JSON.parse(bad.stderr).error.message, /--engines takes pread, uring; got 'aio'/);
@@ -110,9 +137,33 @@ test('spark bench gather --engines pread,uring measures both engines side by sid
     return;
   }
   // --no-map: warm rows would otherwise be copied out of the mapping, and neither engine would read.
-  const r = await cli(['bench', 'gather', pack, '--threads', '2', '--batch', '24', '--seconds', '1', '--no-fio', '--no-naive', '--no-map', '--engines', 'pread,uring', '--json']);
+  const r = await cli([
+    'bench',
+    'gather',
+    pack,
+    '--threads',
+    '2',
+    '--batch',
+    '24',
+    '--seconds',
+    '1',
+    '--no-fio',
+    '--no-naive',
+    '--no-map',
+    '--engines',
+    'pread,uring',
+    '--json',
+  ]);
   assert.equal(r.code, 0, r.stderr);
-  const report = JSON.parse(r.stdout) as { results: { reader: string; threads: number; rowsPerSec: number; readsPerRow: number }[] };
-  assert.deepEqual(report.results.map((x) => [x.reader, x.threads]), [['pread-pool', 2], ['uring', 2]]);
+  const report = JSON.parse(r.stdout) as {
+    results: { reader: string; threads: number; rowsPerSec: number; readsPerRow: number }[];
+  };
+  assert.deepEqual(
+    report.results.map((x) => [x.reader, x.threads]),
+    [
+      ['pread-pool', 2],
+      ['uring', 2],
+    ],
+  );
   for (const x of report.results) assert.ok(x.rowsPerSec > 0 && x.readsPerRow > 0);
 });

@@ -80,7 +80,11 @@ test('rows land at out[i * rowBytes] of a caller buffer, which is returned', asy
 });
 
 test('resident scales: one read per distinct row, their RAM reported', async () => {
-  const store = await RowStore.open([{ ...snapTable, residentScales: [0, 3000] }], { threads: 4, merge: false, mapCached: false });
+  const store = await RowStore.open([{ ...snapTable, residentScales: [0, 3000] }], {
+    threads: 4,
+    merge: false,
+    mapCached: false,
+  });
   try {
     assert.equal(store.stats().residentBytes, 3000 * (DIM / 32));
     const before = store.stats().reads;
@@ -205,7 +209,10 @@ test('short reads and EINTR are retried; EIO is reported with file and offset', 
       assert.equal(e.code, 'E_IO');
       assert.equal(e.path, join(dir, 'dense.bin'));
       assert.equal(e.offset, 4096 + 10 * RB);
-      assert.match(e.message, /dense\.bin: pread of 264 bytes failed: Input\/output error \(after 1 retry\) \(at byte 6736\)/);
+      assert.match(
+        e.message,
+        /dense\.bin: pread of 264 bytes failed: Input\/output error \(after 1 retry\) \(at byte 6736\)/,
+      );
       return true;
     });
   } finally {
@@ -275,8 +282,16 @@ test('full-size DSV4.1 tables: rows near 0, at rank boundaries and at N-1 are ex
   };
   const ids1 = pick(N1);
   const ids14 = pick(N14);
-  const s47 = writeSparseShard(join(dir, 'model-00047-of-00048.safetensors'), [{ layer: 1, rows: N1, dim: DIM }], new Map([[1, ids1]]));
-  const s48 = writeSparseShard(join(dir, 'model-00048-of-00048.safetensors'), [{ layer: 14, rows: N14, dim: DIM }], new Map([[14, ids14]]));
+  const s47 = writeSparseShard(
+    join(dir, 'model-00047-of-00048.safetensors'),
+    [{ layer: 1, rows: N1, dim: DIM }],
+    new Map([[1, ids1]]),
+  );
+  const s48 = writeSparseShard(
+    join(dir, 'model-00048-of-00048.safetensors'),
+    [{ layer: 14, rows: N14, dim: DIM }],
+    new Map([[14, ids14]]),
+  );
   const spec = (shard: typeof s47): TableSpec => {
     const t = shard.tables[0];
     return {
@@ -303,7 +318,11 @@ test('a ranged snapshot table (a sparse copy): ids outside [lo, hi) are refused 
   const rows = 100_000;
   const [lo, hi] = [40_000, 40_400];
   const written = Array.from({ length: hi - lo }, (_, i) => lo + i);
-  const shard = writeSparseShard(join(dir, 'sparse-range.safetensors'), [{ layer: 1, rows, dim: DIM }], new Map([[1, written]]));
+  const shard = writeSparseShard(
+    join(dir, 'sparse-range.safetensors'),
+    [{ layer: 1, rows, dim: DIM }],
+    new Map([[1, written]]),
+  );
   const t = shard.tables[0];
   const spec = (range: [number, number], holes: 'allow' | 'refuse' | 'corrupt'): TableSpec => ({
     kind: 'snapshot',
@@ -319,7 +338,10 @@ test('a ranged snapshot table (a sparse copy): ids outside [lo, hi) are refused 
   try {
     const ids = [lo, hi - 1, lo + 123, lo];
     assertRows(await store.gather(1, ids), 1, ids);
-    assert.deepEqual(store.tables().map((x) => [x.lo, x.hi]), [[lo, hi]]);
+    assert.deepEqual(
+      store.tables().map((x) => [x.lo, x.hi]),
+      [[lo, hi]],
+    );
     for (const bad of [lo - 1, hi]) {
       await assert.rejects(store.gather(1, [lo, bad]), {
         code: 'E_ROW_RANGE',
@@ -330,15 +352,21 @@ test('a ranged snapshot table (a sparse copy): ids outside [lo, hi) are refused 
     await store.close();
   }
   // The same file read past the written rows: a hole inside the range is corruption...
-  await assert.rejects(RowStore.open([spec([lo, hi + 4000], 'corrupt')], { threads: 1 }), (err: Error & { code: string; path: string }) => {
-    assert.equal(err.code, 'E_SHARD_TRUNCATED');
-    assert.equal(err.path, shard.path);
-    const row = Number(/of row (\d+) is a hole inside the copy's range \[40000, 44400\)/.exec(err.message)?.[1]);
-    assert.ok(row >= hi - 16 && row < hi + 4000, err.message);
-    return true;
-  });
+  await assert.rejects(
+    RowStore.open([spec([lo, hi + 4000], 'corrupt')], { threads: 1 }),
+    (err: Error & { code: string; path: string }) => {
+      assert.equal(err.code, 'E_SHARD_TRUNCATED');
+      assert.equal(err.path, shard.path);
+      const row = Number(/of row (\d+) is a hole inside the copy's range \[40000, 44400\)/.exec(err.message)?.[1]);
+      assert.ok(row >= hi - 16 && row < hi + 4000, err.message);
+      return true;
+    },
+  );
   // ...a whole table with holes and no manifest is refused, and 'allow' reads the holes as zeros.
-  await assert.rejects(RowStore.open([spec([0, rows], 'refuse')], { threads: 1 }), { code: 'E_SNAPSHOT', message: /layer 1: weight of row \d+ is a hole \(never written\) and the directory has no engram-local\.json/ });
+  await assert.rejects(RowStore.open([spec([0, rows], 'refuse')], { threads: 1 }), {
+    code: 'E_SNAPSHOT',
+    message: /layer 1: weight of row \d+ is a hole \(never written\) and the directory has no engram-local\.json/,
+  });
   const allow = await RowStore.open([spec([0, rows], 'allow')], { threads: 1 });
   try {
     assert.ok((await allow.gather(1, [5])).equals(Buffer.alloc(RB)));
@@ -346,6 +374,12 @@ test('a ranged snapshot table (a sparse copy): ids outside [lo, hi) are refused 
     await allow.close();
   }
   // A range past the table, or resident scales outside the range, are usage errors.
-  await assert.rejects(RowStore.open([spec([lo, rows + 1], 'allow')], { threads: 1 }), { code: 'E_USAGE', message: /range \[40000, 100001\) is not inside the table \[0, 100000\)/ });
-  await assert.rejects(RowStore.open([{ ...spec([lo, hi], 'allow'), residentScales: [0, hi] } as TableSpec], { threads: 1 }), { code: 'E_USAGE', message: /resident scale range \[0, 40400\) is not inside the readable rows \[40000, 40400\)/ });
+  await assert.rejects(RowStore.open([spec([lo, rows + 1], 'allow')], { threads: 1 }), {
+    code: 'E_USAGE',
+    message: /range \[40000, 100001\) is not inside the table \[0, 100000\)/,
+  });
+  await assert.rejects(
+    RowStore.open([{ ...spec([lo, hi], 'allow'), residentScales: [0, hi] } as TableSpec], { threads: 1 }),
+    { code: 'E_USAGE', message: /resident scale range \[0, 40400\) is not inside the readable rows \[40000, 40400\)/ },
+  );
 });

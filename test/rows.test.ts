@@ -17,7 +17,20 @@ const io = { stdout: () => {}, stderr: () => {}, env: {}, cwd: '.', stderrIsTTY:
 function packDir(layout: 'dense' | 'page'): string {
   const dir = join(tempDir(), `pack-${layout}`);
   mkdirSync(dir);
-  writePackDir(dir, { rank: 1, world: 2, layout, dim: 256, layers: [{ layer: 1, rows: 4000, start: 2000, end: 4000 }, { layer: 14, rows: 4001, start: 2000, end: 4001 }] }, synthRow);
+  writePackDir(
+    dir,
+    {
+      rank: 1,
+      world: 2,
+      layout,
+      dim: 256,
+      layers: [
+        { layer: 1, rows: 4000, start: 2000, end: 4000 },
+        { layer: 14, rows: 4001, start: 2000, end: 4001 },
+      ],
+    },
+    synthRow,
+  );
   return dir;
 }
 
@@ -47,7 +60,10 @@ test('spark rows on a packed directory prints the exact bytes (both layouts, bot
     assert.equal(r.code, 0, r.stderr);
     const reply = JSON.parse(r.stdout);
     assert.equal(reply.layer, 14);
-    assert.deepEqual(reply.rows.map((x: { id: number }) => x.id), [2000, 4000, 3000, 3000]);
+    assert.deepEqual(
+      reply.rows.map((x: { id: number }) => x.id),
+      [2000, 4000, 3000, 3000],
+    );
     for (const row of reply.rows) {
       const want = synthRow(14, row.id, 256);
       assert.equal(row.weight, want.subarray(0, 256).toString('hex'));
@@ -81,22 +97,39 @@ test('spark rows --dequant adds the D decoded values', async () => {
   const values = JSON.parse(r.stdout).rows[0].values as number[];
   assert.equal(values.length, 256);
   // JSON has no negative zero: compare -0 as 0.
-  assert.deepEqual(values, dequantRow(synthRow(1, 2345, 256), 256).map((v) => (v === 0 ? 0 : v)));
+  assert.deepEqual(
+    values,
+    dequantRow(synthRow(1, 2345, 256), 256).map((v) => (v === 0 ? 0 : v)),
+  );
   const text = await cli(['rows', dir, '--layer', '1', '--ids', '2345', '--dequant']);
-  assert.match(text.stdout, /^layer 1 \(packed, 4000 rows of 256 \+ 8 bytes, this copy holds \[2000, 4000\)\):\nrow 2345\n {2}weight [0-9a-f]{512}\n {2}scale {2}[0-9a-f]{16}\n {2}values /);
+  assert.match(
+    text.stdout,
+    /^layer 1 \(packed, 4000 rows of 256 \+ 8 bytes, this copy holds \[2000, 4000\)\):\nrow 2345\n {2}weight [0-9a-f]{512}\n {2}scale {2}[0-9a-f]{16}\n {2}values /,
+  );
 });
 
 test('a synth snapshot read through the row source: two reads per row, or one with resident scales', async () => {
   const snap = makeSnapshot();
   for (const resident of [false, true]) {
-    const src = await openRowSource(snap.dir, { openSnapshot: synthSnapshotLike, threads: 4, merge: false, mapCached: false, residentScales: resident });
+    const src = await openRowSource(snap.dir, {
+      openSnapshot: synthSnapshotLike,
+      threads: 4,
+      merge: false,
+      mapCached: false,
+      residentScales: resident,
+    });
     try {
       assert.equal(src.kind, 'snapshot');
       for (const t of src.tables) {
         const ids = [0, 1, t.rows - 1, Math.floor(t.rows / 2), Math.floor(t.rows / 4), 1];
         const before = src.store.stats().reads;
         const out = await src.store.gather(t.layer, ids);
-        ids.forEach((id, i) => assert.ok(out.subarray(i * 264, (i + 1) * 264).equals(synthRow(t.layer, id, 256)), `layer ${t.layer} id ${id}`));
+        ids.forEach((id, i) =>
+          assert.ok(
+            out.subarray(i * 264, (i + 1) * 264).equals(synthRow(t.layer, id, 256)),
+            `layer ${t.layer} id ${id}`,
+          ),
+        );
         assert.equal(src.store.stats().reads - before, resident ? 5 : 10);
       }
       assert.equal(src.store.stats().residentBytes, resident ? src.tables.reduce((a, t) => a + t.rows * 8, 0) : 0);
@@ -104,21 +137,35 @@ test('a synth snapshot read through the row source: two reads per row, or one wi
       await src.close();
     }
   }
-  const r = await runRows({ source: snap.dir, layer: 14, ids: [3], dequant: false, openSnapshot: synthSnapshotLike }, io);
-  assert.equal((r.json as { rows: { weight: string }[] }).rows[0].weight, synthRow(14, 3, 256).subarray(0, 256).toString('hex'));
+  const r = await runRows(
+    { source: snap.dir, layer: 14, ids: [3], dequant: false, openSnapshot: synthSnapshotLike },
+    io,
+  );
+  assert.equal(
+    (r.json as { rows: { weight: string }[] }).rows[0].weight,
+    synthRow(14, 3, 256).subarray(0, 256).toString('hex'),
+  );
 });
 
 test('a full-size sparse DSV4.1 snapshot: rows at 0, rank boundaries and N-1 of both layers, through the API and spark rows', async () => {
   const snap = makeFullSizeSnapshot();
   const src = await openRowSource(snap.dir, { threads: 8 });
   try {
-    assert.deepEqual(src.tables.map((t) => [t.layer, t.rows]), [[1, 384006168], [14, 384016682]]);
+    assert.deepEqual(
+      src.tables.map((t) => [t.layer, t.rows]),
+      [
+        [1, 384006168],
+        [14, 384016682],
+      ],
+    );
     assert.ok(src.specs.every((s) => s.kind === 'snapshot' && Number(s.scale.offset) > 2 ** 32));
     for (const t of src.tables) {
       const bounds = [1, 2, 3].map((r) => Math.floor((t.rows * r) / 4));
       const ids = [0, 1, ...bounds.flatMap((b) => [b - 1, b]), t.rows - 1];
       const out = await src.store.gather(t.layer, ids);
-      ids.forEach((id, i) => assert.ok(out.subarray(i * 264, (i + 1) * 264).equals(synthRow(t.layer, id, 256)), `layer ${t.layer} id ${id}`));
+      ids.forEach((id, i) =>
+        assert.ok(out.subarray(i * 264, (i + 1) * 264).equals(synthRow(t.layer, id, 256)), `layer ${t.layer} id ${id}`),
+      );
       const r = await cli(['rows', snap.dir, '--layer', String(t.layer), '--ids', ids.join(','), '--json']);
       assert.equal(r.code, 0, r.stderr);
       const reply = JSON.parse(r.stdout);
@@ -143,5 +190,8 @@ test('spark rows on a synth snapshot made by spark synth, with --dequant', async
   assert.equal(r.code, 0, r.stderr);
   const rows = JSON.parse(r.stdout).rows;
   assert.equal(rows[0].weight + rows[0].scale, synthRow(14, 5, 256).toString('hex'));
-  assert.deepEqual(rows[2].values, dequantRow(synthRow(14, 0, 256), 256).map((v) => (v === 0 ? 0 : v)));
+  assert.deepEqual(
+    rows[2].values,
+    dequantRow(synthRow(14, 0, 256), 256).map((v) => (v === 0 ? 0 : v)),
+  );
 });

@@ -19,7 +19,12 @@ const dir = mkdtempSync(join(tmpdir(), 'spark-safetensors-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 let fileCounter = 0;
-function file(name: string, headerText: string | Buffer, dataLength: Int, options?: Parameters<typeof writeSafetensors>[3]): string {
+function file(
+  name: string,
+  headerText: string | Buffer,
+  dataLength: Int,
+  options?: Parameters<typeof writeSafetensors>[3],
+): string {
   const path = join(dir, `${++fileCounter}-${name}.safetensors`);
   writeSafetensors(path, headerText, dataLength, options);
   return path;
@@ -29,7 +34,12 @@ function file(name: string, headerText: string | Buffer, dataLength: Int, option
  * Reads one file expecting failure: the code, a message naming the file (and the tensor when
  * there is one), and a fast failure that read nothing past the header.
  */
-async function expectFailure(path: string, code: ErrorCode, tensor?: string, headerBytes = 1 << 16): Promise<SparkError> {
+async function expectFailure(
+  path: string,
+  code: ErrorCode,
+  tensor?: string,
+  headerBytes = 1 << 16,
+): Promise<SparkError> {
   const readBefore = bytesReadByProcess();
   const started = performance.now();
   const err = await readHeaders([path]).then(
@@ -53,7 +63,9 @@ async function expectFailure(path: string, code: ErrorCode, tensor?: string, hea
   return err;
 }
 
-const u8 = (name: string, n: number, begin = 0): Record<string, string> => ({ [name]: entry('U8', [n], begin, begin + n) });
+const u8 = (name: string, n: number, begin = 0): Record<string, string> => ({
+  [name]: entry('U8', [n], begin, begin + n),
+});
 
 test('a file shorter than 8 bytes is truncated', async () => {
   const path = join(dir, 'tiny.safetensors');
@@ -69,7 +81,10 @@ test('a header length past the 100,000,000 cap is refused before any allocation'
 });
 
 test('a header longer than the file is truncated', async () => {
-  const err = await expectFailure(file('header-past-end', '{}', 0, { lengthField: 99_999_999n }), 'E_SAFETENSORS_TRUNCATED');
+  const err = await expectFailure(
+    file('header-past-end', '{}', 0, { lengthField: 99_999_999n }),
+    'E_SAFETENSORS_TRUNCATED',
+  );
   assert.match(err.message, /says 99999999 bytes but only 2 follow it/);
 });
 
@@ -113,12 +128,20 @@ test('an unknown key in an entry', async () => {
 });
 
 test('a missing key in an entry', async () => {
-  const err = await expectFailure(file('missing-key', '{"w":{"dtype":"U8","shape":[4]}}', 4), 'E_SAFETENSORS_ENTRY', 'w');
+  const err = await expectFailure(
+    file('missing-key', '{"w":{"dtype":"U8","shape":[4]}}', 4),
+    'E_SAFETENSORS_ENTRY',
+    'w',
+  );
   assert.match(err.message, /no 'data_offsets'/);
 });
 
 test('a bad dtype', async () => {
-  const err = await expectFailure(file('dtype', header({ w: entry('F128', [1], 0, 16) }), 16), 'E_SAFETENSORS_DTYPE', 'w');
+  const err = await expectFailure(
+    file('dtype', header({ w: entry('F128', [1], 0, 16) }), 16),
+    'E_SAFETENSORS_DTYPE',
+    'w',
+  );
   assert.match(err.message, /unknown dtype "F128" \(expected one of BOOL, F4, /);
 });
 
@@ -128,7 +151,11 @@ test('a negative dimension', async () => {
 
 test('non-integer dimensions: 1.5, "3", 1e3', async () => {
   for (const dim of ['1.5', '"3"', '1e3']) {
-    const err = await expectFailure(file('non-integer', header({ w: entry('U8', `[2,${dim}]`, 0, 6) }), 6), 'E_SAFETENSORS_SHAPE', 'w');
+    const err = await expectFailure(
+      file('non-integer', header({ w: entry('U8', `[2,${dim}]`, 0, 6) }), 6),
+      'E_SAFETENSORS_SHAPE',
+      'w',
+    );
     assert.ok(err.message.includes(`shape[1] is ${dim}`), err.message);
   }
 });
@@ -167,7 +194,11 @@ test('a gap between tensors', async () => {
 });
 
 test("a tensor's bytes differ from shape x dtype", async () => {
-  const err = await expectFailure(file('size-mismatch', header({ w: entry('F32', [2, 3], 0, 20) }), 20), 'E_SAFETENSORS_OFFSETS', 'w');
+  const err = await expectFailure(
+    file('size-mismatch', header({ w: entry('F32', [2, 3], 0, 20) }), 20),
+    'E_SAFETENSORS_OFFSETS',
+    'w',
+  );
   assert.match(err.message, /hold 20 bytes but shape \[2, 3\] of F32 needs 24/);
 });
 
@@ -194,7 +225,10 @@ test('a header padded with NUL bytes', async () => {
 });
 
 test('__metadata__ with a non-string value', async () => {
-  const err = await expectFailure(file('metadata', header(u8('w', 4), '{"format":"pt","step":3}'), 4), 'E_SAFETENSORS_METADATA');
+  const err = await expectFailure(
+    file('metadata', header(u8('w', 4), '{"format":"pt","step":3}'), 4),
+    'E_SAFETENSORS_METADATA',
+  );
   assert.match(err.message, /__metadata__ key 'step' has the value 3/);
 });
 
@@ -263,7 +297,11 @@ test('valid: every dtype with its bit size', async () => {
 test('tensors past 2^32 and 2^36 bytes in a sparse file: exact file offsets, no data read', async () => {
   const a = 2 ** 32 + 7;
   const b = 2 ** 36; // BF16 [2^35]
-  const text = header({ a: entry('U8', [a], 0, a), b: entry('BF16', [2 ** 35], a, a + b), c: entry('F32', [3], a + b, a + b + 12) });
+  const text = header({
+    a: entry('U8', [a], 0, a),
+    b: entry('BF16', [2 ** 35], a, a + b),
+    c: entry('F32', [3], a + b, a + b + 12),
+  });
   const path = file('sparse', text, a + b + 12);
   const before = bytesReadByProcess();
   const [h] = await readHeaders([path]);
@@ -316,11 +354,20 @@ test('many files in parallel, results in path order; readHeaders rejects with th
     settled.map((r) => (r instanceof SparkError ? r.code : 'ok')),
     ['ok', 'E_SAFETENSORS_JSON', 'ok', 'E_SAFETENSORS_JSON'],
   );
-  await assert.rejects(readHeaders([paths[0], bad2, bad1]), (e: unknown) => e instanceof SparkError && e.details.path === bad2);
+  await assert.rejects(
+    readHeaders([paths[0], bad2, bad1]),
+    (e: unknown) => e instanceof SparkError && e.details.path === bad2,
+  );
   assert.deepEqual(await readHeaders([]), []);
 });
 
 test('bad arguments are usage errors', async () => {
-  await assert.rejects(readHeaders(['x'], { threads: 0 }), (e: unknown) => e instanceof SparkError && e.code === 'E_USAGE');
-  await assert.rejects(readHeaders([1 as unknown as string]), (e: unknown) => e instanceof SparkError && e.code === 'E_USAGE');
+  await assert.rejects(
+    readHeaders(['x'], { threads: 0 }),
+    (e: unknown) => e instanceof SparkError && e.code === 'E_USAGE',
+  );
+  await assert.rejects(
+    readHeaders([1 as unknown as string]),
+    (e: unknown) => e instanceof SparkError && e.code === 'E_USAGE',
+  );
 });

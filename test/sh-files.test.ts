@@ -35,8 +35,15 @@ const includes = (f: string) => [...readFileSync(f, 'utf8').matchAll(INCLUDE)].m
 
 /** shellcheck at every severity (style and up), POSIX sh; its findings as one string, '' when clean. */
 function shellcheck(args: string[], cwd: string): string {
-  const r = spawnSync(SHELLCHECK, ['--shell=sh', '--severity=style', '--format=gcc', ...args], { encoding: 'utf8', cwd });
-  assert.notEqual(r.error?.message.includes('ENOENT'), true, 'shellcheck is not installed (sudo apt-get install -y shellcheck)');
+  const r = spawnSync(SHELLCHECK, ['--shell=sh', '--severity=style', '--format=gcc', ...args], {
+    encoding: 'utf8',
+    cwd,
+  });
+  assert.notEqual(
+    r.error?.message.includes('ENOENT'),
+    true,
+    'shellcheck is not installed (sudo apt-get install -y shellcheck)',
+  );
   return r.stdout + r.stderr;
 }
 
@@ -58,7 +65,10 @@ test('the sh programs under src/ are files that shellcheck and dash -n pass', ()
       // sets and reads are checked across the two files.
       assert.equal(shellcheck(['--external-sources', basename(f)], dirname(f)), '', `${name}: shellcheck`);
     } else {
-      assert.ok(text.startsWith(FRAGMENT), `${name}: neither a program (#!/bin/sh) nor a fragment (# shellcheck shell=sh)`);
+      assert.ok(
+        text.startsWith(FRAGMENT),
+        `${name}: neither a program (#!/bin/sh) nor a fragment (# shellcheck shell=sh)`,
+      );
       assert.ok(included.has(f), `${name}: a fragment no file includes`);
       // On its own a fragment reads variables its includer sets and sets what the includer
       // reads: those two checks (SC2034 unused, SC2154 unassigned) run on the includer above
@@ -81,23 +91,59 @@ const LAYERS = [
 
 function request(over: Partial<FactsRequest>): FactsRequest {
   return {
-    version: FACTS_VERSION, paths: [], texts: [], free: [], ports: [], images: [], docker: 'docker', sysfs: '/sys', procNet: '/proc/net', snapshot: [],
+    version: FACTS_VERSION,
+    paths: [],
+    texts: [],
+    free: [],
+    ports: [],
+    images: [],
+    docker: 'docker',
+    sysfs: '/sys',
+    procNet: '/proc/net',
+    snapshot: [],
     ...over,
   };
 }
 
 test('every script spark makes of them passes shellcheck and dash -n', () => {
   const made: Record<string, string> = {
-    'entrypoint, 4 ranks floor': emitWrapperSh({ world: 4, split: 'floor', source: '/models/dsv41', ranks: tileLayers(LAYERS, 4, 'floor') }),
-    'entrypoint, 1 rank front, a path with spaces and a quote': emitWrapperSh({ world: 1, split: 'front', source: "/my models/it's", ranks: tileLayers(LAYERS, 1, 'front') }),
-    'entrypoint, 3 ranks of one table': emitWrapperSh({ world: 3, split: 'front', source: '/m', ranks: tileLayers(LAYERS.slice(0, 1), 3, 'front') }),
+    'entrypoint, 4 ranks floor': emitWrapperSh({
+      world: 4,
+      split: 'floor',
+      source: '/models/dsv41',
+      ranks: tileLayers(LAYERS, 4, 'floor'),
+    }),
+    'entrypoint, 1 rank front, a path with spaces and a quote': emitWrapperSh({
+      world: 1,
+      split: 'front',
+      source: "/my models/it's",
+      ranks: tileLayers(LAYERS, 1, 'front'),
+    }),
+    'entrypoint, 3 ranks of one table': emitWrapperSh({
+      world: 3,
+      split: 'front',
+      source: '/m',
+      ranks: tileLayers(LAYERS.slice(0, 1), 3, 'front'),
+    }),
     hello: helloScript('spark'),
     'hello, a spark path with a space': helloScript('/opt/my spark/bin/spark'),
     'probe, an empty request': probeScript(request({})),
-    'probe, every part': probeScript(request({
-      paths: ['/a', '/b c'], texts: ['/t'], free: ['/f'], ports: [8000], images: ['img:1', 'b'], docker: '/usr/bin/docker',
-      snapshot: [{ dir: '/snap', notCopy: true }, { hfCache: '/hf', model: 'x/y', modelDir: '/hf/models--x--y' }], copyDir: '/copy', miaDir: '/mia dir',
-    })),
+    'probe, every part': probeScript(
+      request({
+        paths: ['/a', '/b c'],
+        texts: ['/t'],
+        free: ['/f'],
+        ports: [8000],
+        images: ['img:1', 'b'],
+        docker: '/usr/bin/docker',
+        snapshot: [
+          { dir: '/snap', notCopy: true },
+          { hfCache: '/hf', model: 'x/y', modelDir: '/hf/models--x--y' },
+        ],
+        copyDir: '/copy',
+        miaDir: '/mia dir',
+      }),
+    ),
     'sparkrun fabric probe': fabricProbe('/sys'),
   };
   const dir = tempDir('spark-made-sh-');
@@ -117,13 +163,20 @@ test('the placeholder mechanism quotes every value and refuses a missing, unused
     writeFileSync(join(dir, name), text);
     return new ShTemplate(dir, name);
   };
-  const t = file('t.sh', "#!/bin/sh\na=@A@\nset -- @LIST@\nb=@B@ n=@N@\nset -- @Q@\n. ./f.sh\necho done\n");
+  const t = file('t.sh', '#!/bin/sh\na=@A@\nset -- @LIST@\nb=@B@ n=@N@\nset -- @Q@\n. ./f.sh\necho done\n');
   file('f.sh', '# shellcheck shell=sh\nc=@A@\n');
   assert.equal(
     t.fill({ A: "it's $(x)", LIST: ['p q', 'r', 7], B: quoted('safe'), N: 12, Q: quoted(['1:0:5', '']) }),
     "#!/bin/sh\na='it'\\''s $(x)'\nset -- 'p q' r 7\nb='safe' n=12\nset -- '1:0:5' ''\n# shellcheck shell=sh\nc='it'\\''s $(x)'\necho done\n",
   );
-  assert.equal(t.fill({ A: '', LIST: [], B: quoted(''), N: 0, Q: [] }).split('\n').slice(1, 3).join('|'), "a=''|set -- ");
+  assert.equal(
+    t
+      .fill({ A: '', LIST: [], B: quoted(''), N: 0, Q: [] })
+      .split('\n')
+      .slice(1, 3)
+      .join('|'),
+    "a=''|set -- ",
+  );
   assert.throws(() => t.fill({ A: 'x', LIST: [], N: 1, Q: [] }), /t\.sh:4: no value for @B@/);
   assert.throws(() => t.fill({ A: 'x', LIST: [], B: 'y', N: 1, Q: [], TYPO: 2 }), /no placeholder for @TYPO@/);
   assert.throws(() => t.fill({ A: 'x', LIST: [], B: 'y', N: 1.5, Q: [] }), /@N@: 1\.5 is not a whole number/);
@@ -143,5 +196,6 @@ test('a compiled module finds its .sh files in the source tree, which the packag
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { files?: string[] };
   assert.equal(pkg.files, undefined, 'a "files" list must name src/**/*.sh (sh-template.ts reads them from src/)');
   const ignored = spawnSync('git', ['check-ignore', ...FILES], { cwd: root, encoding: 'utf8' });
-  if (ignored.error === undefined) assert.equal(ignored.stdout, '', 'a .sh file is git-ignored, so npm would leave it out');
+  if (ignored.error === undefined)
+    assert.equal(ignored.stdout, '', 'a .sh file is git-ignored, so npm would leave it out');
 });

@@ -14,21 +14,63 @@ import { recordingEngine } from './helpers/engine.js';
 import { tempDir } from './helpers/tmp.js';
 
 /** The shells to run under: a missing one is skipped, except the three CI always has. */
-const SHELLS = ['/bin/sh', '/usr/bin/dash', '/bin/bash', '/usr/bin/zsh'].filter((s) => existsSync(s) || !s.endsWith('zsh'));
+const SHELLS = ['/bin/sh', '/usr/bin/dash', '/bin/bash', '/usr/bin/zsh'].filter(
+  (s) => existsSync(s) || !s.endsWith('zsh'),
+);
 
 /** Hostile words: expansions, separators, quotes, newlines, and what zsh and bash expand at a word's start. */
 const HOSTILE = [
-  '=ls', '=1', '~', '~root', '~/x', 'a=~', '%1', '^x', '#x', '!x', '{a,b}', '[ab]', '*', '?', '-n', '--x=1',
-  '$HOME', '$(touch MARK)', '`touch MARK`', 'a;touch MARK', 'a|touch MARK', 'a&&touch MARK', 'x\ntouch MARK', 'x\rtouch MARK',
-  "it's", '"', '\\', '', ' ', '\t', 'é ✓', "'; touch MARK; '", 'a:=b', '+x', '@x', ',x', ':x', '.x', '/x=y',
+  '=ls',
+  '=1',
+  '~',
+  '~root',
+  '~/x',
+  'a=~',
+  '%1',
+  '^x',
+  '#x',
+  '!x',
+  '{a,b}',
+  '[ab]',
+  '*',
+  '?',
+  '-n',
+  '--x=1',
+  '$HOME',
+  '$(touch MARK)',
+  '`touch MARK`',
+  'a;touch MARK',
+  'a|touch MARK',
+  'a&&touch MARK',
+  'x\ntouch MARK',
+  'x\rtouch MARK',
+  "it's",
+  '"',
+  '\\',
+  '',
+  ' ',
+  '\t',
+  'é ✓',
+  "'; touch MARK; '",
+  'a:=b',
+  '+x',
+  '@x',
+  ',x',
+  ':x',
+  '.x',
+  '/x=y',
 ];
 const PRINTABLE = Array.from({ length: 95 }, (_, i) => String.fromCharCode(32 + i));
 
-test('shQuote: every word, and every printable character at a word\'s start, comes back byte for byte from each shell', () => {
+test("shQuote: every word, and every printable character at a word's start, comes back byte for byte from each shell", () => {
   const words = [...HOSTILE, ...PRINTABLE, ...PRINTABLE.map((c) => `${c}x`), ...PRINTABLE.map((c) => `x${c}`)];
   const dir = tempDir('spark-quote-');
   for (const shell of SHELLS) {
-    const r = spawnSync(shell, ['-c', `printf '%s\\0' ${shJoin(words)}`], { encoding: 'utf8', cwd: dir, env: { PATH: process.env.PATH, HOME: '/home/nobody' } });
+    const r = spawnSync(shell, ['-c', `printf '%s\\0' ${shJoin(words)}`], {
+      encoding: 'utf8',
+      cwd: dir,
+      env: { PATH: process.env.PATH, HOME: '/home/nobody' },
+    });
     assert.equal(r.status, 0, `${shell}: ${r.stderr}`);
     assert.deepEqual(r.stdout.split('\0').slice(0, -1), words, shell);
     assert.equal(existsSync(join(dir, 'MARK')), false, `${shell} ran an embedded command`);
@@ -64,7 +106,8 @@ test('wrapper --emit-sh: a snapshot path with a newline, quotes or $(...) runs n
     await runEmitSh({ snapshot, world: '2', out }, io, load);
     // No user text in a comment: each comment line is the generator's own.
     for (const line of readFileSync(out, 'utf8').split('\n')) {
-      if (line.startsWith('#')) assert.ok(!line.includes('touch'), `a comment carries the path: ${JSON.stringify(line)}`);
+      if (line.startsWith('#'))
+        assert.ok(!line.includes('touch'), `a comment carries the path: ${JSON.stringify(line)}`);
     }
     for (const shell of SHELLS.filter((s) => !s.endsWith('zsh'))) {
       const engine = recordingEngine();
@@ -75,7 +118,10 @@ test('wrapper --emit-sh: a snapshot path with a newline, quotes or $(...) runs n
       assert.equal(r.status, 0, `${shell} ${JSON.stringify(snapshot)}: ${r.stderr}`);
       assert.equal(existsSync(mark), false, `${shell} ran a line of the path ${JSON.stringify(snapshot)}`);
       assert.match(readFileSync(engine.record, 'utf8'), /^rows=1:192003084:384006168,14:192008341:384016682$/m);
-      assert.ok(r.stderr.includes(`floor split of ${snapshot}`), `${shell}: the log names the path verbatim: ${r.stderr}`);
+      assert.ok(
+        r.stderr.includes(`floor split of ${snapshot}`),
+        `${shell}: the log names the path verbatim: ${r.stderr}`,
+      );
     }
   }
 });
@@ -86,7 +132,11 @@ test('the commands spark prints for pasting (stop, logs, verify) keep each path 
   for (const shell of SHELLS) {
     const r = spawnSync(shell, ['-c', `printf '%s\\0' ${stopCommand(file, 'dsv41')}`], { encoding: 'utf8', cwd: dir });
     assert.equal(r.status, 0, r.stderr);
-    assert.deepEqual(r.stdout.split('\0').slice(0, -1), ['spark', 'launch', '--stop', '--cluster', file, '--name', 'dsv41'], shell);
+    assert.deepEqual(
+      r.stdout.split('\0').slice(0, -1),
+      ['spark', 'launch', '--stop', '--cluster', file, '--name', 'dsv41'],
+      shell,
+    );
     assert.equal(existsSync(join(dir, 'MARK')), false);
   }
 });

@@ -1,6 +1,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, truncateSync, statSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  truncateSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join, relative } from 'node:path';
 import { openSnapshot } from '../src/engram/snapshot.js';
 import { cli } from './helpers/cli.js';
@@ -9,7 +19,10 @@ import { makeFullSizeSnapshot, makeSnapshot } from './helpers/synth.js';
 import { tempDir } from './helpers/tmp.js';
 
 function writeIndex(dir: string, weightMap: Record<string, string>): void {
-  writeFileSync(join(dir, 'model.safetensors.index.json'), JSON.stringify({ metadata: { total_size: 1 }, weight_map: weightMap }));
+  writeFileSync(
+    join(dir, 'model.safetensors.index.json'),
+    JSON.stringify({ metadata: { total_size: 1 }, weight_map: weightMap }),
+  );
 }
 
 test('openSnapshot finds both Engram tables of a synthetic snapshot with exact offsets', async () => {
@@ -77,7 +90,12 @@ test('a truncated shard is exit 2 naming it', async () => {
 });
 
 test('shard names that leave the snapshot are refused', async () => {
-  for (const bad of ['../outside.safetensors', '/etc/passwd', 'https://example.com/a.safetensors', 'a/../../b.safetensors']) {
+  for (const bad of [
+    '../outside.safetensors',
+    '/etc/passwd',
+    'https://example.com/a.safetensors',
+    'a/../../b.safetensors',
+  ]) {
     const dir = tempDir();
     writeIndex(dir, { 'x.weight': bad });
     await assert.rejects(openSnapshot(dir), (e: { code: string; message: string }) => {
@@ -95,22 +113,39 @@ test('shards linked outside the snapshot are read (huggingface-cli --local-dir t
   const source = makeSnapshot();
   const dir = tempDir();
   mkdirSync(join(outside, 'blobs'));
-  const names = ['model-00001-of-00003.safetensors', 'model-00002-of-00003.safetensors', 'model-00003-of-00003.safetensors'];
+  const names = [
+    'model-00001-of-00003.safetensors',
+    'model-00002-of-00003.safetensors',
+    'model-00003-of-00003.safetensors',
+  ];
   for (const n of names) renameSync(join(source.dir, n), join(outside, 'blobs', n));
   symlinkSync(join(outside, 'blobs', names[0]!), join(dir, names[0]!));
   symlinkSync(relative(dir, join(outside, 'blobs', names[1]!)), join(dir, names[1]!));
   symlinkSync(join(outside, 'blobs'), join(dir, 'linked'));
-  const index = JSON.parse(readFileSync(join(source.dir, 'model.safetensors.index.json'), 'utf8')) as { weight_map: Record<string, string> };
+  const index = JSON.parse(readFileSync(join(source.dir, 'model.safetensors.index.json'), 'utf8')) as {
+    weight_map: Record<string, string>;
+  };
   for (const [t, f] of Object.entries(index.weight_map)) if (f === names[2]) index.weight_map[t] = `linked/${names[2]}`;
   writeFileSync(join(dir, 'model.safetensors.index.json'), JSON.stringify(index));
   copyFileSync(join(source.dir, 'config.json'), join(dir, 'config.json'));
 
   const s = await openSnapshot(dir);
   assert.equal(s.shards.length, 3);
-  assert.deepEqual(s.engram.map((e) => [e.layer, e.rows]), source.layers.map((l) => [l.layer, l.rows]));
+  assert.deepEqual(
+    s.engram.map((e) => [e.layer, e.rows]),
+    source.layers.map((l) => [l.layer, l.rows]),
+  );
   const r = await cli(['rows', dir, '--layer', String(source.layers[0]!.layer), '--ids', '0,5', '--json']);
   assert.equal(r.code, 0, r.stderr);
-  const direct = await cli(['rows', join(outside, 'blobs', names[1]!), '--layer', String(source.layers[0]!.layer), '--ids', '0,5', '--json']);
+  const direct = await cli([
+    'rows',
+    join(outside, 'blobs', names[1]!),
+    '--layer',
+    String(source.layers[0]!.layer),
+    '--ids',
+    '0,5',
+    '--json',
+  ]);
   assert.equal(direct.code, 0, direct.stderr);
   assert.equal(r.stdout, direct.stdout);
   assert.equal(JSON.parse(r.stdout).rows.length, 2);
@@ -150,7 +185,11 @@ test('Engram tables are checked: pairing, dtype, scale shape, config row counts'
     ['no scale', [engramPair(1, 4)[0]], 'E_ENGRAM_NOT_FOUND'],
     ['bad dtype', [{ ...engramPair(1, 4)[0], dtype: 'BF16' }, engramPair(1, 4)[1]], 'E_ENGRAM_DTYPE'],
     ['scale rows', [engramPair(1, 4)[0], engramPair(1, 5)[1]], 'E_ENGRAM_SHAPE'],
-    ['dim', [{ name: 'layers.1.engram.embed.weight', dtype: 'F8_E4M3', shape: [4, 40] }, engramPair(1, 4)[1]], 'E_ENGRAM_SHAPE'],
+    [
+      'dim',
+      [{ name: 'layers.1.engram.embed.weight', dtype: 'F8_E4M3', shape: [4, 40] }, engramPair(1, 4)[1]],
+      'E_ENGRAM_SHAPE',
+    ],
   ];
   for (const [what, tensors, code] of cases) {
     const dir = tempDir();
@@ -158,8 +197,23 @@ test('Engram tables are checked: pairing, dtype, scale shape, config row counts'
     await assert.rejects(openSnapshot(dir), { code }, what);
   }
   const dir = tempDir();
-  writeTensors(join(dir, 'model.safetensors'), engramPair(3, 4).map((t) => ({ ...t, name: `model.${t.name}` })));
-  writeFileSync(join(dir, 'config.json'), JSON.stringify({ text_config: { engram_layer_ids: [3], engram_num_embeddings: [5], engram_max_ngram_size: 4, engram_n_heads: 8, engram_head_dim: 64, engram_vocab_size: 1 } }));
+  writeTensors(
+    join(dir, 'model.safetensors'),
+    engramPair(3, 4).map((t) => ({ ...t, name: `model.${t.name}` })),
+  );
+  writeFileSync(
+    join(dir, 'config.json'),
+    JSON.stringify({
+      text_config: {
+        engram_layer_ids: [3],
+        engram_num_embeddings: [5],
+        engram_max_ngram_size: 4,
+        engram_n_heads: 8,
+        engram_head_dim: 64,
+        engram_vocab_size: 1,
+      },
+    }),
+  );
   await assert.rejects(openSnapshot(dir), (e: { code: string; message: string }) => {
     assert.equal(e.code, 'E_ENGRAM_ROWS');
     assert.match(e.message, /4 rows but .*config\.json says engram_num_embeddings\[0\] = 5/);
@@ -176,7 +230,15 @@ test('a single model.safetensors, one file, and custom patterns', async () => {
   const single = await openSnapshot(dir);
   assert.equal(single.kind, 'single');
   assert.equal(single.engram.length, 0);
-  const r = await cli(['inspect', join(dir, 'model.safetensors'), '--json', '--weight-pattern', '^blk\\.(\\d+)\\.hash_embed\\.w$', '--scale-pattern', '^blk\\.(\\d+)\\.hash_embed\\.s$']);
+  const r = await cli([
+    'inspect',
+    join(dir, 'model.safetensors'),
+    '--json',
+    '--weight-pattern',
+    '^blk\\.(\\d+)\\.hash_embed\\.w$',
+    '--scale-pattern',
+    '^blk\\.(\\d+)\\.hash_embed\\.s$',
+  ]);
   assert.equal(r.code, 0, r.stderr);
   const out = JSON.parse(r.stdout);
   assert.equal(out.kind, 'file');

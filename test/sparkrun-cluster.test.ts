@@ -28,10 +28,18 @@ function fakeHosts(fake: FakeNodes, hosts: Host[]): NodeJS.ProcessEnv {
   const env = fake.env({}, { FAKE_ROOT });
   for (const h of hosts) {
     const hd = join(env.FAKE_DIR!, 'hosts', h.target);
-    const lines = h.ifaces.filter((i) => i.addr).map((i, n) => `echo '${n + 2}: ${i.name}    inet ${i.addr} brd 0.0.0.0 scope global ${i.name}'`);
-    chmodSync(write(join(hd, 'bin', 'ip'), `#!/bin/sh\n[ "$1 $2 $3" = "-o addr show" ] || exit 1\n${lines.join('\n')}\n`), 0o755);
+    const lines = h.ifaces
+      .filter((i) => i.addr)
+      .map((i, n) => `echo '${n + 2}: ${i.name}    inet ${i.addr} brd 0.0.0.0 scope global ${i.name}'`);
+    chmodSync(
+      write(join(hd, 'bin', 'ip'), `#!/bin/sh\n[ "$1 $2 $3" = "-o addr show" ] || exit 1\n${lines.join('\n')}\n`),
+      0o755,
+    );
     for (const i of h.ifaces) {
-      mkdirSync(join(hd, 'root', 'class', 'net', i.name, ...(i.rdma ? ['device', 'infiniband', `roce-${i.name}`] : [])), { recursive: true });
+      mkdirSync(
+        join(hd, 'root', 'class', 'net', i.name, ...(i.rdma ? ['device', 'infiniband', `roce-${i.name}`] : [])),
+        { recursive: true },
+      );
     }
     const route = ['Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT'];
     if (h.defaultIface) route.push(`${h.defaultIface}\t00000000\t0100000A\t0003\t0\t0\t0\t00000000\t0\t0\t0`);
@@ -56,45 +64,62 @@ function sparkrunHome(clusters: Record<string, string>, opts: { default?: string
   const dir = join(home, '.config', 'sparkrun', 'clusters');
   for (const [name, text] of Object.entries(clusters)) write(join(dir, `${name}.yaml`), text);
   if (opts.default) write(join(dir, '.default'), `${opts.default}\n`);
-  write(join(home, '.config', 'sparkrun', 'config.yaml'), `ssh:\n  user: kilork\nhf_cache_dir: ${opts.hfCache ?? '~/.cache/huggingface'}\n`);
+  write(
+    join(home, '.config', 'sparkrun', 'config.yaml'),
+    `ssh:\n  user: kilork\nhf_cache_dir: ${opts.hfCache ?? '~/.cache/huggingface'}\n`,
+  );
   return home;
 }
 
-const LAB = 'name: lab\ndescription: two Sparks on a CX7 cable\nhosts:\n  - spark1\n  - spark2\ntransfer_interface: cx7\ntopology: direct\n';
+const LAB =
+  'name: lab\ndescription: two Sparks on a CX7 cable\nhosts:\n  - spark1\n  - spark2\ntransfer_interface: cx7\ntopology: direct\n';
 
 test('--cluster NAME finds ~/.config/sparkrun/clusters/NAME.yaml; each node says its own fabric address over ssh', async () => {
   const fake = fakeNodes();
   const home = sparkrunHome({ lab: LAB }, { default: 'lab', hfCache: '/mnt/nas/hf' });
   const env = { ...fakeHosts(fake, [sparkHost(1), sparkHost(2)]), HOME: home };
-  const { cluster, diagnostics } = await openCluster('lab', { env, cwd: process.cwd()});
+  const { cluster, diagnostics } = await openCluster('lab', { env, cwd: process.cwd() });
   assert.deepEqual(diagnostics, []);
   assert.equal(cluster.name, 'lab');
   assert.equal(cluster.file, join(home, '.config', 'sparkrun', 'clusters', 'lab.yaml'));
   assert.equal(cluster.hfCache, '/mnt/nas/hf');
   assert.deepEqual(
     cluster.nodes.map((n) => [n.rank, n.host, n.fabricAddr, n.fabricPrefix, n.line]),
-    [[0, 'kilork@spark1', '192.168.200.1', 24, 4], [1, 'kilork@spark2', '192.168.200.2', 24, 5]],
+    [
+      [0, 'kilork@spark1', '192.168.200.1', 24, 4],
+      [1, 'kilork@spark2', '192.168.200.2', 24, 5],
+    ],
   );
   // Asked over ssh, once per node, as the cluster's user.
-  assert.deepEqual(fake.calls().filter((c) => c.prog === 'ssh').map((c) => c.host).sort(), ['kilork@spark1', 'kilork@spark2']);
+  assert.deepEqual(
+    fake
+      .calls()
+      .filter((c) => c.prog === 'ssh')
+      .map((c) => c.host)
+      .sort(),
+    ['kilork@spark1', 'kilork@spark2'],
+  );
   // No --cluster: the default cluster's file.
   assert.equal(await clusterSpec(undefined, env), cluster.file);
   assert.equal(await clusterSpec(undefined, { HOME: tempDir('spark-empty-home-') }), undefined);
 });
 
-test('transfer_interface mgmt: the address of the default route\'s interface', async () => {
+test("transfer_interface mgmt: the address of the default route's interface", async () => {
   const fake = fakeNodes();
   const home = sparkrunHome({ mgmt: LAB.replace('cx7', 'mgmt') });
   const env = { ...fakeHosts(fake, [sparkHost(1), sparkHost(2)]), HOME: home };
-  const { cluster } = await openCluster('mgmt', { env, cwd: process.cwd()});
-  assert.deepEqual(cluster.nodes.map((n) => n.fabricAddr), ['10.0.0.1', '10.0.0.2']);
+  const { cluster } = await openCluster('mgmt', { env, cwd: process.cwd() });
+  assert.deepEqual(
+    cluster.nodes.map((n) => n.fabricAddr),
+    ['10.0.0.1', '10.0.0.2'],
+  );
 });
 
 test('a node without an address on its ConnectX-7 is one error naming it, and how to give the address', async () => {
   const fake = fakeNodes();
   const home = sparkrunHome({ lab: LAB });
   const env = { ...fakeHosts(fake, [sparkHost(1), sparkHost(2, false)]), HOME: home };
-  await assert.rejects(openCluster('lab', { env, cwd: process.cwd()}), (err: unknown) => {
+  await assert.rejects(openCluster('lab', { env, cwd: process.cwd() }), (err: unknown) => {
     assert.ok(err instanceof SparkError && err.code === 'E_CLUSTER' && err.exitCode === 2);
     assert.equal(
       err.message,
@@ -107,12 +132,17 @@ test('a node without an address on its ConnectX-7 is one error naming it, and ho
   // A node ssh cannot reach is said the same way.
   const downFake = fakeNodes();
   const down = { ...fakeHosts(downFake, [sparkHost(1), sparkHost(2)]), HOME: home };
-  downFake.env({ 'kilork@spark2 ssh': { exit: 255, stderr: 'ssh: connect to host spark2 port 22: No route to host\n' } });
+  downFake.env({
+    'kilork@spark2 ssh': { exit: 255, stderr: 'ssh: connect to host spark2 port 22: No route to host\n' },
+  });
   await assert.rejects(
     openCluster('lab', { env: down, cwd: process.cwd() }),
     /could not find kilork@spark2's on the node \(transfer_interface cx7\): it did not answer over ssh \(ssh: connect to host spark2 port 22: No route to host\)/,
   );
-  await assert.rejects(openCluster('nosuch', { env, cwd: process.cwd() }), /--cluster nosuch: no such file, and there is no sparkrun cluster .*nosuch\.yaml/);
+  await assert.rejects(
+    openCluster('nosuch', { env, cwd: process.cwd() }),
+    /--cluster nosuch: no such file, and there is no sparkrun cluster .*nosuch\.yaml/,
+  );
 });
 
 test('spark launch --dry-run with a sparkrun cluster name and a sparkrun recipe: the plan on the nodes it found', async () => {
@@ -120,12 +150,29 @@ test('spark launch --dry-run with a sparkrun cluster name and a sparkrun recipe:
   const fake = fakeNodes();
   const home = sparkrunHome({ lab: LAB }, { default: 'lab', hfCache: w.hfCache });
   const env = { ...fakeHosts(fake, [sparkHost(1), sparkHost(2)]), HOME: home };
-  const recipe = write(join(w.root, 'sparkrun-cluster', 'recipe.yaml'), 'runtime: vllm\nmodel: deepseek-ai/DeepSeek-V4.1-Flash\ncontainer: vllm/vllm-openai:v0.12.0\ndefaults:\n  tensor_parallel: 2\n');
+  const recipe = write(
+    join(w.root, 'sparkrun-cluster', 'recipe.yaml'),
+    'runtime: vllm\nmodel: deepseek-ai/DeepSeek-V4.1-Flash\ncontainer: vllm/vllm-openai:v0.12.0\ndefaults:\n  tensor_parallel: 2\n',
+  );
   const r = await cli(['launch', recipe, '--dry-run', '--json'], env);
   assert.equal(r.code, 0, r.stderr);
-  const plan = JSON.parse(r.stdout) as { cluster: string; rendezvous: string; nodes: { host: string; fabricAddr: string; argv: string[] }[] };
+  const plan = JSON.parse(r.stdout) as {
+    cluster: string;
+    rendezvous: string;
+    nodes: { host: string; fabricAddr: string; argv: string[] }[];
+  };
   assert.equal(plan.cluster, join(home, '.config', 'sparkrun', 'clusters', 'lab.yaml'));
   assert.equal(plan.rendezvous, '192.168.200.1:25000');
-  assert.deepEqual(plan.nodes.map((n) => [n.host, n.fabricAddr]), [['kilork@spark1', '192.168.200.1'], ['kilork@spark2', '192.168.200.2']]);
-  assert.ok(plan.nodes[0]!.argv.includes(`/root/.cache/huggingface/hub/models--deepseek-ai--DeepSeek-V4.1-Flash/snapshots/${REVISION}`));
+  assert.deepEqual(
+    plan.nodes.map((n) => [n.host, n.fabricAddr]),
+    [
+      ['kilork@spark1', '192.168.200.1'],
+      ['kilork@spark2', '192.168.200.2'],
+    ],
+  );
+  assert.ok(
+    plan.nodes[0]!.argv.includes(
+      `/root/.cache/huggingface/hub/models--deepseek-ai--DeepSeek-V4.1-Flash/snapshots/${REVISION}`,
+    ),
+  );
 });

@@ -13,18 +13,51 @@ const HEAD = 'recipe_version: "2"\nruntime: sglang\nmodel: org/model\ncontainer:
 /** Nine levels of nine aliases each: 9^9 strings once expanded. */
 function aliasBomb(): string {
   const lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]'];
-  for (let i = 1; i <= 9; i++) lines.push(`a${i}: &a${i} [${Array(9).fill(`*a${i - 1}`).join(',')}]`);
+  for (let i = 1; i <= 9; i++)
+    lines.push(
+      `a${i}: &a${i} [${Array(9)
+        .fill(`*a${i - 1}`)
+        .join(',')}]`,
+    );
   return `${HEAD}metadata:\n  ${lines.join('\n  ')}\n`;
 }
 
 const CASES: { name: string; text: () => string; expect: RegExp }[] = [
-  { name: 'a tab in the indentation', text: () => `${HEAD}defaults:\n\ttensor_parallel: 4\n`, expect: /:6: invalid YAML: Tabs are not allowed as indentation/ },
-  { name: 'a duplicate key', text: () => `${HEAD}model: other/model\n`, expect: /:5: invalid YAML: Map keys must be unique/ },
-  { name: 'an alias to no anchor', text: () => `${HEAD}defaults: *nowhere\n`, expect: /:5: invalid YAML: Unresolved alias.*nowhere; define the anchor &nowhere above it/ },
-  { name: 'a billion-laughs alias bomb', text: aliasBomb, expect: /invalid YAML: Excessive alias count.*write the values out/ },
-  { name: 'a 2 MB YAML file', text: () => `${HEAD}metadata:\n  note: "${'x'.repeat(2 << 20)}"\n`, expect: /is far larger than a recipe or cluster file/ },
-  { name: 'a 20 MB file', text: () => `${HEAD}metadata:\n  note: "${'x'.repeat(20 << 20)}"\n`, expect: /is larger than 16\.0 MiB/ },
-  { name: 'two documents', text: () => `${HEAD}---\n${HEAD}`, expect: /invalid YAML: Source contains multiple documents/ },
+  {
+    name: 'a tab in the indentation',
+    text: () => `${HEAD}defaults:\n\ttensor_parallel: 4\n`,
+    expect: /:6: invalid YAML: Tabs are not allowed as indentation/,
+  },
+  {
+    name: 'a duplicate key',
+    text: () => `${HEAD}model: other/model\n`,
+    expect: /:5: invalid YAML: Map keys must be unique/,
+  },
+  {
+    name: 'an alias to no anchor',
+    text: () => `${HEAD}defaults: *nowhere\n`,
+    expect: /:5: invalid YAML: Unresolved alias.*nowhere; define the anchor &nowhere above it/,
+  },
+  {
+    name: 'a billion-laughs alias bomb',
+    text: aliasBomb,
+    expect: /invalid YAML: Excessive alias count.*write the values out/,
+  },
+  {
+    name: 'a 2 MB YAML file',
+    text: () => `${HEAD}metadata:\n  note: "${'x'.repeat(2 << 20)}"\n`,
+    expect: /is far larger than a recipe or cluster file/,
+  },
+  {
+    name: 'a 20 MB file',
+    text: () => `${HEAD}metadata:\n  note: "${'x'.repeat(20 << 20)}"\n`,
+    expect: /is larger than 16\.0 MiB/,
+  },
+  {
+    name: 'two documents',
+    text: () => `${HEAD}---\n${HEAD}`,
+    expect: /invalid YAML: Source contains multiple documents/,
+  },
   { name: 'a list, not a map', text: () => '- model: org/model\n', expect: /a sparkrun recipe is a YAML map/ },
 ];
 

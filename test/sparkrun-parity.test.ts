@@ -31,7 +31,16 @@ function comparable(f: Finding, file: string): Omit<Finding, 'where'> & { where:
     assert.ok(Number(n) >= 1 && Number(n) <= lines, `${f.rule}: line ${n} in its message is not a line of ${file}`);
     return '(line RECIPE-line)';
   });
-  return { ...f, where, message: message.split(`${file}:`).map((part, i) => (i === 0 ? part : part.replace(/^\d+/, 'line'))).join('RECIPE:').split(file).join('RECIPE') };
+  return {
+    ...f,
+    where,
+    message: message
+      .split(`${file}:`)
+      .map((part, i) => (i === 0 ? part : part.replace(/^\d+/, 'line')))
+      .join('RECIPE:')
+      .split(file)
+      .join('RECIPE'),
+  };
 }
 
 async function findings(w: World, file: string, cluster: string): Promise<ReturnType<typeof comparable>[]> {
@@ -49,7 +58,11 @@ async function samePreflight(w: World, toml: string, yaml: string, nodes: number
   const cluster = nodes === 4 ? w.cluster : w.writeCluster({ nodes });
   const tomlFile = w.recipe(toml, `${name}-toml`);
   const yamlFile = write(join(w.root, 'recipes', `${name}-yaml`, 'recipe.yaml'), yaml);
-  assert.deepEqual(await findings(w, yamlFile, cluster), await findings(w, tomlFile, cluster), `${name}: findings differ`);
+  assert.deepEqual(
+    await findings(w, yamlFile, cluster),
+    await findings(w, tomlFile, cluster),
+    `${name}: findings differ`,
+  );
   assert.deepEqual(await dryRunArgv(yamlFile, cluster), await dryRunArgv(tomlFile, cluster), `${name}: argv differ`);
 }
 
@@ -65,20 +78,61 @@ test('the seed recipes and their YAML translations: same findings, same argv', a
  * sparkrun recipe has no node count of its own; the converter says so in a comment).
  */
 const BROKEN: { name: string; seed: 'dsv41' | 'eugr'; from: string; to: string; nodes?: number }[] = [
-  { name: 'port in args', seed: 'dsv41', from: '"--trust-remote-code",', to: '"--trust-remote-code",\n    "--port", "30001",' },
-  { name: 'cuda graph bs', seed: 'dsv41', from: '"--cuda-graph-max-bs-decode", "16"', to: '"--cuda-graph-max-bs-decode", "8"' },
+  {
+    name: 'port in args',
+    seed: 'dsv41',
+    from: '"--trust-remote-code",',
+    to: '"--trust-remote-code",\n    "--port", "30001",',
+  },
+  {
+    name: 'cuda graph bs',
+    seed: 'dsv41',
+    from: '"--cuda-graph-max-bs-decode", "16"',
+    to: '"--cuda-graph-max-bs-decode", "8"',
+  },
   { name: 'no shm', seed: 'dsv41', from: 'shm_size = "32gb"\n', to: '' },
-  { name: 'addr range', seed: 'dsv41', from: 'NCCL_IB_ADDR_RANGE = "192.168.200.0/24"', to: 'NCCL_IB_ADDR_RANGE = "192.168.20.0/24"' },
+  {
+    name: 'addr range',
+    seed: 'dsv41',
+    from: 'NCCL_IB_ADDR_RANGE = "192.168.200.0/24"',
+    to: 'NCCL_IB_ADDR_RANGE = "192.168.20.0/24"',
+  },
   { name: 'context', seed: 'dsv41', from: '"--context-length", "524288"', to: '"--context-length", "2M"' },
-  { name: 'engram dir', seed: 'dsv41', from: 'snapshots/dba1be0a40aa45a94ad051997016db3960a90277', to: 'snapshots/0000000000000000000000000000000000000000' },
-  { name: 'hca', seed: 'dsv41', from: 'NCCL_IB_HCA = "rocep1s0f0,roceP2p1s0f0"', to: 'NCCL_IB_HCA = "rocep1s0f0,roceP9p1s0f0"' },
+  {
+    name: 'engram dir',
+    seed: 'dsv41',
+    from: 'snapshots/dba1be0a40aa45a94ad051997016db3960a90277',
+    to: 'snapshots/0000000000000000000000000000000000000000',
+  },
+  {
+    name: 'hca',
+    seed: 'dsv41',
+    from: 'NCCL_IB_HCA = "rocep1s0f0,roceP2p1s0f0"',
+    to: 'NCCL_IB_HCA = "rocep1s0f0,roceP9p1s0f0"',
+  },
   { name: 'gid', seed: 'dsv41', from: 'NCCL_NET = "IB"', to: 'NCCL_NET = "IB"\nNCCL_IB_GID_INDEX = "5"' },
   { name: 'ifname', seed: 'dsv41', from: 'NCCL_SOCKET_IFNAME = "enp1s0f0np0"', to: 'NCCL_SOCKET_IFNAME = "enp9s0"' },
   { name: 'ep size', seed: 'dsv41', from: '"--ep-size", "4"', to: '"--ep-size", "3"' },
-  { name: 'alloc', seed: 'dsv41', from: 'CUDA_DEVICE_ORDER', to: 'PYTORCH_ALLOC_CONF = "expandable_segments:True"\nCUDA_DEVICE_ORDER' },
-  { name: 'mem fraction', seed: 'dsv41', from: '"--mem-fraction-static", "0.80"', to: '"--mem-fraction-static", "0.97"' },
+  {
+    name: 'alloc',
+    seed: 'dsv41',
+    from: 'CUDA_DEVICE_ORDER',
+    to: 'PYTORCH_ALLOC_CONF = "expandable_segments:True"\nCUDA_DEVICE_ORDER',
+  },
+  {
+    name: 'mem fraction',
+    seed: 'dsv41',
+    from: '"--mem-fraction-static", "0.80"',
+    to: '"--mem-fraction-static", "0.97"',
+  },
   { name: 'max seqs', seed: 'eugr', from: '"--max-num-seqs", "6"', to: '"--max-num-seqs", "8"', nodes: 2 },
-  { name: 'gpu util', seed: 'eugr', from: '"--gpu-memory-utilization", "0.78"', to: '"--gpu-memory-utilization", "0.92"', nodes: 2 },
+  {
+    name: 'gpu util',
+    seed: 'eugr',
+    from: '"--gpu-memory-utilization", "0.78"',
+    to: '"--gpu-memory-utilization", "0.92"',
+    nodes: 2,
+  },
   { name: 'bad json', seed: 'eugr', from: '"B12X_MLA_SPARSE"}\'', to: '"B12X_MLA_SPARSE"\'', nodes: 2 },
 ];
 
@@ -93,7 +147,10 @@ for (const b of BROKEN) {
 
 test('spark recipe convert both ways: each seed preflights the same after a round trip', async () => {
   const w = await world();
-  for (const [seed, nodes, name] of [[w.dsv41Text, 4, 'dsv41'], [w.eugrText, 2, 'eugr']] as const) {
+  for (const [seed, nodes, name] of [
+    [w.dsv41Text, 4, 'dsv41'],
+    [w.eugrText, 2, 'eugr'],
+  ] as const) {
     const yaml = toSparkrunYaml(await parseAnyRecipe(seed, 'recipe.toml'));
     await samePreflight(w, seed, yaml, nodes, `convert-${name}`);
     const back = toToml(await parseAnyRecipe(yaml, 'recipe.yaml'));
@@ -106,7 +163,10 @@ test('spark recipe convert both ways: each seed preflights the same after a roun
 test('spark recipe convert writes what has no counterpart as a comment', async () => {
   const w = await world();
   const yaml = toSparkrunYaml(await parseAnyRecipe(w.dsv41Text, 'recipe.toml'));
-  assert.match(yaml, /^# - parent_model = "deepseek-ai\/DeepSeek-V4\.1-Flash" \(spark reads it to tell the model family/m);
+  assert.match(
+    yaml,
+    /^# - parent_model = "deepseek-ai\/DeepSeek-V4\.1-Flash" \(spark reads it to tell the model family/m,
+  );
   const withMods = `${seedYaml(w, 'deepseek-v4-flash-eugr-agent').replace('runtime: vllm', 'runtime: vllm-distributed')}mods:\n  - engram-pack\npost_exec:\n  - echo up\n`;
   const toml = toToml(await parseAnyRecipe(withMods, 'recipe.yaml'));
   assert.match(toml, /^# - line \d+: mods: sparkrun copies each mod into every container/m);

@@ -30,7 +30,15 @@ function sparkManifest(): SparseManifest {
       index: { name: 'model.safetensors.index.json', bytes: 120, crc32: '0000abcd' },
       shards: [{ name: 'model-00001-of-00001.safetensors', bytes: 1000000, headerBytes: 700, headerCrc32: '12345678' }],
       tables: [
-        { layer: 1, rows: 400, dim: 256, shard: 'model-00001-of-00001.safetensors', weightOffset: 700, scaleOffset: 700 + 400 * 256, checksum: { algorithm: 'crc32', chunkRows: 64, values: ['00000001', '00000002', '00000003', '00000004'] } },
+        {
+          layer: 1,
+          rows: 400,
+          dim: 256,
+          shard: 'model-00001-of-00001.safetensors',
+          weightOffset: 700,
+          scaleOffset: 700 + 400 * 256,
+          checksum: { algorithm: 'crc32', chunkRows: 64, values: ['00000001', '00000002', '00000003', '00000004'] },
+        },
       ],
     },
   };
@@ -65,10 +73,16 @@ test('malformed sparse manifests fail naming the key', () => {
   for (const [doc, re] of cases) assert.throws(() => parseSparseManifest(JSON.stringify(doc), 'm.json'), re);
   const m = sparkManifest();
   m.spark!.tables[0].checksum.values.pop();
-  assert.throws(() => parseSparseManifest(sparseManifestText(m)), /checksum\.values has 3 entries; 200 rows in chunks of 64 need 4/);
+  assert.throws(
+    () => parseSparseManifest(sparseManifestText(m)),
+    /checksum\.values has 3 entries; 200 rows in chunks of 64 need 4/,
+  );
   const n = sparkManifest();
   n.layers[0].end = 500;
-  assert.throws(() => parseSparseManifest(sparseManifestText(n)), /layers\.1 \[100, 500\) is not inside the table \[0, 400\)/);
+  assert.throws(
+    () => parseSparseManifest(sparseManifestText(n)),
+    /layers\.1 \[100, 500\) is not inside the table \[0, 400\)/,
+  );
   const o = sparkManifest();
   o.spark!.shards[0].name = '../etc/passwd';
   assert.throws(() => parseSparseManifest(sparseManifestText(o)), /must be a plain file name/);
@@ -83,13 +97,25 @@ test('readLocalDir tells sparse copies, packs (both manifest names) and snapshot
 
   const legacy = join(root, 'legacy');
   mkdirSync(legacy);
-  writePackDir(legacy, { rank: 0, world: 2, layout: 'dense', dim: 256, layers: [{ layer: 1, rows: 100, start: 0, end: 50 }] });
+  writePackDir(legacy, {
+    rank: 0,
+    world: 2,
+    layout: 'dense',
+    dim: 256,
+    layers: [{ layer: 1, rows: 100, start: 0, end: 50 }],
+  });
   const l = await readLocalDir(legacy);
   assert.equal(l.kind, 'packed');
 
   const renamed = join(root, 'renamed');
   mkdirSync(renamed);
-  writePackDir(renamed, { rank: 0, world: 2, layout: 'page', dim: 256, layers: [{ layer: 1, rows: 100, start: 0, end: 50 }] });
+  writePackDir(renamed, {
+    rank: 0,
+    world: 2,
+    layout: 'page',
+    dim: 256,
+    layers: [{ layer: 1, rows: 100, start: 0, end: 50 }],
+  });
   renameSync(join(renamed, 'engram-local.json'), join(renamed, PACK_MANIFEST_NAME));
   const r = await readLocalDir(renamed);
   assert.equal(r.kind, 'packed');

@@ -20,7 +20,10 @@ function readAt(path: string, offset: number, length: number): Buffer {
   }
 }
 
-function header(path: string): { dataStart: number; json: Record<string, { data_offsets: number[]; shape: number[] }> } {
+function header(path: string): {
+  dataStart: number;
+  json: Record<string, { data_offsets: number[]; shape: number[] }>;
+} {
   const n = Number(readAt(path, 0, 8).readBigUInt64LE(0));
   return { dataStart: 8 + n, json: JSON.parse(readAt(path, 8, n).toString('utf8')) };
 }
@@ -109,13 +112,23 @@ test('spark synth --json reports files and layers; bad flags are usage errors', 
 test('spark synth refuses a non-empty directory (an existing snapshot stays as it was)', async () => {
   const dir = join(tempDir(), 's');
   assert.equal((await cli(['synth', dir, '--layers', '3', '--shards', '2', '--vocab', '50'])).code, 0);
-  const before = readdirSync(dir).sort().map((n) => [n, readFileSync(join(dir, n)).toString('hex')]);
+  const before = readdirSync(dir)
+    .sort()
+    .map((n) => [n, readFileSync(join(dir, n)).toString('hex')]);
   const again = await cli(['synth', dir, '--layers', '3', '--shards', '2', '--vocab', '50', '--seed', '7', '--json']);
   assert.equal(again.code, 2, again.stderr);
   const err = JSON.parse(again.stderr).error;
   assert.equal(err.code, 'E_USAGE');
-  assert.equal(err.message, `${dir} is not empty (4 entries, e.g. config.json); synth writes a new snapshot: remove the directory or pick another`);
-  assert.deepEqual(readdirSync(dir).sort().map((n) => [n, readFileSync(join(dir, n)).toString('hex')]), before);
+  assert.equal(
+    err.message,
+    `${dir} is not empty (4 entries, e.g. config.json); synth writes a new snapshot: remove the directory or pick another`,
+  );
+  assert.deepEqual(
+    readdirSync(dir)
+      .sort()
+      .map((n) => [n, readFileSync(join(dir, n)).toString('hex')]),
+    before,
+  );
   // An empty directory is fine; a file is not a directory.
   const empty = tempDir();
   assert.equal((await cli(['synth', empty, '--layers', '3', '--shards', '2', '--vocab', '50'])).code, 0);

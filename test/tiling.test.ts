@@ -27,12 +27,15 @@ test('front gives the remainder to the first ranks', () => {
 });
 
 test('heads refuses sub-tables that do not sum to the rows, with the reason (E_ENGRAM_ROWS, exit 2)', () => {
-  assert.throws(() => tileHeads([5, 7], 13, 2), (e: Error & { code?: string; exitCode?: number }) => {
-    assert.equal(e.code, 'E_ENGRAM_ROWS');
-    assert.equal(e.exitCode, 2);
-    assert.match(e.message, /sum to 12 rows but the tensor has 13/);
-    return true;
-  });
+  assert.throws(
+    () => tileHeads([5, 7], 13, 2),
+    (e: Error & { code?: string; exitCode?: number }) => {
+      assert.equal(e.code, 'E_ENGRAM_ROWS');
+      assert.equal(e.exitCode, 2);
+      assert.match(e.message, /sum to 12 rows but the tensor has 13/);
+      return true;
+    },
+  );
 });
 
 test('bad arguments are usage errors from the binding', () => {

@@ -107,33 +107,36 @@ when = 1979-05-27 07:32:00Z
   const parsed = parse(src);
   assert.equal((parsed.args as unknown[]).length, 6);
   const at = tomlPositions(src);
-  assert.deepEqual(flatten(at.root).sort(), [
-    'args 1',
-    's 9',
-    'after 13',
-    'env 14',
-    'env.A 14',
-    'env."B.C" 14',
-    'env.D 16',
-    'env.D.E 16',
-    'mounts 17',
-    'when 22',
-    'args[0] 2',
-    'args[1] 2',
-    'args[2] 4',
-    'args[3] 6',
-    'args[4] 7',
-    'args[4][0] 7',
-    'args[4][1] 7',
-    'args[4][1][0] 7',
-    'args[5] 7',
-    'args[5].x 7',
-    'mounts[0] 18',
-    'mounts[0].host 18',
-    'mounts[0].container 18',
-    'mounts[1] 19',
-    'mounts[1].host 20',
-  ].sort());
+  assert.deepEqual(
+    flatten(at.root).sort(),
+    [
+      'args 1',
+      's 9',
+      'after 13',
+      'env 14',
+      'env.A 14',
+      'env."B.C" 14',
+      'env.D 16',
+      'env.D.E 16',
+      'mounts 17',
+      'when 22',
+      'args[0] 2',
+      'args[1] 2',
+      'args[2] 4',
+      'args[3] 6',
+      'args[4] 7',
+      'args[4][0] 7',
+      'args[4][1] 7',
+      'args[4][1][0] 7',
+      'args[5] 7',
+      'args[5].x 7',
+      'mounts[0] 18',
+      'mounts[0].host 18',
+      'mounts[0].container 18',
+      'mounts[1] 19',
+      'mounts[1].host 20',
+    ].sort(),
+  );
   assert.deepEqual(at.headers, []);
 });
 
@@ -181,7 +184,17 @@ test('the positions and the parsed document have the same shape: every key and e
 });
 
 test('no text stalls the pass: it always ends, even on text smol-toml would refuse', () => {
-  for (const src of ['a = [', 'a = {', '[[', 'x = """', "= 1", 'a = [1 2]', 'a = {b = 1 c = 2}', '\r\n\r\n', '"unterminated = 1']) {
+  for (const src of [
+    'a = [',
+    'a = {',
+    '[[',
+    'x = """',
+    '= 1',
+    'a = [1 2]',
+    'a = {b = 1 c = 2}',
+    '\r\n\r\n',
+    '"unterminated = 1',
+  ]) {
     const at = tomlPositions(src);
     assert.ok(at.root.keys instanceof Map, src);
   }

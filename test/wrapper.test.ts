@@ -24,7 +24,10 @@ function io(env: NodeJS.ProcessEnv): Io & { err: string[] } {
 }
 
 class Execed extends Error {
-  constructor(readonly argv: string[], readonly env: NodeJS.ProcessEnv) {
+  constructor(
+    readonly argv: string[],
+    readonly env: NodeJS.ProcessEnv,
+  ) {
     super('exec');
   }
 }
@@ -45,19 +48,23 @@ async function plan(argv: string[], env: NodeJS.ProcessEnv, flags = {}): Promise
 
 const ENGINE = ['python3', '-m', 'sglang.launch_server', '--model-path', '/m', '--nnodes', '4', '--node-rank', '1'];
 
-test('the wrapper exports this rank\'s rows and logs one line, then execs the engine argv unchanged', async () => {
+test("the wrapper exports this rank's rows and logs one line, then execs the engine argv unchanged", async () => {
   const { execed, log } = await plan(ENGINE, { SPARK_ENGRAM_DIR: '/snap', NODE_RANK: '1', KEEP: 'x' });
   assert.deepEqual(execed.argv, ENGINE);
   assert.equal(execed.env.SPARK_ENGRAM_ROWS, RANK1);
   assert.equal(execed.env.KEEP, 'x');
   assert.equal(execed.env.B12X_ROCE_GID_INDEX, undefined);
   assert.equal(log.split('\n').length, 2, 'one line');
-  assert.match(log, /^spark wrapper: rank 1 of 4 \(NODE_RANK, --nnodes\): SPARK_ENGRAM_ROWS=1:96001542:192003084,14:96004170:192008341 set \(floor split of \/snap\); no B12X_ROCE_HCA or NCCL_IB_HCA: B12X_ROCE_GID_INDEX not set; exec python3 -m sglang.launch_server \.\.\. \(6 more args\)\n$/);
+  assert.match(
+    log,
+    /^spark wrapper: rank 1 of 4 \(NODE_RANK, --nnodes\): SPARK_ENGRAM_ROWS=1:96001542:192003084,14:96004170:192008341 set \(floor split of \/snap\); no B12X_ROCE_HCA or NCCL_IB_HCA: B12X_ROCE_GID_INDEX not set; exec python3 -m sglang.launch_server \.\.\. \(6 more args\)\n$/,
+  );
 });
 
 test('rank and world come from NODE_RANK / SPARK_WORLD_SIZE or the engine argv, and must agree', async () => {
   const base = ['python3', '-m', 'sglang.launch_server'];
-  const rows = async (argv: string[], env: NodeJS.ProcessEnv) => (await plan(argv, { SPARK_ENGRAM_DIR: '/s', ...env })).execed.env.SPARK_ENGRAM_ROWS;
+  const rows = async (argv: string[], env: NodeJS.ProcessEnv) =>
+    (await plan(argv, { SPARK_ENGRAM_DIR: '/s', ...env })).execed.env.SPARK_ENGRAM_ROWS;
   assert.equal(await rows([...base, '--tp', '4', '--node-rank', '1'], {}), RANK1);
   assert.equal(await rows([...base, '--tp-size=4', '--node-rank=1'], {}), RANK1);
   assert.equal(await rows([...base, '--tensor-parallel-size', '4'], { NODE_RANK: '1' }), RANK1);
@@ -66,10 +73,22 @@ test('rank and world come from NODE_RANK / SPARK_WORLD_SIZE or the engine argv, 
   const fails: [string[], NodeJS.ProcessEnv, RegExp][] = [
     [[...base, '--nnodes', '4'], {}, /NODE_RANK is not set and the engine has no --node-rank/],
     [base, { NODE_RANK: '1' }, /the world size is unknown: set SPARK_WORLD_SIZE or pass --nnodes/],
-    [[...base, '--nnodes', '4', '--node-rank', '2'], { NODE_RANK: '1' }, /NODE_RANK=1 but the engine is started with --node-rank 2/],
+    [
+      [...base, '--nnodes', '4', '--node-rank', '2'],
+      { NODE_RANK: '1' },
+      /NODE_RANK=1 but the engine is started with --node-rank 2/,
+    ],
     [[...base, '--nnodes', '2', '--tp', '4'], { NODE_RANK: '1' }, /--nnodes 2 but --tp 4: .*set SPARK_WORLD_SIZE/],
-    [[...base, '--nnodes', '4'], { NODE_RANK: '4' }, /rank 4 \(NODE_RANK\) is outside the world of 4 ranks \(--nnodes\)/],
-    [[...base, '--nnodes', 'four'], { NODE_RANK: '1' }, /the engine's --nnodes must be a whole number >= 1, got 'four'/],
+    [
+      [...base, '--nnodes', '4'],
+      { NODE_RANK: '4' },
+      /rank 4 \(NODE_RANK\) is outside the world of 4 ranks \(--nnodes\)/,
+    ],
+    [
+      [...base, '--nnodes', 'four'],
+      { NODE_RANK: '1' },
+      /the engine's --nnodes must be a whole number >= 1, got 'four'/,
+    ],
     [[], { NODE_RANK: '1' }, /no engine command/],
   ];
   for (const [argv, env, message] of fails) {
@@ -89,21 +108,36 @@ test('a preset SPARK_ENGRAM_ROWS is checked: the right one passes, a wrong one i
   // The older L:lo-hi form is accepted and exported as the overlay reads it, never as given.
   const dashed = await plan(['engine'], { ...env, SPARK_ENGRAM_ROWS: '1:96001542-192003084,14:96004170-192008341' });
   assert.equal(dashed.execed.env.SPARK_ENGRAM_ROWS, RANK1);
-  assert.match(dashed.log, /SPARK_ENGRAM_ROWS=1:96001542:192003084,14:96004170:192008341 checked and rewritten in the overlay's grammar/);
+  assert.match(
+    dashed.log,
+    /SPARK_ENGRAM_ROWS=1:96001542:192003084,14:96004170:192008341 checked and rewritten in the overlay's grammar/,
+  );
   const refused: [string, RegExp][] = [
-    ['1:0:384006168,14:0:384016682', /it is the full table, and a full range on every rank double-counts rows in the all-reduce/],
-    ['1:96001542:192003084,14:96004171:192008342', /it is the front split \(pass --split front or set SPARK_ENGRAM_SPLIT=front/],
-    ['1:96001542:192003084,14:96004170:192008340', /; layer 14: given \[96004170, 192008340\), expected \[96004170, 192008341\); unset it/],
+    [
+      '1:0:384006168,14:0:384016682',
+      /it is the full table, and a full range on every rank double-counts rows in the all-reduce/,
+    ],
+    [
+      '1:96001542:192003084,14:96004171:192008342',
+      /it is the front split \(pass --split front or set SPARK_ENGRAM_SPLIT=front/,
+    ],
+    [
+      '1:96001542:192003084,14:96004170:192008340',
+      /; layer 14: given \[96004170, 192008340\), expected \[96004170, 192008341\); unset it/,
+    ],
     ['1:96001542:192003084', /; layer 14: missing, expected \[96004170, 192008341\)/],
   ];
   for (const [value, message] of refused) {
-    await assert.rejects(plan(['engine'], { ...env, SPARK_ENGRAM_ROWS: value }), (e: Error & { exitCode?: number; code?: string }) => {
-      assert.equal(e.code, 'E_CHECK_FAILED');
-      assert.equal(e.exitCode, 1);
-      assert.match(e.message, new RegExp(`^SPARK_ENGRAM_ROWS='${value}' is not rank 1 of 4's floor range ${RANK1}`));
-      assert.match(e.message, message);
-      return true;
-    });
+    await assert.rejects(
+      plan(['engine'], { ...env, SPARK_ENGRAM_ROWS: value }),
+      (e: Error & { exitCode?: number; code?: string }) => {
+        assert.equal(e.code, 'E_CHECK_FAILED');
+        assert.equal(e.exitCode, 1);
+        assert.match(e.message, new RegExp(`^SPARK_ENGRAM_ROWS='${value}' is not rank 1 of 4's floor range ${RANK1}`));
+        assert.match(e.message, message);
+        return true;
+      },
+    );
   }
   await assert.rejects(plan(['engine'], { ...env, SPARK_ENGRAM_ROWS: '1:5:2' }), { code: 'E_ROWS_SPEC' });
   const front = await plan(['engine'], { ...env, SPARK_ENGRAM_SPLIT: 'front' });
@@ -117,7 +151,10 @@ test('a preset SPARK_ENGRAM_ROWS is checked: the right one passes, a wrong one i
 });
 
 test('the wrapper sets or checks B12X_ROCE_GID_INDEX from the HCAs and refuses a node without one index', async () => {
-  const sysfs = buildSysfs({ rocep1s0f0: { 1: typical('192.168.200.11') }, roceP2p1s0f0: { 1: typical('192.168.200.12') } });
+  const sysfs = buildSysfs({
+    rocep1s0f0: { 1: typical('192.168.200.11') },
+    roceP2p1s0f0: { 1: typical('192.168.200.12') },
+  });
   const env = { SPARK_SYSFS: sysfs, B12X_ROCE_HCA: 'rocep1s0f0,roceP2p1s0f0' };
   const set = await plan(['engine'], env);
   assert.equal(set.execed.env.B12X_ROCE_GID_INDEX, '3');
@@ -128,17 +165,25 @@ test('the wrapper sets or checks B12X_ROCE_GID_INDEX from the HCAs and refuses a
   assert.match(empty.log, /it was set but empty, which parses as 0/);
   await assert.rejects(plan(['engine'], { ...env, B12X_ROCE_GID_INDEX: '1' }), (e: Error & { exitCode?: number }) => {
     assert.equal(e.exitCode, 1);
-    assert.match(e.message, /^B12X_ROCE_GID_INDEX=1 is not usable for B12X_ROCE_HCA=rocep1s0f0,roceP2p1s0f0: roceP2p1s0f0 port 1: pinned GID index 1 is not usable \(link-local/);
+    assert.match(
+      e.message,
+      /^B12X_ROCE_GID_INDEX=1 is not usable for B12X_ROCE_HCA=rocep1s0f0,roceP2p1s0f0: roceP2p1s0f0 port 1: pinned GID index 1 is not usable \(link-local/,
+    );
     return true;
   });
-  await assert.rejects(plan(['engine'], { SPARK_SYSFS: sysfs, NCCL_IB_HCA: 'rocep1s0f0', NCCL_IB_ADDR_RANGE: '10.0.0.0/8' }), /^SparkError: no single RoCE GID index for NCCL_IB_HCA=rocep1s0f0: rocep1s0f0 port 1: no IPv4 RoCE v2 in 10\.0\.0\.0\/8 GID entry/);
+  await assert.rejects(
+    plan(['engine'], { SPARK_SYSFS: sysfs, NCCL_IB_HCA: 'rocep1s0f0', NCCL_IB_ADDR_RANGE: '10.0.0.0/8' }),
+    /^SparkError: no single RoCE GID index for NCCL_IB_HCA=rocep1s0f0: rocep1s0f0 port 1: no IPv4 RoCE v2 in 10\.0\.0\.0\/8 GID entry/,
+  );
   const skipped = await plan(['engine'], { ...env, NCCL_IB_ADDR_RANGE: '10.0.0.0/8' }, { skipGid: true });
   assert.equal(skipped.execed.env.B12X_ROCE_GID_INDEX, undefined);
   assert.match(skipped.log, /GID detection skipped/);
 });
 
 test('--dry-run prints the exports and the command without running it', async () => {
-  const r = bin(['wrapper', '--dry-run', '--', 'python3', '-m', 'x', '--arg', "it's"], { env: { SPARK_ENGRAM_ROWS: '1:0:5' } });
+  const r = bin(['wrapper', '--dry-run', '--', 'python3', '-m', 'x', '--arg', "it's"], {
+    env: { SPARK_ENGRAM_ROWS: '1:0:5' },
+  });
   assert.equal(r.code, 0, r.stderr);
   assert.equal(r.stdout, `export SPARK_ENGRAM_ROWS='1:0:5'\nexec python3 -m x --arg 'it'\\''s'\n`);
 });
@@ -147,14 +192,26 @@ test('the engine replaces the wrapper: same pid, argv, env, stdio, clean signal 
   const engine = recordingEngine();
   const sysfs = buildSysfs({ rocep1s0f0: { 1: typical('192.168.200.11') } });
   const r = bin(['wrapper', '--', engine.path, '--tp', '4', 'with space', '', '--json'], {
-    env: { RECORD: engine.record, EXIT_CODE: '7', SPARK_ENGRAM_ROWS: '1:0:5', SPARK_SYSFS: sysfs, NCCL_IB_HCA: 'rocep1s0f0' },
+    env: {
+      RECORD: engine.record,
+      EXIT_CODE: '7',
+      SPARK_ENGRAM_ROWS: '1:0:5',
+      SPARK_SYSFS: sysfs,
+      NCCL_IB_HCA: 'rocep1s0f0',
+    },
     input: 'from stdin\n',
   });
   assert.equal(r.code, 7);
   assert.equal(r.stdout, 'engine stdout\n');
-  assert.match(r.stderr, /^spark wrapper: SPARK_ENGRAM_ROWS=1:0:5 kept as given .*; B12X_ROCE_GID_INDEX=3 set \(rocep1s0f0:1\); exec .*engine\.sh --tp 4 \.\.\. \(3 more args\)\nengine stderr\n$/);
+  assert.match(
+    r.stderr,
+    /^spark wrapper: SPARK_ENGRAM_ROWS=1:0:5 kept as given .*; B12X_ROCE_GID_INDEX=3 set \(rocep1s0f0:1\); exec .*engine\.sh --tp 4 \.\.\. \(3 more args\)\nengine stderr\n$/,
+  );
   const lines = readFileSync(engine.record, 'utf8').split('\n');
-  assert.deepEqual(lines.filter((l) => l.startsWith('arg=')), ['arg=--tp', 'arg=4', 'arg=with space', 'arg=', 'arg=--json']);
+  assert.deepEqual(
+    lines.filter((l) => l.startsWith('arg=')),
+    ['arg=--tp', 'arg=4', 'arg=with space', 'arg=', 'arg=--json'],
+  );
   assert.ok(lines.includes('rows=1:0:5'));
   assert.ok(lines.includes('gid=3'));
   assert.ok(lines.includes('SigIgn:\t0000000000000000'), 'no signal left ignored (Node ignores SIGPIPE)');
@@ -181,7 +238,7 @@ async function waitFor(path: string, text: string): Promise<void> {
   throw new Error(`timed out waiting for '${text}' in ${path}`);
 }
 
-test('SIGTERM reaches the engine and its exit status is the wrapper\'s', async () => {
+test("SIGTERM reaches the engine and its exit status is the wrapper's", async () => {
   const ready = join(tempDir(), 'ready');
   const child = spawn(process.execPath, [binPath, 'wrapper', '--', trappingEngine()], {
     env: { ...process.env, READY: ready },
@@ -189,20 +246,26 @@ test('SIGTERM reaches the engine and its exit status is the wrapper\'s', async (
   });
   await waitFor(ready, 'ready');
   child.kill('SIGTERM');
-  const [code, signal] = await new Promise<[number | null, string | null]>((resolve) => child.on('exit', (c, s) => resolve([c, s])));
+  const [code, signal] = await new Promise<[number | null, string | null]>((resolve) =>
+    child.on('exit', (c, s) => resolve([c, s])),
+  );
   assert.equal(signal, null);
   assert.equal(code, 143);
   assert.equal(readFileSync(ready, 'utf8'), 'ready\nterm\n');
 });
 
 test('an engine without a handler dies of SIGTERM itself (default disposition restored)', async () => {
-  const child = spawn(process.execPath, [binPath, 'wrapper', '--', 'sleep', '30'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [binPath, 'wrapper', '--', 'sleep', '30'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let err = '';
   child.stderr.on('data', (d) => (err += d));
   for (let i = 0; i < 400 && !err.includes('exec sleep'); i++) await new Promise((r) => setTimeout(r, 25));
   await new Promise((r) => setTimeout(r, 100));
   child.kill('SIGTERM');
-  const [code, signal] = await new Promise<[number | null, string | null]>((resolve) => child.on('exit', (c, s) => resolve([c, s])));
+  const [code, signal] = await new Promise<[number | null, string | null]>((resolve) =>
+    child.on('exit', (c, s) => resolve([c, s])),
+  );
   assert.deepEqual([code, signal], [null, 'SIGTERM']);
 });
 

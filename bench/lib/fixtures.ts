@@ -24,8 +24,17 @@ export function makeBenchPack(dir: string, layer: number, rows: number, layout: 
   const file = packedFileName(layer, 0, 1, layout, 1); // format version 1: the manifest below says so
   const chunkRows = perPage * 4096; // a whole number of pages
   const entry = {
-    layer, rows, start: 0, end: rows, file, rowBytes: rb, stride: rb, dataOffset: 4096,
-    weightDtype: 'F8_E4M3', scaleDtype: 'F8_E8M0', layout,
+    layer,
+    rows,
+    start: 0,
+    end: rows,
+    file,
+    rowBytes: rb,
+    stride: rb,
+    dataOffset: 4096,
+    weightDtype: 'F8_E4M3',
+    scaleDtype: 'F8_E8M0',
+    layout,
     checksum: { algorithm: 'sha256', chunkRows, values: [] as string[] },
   };
   const fd = openSync(join(dir, file + '.partial'), 'w');
@@ -52,8 +61,13 @@ export function makeBenchPack(dir: string, layer: number, rows: number, layout: 
   closeSync(fd);
   renameSync(join(dir, file + '.partial'), join(dir, file));
   const manifest = {
-    format: 'spark-engram-packed', version: 1, rank: 0, world: 1, split: 'floor',
-    source: { snapshot: 'synth', files: [] }, layers: [entry],
+    format: 'spark-engram-packed',
+    version: 1,
+    rank: 0,
+    world: 1,
+    split: 'floor',
+    source: { snapshot: 'synth', files: [] },
+    layers: [entry],
   };
   writeFileSync(join(dir, 'engram-local.json'), JSON.stringify(manifest, null, 2));
   return dir;

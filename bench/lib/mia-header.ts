@@ -5,14 +5,23 @@
 // the right Mia header is left alone.
 import { closeSync, openSync, readSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { decodeMiaHeader, encodeMiaHeader, MIA_HEADER_BYTES, MIA_ROW_BYTES, miaMismatch } from '../../src/engram/mia-shard.js';
+import {
+  decodeMiaHeader,
+  encodeMiaHeader,
+  MIA_HEADER_BYTES,
+  MIA_ROW_BYTES,
+  miaMismatch,
+} from '../../src/engram/mia-shard.js';
 import { readPackedManifest } from '../../src/engram/packed-manifest.js';
 
 export async function stampMiaHeaders(dir: string): Promise<string[]> {
   const m = await readPackedManifest(dir);
   const stamped: string[] = [];
   for (const e of m.layers) {
-    if (e.layout !== 'dense' || e.rowBytes !== MIA_ROW_BYTES) throw new Error(`${dir}: layer ${e.layer} is ${e.layout} with ${e.rowBytes}-byte rows; the Mia reader reads dense 264-byte rows only`);
+    if (e.layout !== 'dense' || e.rowBytes !== MIA_ROW_BYTES)
+      throw new Error(
+        `${dir}: layer ${e.layer} is ${e.layout} with ${e.rowBytes}-byte rows; the Mia reader reads dense 264-byte rows only`,
+      );
     const path = join(dir, e.file);
     const fd = openSync(path, 'r+');
     try {

@@ -61,9 +61,14 @@ export function machineInfo() {
 }
 
 export function timingTable(rows: ProcessTiming[]): string {
-  const lines = ['| command | median ms | min ms | max ms | ratio to baseline (median of rounds) |', '|---|---|---|---|---|'];
+  const lines = [
+    '| command | median ms | min ms | max ms | ratio to baseline (median of rounds) |',
+    '|---|---|---|---|---|',
+  ];
   for (const r of rows) {
-    lines.push(`| ${r.name} | ${r.medianMs.toFixed(1)} | ${r.minMs.toFixed(1)} | ${r.maxMs.toFixed(1)} | ${r.ratioToBaseline.toFixed(2)} |`);
+    lines.push(
+      `| ${r.name} | ${r.medianMs.toFixed(1)} | ${r.minMs.toFixed(1)} | ${r.maxMs.toFixed(1)} | ${r.ratioToBaseline.toFixed(2)} |`,
+    );
   }
   return lines.join('\n');
 }

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "binding/async.h"
-#include "core/row_store/row_store.h"
 #include "core/base/status.h"
+#include "core/row_store/row_store.h"
 #include "core/threads/thread_pool.h"
 
 namespace spark {

@@ -43,7 +43,8 @@ struct BatonJob {
     } catch (const std::bad_alloc&) {
       b->status_ = Status::Error(Code::E_INTERNAL, "out of memory");
     } catch (const std::exception& e) {
-      b->status_ = Status::Error(Code::E_INTERNAL, std::string("internal error: ") + e.what() + " (a bug; please report it)");
+      b->status_ =
+          Status::Error(Code::E_INTERNAL, std::string("internal error: ") + e.what() + " (a bug; please report it)");
     } catch (...) {
       b->status_ = Status::Error(Code::E_INTERNAL, "internal error: an unknown exception (a bug; please report it)");
     }

@@ -83,7 +83,7 @@ class BatonQueue : public std::enable_shared_from_this<BatonQueue> {
   napi_threadsafe_function tsfn_ = nullptr;
   size_t unsettled_ = 0;  // JS thread only: while > 0 the event loop is kept alive
   std::mutex mu_;
-  bool closing_ = false;               // guarded by mu_
+  bool closing_ = false;                // guarded by mu_
   std::unordered_set<Baton*> running_;  // guarded by mu_: scheduled, not yet handed over
 };
 

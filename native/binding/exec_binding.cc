@@ -86,7 +86,8 @@ struct SavedProcessState {
       stdio_flags[fd] = fcntl(fd, F_GETFL);
       if (stdio_flags[fd] >= 0 && (stdio_flags[fd] & O_NONBLOCK)) fcntl(fd, F_SETFL, stdio_flags[fd] & ~O_NONBLOCK);
       stdio_fd_flags[fd] = fcntl(fd, F_GETFD);
-      if (stdio_fd_flags[fd] >= 0 && (stdio_fd_flags[fd] & FD_CLOEXEC)) fcntl(fd, F_SETFD, stdio_fd_flags[fd] & ~FD_CLOEXEC);
+      if (stdio_fd_flags[fd] >= 0 && (stdio_fd_flags[fd] & FD_CLOEXEC))
+        fcntl(fd, F_SETFD, stdio_fd_flags[fd] & ~FD_CLOEXEC);
     }
   }
 
@@ -132,7 +133,8 @@ Napi::Value ExecEngine(const Napi::CallbackInfo& info) {
   }
   if (saw_eacces && (last_err == ENOENT || last_err == ENOTDIR)) last_err = EACCES;
   std::string where = file.find('/') != std::string::npos ? file : "'" + file + "' in PATH";
-  Napi::Error err = StatusToError(env, Status::Error(Code::E_EXEC, "cannot run the engine " + where + ": " + std::strerror(last_err)));
+  Napi::Error err = StatusToError(
+      env, Status::Error(Code::E_EXEC, "cannot run the engine " + where + ": " + std::strerror(last_err)));
   err.Value().Set("errno", last_err);
   throw err;
 }

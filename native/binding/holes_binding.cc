@@ -26,7 +26,7 @@ Napi::Value FindHoleJs(const Napi::CallbackInfo& info) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw StatusToError(env, ErrnoStatus(errno, "open", path));
   struct stat st;
-  Status s = fstat(fd, &st) != 0 ? ErrnoStatus(errno, "fstat", path)
+  Status s = fstat(fd, &st) != 0    ? ErrnoStatus(errno, "fstat", path)
              : !S_ISREG(st.st_mode) ? Status::Error(Code::E_SHARD_MISSING, "is not a regular file", path)
                                     : Status::Ok();
   std::optional<uint64_t> hole;

@@ -18,14 +18,7 @@ void InitPageCache(Napi::Env env, Napi::Object exports);    // page_cache_bindin
 void InitOverlayBaseline(Napi::Env env, Napi::Object exports);  // overlay_baseline_binding.cc
 
 inline constexpr BindingInit kBindingModules[] = {
-    InitSafetensors,
-    InitTiling,
-    InitExec,
-    InitRowStore,
-    InitPack,
-    InitHoles,
-    InitPageCache,
-    InitOverlayBaseline,
+    InitSafetensors, InitTiling, InitExec, InitRowStore, InitPack, InitHoles, InitPageCache, InitOverlayBaseline,
 };
 
 }  // namespace spark

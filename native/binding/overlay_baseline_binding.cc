@@ -30,7 +30,8 @@ MmapTable ParseMmapTable(Napi::Value v, size_t i) {
   MmapTable t;
   ReadSnapshotColumns(o, &t);
   // The owned ids are required here: the overlay always knows its rank's range.
-  if (!o.U64PairOr("range", "lo", "hi", &t.owned.start, &t.owned.end)) ThrowType(o.Env(), o.Name("range") + " is required: [lo, hi)");
+  if (!o.U64PairOr("range", "lo", "hi", &t.owned.start, &t.owned.end))
+    ThrowType(o.Env(), o.Name("range") + " is required: [lo, hi)");
   return t;
 }
 
@@ -70,7 +71,7 @@ class MmapGatherWrap : public Napi::ObjectWrap<MmapGatherWrap> {
   // The last batch's rows; written only while a batch is in flight. Shared with the batch, which
   // may outlive this object when the environment shuts down under it.
   std::shared_ptr<std::vector<uint8_t>> out_ = std::make_shared<std::vector<uint8_t>>();
-  size_t last_bytes_ = 0;     // how many of them the last batch filled
+  size_t last_bytes_ = 0;  // how many of them the last batch filled
   size_t workers_ = 1;
   bool inflight_ = false;
 

@@ -113,7 +113,8 @@ void GetFileJob(const Fields& o, FileJobParts* parts, PackFileJob* file) {
   if (o.Has("testDirectRefusal")) {  // tests only: "open" or "transfer"
     Napi::Value refusal = o.Get("testDirectRefusal");
     std::string r = refusal.IsString() ? refusal.As<Napi::String>().Utf8Value() : "";
-    if (r != "open" && r != "transfer") ThrowType(o.Env(), o.Name("testDirectRefusal") + " must be \"open\" or \"transfer\"");
+    if (r != "open" && r != "transfer")
+      ThrowType(o.Env(), o.Name("testDirectRefusal") + " must be \"open\" or \"transfer\"");
     file->direct_refusal_for_tests = r == "open" ? DirectRefusal::kAtOpen : DirectRefusal::kAtTransfer;
   }
 }
@@ -129,7 +130,10 @@ class PackBaton : public JobBaton {
   // The copy workers and the committer run on the environment's job pool, with that many
   // threads kept for this job while it is in flight.
   PackBaton(Napi::Env env, Job job, std::unique_ptr<FileJobParts> parts, std::shared_ptr<PackProgress> progress)
-      : JobBaton(env, size_t{job.file.threads} + 1), job_(std::move(job)), parts_(std::move(parts)), progress_(std::move(progress)) {
+      : JobBaton(env, size_t{job.file.threads} + 1),
+        job_(std::move(job)),
+        parts_(std::move(parts)),
+        progress_(std::move(progress)) {
     job_.file.dir = &parts_->dir;
     job_.file.rate = parts_->rate.get();
   }
@@ -186,7 +190,10 @@ Napi::Value PackSparseShardJs(const Napi::CallbackInfo& info) {
   auto tables = tv.As<Napi::Array>();
   for (uint32_t i = 0; i < tables.Length(); ++i) {
     Fields t(tables.Get(i), "job.tables[" + std::to_string(i) + "]");
-    job.tables.push_back({t.U64("weightOffset"), t.U64("scaleOffset"), t.U64("dim"), {t.U64("start"), t.U64("end")},
+    job.tables.push_back({t.U64("weightOffset"),
+                          t.U64("scaleOffset"),
+                          t.U64("dim"),
+                          {t.U64("start"), t.U64("end")},
                           t.U64("chunkRows")});
   }
   Status s = CheckSparseJob(job);

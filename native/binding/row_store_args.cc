@@ -27,7 +27,8 @@ SnapshotTable ParseSnapshot(const Fields& o) {
   if (o.Has("holes")) {
     Napi::Value holes = o.Get("holes");
     std::string rule = holes.IsString() ? holes.As<Napi::String>().Utf8Value() : "";
-    if (rule != "allow" && rule != "refuse" && rule != "corrupt") ThrowType(o.Env(), o.Name("holes") + " must be 'allow', 'refuse' or 'corrupt'");
+    if (rule != "allow" && rule != "refuse" && rule != "corrupt")
+      ThrowType(o.Env(), o.Name("holes") + " must be 'allow', 'refuse' or 'corrupt'");
     t.holes = rule == "refuse" ? HoleRule::kRefuse : rule == "corrupt" ? HoleRule::kCorrupt : HoleRule::kAllow;
   }
   return t;
@@ -73,7 +74,8 @@ StoreOptions ParseOptions(Napi::Object options, PoolOptions* pool) {
   if (o.Has("ioEngine")) {
     Napi::Value engine = o.Get("ioEngine");
     std::string e = engine.IsString() ? engine.As<Napi::String>().Utf8Value() : "";
-    if (e != "auto" && e != "pread" && e != "uring") ThrowType(o.Env(), "options.ioEngine must be 'auto', 'pread' or 'uring'");
+    if (e != "auto" && e != "pread" && e != "uring")
+      ThrowType(o.Env(), "options.ioEngine must be 'auto', 'pread' or 'uring'");
     opts.io_engine = e == "uring" ? IoEngine::kUring : e == "pread" ? IoEngine::kPread : IoEngine::kAuto;
   }
   if (o.Has("ioDepth")) {

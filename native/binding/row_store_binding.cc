@@ -47,15 +47,13 @@ class StoreBaton : public Baton {
 class RowStoreWrap : public Napi::ObjectWrap<RowStoreWrap> {
  public:
   static void Init(Napi::Env env, Napi::Object exports) {
-    Napi::Function cls = DefineClass(env, "RowStore",
-                                     {InstanceMethod("gather", &RowStoreWrap::Gather),
-                                      InstanceMethod("loadResident", &RowStoreWrap::LoadResident),
-                                      InstanceMethod("learnCached", &RowStoreWrap::LearnCached),
-                                      InstanceMethod("gatherCached", &RowStoreWrap::GatherCached),
-                                      InstanceMethod("stats", &RowStoreWrap::Stats),
-                                      InstanceMethod("tables", &RowStoreWrap::Tables),
-                                      InstanceMethod("close", &RowStoreWrap::Close),
-                                      InstanceMethod("dispose", &RowStoreWrap::Dispose)});
+    Napi::Function cls = DefineClass(
+        env, "RowStore",
+        {InstanceMethod("gather", &RowStoreWrap::Gather), InstanceMethod("loadResident", &RowStoreWrap::LoadResident),
+         InstanceMethod("learnCached", &RowStoreWrap::LearnCached),
+         InstanceMethod("gatherCached", &RowStoreWrap::GatherCached), InstanceMethod("stats", &RowStoreWrap::Stats),
+         InstanceMethod("tables", &RowStoreWrap::Tables), InstanceMethod("close", &RowStoreWrap::Close),
+         InstanceMethod("dispose", &RowStoreWrap::Dispose)});
     exports.Set("RowStore", cls);
   }
 
@@ -94,7 +92,8 @@ class RowStoreWrap : public Napi::ObjectWrap<RowStoreWrap> {
   }
 
   RowStore& Live(Napi::Env env) {
-    if (!store_ || store_->closed()) throw StatusToError(env, Status::Error(Code::E_STORE_CLOSED, "the row store is closed"));
+    if (!store_ || store_->closed())
+      throw StatusToError(env, Status::Error(Code::E_STORE_CLOSED, "the row store is closed"));
     return *store_;
   }
 
@@ -133,7 +132,8 @@ class RowStoreWrap : public Napi::ObjectWrap<RowStoreWrap> {
     if (!store_) return out;
     uint32_t i = 0;
     for (const TableInfo& t : store_->Tables()) {
-      Napi::Object o = U64Object(env, {{"layer", t.layer}, {"lo", t.ids.start}, {"hi", t.ids.end}, {"rowBytes", t.row_bytes}});
+      Napi::Object o =
+          U64Object(env, {{"layer", t.layer}, {"lo", t.ids.start}, {"hi", t.ids.end}, {"rowBytes", t.row_bytes}});
       o.Set("directRequested", t.direct_requested);
       o.Set("directActive", t.direct_active);
       o.Set("residentScales", t.resident);
@@ -278,7 +278,8 @@ Napi::Value RowStoreWrap::Gather(const Napi::CallbackInfo& info) {
   ThrowIfBadIds(env, store.CheckIds(a.table->layer, a.ids.data(), a.ids.size()));
   Napi::Value out;  // empty: resolve with a new Buffer
   if (info.Length() > 2 && !info[2].IsUndefined()) out = ReadOut(env, info[2], a);
-  auto baton = std::make_unique<GatherBaton>(env, this, a.table->layer, std::move(a.ids), static_cast<size_t>(a.need), out);
+  auto baton =
+      std::make_unique<GatherBaton>(env, this, a.table->layer, std::move(a.ids), static_cast<size_t>(a.need), out);
   return Schedule(env, *pool_, std::move(baton));
 }
 
@@ -296,7 +297,8 @@ Napi::Value RowStoreWrap::GatherCached(const Napi::CallbackInfo& info) {
   BatchArgs a = ReadBatchArgs(env, store, info);
   Napi::Uint8Array out = ReadOut(env, info[2], a);
   bool copied = false;  // GatherCached checks the ids itself: once, not here and there
-  ThrowIfBadIds(env, store.GatherCached(a.table->layer, a.ids.data(), a.ids.size(), out.Data(), out.ByteLength(), &copied));
+  ThrowIfBadIds(env,
+                store.GatherCached(a.table->layer, a.ids.data(), a.ids.size(), out.Data(), out.ByteLength(), &copied));
   return Napi::Boolean::New(env, copied);
 }
 

@@ -19,9 +19,9 @@
 #include "binding/async.h"
 #include "binding/errors.h"
 #include "core/format/json_writer.h"
-#include "core/threads/parallel.h"
 #include "core/format/safetensors.h"
 #include "core/format/shard_set.h"
+#include "core/threads/parallel.h"
 #include "core/threads/thread_pool.h"
 
 namespace spark {
@@ -156,8 +156,10 @@ class ReadHeadersBaton : public JobBaton {
     Guarded([this](size_t i) { statuses_[i] = safetensors::ReadHeader(paths_[i], &headers_[i]); });
     safetensors::CheckShardSet(headers_, expected_, statuses_);
     Guarded([this](size_t i) {
-      if (statuses_[i].ok() && HeaderToJson(headers_[i], json_[i])) headers_[i] = safetensors::Header{};
-      else json_[i].clear();
+      if (statuses_[i].ok() && HeaderToJson(headers_[i], json_[i]))
+        headers_[i] = safetensors::Header{};
+      else
+        json_[i].clear();
     });
   }
 
@@ -165,9 +167,12 @@ class ReadHeadersBaton : public JobBaton {
     Napi::Array out = Napi::Array::New(env, paths_.size());
     for (size_t i = 0; i < paths_.size(); ++i) {
       Napi::Value v;
-      if (!statuses_[i].ok()) v = StatusToError(env, statuses_[i]).Value();
-      else if (!json_[i].empty()) v = Napi::String::New(env, json_[i]);
-      else v = HeaderToJs(env, headers_[i]);
+      if (!statuses_[i].ok())
+        v = StatusToError(env, statuses_[i]).Value();
+      else if (!json_[i].empty())
+        v = Napi::String::New(env, json_[i]);
+      else
+        v = HeaderToJs(env, headers_[i]);
       out.Set(static_cast<uint32_t>(i), v);
     }
     return out;
@@ -181,7 +186,8 @@ class ReadHeadersBaton : public JobBaton {
       try {
         fn(i);
       } catch (const std::exception& e) {
-        statuses_[i] = Status::Error(Code::E_INTERNAL, std::string("reading the header failed: ") + e.what(), paths_[i]);
+        statuses_[i] =
+            Status::Error(Code::E_INTERNAL, std::string("reading the header failed: ") + e.what(), paths_[i]);
       }
     });
   }
@@ -215,18 +221,21 @@ Napi::Value ReadHeaders(const Napi::CallbackInfo& info) {
       expected.push_back(StringList(outer.Get(i), "readHeaders: expected[" + std::to_string(i) + "]"));
     }
   }
-  auto baton = std::make_unique<ReadHeadersBaton>(env, std::move(paths), static_cast<size_t>(threads), std::move(expected));
+  auto baton =
+      std::make_unique<ReadHeadersBaton>(env, std::move(paths), static_cast<size_t>(threads), std::move(expected));
   return ScheduleJob(env, std::move(baton));
 }
 
 Napi::Value ParseHeaderBytesJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 2 || !info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
+  if (info.Length() < 2 || !info[0].IsTypedArray() ||
+      info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
     ThrowType(env, "parseHeaderBytes: expected (json: Uint8Array, dataLength: number | bigint, path?: string)");
   }
   Napi::Uint8Array bytes = info[0].As<Napi::Uint8Array>();
   uint64_t data_length = 0;
-  if (!ToU64(info[1], &data_length)) ThrowRange(env, "parseHeaderBytes: dataLength must be a non-negative integer", Code::E_USAGE);
+  if (!ToU64(info[1], &data_length))
+    ThrowRange(env, "parseHeaderBytes: dataLength must be a non-negative integer", Code::E_USAGE);
   std::string path = "<buffer>";
   if (info.Length() > 2 && info[2].IsString()) path = info[2].As<Napi::String>().Utf8Value();
   safetensors::Header header;

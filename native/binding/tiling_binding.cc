@@ -41,7 +41,8 @@ Napi::Value TileHeadsJs(const Napi::CallbackInfo& info) {
   if (info.Length() != 3 || !info[0].IsArray()) ThrowType(env, "tileHeads(subTables, rows, world)");
   Napi::Array js_sizes = info[0].As<Napi::Array>();
   std::vector<uint64_t> sizes(js_sizes.Length());
-  for (uint32_t i = 0; i < js_sizes.Length(); ++i) sizes[i] = U64Value(js_sizes.Get(i), "subTables[" + std::to_string(i) + "]");
+  for (uint32_t i = 0; i < js_sizes.Length(); ++i)
+    sizes[i] = U64Value(js_sizes.Get(i), "subTables[" + std::to_string(i) + "]");
   uint64_t rows = U64Value(info[1], "rows");
   uint64_t world = U64Value(info[2], "world");
   std::vector<RowRange> ranges;

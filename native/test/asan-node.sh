@@ -34,4 +34,4 @@ LD_PRELOAD="$runtime" \
   ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:halt_on_error=1" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
   SPARK_ADDON_PATH="$addon" \
-  node --test --test-concurrency=1 dist/test/*.test.js
+  node --test --test-concurrency=2 dist/test/*.test.js

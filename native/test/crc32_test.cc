@@ -68,7 +68,7 @@ TEST(AgreesWithZlibOnOddOffsetsAndLengths) {
     uint32_t crc;
   };
   const Vector vectors[] = {{0, 65536, 0x9A24BFDEu}, {1, 65535, 0xD88544F2u}, {7, 1000, 0xFCBD950Bu},
-                            {13, 15, 0x4139608Fu},   {3, 64, 0x0D9650EFu},     {5, 33, 0x6D7397FBu}};
+                            {13, 15, 0x4139608Fu},   {3, 64, 0x0D9650EFu},    {5, 33, 0x6D7397FBu}};
   for (const auto& v : vectors) {
     CHECK_EQ(spark::Crc32(0, d.data() + v.off, v.n), v.crc);
     CHECK_EQ(spark::Crc32Portable(0, d.data() + v.off, v.n), v.crc);

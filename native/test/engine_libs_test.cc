@@ -148,7 +148,8 @@ TEST(overlay_open_close_loop_with_prefetch_and_release) {
     bool all = true;
     for (int g = 0; g < 3; ++g) {
       engram_rows_gather(&work);
-      for (size_t i = 0; i < ids.size(); ++i) all = all && RowIs(w, s, i, ids[i], ids[i] >= 0 && ids[i] < int64_t(kRows));
+      for (size_t i = 0; i < ids.size(); ++i)
+        all = all && RowIs(w, s, i, ids[i], ids[i] >= 0 && ids[i] < int64_t(kRows));
     }
     CHECK(all);
     stop.store(true);
@@ -182,9 +183,8 @@ TEST(mia_checkpoint_and_pack_loop) {
     CHECK(all);
     uint64_t st[9];
     row_store_stats(store, st);
-    CHECK_EQ(st[0] + st[1], 3 * static_cast<uint64_t>(std::count_if(ids.begin(), ids.end(), [](int64_t id) {
-                                  return id >= 1000 && id < 2000;
-                                })));
+    CHECK_EQ(st[0] + st[1], 3 * static_cast<uint64_t>(std::count_if(
+                                    ids.begin(), ids.end(), [](int64_t id) { return id >= 1000 && id < 2000; })));
     row_store_close(store);
   }
 }
@@ -219,12 +219,12 @@ TEST(mia_close_rows_share_reads) {
   };
   const bool aio = KernelAio();
   const Case cases[] = {
-      {{0, 32}, 1},        // one block between them: one 12 KiB read
-      {{32, 0, 32}, 1},    // a repeat, in any order
-      {{0, 47}, 2},        // two blocks between them: two reads
-      {{0, 15, 32}, 1},    // the straddling row joins both
-      {{0, 32, 63}, 2},    // 0-32 is 12 KiB; adding 63 would make 20 KiB
-      {{15}, 1},           // one row over two blocks
+      {{0, 32}, 1},          // one block between them: one 12 KiB read
+      {{32, 0, 32}, 1},      // a repeat, in any order
+      {{0, 47}, 2},          // two blocks between them: two reads
+      {{0, 15, 32}, 1},      // the straddling row joins both
+      {{0, 32, 63}, 2},      // 0-32 is 12 KiB; adding 63 would make 20 KiB
+      {{15}, 1},             // one row over two blocks
       {{0, 32, 47, 63}, 2},  // 0-32 (blocks 1-3), then 47-63 (blocks 4-5)
   };
   for (const Case& c : cases) {

@@ -55,11 +55,21 @@ void AppendEscaped(std::string& out, std::string_view s) {
 void Write(const spark::json::Document& d, uint32_t i, std::string& out) {
   using spark::json::Type;
   switch (d.TypeOf(i)) {
-    case Type::kNull: out += "null"; break;
-    case Type::kFalse: out += "false"; break;
-    case Type::kTrue: out += "true"; break;
-    case Type::kNumber: out += d.NumberText(i); break;
-    case Type::kString: AppendEscaped(out, d.Str(i)); break;
+    case Type::kNull:
+      out += "null";
+      break;
+    case Type::kFalse:
+      out += "false";
+      break;
+    case Type::kTrue:
+      out += "true";
+      break;
+    case Type::kNumber:
+      out += d.NumberText(i);
+      break;
+    case Type::kString:
+      AppendEscaped(out, d.Str(i));
+      break;
     case Type::kArray: {
       out.push_back('[');
       bool first = true;

@@ -56,7 +56,8 @@ TEST(ParsesScalarsAndContainers) {
 TEST(IntegersStayExactPastTwoTo53) {
   Document doc;
   Error err;
-  CHECK(ParseText("[9007199254740993, 18446744073709551615, 18446744073709551616, 0, 99999999999999999999999]", &doc, &err));
+  CHECK(ParseText("[9007199254740993, 18446744073709551615, 18446744073709551616, 0, 99999999999999999999999]", &doc,
+                  &err));
   CHECK(doc.IsU64(1) && doc.U64(1) == 9007199254740993ULL);
   CHECK(doc.IsU64(2) && doc.U64(2) == 18446744073709551615ULL);
   CHECK(!doc.IsU64(3) && doc.IsU64Overflow(3));
@@ -77,7 +78,8 @@ TEST(NonIntegerNumbersKeepTheirText) {
 }
 
 TEST(RejectsMalformedNumbers) {
-  for (const char* bad : {"01", "-", "1.", ".5", "1e", "1e+", "+1", "0x10", "NaN", "Infinity", "-Infinity", "1.5.2", "--1"}) {
+  for (const char* bad :
+       {"01", "-", "1.", ".5", "1e", "1e+", "+1", "0x10", "NaN", "Infinity", "-Infinity", "1.5.2", "--1"}) {
     CHECK(KindOf(std::string("[") + bad + "]") == Error::Kind::kSyntax);
   }
 }
@@ -99,8 +101,8 @@ TEST(RejectsExtensions) {
   CHECK(KindOf("[") == Error::Kind::kSyntax);
   CHECK(KindOf("{\"a\":") == Error::Kind::kSyntax);
   CHECK(KindOf("\"abc") == Error::Kind::kSyntax);
-  CHECK(KindOf("\f[1]") == Error::Kind::kSyntax);           // form feed is not JSON whitespace
-  CHECK(KindOf("[1]\xC2\xA0") == Error::Kind::kSyntax);     // nor is U+00A0
+  CHECK(KindOf("\f[1]") == Error::Kind::kSyntax);        // form feed is not JSON whitespace
+  CHECK(KindOf("[1]\xC2\xA0") == Error::Kind::kSyntax);  // nor is U+00A0
 }
 
 TEST(MaxNodesBoundsTheTape) {
@@ -174,8 +176,8 @@ TEST(Utf8Validation) {
   CHECK_EQ(bad_at("ab\xF4\x90\x80\x80"), 2u);  // past U+10FFFF
   CHECK_EQ(bad_at("ab\xF5\x80\x80\x80"), 2u);
   CHECK_EQ(bad_at("ab\xFF"), 2u);
-  CHECK_EQ(bad_at("ab\x80"), 2u);              // stray continuation
-  CHECK_EQ(bad_at("abcdefgh\xE4\xB8"), 8u);    // truncated at the end
+  CHECK_EQ(bad_at("ab\x80"), 2u);            // stray continuation
+  CHECK_EQ(bad_at("abcdefgh\xE4\xB8"), 8u);  // truncated at the end
   CHECK_EQ(bad_at("ab\xE4\x41\x41"), 2u);
   CHECK(KindOf("[\"\xFF\"]") == Error::Kind::kUtf8);
   Document doc;
@@ -229,7 +231,8 @@ TEST(DuplicateKeysInLargeObjects) {
     std::string unique = obj;
     unique.back() = '}';
     CHECK(KindOf(unique) == Error::Kind::kNone);
-    for (int d = 0; d < members; ++d) CHECK(KindOf(obj + "\"k" + std::to_string(d) + "\":1}") == Error::Kind::kDuplicateKey);
+    for (int d = 0; d < members; ++d)
+      CHECK(KindOf(obj + "\"k" + std::to_string(d) + "\":1}") == Error::Kind::kDuplicateKey);
   }
 }
 
@@ -270,8 +273,10 @@ TEST(LargeInputParsesQuickly) {
   std::string text = "{";
   text.reserve(target + (1 << 20));
   for (int i = 0; text.size() < target; ++i) {
-    text += "\"model.layers." + std::to_string(i) + ".mlp.experts.gate_proj.weight\":{\"dtype\":\"F8_E4M3\",\"shape\":[2048,7168],"
-            "\"data_offsets\":[" + std::to_string(uint64_t(i) * 14680064) + "," + std::to_string(uint64_t(i + 1) * 14680064) + "]},";
+    text += "\"model.layers." + std::to_string(i) +
+            ".mlp.experts.gate_proj.weight\":{\"dtype\":\"F8_E4M3\",\"shape\":[2048,7168],"
+            "\"data_offsets\":[" +
+            std::to_string(uint64_t(i) * 14680064) + "," + std::to_string(uint64_t(i + 1) * 14680064) + "]},";
   }
   text.back() = '}';
   Document doc;

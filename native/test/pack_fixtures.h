@@ -20,7 +20,9 @@
 namespace pack_test {
 
 // Removed when the test binary exits (scratch.h).
-inline std::string TempDir(const std::string& parent = "/tmp") { return spark_test::ScratchDir(parent, "spark-pack-test"); }
+inline std::string TempDir(const std::string& parent = "/tmp") {
+  return spark_test::ScratchDir(parent, "spark-pack-test");
+}
 
 inline std::vector<uint8_t> ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -28,7 +30,8 @@ inline std::vector<uint8_t> ReadAll(const std::string& path) {
 }
 
 inline void WriteAll(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
 
 inline spark::ThreadPool& Pool() {

@@ -73,7 +73,8 @@ SparseShardJob MakeJob(const Shard& s, const Out& out, std::vector<std::pair<uin
   job.header_bytes = s.header_bytes;
   job.header_crc = Crc32(0, s.bytes.data(), s.header_bytes);
   for (size_t t = 0; t < ranges.size(); ++t) {
-    job.tables.push_back({s.weight_offset[t], s.scale_offset[t], s.dim, {ranges[t].first, ranges[t].second}, chunk_rows});
+    job.tables.push_back(
+        {s.weight_offset[t], s.scale_offset[t], s.dim, {ranges[t].first, ranges[t].second}, chunk_rows});
   }
   SetFileJob(&job.file, out, "sparse-test");
   return job;
@@ -90,7 +91,8 @@ bool CopyIsRight(const Shard& s, const SparseShardJob& job, const std::string& p
     for (uint64_t at = t.weight_offset + t.rows.start * t.dim; at < t.weight_offset + t.rows.end * t.dim; ++at) {
       want[at] = s.bytes[at];
     }
-    for (uint64_t at = t.scale_offset + t.rows.start * sb; at < t.scale_offset + t.rows.end * sb; ++at) want[at] = s.bytes[at];
+    for (uint64_t at = t.scale_offset + t.rows.start * sb; at < t.scale_offset + t.rows.end * sb; ++at)
+      want[at] = s.bytes[at];
   }
   return got == want;
 }
@@ -202,7 +204,8 @@ TEST(LinksWhereThePackWritesAreRefusedAndTheirTargetsUntouched) {
       Status st = PackSparseShard(job, &progress, &r);
       CHECK(st.code == Code::E_UNSAFE_PATH);
       CHECK_EQ(st.path, at);
-      if (st.path != at) std::printf("  %s (%s): %s\n", name.c_str(), hard ? "hard" : "symbolic", st.ToString().c_str());
+      if (st.path != at)
+        std::printf("  %s (%s): %s\n", name.c_str(), hard ? "hard" : "symbolic", st.ToString().c_str());
       CHECK((ReadAll(victim) == std::vector<uint8_t>{'k', 'e', 'e', 'p'}));
     }
   }

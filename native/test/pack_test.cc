@@ -6,8 +6,8 @@
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -16,8 +16,8 @@
 #include "core/base/crc32.h"
 #include "core/pack/pack_format.h"
 #include "core/pack/pack_journal.h"
-#include "core/threads/thread_pool.h"
 #include "core/pack/verify.h"
+#include "core/threads/thread_pool.h"
 #include "test/direct_probe.h"
 #include "test/pack_fixtures.h"
 #include "test/testing.h"
@@ -195,7 +195,9 @@ TEST(ResumeKeepsGoodChunksAndRedoesBadOnes) {
   WriteAll(out->journal(), journal);
   std::vector<JournalRecord> kept;
   bool matches = false;
-  CHECK(PackJournal::Read(out->dir, JournalName(out->name), KeyOnDisk(job.file.key, out->partial()), 13, &kept, &matches).ok());
+  CHECK(
+      PackJournal::Read(out->dir, JournalName(out->name), KeyOnDisk(job.file.key, out->partial()), 13, &kept, &matches)
+          .ok());
   CHECK(matches);
   CHECK_EQ(kept.size(), 6u);
   auto data = ReadAll(out->partial());
@@ -383,7 +385,8 @@ TEST(PacksDirectWhereAllowedBufferedWhereNotByteExact) {
     CHECK_EQ(vr.bad_row_count, 0u);
     CHECK_EQ(vr.rows_compared, 2893u);
     // The verifier reads the pack and the source: direct only if both allow it.
-    CHECK_EQ(vr.read_io, std::string(IoModeName(usable && DirectAllowedIn(out->dir.path()) && DirectAllowedIn(c.source->dir))));
+    CHECK_EQ(vr.read_io,
+             std::string(IoModeName(usable && DirectAllowedIn(out->dir.path()) && DirectAllowedIn(c.source->dir))));
     if (c.out_parent == "/dev/shm") std::filesystem::remove_all(out->dir.path());  // memory, not disk
   }
   if (shm) std::filesystem::remove_all(shm_src.dir);

@@ -5,9 +5,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <chrono>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -20,8 +20,8 @@
 
 namespace row_fixtures {
 
-using spark::RowStore;
 using spark::PackedTable;
+using spark::RowStore;
 using spark::SnapshotTable;
 using spark::TableSpec;
 
@@ -134,14 +134,15 @@ inline bool RowsMatch(const std::vector<uint8_t>& out, uint32_t layer, const std
   return true;
 }
 
-inline spark::Status GatherInto(RowStore& store, spark::ThreadPool& pool, uint32_t layer, const std::vector<uint64_t>& ids,
-                         std::vector<uint8_t>* out) {
+inline spark::Status GatherInto(RowStore& store, spark::ThreadPool& pool, uint32_t layer,
+                                const std::vector<uint64_t>& ids, std::vector<uint8_t>* out) {
   out->assign(ids.size() * kRowBytes, 0xEE);
   return store.Gather(pool, layer, ids.data(), ids.size(), out->data(), out->size());
 }
 
 // Gathers `ids` of `layer` and checks every byte; prints the error when the gather failed.
-inline bool GathersRightRows(RowStore& store, spark::ThreadPool& pool, uint32_t layer, const std::vector<uint64_t>& ids) {
+inline bool GathersRightRows(RowStore& store, spark::ThreadPool& pool, uint32_t layer,
+                             const std::vector<uint64_t>& ids) {
   std::vector<uint8_t> out;
   spark::Status st = GatherInto(store, pool, layer, ids, &out);
   if (!st.ok()) std::printf("  %s\n", st.ToString().c_str());
@@ -161,6 +162,5 @@ inline spark::Status GatherClosedAfter(RowStore& store, spark::ThreadPool& pool,
   worker.join();
   return st;
 }
-
 
 }  // namespace row_fixtures

@@ -42,7 +42,9 @@ bool SameAsReference(const std::vector<uint64_t>& ids) {
   spark::DistinctRows(ids.data(), ids.size(), true, &got, &got_copies, &scratch);
   bool same = want.size() == got.size() && want_copies == got_copies;
   for (size_t i = 0; same && i < want.size(); ++i) same = want[i].id == got[i].id && want[i].pos == got[i].pos;
-  if (!same) std::printf("  differs for a batch of %zu ids (first %llu)\n", ids.size(), ids.empty() ? 0ull : (unsigned long long)ids[0]);
+  if (!same)
+    std::printf("  differs for a batch of %zu ids (first %llu)\n", ids.size(),
+                ids.empty() ? 0ull : (unsigned long long)ids[0]);
   return same;
 }
 

@@ -131,8 +131,8 @@ TEST(ReadIfCachedSwitchesItselfOffOnlyWhenUnsupported) {
     int err;
     bool stays_on;
   };
-  for (Case c : {Case{EAGAIN, true}, Case{EIO, true}, Case{EINTR, true}, Case{EOPNOTSUPP, false},
-                 Case{ENOSYS, false}, Case{EINVAL, false}}) {
+  for (Case c : {Case{EAGAIN, true}, Case{EIO, true}, Case{EINTR, true}, Case{EOPNOTSUPP, false}, Case{ENOSYS, false},
+                 Case{EINVAL, false}}) {
     spark::ReadFile f;
     CHECK(f.Open(t.path, false, 0, true).ok());
     spark::FaultConfig faults;
@@ -250,6 +250,4 @@ TEST(ConcurrentBatchesOnOneStoreShareItsPlanMemorySafely) {
   CHECK_EQ(store->Stats().batches, 6u * 30u);
 }
 
-int main() {
-  return spark_test::RunAll("row_store_cache_test");
-}
+int main() { return spark_test::RunAll("row_store_cache_test"); }

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "core/io/random_read.h"
-#include "core/threads/parallel.h"
 #include "core/row_store/row_store.h"
+#include "core/threads/parallel.h"
 #include "test/row_fixtures.h"
 #include "test/testing.h"
 
@@ -153,7 +153,7 @@ TEST(ADirectReadShortOfOneBlockIsReadAgainThenReported) {
     retry.first_delay_us = 100;
     spark::ReadContext ctx{&injector, &counters, retry};
     if (every == 2) CHECK(spark::PreadAll(f, p, 4096, 4096, 8192, ctx).ok());  // call 1: whole
-    spark::Status st = spark::PreadAll(f, p, 4096, 4096, 8192, ctx);  // short by half a block
+    spark::Status st = spark::PreadAll(f, p, 4096, 4096, 8192, ctx);           // short by half a block
     if (every == 2) {
       CHECK(st.ok());
       CHECK_EQ(counters.error_retries.load(), 1u);
@@ -243,6 +243,4 @@ TEST(ResidentScalesLoadWhileGathersRun) {
   }
 }
 
-int main() {
-  return spark_test::RunAll("row_store_io_test");
-}
+int main() { return spark_test::RunAll("row_store_io_test"); }

@@ -10,8 +10,8 @@
 #include <cerrno>
 #include <vector>
 
-#include "core/io/fault_guard.h"
 #include "core/io/cached_map.h"
+#include "core/io/fault_guard.h"
 #include "core/row_store/row_store.h"
 #include "test/row_fixtures.h"
 #include "test/testing.h"
@@ -249,6 +249,4 @@ TEST(TheFaultGuardCatchesOnlyItsOwnThread) {
   close(fd);
 }
 
-int main() {
-  return spark_test::RunAll("row_store_mapped_test");
-}
+int main() { return spark_test::RunAll("row_store_mapped_test"); }

@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/threads/parallel.h"
 #include "core/row_store/row_store.h"
+#include "core/threads/parallel.h"
 #include "test/row_fixtures.h"
 #include "test/testing.h"
 
@@ -90,7 +90,7 @@ TEST(SnapshotRowsAreByteExactWithAndWithoutDedupAndMerge) {
     auto s = store->Stats();
     CHECK_EQ(s.rows, kIds.size());
     CHECK_EQ(s.duplicates, mode == 2 ? 0u : 3u);  // 5 twice more, 0 once more
-    if (mode == 1) CHECK_EQ(s.reads, 2 * 12u);     // two reads per distinct row
+    if (mode == 1) CHECK_EQ(s.reads, 2 * 12u);    // two reads per distinct row
     if (mode == 0) CHECK(s.reads < 2 * 12u && s.merged > 0);
   }
 }
@@ -275,6 +275,4 @@ TEST(DelayedReadsScaleWithThreads) {
   }
 }
 
-int main() {
-  return spark_test::RunAll("row_store_test");
-}
+int main() { return spark_test::RunAll("row_store_test"); }

@@ -18,8 +18,8 @@ using spark::safetensors::Header;
 namespace {
 
 Status Parse(const std::string& json, uint64_t data_length, Header* out) {
-  return spark::safetensors::ParseHeaderBytes(reinterpret_cast<const uint8_t*>(json.data()), json.size(), data_length, "m.safetensors",
-                                              out);
+  return spark::safetensors::ParseHeaderBytes(reinterpret_cast<const uint8_t*>(json.data()), json.size(), data_length,
+                                              "m.safetensors", out);
 }
 
 Code CodeOf(const std::string& json, uint64_t data_length) {
@@ -28,7 +28,8 @@ Code CodeOf(const std::string& json, uint64_t data_length) {
 }
 
 std::string Entry(const std::string& dtype, const std::string& shape, uint64_t begin, uint64_t end) {
-  return "{\"dtype\":\"" + dtype + "\",\"shape\":" + shape + ",\"data_offsets\":[" + std::to_string(begin) + "," + std::to_string(end) + "]}";
+  return "{\"dtype\":\"" + dtype + "\",\"shape\":" + shape + ",\"data_offsets\":[" + std::to_string(begin) + "," +
+         std::to_string(end) + "]}";
 }
 
 // A scratch directory for files; removed by the OS's tmp cleaning, names are unique per run.
@@ -38,13 +39,15 @@ std::string TempDir() {
 }
 
 // Writes 8-byte length + header + data_length bytes (a hole, so large sizes cost nothing).
-std::string WriteFile(const std::string& name, const std::string& header, uint64_t data_length, uint64_t length_field = UINT64_MAX) {
+std::string WriteFile(const std::string& name, const std::string& header, uint64_t data_length,
+                      uint64_t length_field = UINT64_MAX) {
   std::string path = TempDir() + "/" + name;
   int fd = open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
   uint64_t n = length_field == UINT64_MAX ? header.size() : length_field;
   uint8_t prefix[8];
   for (int i = 0; i < 8; ++i) prefix[i] = static_cast<uint8_t>(n >> (8 * i));
-  bool ok = write(fd, prefix, 8) == 8 && write(fd, header.data(), header.size()) == static_cast<ssize_t>(header.size()) &&
+  bool ok = write(fd, prefix, 8) == 8 &&
+            write(fd, header.data(), header.size()) == static_cast<ssize_t>(header.size()) &&
             ftruncate(fd, static_cast<off_t>(8 + header.size() + data_length)) == 0;
   close(fd);
   CHECK(ok);
@@ -55,7 +58,8 @@ std::string WriteFile(const std::string& name, const std::string& header, uint64
 
 TEST(ValidHeaderIsSortedWithFileOffsets) {
   Header h;
-  std::string json = "  {\"b\":" + Entry("F32", "[2,3]", 8, 32) + ",\"__metadata__\":{\"format\":\"pt\"},\"a\":" + Entry("BF16", "[4]", 0, 8) +
+  std::string json = "  {\"b\":" + Entry("F32", "[2,3]", 8, 32) +
+                     ",\"__metadata__\":{\"format\":\"pt\"},\"a\":" + Entry("BF16", "[4]", 0, 8) +
                      ",\"z\":" + Entry("U8", "[0]", 8, 8) + "}  ";
   Status s = Parse(json, 32, &h);
   CHECK(s.ok());
@@ -76,9 +80,10 @@ TEST(ValidHeaderIsSortedWithFileOffsets) {
 
 TEST(EveryDtypeHasItsBitSize) {
   const std::pair<const char*, unsigned> table[] = {
-      {"BOOL", 8}, {"F4", 4}, {"F6_E2M3", 6}, {"F6_E3M2", 6}, {"U8", 8}, {"I8", 8}, {"F8_E5M2", 8}, {"F8_E4M3", 8},
-      {"F8_E8M0", 8}, {"F8_E4M3FNUZ", 8}, {"F8_E5M2FNUZ", 8}, {"I16", 16}, {"U16", 16}, {"F16", 16}, {"BF16", 16}, {"I32", 32},
-      {"U32", 32}, {"F32", 32}, {"C64", 64}, {"F64", 64}, {"I64", 64}, {"U64", 64}};
+      {"BOOL", 8},    {"F4", 4},      {"F6_E2M3", 6}, {"F6_E3M2", 6},     {"U8", 8},          {"I8", 8},
+      {"F8_E5M2", 8}, {"F8_E4M3", 8}, {"F8_E8M0", 8}, {"F8_E4M3FNUZ", 8}, {"F8_E5M2FNUZ", 8}, {"I16", 16},
+      {"U16", 16},    {"F16", 16},    {"BF16", 16},   {"I32", 32},        {"U32", 32},        {"F32", 32},
+      {"C64", 64},    {"F64", 64},    {"I64", 64},    {"U64", 64}};
   std::string json = "{";
   uint64_t at = 0;
   for (auto [name, bits] : table) {
@@ -106,17 +111,21 @@ TEST(EmptyAndZeroSize) {
   CHECK(CodeOf("{\"a\":" + Entry("F32", "[0,5]", 0, 0) + "}", 0) == Code::OK);
   CHECK(CodeOf("{\"a\":" + Entry("F32", "[]", 0, 4) + "}", 4) == Code::OK);  // a scalar
   // A zero-size tensor inside another's range is an overlap, as in the reference.
-  CHECK(CodeOf("{\"a\":" + Entry("U8", "[8]", 0, 8) + ",\"b\":" + Entry("U8", "[0]", 4, 4) + "}", 8) == Code::E_SAFETENSORS_LAYOUT);
+  CHECK(CodeOf("{\"a\":" + Entry("U8", "[8]", 0, 8) + ",\"b\":" + Entry("U8", "[0]", 4, 4) + "}", 8) ==
+        Code::E_SAFETENSORS_LAYOUT);
 }
 
 TEST(SchemaErrors) {
   CHECK(CodeOf("[]", 0) == Code::E_SAFETENSORS_JSON);
   CHECK(CodeOf("\"x\"", 0) == Code::E_SAFETENSORS_JSON);
   CHECK(CodeOf("{\"a\":[1]}", 0) == Code::E_SAFETENSORS_ENTRY);
-  CHECK(CodeOf("{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1],\"x\":1}}", 1) == Code::E_SAFETENSORS_ENTRY);
+  CHECK(CodeOf("{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1],\"x\":1}}", 1) ==
+        Code::E_SAFETENSORS_ENTRY);
   CHECK(CodeOf("{\"a\":{\"dtype\":\"U8\",\"shape\":[1]}}", 1) == Code::E_SAFETENSORS_ENTRY);
-  CHECK(CodeOf("{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1],\"dtype\":\"U8\"}}", 1) == Code::E_SAFETENSORS_DUPLICATE);
-  CHECK(CodeOf("{\"a\":" + Entry("U8", "[1]", 0, 1) + ",\"a\":" + Entry("U8", "[1]", 1, 2) + "}", 2) == Code::E_SAFETENSORS_DUPLICATE);
+  CHECK(CodeOf("{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1],\"dtype\":\"U8\"}}", 1) ==
+        Code::E_SAFETENSORS_DUPLICATE);
+  CHECK(CodeOf("{\"a\":" + Entry("U8", "[1]", 0, 1) + ",\"a\":" + Entry("U8", "[1]", 1, 2) + "}", 2) ==
+        Code::E_SAFETENSORS_DUPLICATE);
   CHECK(CodeOf("{\"__metadata__\":{\"k\":1}}", 0) == Code::E_SAFETENSORS_METADATA);
   CHECK(CodeOf("{\"__metadata__\":[]}", 0) == Code::E_SAFETENSORS_METADATA);
   CHECK(CodeOf("{\"__metadata__\":{\"k\":\"a\",\"k\":\"b\"}}", 0) == Code::E_SAFETENSORS_DUPLICATE);
@@ -140,7 +149,8 @@ TEST(ErrorsNameTheTensor) {
 
 TEST(ShapeErrors) {
   for (const char* shape : {"[-1]", "[1.5]", "[\"3\"]", "[1e3]", "[null]", "[[2]]", "3", "{}"}) {
-    CHECK(CodeOf(std::string("{\"a\":{\"dtype\":\"U8\",\"shape\":") + shape + ",\"data_offsets\":[0,3]}}", 3) == Code::E_SAFETENSORS_SHAPE);
+    CHECK(CodeOf(std::string("{\"a\":{\"dtype\":\"U8\",\"shape\":") + shape + ",\"data_offsets\":[0,3]}}", 3) ==
+          Code::E_SAFETENSORS_SHAPE);
   }
   CHECK(CodeOf("{\"a\":" + Entry("U8", "[18446744073709551616]", 0, 0) + "}", 0) == Code::E_SAFETENSORS_OVERFLOW);
   CHECK(CodeOf("{\"a\":" + Entry("U8", "[4294967296,4294967296]", 0, 0) + "}", 0) == Code::E_SAFETENSORS_OVERFLOW);
@@ -202,7 +212,9 @@ TEST(JsonErrorsMapToCodes) {
 TEST(OffsetsPastTwoTo53StayExact) {
   Header h;
   uint64_t big = (uint64_t{1} << 60) + 3;
-  Status s = Parse("{\"a\":" + Entry("U8", "[3]", 0, 3) + ",\"b\":" + Entry("U8", "[" + std::to_string(big) + "]", 3, big + 3) + "}", big + 3, &h);
+  Status s = Parse(
+      "{\"a\":" + Entry("U8", "[3]", 0, 3) + ",\"b\":" + Entry("U8", "[" + std::to_string(big) + "]", 3, big + 3) + "}",
+      big + 3, &h);
   CHECK(s.ok());
   CHECK_EQ(h.tensors[1].bytes, big);
   CHECK_EQ(h.tensors[1].file_offset, h.data_start + 3);
@@ -212,7 +224,8 @@ TEST(OffsetsPastTwoTo53StayExact) {
 
 TEST(ReadHeaderFromFiles) {
   Header h;
-  std::string json = "{\"a\":" + Entry("U8", "[4294967301]", 0, 4294967301) + ",\"b\":" + Entry("F32", "[2]", 4294967301, 4294967309) + "}";
+  std::string json = "{\"a\":" + Entry("U8", "[4294967301]", 0, 4294967301) +
+                     ",\"b\":" + Entry("F32", "[2]", 4294967301, 4294967309) + "}";
   std::string path = WriteFile("sparse.safetensors", json, 4294967309);
   Status s = spark::safetensors::ReadHeader(path, &h);
   CHECK(s.ok());
@@ -231,13 +244,17 @@ TEST(ReadHeaderFromFiles) {
   CHECK(write(fd, "abc", 3) == 3);
   close(fd);
   CHECK(spark::safetensors::ReadHeader(tiny, &h).code == Code::E_SAFETENSORS_TRUNCATED);
-  CHECK(spark::safetensors::ReadHeader(WriteFile("cap.safetensors", "{}", 0, 100000001), &h).code == Code::E_SAFETENSORS_HEADER_SIZE);
-  CHECK(spark::safetensors::ReadHeader(WriteFile("huge.safetensors", "{}", 0, UINT64_MAX - 1), &h).code == Code::E_SAFETENSORS_HEADER_SIZE);
-  CHECK(spark::safetensors::ReadHeader(WriteFile("short.safetensors", "{}", 0, 3), &h).code == Code::E_SAFETENSORS_TRUNCATED);
+  CHECK(spark::safetensors::ReadHeader(WriteFile("cap.safetensors", "{}", 0, 100000001), &h).code ==
+        Code::E_SAFETENSORS_HEADER_SIZE);
+  CHECK(spark::safetensors::ReadHeader(WriteFile("huge.safetensors", "{}", 0, UINT64_MAX - 1), &h).code ==
+        Code::E_SAFETENSORS_HEADER_SIZE);
+  CHECK(spark::safetensors::ReadHeader(WriteFile("short.safetensors", "{}", 0, 3), &h).code ==
+        Code::E_SAFETENSORS_TRUNCATED);
   s = spark::safetensors::ReadHeader(WriteFile("cut.safetensors", json, 100), &h);
   CHECK(s.code == Code::E_SHARD_TRUNCATED);
   CHECK_EQ(s.tensor, std::string("a"));
-  CHECK(spark::safetensors::ReadHeader(WriteFile("long.safetensors", json, 4294967310), &h).code == Code::E_SAFETENSORS_DATA_LENGTH);
+  CHECK(spark::safetensors::ReadHeader(WriteFile("long.safetensors", json, 4294967310), &h).code ==
+        Code::E_SAFETENSORS_DATA_LENGTH);
   std::string cmd = "rm -rf '" + TempDir() + "'";
   CHECK(std::system(cmd.c_str()) == 0);
 }
@@ -253,7 +270,8 @@ TEST(HeaderAtTheCapsValidatesQuickly) {
   const uint64_t n = spark::safetensors::kMaxTensors;
   const uint64_t bytes = 2048 * 7168;
   auto entry = [&](uint64_t i, const std::string& pad) {
-    return "\"model.layers." + std::to_string(i) + ".mlp.experts." + pad + ".weight\":" + Entry("F8_E4M3", "[2048,7168]", i * bytes, (i + 1) * bytes);
+    return "\"model.layers." + std::to_string(i) + ".mlp.experts." + pad +
+           ".weight\":" + Entry("F8_E4M3", "[2048,7168]", i * bytes, (i + 1) * bytes);
   };
   // Long names, so the byte cap and the tensor cap are reached at once (slow builds: short names).
   const size_t bare = entry(n, "").size() + 1;
@@ -286,12 +304,14 @@ TEST(HeaderAtTheCapsValidatesQuickly) {
 TEST(TensorAndValueCapsAreOneLineErrors) {
   // Entries past kMaxTensors and __metadata__ (empty entries: the parser stops counting first).
   std::string json = "{";
-  for (uint64_t i = 0; i <= spark::safetensors::kMaxTensors + 1; ++i) json += (i ? ",\"t" : "\"t") + std::to_string(i) + "\":{}";
+  for (uint64_t i = 0; i <= spark::safetensors::kMaxTensors + 1; ++i)
+    json += (i ? ",\"t" : "\"t") + std::to_string(i) + "\":{}";
   json += "}";
   Header h;
   Status s = Parse(json, 0, &h);
   CHECK(s.code == Code::E_SAFETENSORS_HEADER_SIZE);
-  CHECK_EQ(s.message, std::string("the header lists more than 262145 entries; spark reads at most 262144 tensors from one file (a checkpoint shard lists a few thousand)"));
+  CHECK_EQ(s.message, std::string("the header lists more than 262145 entries; spark reads at most 262144 tensors from "
+                                  "one file (a checkpoint shard lists a few thousand)"));
   CHECK(h.tensors.empty());
   // A shape of millions of zeros: few tensors, but past the values a header may hold.
   std::string zeros;
@@ -301,7 +321,8 @@ TEST(TensorAndValueCapsAreOneLineErrors) {
   zeros += "]";
   s = Parse("{\"a\":" + Entry("U8", zeros, 0, 0) + "}", 0, &h);
   CHECK(s.code == Code::E_SAFETENSORS_HEADER_SIZE);
-  CHECK_EQ(s.message.rfind("the header holds more than 4194304 JSON values; spark reads at most 262144 tensors", 0), 0u);
+  CHECK_EQ(s.message.rfind("the header holds more than 4194304 JSON values; spark reads at most 262144 tensors", 0),
+           0u);
 }
 
 int main() { return spark_test::RunAll("safetensors_test"); }

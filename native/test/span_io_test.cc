@@ -38,7 +38,8 @@ std::vector<uint8_t> RandomBytes(size_t n, uint32_t seed) {
 }
 
 void WriteAll(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
 
 std::vector<uint8_t> ReadAll(const std::string& path) {
@@ -52,9 +53,19 @@ bool DirectWriteAllowed(const std::string& path) { return DirectReadAllowed(path
 // Spans at every kind of alignment: starts and ends on a block, one byte off it, a row (264
 // bytes) off it, and spans inside one block or crossing one boundary.
 std::vector<std::pair<uint64_t, uint64_t>> Spans() {
-  return {{0, 4096},       {0, 1},         {1, 1},           {4095, 2},         {4096, 8192},
-          {264, 264 * 17}, {4095, 4097},   {12345, 0},       {8191, 1 << 20},   {100, 4000},
-          {4096 * 7 + 5, (1 << 20) + 263}, {(3 << 20) - 9, 9}, {777, (2 << 20) + 1}};
+  return {{0, 4096},
+          {0, 1},
+          {1, 1},
+          {4095, 2},
+          {4096, 8192},
+          {264, 264 * 17},
+          {4095, 4097},
+          {12345, 0},
+          {8191, 1 << 20},
+          {100, 4000},
+          {4096 * 7 + 5, (1 << 20) + 263},
+          {(3 << 20) - 9, 9},
+          {777, (2 << 20) + 1}};
 }
 
 // Reads every span from `src` and writes it at the same offset of a file pre-filled with 0x5A,

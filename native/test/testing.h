@@ -56,23 +56,23 @@ inline int RunAll(const char* suite) {
 
 }  // namespace spark_test
 
-#define TEST(name)                                                       \
-  static void name();                                                    \
-  static spark_test::Register register_##name(#name, name);              \
+#define TEST(name)                                          \
+  static void name();                                       \
+  static spark_test::Register register_##name(#name, name); \
   static void name()
 
-#define CHECK(cond)                                                                  \
-  do {                                                                               \
-    if (!(cond)) {                                                                   \
-      std::printf("  %s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);         \
-      ++spark_test::Failures();                                                      \
-    }                                                                                \
+#define CHECK(cond)                                                          \
+  do {                                                                       \
+    if (!(cond)) {                                                           \
+      std::printf("  %s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+      ++spark_test::Failures();                                              \
+    }                                                                        \
   } while (0)
 
-#define CHECK_EQ(a, b)                                                                    \
-  do {                                                                                    \
-    if (!((a) == (b))) {                                                                  \
-      std::printf("  %s:%d: CHECK_EQ failed: %s != %s\n", __FILE__, __LINE__, #a, #b);    \
-      ++spark_test::Failures();                                                           \
-    }                                                                                     \
+#define CHECK_EQ(a, b)                                                                 \
+  do {                                                                                 \
+    if (!((a) == (b))) {                                                               \
+      std::printf("  %s:%d: CHECK_EQ failed: %s != %s\n", __FILE__, __LINE__, #a, #b); \
+      ++spark_test::Failures();                                                        \
+    }                                                                                  \
   } while (0)

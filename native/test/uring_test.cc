@@ -213,7 +213,8 @@ TEST(UringReportsTheSameErrorsAsThePreadPool) {
   CHECK(st.code == Code::E_IO);
   CHECK_EQ(st.path, whole.path);
   CHECK(st.has_offset && st.offset == 4096 + 10 * kRowBytes);
-  CHECK(st.message.find("io_uring read of 66 bytes failed: Connection timed out (after 2 retries)") != std::string::npos);
+  CHECK(st.message.find("io_uring read of 66 bytes failed: Connection timed out (after 2 retries)") !=
+        std::string::npos);
   CHECK_EQ(failing->Stats().error_retries, 2u);
   // Closed: later batches fail at once.
   store->Close();
@@ -281,7 +282,8 @@ TEST(ManyConcurrentBatchesShareOneRing) {
         std::vector<uint8_t> out(ids.size() * kRowBytes);
         spark::Status st = store->Gather(pool, layer, ids.data(), ids.size(), out.data(), out.size());
         for (size_t k = 0; st.ok() && k < ids.size(); ++k) {
-          if (std::memcmp(&out[k * kRowBytes], Row(layer, ids[k], kDim).data(), kRowBytes) != 0) st.code = Code::E_INTERNAL;
+          if (std::memcmp(&out[k * kRowBytes], Row(layer, ids[k], kDim).data(), kRowBytes) != 0)
+            st.code = Code::E_INTERNAL;
         }
         if (!st.ok()) ++bad[t];
       }
@@ -313,6 +315,4 @@ TEST(CloseWhileUringBatchesRunFailsThemCleanly) {
   CHECK(store->Gather(pool, 1, ids.data(), 1, out.data(), out.size()).code == Code::E_STORE_CLOSED);
 }
 
-int main() {
-  return spark_test::RunAll("uring_test");
-}
+int main() { return spark_test::RunAll("uring_test"); }

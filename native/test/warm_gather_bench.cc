@@ -117,36 +117,37 @@ int main(int argc, char** argv) {
       base.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
       sink += out[rng() % out.size()];  // keeps the copies observable
     }
-    for (size_t th : threads) for (int v = 0; v < 2; ++v) {
-      spark::RowStore* store = stores[v].get();
-      spark::ThreadPool pool(th);
-      const spark::StoreStats before = store->Stats();
-      std::vector<double> us;
-      for (int i = -iters / 10; i < iters; ++i) {  // the first tenth warms up, untimed
-        for (auto& id : ids) id = pick(rng);
-        auto t0 = std::chrono::steady_clock::now();
-        spark::Status st = store->Gather(pool, 1, ids.data(), n, out.data(), out.size());
-        double d = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-        if (!st.ok()) {
-          std::fprintf(stderr, "%s\n", st.ToString().c_str());
-          return 3;
+    for (size_t th : threads)
+      for (int v = 0; v < 2; ++v) {
+        spark::RowStore* store = stores[v].get();
+        spark::ThreadPool pool(th);
+        const spark::StoreStats before = store->Stats();
+        std::vector<double> us;
+        for (int i = -iters / 10; i < iters; ++i) {  // the first tenth warms up, untimed
+          for (auto& id : ids) id = pick(rng);
+          auto t0 = std::chrono::steady_clock::now();
+          spark::Status st = store->Gather(pool, 1, ids.data(), n, out.data(), out.size());
+          double d = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+          if (!st.ok()) {
+            std::fprintf(stderr, "%s\n", st.ToString().c_str());
+            return 3;
+          }
+          if (i >= 0) us.push_back(d);
         }
-        if (i >= 0) us.push_back(d);
+        // Spot-check one row's bytes: a fast wrong answer is no answer.
+        size_t k = rng() % n;
+        if (std::memcmp(&out[k * kRow], &weights[ids[k] * kDim], kDim) != 0 ||
+            std::memcmp(&out[k * kRow + kDim], &scales[ids[k] * kScale], kScale) != 0) {
+          std::fprintf(stderr, "row %zu differs\n", k);
+          return 1;
+        }
+        const spark::StoreStats after = store->Stats();
+        const double mapped = 100.0 * static_cast<double>(after.mapped_rows - before.mapped_rows) /
+                              static_cast<double>(after.rows - before.rows);
+        double p50 = Quantile(us, 0.5), b50 = Quantile(base, 0.5);
+        std::printf("%8s %8zu %7zu %10.1fus %10.1fus %10.1fus %10.1fus %7.1fx %7.0f%%\n", names[v], th, n, p50,
+                    Quantile(us, 0.99), b50, Quantile(base, 0.99), p50 / b50, mapped);
       }
-      // Spot-check one row's bytes: a fast wrong answer is no answer.
-      size_t k = rng() % n;
-      if (std::memcmp(&out[k * kRow], &weights[ids[k] * kDim], kDim) != 0 ||
-          std::memcmp(&out[k * kRow + kDim], &scales[ids[k] * kScale], kScale) != 0) {
-        std::fprintf(stderr, "row %zu differs\n", k);
-        return 1;
-      }
-      const spark::StoreStats after = store->Stats();
-      const double mapped = 100.0 * static_cast<double>(after.mapped_rows - before.mapped_rows) /
-                            static_cast<double>(after.rows - before.rows);
-      double p50 = Quantile(us, 0.5), b50 = Quantile(base, 0.5);
-      std::printf("%8s %8zu %7zu %10.1fus %10.1fus %10.1fus %10.1fus %7.1fx %7.0f%%\n", names[v], th, n, p50,
-                  Quantile(us, 0.99), b50, Quantile(base, 0.99), p50 / b50, mapped);
-    }
   }
   unlink(path);
   return sink == 0xFFFFFFFFu ? 1 : 0;

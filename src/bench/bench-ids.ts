@@ -14,8 +14,16 @@ export interface IdModel {
 }
 
 /** Sub-tables from their sizes (prime rule), or 24 equal parts when unknown; clipped to [start, end). */
-export function idModel(rows: number, start: number, end: number, subTableSizes?: number[], headsPerOrder = 8): IdModel {
-  const sizes = subTableSizes ?? Array.from({ length: 24 }, (_, i) => Math.floor((rows * (i + 1)) / 24) - Math.floor((rows * i) / 24));
+export function idModel(
+  rows: number,
+  start: number,
+  end: number,
+  subTableSizes?: number[],
+  headsPerOrder = 8,
+): IdModel {
+  const sizes =
+    subTableSizes ??
+    Array.from({ length: 24 }, (_, i) => Math.floor((rows * (i + 1)) / 24) - Math.floor((rows * i) / 24));
   const heads: [number, number][] = [];
   let at = 0;
   for (const s of sizes) {

@@ -76,12 +76,24 @@ export interface ColdVerdict {
 const gib = (b: number): string => `${(b / 2 ** 30).toFixed(1)} GiB`;
 
 /** Whether a cold case stays cold, and why (see the top of this file). */
-export function coldVerdict(o: { direct: boolean; evictEveryBatch: boolean; readRangeBytes: number; limit: PageCacheLimit | undefined }): ColdVerdict {
+export function coldVerdict(o: {
+  direct: boolean;
+  evictEveryBatch: boolean;
+  readRangeBytes: number;
+  limit: PageCacheLimit | undefined;
+}): ColdVerdict {
   if (o.direct) return { valid: true, reason: 'O_DIRECT reads bypass the page cache' };
   if (o.evictEveryBatch) return { valid: true, reason: 'the source is evicted from the page cache before every batch' };
-  if (!o.limit) return { valid: false, reason: `the page cache size is unknown (no /proc/meminfo): cannot tell whether the ${gib(o.readRangeBytes)} read range stays cold; use --evict-every-batch` };
+  if (!o.limit)
+    return {
+      valid: false,
+      reason: `the page cache size is unknown (no /proc/meminfo): cannot tell whether the ${gib(o.readRangeBytes)} read range stays cold; use --evict-every-batch`,
+    };
   if (o.readRangeBytes > o.limit.bytes) {
-    return { valid: true, reason: `the read range (${gib(o.readRangeBytes)}) is larger than the page cache can hold (${gib(o.limit.bytes)}, ${o.limit.from})` };
+    return {
+      valid: true,
+      reason: `the read range (${gib(o.readRangeBytes)}) is larger than the page cache can hold (${gib(o.limit.bytes)}, ${o.limit.from})`,
+    };
   }
   return {
     valid: false,

@@ -86,7 +86,9 @@ export interface FioResult {
 export function parseFioJson(stdout: string): FioResult {
   const at = stdout.indexOf('{');
   if (at < 0) throw new Error('fio printed no JSON');
-  const json = JSON.parse(stdout.slice(at)) as { jobs?: { read?: { iops?: number }; usr_cpu?: number; sys_cpu?: number }[] };
+  const json = JSON.parse(stdout.slice(at)) as {
+    jobs?: { read?: { iops?: number }; usr_cpu?: number; sys_cpu?: number }[];
+  };
   const job = json.jobs?.[0];
   if (typeof job?.read?.iops !== 'number') throw new Error('fio JSON has no jobs[0].read.iops');
   return { iops: job.read.iops, cpuPercent: (job.usr_cpu ?? 0) + (job.sys_cpu ?? 0) };
@@ -95,7 +97,10 @@ export function parseFioJson(stdout: string): FioResult {
 /** Runs fio; throws with the first line of fio's complaint. */
 export function runFio(o: FioRun): FioResult {
   const r = spawnSync('fio', fioArgs(o), { encoding: 'utf8', maxBuffer: 1 << 26 });
-  if (r.status !== 0) throw new Error(`fio (${o.engine ?? 'psync'}) failed: ${(r.stderr || r.stdout || r.error?.message || '').trim().split('\n')[0]}`);
+  if (r.status !== 0)
+    throw new Error(
+      `fio (${o.engine ?? 'psync'}) failed: ${(r.stderr || r.stdout || r.error?.message || '').trim().split('\n')[0]}`,
+    );
   return parseFioJson(r.stdout);
 }
 
@@ -122,14 +127,31 @@ export type CeilingRegion = Pick<FioRun, 'file' | 'offset' | 'size' | 'seconds'>
  * The device ceiling over `region`: io_uring when fio has it and the kernel lets it run, else
  * libaio (said in `note`). Returns a note instead when neither runs (no fio, O_DIRECT refused).
  */
-export function measureCeiling(region: CeilingRegion, run: (o: FioRun) => FioResult = runFio, engines: string[] = fioEngines()): Ceiling | { note: string } {
+export function measureCeiling(
+  region: CeilingRegion,
+  run: (o: FioRun) => FioResult = runFio,
+  engines: string[] = fioEngines(),
+): Ceiling | { note: string } {
   const candidates = ceilingEngines(engines);
-  if (candidates.length === 0) return { note: engines.length === 0 ? 'no device ceiling: fio is not installed' : 'no device ceiling: fio has neither io_uring nor libaio' };
+  if (candidates.length === 0)
+    return {
+      note:
+        engines.length === 0
+          ? 'no device ceiling: fio is not installed'
+          : 'no device ceiling: fio has neither io_uring nor libaio',
+    };
   const failures: string[] = [];
   if (candidates[0] !== 'io_uring') failures.push('fio has no io_uring engine');
   for (const engine of candidates) {
     try {
-      const r = run({ ...region, threads: CEILING_JOBS, iodepth: CEILING_IODEPTH, engine, direct: true, keepCache: true });
+      const r = run({
+        ...region,
+        threads: CEILING_JOBS,
+        iodepth: CEILING_IODEPTH,
+        engine,
+        direct: true,
+        keepCache: true,
+      });
       return {
         engine,
         jobs: CEILING_JOBS,
@@ -150,7 +172,17 @@ export function measureCeiling(region: CeilingRegion, run: (o: FioRun) => FioRes
 /** Adds the run after the last case; the ceiling becomes the mean of the two. */
 export function closeCeiling(c: Ceiling, run: (o: FioRun) => FioResult = runFio): Ceiling {
   try {
-    const after = run({ file: c.file, offset: c.offset, size: c.size, seconds: c.seconds, threads: c.jobs, iodepth: c.iodepth, engine: c.engine, direct: true, keepCache: true }).iops;
+    const after = run({
+      file: c.file,
+      offset: c.offset,
+      size: c.size,
+      seconds: c.seconds,
+      threads: c.jobs,
+      iodepth: c.iodepth,
+      engine: c.engine,
+      direct: true,
+      keepCache: true,
+    }).iops;
     return { ...c, iopsAfter: after, iops: (c.iopsBefore + after) / 2 };
   } catch (err) {
     return { ...c, note: [c.note, `second ceiling run failed: ${(err as Error).message}`].filter(Boolean).join('; ') };

@@ -23,7 +23,17 @@ import { readModelConfig } from '../engram/config.js';
 import { drawBatch, idModel, rng } from './bench-ids.js';
 import { coldVerdict, pageCacheLimit, type ColdVerdict, type PageCacheLimit } from './cold.js';
 import { closeCeiling, fioVersion, measureCeiling, runFio, type Ceiling, type FioResult } from './fio.js';
-import { ceilingFractions, ceilingShortfall, pairMergeGains, recommendThreads, storeNumbers, timedNumbers, type BenchEngine, type BenchVariant, type GatherBenchResult } from './gather-result.js';
+import {
+  ceilingFractions,
+  ceilingShortfall,
+  pairMergeGains,
+  recommendThreads,
+  storeNumbers,
+  timedNumbers,
+  type BenchEngine,
+  type BenchVariant,
+  type GatherBenchResult,
+} from './gather-result.js';
 import { NaiveGather } from './naive-gather.js';
 import { cachedBytes, evictFromCache, warmCache } from './page-cache.js';
 import { overlayTable, readRegions, regionBytes } from './read-range.js';
@@ -84,7 +94,15 @@ export interface GatherBenchReport {
   recommendedFor: BenchVariant;
   /** What the source is: a snapshot, a sparse copy or a pack. */
   sourceKind: RowSourceKind;
-  machine: { cpus: number; cpuModel: string; memGiB: number; node: string; arch: string; loadAvgBefore: number[]; loadAvgAfter: number[] };
+  machine: {
+    cpus: number;
+    cpuModel: string;
+    memGiB: number;
+    node: string;
+    arch: string;
+    loadAvgBefore: number[];
+    loadAvgAfter: number[];
+  };
   cache: string;
   /** Bytes the cases can read (readRegions) and the page cache they are compared with. */
   readRangeBytes: number;
@@ -108,31 +126,56 @@ export interface GatherBenchReport {
  * relabelled. `miaRefused`: why the Mia reader cannot read this pack (it is then left out of
  * the default and refused when asked for).
  */
-export function benchVariants(kind: RowSourceKind, asked: BenchVariant[] | undefined, delayUs: number | undefined, miaRefused?: string): BenchVariant[] {
+export function benchVariants(
+  kind: RowSourceKind,
+  asked: BenchVariant[] | undefined,
+  delayUs: number | undefined,
+  miaRefused?: string,
+): BenchVariant[] {
   const possible = VARIANTS_OF[kind];
   const wrong = asked?.find((v) => !possible.includes(v));
-  if (wrong) throw usageError(`--variants ${wrong} cannot be measured on a ${kind === 'packed' ? 'packed directory' : kind === 'sparse' ? 'sparse copy' : 'snapshot'}: it takes ${possible.join(', ')}`);
+  if (wrong)
+    throw usageError(
+      `--variants ${wrong} cannot be measured on a ${kind === 'packed' ? 'packed directory' : kind === 'sparse' ? 'sparse copy' : 'snapshot'}: it takes ${possible.join(', ')}`,
+    );
   for (const v of ['overlay', 'mia'] as const) {
-    if (asked?.includes(v) && delayUs !== undefined) throw usageError(`--delay-us slows the row store's reads; the ${v} variant has none to slow: leave it out`);
+    if (asked?.includes(v) && delayUs !== undefined)
+      throw usageError(`--delay-us slows the row store's reads; the ${v} variant has none to slow: leave it out`);
   }
   if (asked?.includes('mia') && miaRefused) throw usageError(`--variants mia: ${miaRefused}`);
-  return asked ?? possible.filter((v) => (v !== 'overlay' && v !== 'mia') || (delayUs === undefined && (v !== 'mia' || !miaRefused)));
+  return (
+    asked ??
+    possible.filter((v) => (v !== 'overlay' && v !== 'mia') || (delayUs === undefined && (v !== 'mia' || !miaRefused)))
+  );
 }
 
 export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBenchReport> {
   const say = o.progress ?? (() => {});
   const loadAvgBefore = loadavg();
-  const probe = await openRowSource(o.source, { threads: 1, direct: o.direct, openSnapshot: o.openSnapshot, layers: o.layer === undefined ? undefined : [o.layer] });
+  const probe = await openRowSource(o.source, {
+    threads: 1,
+    direct: o.direct,
+    openSnapshot: o.openSnapshot,
+    layers: o.layer === undefined ? undefined : [o.layer],
+  });
   const table = probe.tables[0];
   const spec = probe.specs[0];
   const files = [...new Set(probe.files.filter((f) => f.layer === table.layer).map((f) => f.path))];
   const kind = probe.kind;
   await probe.close();
   const mia = kind === 'packed' ? miaTarget(spec, table) : { refused: 'it reads packs only' };
-  const miaRefused = 'refused' in mia ? mia.refused : existsSync(miaDriverPath()) ? undefined : `the Mia baseline is not built (${miaDriverPath()} missing): run 'npm run build:native'`;
+  const miaRefused =
+    'refused' in mia
+      ? mia.refused
+      : existsSync(miaDriverPath())
+        ? undefined
+        : `the Mia baseline is not built (${miaDriverPath()} missing): run 'npm run build:native'`;
   const variants = benchVariants(kind, o.variants, o.delayUs, miaRefused);
   const miaCache = o.mia ?? MIA_CACHE_DEFAULT;
-  if (o.delayUs !== undefined && o.engines?.includes('uring')) throw usageError("--delay-us slows the pread pool's reads; the uring engine does not sleep per read: leave uring out of --engines");
+  if (o.delayUs !== undefined && o.engines?.includes('uring'))
+    throw usageError(
+      "--delay-us slows the pread pool's reads; the uring engine does not sleep per read: leave uring out of --engines",
+    );
   let sizes: number[] | undefined;
   if (kind === 'snapshot') {
     const cfg = await readModelConfig(o.source).catch(() => undefined);
@@ -147,7 +190,8 @@ export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBench
   const regions = readRegions(spec);
   const readRangeBytes = regionBytes(regions);
   const limit: PageCacheLimit | undefined = pageCacheLimit(o.sysRoot);
-  const verdict = (direct: boolean): ColdVerdict => coldVerdict({ direct, evictEveryBatch: Boolean(o.evictEveryBatch), readRangeBytes, limit });
+  const verdict = (direct: boolean): ColdVerdict =>
+    coldVerdict({ direct, evictEveryBatch: Boolean(o.evictEveryBatch), readRangeBytes, limit });
   const evict = (): void => {
     for (const f of files) evictFromCache(f);
   };
@@ -166,9 +210,19 @@ export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBench
   // The device ceiling first (O_DIRECT: it leaves the page cache alone), over the large region.
   const main = regions[0];
   const region = { file: main.path, offset: main.offset, size: main.length, seconds: o.seconds };
-  const measured = fio ? measureCeiling(region) : { note: o.delayUs !== undefined ? 'no device ceiling: a delay is injected' : 'no device ceiling: fio skipped or not installed' };
+  const measured = fio
+    ? measureCeiling(region)
+    : {
+        note:
+          o.delayUs !== undefined
+            ? 'no device ceiling: a delay is injected'
+            : 'no device ceiling: fio skipped or not installed',
+      };
   let ceiling = 'iops' in measured ? measured : undefined;
-  if (ceiling) say(`device ceiling (fio ${ceiling.engine}, direct, ${ceiling.jobs} x QD ${ceiling.iodepth}): ${Math.round(ceiling.iops)} IOPS`);
+  if (ceiling)
+    say(
+      `device ceiling (fio ${ceiling.engine}, direct, ${ceiling.jobs} x QD ${ceiling.iodepth}): ${Math.round(ceiling.iops)} IOPS`,
+    );
   else say(measured.note ?? '');
 
   // Baselines next: they depend on the batch (naive) or the thread count (psync fio), not both.
@@ -227,12 +281,20 @@ export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBench
     const ps = psync.get(t);
     if (ps !== undefined) res.baselines.fio = { iops: ps.iops, engine: 'psync', jobs: t, direct: ps.direct };
     results.push(res);
-    say(`${v} (${res.reader})${extra.merge === false ? ' (no merge)' : ''} threads ${t} batch ${b}: ${Math.round(r.rowsPerSec)} rows/s, p50 ${r.p50.toFixed(2)} ms`);
+    say(
+      `${v} (${res.reader})${extra.merge === false ? ' (no merge)' : ''} threads ${t} batch ${b}: ${Math.round(r.rowsPerSec)} rows/s, p50 ${r.p50.toFixed(2)} ms`,
+    );
   };
   // The Mia reader for one case, when it runs: alone, or paired with the row store's first engine.
   const miaPaired = variants.includes('mia') && variants.includes('packed');
-  const openMia = (t: number) => (variants.includes('mia') && !('refused' in mia) ? openMiaCase(mia, t, miaCache) : undefined);
-  const recordMia = async (m: Awaited<ReturnType<typeof openMiaCase>>, t: number, b: number, r: Timed): Promise<void> => {
+  const openMia = (t: number) =>
+    variants.includes('mia') && !('refused' in mia) ? openMiaCase(mia, t, miaCache) : undefined;
+  const recordMia = async (
+    m: Awaited<ReturnType<typeof openMiaCase>>,
+    t: number,
+    b: number,
+    r: Timed,
+  ): Promise<void> => {
     record('mia', t, b, r, await m.finish(r.rowsPerSec));
   };
 
@@ -264,7 +326,9 @@ export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBench
                   g = open();
                 }
               : undefined;
-            record(v, t, b, await timeLoop(o.seconds, fresh(b), (ids) => g.gather(table.layer, ids), between), { willneed });
+            record(v, t, b, await timeLoop(o.seconds, fresh(b), (ids) => g.gather(table.layer, ids), between), {
+              willneed,
+            });
           } finally {
             await g.close();
           }
@@ -272,45 +336,65 @@ export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBench
         continue;
       }
       const engines = o.engines ?? ['pread'];
-      for (const engine of engines) for (const merge of o.mergeGain ? [true, false] : [o.store?.merge !== false]) {
-        const src: RowSource = await openRowSource(o.source, {
-          threads: t,
-          ioEngine: engine,
-          ...(engine === 'uring' ? { ioDepth: t } : {}),
-          layers: [table.layer],
-          direct: o.direct,
-          residentScales: v === 'snapshot+scales',
-          openSnapshot: o.openSnapshot,
-          faults: o.delayUs ? { delayUs: o.delayUs } : undefined,
-          ...o.store,
-          // Cold cases read every row: a page mapped into this process cannot be evicted
-          // between batches, so copies out of the mapping would turn a cold case warm.
-          mapCached: !o.cold && o.store?.mapCached !== false,
-          merge,
-        });
-        try {
-          const directActive = src.store.tables()[0].directActive;
-          for (const b of o.batches) {
-            // One output buffer per case, as a serving loop reuses its own: a fresh 13 MB buffer
-            // per batch would add thousands of first-touch page faults inside the reads.
-            const out = Buffer.alloc(b * table.rowBytes);
-            await prepare();
-            // The cache was warmed behind the store's back: tell it, as a store opened on a warm cache learns at open.
-            if (!o.cold) await src.store.learnCached();
-            const before = src.store.stats();
-            const gather = inProcess((ids) => src.store.gather(table.layer, ids, out));
-            // The Mia reader runs beside the first engine's merged case, on the same batches.
-            const m = v === 'packed' && miaPaired && engine === engines[0] && merge === (o.store?.merge !== false) ? await openMia(t) : undefined;
-            const [r, rm] = await timeInterleaved(o.seconds, fresh(b), m ? [gather, m.run] : [gather], betweenBatches);
-            const after = src.store.stats();
-            const delta = { rows: after.rows - before.rows, reads: after.reads - before.reads, duplicates: after.duplicates - before.duplicates, merged: after.merged - before.merged, mappedRows: after.mappedRows - before.mappedRows };
-            record(v, t, b, r, { ...(spec.kind === 'packed' ? { direct: directActive } : {}), reader: engine === 'uring' ? 'uring' : 'pread-pool', ...(merge ? {} : { merge: false }), ...storeNumbers(delta, r.rowsPerSec) });
-            if (m) await recordMia(m, t, b, rm);
+      for (const engine of engines)
+        for (const merge of o.mergeGain ? [true, false] : [o.store?.merge !== false]) {
+          const src: RowSource = await openRowSource(o.source, {
+            threads: t,
+            ioEngine: engine,
+            ...(engine === 'uring' ? { ioDepth: t } : {}),
+            layers: [table.layer],
+            direct: o.direct,
+            residentScales: v === 'snapshot+scales',
+            openSnapshot: o.openSnapshot,
+            faults: o.delayUs ? { delayUs: o.delayUs } : undefined,
+            ...o.store,
+            // Cold cases read every row: a page mapped into this process cannot be evicted
+            // between batches, so copies out of the mapping would turn a cold case warm.
+            mapCached: !o.cold && o.store?.mapCached !== false,
+            merge,
+          });
+          try {
+            const directActive = src.store.tables()[0].directActive;
+            for (const b of o.batches) {
+              // One output buffer per case, as a serving loop reuses its own: a fresh 13 MB buffer
+              // per batch would add thousands of first-touch page faults inside the reads.
+              const out = Buffer.alloc(b * table.rowBytes);
+              await prepare();
+              // The cache was warmed behind the store's back: tell it, as a store opened on a warm cache learns at open.
+              if (!o.cold) await src.store.learnCached();
+              const before = src.store.stats();
+              const gather = inProcess((ids) => src.store.gather(table.layer, ids, out));
+              // The Mia reader runs beside the first engine's merged case, on the same batches.
+              const m =
+                v === 'packed' && miaPaired && engine === engines[0] && merge === (o.store?.merge !== false)
+                  ? await openMia(t)
+                  : undefined;
+              const [r, rm] = await timeInterleaved(
+                o.seconds,
+                fresh(b),
+                m ? [gather, m.run] : [gather],
+                betweenBatches,
+              );
+              const after = src.store.stats();
+              const delta = {
+                rows: after.rows - before.rows,
+                reads: after.reads - before.reads,
+                duplicates: after.duplicates - before.duplicates,
+                merged: after.merged - before.merged,
+                mappedRows: after.mappedRows - before.mappedRows,
+              };
+              record(v, t, b, r, {
+                ...(spec.kind === 'packed' ? { direct: directActive } : {}),
+                reader: engine === 'uring' ? 'uring' : 'pread-pool',
+                ...(merge ? {} : { merge: false }),
+                ...storeNumbers(delta, r.rowsPerSec),
+              });
+              if (m) await recordMia(m, t, b, rm);
+            }
+          } finally {
+            await src.close();
           }
-        } finally {
-          await src.close();
         }
-      }
     }
   }
   if (ceiling) {
@@ -329,7 +413,15 @@ export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBench
     recommendedThreads: recommended.threads,
     recommendedFor: recommended.variant,
     sourceKind: kind,
-    machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memGiB: Math.round(totalmem() / 2 ** 30), node: process.version, arch: process.arch, loadAvgBefore, loadAvgAfter: loadavg() },
+    machine: {
+      cpus: cpus().length,
+      cpuModel: cpus()[0]?.model ?? 'unknown',
+      memGiB: Math.round(totalmem() / 2 ** 30),
+      node: process.version,
+      arch: process.arch,
+      loadAvgBefore,
+      loadAvgAfter: loadavg(),
+    },
     cache: o.cold
       ? `cold: the source files are evicted from the page cache (posix_fadvise DONTNEED via dd iflag=nocache) before every ${o.evictEveryBatch ? 'batch' : 'case'}; psync fio drops them too (invalidate=1)`
       : 'warm: each case starts with the rows the source holds read once into the page cache',

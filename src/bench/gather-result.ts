@@ -56,10 +56,20 @@ export interface GatherBenchResult {
   /** Fractions of the device ceiling's IOPS (same run): rows/s, reads/s, device pages/s. */
   ofCeiling?: { rows: number; reads?: number; devicePages?: number };
   /** Mia variant: its row cache as configured and as it did (hits over lookups of owned ids). */
-  mia?: { budgetBytes: number; ways: number; cacheSlots: number; cacheBytes: number; ioThreads: number; hitRate: number };
+  mia?: {
+    budgetBytes: number;
+    ways: number;
+    cacheSlots: number;
+    cacheBytes: number;
+    ioThreads: number;
+    hitRate: number;
+  };
   /** Page-cache bytes of the source's files when the case ended, over the bytes the case can read (max 1). */
   cachedAfter?: number;
-  baselines: { naive?: { rowsPerSec: number }; fio?: { iops: number; engine: FioEngine; jobs: number; direct: boolean } };
+  baselines: {
+    naive?: { rowsPerSec: number };
+    fio?: { iops: number; engine: FioEngine; jobs: number; direct: boolean };
+  };
 }
 
 /** Counter deltas of the row store over one case (RowStoreStats fields). */
@@ -72,7 +82,10 @@ export interface StoreDelta {
 }
 
 /** Pread-pool numbers from the row store's counters: reads per row, reads/s, what dedup and merging saved. */
-export function storeNumbers(d: StoreDelta, rowsPerSec: number): Pick<GatherBenchResult, 'readsPerRow' | 'readsPerSec' | 'duplicateFraction' | 'mergedFraction' | 'mappedFraction'> {
+export function storeNumbers(
+  d: StoreDelta,
+  rowsPerSec: number,
+): Pick<GatherBenchResult, 'readsPerRow' | 'readsPerSec' | 'duplicateFraction' | 'mergedFraction' | 'mappedFraction'> {
   const readsPerRow = d.reads / Math.max(1, d.rows);
   const pieces = d.reads + d.merged; // every read covers 1 + (pieces merged into it)
   return {
@@ -88,12 +101,17 @@ export function storeNumbers(d: StoreDelta, rowsPerSec: number): Pick<GatherBenc
 export function timedNumbers(t: Timed): Pick<GatherBenchResult, 'cpuUsPerRow' | 'devicePagesPerSec'> {
   return {
     cpuUsPerRow: (t.cpuSeconds * 1e6) / Math.max(1, t.rows),
-    ...(t.deviceBytes !== undefined && t.busySeconds > 0 ? { devicePagesPerSec: t.deviceBytes / 4096 / t.busySeconds } : {}),
+    ...(t.deviceBytes !== undefined && t.busySeconds > 0
+      ? { devicePagesPerSec: t.deviceBytes / 4096 / t.busySeconds }
+      : {}),
   };
 }
 
 /** rows/s, reads/s and device pages/s over the ceiling's IOPS; undefined without a ceiling. */
-export function ceilingFractions(r: Pick<GatherBenchResult, 'rowsPerSec' | 'readsPerSec' | 'devicePagesPerSec'>, ceiling: Ceiling | undefined): GatherBenchResult['ofCeiling'] {
+export function ceilingFractions(
+  r: Pick<GatherBenchResult, 'rowsPerSec' | 'readsPerSec' | 'devicePagesPerSec'>,
+  ceiling: Ceiling | undefined,
+): GatherBenchResult['ofCeiling'] {
   if (!ceiling || !(ceiling.iops > 0)) return undefined;
   return {
     rows: r.rowsPerSec / ceiling.iops,
@@ -117,7 +135,14 @@ export function ceilingShortfall(results: GatherBenchResult[]): number | undefin
 export function pairMergeGains(results: GatherBenchResult[]): void {
   for (const r of results) {
     if (r.reader === 'mmap' || r.merge === false) continue;
-    const twin = results.find((x) => x.merge === false && x.variant === r.variant && x.reader === r.reader && x.threads === r.threads && x.batch === r.batch);
+    const twin = results.find(
+      (x) =>
+        x.merge === false &&
+        x.variant === r.variant &&
+        x.reader === r.reader &&
+        x.threads === r.threads &&
+        x.batch === r.batch,
+    );
     if (twin && twin.rowsPerSec > 0) r.mergeGain = r.rowsPerSec / twin.rowsPerSec;
   }
 }

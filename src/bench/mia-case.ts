@@ -29,9 +29,15 @@ export interface MiaTarget {
 }
 
 /** The file the Mia reader would attach for this table, or why it would not (it would abort). */
-export function miaTarget(spec: TableSpec, table: { rows: number; start: number; end: number }): MiaTarget | { refused: string } {
+export function miaTarget(
+  spec: TableSpec,
+  table: { rows: number; start: number; end: number },
+): MiaTarget | { refused: string } {
   if (spec.kind !== 'packed') return { refused: 'it reads packs only' };
-  if (spec.layout !== 'dense' || spec.rowBytes !== MIA_ROW_BYTES) return { refused: `the Mia stack reads dense packs of ${MIA_ROW_BYTES}-byte rows; this one is ${spec.layout} with ${spec.rowBytes}-byte rows` };
+  if (spec.layout !== 'dense' || spec.rowBytes !== MIA_ROW_BYTES)
+    return {
+      refused: `the Mia stack reads dense packs of ${MIA_ROW_BYTES}-byte rows; this one is ${spec.layout} with ${spec.rowBytes}-byte rows`,
+    };
   const head = Buffer.alloc(MIA_HEADER_BYTES);
   const fd = openSync(spec.path, 'r');
   try {
@@ -41,7 +47,10 @@ export function miaTarget(spec: TableSpec, table: { rows: number; start: number;
   }
   const want = { layer: spec.layer, lo: table.start, hi: table.end, rows: table.rows };
   const why = miaMismatch(decodeMiaHeader(head), Infinity, want);
-  if (why) return { refused: `${spec.path} is not the stack's packed shard (${why}): its reader would abort on it; re-pack with spark pack --layout dense` };
+  if (why)
+    return {
+      refused: `${spec.path} is not the stack's packed shard (${why}): its reader would abort on it; re-pack with spark pack --layout dense`,
+    };
   return { pack: spec.path, ...want };
 }
 
@@ -67,12 +76,22 @@ export async function openMiaCase(
       }
       const hits = after.hits - before.hits;
       const misses = after.misses - before.misses;
-      const numbers = storeNumbers({ rows, reads: after.reads - before.reads, duplicates: 0, merged: 0, mappedRows: 0 }, rowsPerSec);
+      const numbers = storeNumbers(
+        { rows, reads: after.reads - before.reads, duplicates: 0, merged: 0, mappedRows: 0 },
+        rowsPerSec,
+      );
       return {
         direct: true,
         readsPerRow: numbers.readsPerRow,
         readsPerSec: numbers.readsPerSec,
-        mia: { budgetBytes: cache.budget, ways: after.ways, cacheSlots: after.cacheSlots, cacheBytes: after.cacheBytes, ioThreads: after.threads, hitRate: hits + misses > 0 ? hits / (hits + misses) : 0 },
+        mia: {
+          budgetBytes: cache.budget,
+          ways: after.ways,
+          cacheSlots: after.cacheSlots,
+          cacheBytes: after.cacheBytes,
+          ioThreads: after.threads,
+          hitRate: hits + misses > 0 ? hits / (hits + misses) : 0,
+        },
       };
     },
   };

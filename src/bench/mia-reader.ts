@@ -54,7 +54,17 @@ export function miaDriverPath(): string {
   return join(packageRoot(), MIA_DRIVER);
 }
 
-const STATS = ['hits', 'misses', 'reads', 'cacheBytes', 'cacheSlots', 'pinnedScaleBytes', 'ways', 'threads', 'packed'] as const;
+const STATS = [
+  'hits',
+  'misses',
+  'reads',
+  'cacheBytes',
+  'cacheSlots',
+  'pinnedScaleBytes',
+  'ways',
+  'threads',
+  'packed',
+] as const;
 const ALL_ONES = 0xffffffffffffffffn;
 
 function stats(b: Buffer, at: number): MiaStats {
@@ -93,9 +103,29 @@ export class MiaReader {
   static async open(o: MiaReaderOptions): Promise<{ reader: MiaReader; stats: MiaStats }> {
     const driver = miaDriverPath();
     if (!existsSync(driver)) {
-      throw new SparkError('E_ADDON_LOAD', `the Mia baseline is not built (${driver} missing): run 'npm run build:native'`);
+      throw new SparkError(
+        'E_ADDON_LOAD',
+        `the Mia baseline is not built (${driver} missing): run 'npm run build:native'`,
+      );
     }
-    const args = ['--pack', o.pack, '--layer', o.layer, '--rows', o.rows, '--lo', o.lo, '--hi', o.hi, '--threads', o.threads, '--budget', o.budget, '--ways', o.ways].map(String);
+    const args = [
+      '--pack',
+      o.pack,
+      '--layer',
+      o.layer,
+      '--rows',
+      o.rows,
+      '--lo',
+      o.lo,
+      '--hi',
+      o.hi,
+      '--threads',
+      o.threads,
+      '--budget',
+      o.budget,
+      '--ways',
+      o.ways,
+    ].map(String);
     if (o.echo) args.push('--echo');
     const child = spawn(driver, args, { stdio: ['pipe', 'pipe', 'pipe'] });
     const reader = new MiaReader(child, Boolean(o.echo));
@@ -110,7 +140,10 @@ export class MiaReader {
     this.child.stdin.write(req);
     const head = await this.take(24);
     const io = head.readBigUInt64LE(16);
-    const out: MiaLookup = { ms: Number(head.readBigUInt64LE(0)) / 1e6, cpuSeconds: Number(head.readBigUInt64LE(8)) / 1e9 };
+    const out: MiaLookup = {
+      ms: Number(head.readBigUInt64LE(0)) / 1e6,
+      cpuSeconds: Number(head.readBigUInt64LE(8)) / 1e9,
+    };
     if (io !== ALL_ONES) out.deviceBytes = Number(io);
     if (this.echo) {
       const body = await this.take(ids.length * 264);

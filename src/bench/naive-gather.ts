@@ -40,7 +40,10 @@ export class NaiveGather {
       await Promise.all(
         ids.map((id, i) => {
           const local = id - Number(s.start);
-          const off = s.layout === 'dense' ? Number(s.dataOffset) + local * s.stride : Number(s.dataOffset) + Math.floor(local / per) * 4096 + (local % per) * s.stride;
+          const off =
+            s.layout === 'dense'
+              ? Number(s.dataOffset) + local * s.stride
+              : Number(s.dataOffset) + Math.floor(local / per) * 4096 + (local % per) * s.stride;
           return fh.read(out, i * rb, rb, off);
         }),
       );

@@ -19,7 +19,8 @@ export interface ByteRegion {
 export function readRegions(spec: TableSpec): ByteRegion[] {
   if (spec.kind === 'packed') {
     const rows = Number(spec.end) - Number(spec.start);
-    const length = spec.layout === 'page' ? Math.ceil(rows / Math.floor(4096 / spec.stride)) * 4096 : rows * spec.stride;
+    const length =
+      spec.layout === 'page' ? Math.ceil(rows / Math.floor(4096 / spec.stride)) * 4096 : rows * spec.stride;
     return [{ path: spec.path, offset: Number(spec.dataOffset), length }];
   }
   const [lo, hi] = (spec.range ?? [0, spec.rows]).map(Number);
@@ -35,7 +36,10 @@ export function regionBytes(regions: ByteRegion[]): number {
 }
 
 /** The overlay's view of the table: the same files and offsets, owning the rows the source holds. */
-export function overlayTable(spec: TableSpec, table: { layer: number; rows: number; dim: number; start: number; end: number }) {
+export function overlayTable(
+  spec: TableSpec,
+  table: { layer: number; rows: number; dim: number; start: number; end: number },
+) {
   if (spec.kind !== 'snapshot') throw new Error('the overlay variant reads snapshots and sparse copies only');
   return {
     layer: table.layer,

@@ -26,7 +26,12 @@ function fmt(v: number): string {
 }
 
 export function lineChartSvg(title: string, xLabel: string, yLabel: string, series: Series[]): string {
-  const W = 760, H = 440, L = 70, R = 200, T = 40, B = 50;
+  const W = 760,
+    H = 440,
+    L = 70,
+    R = 200,
+    T = 40,
+    B = 50;
   const xs = [...new Set(series.flatMap((s) => s.points.map((p) => p.x)))].sort((a, b) => a - b);
   const xMin = Math.log2(Math.max(1, xs[0] ?? 1));
   const xMax = Math.max(xMin + 1, Math.log2(Math.max(1, xs[xs.length - 1] ?? 2)));
@@ -54,7 +59,9 @@ export function lineChartSvg(title: string, xLabel: string, yLabel: string, seri
   series.forEach((s, i) => {
     const c = COLORS[i % COLORS.length];
     const pts = [...s.points].sort((a, b) => a.x - b.x);
-    out.push(`<polyline fill="none" stroke="${c}" stroke-width="2" points="${pts.map((p) => `${px(p.x).toFixed(1)},${py(p.y).toFixed(1)}`).join(' ')}"/>`);
+    out.push(
+      `<polyline fill="none" stroke="${c}" stroke-width="2" points="${pts.map((p) => `${px(p.x).toFixed(1)},${py(p.y).toFixed(1)}`).join(' ')}"/>`,
+    );
     for (const p of pts) out.push(`<circle cx="${px(p.x).toFixed(1)}" cy="${py(p.y).toFixed(1)}" r="3" fill="${c}"/>`);
     const ly = T + 10 + i * 18;
     out.push(`<line x1="${W - R + 15}" y1="${ly}" x2="${W - R + 35}" y2="${ly}" stroke="${c}" stroke-width="2"/>`);

@@ -58,7 +58,11 @@ export function inProcess(run: (ids: number[]) => Promise<unknown>): MeasuredRun
     const ms = performance.now() - b0;
     const c = process.cpuUsage(c0);
     const io1 = processReadBytes();
-    return { ms, cpuSeconds: (c.user + c.system) / 1e6, ...(io0 !== undefined && io1 !== undefined ? { deviceBytes: io1 - io0 } : {}) };
+    return {
+      ms,
+      cpuSeconds: (c.user + c.system) / 1e6,
+      ...(io0 !== undefined && io1 !== undefined ? { deviceBytes: io1 - io0 } : {}),
+    };
   };
 }
 
@@ -66,7 +70,9 @@ function summarize(samples: Sample[], rowsPerSample: number[]): Timed {
   const lat = samples.map((x) => x.ms).sort((a, b) => a - b);
   const busy = lat.reduce((a, b) => a + b, 0);
   const rows = rowsPerSample.reduce((a, b) => a + b, 0);
-  const device = samples.every((x) => x.deviceBytes !== undefined) ? samples.reduce((a, x) => a + (x.deviceBytes ?? 0), 0) : undefined;
+  const device = samples.every((x) => x.deviceBytes !== undefined)
+    ? samples.reduce((a, x) => a + (x.deviceBytes ?? 0), 0)
+    : undefined;
   return {
     rows,
     rowsPerSec: rows / (busy / 1000),

@@ -7,7 +7,14 @@ import { dirname } from 'node:path';
 import type { CliContext } from './context.js';
 import { writeNewFile } from '../new-file.js';
 import { MIA_CACHE_DEFAULT } from '../bench/mia-case.js';
-import { runGatherBench, type BenchEngine, type BenchVariant, type GatherBenchOptions, type GatherBenchReport, type GatherBenchResult } from '../bench/gather-bench.js';
+import {
+  runGatherBench,
+  type BenchEngine,
+  type BenchVariant,
+  type GatherBenchOptions,
+  type GatherBenchReport,
+  type GatherBenchResult,
+} from '../bench/gather-bench.js';
 import { lineChartSvg } from '../bench/svg-chart.js';
 import { usageError } from '../errors.js';
 import type { CommandResult, Io } from '../io.js';
@@ -30,8 +37,17 @@ const gib = (b: number): string => `${(b / 2 ** 30).toFixed(1)} GiB`;
 /** What a result read, in one cell: variant, layout, reader. */
 export function resultLabel(x: GatherBenchResult): string {
   const layout = x.layout ? `/${x.layout}${x.direct ? '+direct' : ''}` : '';
-  const cache = x.mia ? (x.mia.cacheSlots > 0 ? `cache ${(x.mia.budgetBytes / 2 ** 20).toFixed(0)} MiB ${x.mia.ways}-way, ${percent(x.mia.hitRate)} hits` : 'no cache') : '';
-  const notes = [x.reader, x.willneed === false ? 'no WILLNEED' : '', x.merge === false ? 'no merge' : '', cache].filter(Boolean);
+  const cache = x.mia
+    ? x.mia.cacheSlots > 0
+      ? `cache ${(x.mia.budgetBytes / 2 ** 20).toFixed(0)} MiB ${x.mia.ways}-way, ${percent(x.mia.hitRate)} hits`
+      : 'no cache'
+    : '';
+  const notes = [
+    x.reader,
+    x.willneed === false ? 'no WILLNEED' : '',
+    x.merge === false ? 'no merge' : '',
+    cache,
+  ].filter(Boolean);
   return `${x.variant}${layout} (${notes.join(', ')})`;
 }
 
@@ -40,23 +56,36 @@ function headerLines(r: GatherBenchReport): string[] {
   const lines: string[] = [];
   const c = r.ceiling;
   if (c) {
-    const after = c.iopsAfter === undefined ? '' : `, ${Math.round(c.iopsBefore)} before the cases and ${Math.round(c.iopsAfter)} after`;
-    lines.push(`device ceiling: ${Math.round(c.iops)} IOPS (fio ${c.engine}, O_DIRECT 4 KiB random reads, ${c.jobs} jobs x queue depth ${c.iodepth}, over ${gib(c.size)} of ${c.file}${after})${c.note ? `; ${c.note}` : ''}`);
+    const after =
+      c.iopsAfter === undefined
+        ? ''
+        : `, ${Math.round(c.iopsBefore)} before the cases and ${Math.round(c.iopsAfter)} after`;
+    lines.push(
+      `device ceiling: ${Math.round(c.iops)} IOPS (fio ${c.engine}, O_DIRECT 4 KiB random reads, ${c.jobs} jobs x queue depth ${c.iodepth}, over ${gib(c.size)} of ${c.file}${after})${c.note ? `; ${c.note}` : ''}`,
+    );
   } else lines.push(r.ceilingNote ?? 'no device ceiling');
   if (r.ceilingExceeded !== undefined) {
-    lines.push(`WARNING: a case took ${r.ceilingExceeded.toFixed(2)}x the ceiling from the device: the ceiling was measured low (the device's share moved during the run, or fio was starved); the fractions below overstate every case`);
+    lines.push(
+      `WARNING: a case took ${r.ceilingExceeded.toFixed(2)}x the ceiling from the device: the ceiling was measured low (the device's share moved during the run, or fio was starved); the fractions below overstate every case`,
+    );
   }
-  lines.push(`read range ${gib(r.readRangeBytes)}; page cache ${r.pageCache ? `${gib(r.pageCache.limitBytes)} (${r.pageCache.from})` : 'size unknown'}`);
-  if (r.cold && !r.cold.valid) lines.push(`WARNING: cold cases read through the page cache are NOT cold: ${r.cold.reason}`);
+  lines.push(
+    `read range ${gib(r.readRangeBytes)}; page cache ${r.pageCache ? `${gib(r.pageCache.limitBytes)} (${r.pageCache.from})` : 'size unknown'}`,
+  );
+  if (r.cold && !r.cold.valid)
+    lines.push(`WARNING: cold cases read through the page cache are NOT cold: ${r.cold.reason}`);
   else if (r.cold) lines.push(`cold holds: ${r.cold.reason}`);
   return lines;
 }
 
 /** What the columns mean; the "cold?" note only when a case is marked so (it points at the WARNING above). */
 function footer(r: GatherBenchReport): string {
-  const notes = ['rows/ceil, reads/ceil: rows/s and reads/s (pread pool; device pages/s for the mmap path) over the device ceiling.'];
+  const notes = [
+    'rows/ceil, reads/ceil: rows/s and reads/s (pread pool; device pages/s for the mmap path) over the device ceiling.',
+  ];
   notes.push('psync IOPS: fio with one blocking reader per thread, NOT the ceiling.');
-  if (r.results.some((x) => x.cold && x.coldValid === false)) notes.push('cold?: this case may have read from the page cache (see the WARNING above).');
+  if (r.results.some((x) => x.cold && x.coldValid === false))
+    notes.push('cold?: this case may have read from the page cache (see the WARNING above).');
   return [...notes, 'See `spark bench gather --help`.'].join(' ');
 }
 
@@ -82,7 +111,27 @@ export function benchText(r: GatherBenchReport): string {
     percent(x.cachedAfter),
     percent(x.mappedFraction),
   ]);
-  const head = ['source', 'cache', 'threads', 'batch', 'rows/s', 'reads/s', 'reads/row', 'merged', 'merge gain', 'dev pages/s', 'rows/ceil', 'reads/ceil', 'CPU us/row', 'p50 ms', 'p99 ms', 'vs naive', 'psync IOPS', 'cached after', 'mapped'];
+  const head = [
+    'source',
+    'cache',
+    'threads',
+    'batch',
+    'rows/s',
+    'reads/s',
+    'reads/row',
+    'merged',
+    'merge gain',
+    'dev pages/s',
+    'rows/ceil',
+    'reads/ceil',
+    'CPU us/row',
+    'p50 ms',
+    'p99 ms',
+    'vs naive',
+    'psync IOPS',
+    'cached after',
+    'mapped',
+  ];
   return [
     `${r.sourceKind === 'sparse' ? 'sparse copy' : r.sourceKind === 'packed' ? 'packed directory' : 'snapshot'}, layer ${r.layer} (${r.rows} rows), ${r.seconds} s per case${r.delayUs ? `, ${r.delayUs} us injected per read` : ''}`,
     r.cache,
@@ -102,7 +151,9 @@ export function benchSvg(r: GatherBenchReport): string {
     const [label, batch] = k.split('|');
     return {
       name: `${label}, batch ${batch}`,
-      points: r.results.filter((x) => resultLabel(x) === label && String(x.batch) === batch).map((x) => ({ x: x.threads, y: x.rowsPerSec })),
+      points: r.results
+        .filter((x) => resultLabel(x) === label && String(x.batch) === batch)
+        .map((x) => ({ x: x.threads, y: x.rowsPerSec })),
     };
   });
   const cache = r.results[0]?.cold ? 'cold cache' : 'warm cache';
@@ -112,14 +163,16 @@ export function benchSvg(r: GatherBenchReport): string {
 /** Fails now, before a long run, when the chart could not be written where --svg says. */
 export function checkSvgTarget(path: string): void {
   const dir = dirname(path);
-  if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) throw usageError(`--svg ${path}: ${dir} is not a directory`);
+  if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory())
+    throw usageError(`--svg ${path}: ${dir} is not a directory`);
   try {
     accessSync(dir, constants.W_OK);
   } catch {
     throw usageError(`--svg ${path}: ${dir} is not writable`);
   }
   const st = lstatSync(path, { throwIfNoEntry: false });
-  if (st && !st.isFile()) throw usageError(`--svg ${path}: exists and is not a regular file (a link, a directory?): give another path`);
+  if (st && !st.isFile())
+    throw usageError(`--svg ${path}: exists and is not a regular file (a link, a directory?): give another path`);
 }
 
 export async function runBenchGather(o: BenchGatherRun, io: Io): Promise<CommandResult> {
@@ -187,12 +240,20 @@ export function parseBenchGatherFlags(source: string | undefined, f: Flags, env:
     fio: f.fio !== false,
     naive: f.naive !== false,
     seed: f.seed === undefined ? 1 : parseCount(f.seed, '--seed', 0, 0xffffffff),
-    store: { dedup: f.dedup !== false, merge: f.merge !== false, fadviseRandom: f.fadvise !== false, mapCached: f.map !== false },
+    store: {
+      dedup: f.dedup !== false,
+      merge: f.merge !== false,
+      fadviseRandom: f.fadvise !== false,
+      mapCached: f.map !== false,
+    },
     willneed: f.willneed !== false,
     mergeGain: Boolean(f.mergeGain),
     evictEveryBatch: Boolean(f.evictEveryBatch),
     mia: {
-      budget: f.miaCacheMib === undefined ? MIA_CACHE_DEFAULT.budget : parseCount(f.miaCacheMib, '--mia-cache-mib', 0, 1 << 20) * 2 ** 20,
+      budget:
+        f.miaCacheMib === undefined
+          ? MIA_CACHE_DEFAULT.budget
+          : parseCount(f.miaCacheMib, '--mia-cache-mib', 0, 1 << 20) * 2 ** 20,
       ways: f.miaWays === undefined ? MIA_CACHE_DEFAULT.ways : parseCount(f.miaWays, '--mia-ways', 1, 16),
     },
   };
@@ -200,29 +261,54 @@ export function parseBenchGatherFlags(source: string | undefined, f: Flags, env:
 
 export function benchCommand(ctx: CliContext): Command {
   const gather = new Command('gather')
-    .description("random-id gathers through the row store and the serving overlay's mmap path, with fio and naive baselines from the same run")
+    .description(
+      "random-id gathers through the row store and the serving overlay's mmap path, with fio and naive baselines from the same run",
+    )
     .argument('[source]', 'snapshot, sparse copy or packed directory; default $SPARK_ENGRAM_DIR')
     .option('--threads <list>', 'reader thread counts', GATHER_DEFAULT.threads)
-    .option('--batch <list>', 'ids per batch (24: one token, 144: a speculative block, 49152: a 2048-token prefill)', GATHER_DEFAULT.batch)
+    .option(
+      '--batch <list>',
+      'ids per batch (24: one token, 144: a speculative block, 49152: a 2048-token prefill)',
+      GATHER_DEFAULT.batch,
+    )
     .option('--seconds <s>', 'seconds per case', GATHER_DEFAULT.seconds)
     .option('--cold', 'evict the source files from the page cache before every case')
-    .option('--evict-every-batch', 'with --cold: evict before every batch too (untimed), so a source smaller than the page cache stays cold')
-    .option('--merge-gain', 'pread pool: run every case again without page merging and report rows/s merged over unmerged')
+    .option(
+      '--evict-every-batch',
+      'with --cold: evict before every batch too (untimed), so a source smaller than the page cache stays cold',
+    )
+    .option(
+      '--merge-gain',
+      'pread pool: run every case again without page merging and report rows/s merged over unmerged',
+    )
     .option('--layer <L>', 'layer to read (default: the first)')
     .option('--direct', 'packed directories: O_DIRECT reads (fio runs with direct=1 too)')
     .option('--delay-us <n>', 'inject this delay before every read (models NFS latency; no baselines)')
-    .option('--variants <list>', "snapshot, snapshot+scales, overlay (snapshots and sparse copies), packed, mia (packs; mia: the Mia stack's reader, dense packs with its header); default: all the source supports")
-    .option('--engines <list>', "row store engines: pread (default), uring (io_uring; its queue depth is the thread count), or both: pread,uring")
+    .option(
+      '--variants <list>',
+      "snapshot, snapshot+scales, overlay (snapshots and sparse copies), packed, mia (packs; mia: the Mia stack's reader, dense packs with its header); default: all the source supports",
+    )
+    .option(
+      '--engines <list>',
+      'row store engines: pread (default), uring (io_uring; its queue depth is the thread count), or both: pread,uring',
+    )
     .option('--no-fio', 'skip fio (the device ceiling and the psync baseline)')
     .option('--no-naive', 'skip the naive TypeScript baseline')
     .option('--seed <n>', 'id generator seed', '1')
     .option('--no-dedup', 'row store: do not sort and de-duplicate ids (to measure what it pays)')
     .option('--no-merge', 'row store: one read per row piece, no page merging')
     .option('--no-fadvise', 'row store: no POSIX_FADV_RANDOM hint')
-    .option('--no-map', 'row store: read every row with a read call, also the rows the page cache holds (warm cases copy those out of a mapping; cold cases always read)')
-    .option('--mia-cache-mib <n>', "mia variant: the reader's row cache budget per store in MiB (its DSV41_CACHE_GIB * 1024 / (2 * ranks per host)); 0 = no cache, as the mia-tp4 env file sets", '0')
+    .option(
+      '--no-map',
+      'row store: read every row with a read call, also the rows the page cache holds (warm cases copy those out of a mapping; cold cases always read)',
+    )
+    .option(
+      '--mia-cache-mib <n>',
+      "mia variant: the reader's row cache budget per store in MiB (its DSV41_CACHE_GIB * 1024 / (2 * ranks per host)); 0 = no cache, as the mia-tp4 env file sets",
+      '0',
+    )
     .option('--mia-ways <n>', 'mia variant: DSV41_CACHE_WAYS, 1-16', '4')
-    .option('--no-willneed', "overlay variant: skip the WILLNEED pass (to measure what it pays; the overlay runs it)")
+    .option('--no-willneed', 'overlay variant: skip the WILLNEED pass (to measure what it pays; the overlay runs it)')
     .option('--svg <file>', 'write a chart of rows/s against threads per batch size')
     .option('--json', 'print {results: [...], recommendedThreads}')
     .addHelpText(

@@ -42,18 +42,26 @@ function parsePattern(text: string | undefined, flag: string): RegExp | undefine
 const shq = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
 
 /** Where the row counts come from: --rows, else the snapshot or node-local copy (flag or SPARK_ENGRAM_DIR). */
-async function source(o: EngramRangesOptions, io: Io, split: SplitRule, required: boolean): Promise<LayerSource | undefined> {
+async function source(
+  o: EngramRangesOptions,
+  io: Io,
+  split: SplitRule,
+  required: boolean,
+): Promise<LayerSource | undefined> {
   const { loadLayerSource, parseLayerRows, subTablesFromDir } = await import('../engram/layer-source.js');
   if (o.rows !== undefined) {
     const layers = parseLayerRows(o.rows);
     if (split !== 'heads') return { kind: 'explicit', path: '--rows', layers };
-    if (o.config === undefined) throw usageError('--split heads with --rows needs --config (the directory holding config.json)');
+    if (o.config === undefined)
+      throw usageError('--split heads with --rows needs --config (the directory holding config.json)');
     return { kind: 'explicit', path: '--rows', layers: await subTablesFromDir(layers, resolve(io.cwd, o.config)) };
   }
   const path = fromEnv(o.snapshot, io.env, 'SPARK_ENGRAM_DIR');
   if (path === undefined) {
     if (!required) return undefined;
-    throw usageError('name the snapshot (or node-local copy): spark engram-ranges DIR, or set SPARK_ENGRAM_DIR, or give --rows');
+    throw usageError(
+      'name the snapshot (or node-local copy): spark engram-ranges DIR, or set SPARK_ENGRAM_DIR, or give --rows',
+    );
   }
   const weightPattern = parsePattern(o.weightPattern, '--weight-pattern');
   const scalePattern = parsePattern(o.scalePattern, '--scale-pattern');
@@ -65,7 +73,8 @@ async function source(o: EngramRangesOptions, io: Io, split: SplitRule, required
 
 /** Every layer's verdict, one line each: a failing check names each layer that fails, not only the first. */
 function checkText(report: TilingReport, src: LayerSource | undefined): string {
-  if (!report.ok) return report.layers.map((l) => l.problem?.message ?? `layer ${l.layer}: ok (${l.rows} rows)`).join('\n');
+  if (!report.ok)
+    return report.layers.map((l) => l.problem?.message ?? `layer ${l.layer}: ok (${l.rows} rows)`).join('\n');
   const layers = report.layers.map((l) => `layer ${l.layer} (${l.rows} rows)`).join(', ');
   const note = src ? '' : ' (no snapshot given: each table taken to end at the largest end named)';
   return `ok: the ${report.world} ranks tile ${layers} exactly${note}`;
@@ -74,11 +83,14 @@ function checkText(report: TilingReport, src: LayerSource | undefined): string {
 async function runCheck(o: EngramRangesOptions, io: Io, texts: string[]): Promise<CommandResult> {
   const { checkTiling, parseRankValues } = await import('../engram/ranges.js');
   const path = texts.flatMap((t) => t.split(/\s+/)).find((s) => s.includes('/'));
-  if (path !== undefined) throw usageError(`--check value '${path}' looks like a path: put the snapshot before --check`);
+  if (path !== undefined)
+    throw usageError(`--check value '${path}' looks like a path: put the snapshot before --check`);
   const parsed = parseRankValues(texts);
   if (parsed.length === 0) throw usageError('--check needs one SPARK_ENGRAM_ROWS value per rank, in rank order');
   if (o.world !== undefined && parseCount(o.world, '--world', 1) !== parsed.length) {
-    throw usageError(`--world ${o.world} but --check has ${parsed.length} values (one SPARK_ENGRAM_ROWS per rank, in rank order)`);
+    throw usageError(
+      `--world ${o.world} but --check has ${parsed.length} values (one SPARK_ENGRAM_ROWS per rank, in rank order)`,
+    );
   }
   const src = await source(o, io, 'floor', false);
   const report = checkTiling(parsed, src?.layers);
@@ -94,11 +106,20 @@ async function runCheck(o: EngramRangesOptions, io: Io, texts: string[]): Promis
   return { json: report, text: checkText(report, src), exitCode: report.ok ? 0 : 1 };
 }
 
-function formatAll(ranks: RankLayerRange[][], format: Format, world: number, split: SplitRule, value: (r: RankLayerRange[]) => string): CommandResult {
+function formatAll(
+  ranks: RankLayerRange[][],
+  format: Format,
+  world: number,
+  split: SplitRule,
+  value: (r: RankLayerRange[]) => string,
+): CommandResult {
   const json = { world, split, ranks: ranks.map((layers, rank) => ({ rank, layers })) };
   if (format === 'json') return { json, text: '', exitCode: 0 };
   if (format === 'env') return { json, text: ranks.map(value).join('\n'), exitCode: 0 };
-  const lines = ['case "$NODE_RANK" in', ...ranks.map((r, rank) => `  ${rank}) export SPARK_ENGRAM_ROWS=${shq(value(r))} ;;`)];
+  const lines = [
+    'case "$NODE_RANK" in',
+    ...ranks.map((r, rank) => `  ${rank}) export SPARK_ENGRAM_ROWS=${shq(value(r))} ;;`),
+  ];
   lines.push(`  *) echo "NODE_RANK must be 0-${world - 1}, got '$NODE_RANK'" >&2; exit 2 ;;`, 'esac');
   return { json, text: lines.join('\n'), exitCode: 0 };
 }
@@ -129,7 +150,10 @@ export async function runEngramRanges(o: EngramRangesOptions, io: Io): Promise<C
   const rankText = fromEnv(o.rank, io.env, 'NODE_RANK') ?? named?.rank.toString();
   if (src.copy && !named && !o.all) {
     // Rank and world unknown: the manifest's ranges are still what the overlay serves.
-    const world = worldText === undefined ? null : parseCount(worldText, o.world !== undefined ? '--world' : 'SPARK_WORLD_SIZE', 1, 1 << 20);
+    const world =
+      worldText === undefined
+        ? null
+        : parseCount(worldText, o.world !== undefined ? '--world' : 'SPARK_WORLD_SIZE', 1, 1 << 20);
     const rank = rankText === undefined ? null : parseCount(rankText, o.rank !== undefined ? '--rank' : 'NODE_RANK', 0);
     const value = formatEngramRows(src.copy.layers);
     const json = { rank, world, split: null, layers: src.copy.layers, copy };
@@ -160,7 +184,10 @@ export function engramRangesCommand(ctx: CliContext): Command {
   return rankShareFlags(head)
     .option('--format <f>', 'env (the value, default), shell (an export line) or json')
     .option('--all', 'every rank: one value per line (env), a case block (shell), or JSON')
-    .option('--check <spec...>', 'one SPARK_ENGRAM_ROWS value per rank, in rank order (or engram_partition.py\'s lines): exit 1 unless they tile every table')
+    .option(
+      '--check <spec...>',
+      "one SPARK_ENGRAM_ROWS value per rank, in rank order (or engram_partition.py's lines): exit 1 unless they tile every table",
+    )
     .option('--rows <layer:n,...>', 'explicit row counts per layer instead of a snapshot')
     .option('--config <dir>', 'with --rows and --split heads: the directory holding config.json')
     .option('--weight-pattern <regex>', 'weight tensor names (one capture group: the layer)')
@@ -182,6 +209,9 @@ Examples:
   spark engram-ranges /models/dsv41 --check "$(spark engram-ranges /models/dsv41 --world 4 --all)"`,
     )
     .action(async (snapshot: string | undefined, opts: EngramRangesOptions) => {
-      ctx.emit(await runEngramRanges({ ...opts, ...(snapshot !== undefined ? { snapshot } : {}) }, ctx.io), Boolean(opts.json || opts.format === 'json'));
+      ctx.emit(
+        await runEngramRanges({ ...opts, ...(snapshot !== undefined ? { snapshot } : {}) }, ctx.io),
+        Boolean(opts.json || opts.format === 'json'),
+      );
     });
 }

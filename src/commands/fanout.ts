@@ -41,16 +41,24 @@ export async function runFanout(req: NodeTaskRequest, io: Io): Promise<CommandRe
   if (failed.length > 0) {
     io.stderr(summary(report) + '\n');
     const list = failed.map((o) => `node ${o.rank} (${o.host}): ${o.error}`).join('; ');
-    throw new SparkError('E_NODE_FAILED', `${req.kind} failed on ${failed.length} of ${report.nodes.length} node(s): ${list}`, {
-      nodes: report.nodes,
-    });
+    throw new SparkError(
+      'E_NODE_FAILED',
+      `${req.kind} failed on ${failed.length} of ${report.nodes.length} node(s): ${list}`,
+      {
+        nodes: report.nodes,
+      },
+    );
   }
   return { json: report, text: summary(report), exitCode: report.nodes.some((o) => o.status === 'mismatch') ? 1 : 0 };
 }
 
 function request(kind: NodeTaskRequest['kind'], path: string | undefined, f: FanoutFlags): NodeTaskRequest {
   if (f.cluster === undefined) throw new SparkError('E_USAGE', `spark fanout ${kind} needs --cluster FILE`);
-  const req: NodeTaskRequest = { kind, cluster: f.cluster, progressEveryMs: parseSeconds(f.progress ?? '30', '--progress') * 1000 };
+  const req: NodeTaskRequest = {
+    kind,
+    cluster: f.cluster,
+    progressEveryMs: parseSeconds(f.progress ?? '30', '--progress') * 1000,
+  };
   if (path !== undefined) req.path = path;
   if (f.env !== undefined) req.envFile = f.env;
   if (f.out !== undefined) req.out = f.out;
@@ -72,8 +80,14 @@ export function fanoutCommand(ctx: CliContext): Command {
       .requiredOption('--cluster <file>', 'cluster file: the nodes, in rank order')
       .option('--spark-bin <path>', 'spark on the nodes (default SPARK_REMOTE_BIN, else spark)')
       .option('--progress <seconds>', 'a progress line this often (terminal only; 0 = none)', '30')
-      .option('--json', 'one JSON document on stdout: {kind, cluster, world, nodes: [{rank, host, status, exitCode, seconds, result, error?}]}')
-      .option('--env <file>', "the Mia stack's .env: each node's directory from its ENGRAM_DIR (a node's [nodes.env] may override it); its TP_SIZE must be the node count");
+      .option(
+        '--json',
+        'one JSON document on stdout: {kind, cluster, world, nodes: [{rank, host, status, exitCode, seconds, result, error?}]}',
+      )
+      .option(
+        '--env <file>',
+        "the Mia stack's .env: each node's directory from its ENGRAM_DIR (a node's [nodes.env] may override it); its TP_SIZE must be the node count",
+      );
   const pack = common(
     new Command('pack')
       .description('spark pack on every node at once: node r packs rank r of W = the number of nodes')
@@ -81,7 +95,10 @@ export function fanoutCommand(ctx: CliContext): Command {
       .option('--out <dir>', 'the output directory on each node (node-local disk; default: ENGRAM_DIR of --env)')
       .option('--split <rule>', 'floor (SGLang), front or heads (vLLM)')
       .option('--threads <n>', 'reader threads on each node')
-      .option('--layout <layout>', "sparse (default: what the overlay reads), dense (the Mia stack's packed shards) or page")
+      .option(
+        '--layout <layout>',
+        "sparse (default: what the overlay reads), dense (the Mia stack's packed shards) or page",
+      )
       .option('--rate-limit <MB/s>', 'each node reads at most this many MB/s from the snapshot (they share one NAS)')
       .option('--no-drop-cache', "keep the snapshot's pages cached on the nodes (dropped behind the copy by default)"),
   )

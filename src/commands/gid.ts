@@ -31,7 +31,8 @@ export function hcaListFrom(flag: string | undefined, env: NodeJS.ProcessEnv, or
 export function formatGidReport(report: GidReport): string {
   const lines: string[] = [];
   for (const h of report.hcas) {
-    if (h.entry) lines.push(`${h.hca} port ${h.port}: GID index ${h.index} (${describeEntry(h.entry).replace(/^\d+ /, '')})`);
+    if (h.entry)
+      lines.push(`${h.hca} port ${h.port}: GID index ${h.index} (${describeEntry(h.entry).replace(/^\d+ /, '')})`);
   }
   for (const w of report.warnings) lines.push(`warning: ${w}`);
   for (const p of report.problems) lines.push(`error: ${p}`);
@@ -51,7 +52,9 @@ export function runGid(options: GidOptions, io: Io): CommandResult {
     policy,
     ...(hcas !== undefined ? { hcas } : {}),
     ...(options.port !== undefined ? { port: parseCount(options.port, '--port', 1, 255) } : {}),
-    ...(options.checkIndex !== undefined ? { checkIndex: parseCount(options.checkIndex, '--check-index', 0, 65535) } : {}),
+    ...(options.checkIndex !== undefined
+      ? { checkIndex: parseCount(options.checkIndex, '--check-index', 0, 65535) }
+      : {}),
   });
   if (options.indexOnly && report.ok) return { json: report, text: String(report.index), exitCode: 0 };
   // The reason goes to stderr as well (one line), so a script that only reads stdout still sees why.
@@ -61,8 +64,13 @@ export function runGid(options: GidOptions, io: Io): CommandResult {
 
 export function gidCommand(ctx: CliContext): Command {
   return new Command('gid')
-    .description('the RoCE GID index NCCL would pick per HCA when NCCL_IB_GID_INDEX is unset (exit 1 if none, or if the HCAs disagree)')
-    .option('--hca <list>', 'HCAs in NCCL_IB_HCA syntax (^ exclude, = exact, name:port); default NCCL_IB_HCA, then B12X_ROCE_HCA, then all')
+    .description(
+      'the RoCE GID index NCCL would pick per HCA when NCCL_IB_GID_INDEX is unset (exit 1 if none, or if the HCAs disagree)',
+    )
+    .option(
+      '--hca <list>',
+      'HCAs in NCCL_IB_HCA syntax (^ exclude, = exact, name:port); default NCCL_IB_HCA, then B12X_ROCE_HCA, then all',
+    )
     .option('--port <p>', 'only this port of each HCA')
     .option('--sysfs <root>', 'sysfs mount to read', '/sys')
     .option('--addr-range <cidr>', 'only GIDs in this range (default NCCL_IB_ADDR_RANGE)')

@@ -24,7 +24,8 @@ export const commandEntries: CommandEntry[] = [
   },
   {
     name: 'pack',
-    summary: "copy this rank's Engram rows to node-local disk in the format its serving stack reads (the overlay's sparse copy, the Mia stack's packed shards)",
+    summary:
+      "copy this rank's Engram rows to node-local disk in the format its serving stack reads (the overlay's sparse copy, the Mia stack's packed shards)",
     load: async () => (await import('./pack.js')).packCommand,
   },
   {

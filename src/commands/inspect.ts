@@ -67,7 +67,13 @@ export function inspectReport(snap: Snapshot, listTensors: boolean): CommandResu
     lines.push(
       table(
         ['tensor', 'dtype', 'shape', 'file', 'offset'],
-        (json.tensorList as ReturnType<typeof tensorJson>[]).map((t) => [t.tensor, t.dtype, `[${t.shape.join(', ')}]`, t.file, t.fileOffset]),
+        (json.tensorList as ReturnType<typeof tensorJson>[]).map((t) => [
+          t.tensor,
+          t.dtype,
+          `[${t.shape.join(', ')}]`,
+          t.file,
+          t.fileOffset,
+        ]),
       ),
     );
   }

@@ -17,7 +17,11 @@ export function reportInterrupt(io: Io, json: boolean, command: string, message:
       dispose();
       // End a progress line the terminal is showing before the message.
       const lead = io.stderrIsTTY ? '\r\x1b[K' : '';
-      io.stderr(lead + (json ? toJson({ error: { code: 'E_INTERRUPTED', message, signal } }, 0) : `spark ${command}: ${message}`) + '\n');
+      io.stderr(
+        lead +
+          (json ? toJson({ error: { code: 'E_INTERRUPTED', message, signal } }, 0) : `spark ${command}: ${message}`) +
+          '\n',
+      );
       process.kill(process.pid, signal);
     };
     process.once(signal, handler);

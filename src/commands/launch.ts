@@ -48,7 +48,8 @@ export interface LaunchFlags {
 const HEALTH_WAIT_DEFAULT = { timeout: '1200', interval: '5', progress: '30' } as const;
 
 export function launchRequest(recipe: string, f: LaunchFlags, signal?: AbortSignal): LaunchRequest {
-  if (f.cluster === undefined) throw usageError('spark launch needs --cluster FILE or a sparkrun cluster name (the nodes to run on)');
+  if (f.cluster === undefined)
+    throw usageError('spark launch needs --cluster FILE or a sparkrun cluster name (the nodes to run on)');
   const req: LaunchRequest = {
     recipe,
     cluster: f.cluster,
@@ -80,16 +81,29 @@ async function runStop(f: LaunchFlags, io: Io): Promise<CommandResult> {
     // A dry run runs nothing anywhere: it says what --stop would run on each node.
     const nodes = targets.map((t) => ({ ...t, argv: stopArgv(t, tools) }));
     const rows = nodes.map((n) => [n.rank, n.host, n.container, shJoin(n.argv)]);
-    return { json: { cluster: cluster.file, dryRun: true, nodes }, text: table(['rank', 'host', 'container', 'would run'], rows), exitCode: 0 };
+    return {
+      json: { cluster: cluster.file, dryRun: true, nodes },
+      text: table(['rank', 'host', 'container', 'would run'], rows),
+      exitCode: 0,
+    };
   }
   const outcomes = await stopContainers(targets, tools, io.env, io.stderr);
   const failure = stopFailure(outcomes);
   if (failure) throw failure;
   const rows = outcomes.map((o) => [o.rank, o.host, o.container, o.status]);
-  return { json: { cluster: cluster.file, nodes: outcomes }, text: table(['rank', 'host', 'container', 'status'], rows), exitCode: 0 };
+  return {
+    json: { cluster: cluster.file, nodes: outcomes },
+    text: table(['rank', 'host', 'container', 'status'], rows),
+    exitCode: 0,
+  };
 }
 
-export async function runLaunchCommand(recipe: string | undefined, given: LaunchFlags, io: Io, signal?: AbortSignal): Promise<CommandResult> {
+export async function runLaunchCommand(
+  recipe: string | undefined,
+  given: LaunchFlags,
+  io: Io,
+  signal?: AbortSignal,
+): Promise<CommandResult> {
   // No --cluster: sparkrun's default cluster, when it names one.
   const cluster = await clusterSpec(given.cluster, io.env);
   const f: LaunchFlags = cluster === undefined ? given : { ...given, cluster };
@@ -116,9 +130,13 @@ export async function runLaunchCommand(recipe: string | undefined, given: Launch
 function healthWaitOptions(): Option[] {
   return [
     new Option('--health-url <url>', 'URL to poll (default http://<head host>:<port>/health)'),
-    new Option('--timeout <seconds>', 'give up waiting for /health after this long').default(HEALTH_WAIT_DEFAULT.timeout),
+    new Option('--timeout <seconds>', 'give up waiting for /health after this long').default(
+      HEALTH_WAIT_DEFAULT.timeout,
+    ),
     new Option('--interval <seconds>', 'time between /health polls').default(HEALTH_WAIT_DEFAULT.interval),
-    new Option('--progress <seconds>', 'a progress line this often while waiting (terminal only; 0 = none)').default(HEALTH_WAIT_DEFAULT.progress),
+    new Option('--progress <seconds>', 'a progress line this often while waiting (terminal only; 0 = none)').default(
+      HEALTH_WAIT_DEFAULT.progress,
+    ),
   ];
 }
 
@@ -126,22 +144,37 @@ export function launchCommand(ctx: CliContext): Command {
   const launch = new Command('launch')
     .description('run a recipe on a cluster: one container per node over ssh, then wait for the head to be healthy')
     .argument('[recipe.toml]', 'the recipe to launch (not needed with --stop)')
-    .option('--cluster <file|name>', 'cluster file ([[nodes]] host, fabric_addr, dist_addr and [nodes.env] in rank order, head, hf_cache, dist_port, [nccl]), or a sparkrun cluster: its file, or its name under ~/.config/sparkrun/clusters (default: its .default)')
-    .option('--dry-run', 'print each node\'s container command and run nothing')
+    .option(
+      '--cluster <file|name>',
+      'cluster file ([[nodes]] host, fabric_addr, dist_addr and [nodes.env] in rank order, head, hf_cache, dist_port, [nccl]), or a sparkrun cluster: its file, or its name under ~/.config/sparkrun/clusters (default: its .default)',
+    )
+    .option('--dry-run', "print each node's container command and run nothing")
     .option('--json', 'one JSON document on stdout: {"nodes": [{"rank", "host", "argv", "env", ...}], ...}')
-    .option('--stop', 'stop the launch\'s containers on every node of the cluster')
+    .option('--stop', "stop the launch's containers on every node of the cluster")
     .option('--env <file>', 'an env file whose values win over the recipe [env]')
-    .option('--revision <rev>', 'model revision to serve (commit, or a ref under refs/); default the recipe\'s --revision, else refs/main');
+    .option(
+      '--revision <rev>',
+      "model revision to serve (commit, or a ref under refs/); default the recipe's --revision, else refs/main",
+    );
   for (const option of healthWaitOptions()) launch.addOption(option);
   return launch
     .option('--force', 'launch even when preflight reports errors')
     .option('--keep-on-failure', 'leave the containers running when the launch fails')
-    .option('--cpu-only', 'no --gpus all, --device /dev/infiniband, IPC_LOCK, memlock=-1: a smoke run of mounts and entrypoint on hosts without GPUs or RDMA')
+    .option(
+      '--cpu-only',
+      'no --gpus all, --device /dev/infiniband, IPC_LOCK, memlock=-1: a smoke run of mounts and entrypoint on hosts without GPUs or RDMA',
+    )
     .option('--follow', 'keep streaming the logs once healthy, until Ctrl-C')
     .option('--name <prefix>', 'container name prefix (default spark-<cluster name>); containers are <prefix>-r<rank>')
-    .option('--spark-bin <path>', 'spark on the nodes, for the preflight and the GID detection (default SPARK_REMOTE_BIN, else spark)')
-    .option('--node-timeout <seconds>', "the most one node may take to answer the preflight", '30')
-    .option('--no-detect-gid', 'do not ask each node for B12X_ROCE_GID_INDEX (spark gid) when the env sets B12X_ROCE_HCA')
+    .option(
+      '--spark-bin <path>',
+      'spark on the nodes, for the preflight and the GID detection (default SPARK_REMOTE_BIN, else spark)',
+    )
+    .option('--node-timeout <seconds>', 'the most one node may take to answer the preflight', '30')
+    .option(
+      '--no-detect-gid',
+      'do not ask each node for B12X_ROCE_GID_INDEX (spark gid) when the env sets B12X_ROCE_HCA',
+    )
     .addHelpText(
       'after',
       `

@@ -19,7 +19,8 @@ export function parseCountList(text: string, what: string, min = 0, max = Number
   const parts = text.split(',');
   if (parts.every((p) => p.trim() === '')) throw usageError(`${what} needs at least one number, got '${text}'`);
   const empty = parts.findIndex((p) => p.trim() === '');
-  if (empty >= 0) throw usageError(`${what} has an empty item at position ${empty + 1} in '${text}': remove the extra comma`);
+  if (empty >= 0)
+    throw usageError(`${what} has an empty item at position ${empty + 1} in '${text}': remove the extra comma`);
   return parts.map((p) => parseCount(p, what, min, max));
 }
 
@@ -45,7 +46,8 @@ export function requireOption(
 /** Seconds as a positive decimal (`0.5`, `1200`). */
 export function parseSeconds(text: string, flag: string, min = 0): number {
   const t = text.trim();
-  if (!/^\d+(\.\d+)?$/.test(t) || Number(t) < min) throw usageError(`${flag} must be a number of seconds >= ${min}, got '${text}'`);
+  if (!/^\d+(\.\d+)?$/.test(t) || Number(t) < min)
+    throw usageError(`${flag} must be a number of seconds >= ${min}, got '${text}'`);
   return Number(t);
 }
 
@@ -53,7 +55,8 @@ export function parseSeconds(text: string, flag: string, min = 0): number {
 export function parseRate(text: string): number {
   const t = text.trim();
   const v = Number(t);
-  if (!/^\d+(\.\d+)?$/.test(t) || !(v > 0) || v > 1e6) throw usageError(`--rate-limit must be a positive number of MB/s (at most 1000000), got '${text}'`);
+  if (!/^\d+(\.\d+)?$/.test(t) || !(v > 0) || v > 1e6)
+    throw usageError(`--rate-limit must be a positive number of MB/s (at most 1000000), got '${text}'`);
   return Math.max(1, Math.round(v * 1e6));
 }
 

@@ -68,9 +68,11 @@ export function parsePackFlags(snapshot: string | undefined, f: PackFlags, io: I
   if (rank >= world) throw usageError(`rank ${rank} is outside the world of ${world} ranks (ranks are 0-${world - 1})`);
   const split = parseSplit(f.split, '--split');
   const layout = f.layout ?? 'sparse';
-  if (layout !== 'sparse' && layout !== 'dense' && layout !== 'page') throw usageError(`--layout must be sparse, dense or page, got '${layout}'`);
+  if (layout !== 'sparse' && layout !== 'dense' && layout !== 'page')
+    throw usageError(`--layout must be sparse, dense or page, got '${layout}'`);
   const threadsText = fromEnv(f.threads, io.env, 'SPARK_ENGRAM_THREADS');
-  const threads = threadsText === undefined ? 4 : Math.min(MAX_PACK_THREADS, parseCount(threadsText, '--threads', 1, 1024));
+  const threads =
+    threadsText === undefined ? 4 : Math.min(MAX_PACK_THREADS, parseCount(threadsText, '--threads', 1, 1024));
   const o: PackOptions = {
     snapshot: resolve(io.cwd, snap),
     out: resolve(io.cwd, f.out),
@@ -95,8 +97,13 @@ function summaryText(s: PackSummary): string {
   if (s.noop) return `already complete: ${head} holds this pack; nothing to do`;
   const rate = s.seconds > 0 ? ` (${formatBytes(s.bytesWritten / s.seconds)}/s)` : '';
   const apparent = s.apparentBytes !== undefined ? ` (apparent size ${formatBytes(s.apparentBytes)})` : '';
-  const lines = [`packed ${head}: ${s.layers.length} layers, ${formatBytes(s.bytes)}${apparent} in ${s.seconds.toFixed(2)} s${rate}`];
-  for (const l of s.layers) lines.push(`  layer ${l.layer}: rows ${l.start}:${l.end} -> ${l.file} (${formatBytes(l.bytes)}, ${l.chunks} chunk${l.chunks === 1 ? '' : 's'})`);
+  const lines = [
+    `packed ${head}: ${s.layers.length} layers, ${formatBytes(s.bytes)}${apparent} in ${s.seconds.toFixed(2)} s${rate}`,
+  ];
+  for (const l of s.layers)
+    lines.push(
+      `  layer ${l.layer}: rows ${l.start}:${l.end} -> ${l.file} (${formatBytes(l.bytes)}, ${l.chunks} chunk${l.chunks === 1 ? '' : 's'})`,
+    );
   for (const f of s.files) {
     const kept = f.chunksKept > 0 ? `${f.chunksKept} chunks kept from an interrupted run` : '';
     const redo = f.chunksRejected > 0 ? `${f.chunksRejected} failed their re-check and were copied again` : '';
@@ -105,7 +112,8 @@ function summaryText(s: PackSummary): string {
     if (notes.length > 0) lines.push(`  ${f.file}: ${notes.join('; ')}`);
   }
   if (s.io.write !== 'none') {
-    const how = (m: string): string => (m === 'direct' ? 'O_DIRECT' : 'buffered, pages dropped behind (the filesystem refused O_DIRECT)');
+    const how = (m: string): string =>
+      m === 'direct' ? 'O_DIRECT' : 'buffered, pages dropped behind (the filesystem refused O_DIRECT)';
     lines.push(`  read ${how(s.io.read)}; written ${how(s.io.write)}`);
   }
   if (s.removed.length > 0) lines.push(`  removed the replaced pack's ${s.removed.length} file(s)`);
@@ -162,19 +170,42 @@ export async function runPack(o: PackOptions, io: Io): Promise<CommandResult> {
 
 export function packCommand(ctx: CliContext): Command {
   const head = new Command('pack')
-    .description("copy this rank's Engram rows to a node-local directory (the overlay's sparse copy, the Mia stack's packed shards, or spark's page layout)")
+    .description(
+      "copy this rank's Engram rows to a node-local directory (the overlay's sparse copy, the Mia stack's packed shards, or spark's page layout)",
+    )
     .argument('[snapshot]', 'snapshot directory or .safetensors file (default SPARK_ENGRAM_DIR)')
     .option('--out <dir>', 'node-local directory to write (created if missing)');
   const cmd = rankShareFlags(head)
-    .option('--layout <l>', "sparse (default: Aiden's overlay reads it), dense (the Mia stack's packed shards) or page (spark's own row store)")
-    .option('--threads <n>', `copy workers (default SPARK_ENGRAM_THREADS, else 4; at most ${MAX_PACK_THREADS} are used)`)
+    .option(
+      '--layout <l>',
+      "sparse (default: Aiden's overlay reads it), dense (the Mia stack's packed shards) or page (spark's own row store)",
+    )
+    .option(
+      '--threads <n>',
+      `copy workers (default SPARK_ENGRAM_THREADS, else 4; at most ${MAX_PACK_THREADS} are used)`,
+    )
     .option('--chunk-rows <n>', 'rows per checksum chunk (default ~16 MiB of rows)')
-    .option('--sync-every <MiB>', 'make progress durable every this many MiB (default 1024) or 2 s; lost work on a crash is at most that')
-    .option('--rate-limit <MB/s>', 'read at most this many MB (10^6 bytes) per second from the snapshot (several nodes packing from one NAS)')
-    .option('--no-drop-cache', "keep the snapshot's pages in the page cache (by default they are dropped behind the copy: page cache is GPU memory)")
-    .option('--progress <seconds>', 'without a terminal, print a progress line every this many seconds (logs, spark fanout)')
+    .option(
+      '--sync-every <MiB>',
+      'make progress durable every this many MiB (default 1024) or 2 s; lost work on a crash is at most that',
+    )
+    .option(
+      '--rate-limit <MB/s>',
+      'read at most this many MB (10^6 bytes) per second from the snapshot (several nodes packing from one NAS)',
+    )
+    .option(
+      '--no-drop-cache',
+      "keep the snapshot's pages in the page cache (by default they are dropped behind the copy: page cache is GPU memory)",
+    )
+    .option(
+      '--progress <seconds>',
+      'without a terminal, print a progress line every this many seconds (logs, spark fanout)',
+    )
     .option('--no-space-check', 'skip the free-space check (for filesystems that misreport free space)')
-    .option('--force', "replace a complete pack in --out that differs from this one (its files are removed once the new manifest is written)")
+    .option(
+      '--force',
+      'replace a complete pack in --out that differs from this one (its files are removed once the new manifest is written)',
+    )
     .option('--json', 'print a JSON summary (bytes, seconds, layers)')
     .addHelpText(
       'after',

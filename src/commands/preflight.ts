@@ -25,7 +25,12 @@ interface PreflightFlags {
 }
 
 function list(text: string | undefined): string[] | undefined {
-  return text === undefined ? undefined : text.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  return text === undefined
+    ? undefined
+    : text
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== '');
 }
 
 export function parsePreflightFlags(recipe: string, f: PreflightFlags, io: Io): PreflightOptions {
@@ -69,19 +74,33 @@ export function preflightCommand(ctx: CliContext): Command {
   return new Command('preflight')
     .description('check a recipe, its cluster and env files, the snapshot and every node before a boot')
     .argument('[recipe.toml]', 'the recipe to check')
-    .option('--cluster <file|name>', 'cluster file (nodes: host, fabric_addr, dist_addr, env; head, hf_cache, dist_port, [nccl]), or a sparkrun cluster file or name (default: sparkrun\'s .default cluster, if any); every node is checked over ssh')
+    .option(
+      '--cluster <file|name>',
+      "cluster file (nodes: host, fabric_addr, dist_addr, env; head, hf_cache, dist_port, [nccl]), or a sparkrun cluster file or name (default: sparkrun's .default cluster, if any); every node is checked over ssh",
+    )
     .option('--local', 'with --cluster: check this machine only (as one of the nodes), not every node over ssh')
-    .option('--spark-bin <path>', 'spark on the nodes, which answers for its node (default SPARK_REMOTE_BIN, else spark; without it a sh probe does)')
+    .option(
+      '--spark-bin <path>',
+      'spark on the nodes, which answers for its node (default SPARK_REMOTE_BIN, else spark; without it a sh probe does)',
+    )
     .option('--node-timeout <seconds>', 'the most one node may take to answer', '30')
     .option('--env <file>', 'an env file for the containers (wins over the recipe [env])')
     .option('--snapshot <dir>', 'the model snapshot to check (default: from SPARK_ENGRAM_DIR or hf_cache)')
-    .option('--node-rank <r>', "this machine's rank in the cluster file; implies --local (default: NODE_RANK, else matched by hostname)")
+    .option(
+      '--node-rank <r>',
+      "this machine's rank in the cluster file; implies --local (default: NODE_RANK, else matched by hostname)",
+    )
     .option('--sysfs <root>', 'sysfs root for HCA and interface checks, on every node', '/sys')
     .option('--pack-dir <dir>', "host directory of this node's packed Engram shard (default: SPARK_ENGRAM_DIR's mount)")
     .option('--only <rules>', 'run only these rules (comma-separated ids or families, e.g. fabric,engram.ranges-tile)')
     .option('--skip <rules>', 'skip these rules (comma-separated ids or families)')
-    .option('--json', 'print the report as JSON: {findings: [{rule, severity, message, where, fix, node?}], nodes, ...}')
-    .addOption(new Option('--node-facts <request>', "answer a launching machine's facts request (used over ssh)").hideHelp())
+    .option(
+      '--json',
+      'print the report as JSON: {findings: [{rule, severity, message, where, fix, node?}], nodes, ...}',
+    )
+    .addOption(
+      new Option('--node-facts <request>', "answer a launching machine's facts request (used over ssh)").hideHelp(),
+    )
     .addHelpText(
       'after',
       `

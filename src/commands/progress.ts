@@ -55,7 +55,10 @@ function clock(seconds: number): string {
  * `moved` is what this run itself moved (a resumed pack has bytes done before it started), the
  * base of the rate; the rate and ETA appear once half a second has passed.
  */
-export function transferText(label: string, p: { bytesDone: number; bytesTotal: number; seconds: number; moved?: number }): string {
+export function transferText(
+  label: string,
+  p: { bytesDone: number; bytesTotal: number; seconds: number; moved?: number },
+): string {
   const pct = p.bytesTotal > 0 ? Math.floor((100 * p.bytesDone) / p.bytesTotal) : 100;
   const rate = p.seconds > 0.5 ? (p.moved ?? p.bytesDone) / p.seconds : 0;
   const eta = rate > 0 ? Math.max(0, (p.bytesTotal - p.bytesDone) / rate) : undefined;

@@ -24,15 +24,23 @@ export async function runConvert(file: string, flags: ConvertFlags, io: Io): Pro
   const loaded = await readRecipe(file, { env: io.env });
   const text = to === 'toml' ? toToml(loaded) : toSparkrunYaml(loaded);
   if (flags.out !== undefined) {
-    if (existsSync(flags.out) && !flags.force) throw usageError(`${flags.out} exists; choose another --out, or pass --force to replace it`);
+    if (existsSync(flags.out) && !flags.force)
+      throw usageError(`${flags.out} exists; choose another --out, or pass --force to replace it`);
     writeNewFile(flags.out, text);
   }
-  const json = { from: { file, format: from }, to: { format: to, file: flags.out ?? null }, notes: loaded.diagnostics.length, text };
+  const json = {
+    from: { file, format: from },
+    to: { format: to, file: flags.out ?? null },
+    notes: loaded.diagnostics.length,
+    text,
+  };
   return { json, text: flags.out === undefined ? text.trimEnd() : `wrote ${flags.out} (${to})`, exitCode: 0 };
 }
 
 export function recipeCommand(ctx: CliContext): Command {
-  const recipe = new Command('recipe').description('work with recipe files: convert between spark TOML and sparkrun YAML');
+  const recipe = new Command('recipe').description(
+    'work with recipe files: convert between spark TOML and sparkrun YAML',
+  );
   recipe
     .command('convert')
     .description('write a sparkrun YAML recipe as spark TOML, or a spark TOML recipe as sparkrun YAML')

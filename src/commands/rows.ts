@@ -36,14 +36,21 @@ export interface RowsReply {
 
 export async function runRows(o: RowsOptions, io: Io): Promise<CommandResult> {
   const threads = Math.min(o.threads ?? threadsFromEnv(io.env), Math.max(1, o.ids.length));
-  const src = await openRowSource(o.source, { layers: [o.layer], threads, direct: o.direct, openSnapshot: o.openSnapshot });
+  const src = await openRowSource(o.source, {
+    layers: [o.layer],
+    threads,
+    direct: o.direct,
+    openSnapshot: o.openSnapshot,
+  });
   try {
     const table = src.tables[0];
     const out = await src.store.gather(o.layer, o.ids);
     const reply: RowsReply = { layer: o.layer, source: src.kind, rows: [] };
     const held = src.kind === 'snapshot' ? '' : `, this copy holds [${table.start}, ${table.end})`;
     const valueText: string[] = [];
-    const lines = [`layer ${o.layer} (${src.kind}, ${table.rows} rows of ${table.dim} + ${table.dim / 32} bytes${held}):`];
+    const lines = [
+      `layer ${o.layer} (${src.kind}, ${table.rows} rows of ${table.dim} + ${table.dim / 32} bytes${held}):`,
+    ];
     o.ids.forEach((id, i) => {
       const row = out.subarray(i * table.rowBytes, (i + 1) * table.rowBytes);
       const entry: RowsReply['rows'][number] = {

@@ -1,7 +1,13 @@
 // `spark synth <dir>`: writes a DSV4.1-shaped synthetic snapshot (see src/synth/synth.ts).
 import { Command } from 'commander';
 import type { CliContext } from './context.js';
-import { synthesize, SYNTH_DEFAULTS, validateSynthOptions, type SynthOptions, type SynthResult } from '../synth/synth.js';
+import {
+  synthesize,
+  SYNTH_DEFAULTS,
+  validateSynthOptions,
+  type SynthOptions,
+  type SynthResult,
+} from '../synth/synth.js';
 import type { CommandResult, Io } from '../io.js';
 import { parseCount, parseCountList } from './options.js';
 import { formatBytes } from '../format.js';
@@ -44,7 +50,8 @@ function refuseOccupied(dir: string): void {
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return;
-    if (code === 'ENOTDIR') throw usageError(`${dir} exists and is not a directory; pick a new directory for the snapshot`, { path: dir });
+    if (code === 'ENOTDIR')
+      throw usageError(`${dir} exists and is not a directory; pick a new directory for the snapshot`, { path: dir });
     throw err;
   }
   if (names.length > 0) {
@@ -64,11 +71,16 @@ export function runSynth(options: SynthOptions, io?: Io): CommandResult {
   let result: SynthResult;
   try {
     let shownAt = -Infinity;
-    result = synthesize(options, line ? (p) => {
-      if (p.bytesDone < p.bytesTotal && p.seconds - shownAt < 0.1) return; // ten updates a second at most
-      shownAt = p.seconds;
-      line.update(transferText('synth', p));
-    } : undefined);
+    result = synthesize(
+      options,
+      line
+        ? (p) => {
+            if (p.bytesDone < p.bytesTotal && p.seconds - shownAt < 0.1) return; // ten updates a second at most
+            shownAt = p.seconds;
+            line.update(transferText('synth', p));
+          }
+        : undefined,
+    );
   } finally {
     line?.done();
   }
@@ -90,7 +102,10 @@ export function synthCommand(ctx: CliContext): Command {
     .option('--dim <n>', 'engram_head_dim: weight bytes per row (multiple of 32)', String(SYNTH_DEFAULTS.dim))
     .option('--shards <k>', 'number of shards; the Engram layers take the last ones', String(SYNTH_DEFAULTS.shards))
     .option('--seed <s>', 'varies every row byte (recorded in config.json)', String(SYNTH_DEFAULTS.seed))
-    .option('--sparse', 'full-size sparse files: only probe windows around table ends, rank and head boundaries hold data')
+    .option(
+      '--sparse',
+      'full-size sparse files: only probe windows around table ends, rank and head boundaries hold data',
+    )
     .option('--json', 'print a JSON summary')
     .addHelpText(
       'after',

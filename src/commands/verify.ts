@@ -31,15 +31,19 @@ export interface VerifyOptions {
 }
 
 export function parseVerifyFlags(dir: string, f: VerifyFlags, io: Io): VerifyOptions {
-  if (f.full && f.sample !== undefined) throw usageError('--full and --sample exclude each other: all rows, or a sample of them');
-  if (f.sample !== undefined && f.source === undefined) throw usageError('--sample compares rows with the snapshot: give --source SNAPSHOT');
-  if (f.full && f.source === undefined) throw usageError('--full compares every row with the snapshot: give --source SNAPSHOT');
+  if (f.full && f.sample !== undefined)
+    throw usageError('--full and --sample exclude each other: all rows, or a sample of them');
+  if (f.sample !== undefined && f.source === undefined)
+    throw usageError('--sample compares rows with the snapshot: give --source SNAPSHOT');
+  if (f.full && f.source === undefined)
+    throw usageError('--full compares every row with the snapshot: give --source SNAPSHOT');
   const threadsText = fromEnv(f.threads, io.env, 'SPARK_ENGRAM_THREADS');
   const o: VerifyOptions = {
     dir: resolve(io.cwd, dir),
     rows: f.source === undefined ? 'none' : f.full ? 'full' : 'sample',
     sample: f.sample === undefined ? DEFAULT_SAMPLE : parseCount(f.sample, '--sample', 1, 1 << 30),
-    threads: threadsText === undefined ? 4 : Math.min(MAX_VERIFY_THREADS, parseCount(threadsText, '--threads', 1, 1024)),
+    threads:
+      threadsText === undefined ? 4 : Math.min(MAX_VERIFY_THREADS, parseCount(threadsText, '--threads', 1, 1024)),
   };
   if (f.source !== undefined) o.source = resolve(io.cwd, f.source);
   return o;
@@ -94,11 +98,19 @@ export async function runVerify(o: VerifyOptions, io: Io): Promise<CommandResult
 
 export function verifyCommand(ctx: CliContext): Command {
   return new Command('verify')
-    .description('check a node-local copy (sparse, dense or page): manifest, every checksum, and rows against the snapshot')
-    .argument('<dir>', "the copy (holding engram-local.json or spark-pack.json, or the Mia stack's own engram-l*-r*of*.bin shards)")
+    .description(
+      'check a node-local copy (sparse, dense or page): manifest, every checksum, and rows against the snapshot',
+    )
+    .argument(
+      '<dir>',
+      "the copy (holding engram-local.json or spark-pack.json, or the Mia stack's own engram-l*-r*of*.bin shards)",
+    )
     .option('--source <snapshot>', 'the snapshot it was packed from: compare rows with it')
     .option('--full', 'with --source: compare every row')
-    .option('--sample <n>', `with --source: compare n random rows per layer plus the first and last (default ${DEFAULT_SAMPLE})`)
+    .option(
+      '--sample <n>',
+      `with --source: compare n random rows per layer plus the first and last (default ${DEFAULT_SAMPLE})`,
+    )
     .option('--threads <n>', 'parallel readers (default SPARK_ENGRAM_THREADS, else 4)')
     .option('--json', 'print the report as JSON')
     .addHelpText(

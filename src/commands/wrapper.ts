@@ -65,7 +65,11 @@ export async function runWrapper(
   return exec(plan.argv, plan.env);
 }
 
-export async function runEmitSh(flags: WrapperFlags, io: Io, load: LayerLoader = loadLayerSource): Promise<CommandResult> {
+export async function runEmitSh(
+  flags: WrapperFlags,
+  io: Io,
+  load: LayerLoader = loadLayerSource,
+): Promise<CommandResult> {
   const snapshot = fromEnv(flags.snapshot, io.env, 'SPARK_ENGRAM_DIR');
   if (snapshot === undefined) throw usageError('--emit-sh needs --snapshot DIR (or SPARK_ENGRAM_DIR)');
   const worldText = fromEnv(flags.world, io.env, 'SPARK_WORLD_SIZE');
@@ -80,7 +84,11 @@ export async function runEmitSh(flags: WrapperFlags, io: Io, load: LayerLoader =
   const script = emitWrapperSh({ world, split, source: source.path, ranks });
   if (flags.out === undefined) return { json: { script }, text: script.replace(/\n$/, ''), exitCode: 0 };
   writeNewFile(flags.out, script, 0o755);
-  return { json: { out: flags.out, world, split, bytes: Buffer.byteLength(script) }, text: `wrote ${flags.out} (${world} ranks, ${split} split)`, exitCode: 0 };
+  return {
+    json: { out: flags.out, world, split, bytes: Buffer.byteLength(script) },
+    text: `wrote ${flags.out} (${world} ranks, ${split} split)`,
+    exitCode: 0,
+  };
 }
 
 async function nativeExec(): Promise<Exec> {
@@ -90,14 +98,19 @@ async function nativeExec(): Promise<Exec> {
 
 export function wrapperCommand(ctx: CliContext): Command {
   return new Command('wrapper')
-    .description('container entrypoint: set SPARK_ENGRAM_ROWS and B12X_ROCE_GID_INDEX for this rank, then exec the engine')
+    .description(
+      'container entrypoint: set SPARK_ENGRAM_ROWS and B12X_ROCE_GID_INDEX for this rank, then exec the engine',
+    )
     .argument('[engine...]', 'the engine command and its arguments (after --)')
     .option('--split <rule>', 'floor (SGLang), front or heads (vLLM); default SPARK_ENGRAM_SPLIT, else floor')
     .option('--sysfs <root>', 'sysfs mount for the GID scan (default SPARK_SYSFS, else /sys)')
     .option('--skip-gid', 'do not detect or check B12X_ROCE_GID_INDEX (also SPARK_SKIP_GID=1)')
     .option('--dry-run', 'print what would be exported and run, without running it')
     .option('--emit-sh', 'print a self-contained POSIX sh entrypoint instead (needs --snapshot and --world)')
-    .option('--snapshot <dir>', 'with --emit-sh: the snapshot (or one rank\'s copy) to compute every rank\'s ranges from (default SPARK_ENGRAM_DIR)')
+    .option(
+      '--snapshot <dir>',
+      "with --emit-sh: the snapshot (or one rank's copy) to compute every rank's ranges from (default SPARK_ENGRAM_DIR)",
+    )
     .option('--world <w>', 'with --emit-sh: the number of ranks (default SPARK_WORLD_SIZE)')
     .option('--out <file>', 'with --emit-sh: write the script here (mode 755) instead of stdout')
     .option('--json', 'with --dry-run or --emit-sh: one JSON document on stdout')
@@ -120,11 +133,16 @@ Examples:
     )
     .action(async (engine: string[], opts: WrapperFlags & { json?: boolean }) => {
       if (opts.emitSh) {
-        if (engine.length > 0) throw usageError('--emit-sh takes no engine command (the script execs its own arguments)');
+        if (engine.length > 0)
+          throw usageError('--emit-sh takes no engine command (the script execs its own arguments)');
         ctx.emit(await runEmitSh(opts, ctx.io), Boolean(opts.json));
         return;
       }
-      const exec = opts.dryRun ? (() => { throw new Error('unreachable'); }) as Exec : await nativeExec();
+      const exec = opts.dryRun
+        ? ((() => {
+            throw new Error('unreachable');
+          }) as Exec)
+        : await nativeExec();
       ctx.emit(await runWrapper(engine, opts, ctx.io, exec), Boolean(opts.json));
     });
 }

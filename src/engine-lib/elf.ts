@@ -71,7 +71,8 @@ class Reader {
     const start = strtab.offset + index;
     this.need(start, 1, what);
     const end = this.b.indexOf(0, start);
-    if (end < 0 || end >= strtab.offset + strtab.size) throw new ElfError(`corrupt: ${what} name is not terminated in its string table`);
+    if (end < 0 || end >= strtab.offset + strtab.size)
+      throw new ElfError(`corrupt: ${what} name is not terminated in its string table`);
     return this.b.toString('latin1', start, end);
   }
 }
@@ -172,7 +173,7 @@ function neededVersions(r: Reader, all: Section[]): string[] {
 
 function sparkAbiNote(r: Reader, all: Section[]): number | undefined {
   for (const s of all.filter((x) => x.type === SHT_NOTE)) {
-    for (let at = s.offset; at + 12 <= s.offset + s.size; ) {
+    for (let at = s.offset; at + 12 <= s.offset + s.size;) {
       const namesz = r.u32(at, 'a note');
       const descsz = r.u32(at + 4, 'a note');
       const type = r.u32(at + 8, 'a note');
@@ -180,7 +181,12 @@ function sparkAbiNote(r: Reader, all: Section[]): number | undefined {
       const desc = name + Math.ceil(namesz / 4) * 4;
       const end = desc + Math.ceil(descsz / 4) * 4;
       if (end > s.offset + s.size) throw new ElfError('corrupt: a note runs past its section');
-      if (type === SPARK_NOTE_ABI && namesz === SPARK_NOTE_NAME.length + 1 && descsz === 4 && r.b.toString('latin1', name, name + namesz - 1) === SPARK_NOTE_NAME) {
+      if (
+        type === SPARK_NOTE_ABI &&
+        namesz === SPARK_NOTE_NAME.length + 1 &&
+        descsz === 4 &&
+        r.b.toString('latin1', name, name + namesz - 1) === SPARK_NOTE_NAME
+      ) {
         return r.b.readInt32LE(desc);
       }
       at = end;

@@ -3,7 +3,17 @@
 // that a recipe can mount. The ELF facts a node can check without binutils (machine, size,
 // sha256: the same build on every node) come from reading the file itself.
 import { createHash } from 'node:crypto';
-import { closeSync, constants, fsyncSync, lstatSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fsyncSync,
+  lstatSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
 import { join, posix, resolve } from 'node:path';
 import { packageRoot } from '../native/index.js';
 import { SparkError, usageError } from '../errors.js';
@@ -35,7 +45,12 @@ interface StackFacts {
 }
 
 export const STACKS: Record<EngineStack, StackFacts> = {
-  overlay: { stack: 'overlay', name: 'libengram_rows.so', imagePath: '/opt/dsv41-spark/overlay/libengram_rows.so', abiVersion: 3 },
+  overlay: {
+    stack: 'overlay',
+    name: 'libengram_rows.so',
+    imagePath: '/opt/dsv41-spark/overlay/libengram_rows.so',
+    abiVersion: 3,
+  },
   mia: { stack: 'mia', name: 'librow_store.so', imagePath: '/opt/dsv41/adapter/librow_store.so' },
 };
 
@@ -57,14 +72,23 @@ export function abiSymbols(stack: EngineStack, root = packageRoot()): string[] {
 
 export function parseStack(value: string | undefined): EngineStack {
   if (value === 'overlay' || value === 'mia') return value;
-  throw usageError(`--stack must be overlay (Aiden's overlay, SPARK_ENGRAM_*) or mia (the Mia stack, DSV41_*), not '${value ?? ''}'`, {
-    key: '--stack',
-  });
+  throw usageError(
+    `--stack must be overlay (Aiden's overlay, SPARK_ENGRAM_*) or mia (the Mia stack, DSV41_*), not '${value ?? ''}'`,
+    {
+      key: '--stack',
+    },
+  );
 }
 
 export function engineLibrary(stack: EngineStack, root = packageRoot()): EngineLibraryInfo {
   const { stack: st, name, imagePath } = STACKS[stack];
-  return { stack: st, name, imagePath, library: join(root, 'build', 'Release', name), symbols: abiSymbols(stack, root) };
+  return {
+    stack: st,
+    name,
+    imagePath,
+    library: join(root, 'build', 'Release', name),
+    symbols: abiSymbols(stack, root),
+  };
 }
 
 export interface LibraryFile {
@@ -82,17 +106,27 @@ export function describeLibrary(path: string): LibraryFile {
   try {
     st = lstatSync(path);
   } catch {
-    throw new SparkError('E_FILE_NOT_FOUND', `${path}: not built; run npm install (or npm run build:native) in the spark checkout`, { path });
+    throw new SparkError(
+      'E_FILE_NOT_FOUND',
+      `${path}: not built; run npm install (or npm run build:native) in the spark checkout`,
+      { path },
+    );
   }
-  if (!st.isFile()) throw new SparkError('E_NOT_A_FILE', `${path}: not a regular file; rebuild with npm run build:native`, { path });
+  if (!st.isFile())
+    throw new SparkError('E_NOT_A_FILE', `${path}: not a regular file; rebuild with npm run build:native`, { path });
   const data = readFileSync(path);
   let elf: ElfSummary;
   try {
     elf = readElf(data);
   } catch (err) {
-    throw new SparkError('E_CHECK_FAILED', `${path}: ${(err as Error).message}; rebuild with npm run build:native`, { path });
+    throw new SparkError('E_CHECK_FAILED', `${path}: ${(err as Error).message}; rebuild with npm run build:native`, {
+      path,
+    });
   }
-  if (elf.type !== ET_DYN) throw new SparkError('E_CHECK_FAILED', `${path}: not an ELF shared object; rebuild with npm run build:native`, { path });
+  if (elf.type !== ET_DYN)
+    throw new SparkError('E_CHECK_FAILED', `${path}: not an ELF shared object; rebuild with npm run build:native`, {
+      path,
+    });
   return { bytes: data.length, sha256: createHash('sha256').update(data).digest('hex'), machine: elf.machine, elf };
 }
 
@@ -107,15 +141,24 @@ export function copyEngineLibrary(info: EngineLibraryInfo, dir: string): string 
   try {
     st = lstatSync(target);
   } catch {
-    throw new SparkError('E_FILE_NOT_FOUND', `${target}: no such directory; create it first (--copy takes an existing directory)`, { path: target });
+    throw new SparkError(
+      'E_FILE_NOT_FOUND',
+      `${target}: no such directory; create it first (--copy takes an existing directory)`,
+      { path: target },
+    );
   }
-  if (!st.isDirectory()) throw new SparkError('E_NOT_A_FILE', `${target}: not a directory (a symlink is not followed); give --copy a real directory`, { path: target });
+  if (!st.isDirectory())
+    throw new SparkError(
+      'E_NOT_A_FILE',
+      `${target}: not a directory (a symlink is not followed); give --copy a real directory`,
+      { path: target },
+    );
   const data = readFileSync(info.library);
   const dest = join(target, info.name);
   const partial = `${dest}.${process.pid}.partial`;
   const fd = openSync(partial, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o755);
   try {
-    for (let at = 0; at < data.length; ) at += writeSync(fd, data, at, data.length - at);
+    for (let at = 0; at < data.length;) at += writeSync(fd, data, at, data.length - at);
     fsyncSync(fd);
   } catch (err) {
     closeSync(fd);

@@ -20,7 +20,8 @@ export const C_LIBRARY_OBJECTS: readonly string[] = [
 /** Why the file is not a shared object for `machine`, or undefined when it is one. */
 export function machineProblem(elf: ElfSummary, machine: string): string | undefined {
   if (elf.type !== ET_DYN) return `is an ELF file of type ${elf.type}, not a shared object`;
-  if (elf.machine !== machine) return `is built for ${elf.machine}, this node is ${machine || 'of unknown machine'}: the stack's dlopen fails`;
+  if (elf.machine !== machine)
+    return `is built for ${elf.machine}, this node is ${machine || 'of unknown machine'}: the stack's dlopen fails`;
   return undefined;
 }
 
@@ -32,7 +33,12 @@ export interface AbiVerdict {
 }
 
 /** How the file's exports and version note stand against the stack's ABI (`symbols`: abiSymbols(stack)). */
-export function abiVerdict(elf: ElfSummary, stack: EngineStack, symbols: readonly string[], otherSymbols: readonly string[]): AbiVerdict {
+export function abiVerdict(
+  elf: ElfSummary,
+  stack: EngineStack,
+  symbols: readonly string[],
+  otherSymbols: readonly string[],
+): AbiVerdict {
   const errors: string[] = [];
   const warnings: string[] = [];
   const has = new Set(elf.exports);
@@ -40,14 +46,23 @@ export function abiVerdict(elf: ElfSummary, stack: EngineStack, symbols: readonl
   const extra = elf.exports.filter((s) => !symbols.includes(s));
   const other = Object.values(STACKS).find((s) => s.stack !== stack)!;
   if (otherSymbols.length > 0 && otherSymbols.every((s) => has.has(s)) && missing.length > 0) {
-    errors.push(`is ${other.name}, the other stack's library (it exports ${otherSymbols[0]} and the rest of that ABI), not ${STACKS[stack].name}`);
+    errors.push(
+      `is ${other.name}, the other stack's library (it exports ${otherSymbols[0]} and the rest of that ABI), not ${STACKS[stack].name}`,
+    );
     return { errors, warnings };
   }
-  if (missing.length > 0) errors.push(`does not export ${missing.join(', ')}: the stack looks every ABI symbol up at import and fails`);
-  if (extra.length > 0) errors.push(`exports symbols beyond the ABI (${extra.slice(0, 5).join(', ')}${extra.length > 5 ? ', …' : ''}): not a build of native/engines/${stack}`);
+  if (missing.length > 0)
+    errors.push(`does not export ${missing.join(', ')}: the stack looks every ABI symbol up at import and fails`);
+  if (extra.length > 0)
+    errors.push(
+      `exports symbols beyond the ABI (${extra.slice(0, 5).join(', ')}${extra.length > 5 ? ', …' : ''}): not a build of native/engines/${stack}`,
+    );
   const want = STACKS[stack].abiVersion;
   if (want !== undefined && missing.length === 0) {
-    if (elf.abiNote === undefined) warnings.push(`carries no ABI version note (.note.spark.abi): not spark's build, so its version (the stack wants ${want}) is not known without running it`);
+    if (elf.abiNote === undefined)
+      warnings.push(
+        `carries no ABI version note (.note.spark.abi): not spark's build, so its version (the stack wants ${want}) is not known without running it`,
+      );
     else if (elf.abiNote !== want) errors.push(`reports ABI version ${elf.abiNote}, the stack wants ${want}`);
   }
   return { errors, warnings };

@@ -58,7 +58,8 @@ export function isServeCommand(entrypoint: readonly string[] | undefined): boole
 /** Does the recipe name the model itself (then the launcher does not resolve or add one)? */
 export function recipeModelArg(recipe: Recipe): string | undefined {
   const args = parseArgs(recipe.args);
-  const flag = recipe.engine === 'sglang' ? args.string('--model-path') ?? args.string('--model') : args.string('--model');
+  const flag =
+    recipe.engine === 'sglang' ? (args.string('--model-path') ?? args.string('--model')) : args.string('--model');
   if (flag !== undefined) return flag;
   if (recipe.engine === 'vllm' && isServeCommand(recipe.entrypoint)) return args.positionals[0]?.value;
   return undefined;
@@ -68,7 +69,12 @@ function hostPort(addr: string, port: number): string {
   return isIPv6(addr) ? `[${addr}]:${port}` : `${addr}:${port}`;
 }
 
-function launcherFlags(engine: Engine, topo: NodeTopology, modelPath: string | undefined, serve: boolean): LauncherFlag[] {
+function launcherFlags(
+  engine: Engine,
+  topo: NodeTopology,
+  modelPath: string | undefined,
+  serve: boolean,
+): LauncherFlag[] {
   const n = (v: number) => String(v);
   const flags: LauncherFlag[] = [];
   if (engine === 'sglang') {
@@ -111,7 +117,12 @@ export function engineArgs(
   topo: NodeTopology,
   modelPath: string | undefined,
 ): EngineArgs & { conflicts: string[] } {
-  if (recipe.engine === 'vllm' && topo.world > 1 && recipe.distributedBackend !== undefined && recipe.distributedBackend !== 'mp') {
+  if (
+    recipe.engine === 'vllm' &&
+    topo.world > 1 &&
+    recipe.distributedBackend !== undefined &&
+    recipe.distributedBackend !== 'mp'
+  ) {
     throw new SparkError(
       'E_RECIPE',
       `${recipe.file}: distributed_backend = "${recipe.distributedBackend}" is not supported by spark launch, ` +
@@ -130,7 +141,9 @@ export function engineArgs(
     if (same) continue;
     if (set.length > 0) {
       const written = set.map((f) => (f.value === true ? f.name : `${f.name} ${f.value}`)).join(', ');
-      conflicts.push(`recipe args set ${written}; the launcher's ${flag.names[0]}${flag.value === true ? '' : ' ' + flag.value} comes last and wins`);
+      conflicts.push(
+        `recipe args set ${written}; the launcher's ${flag.names[0]}${flag.value === true ? '' : ' ' + flag.value} comes last and wins`,
+      );
     }
     appended.push(flag.names[0]!);
     if (flag.value !== true) appended.push(flag.value);

@@ -64,13 +64,17 @@ function sameRanges(a: readonly LayerRange[], b: readonly LayerRange[]): boolean
  * table's row count), or why there is none or more than one. `tables` adds sub-table sizes for
  * the heads split when known.
  */
-export function inferIdentity(copy: readonly RankLayerRange[], tables: readonly EngramLayerRows[]): CopyIdentity | { unknown: string } {
+export function inferIdentity(
+  copy: readonly RankLayerRange[],
+  tables: readonly EngramLayerRows[],
+): CopyIdentity | { unknown: string } {
   const found: CopyIdentity[] = [];
   const consider = (world: number, split: SplitRule): void => {
     const ranks = tileLayers(tables, world, split);
     ranks.forEach((r, rank) => {
       if (!sameRanges(r, copy)) return;
-      if (!found.some((f) => f.rank === rank && f.world === world)) found.push({ rank, world, split, from: 'inferred' });
+      if (!found.some((f) => f.rank === rank && f.world === world))
+        found.push({ rank, world, split, from: 'inferred' });
     });
   };
   const bounds = candidateWorlds(copy);
@@ -79,7 +83,7 @@ export function inferIdentity(copy: readonly RankLayerRange[], tables: readonly 
       for (let w = bounds[0]; w <= bounds[1]; w++) consider(w, split);
     }
   }
-  const heads = tables.every((t) => t.subTables !== undefined) ? tables[0]?.subTables?.length ?? 0 : 0;
+  const heads = tables.every((t) => t.subTables !== undefined) ? (tables[0]?.subTables?.length ?? 0) : 0;
   for (let w = 1; w <= heads; w++) {
     try {
       consider(w, 'heads');
@@ -98,7 +102,11 @@ export function inferIdentity(copy: readonly RankLayerRange[], tables: readonly 
 }
 
 /** The copy's ranges with their tables' row counts; a range outside its table is E_PACK_MANIFEST. */
-export function copyRanges(manifestPath: string, ranges: readonly LayerRange[], rowsOf: ReadonlyMap<number, number>): RankLayerRange[] {
+export function copyRanges(
+  manifestPath: string,
+  ranges: readonly LayerRange[],
+  rowsOf: ReadonlyMap<number, number>,
+): RankLayerRange[] {
   return ranges.map((r) => {
     const rows = rowsOf.get(r.layer);
     if (rows === undefined) {
@@ -125,6 +133,11 @@ export function describeIdentity(copy: LocalCopy): string {
   const file = copy.manifestPath.replace(/^.*\//, '');
   if (!copy.identity) return `an unknown rank (${file}: ${copy.unknown})`;
   const { rank, world, from } = copy.identity;
-  const how = from === 'manifest' ? file : from === 'shards' ? `the names and headers of its shards, ${file}` : `inferred from the ranges in ${file}`;
+  const how =
+    from === 'manifest'
+      ? file
+      : from === 'shards'
+        ? `the names and headers of its shards, ${file}`
+        : `inferred from the ranges in ${file}`;
   return `rank ${rank} of ${world} (${how})`;
 }

@@ -95,19 +95,27 @@ export function findEngramTables(
   for (const [layer, weight] of [...weights].sort((a, b) => a[0] - b[0])) {
     const scale = scales.get(layer);
     if (!scale) {
-      throw new SparkError('E_ENGRAM_NOT_FOUND', `${weight.file}: Engram layer ${layer} has weight '${weight.name}' but no scale tensor`, {
-        path: weight.file,
-        tensor: weight.name,
-      });
+      throw new SparkError(
+        'E_ENGRAM_NOT_FOUND',
+        `${weight.file}: Engram layer ${layer} has weight '${weight.name}' but no scale tensor`,
+        {
+          path: weight.file,
+          tensor: weight.name,
+        },
+      );
     }
     tables.push(checkTable(layer, weight, scale));
   }
   for (const [layer, scale] of scales) {
     if (!weights.has(layer)) {
-      throw new SparkError('E_ENGRAM_NOT_FOUND', `${scale.file}: Engram layer ${layer} has scale '${scale.name}' but no weight tensor`, {
-        path: scale.file,
-        tensor: scale.name,
-      });
+      throw new SparkError(
+        'E_ENGRAM_NOT_FOUND',
+        `${scale.file}: Engram layer ${layer} has scale '${scale.name}' but no weight tensor`,
+        {
+          path: scale.file,
+          tensor: scale.name,
+        },
+      );
     }
   }
   checkAgainstConfig(tables, config);
@@ -117,10 +125,14 @@ export function findEngramTables(
 function addUnique(map: Map<number, TensorRef>, layer: number, t: TensorRef): void {
   const prior = map.get(layer);
   if (prior) {
-    throw new SparkError('E_ENGRAM_NOT_FOUND', `${t.file}: tensors '${prior.name}' and '${t.name}' both match Engram layer ${layer}`, {
-      path: t.file,
-      tensor: t.name,
-    });
+    throw new SparkError(
+      'E_ENGRAM_NOT_FOUND',
+      `${t.file}: tensors '${prior.name}' and '${t.name}' both match Engram layer ${layer}`,
+      {
+        path: t.file,
+        tensor: t.name,
+      },
+    );
   }
   map.set(layer, t);
 }
@@ -128,13 +140,21 @@ function addUnique(map: Map<number, TensorRef>, layer: number, t: TensorRef): vo
 function checkTable(layer: number, weight: TensorRef, scale: TensorRef): EngramTable {
   const fail = (code: 'E_ENGRAM_DTYPE' | 'E_ENGRAM_SHAPE', t: TensorRef, message: string) =>
     new SparkError(code, `${t.file}: tensor '${t.name}': ${message}`, { path: t.file, tensor: t.name });
-  if (weight.dtype !== 'F8_E4M3') throw fail('E_ENGRAM_DTYPE', weight, `Engram weight must be F8_E4M3, found ${weight.dtype}`);
-  if (scale.dtype !== 'F8_E8M0') throw fail('E_ENGRAM_DTYPE', scale, `Engram scale must be F8_E8M0, found ${scale.dtype}`);
-  if (weight.shape.length !== 2) throw fail('E_ENGRAM_SHAPE', weight, `Engram weight must be 2-D [rows, dim], found [${weight.shape}]`);
+  if (weight.dtype !== 'F8_E4M3')
+    throw fail('E_ENGRAM_DTYPE', weight, `Engram weight must be F8_E4M3, found ${weight.dtype}`);
+  if (scale.dtype !== 'F8_E8M0')
+    throw fail('E_ENGRAM_DTYPE', scale, `Engram scale must be F8_E8M0, found ${scale.dtype}`);
+  if (weight.shape.length !== 2)
+    throw fail('E_ENGRAM_SHAPE', weight, `Engram weight must be 2-D [rows, dim], found [${weight.shape}]`);
   const [rows, dim] = weight.shape;
-  if (dim === 0 || dim % 32 !== 0) throw fail('E_ENGRAM_SHAPE', weight, `Engram dim must be a positive multiple of 32, found ${dim}`);
+  if (dim === 0 || dim % 32 !== 0)
+    throw fail('E_ENGRAM_SHAPE', weight, `Engram dim must be a positive multiple of 32, found ${dim}`);
   if (scale.shape.length !== 2 || scale.shape[0] !== rows || scale.shape[1] !== dim / 32) {
-    throw fail('E_ENGRAM_SHAPE', scale, `Engram scale must be [${rows}, ${dim / 32}] to match the weight, found [${scale.shape}]`);
+    throw fail(
+      'E_ENGRAM_SHAPE',
+      scale,
+      `Engram scale must be [${rows}, ${dim / 32}] to match the weight, found [${scale.shape}]`,
+    );
   }
   return { layer, rows, dim, rowBytes: dim + dim / 32, weight, scale };
 }

@@ -27,7 +27,12 @@ export interface LayerSource {
 /** A LayerSource for a node-local copy. */
 export function copySource(path: string, copy: LocalCopy): LayerSource {
   const layers = [...copy.layers].sort((a, b) => a.layer - b.layer);
-  return { kind: copy.kind, path, layers: layers.map(({ layer, rows }) => ({ layer, rows })), copy: { ...copy, layers } };
+  return {
+    kind: copy.kind,
+    path,
+    layers: layers.map(({ layer, rows }) => ({ layer, rows })),
+    copy: { ...copy, layers },
+  };
 }
 
 function wrongCopy(source: LayerSource, copy: LocalCopy, rank: number, world: number): SparkError {
@@ -62,9 +67,13 @@ export function sourceRankRanges(
     // but heads asked of them is refused: a pack is only ever right for one split.
     if (rank !== c.named.rank || world !== c.named.world) throw wrongCopy(source, c, rank, world);
     if (splitGiven && split !== 'heads') {
-      throw new SparkError('E_CHECK_FAILED', `${source.path}: ${c.unknown}, so not the ${split} split's: re-pack it with spark pack --split ${split} --layout dense --force`, {
-        path: source.path,
-      });
+      throw new SparkError(
+        'E_CHECK_FAILED',
+        `${source.path}: ${c.unknown}, so not the ${split} split's: re-pack it with spark pack --split ${split} --layout dense --force`,
+        {
+          path: source.path,
+        },
+      );
     }
   }
   if (id && splitGiven && split !== id.split) {
@@ -82,16 +91,25 @@ export function sourceRankRanges(
  * Every rank's ranges. For a node-local copy the split it was made with gives the other ranks,
  * and the copy's own ranges must be that rule's for its rank.
  */
-export function sourceAllRanges(source: LayerSource, world: number, split: SplitRule, splitGiven: boolean): RankLayerRange[][] {
+export function sourceAllRanges(
+  source: LayerSource,
+  world: number,
+  split: SplitRule,
+  splitGiven: boolean,
+): RankLayerRange[][] {
   const c = source.copy;
   if (!c) return tileLayers(source.layers, world, split);
   const id = c.identity;
   if (!id) {
-    throw usageError(`${source.path} holds ${describeIdentity(c)}: every rank's ranges need the snapshot, so point at it instead`);
+    throw usageError(
+      `${source.path} holds ${describeIdentity(c)}: every rank's ranges need the snapshot, so point at it instead`,
+    );
   }
   sourceRankRanges(source, id.rank, world, split, splitGiven);
   if (id.split === 'heads') {
-    throw usageError(`${source.path} was made with the heads split: every rank's ranges need the sub-table sizes, so point at the snapshot`);
+    throw usageError(
+      `${source.path} was made with the heads split: every rank's ranges need the sub-table sizes, so point at the snapshot`,
+    );
   }
   const all = tileLayers(source.layers, world, id.split);
   if (formatEngramRows(all[id.rank]!) !== formatEngramRows(c.layers)) {
@@ -123,7 +141,11 @@ export function parseLayerRows(text: string, what = '--rows'): EngramLayerRows[]
  * Adds each layer's sub-table sizes from config.json's engram_* keys (the prime rule). The
  * sizes are checked against the row counts later, by the heads split itself.
  */
-export function withSubTables(layers: EngramLayerRows[], config: ModelConfig | undefined, where: string): EngramLayerRows[] {
+export function withSubTables(
+  layers: EngramLayerRows[],
+  config: ModelConfig | undefined,
+  where: string,
+): EngramLayerRows[] {
   if (!config?.engram) {
     throw new SparkError(
       'E_CONFIG',
@@ -171,13 +193,21 @@ export async function loadLocalCopy(path: string): Promise<LocalCopy | undefined
     const split = shardSplit(local.shards);
     const manifestPath = `${path}/${m.layers[0]!.file}`;
     const base = { kind: 'packed' as const, manifestPath, layers, named: { rank: m.rank, world: m.world } };
-    if (split === 'unknown') return { ...base, unknown: `its ranges are no floor or front split's share of rank ${m.rank} of ${m.world}` };
+    if (split === 'unknown')
+      return { ...base, unknown: `its ranges are no floor or front split's share of rank ${m.rank} of ${m.world}` };
     return { ...base, identity: { rank: m.rank, world: m.world, split, from: 'shards' } };
   }
   if (local.kind === 'packed') {
     const m = local.manifest;
-    const layers = m.layers.map(({ layer, rows, start, end }) => ({ layer, rows, start, end })).sort((a, b) => a.layer - b.layer);
-    const copy: LocalCopy = { kind: 'packed', manifestPath: local.manifestPath, identity: { rank: m.rank, world: m.world, split: m.split, from: 'manifest' }, layers };
+    const layers = m.layers
+      .map(({ layer, rows, start, end }) => ({ layer, rows, start, end }))
+      .sort((a, b) => a.layer - b.layer);
+    const copy: LocalCopy = {
+      kind: 'packed',
+      manifestPath: local.manifestPath,
+      identity: { rank: m.rank, world: m.world, split: m.split, from: 'manifest' },
+      layers,
+    };
     if (m.source.revision !== undefined) copy.revision = m.source.revision;
     return copy;
   }
@@ -186,7 +216,12 @@ export async function loadLocalCopy(path: string): Promise<LocalCopy | undefined
     const rows = new Map(m.spark.tables.map((t) => [t.layer, t.rows]));
     const layers = copyRanges(local.manifestPath, m.layers, rows);
     const { rank, world, split } = m.spark;
-    const copy: LocalCopy = { kind: 'sparse', manifestPath: local.manifestPath, identity: { rank, world, split, from: 'manifest' }, layers };
+    const copy: LocalCopy = {
+      kind: 'sparse',
+      manifestPath: local.manifestPath,
+      identity: { rank, world, split, from: 'manifest' },
+      layers,
+    };
     if (m.spark.source.revision !== undefined) copy.revision = m.spark.source.revision;
     return copy;
   }
@@ -194,7 +229,8 @@ export async function loadLocalCopy(path: string): Promise<LocalCopy | undefined
   const layers = copyRanges(local.manifestPath, m.layers, new Map(snap.engram.map((t) => [t.layer, t.rows])));
   let tables: EngramLayerRows[] = layers.map(({ layer, rows }) => ({ layer, rows }));
   const sizes = snap.config?.engram ? engramSubTableSizes(snap.config.engram) : undefined;
-  if (sizes && tables.every((t) => sizes.has(t.layer))) tables = tables.map((t) => ({ ...t, subTables: sizes.get(t.layer)! }));
+  if (sizes && tables.every((t) => sizes.has(t.layer)))
+    tables = tables.map((t) => ({ ...t, subTables: sizes.get(t.layer)! }));
   const inferred = inferIdentity(layers, tables);
   const base = { kind: 'sparse' as const, manifestPath: local.manifestPath, layers };
   return 'unknown' in inferred ? { ...base, unknown: inferred.unknown } : { ...base, identity: inferred };
@@ -213,7 +249,11 @@ function isDirectory(path: string): boolean {
  * snapshot's headers (engramOnly: the index plus the shards that hold Engram tensors). For the
  * heads split, config.json's sub-table sizes too.
  */
-export async function loadLayerSource(path: string, split: SplitRule, patterns: EngramNamePatterns = {}): Promise<LayerSource> {
+export async function loadLayerSource(
+  path: string,
+  split: SplitRule,
+  patterns: EngramNamePatterns = {},
+): Promise<LayerSource> {
   const copy = await loadLocalCopy(path);
   if (copy) return copySource(path, copy);
   const snap = await openSnapshot(path, { engramOnly: true, ...patterns });

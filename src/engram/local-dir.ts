@@ -33,10 +33,17 @@ const MANIFEST_READ = { what: 'manifest', maxBytes: MAX_MANIFEST_BYTES };
 /** Reads and checks whichever manifest `dir` holds; a malformed one is E_PACK_MANIFEST. */
 export async function readLocalDir(dir: string): Promise<LocalDir> {
   // A file (one .safetensors) or a missing path holds no manifest.
-  if (!(await stat(dir).then((st) => st.isDirectory(), () => false))) return { kind: 'none', dir };
+  if (
+    !(await stat(dir).then(
+      (st) => st.isDirectory(),
+      () => false,
+    ))
+  )
+    return { kind: 'none', dir };
   const packPath = join(dir, PACK_MANIFEST_NAME);
   const packText = await readTextIfExists(packPath, MANIFEST_READ);
-  if (packText !== undefined) return { kind: 'packed', dir, manifestPath: packPath, manifest: parsePackedManifest(packText, packPath) };
+  if (packText !== undefined)
+    return { kind: 'packed', dir, manifestPath: packPath, manifest: parsePackedManifest(packText, packPath) };
   const localPath = join(dir, SPARSE_MANIFEST_NAME);
   const localText = await readTextIfExists(localPath, MANIFEST_READ);
   if (localText === undefined) {
@@ -44,7 +51,8 @@ export async function readLocalDir(dir: string): Promise<LocalDir> {
     return shards.length > 0 ? { kind: 'mia', dir, shards } : { kind: 'none', dir };
   }
   const doc = manifestObject(localPath, localText);
-  if (hasSparseLayers(doc)) return { kind: 'sparse', dir, manifestPath: localPath, manifest: parseSparseManifest(localText, localPath) };
+  if (hasSparseLayers(doc))
+    return { kind: 'sparse', dir, manifestPath: localPath, manifest: parseSparseManifest(localText, localPath) };
   if (Array.isArray((doc as { layers?: unknown } | null)?.layers)) {
     return { kind: 'packed', dir, manifestPath: localPath, manifest: parsePackedManifest(localText, localPath) };
   }

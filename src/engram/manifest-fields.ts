@@ -34,10 +34,20 @@ export function manifestObject(path: string, text: string): Record<string, unkno
 }
 
 /** `format` and `version` under `prefix` ('' or 'spark.'): this spark reads its own format and version only. */
-export function formatAndVersion(path: string, prefix: string, o: Record<string, unknown>, format: string, version: number): void {
+export function formatAndVersion(
+  path: string,
+  prefix: string,
+  o: Record<string, unknown>,
+  format: string,
+  version: number,
+): void {
   if (o.format !== format) throw bad(path, `${prefix}format`, `must be "${format}"`);
   if (o.version !== version) {
-    throw bad(path, `${prefix}version`, `is ${JSON.stringify(o.version)}; this spark reads version ${version} (upgrade spark or re-pack)`);
+    throw bad(
+      path,
+      `${prefix}version`,
+      `is ${JSON.stringify(o.version)}; this spark reads version ${version} (upgrade spark or re-pack)`,
+    );
   }
 }
 
@@ -65,7 +75,8 @@ export function plainName(path: string, key: string, v: unknown): string {
 }
 
 export function hex8(path: string, key: string, v: unknown): string {
-  if (typeof v !== 'string' || !/^[0-9a-f]{8}$/.test(v)) throw bad(path, key, 'must be 8 lowercase hex digits (a CRC-32)');
+  if (typeof v !== 'string' || !/^[0-9a-f]{8}$/.test(v))
+    throw bad(path, key, 'must be 8 lowercase hex digits (a CRC-32)');
   return v;
 }
 
@@ -78,18 +89,24 @@ export function int(path: string, key: string, v: unknown, min: number): number 
   if (typeof v === 'number' && Number.isInteger(v) && !Number.isSafeInteger(v)) {
     throw bad(path, key, `is larger than 2^53 - 1, the largest row or byte count a manifest can hold exactly`);
   }
-  if (typeof v !== 'number' || !Number.isInteger(v)) throw bad(path, key, `must be a whole number (got ${JSON.stringify(v)})`);
+  if (typeof v !== 'number' || !Number.isInteger(v))
+    throw bad(path, key, `must be a whole number (got ${JSON.stringify(v)})`);
   if (v < min) throw bad(path, key, `must be >= ${min} (got ${v})`);
   return v;
 }
 
 /** `rank`, `world` and `split` under `prefix` ('' or 'spark.'), checked together. */
-export function rankWorldSplit(path: string, prefix: string, o: Record<string, unknown>): { rank: number; world: number; split: SplitRule } {
+export function rankWorldSplit(
+  path: string,
+  prefix: string,
+  o: Record<string, unknown>,
+): { rank: number; world: number; split: SplitRule } {
   const world = int(path, `${prefix}world`, o.world, 1);
   const rank = int(path, `${prefix}rank`, o.rank, 0);
   if (rank >= world) throw bad(path, `${prefix}rank`, `is ${rank} but world is ${world}`);
   const split = o.split;
-  if (split !== 'floor' && split !== 'front' && split !== 'heads') throw bad(path, `${prefix}split`, 'must be floor, front or heads');
+  if (split !== 'floor' && split !== 'front' && split !== 'heads')
+    throw bad(path, `${prefix}split`, 'must be floor, front or heads');
   return { rank, world, split };
 }
 
@@ -113,7 +130,11 @@ export function sourceFiles(path: string, key: string, v: unknown): RecordedSour
   return arr(path, key, v).map((f, i) => {
     const at = `${key}[${i}]`;
     const o = obj(path, at, f);
-    const out: RecordedSourceFile = { name: str(path, `${at}.name`, o.name), bytes: int(path, `${at}.bytes`, o.bytes, 0), mtimeMs: num(path, `${at}.mtimeMs`, o.mtimeMs) };
+    const out: RecordedSourceFile = {
+      name: str(path, `${at}.name`, o.name),
+      bytes: int(path, `${at}.bytes`, o.bytes, 0),
+      mtimeMs: num(path, `${at}.mtimeMs`, o.mtimeMs),
+    };
     // An inode number may pass 2^53 (NFS, XFS): it is compared as stat gives it, a number.
     if (o.ino !== undefined) out.ino = num(path, `${at}.ino`, o.ino);
     if (o.ctimeMs !== undefined) out.ctimeMs = num(path, `${at}.ctimeMs`, o.ctimeMs);

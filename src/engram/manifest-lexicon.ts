@@ -68,7 +68,7 @@ export function manifestLexiconProblem(text: string): LexiconProblem | undefined
     top.index++;
     return [...top.path, top.index];
   };
-  for (let i = 0; i < text.length; ) {
+  for (let i = 0; i < text.length;) {
     const c = text[i]!;
     if (c === ' ' || c === '\t' || c === '\n' || c === '\r' || c === ',' || c === ':') {
       i++;
@@ -77,7 +77,8 @@ export function manifestLexiconProblem(text: string): LexiconProblem | undefined
     const top = stack.at(-1);
     if (c === '{' || c === '[') {
       const path = valuePath(top);
-      if (stack.length >= MAX_DEPTH) return { key: formatPath(path), what: `nests objects and arrays deeper than ${MAX_DEPTH}` };
+      if (stack.length >= MAX_DEPTH)
+        return { key: formatPath(path), what: `nests objects and arrays deeper than ${MAX_DEPTH}` };
       stack.push({ kind: c === '{' ? 'object' : 'array', keys: new Set(), path, index: -1 });
       expectKey = c === '{';
       i++;
@@ -99,8 +100,13 @@ export function manifestLexiconProblem(text: string): LexiconProblem | undefined
         const where = formatPath(top.path);
         const there = where === '' ? 'the top-level object' : where;
         // A layer is named by its digits as written: "\u0031" would be layer 1 to a JSON reader.
-        if (ESCAPED_DIGIT.test(m[0])) return { key: where, what: `has the key ${m[0]}, a digit written with an escape` };
-        if (top.keys.has(key)) return { key: where, what: `${where === '' ? `${there} ` : ''}has the key ${JSON.stringify(key)} twice (readers disagree on which one counts)` };
+        if (ESCAPED_DIGIT.test(m[0]))
+          return { key: where, what: `has the key ${m[0]}, a digit written with an escape` };
+        if (top.keys.has(key))
+          return {
+            key: where,
+            what: `${where === '' ? `${there} ` : ''}has the key ${JSON.stringify(key)} twice (readers disagree on which one counts)`,
+          };
         if (top.keys.size >= MAX_OBJECT_KEYS) return { key: where, what: `has more than ${MAX_OBJECT_KEYS} keys` };
         top.keys.add(key);
         top.key = key;
@@ -116,7 +122,8 @@ export function manifestLexiconProblem(text: string): LexiconProblem | undefined
     const m = NUMBER.exec(text);
     const token = m ? m[0] : /^[a-z]+/.exec(text.slice(i, i + 5))![0];
     const path = valuePath(top);
-    if (m && wantsInteger(path) && !INTEGER.test(token)) return { key: formatPath(path), what: `must be a whole number written as digits (got ${token})` };
+    if (m && wantsInteger(path) && !INTEGER.test(token))
+      return { key: formatPath(path), what: `must be a whole number written as digits (got ${token})` };
     i += token.length;
     if (top?.kind === 'object') expectKey = true;
   }

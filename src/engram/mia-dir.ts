@@ -54,7 +54,10 @@ export function readShardHead(path: string): { size: number; block: Buffer } | {
     fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    return { problem: code === 'ELOOP' ? 'is a symbolic link' : code === 'ENOENT' ? 'is missing' : `cannot be opened (${code})` };
+    return {
+      problem:
+        code === 'ELOOP' ? 'is a symbolic link' : code === 'ENOENT' ? 'is missing' : `cannot be opened (${code})`,
+    };
   }
   try {
     const st = fstatSync(fd);
@@ -80,18 +83,32 @@ export function isSparkV1Header(block: Buffer): boolean {
 }
 
 /** What is wrong with a shard judged by its name and itself alone (header sane, size exact). */
-function selfProblem(name: { layer: number }, size: number, block: Buffer): { header?: MiaShardFile['header']; problem?: string } {
+function selfProblem(
+  name: { layer: number },
+  size: number,
+  block: Buffer,
+): { header?: MiaShardFile['header']; problem?: string } {
   if (block.length < 48) return { problem: `is ${size} bytes, shorter than a header` };
   const h = decodeMiaHeader(block);
-  const header = { magic: h.magic, layer: h.layer, lo: h.lo, hi: h.hi, rows: h.rows, rowBytes: h.rowBytes, zeroTail: h.zeroTail };
+  const header = {
+    magic: h.magic,
+    layer: h.layer,
+    lo: h.lo,
+    hi: h.hi,
+    rows: h.rows,
+    rowBytes: h.rowBytes,
+    zeroTail: h.zeroTail,
+  };
   if (h.magic !== MIA_MAGIC) {
     const why = isSparkV1Header(block) ? 'a JSON header of spark format version 1' : `magic 0x${h.magic.toString(16)}`;
     return { header, problem: `has ${why}, not the Mia shard header` };
   }
   if (h.unsafe.length > 0) return { header, problem: `header field ${h.unsafe[0]} is out of range` };
   if (h.layer !== name.layer) return { header, problem: `header says layer ${h.layer}, its name ${name.layer}` };
-  if (h.lo > h.hi || h.hi > h.rows) return { header, problem: `header rows [${h.lo}, ${h.hi}) are not inside a table of ${h.rows}` };
-  if (h.rowBytes < 33 || h.rowBytes % 33 !== 0) return { header, problem: `header row bytes ${h.rowBytes} are no D + D/32` };
+  if (h.lo > h.hi || h.hi > h.rows)
+    return { header, problem: `header rows [${h.lo}, ${h.hi}) are not inside a table of ${h.rows}` };
+  if (h.rowBytes < 33 || h.rowBytes % 33 !== 0)
+    return { header, problem: `header row bytes ${h.rowBytes} are no D + D/32` };
   if (!h.zeroTail) return { header, problem: 'header bytes 48-4095 are not zero' };
   const need = miaShardBytes(h.lo, h.hi, h.rowBytes);
   if (size < need) return { header, problem: `is ${size} bytes, shorter than the ${need} its rows need (truncated)` };
@@ -133,7 +150,9 @@ export async function readMiaIdentity(dir: string): Promise<MiaIdentity | undefi
   const doc = await readJsonIfExists(join(dir, MIA_IDENTITY_NAME), 'E_PACK_MANIFEST', { what: 'identity receipt' });
   if (doc === undefined) return undefined;
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
-    throw new SparkError('E_PACK_MANIFEST', `${join(dir, MIA_IDENTITY_NAME)}: not a JSON object`, { path: join(dir, MIA_IDENTITY_NAME) });
+    throw new SparkError('E_PACK_MANIFEST', `${join(dir, MIA_IDENTITY_NAME)}: not a JSON object`, {
+      path: join(dir, MIA_IDENTITY_NAME),
+    });
   }
   return doc as MiaIdentity;
 }
@@ -141,11 +160,14 @@ export async function readMiaIdentity(dir: string): Promise<MiaIdentity | undefi
 /** Where identity.json disagrees with the shards (one line each; empty: it agrees or says nothing). */
 export function identityProblems(identity: MiaIdentity, shards: readonly MiaShardFile[]): string[] {
   const out: string[] = [];
-  if (identity.format !== undefined && identity.format !== 'DSV41EN1') out.push(`identity.json: format is ${JSON.stringify(identity.format)}, not "DSV41EN1"`);
+  if (identity.format !== undefined && identity.format !== 'DSV41EN1')
+    out.push(`identity.json: format is ${JSON.stringify(identity.format)}, not "DSV41EN1"`);
   for (const s of shards) {
-    if (identity.tp !== undefined && identity.tp !== s.world) out.push(`identity.json: tp is ${JSON.stringify(identity.tp)}, ${s.name} is of ${s.world}`);
+    if (identity.tp !== undefined && identity.tp !== s.world)
+      out.push(`identity.json: tp is ${JSON.stringify(identity.tp)}, ${s.name} is of ${s.world}`);
     const rows = identity.rows?.[String(s.layer)];
-    if (rows !== undefined && s.header && rows !== s.header.rows) out.push(`identity.json: rows.${s.layer} is ${JSON.stringify(rows)}, ${s.name}'s header says ${s.header.rows}`);
+    if (rows !== undefined && s.header && rows !== s.header.rows)
+      out.push(`identity.json: rows.${s.layer} is ${JSON.stringify(rows)}, ${s.name}'s header says ${s.header.rows}`);
   }
   return out;
 }
@@ -155,15 +177,23 @@ export function identityProblems(identity: MiaIdentity, shards: readonly MiaShar
  * headers) is exactly their ranges. `tables` may add sub-table sizes (config.json) for the
  * heads split; without them heads cannot be told and 'unknown' is the honest answer.
  */
-export function shardSplit(shards: readonly MiaShardFile[], tables: readonly EngramLayerRows[] = []): SplitRule | 'unknown' {
+export function shardSplit(
+  shards: readonly MiaShardFile[],
+  tables: readonly EngramLayerRows[] = [],
+): SplitRule | 'unknown' {
   const first = shards[0];
   if (!first || shards.some((s) => !s.header)) return 'unknown';
-  const layers = shards.map((s) => ({ layer: s.layer, rows: s.header!.rows, subTables: tables.find((t) => t.layer === s.layer)?.subTables }));
+  const layers = shards.map((s) => ({
+    layer: s.layer,
+    rows: s.header!.rows,
+    subTables: tables.find((t) => t.layer === s.layer)?.subTables,
+  }));
   const splits: SplitRule[] = layers.every((l) => l.subTables) ? ['floor', 'front', 'heads'] : ['floor', 'front'];
   for (const split of splits) {
     try {
       const mine = tileLayers(layers, first.world, split)[first.rank];
-      if (mine && shards.every((s, i) => mine[i]!.start === s.header!.lo && mine[i]!.end === s.header!.hi)) return split;
+      if (mine && shards.every((s, i) => mine[i]!.start === s.header!.lo && mine[i]!.end === s.header!.hi))
+        return split;
     } catch {
       // sub-table sizes that do not describe these tables: that split cannot say
     }
@@ -179,7 +209,11 @@ export function shardSplit(shards: readonly MiaShardFile[], tables: readonly Eng
 export function miaManifest(dir: string, shards: readonly MiaShardFile[]): PackedManifest {
   const ranks = [...new Set(shards.map((s) => `${s.rank} of ${s.world}`))];
   if (ranks.length !== 1) {
-    throw new SparkError('E_PACK_MISMATCH', `${dir} holds Mia shards of ranks ${ranks.join(', ')}: point at a directory with one rank's shards`, { path: dir });
+    throw new SparkError(
+      'E_PACK_MISMATCH',
+      `${dir} holds Mia shards of ranks ${ranks.join(', ')}: point at a directory with one rank's shards`,
+      { path: dir },
+    );
   }
   const bad = shards.find((s) => s.problem);
   if (bad) {

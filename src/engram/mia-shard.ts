@@ -60,7 +60,8 @@ export function encodeMiaHeader(h: Omit<MiaHeader, 'magic'>): Buffer {
  * integer is named in `unsafe` (its number is then inexact): no real table comes near 2^53.
  */
 export function decodeMiaHeader(block: Buffer): MiaHeader & { zeroTail: boolean; unsafe: string[] } {
-  if (block.length < MIA_HEADER_FIELDS_BYTES) throw new RangeError(`a header needs ${MIA_HEADER_FIELDS_BYTES} bytes, got ${block.length}`);
+  if (block.length < MIA_HEADER_FIELDS_BYTES)
+    throw new RangeError(`a header needs ${MIA_HEADER_FIELDS_BYTES} bytes, got ${block.length}`);
   const u = (i: number): bigint => block.readBigUInt64LE(i * 8);
   const names = ['layer', 'lo', 'hi', 'rows', 'rowBytes'] as const;
   const unsafe: string[] = [];
@@ -95,9 +96,11 @@ export function miaMismatch(
   want: { layer: number; lo: number; hi: number; rows: number; rowBytes?: number },
 ): string | undefined {
   const rowBytes = want.rowBytes ?? MIA_ROW_BYTES;
-  if (header.magic !== MIA_MAGIC) return `magic is 0x${header.magic.toString(16)}, not 0x${MIA_MAGIC.toString(16)} ("DSV41EN1")`;
+  if (header.magic !== MIA_MAGIC)
+    return `magic is 0x${header.magic.toString(16)}, not 0x${MIA_MAGIC.toString(16)} ("DSV41EN1")`;
   if (header.layer !== want.layer) return `layer is ${header.layer}, expected ${want.layer}`;
-  if (header.lo !== want.lo || header.hi !== want.hi) return `rows [${header.lo}, ${header.hi}), expected [${want.lo}, ${want.hi})`;
+  if (header.lo !== want.lo || header.hi !== want.hi)
+    return `rows [${header.lo}, ${header.hi}), expected [${want.lo}, ${want.hi})`;
   if (header.rows !== want.rows) return `table rows N = ${header.rows}, expected ${want.rows}`;
   if (header.rowBytes !== rowBytes) return `row bytes ${header.rowBytes}, expected ${rowBytes}`;
   const need = miaShardBytes(want.lo, want.hi, rowBytes);

@@ -18,7 +18,18 @@ import { join } from 'node:path';
 import { SparkError } from '../errors.js';
 import type { PackLayout } from '../domain/pack-layout.js';
 import type { SplitRule } from '../domain/split-rule.js';
-import { arr, bad, int, manifestObject, MAX_MANIFEST_BYTES, obj, rankWorldSplit, sourceFiles, str, type RecordedSourceFile } from './manifest-fields.js';
+import {
+  arr,
+  bad,
+  int,
+  manifestObject,
+  MAX_MANIFEST_BYTES,
+  obj,
+  rankWorldSplit,
+  sourceFiles,
+  str,
+  type RecordedSourceFile,
+} from './manifest-fields.js';
 import { miaShardName } from './mia-shard.js';
 
 /** The manifest of layouts dense and page (local-dir.ts tells it from a sparse copy's). */
@@ -32,7 +43,6 @@ export const MANIFEST_VERSION = 2;
 export type ManifestVersion = 1 | 2;
 export const PACK_HEADER_BYTES = 4096;
 export const PAGE_BYTES = 4096;
-
 
 export interface PackChecksum {
   algorithm: string;
@@ -75,7 +85,13 @@ export interface PackedManifest {
  * A layer's data file name: the Mia stack's shard name for dense (and for every layout of
  * version 1), a name the Mia reader never opens for page.
  */
-export function packedFileName(layer: number, rank: number, world: number, layout: PackLayout, version: ManifestVersion = MANIFEST_VERSION): string {
+export function packedFileName(
+  layer: number,
+  rank: number,
+  world: number,
+  layout: PackLayout,
+  version: ManifestVersion = MANIFEST_VERSION,
+): string {
   if (layout === 'dense' || version === 1) return miaShardName(layer, rank, world);
   return `spark-page-l${layer}-r${rank}of${world}.rows`;
 }
@@ -119,7 +135,11 @@ export async function readPackedManifest(dir: string): Promise<PackedManifest> {
     if (err instanceof SparkError) throw err; // a FIFO, a directory: already one line naming it
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') {
-      throw new SparkError('E_FILE_NOT_FOUND', `${dir} is not a packed directory: no ${MANIFEST_NAME} (run spark pack)`, { path });
+      throw new SparkError(
+        'E_FILE_NOT_FOUND',
+        `${dir} is not a packed directory: no ${MANIFEST_NAME} (run spark pack)`,
+        { path },
+      );
     }
     throw new SparkError('E_IO', `cannot read ${path}: ${(err as Error).message}`, { path });
   }
@@ -132,7 +152,11 @@ export function parsePackedManifest(text: string, path = MANIFEST_NAME): PackedM
   if (m.format !== MANIFEST_FORMAT) throw bad(path, 'format', `must be "${MANIFEST_FORMAT}"`);
   const version = m.version;
   if (version !== 1 && version !== 2) {
-    throw bad(path, 'version', `is ${JSON.stringify(version)}; this spark reads versions 1 and 2 (upgrade spark or re-pack)`);
+    throw bad(
+      path,
+      'version',
+      `is ${JSON.stringify(version)}; this spark reads versions 1 and 2 (upgrade spark or re-pack)`,
+    );
   }
   const { rank, world, split } = rankWorldSplit(path, '', m);
   const src = obj(path, 'source', m.source);
@@ -142,9 +166,18 @@ export function parsePackedManifest(text: string, path = MANIFEST_NAME): PackedM
   const layers = arr(path, 'layers', m.layers).map((l, i) => parseLayer(path, `layers[${i}]`, l, version));
   if (layers.length === 0) throw bad(path, 'layers', 'is empty: a pack holds at least one layer');
   for (let i = 1; i < layers.length; i++) {
-    if (layers[i].layer <= layers[i - 1].layer) throw bad(path, `layers[${i}].layer`, 'layers must be ascending and unique');
+    if (layers[i].layer <= layers[i - 1].layer)
+      throw bad(path, `layers[${i}].layer`, 'layers must be ascending and unique');
   }
-  const out: PackedManifest = { format: MANIFEST_FORMAT, version, rank, world, split, source: { snapshot, files }, layers };
+  const out: PackedManifest = {
+    format: MANIFEST_FORMAT,
+    version,
+    rank,
+    world,
+    split,
+    source: { snapshot, files },
+    layers,
+  };
   if (revision !== undefined) out.source.revision = revision;
   return out;
 }
@@ -155,7 +188,8 @@ function parseLayer(path: string, key: string, value: unknown, version: Manifest
   const rows = int(path, `${key}.rows`, o.rows, 1);
   const start = int(path, `${key}.start`, o.start, 0);
   const end = int(path, `${key}.end`, o.end, 0);
-  if (start > end || end > rows) throw bad(path, `${key}`, `range [${start}, ${end}) is not inside the table [0, ${rows})`);
+  if (start > end || end > rows)
+    throw bad(path, `${key}`, `range [${start}, ${end}) is not inside the table [0, ${rows})`);
   const file = str(path, `${key}.file`, o.file);
   const suffix = version === 1 || o.layout === 'dense' ? '.bin' : '.rows';
   if (file.includes('/') || file.includes('\\') || file.startsWith('.') || !file.endsWith(suffix)) {
@@ -169,7 +203,8 @@ function parseLayer(path: string, key: string, value: unknown, version: Manifest
   if (dataOffset !== PACK_HEADER_BYTES) throw bad(path, `${key}.dataOffset`, `must be ${PACK_HEADER_BYTES}`);
   const layout = o.layout;
   if (layout !== 'dense' && layout !== 'page') throw bad(path, `${key}.layout`, 'must be dense or page');
-  if (layout === 'page' && rowBytes > PAGE_BYTES) throw bad(path, `${key}.rowBytes`, 'is larger than a page: use the dense layout');
+  if (layout === 'page' && rowBytes > PAGE_BYTES)
+    throw bad(path, `${key}.rowBytes`, 'is larger than a page: use the dense layout');
   const weightDtype = str(path, `${key}.weightDtype`, o.weightDtype);
   if (weightDtype !== 'F8_E4M3') throw bad(path, `${key}.weightDtype`, 'must be F8_E4M3');
   const scaleDtype = str(path, `${key}.scaleDtype`, o.scaleDtype);
@@ -177,10 +212,29 @@ function parseLayer(path: string, key: string, value: unknown, version: Manifest
   const c = obj(path, `${key}.checksum`, o.checksum);
   const algorithm = str(path, `${key}.checksum.algorithm`, c.algorithm);
   const chunkRows = int(path, `${key}.checksum.chunkRows`, c.chunkRows, 1);
-  const values = arr(path, `${key}.checksum.values`, c.values).map((v, i) => str(path, `${key}.checksum.values[${i}]`, v));
+  const values = arr(path, `${key}.checksum.values`, c.values).map((v, i) =>
+    str(path, `${key}.checksum.values[${i}]`, v),
+  );
   const chunks = Math.ceil((end - start) / chunkRows);
   if (values.length !== chunks) {
-    throw bad(path, `${key}.checksum.values`, `has ${values.length} entries; ${end - start} rows in chunks of ${chunkRows} need ${chunks}`);
+    throw bad(
+      path,
+      `${key}.checksum.values`,
+      `has ${values.length} entries; ${end - start} rows in chunks of ${chunkRows} need ${chunks}`,
+    );
   }
-  return { layer, rows, start, end, file, rowBytes, stride, dataOffset, weightDtype, scaleDtype, layout, checksum: { algorithm, chunkRows, values } };
+  return {
+    layer,
+    rows,
+    start,
+    end,
+    file,
+    rowBytes,
+    stride,
+    dataOffset,
+    weightDtype,
+    scaleDtype,
+    layout,
+    checksum: { algorithm, chunkRows, values },
+  };
 }

@@ -17,7 +17,12 @@ export const MATCH_BUDGET_MS = 2000;
  * The layer each name's capture group names (undefined: no match, or a capture that is not a
  * decimal layer id), in the order of `names`. `flag` names the pattern in the error.
  */
-export function captureLayers(names: readonly string[], pattern: RegExp, flag: string, trusted = false): (number | undefined)[] {
+export function captureLayers(
+  names: readonly string[],
+  pattern: RegExp,
+  flag: string,
+  trusted = false,
+): (number | undefined)[] {
   const captures = trusted ? names.map((n) => pattern.exec(n)?.[1]) : boundedCaptures(names, pattern, flag);
   return captures.map((c) => (c !== undefined && /^\d+$/.test(c) ? Number(c) : undefined));
 }

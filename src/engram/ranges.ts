@@ -34,7 +34,8 @@ export interface EngramLayerRows {
 /** floor, front or heads; undefined is floor. `what` names the flag or variable in the error. */
 export function parseSplit(text: string | undefined, what: string): SplitRule {
   const s = text ?? 'floor';
-  if (!(SPLIT_RULES as readonly string[]).includes(s)) throw usageError(`${what} must be floor, front or heads, got '${s}'`);
+  if (!(SPLIT_RULES as readonly string[]).includes(s))
+    throw usageError(`${what} must be floor, front or heads, got '${s}'`);
   return s as SplitRule;
 }
 
@@ -111,7 +112,11 @@ export function parseRankValues(texts: readonly string[], variable = 'SPARK_ENGR
       const prefix = /^rank\s+(\d+)\s*:\s*/.exec(line);
       if (prefix) {
         if (Number(prefix[1]) !== out.length) {
-          throw specError(`line '${line}' names rank ${prefix[1]} where rank ${out.length} comes (one line per rank, in rank order)`, line, variable);
+          throw specError(
+            `line '${line}' names rank ${prefix[1]} where rank ${out.length} comes (one line per rank, in rank order)`,
+            line,
+            variable,
+          );
         }
         line = line.slice(prefix[0].length);
       }
@@ -201,7 +206,13 @@ interface Owned {
 
 const span = (o: Owned): string => `[${o.start}, ${o.end})`;
 
-function checkLayer(layer: number, rows: number, owned: Owned[], missing: number[], world: number): TilingProblem | undefined {
+function checkLayer(
+  layer: number,
+  rows: number,
+  owned: Owned[],
+  missing: number[],
+  world: number,
+): TilingProblem | undefined {
   const problem = (kind: TilingProblemKind, row: number, ranks: number[], what: string): TilingProblem => ({
     layer,
     kind,
@@ -220,14 +231,22 @@ function checkLayer(layer: number, rows: number, owned: Owned[], missing: number
     if (o.start >= rows) break;
     if (o.start > cursor) {
       const before = last ? `rank ${last.rank} ends at ${cursor}` : 'no range starts at 0';
-      return problem('gap', cursor, [...(last ? [last.rank] : []), o.rank],
-        `rows [${cursor}, ${o.start}) belong to no rank (${before}, rank ${o.rank} starts at ${o.start}${noEntry})`);
+      return problem(
+        'gap',
+        cursor,
+        [...(last ? [last.rank] : []), o.rank],
+        `rows [${cursor}, ${o.start}) belong to no rank (${before}, rank ${o.rank} starts at ${o.start}${noEntry})`,
+      );
     }
     if (o.start < cursor && last) {
       const full = world > 1 && owned.length === world && owned.every((x) => x.start === 0 && x.end === rows);
       const hint = full ? '; a full range on every rank double-counts every row in the all-reduce' : '';
-      return problem('overlap', o.start, [last.rank, o.rank],
-        `row ${o.start} is owned by rank ${last.rank} ${span(last)} and rank ${o.rank} ${span(o)}${hint}`);
+      return problem(
+        'overlap',
+        o.start,
+        [last.rank, o.rank],
+        `row ${o.start} is owned by rank ${last.rank} ${span(last)} and rank ${o.rank} ${span(o)}${hint}`,
+      );
     }
     if (o.end > cursor) {
       cursor = o.end;
@@ -236,16 +255,24 @@ function checkLayer(layer: number, rows: number, owned: Owned[], missing: number
   }
   if (cursor < rows) {
     const after = last ? `the last range, rank ${last.rank}'s, ends at ${cursor}` : 'no rank names a range';
-    return problem('gap', cursor, last ? [last.rank] : [],
-      `rows [${cursor}, ${rows}) belong to no rank (${after}; the table has ${rows} rows${noEntry})`);
+    return problem(
+      'gap',
+      cursor,
+      last ? [last.rank] : [],
+      `rows [${cursor}, ${rows}) belong to no rank (${after}; the table has ${rows} rows${noEntry})`,
+    );
   }
   const beyond = owned
     .filter((o) => o.end > rows || o.start > rows)
     .sort((a, b) => Math.max(a.start, rows) - Math.max(b.start, rows))[0];
   if (beyond) {
     const row = Math.max(beyond.start, rows);
-    return problem('out-of-range', row, [beyond.rank],
-      `row ${row} is out of range (rank ${beyond.rank} has ${span(beyond)}; the table has ${rows} rows, [0, ${rows}))`);
+    return problem(
+      'out-of-range',
+      row,
+      [beyond.rank],
+      `row ${row} is out of range (rank ${beyond.rank} has ${span(beyond)}; the table has ${rows} rows, [0, ${rows}))`,
+    );
   }
   return undefined;
 }
@@ -255,7 +282,10 @@ function checkLayer(layer: number, rows: number, owned: Owned[], missing: number
  * `tables` gives N per layer (from the checkpoint); without it N is the largest end named, so
  * only gaps and overlaps can be found.
  */
-export function checkTiling(specs: readonly (readonly LayerRange[])[], tables?: readonly { layer: number; rows: number }[]): TilingReport {
+export function checkTiling(
+  specs: readonly (readonly LayerRange[])[],
+  tables?: readonly { layer: number; rows: number }[],
+): TilingReport {
   const world = specs.length;
   const rowsOf = new Map<number, number>();
   if (tables) {
@@ -265,7 +295,9 @@ export function checkTiling(specs: readonly (readonly LayerRange[])[], tables?: 
   }
   const layers: LayerTiling[] = [];
   const known = [...rowsOf.keys()].sort((a, b) => a - b);
-  const unknown = [...new Set(specs.flatMap((s) => s.map((r) => r.layer)))].filter((l) => !rowsOf.has(l)).sort((a, b) => a - b);
+  const unknown = [...new Set(specs.flatMap((s) => s.map((r) => r.layer)))]
+    .filter((l) => !rowsOf.has(l))
+    .sort((a, b) => a - b);
   for (const layer of [...known, ...unknown].sort((a, b) => a - b)) {
     const rows = rowsOf.get(layer);
     if (rows === undefined) {

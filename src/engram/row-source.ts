@@ -92,7 +92,11 @@ async function defaultOpenSnapshot(
   options: { engramOnly: boolean; weightPattern?: RegExp; scalePattern?: RegExp },
 ): Promise<SnapshotLike> {
   const { weightPattern, scalePattern, engramOnly } = options;
-  return openSnapshot(path, { engramOnly, ...(weightPattern ? { weightPattern } : {}), ...(scalePattern ? { scalePattern } : {}) });
+  return openSnapshot(path, {
+    engramOnly,
+    ...(weightPattern ? { weightPattern } : {}),
+    ...(scalePattern ? { scalePattern } : {}),
+  });
 }
 
 function pickLayers<T extends { layer: number }>(all: T[], wanted: number[] | undefined, where: string): T[] {
@@ -100,7 +104,10 @@ function pickLayers<T extends { layer: number }>(all: T[], wanted: number[] | un
   return wanted.map((l) => {
     const t = all.find((x) => x.layer === l);
     if (!t) {
-      throw new SparkError('E_ENGRAM_NOT_FOUND', `${where} has no Engram table for layer ${l} (it has ${all.map((x) => x.layer).join(', ') || 'none'})`);
+      throw new SparkError(
+        'E_ENGRAM_NOT_FOUND',
+        `${where} has no Engram table for layer ${l} (it has ${all.map((x) => x.layer).join(', ') || 'none'})`,
+      );
     }
     return t;
   });
@@ -111,7 +118,11 @@ export async function openRowSource(path: string, options: RowSourceOptions = {}
   try {
     isDir = statSync(path).isDirectory();
   } catch {
-    throw new SparkError('E_FILE_NOT_FOUND', `${path} does not exist (give a snapshot, a sparse copy or a packed directory)`, { path });
+    throw new SparkError(
+      'E_FILE_NOT_FOUND',
+      `${path} does not exist (give a snapshot, a sparse copy or a packed directory)`,
+      { path },
+    );
   }
   const local = isDir ? await readLocalDir(path) : ({ kind: 'none' } as const);
   if (local.kind === 'packed') return openPacked(path, local.manifest, options);
@@ -141,7 +152,14 @@ async function openPacked(path: string, manifest: PackedManifest, options: RowSo
     store,
     manifest,
     specs,
-    tables: entries.map((e) => ({ layer: e.layer, rows: e.rows, dim: dimOfRowBytes(e.rowBytes), rowBytes: e.rowBytes, start: e.start, end: e.end })),
+    tables: entries.map((e) => ({
+      layer: e.layer,
+      rows: e.rows,
+      dim: dimOfRowBytes(e.rowBytes),
+      rowBytes: e.rowBytes,
+      start: e.start,
+      end: e.end,
+    })),
     files: entries.map((e) => ({ layer: e.layer, path: join(path, e.file), role: 'packed' as const })),
     close: () => store.close(),
   };
@@ -157,10 +175,16 @@ export function sparsePatterns(m: SparseManifest): { weightPattern: RegExp; scal
 }
 
 /** A snapshot or a sparse copy: global ids, weight and scale read from their own tensors. */
-async function openTwoColumn(path: string, sparse: SparseManifest | undefined, options: RowSourceOptions): Promise<RowSource> {
+async function openTwoColumn(
+  path: string,
+  sparse: SparseManifest | undefined,
+  options: RowSourceOptions,
+): Promise<RowSource> {
   const { layers, residentScales, ranges, storeOptions } = splitOptions(options);
   const opener = options.openSnapshot ?? defaultOpenSnapshot;
-  const patterns = sparse ? sparsePatterns(sparse) : { weightPattern: options.weightPattern, scalePattern: options.scalePattern };
+  const patterns = sparse
+    ? sparsePatterns(sparse)
+    : { weightPattern: options.weightPattern, scalePattern: options.scalePattern };
   const snapshot = await opener(path, { engramOnly: true, ...patterns });
   const where = sparse ? `${path} (a sparse copy: engram-local.json)` : path;
   const tables = pickLayers(snapshot.engram, layers ?? sparse?.layers.map((l) => l.layer), where);
@@ -190,7 +214,7 @@ async function openTwoColumn(path: string, sparse: SparseManifest | undefined, o
       holes: sparse ? 'corrupt' : synthSparse ? 'allow' : 'refuse',
     };
     if (sparse) spec.range = readable[i];
-    if (residentScales) spec.residentScales = sparse ? readable[i] : ranges?.get(t.layer) ?? [0, t.rows];
+    if (residentScales) spec.residentScales = sparse ? readable[i] : (ranges?.get(t.layer) ?? [0, t.rows]);
     return spec;
   });
   const store = await RowStore.open(specs, storeOptions);
@@ -200,7 +224,14 @@ async function openTwoColumn(path: string, sparse: SparseManifest | undefined, o
     store,
     specs,
     ...(sparse ? { sparse } : {}),
-    tables: tables.map((t, i) => ({ layer: t.layer, rows: t.rows, dim: t.dim, rowBytes: t.rowBytes, start: readable[i][0], end: readable[i][1] })),
+    tables: tables.map((t, i) => ({
+      layer: t.layer,
+      rows: t.rows,
+      dim: t.dim,
+      rowBytes: t.rowBytes,
+      start: readable[i][0],
+      end: readable[i][1],
+    })),
     files: tables.flatMap((t) => [
       { layer: t.layer, path: t.weight.file, role: 'weight' as const },
       { layer: t.layer, path: t.scale.file, role: 'scale' as const },
@@ -212,7 +243,16 @@ async function openTwoColumn(path: string, sparse: SparseManifest | undefined, o
 /** The row source's own options apart from those it hands to the row store. */
 function splitOptions(options: RowSourceOptions) {
   const storeOptions: RowSourceOptions = { ...options };
-  for (const k of ['layers', 'residentScales', 'ranges', 'direct', 'weightPattern', 'scalePattern', 'openSnapshot'] as const) delete storeOptions[k];
+  for (const k of [
+    'layers',
+    'residentScales',
+    'ranges',
+    'direct',
+    'weightPattern',
+    'scalePattern',
+    'openSnapshot',
+  ] as const)
+    delete storeOptions[k];
   const { layers, residentScales, ranges, direct } = options;
   return { layers, residentScales, ranges, direct, storeOptions: storeOptions as RowStoreOptions };
 }

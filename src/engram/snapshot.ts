@@ -6,7 +6,13 @@ import { basename, dirname, isAbsolute, join } from 'node:path';
 import { SparkError } from '../errors.js';
 import { readHeadersSettled, type SafetensorsHeader, type SafetensorsTensor } from '../native/safetensors.js';
 import { readModelConfig, type ModelConfig } from './config.js';
-import { engramTensorNames, findEngramTables, type EngramPatterns, type EngramTable, type TensorRef } from './engram-tables.js';
+import {
+  engramTensorNames,
+  findEngramTables,
+  type EngramPatterns,
+  type EngramTable,
+  type TensorRef,
+} from './engram-tables.js';
 import { readJsonIfExists } from '../read-optional.js';
 import { SIZE_CAPS } from '../small-file.js';
 import { revisionOfSnapshotDir } from '../hf-cache.js';
@@ -49,7 +55,11 @@ export async function openSnapshot(path: string, options: OpenSnapshotOptions = 
   });
   if (info.isFile()) return fromFiles(dirname(path), 'file', [basename(path)], undefined, options);
   if (!info.isDirectory()) {
-    throw new SparkError('E_NOT_A_FILE', `${path}: neither a snapshot directory nor a .safetensors file (a FIFO, device or socket)`, { path });
+    throw new SparkError(
+      'E_NOT_A_FILE',
+      `${path}: neither a snapshot directory nor a .safetensors file (a FIFO, device or socket)`,
+      { path },
+    );
   }
   const dir = path;
   const indexPath = join(dir, INDEX_FILE);
@@ -74,15 +84,27 @@ async function readIndex(indexPath: string): Promise<WeightMap | undefined> {
   const doc = await readJsonIfExists(indexPath, 'E_INDEX_JSON', { what: 'index', maxBytes: SIZE_CAPS.index });
   if (doc === undefined) return undefined;
   const weightMap = (doc as { weight_map?: unknown } | null)?.weight_map;
-  if (typeof doc !== 'object' || doc === null || typeof weightMap !== 'object' || weightMap === null || Array.isArray(weightMap)) {
-    throw new SparkError('E_INDEX_JSON', `${indexPath}: expected an object with a "weight_map" object`, { path: indexPath });
+  if (
+    typeof doc !== 'object' ||
+    doc === null ||
+    typeof weightMap !== 'object' ||
+    weightMap === null ||
+    Array.isArray(weightMap)
+  ) {
+    throw new SparkError('E_INDEX_JSON', `${indexPath}: expected an object with a "weight_map" object`, {
+      path: indexPath,
+    });
   }
   // Without this, an empty index reads as a snapshot without Engram tables, and the error
   // blames config.json for listing layers the snapshot "lacks".
   if (Object.keys(weightMap).length === 0) {
-    throw new SparkError('E_INDEX_JSON', `${indexPath}: "weight_map" is empty, so the index names no tensors; download the index again`, {
-      path: indexPath,
-    });
+    throw new SparkError(
+      'E_INDEX_JSON',
+      `${indexPath}: "weight_map" is empty, so the index names no tensors; download the index again`,
+      {
+        path: indexPath,
+      },
+    );
   }
   const map: WeightMap = new Map();
   const checked = new Set<string>();
@@ -206,10 +228,14 @@ class LazyTensorMap {
 /** Tensor sizes here are far below 2^53; a larger one is refused rather than rounded. */
 function exactNumber(v: number | bigint, path: string, tensor: string): number {
   if (typeof v === 'number') return v;
-  throw new SparkError('E_SAFETENSORS_SHAPE', `${path}: tensor '${tensor}': dimension ${v} is past 2^53, which this tool does not handle`, {
-    path,
-    tensor,
-  });
+  throw new SparkError(
+    'E_SAFETENSORS_SHAPE',
+    `${path}: tensor '${tensor}': dimension ${v} is past 2^53, which this tool does not handle`,
+    {
+      path,
+      tensor,
+    },
+  );
 }
 
 function exactShape(shape: (number | bigint)[], path: string, tensor: string): number[] {
@@ -246,7 +272,9 @@ async function resolveShard(dir: string, fileName: string): Promise<string> {
   }
   await realpath(file).catch((err: NodeJS.ErrnoException) => {
     if (err.code !== 'ENOENT' && err.code !== 'ELOOP' && err.code !== 'ENOTDIR') throw err;
-    throw new SparkError('E_SHARD_MISSING', `${file}: shard is a dangling link (or a link loop); download it again`, { path: file });
+    throw new SparkError('E_SHARD_MISSING', `${file}: shard is a dangling link (or a link loop); download it again`, {
+      path: file,
+    });
   });
   return file;
 }
@@ -254,7 +282,9 @@ async function resolveShard(dir: string, fileName: string): Promise<string> {
 /** Every shard's path; when shards are missing, one error naming all of them (not only the first). */
 async function resolveShards(dir: string, fileNames: string[]): Promise<string[]> {
   const settled = await Promise.allSettled(fileNames.map((f) => resolveShard(dir, f)));
-  const missing = settled.flatMap((r) => (r.status === 'rejected' && (r.reason as SparkError).code === 'E_SHARD_MISSING' ? [r.reason as SparkError] : []));
+  const missing = settled.flatMap((r) =>
+    r.status === 'rejected' && (r.reason as SparkError).code === 'E_SHARD_MISSING' ? [r.reason as SparkError] : [],
+  );
   if (missing.length > 1) {
     const paths = missing.map((e) => String(e.details.path));
     throw new SparkError(
@@ -282,7 +312,9 @@ async function fromFiles(
   const headers: SafetensorsHeader[] = [];
   for (const [i, r] of settled.entries()) {
     if (r instanceof Error) {
-      throw r.code === 'E_FILE_NOT_FOUND' ? new SparkError('E_SHARD_MISSING', `${files[i]}: shard is missing`, { path: files[i] }) : r;
+      throw r.code === 'E_FILE_NOT_FOUND'
+        ? new SparkError('E_SHARD_MISSING', `${files[i]}: shard is missing`, { path: files[i] })
+        : r;
     }
     headers.push(r);
   }

@@ -18,7 +18,20 @@
 //                             checksum {algorithm: "crc32", chunkRows, values}: values[k] is the
 //                             CRC-32 of the weight bytes of rows [lo + k*chunkRows, min(lo +
 //                             (k+1)*chunkRows, hi)) followed by the scale bytes of the same rows.
-import { arr, bad, formatAndVersion, hex8, int, manifestObject, obj, plainName, rankWorldSplit, sourceFiles, str, type RecordedSourceFile } from './manifest-fields.js';
+import {
+  arr,
+  bad,
+  formatAndVersion,
+  hex8,
+  int,
+  manifestObject,
+  obj,
+  plainName,
+  rankWorldSplit,
+  sourceFiles,
+  str,
+  type RecordedSourceFile,
+} from './manifest-fields.js';
 import type { SplitRule } from '../domain/split-rule.js';
 
 export const SPARSE_MANIFEST_NAME = 'engram-local.json';
@@ -105,7 +118,8 @@ export function parseSparseManifest(text: string, path = SPARSE_MANIFEST_NAME): 
   const layersObj = obj(path, 'layers', m.layers);
   const layers: SparseRange[] = [];
   for (const [key, span] of Object.entries(layersObj)) {
-    if (!/^(0|[1-9]\d{0,8})$/.test(key)) throw bad(path, `layers.${key}`, 'must be keyed by a layer number ("1", "14")');
+    if (!/^(0|[1-9]\d{0,8})$/.test(key))
+      throw bad(path, `layers.${key}`, 'must be keyed by a layer number ("1", "14")');
     if (!Array.isArray(span) || span.length !== 2) throw bad(path, `layers.${key}`, 'must be [lo, hi]');
     const start = int(path, `layers.${key}[0]`, span[0], 0);
     const end = int(path, `layers.${key}[1]`, span[1], 0);
@@ -142,19 +156,33 @@ function parseSparkMeta(path: string, value: unknown, layers: SparseRange[]): Sp
     const bytes = int(path, `${key}.bytes`, o.bytes, 8);
     const headerBytes = int(path, `${key}.headerBytes`, o.headerBytes, 8);
     if (headerBytes > bytes) throw bad(path, `${key}.headerBytes`, `${headerBytes} is past the shard's ${bytes} bytes`);
-    return { name: plainName(path, `${key}.name`, o.name), bytes, headerBytes, headerCrc32: hex8(path, `${key}.headerCrc32`, o.headerCrc32) };
+    return {
+      name: plainName(path, `${key}.name`, o.name),
+      bytes,
+      headerBytes,
+      headerCrc32: hex8(path, `${key}.headerCrc32`, o.headerCrc32),
+    };
   });
   const tables = arr(path, 'spark.tables', s.tables).map((v, i) => parseTable(path, `spark.tables[${i}]`, v, shards));
   const covered = tables.map((t) => t.layer).join(',');
   if (covered !== layers.map((l) => l.layer).join(',')) {
-    throw bad(path, 'spark.tables', `describe layers [${covered}] but layers names [${layers.map((l) => l.layer).join(',')}] (ascending, one each)`);
+    throw bad(
+      path,
+      'spark.tables',
+      `describe layers [${covered}] but layers names [${layers.map((l) => l.layer).join(',')}] (ascending, one each)`,
+    );
   }
   tables.forEach((t, i) => {
     const r = layers[i];
-    if (r.end > t.rows) throw bad(path, `layers.${r.layer}`, `[${r.start}, ${r.end}) is not inside the table [0, ${t.rows})`);
+    if (r.end > t.rows)
+      throw bad(path, `layers.${r.layer}`, `[${r.start}, ${r.end}) is not inside the table [0, ${t.rows})`);
     const chunks = Math.ceil((r.end - r.start) / t.checksum.chunkRows);
     if (t.checksum.values.length !== chunks) {
-      throw bad(path, `spark.tables[${i}].checksum.values`, `has ${t.checksum.values.length} entries; ${r.end - r.start} rows in chunks of ${t.checksum.chunkRows} need ${chunks}`);
+      throw bad(
+        path,
+        `spark.tables[${i}].checksum.values`,
+        `has ${t.checksum.values.length} entries; ${r.end - r.start} rows in chunks of ${t.checksum.chunkRows} need ${chunks}`,
+      );
     }
   });
   return { format: SPARSE_FORMAT, version: SPARSE_VERSION, rank, world, split, source, index, shards, tables };
@@ -176,8 +204,11 @@ function parseTable(path: string, key: string, value: unknown, shards: SparseSha
   }
   const c = obj(path, `${key}.checksum`, o.checksum);
   const algorithm = str(path, `${key}.checksum.algorithm`, c.algorithm);
-  if (algorithm !== SPARSE_CHECKSUM_ALGORITHM) throw bad(path, `${key}.checksum.algorithm`, `must be "${SPARSE_CHECKSUM_ALGORITHM}"`);
+  if (algorithm !== SPARSE_CHECKSUM_ALGORITHM)
+    throw bad(path, `${key}.checksum.algorithm`, `must be "${SPARSE_CHECKSUM_ALGORITHM}"`);
   const chunkRows = int(path, `${key}.checksum.chunkRows`, c.chunkRows, 1);
-  const values = arr(path, `${key}.checksum.values`, c.values).map((v, i) => hex8(path, `${key}.checksum.values[${i}]`, v));
+  const values = arr(path, `${key}.checksum.values`, c.values).map((v, i) =>
+    hex8(path, `${key}.checksum.values[${i}]`, v),
+  );
   return { layer, rows, dim, shard, weightOffset, scaleOffset, checksum: { algorithm, chunkRows, values } };
 }

@@ -43,8 +43,14 @@ export function thisMachineFacts(io: Io, tools: Pick<Tools, 'docker'>): NodeFact
       // The launch's preflight reports these; a dry run has no preflight.
       first: inputs.diagnostics.map((d) => `${d.severity}: ${d.message}`),
       last: [
-        ...(about.usesHome ? [`~ in host paths is shown as this machine's home (${home}); the launch asks each node for its own`] : []),
-        ...(about.asksGid ? ['B12X_ROCE_GID_INDEX is detected on each node at launch (spark gid --index-only); a dry run cannot show it'] : []),
+        ...(about.usesHome
+          ? [`~ in host paths is shown as this machine's home (${home}); the launch asks each node for its own`]
+          : []),
+        ...(about.asksGid
+          ? [
+              'B12X_ROCE_GID_INDEX is detected on each node at launch (spark gid --index-only); a dry run cannot show it',
+            ]
+          : []),
       ],
     }),
   };
@@ -68,7 +74,12 @@ export function interrupted(cleaned?: string): SparkError {
  * in `preflight`. A snapshot that could not be resolved is refused, after the preflight, whose
  * report says why (a NAS not mounted, a node down) better than the ref that was not found.
  */
-export function askNodesFacts(req: AskRequest, io: Io, tools: Tools, preflight: { errors: number; warnings: number }): NodeFacts {
+export function askNodesFacts(
+  req: AskRequest,
+  io: Io,
+  tools: Tools,
+  preflight: { errors: number; warnings: number },
+): NodeFacts {
   return {
     docker: tools.docker,
     thisHome: io.env.HOME ?? homedir(),
@@ -81,7 +92,12 @@ export function askNodesFacts(req: AskRequest, io: Io, tools: Tools, preflight: 
   };
 }
 
-async function runChecks(req: AskRequest, io: Io, snapshot: ModelSnapshot | undefined, counts: { errors: number; warnings: number }): Promise<void> {
+async function runChecks(
+  req: AskRequest,
+  io: Io,
+  snapshot: ModelSnapshot | undefined,
+  counts: { errors: number; warnings: number },
+): Promise<void> {
   const report = await runPreflight(
     {
       recipe: req.recipe,
@@ -95,9 +111,13 @@ async function runChecks(req: AskRequest, io: Io, snapshot: ModelSnapshot | unde
   );
   counts.errors = report.counts.error;
   counts.warnings = report.counts.warn;
-  if (report.counts.error > 0 || report.counts.warn > 0) io.stderr(formatReport(report, io.color).replace(/\n?$/, '\n'));
+  if (report.counts.error > 0 || report.counts.warn > 0)
+    io.stderr(formatReport(report, io.color).replace(/\n?$/, '\n'));
   if (report.counts.error > 0 && !req.force) {
-    throw new SparkError('E_CHECK_FAILED', `preflight found ${report.counts.error} error(s), nothing was started; fix them, or pass --force to launch anyway`);
+    throw new SparkError(
+      'E_CHECK_FAILED',
+      `preflight found ${report.counts.error} error(s), nothing was started; fix them, or pass --force to launch anyway`,
+    );
   }
   if (req.signal?.aborted) throw interrupted();
 }

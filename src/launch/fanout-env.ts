@@ -17,7 +17,12 @@ export interface EnvDirs {
 }
 
 /** Each node's pack directory from the env file (or the node's [nodes.env]); exit 2 naming what disagrees with the cluster or the layout. */
-export async function envNodeDirs(path: string, cluster: Cluster, env: NodeJS.ProcessEnv, layout: string | undefined): Promise<EnvDirs> {
+export async function envNodeDirs(
+  path: string,
+  cluster: Cluster,
+  env: NodeJS.ProcessEnv,
+  layout: string | undefined,
+): Promise<EnvDirs> {
   const envFile = await readEnvFile(path, env);
   const at = (key: string) => `${path}:${envFile.vars.get(key)!.line}`;
   const tp = envFile.vars.get('TP_SIZE')?.value;
@@ -28,7 +33,9 @@ export async function envNodeDirs(path: string, cluster: Cluster, env: NodeJS.Pr
     );
   }
   if (envFile.vars.has('DSV41_PACKED_DIR') && layout !== undefined && layout !== 'dense') {
-    throw usageError(`${at('DSV41_PACKED_DIR')}: this env file's stack reads packed shards (DSV41_PACKED_DIR): pass --layout dense, not --layout ${layout}`);
+    throw usageError(
+      `${at('DSV41_PACKED_DIR')}: this env file's stack reads packed shards (DSV41_PACKED_DIR): pass --layout dense, not --layout ${layout}`,
+    );
   }
   const shared = envFile.vars.get(MIA_HOST_DIR_VAR)?.value;
   const dirs = cluster.nodes.map((n) => n.env[MIA_HOST_DIR_VAR] ?? shared).map((d) => (d === '' ? undefined : d));
@@ -37,5 +44,7 @@ export async function envNodeDirs(path: string, cluster: Cluster, env: NodeJS.Pr
 
 /** The error for a node the env file names no directory for. */
 export function noEnvDir(path: string, node: { rank: number; host: string }, flag: string): SparkError {
-  return usageError(`${path} sets no ${MIA_HOST_DIR_VAR} (the host directory of the packs) for node ${node.rank} (${node.host}): set it there, or pass ${flag}`);
+  return usageError(
+    `${path} sets no ${MIA_HOST_DIR_VAR} (the host directory of the packs) for node ${node.rank} (${node.host}): set it there, or pass ${flag}`,
+  );
 }

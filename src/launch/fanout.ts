@@ -141,7 +141,11 @@ export function startFanOut(jobs: readonly NodeJob[], options: FanOutOptions): F
       }
       let child: ChildProcess;
       try {
-        child = spawn(job.argv[0]!, job.argv.slice(1), { env: options.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+        child = spawn(job.argv[0]!, job.argv.slice(1), {
+          env: options.env,
+          stdio: ['ignore', 'pipe', 'pipe'],
+          detached: true,
+        });
       } catch (err) {
         line(`cannot run ${job.argv[0]}: ${(err as Error).message}`);
         finish(127, null);
@@ -151,7 +155,9 @@ export function startFanOut(jobs: readonly NodeJob[], options: FanOutOptions): F
       const errSplit = new LineSplitter(line);
       const outSplit = new LineSplitter(line);
       child.stderr!.setEncoding('utf8').on('data', (d: string) => errSplit.push(d));
-      child.stdout!.setEncoding('utf8').on('data', (d: string) => (options.captureStdout ? (stdout += d) : outSplit.push(d)));
+      child
+        .stdout!.setEncoding('utf8')
+        .on('data', (d: string) => (options.captureStdout ? (stdout += d) : outSplit.push(d)));
       let spawnError: Error | undefined;
       child.on('error', (err) => (spawnError = err));
       child.on('close', (code, signal) => {

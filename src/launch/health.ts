@@ -76,7 +76,7 @@ export async function waitForHealth(options: HealthOptions): Promise<HealthResul
     attempts++;
     const r = await probe(options.url, Math.min(requestTimeout, Math.max(50, left)));
     if (r.status === 200) return { ok: true, ms: elapsed(), attempts };
-    last = r.status !== undefined ? `HTTP ${r.status}` : r.error ?? 'no answer';
+    last = r.status !== undefined ? `HTTP ${r.status}` : (r.error ?? 'no answer');
     if (options.onProgress && options.progressEveryMs && elapsed() - lastProgress >= options.progressEveryMs) {
       lastProgress = elapsed();
       options.onProgress(lastProgress, last);

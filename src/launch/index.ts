@@ -7,7 +7,15 @@ export type { NodeTopology, EngineArgs } from '../engine/args.js';
 export { resolveSnapshot, recipeRevision, revisionInPath, readLocalText } from './snapshot.js';
 export type { ModelSnapshot, ReadText, ResolveOptions } from './snapshot.js';
 export { shQuote, shJoin, shLines } from '../remote/shell.js';
-export { toolsFromEnv, nodeCommand, nodeArgv, isLocalHost, capture, killGroup, DEFAULT_SSH_OPTIONS } from '../remote/ssh.js';
+export {
+  toolsFromEnv,
+  nodeCommand,
+  nodeArgv,
+  isLocalHost,
+  capture,
+  killGroup,
+  DEFAULT_SSH_OPTIONS,
+} from '../remote/ssh.js';
 export type { Tools, Captured } from '../remote/ssh.js';
 export { startFanOut, fanOut, describeEnd, nodePrefix } from './fanout.js';
 export type { NodeJob, NodeJobResult, FanOutOptions, FanOutRun } from './fanout.js';

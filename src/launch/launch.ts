@@ -73,8 +73,16 @@ export async function runLaunch(req: LaunchRequest, io: Io): Promise<LaunchResul
 }
 
 /** `docker rm` + `docker run -d` on every node at once; the first failure stops the rest and throws. */
-async function startAll(plan: LaunchPlan, req: LaunchRequest, io: Io, tools: Tools, cleanup: () => Promise<string>): Promise<void> {
-  io.stderr(`starting ${plan.nodes.length} container(s): ${plan.nodes.map((n) => `${n.container} on ${n.host}`).join(', ')}\n`);
+async function startAll(
+  plan: LaunchPlan,
+  req: LaunchRequest,
+  io: Io,
+  tools: Tools,
+  cleanup: () => Promise<string>,
+): Promise<void> {
+  io.stderr(
+    `starting ${plan.nodes.length} container(s): ${plan.nodes.map((n) => `${n.container} on ${n.host}`).join(', ')}\n`,
+  );
   const starts = startFanOut(
     plan.nodes.map((n) => ({ rank: n.rank, host: n.host, argv: nodeCommand(n.host, startCommandLine(n), tools) })),
     { env: io.env, write: io.stderr, stopOthersOnFailure: true },
@@ -96,10 +104,18 @@ async function startAll(plan: LaunchPlan, req: LaunchRequest, io: Io, tools: Too
 }
 
 /** The error for a boot that did not become healthy, once the containers were cleaned up. */
-function failedBoot(plan: LaunchPlan, req: LaunchRequest, outcome: Exclude<FollowOutcome, { kind: 'healthy' }>, cleaned: string): SparkError {
+function failedBoot(
+  plan: LaunchPlan,
+  req: LaunchRequest,
+  outcome: Exclude<FollowOutcome, { kind: 'healthy' }>,
+  cleaned: string,
+): SparkError {
   if (outcome.kind === 'aborted') return interrupted(cleaned);
   if (outcome.kind === 'exited') {
-    return new SparkError('E_NODE_FAILED', `${outcome.message}; ${cleaned}`, { rank: outcome.rank, host: plan.nodes[outcome.rank]!.host });
+    return new SparkError('E_NODE_FAILED', `${outcome.message}; ${cleaned}`, {
+      rank: outcome.rank,
+      host: plan.nodes[outcome.rank]!.host,
+    });
   }
   const headPlan = plan.nodes[plan.head]!;
   return new SparkError(
@@ -110,7 +126,12 @@ function failedBoot(plan: LaunchPlan, req: LaunchRequest, outcome: Exclude<Follo
   );
 }
 
-async function refuseIfRunning(plan: LaunchPlan, req: LaunchRequest, tools: Tools, env: NodeJS.ProcessEnv): Promise<void> {
+async function refuseIfRunning(
+  plan: LaunchPlan,
+  req: LaunchRequest,
+  tools: Tools,
+  env: NodeJS.ProcessEnv,
+): Promise<void> {
   const jobs = plan.nodes.map((n) => ({
     rank: n.rank,
     host: n.host,
@@ -119,8 +140,13 @@ async function refuseIfRunning(plan: LaunchPlan, req: LaunchRequest, tools: Tool
   const results = await fanOut(jobs, { env, write: () => {}, captureStdout: true });
   const unreachable = results.filter((r) => r.code === 255 || r.code === 127);
   if (unreachable.length > 0) {
-    const list = unreachable.map((r) => `node ${r.rank} (${r.host}): ${lastLine(r.tail.join('\n')) || describeEnd(r)}`).join('; ');
-    throw new SparkError('E_NODE_FAILED', `cannot run docker on ${unreachable.length} node(s), nothing was started: ${list}`);
+    const list = unreachable
+      .map((r) => `node ${r.rank} (${r.host}): ${lastLine(r.tail.join('\n')) || describeEnd(r)}`)
+      .join('; ');
+    throw new SparkError(
+      'E_NODE_FAILED',
+      `cannot run docker on ${unreachable.length} node(s), nothing was started: ${list}`,
+    );
   }
   const busy = results.filter((r) => r.code === 0 && r.stdout.trim() === 'true');
   if (busy.length > 0) {
@@ -142,15 +168,28 @@ type FollowOutcome =
   | { kind: 'exited'; rank: number; message: string };
 
 /** What `docker inspect` says about a container whose log stream ended. */
-async function containerState(node: NodePlan, tools: Tools, env: NodeJS.ProcessEnv): Promise<{ status: string; exit: string; oom: boolean } | undefined> {
+async function containerState(
+  node: NodePlan,
+  tools: Tools,
+  env: NodeJS.ProcessEnv,
+): Promise<{ status: string; exit: string; oom: boolean } | undefined> {
   const format = '{{.State.Status}} {{.State.ExitCode}} {{.State.OOMKilled}}';
-  const r = await capture(nodeArgv(node.host, [node.argv[0]!, 'inspect', '--format', format, node.container], tools), env, 30_000);
+  const r = await capture(
+    nodeArgv(node.host, [node.argv[0]!, 'inspect', '--format', format, node.container], tools),
+    env,
+    30_000,
+  );
   const m = /^(\S+) (-?\d+) (true|false)/.exec(r.stdout.trim());
   return r.code === 0 && m ? { status: m[1]!, exit: m[2]!, oom: m[3] === 'true' } : undefined;
 }
 
 /** Why a node's log stream ended, asked of docker (and its last output); undefined while its container still runs. */
-async function whyEnded(node: NodePlan, r: NodeJobResult, tools: Tools, env: NodeJS.ProcessEnv): Promise<{ how: string; last: string } | undefined> {
+async function whyEnded(
+  node: NodePlan,
+  r: NodeJobResult,
+  tools: Tools,
+  env: NodeJS.ProcessEnv,
+): Promise<{ how: string; last: string } | undefined> {
   const state = await containerState(node, tools, env);
   if (state?.status === 'running') return undefined;
   const how = state
@@ -173,10 +212,18 @@ function pollHealth(plan: LaunchPlan, req: LaunchRequest, io: Io, signal: AbortS
       ? {
           progressEveryMs: req.progressEveryMs,
           onProgress: (ms: number, last: string) =>
-            io.stderr(`waiting for ${plan.healthUrl}: ${formatDuration(ms)} of ${formatDuration(req.timeoutMs)} (${last})\n`),
+            io.stderr(
+              `waiting for ${plan.healthUrl}: ${formatDuration(ms)} of ${formatDuration(req.timeoutMs)} (${last})\n`,
+            ),
         }
       : {}),
-  }).then((h): FollowOutcome => (h.ok ? { kind: 'healthy', ms: h.ms } : h.reason === 'timeout' ? { kind: 'timeout', last: h.last } : { kind: 'aborted' }));
+  }).then((h): FollowOutcome =>
+    h.ok
+      ? { kind: 'healthy', ms: h.ms }
+      : h.reason === 'timeout'
+        ? { kind: 'timeout', last: h.last }
+        : { kind: 'aborted' },
+  );
 }
 
 async function followUntilHealthy(plan: LaunchPlan, req: LaunchRequest, io: Io, tools: Tools): Promise<FollowOutcome> {
@@ -191,10 +238,19 @@ async function followUntilHealthy(plan: LaunchPlan, req: LaunchRequest, io: Io, 
     const who = `node ${node.rank} (${node.host})`;
     if (why === undefined) io.stderr(`note: lost the log stream of ${who}; its container is still running\n`);
     else if (healthy) io.stderr(`note: ${who}: ${why.how}${why.last}\n`);
-    else reportExit({ kind: 'exited', rank: node.rank, message: `${who}: ${why.how} before the server was healthy${why.last}` });
+    else
+      reportExit({
+        kind: 'exited',
+        rank: node.rank,
+        message: `${who}: ${why.how} before the server was healthy${why.last}`,
+      });
   };
   const follow = startFanOut(
-    plan.nodes.map((n) => ({ rank: n.rank, host: n.host, argv: nodeArgv(n.host, [n.argv[0]!, 'logs', '--follow', n.container], tools) })),
+    plan.nodes.map((n) => ({
+      rank: n.rank,
+      host: n.host,
+      argv: nodeArgv(n.host, [n.argv[0]!, 'logs', '--follow', n.container], tools),
+    })),
     { env: io.env, write: io.stderr, failed: () => false, onExit: (r) => void onStreamEnd(r) },
   );
   const onAbort = () => stopHealth.abort();

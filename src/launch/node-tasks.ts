@@ -50,9 +50,24 @@ export interface NodeTaskOutcome {
 /** The `spark` argument vector run on one node. */
 export function nodeTaskArgv(req: NodeTaskRequest, spark: string, rank: number, world: number): string[] {
   if (req.kind === 'pack') {
-    if (req.out === undefined) throw new SparkError('E_USAGE', 'fanout pack needs --out DIR (the output directory on each node), or --env FILE naming it (ENGRAM_DIR)');
+    if (req.out === undefined)
+      throw new SparkError(
+        'E_USAGE',
+        'fanout pack needs --out DIR (the output directory on each node), or --env FILE naming it (ENGRAM_DIR)',
+      );
     if (req.path === undefined) throw new SparkError('E_USAGE', 'fanout pack needs the snapshot');
-    const argv = [spark, 'pack', req.path, '--out', req.out, '--rank', String(rank), '--world', String(world), '--json'];
+    const argv = [
+      spark,
+      'pack',
+      req.path,
+      '--out',
+      req.out,
+      '--rank',
+      String(rank),
+      '--world',
+      String(world),
+      '--json',
+    ];
     // ssh gives the remote pack no terminal: ask for plain progress lines, which the fan-out
     // streams with each node's prefix.
     if (req.progressEveryMs > 0) argv.push('--progress', String(Math.max(1, Math.round(req.progressEveryMs / 1000))));
@@ -63,7 +78,8 @@ export function nodeTaskArgv(req: NodeTaskRequest, spark: string, rank: number, 
     if (req.keepCache) argv.push('--no-drop-cache');
     return argv;
   }
-  if (req.path === undefined) throw new SparkError('E_USAGE', 'fanout verify needs <packdir>, or --env FILE naming it (ENGRAM_DIR)');
+  if (req.path === undefined)
+    throw new SparkError('E_USAGE', 'fanout verify needs <packdir>, or --env FILE naming it (ENGRAM_DIR)');
   const argv = [spark, 'verify', req.path, '--json'];
   if (req.source !== undefined) argv.push('--source', req.source);
   if (req.full) argv.push('--full');
@@ -124,10 +140,15 @@ export async function runNodeTasks(req: NodeTaskRequest, io: Io): Promise<NodeTa
   const forNode = (rank: number): NodeTaskRequest => {
     if (!fromEnv || given !== undefined) return req;
     const dir = fromEnv.dirs[rank];
-    if (dir === undefined) throw noEnvDir(req.envFile!, cluster.nodes[rank]!, req.kind === 'pack' ? '--out DIR' : '<packdir>');
+    if (dir === undefined)
+      throw noEnvDir(req.envFile!, cluster.nodes[rank]!, req.kind === 'pack' ? '--out DIR' : '<packdir>');
     return req.kind === 'pack' ? { ...req, out: dir } : { ...req, path: dir };
   };
-  const jobs = cluster.nodes.map((n) => ({ rank: n.rank, host: n.host, argv: nodeArgv(n.host, nodeTaskArgv(forNode(n.rank), tools.spark, n.rank, world), tools) }));
+  const jobs = cluster.nodes.map((n) => ({
+    rank: n.rank,
+    host: n.host,
+    argv: nodeArgv(n.host, nodeTaskArgv(forNode(n.rank), tools.spark, n.rank, world), tools),
+  }));
   io.stderr(`${req.kind} on ${jobs.length} node(s) of ${cluster.name}: ${jobs.map((j) => j.host).join(', ')}\n`);
   const results = await fanOut(jobs, {
     env: io.env,
@@ -137,7 +158,9 @@ export async function runNodeTasks(req: NodeTaskRequest, io: Io): Promise<NodeTa
       ? {
           progressEveryMs: req.progressEveryMs,
           onProgress: (ms: number, running) =>
-            io.stderr(`${req.kind}: ${jobs.length - running.length} of ${jobs.length} done after ${formatDuration(ms)}; running on ${running.map((j) => j.host).join(', ')}\n`),
+            io.stderr(
+              `${req.kind}: ${jobs.length - running.length} of ${jobs.length} done after ${formatDuration(ms)}; running on ${running.map((j) => j.host).join(', ')}\n`,
+            ),
         }
       : {}),
   });

@@ -91,7 +91,14 @@ export interface PlanInput {
 /** The GPUs, for the engine. */
 const GPU_FLAGS: readonly string[] = ['--gpus', 'all'];
 /** RoCE: the verbs devices, and unlimited locked memory for NCCL's registered buffers. */
-const RDMA_FLAGS: readonly string[] = ['--device', '/dev/infiniband', '--cap-add', 'IPC_LOCK', '--ulimit', 'memlock=-1'];
+const RDMA_FLAGS: readonly string[] = [
+  '--device',
+  '/dev/infiniband',
+  '--cap-add',
+  'IPC_LOCK',
+  '--ulimit',
+  'memlock=-1',
+];
 
 /**
  * Flags every container gets: host networking (the fabric), the GPUs and RDMA on a DGX Spark.
@@ -114,7 +121,9 @@ const CONTAINER_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
  */
 export function checkedNamePrefix(name: string): string {
   if (!CONTAINER_NAME.test(name)) {
-    throw usageError(`--name must be a docker container name ([A-Za-z0-9][A-Za-z0-9_.-]*), got ${JSON.stringify(name)}`);
+    throw usageError(
+      `--name must be a docker container name ([A-Za-z0-9][A-Za-z0-9_.-]*), got ${JSON.stringify(name)}`,
+    );
   }
   return name;
 }
@@ -174,21 +183,36 @@ function absoluteHostPath(
 function refuse(problem: TopologyProblem | ShapeProblem, recipe: Recipe, cluster: Cluster): SparkError {
   const inCluster = problem.key === 'head' || problem.key === 'required_nodes';
   const file = inCluster ? cluster.file : recipe.file;
-  const line = problem.flag ? recipe.locate('args', problem.flag.index) : 'field' in problem ? recipe.locate(problem.field) : undefined;
+  const line = problem.flag
+    ? recipe.locate('args', problem.flag.index)
+    : 'field' in problem
+      ? recipe.locate(problem.field)
+      : undefined;
   const where = inCluster ? '' : `${line === undefined ? file : `${file}:${line}`}: `;
-  return new SparkError(inCluster ? 'E_CLUSTER' : 'E_RECIPE', `${where}${problem.message}; ${problem.fix}`, { path: file, key: problem.key });
+  return new SparkError(inCluster ? 'E_CLUSTER' : 'E_RECIPE', `${where}${problem.message}; ${problem.fix}`, {
+    path: file,
+    key: problem.key,
+  });
 }
 
 /** "NCCL_SOCKET_IFNAME: recipe [env] "x" wins over cluster [nccl] "y"" for each value a later source replaced. */
 function overrideNotes(env: EffectiveEnv, who = ''): string[] {
   const name = (source: EnvSourceKind, file: string) =>
-    source === 'recipe' ? 'recipe [env]' : source === 'cluster' ? 'cluster [nccl]' : source === 'node' ? `${who}[nodes.env]` : file;
+    source === 'recipe'
+      ? 'recipe [env]'
+      : source === 'cluster'
+        ? 'cluster [nccl]'
+        : source === 'node'
+          ? `${who}[nodes.env]`
+          : file;
   const notes: string[] = [];
   for (const [key, v] of env) {
     const replaced = v.overrides.filter((o) => o.value !== v.value);
     if (replaced.length === 0 || v.source === 'cluster') continue;
     const last = replaced.at(-1)!;
-    notes.push(`${key}: ${name(v.source, v.file)} "${v.value}" wins over ${name(last.source, last.file)} "${last.value}"`);
+    notes.push(
+      `${key}: ${name(v.source, v.file)} "${v.value}" wins over ${name(last.source, last.file)} "${last.value}"`,
+    );
   }
   return notes;
 }
@@ -229,7 +253,7 @@ function common(input: PlanInput, options: PlanOptions): Common {
     port: servingPort(recipe),
     place,
     hfCache,
-    modelPath: ownModel === undefined ? input.snapshot?.containerPath ?? input.unresolvedModel! : undefined,
+    modelPath: ownModel === undefined ? (input.snapshot?.containerPath ?? input.unresolvedModel!) : undefined,
     docker: options.docker ?? 'docker',
     prefix: options.namePrefix ?? containerPrefix(cluster.name),
   };
@@ -247,11 +271,14 @@ function planNotes(c: Common): string[] {
     );
   }
   const ownModel = recipeModelArg(recipe);
-  if (ownModel !== undefined) notes.push(`the recipe names its model path itself (${ownModel}); the launcher does not add one`);
+  if (ownModel !== undefined)
+    notes.push(`the recipe names its model path itself (${ownModel}); the launcher does not add one`);
   const env = effectiveEnv(recipe, cluster, envFile);
   notes.push(...overrideNotes(env));
   for (const key of launcherEnvKeys(recipe.engine)) {
-    const set = [env.get(key), ...place.nodes.map((n) => effectiveEnv(recipe, cluster, envFile, n.rank).get(key))].find(Boolean);
+    const set = [env.get(key), ...place.nodes.map((n) => effectiveEnv(recipe, cluster, envFile, n.rank).get(key))].find(
+      Boolean,
+    );
     if (set) notes.push(`${key} is set per node by the launcher; the value in ${set.file} is replaced`);
   }
   const engramDir = env.get('SPARK_ENGRAM_DIR')?.value;
@@ -283,7 +310,12 @@ function nodeBinds(c: Common, home: string): Bind[] {
       mustExist: true,
     },
     ...recipe.extraMounts.map((m, i) => ({
-      source: absoluteHostPath(m.host, home, { code: 'E_RECIPE', key: `extra_mounts[${i}].host`, file: recipe.file, line: m.line }),
+      source: absoluteHostPath(m.host, home, {
+        code: 'E_RECIPE',
+        key: `extra_mounts[${i}].host`,
+        file: recipe.file,
+        line: m.line,
+      }),
       target: m.container,
       readOnly: m.readOnly,
       // A read-only mount of a missing path is always a mistake (the wrapper script case);
@@ -308,7 +340,10 @@ function nodePlan(c: Common, node: Common['place']['nodes'][number]): { plan: No
   };
   const engine = engineArgs(recipe, topo, c.modelPath);
   const ownEnv = effectiveEnv(recipe, cluster, envFile, node.rank);
-  const notes = [...(head ? engine.conflicts : []), ...overrideNotes(ownEnv, `node ${node.rank} `).filter((n) => n.includes('[nodes.env]'))];
+  const notes = [
+    ...(head ? engine.conflicts : []),
+    ...overrideNotes(ownEnv, `node ${node.rank} `).filter((n) => n.includes('[nodes.env]')),
+  ];
   const env: Record<string, string> = {
     ...envValues(ownEnv),
     ...(c.options.nodeEnv?.(node.rank) ?? {}),
@@ -319,7 +354,11 @@ function nodePlan(c: Common, node: Common['place']['nodes'][number]): { plan: No
   };
   const container = containerName(c.prefix, node.rank);
   const argv = [
-    c.docker, 'run', '-d', '--name', container,
+    c.docker,
+    'run',
+    '-d',
+    '--name',
+    container,
     ...containerFlags(c.options.cpuOnly),
     // A recipe's shm_size asks for a private /dev/shm of that size; --ipc host would make
     // docker ignore it (and podman refuse it). Without one, share the host's.
@@ -333,7 +372,16 @@ function nodePlan(c: Common, node: Common['place']['nodes'][number]): { plan: No
     ...argvForExec(recipe.args),
     ...engine.appended,
   ];
-  const plan = { rank: node.rank, host: node.host, fabricAddr: node.fabricAddr, distAddr: nodeAddress(node), head, container, argv, env };
+  const plan = {
+    rank: node.rank,
+    host: node.host,
+    fabricAddr: node.fabricAddr,
+    distAddr: nodeAddress(node),
+    head,
+    container,
+    argv,
+    env,
+  };
   return { plan, notes };
 }
 

@@ -5,7 +5,18 @@
 // come from (NodeFacts, facts.ts): a dry run takes this machine's, a launch asks the nodes.
 import type { Io } from '../io.js';
 import { SparkError } from '../errors.js';
-import { effectiveEnv, envValues, openCluster, readEnvFile, readRecipe, type Cluster, type ClusterNode, type EnvFile, type FileDiagnostic, type Recipe } from '../recipes/index.js';
+import {
+  effectiveEnv,
+  envValues,
+  openCluster,
+  readEnvFile,
+  readRecipe,
+  type Cluster,
+  type ClusterNode,
+  type EnvFile,
+  type FileDiagnostic,
+  type Recipe,
+} from '../recipes/index.js';
 import { recipeModelArg } from '../engine/args.js';
 import { buildPlan, type LaunchPlan } from './plan.js';
 import { gidQuery } from './probe.js';
@@ -38,8 +49,15 @@ export interface LaunchInputs {
 export async function loadInputs(req: Pick<PlanRequest, 'recipe' | 'cluster' | 'env'>, io: Io): Promise<LaunchInputs> {
   const loaded = await openCluster(req.cluster, { env: io.env, cwd: io.cwd });
   const hfCache = loaded.cluster.hfCache;
-  const { recipe, diagnostics } = await readRecipe(req.recipe, { env: io.env, ...(hfCache !== undefined ? { hfCache } : {}) });
-  const inputs: LaunchInputs = { recipe, cluster: loaded.cluster, diagnostics: [...diagnostics, ...loaded.diagnostics] };
+  const { recipe, diagnostics } = await readRecipe(req.recipe, {
+    env: io.env,
+    ...(hfCache !== undefined ? { hfCache } : {}),
+  });
+  const inputs: LaunchInputs = {
+    recipe,
+    cluster: loaded.cluster,
+    diagnostics: [...diagnostics, ...loaded.diagnostics],
+  };
   if (req.env !== undefined) {
     inputs.envFile = await readEnvFile(req.env, io.env);
     inputs.diagnostics.push(...inputs.envFile.diagnostics);
@@ -86,7 +104,12 @@ interface Served {
  * in hf_cache is the head's home, as in the cache the containers mount. A failure to resolve
  * (or to ask the head) is returned, not thrown: the caller's checks run first.
  */
-async function resolveServed(req: PlanRequest, inputs: LaunchInputs, env: Record<string, string>, facts: NodeFacts): Promise<Served> {
+async function resolveServed(
+  req: PlanRequest,
+  inputs: LaunchInputs,
+  env: Record<string, string>,
+  facts: NodeFacts,
+): Promise<Served> {
   const { recipe, cluster } = inputs;
   if (recipeModelArg(recipe) !== undefined) return {};
   const head = cluster.nodes[cluster.head]!;
@@ -100,7 +123,8 @@ async function resolveServed(req: PlanRequest, inputs: LaunchInputs, env: Record
     });
     return { snapshot };
   } catch (err) {
-    if (err instanceof SparkError && (err.code === 'E_SNAPSHOT' || err.code === 'E_NODE_FAILED')) return { failure: err };
+    if (err instanceof SparkError && (err.code === 'E_SNAPSHOT' || err.code === 'E_NODE_FAILED'))
+      return { failure: err };
     throw err;
   }
 }

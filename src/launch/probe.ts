@@ -20,7 +20,11 @@ function unreachable(node: ClusterNode, what: string, detail: string, fix: strin
 }
 
 /** Each node's $HOME, asked over ssh (this machine's for a local node). */
-export async function probeHomes(nodes: readonly ClusterNode[], tools: Tools, env: NodeJS.ProcessEnv): Promise<Map<number, string>> {
+export async function probeHomes(
+  nodes: readonly ClusterNode[],
+  tools: Tools,
+  env: NodeJS.ProcessEnv,
+): Promise<Map<number, string>> {
   const homes = new Map<number, string>();
   await Promise.all(
     nodes.map(async (node) => {
@@ -31,7 +35,12 @@ export async function probeHomes(nodes: readonly ClusterNode[], tools: Tools, en
       const r = await capture(nodeCommand(node.host, `printf '%s\\n' "$HOME"`, tools), env, 30_000);
       const home = r.stdout.trim();
       if (r.code !== 0 || !home.startsWith('/')) {
-        throw unreachable(node, 'cannot reach the node over ssh', lastLine(r.stderr) || `exit ${r.code}`, `check that \`${shJoin(['ssh', node.host])}\` works without a password`);
+        throw unreachable(
+          node,
+          'cannot reach the node over ssh',
+          lastLine(r.stderr) || `exit ${r.code}`,
+          `check that \`${shJoin(['ssh', node.host])}\` works without a password`,
+        );
       }
       homes.set(node.rank, home);
     }),
@@ -63,7 +72,12 @@ export async function probeGids(
       const r = await capture(nodeArgv(node.host, [tools.spark, ...query], tools), env, 60_000);
       const index = r.stdout.trim();
       if (r.code === 255 && !isLocalHost(node.host)) {
-        throw unreachable(node, 'cannot reach the node over ssh', lastLine(r.stderr), `check that \`${shJoin(['ssh', node.host])}\` works without a password`);
+        throw unreachable(
+          node,
+          'cannot reach the node over ssh',
+          lastLine(r.stderr),
+          `check that \`${shJoin(['ssh', node.host])}\` works without a password`,
+        );
       }
       if (r.code !== 0 || !/^\d+$/.test(index)) {
         const why = lastLine(r.stderr) || (r.code === 127 ? `${tools.spark} not found` : `exit ${r.code}`);

@@ -3,7 +3,15 @@
 // line, else --revision in the recipe's args, else the snapshot the recipe's SPARK_ENGRAM_DIR
 // names) or read from refs/main, as huggingface_hub does.
 import { SparkError } from '../errors.js';
-import { COMMIT, hfModelDir, hfSnapshotPath, readLocalText, resolveRevision, revisionInModelPath, type ReadText } from '../hf-cache.js';
+import {
+  COMMIT,
+  hfModelDir,
+  hfSnapshotPath,
+  readLocalText,
+  resolveRevision,
+  revisionInModelPath,
+  type ReadText,
+} from '../hf-cache.js';
 import { HF_CACHE_CONTAINER_PATH, expandHome, parseArgs, type Cluster, type Recipe } from '../recipes/index.js';
 
 export { readLocalText, type ReadText };
@@ -52,7 +60,11 @@ export function requireHfCache(cluster: Cluster): string {
   return cluster.hfCache;
 }
 
-export async function resolveSnapshot(recipe: Recipe, cluster: Cluster, options: ResolveOptions): Promise<ModelSnapshot> {
+export async function resolveSnapshot(
+  recipe: Recipe,
+  cluster: Cluster,
+  options: ResolveOptions,
+): Promise<ModelSnapshot> {
   const hfCache = expandHome(requireHfCache(cluster), options.home);
   const hostModel = hfModelDir(hfCache, recipe.model);
   const readText = options.readText ?? readLocalText;
@@ -68,10 +80,16 @@ export async function resolveSnapshot(recipe: Recipe, cluster: Cluster, options:
   const pinned = options.revision ?? recipeRevision(recipe);
   // A recipe that reads Engram rows from one snapshot of its model was written against that
   // snapshot: the engine loads the same one.
-  const engramRev = pinned === undefined && options.engramDir ? revisionInPath(options.engramDir, recipe.model) : undefined;
+  const engramRev =
+    pinned === undefined && options.engramDir ? revisionInPath(options.engramDir, recipe.model) : undefined;
   if (engramRev !== undefined && COMMIT.test(engramRev)) return snapshot(engramRev, 'SPARK_ENGRAM_DIR');
-  const choice = await resolveRevision(hostModel, { ...(pinned !== undefined ? { pinned } : {}), readText, model: recipe.model });
-  const from = choice.from === 'pinned' ? (options.revision !== undefined ? '--revision' : 'recipe --revision') : choice.from;
+  const choice = await resolveRevision(hostModel, {
+    ...(pinned !== undefined ? { pinned } : {}),
+    readText,
+    model: recipe.model,
+  });
+  const from =
+    choice.from === 'pinned' ? (options.revision !== undefined ? '--revision' : 'recipe --revision') : choice.from;
   return snapshot(choice.revision, from, choice.ref);
 }
 

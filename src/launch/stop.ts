@@ -52,7 +52,14 @@ export async function stopContainers(
 
 /** The command a person pastes to stop a launch's containers, quoted for sh. */
 export function stopCommand(clusterFile: string, namePrefix?: string): string {
-  return shJoin(['spark', 'launch', '--stop', '--cluster', clusterFile, ...(namePrefix === undefined ? [] : ['--name', namePrefix])]);
+  return shJoin([
+    'spark',
+    'launch',
+    '--stop',
+    '--cluster',
+    clusterFile,
+    ...(namePrefix === undefined ? [] : ['--name', namePrefix]),
+  ]);
 }
 
 /** "nodes 0, 1, 3" */
@@ -74,7 +81,11 @@ export function stopFailure(outcomes: readonly StopOutcome[]): SparkError | unde
   const failed = outcomes.filter((o) => o.status === 'failed');
   if (failed.length === 0) return undefined;
   const list = failed.map((f) => `node ${f.rank} (${f.host}): ${f.message}`).join('; ');
-  return new SparkError('E_NODE_FAILED', `could not stop ${failed.length} container(s): ${list}; check ssh and docker on those nodes`, {
-    nodes: outcomes,
-  });
+  return new SparkError(
+    'E_NODE_FAILED',
+    `could not stop ${failed.length} container(s): ${list}; check ssh and docker on those nodes`,
+    {
+      nodes: outcomes,
+    },
+  );
 }

@@ -20,4 +20,3 @@ export function findHole(path: string, start: number, end: number): number | und
     throw toSparkError(err);
   }
 }
-

@@ -179,8 +179,14 @@ export interface NativeJob<R, P> {
 type NativeFileJob = Omit<PackFileJob, 'dir'> & { dirFd: number; dirPath: string };
 
 interface PackAddon {
-  packLayer(job: Omit<PackLayerJob, 'dir'> & NativeFileJob): { promise: Promise<PackLayerResult>; progress(): number[] };
-  packSparseShard(job: Omit<SparseShardJob, 'dir'> & NativeFileJob): { promise: Promise<PackLayerResult>; progress(): number[] };
+  packLayer(job: Omit<PackLayerJob, 'dir'> & NativeFileJob): {
+    promise: Promise<PackLayerResult>;
+    progress(): number[];
+  };
+  packSparseShard(job: Omit<SparseShardJob, 'dir'> & NativeFileJob): {
+    promise: Promise<PackLayerResult>;
+    progress(): number[];
+  };
   verifyLayer(job: VerifyLayerJob): { promise: Promise<VerifyLayerResult>; progress(): number[] };
   verifySparseTable(job: SparseVerifyJob): { promise: Promise<SparseVerifyResult>; progress(): number[] };
   lockDirectory(path: string): number;
@@ -289,7 +295,8 @@ export function lockDirectory(path: string): PackDirectory {
   return {
     path,
     fd,
-    writeFile: (name, data) => call(() => native().dirWriteFile(open(), path, name, typeof data === 'string' ? Buffer.from(data) : data)),
+    writeFile: (name, data) =>
+      call(() => native().dirWriteFile(open(), path, name, typeof data === 'string' ? Buffer.from(data) : data)),
     readFile: (name, maxBytes) => call(() => native().dirReadFile(open(), path, name, maxBytes)),
     remove: (name) => call(() => native().dirRemove(open(), path, name)),
     rename: (from, to) => call(() => native().dirRename(open(), path, from, to)),

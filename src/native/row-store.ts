@@ -220,9 +220,15 @@ export class RowStore {
     try {
       const typed = toIdArray(ids);
       const rowBytes = this.rowBytes(layer); // an unknown layer is a RangeError here, before the addon is asked
-      if (this.mapped && typed.length <= CACHED_MAX_IDS && (out === undefined || out.byteLength >= typed.length * rowBytes)) {
+      if (
+        this.mapped &&
+        typed.length <= CACHED_MAX_IDS &&
+        (out === undefined || out.byteLength >= typed.length * rowBytes)
+      ) {
         const target = out === undefined ? Buffer.allocUnsafe(typed.length * rowBytes) : out;
-        const result = Buffer.isBuffer(target) ? target : Buffer.from(target.buffer, target.byteOffset, target.byteLength);
+        const result = Buffer.isBuffer(target)
+          ? target
+          : Buffer.from(target.buffer, target.byteOffset, target.byteLength);
         if (this.native.gatherCached(layer, typed, target)) return Promise.resolve(result);
         return this.track(this.native.gather(layer, typed, target)).then(() => result);
       }

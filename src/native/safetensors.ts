@@ -73,7 +73,11 @@ type RawHeader = Omit<SafetensorsHeader, 'metadata'> & { metadata: [string, stri
 
 interface SafetensorsNative {
   /** A header arrives as JSON text (same shape) when all its values are safe integers. */
-  readHeaders(paths: string[], threads?: number, expected?: readonly (readonly string[])[]): Promise<Array<RawHeader | string | Error>>;
+  readHeaders(
+    paths: string[],
+    threads?: number,
+    expected?: readonly (readonly string[])[],
+  ): Promise<Array<RawHeader | string | Error>>;
   parseHeaderBytes(json: Uint8Array, dataLength: U64, path?: string): RawHeader;
 }
 
@@ -108,11 +112,16 @@ export async function readHeadersSettled(
     throw usageError('readHeaders: expected must have one name list per path');
   }
   const results = await native().readHeaders([...paths], options.threads, options.expected);
-  return results.map((r) => (r instanceof Error ? toSparkError(r) : fromRaw(typeof r === 'string' ? (JSON.parse(r) as RawHeader) : r)));
+  return results.map((r) =>
+    r instanceof Error ? toSparkError(r) : fromRaw(typeof r === 'string' ? (JSON.parse(r) as RawHeader) : r),
+  );
 }
 
 /** Reads every header in parallel; rejects with the SparkError of the first failing path, in path order. */
-export async function readHeaders(paths: readonly string[], options: ReadHeadersOptions = {}): Promise<SafetensorsHeader[]> {
+export async function readHeaders(
+  paths: readonly string[],
+  options: ReadHeadersOptions = {},
+): Promise<SafetensorsHeader[]> {
   const settled = await readHeadersSettled(paths, options);
   const failed = settled.find((r): r is SparkError => r instanceof SparkError);
   if (failed) throw failed;

@@ -44,7 +44,8 @@ export function gidPolicy(env: NodeJS.ProcessEnv, overrides: GidPolicyOverrides 
   const fam = overrides.family !== undefined ? famText.toUpperCase().replace(/^(INET6?)$/, 'AF_$1') : famText;
   if (fam === 'AF_INET6') family = 'AF_INET6';
   else if (fam !== '' && fam !== 'AF_INET') {
-    if (overrides.family !== undefined) throw new SparkError('E_USAGE', `--family must be AF_INET or AF_INET6, got '${famText}'`);
+    if (overrides.family !== undefined)
+      throw new SparkError('E_USAGE', `--family must be AF_INET or AF_INET6, got '${famText}'`);
     warnings.push(`NCCL_IB_ADDR_FAMILY='${famText}' is neither AF_INET nor AF_INET6; NCCL uses AF_INET`);
   }
   let roceVersion = 2;
@@ -55,7 +56,8 @@ export function gidPolicy(env: NodeJS.ProcessEnv, overrides: GidPolicyOverrides 
   }
   if (verText !== '') {
     if (/^\d+$/.test(verText)) roceVersion = Number(verText);
-    else if (overrides.roceVersion !== undefined) throw new SparkError('E_USAGE', `--roce-version must be 1 or 2, got '${verText}'`);
+    else if (overrides.roceVersion !== undefined)
+      throw new SparkError('E_USAGE', `--roce-version must be 1 or 2, got '${verText}'`);
     else warnings.push(`NCCL_IB_ROCE_VERSION_NUM='${verText}' is not a number; NCCL uses 2`);
   }
   let range: Cidr | undefined;
@@ -64,7 +66,10 @@ export function gidPolicy(env: NodeJS.ProcessEnv, overrides: GidPolicyOverrides 
     const parsed = parseCidr(rangeText);
     if (parsed && parsed.family === family) range = parsed;
     else if (overrides.addrRange !== undefined) {
-      throw new SparkError('E_USAGE', `--addr-range must be an ${family === 'AF_INET' ? 'IPv4' : 'IPv6'} CIDR like 192.168.200.0/24, got '${rangeText}'`);
+      throw new SparkError(
+        'E_USAGE',
+        `--addr-range must be an ${family === 'AF_INET' ? 'IPv4' : 'IPv6'} CIDR like 192.168.200.0/24, got '${rangeText}'`,
+      );
     } else {
       warnings.push(`NCCL_IB_ADDR_RANGE='${rangeText}' is not a valid ${family} CIDR; NCCL ignores it`);
     }
@@ -157,8 +162,10 @@ function versionOf(type: string | undefined): number | undefined {
 function judge(entry: Omit<GidEntry, 'usable' | 'reason'>, raw: Uint8Array, policy: GidPolicy): GidEntry {
   const no = (reason: string): GidEntry => ({ ...entry, usable: false, reason });
   if (isLinkLocalGid(raw)) return no('link-local (fe80::/64)');
-  if (entry.family !== policy.family) return no(`${entry.family === 'AF_INET' ? 'IPv4' : 'IPv6'}, wanted ${policy.family}`);
-  if (entry.version === undefined) return no(entry.type === undefined ? 'type unreadable' : `unknown type '${entry.type}'`);
+  if (entry.family !== policy.family)
+    return no(`${entry.family === 'AF_INET' ? 'IPv4' : 'IPv6'}, wanted ${policy.family}`);
+  if (entry.version === undefined)
+    return no(entry.type === undefined ? 'type unreadable' : `unknown type '${entry.type}'`);
   if (entry.version !== policy.roceVersion) return no(`RoCE v${entry.version}, wanted v${policy.roceVersion}`);
   if (policy.range && !gidInRange(raw, policy.range)) return no(`outside ${policy.range.text}`);
   return { ...entry, usable: true };
@@ -225,10 +232,14 @@ export function scanGids(options: GidScanOptions): GidReport {
   );
   const problems: string[] = [];
   for (const item of unmatchedItems(list, present)) {
-    problems.push(`HCA '${formatHcaItem(item)}' not found (present: ${present.map((p) => `${p.hca}:${p.port}`).join(', ') || 'none'})`);
+    problems.push(
+      `HCA '${formatHcaItem(item)}' not found (present: ${present.map((p) => `${p.hca}:${p.port}`).join(', ') || 'none'})`,
+    );
   }
   if (selected.length === 0 && problems.length === 0) {
-    problems.push(`no HCA port matches '${list.text || '(all)'}'${options.port !== undefined ? ` on port ${options.port}` : ''} (present: ${present.map((p) => `${p.hca}:${p.port}`).join(', ') || 'none'})`);
+    problems.push(
+      `no HCA port matches '${list.text || '(all)'}'${options.port !== undefined ? ` on port ${options.port}` : ''} (present: ${present.map((p) => `${p.hca}:${p.port}`).join(', ') || 'none'})`,
+    );
   }
   const hcas: PortGids[] = selected.map(({ hca, port }) => {
     const portDir = join(classDir, hca, 'ports', String(port));
@@ -265,7 +276,9 @@ export function scanGids(options: GidScanOptions): GidReport {
   });
   const usableSets = hcas.map((h) => new Set(h.candidates.filter((c) => c.usable).map((c) => c.index)));
   const commonIndexes =
-    usableSets.length === 0 ? [] : [...usableSets[0]!].filter((i) => usableSets.every((s) => s.has(i))).sort((a, b) => a - b);
+    usableSets.length === 0
+      ? []
+      : [...usableSets[0]!].filter((i) => usableSets.every((s) => s.has(i))).sort((a, b) => a - b);
   const indexes = [...new Set(hcas.map((h) => h.index).filter((i): i is number => i !== null))];
   if (problems.length === 0 && indexes.length > 1) {
     const each = hcas.map((h) => `${h.hca}:${h.port} -> ${h.index}`).join(', ');

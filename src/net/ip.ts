@@ -81,7 +81,7 @@ export function gidAddress(gid: Uint8Array): string {
   // Compress the longest run of two or more zero words, as inet_ntop does.
   let best = -1;
   let bestLen = 1;
-  for (let i = 0; i < 8; ) {
+  for (let i = 0; i < 8;) {
     let j = i;
     while (j < 8 && words[j] === 0) j++;
     if (j - i > bestLen) {

@@ -39,9 +39,18 @@ export function planDense(req: PackRequest, ranges: PlannedRange[], sources: Sou
       weightDtype: table.weight.dtype,
       scaleDtype: table.scale.dtype,
       layout,
-      checksum: { algorithm: CHECKSUM_ALGORITHM, chunkRows: req.chunkRows ?? defaultChunkRows(layout, rowBytes), values: [] },
+      checksum: {
+        algorithm: CHECKSUM_ALGORITHM,
+        chunkRows: req.chunkRows ?? defaultChunkRows(layout, rowBytes),
+        values: [],
+      },
     };
-    return { table, entry, geometry: layerGeometry(entry), header: headerBlock({ version: MANIFEST_VERSION, ...req }, entry) };
+    return {
+      table,
+      entry,
+      geometry: layerGeometry(entry),
+      header: headerBlock({ version: MANIFEST_VERSION, ...req }, entry),
+    };
   });
   const sourceOf = (name: string): object => sourceKey(sources.find((s) => s.name === name)!);
   const units: PackUnit[] = layers.map(({ table, entry, geometry: g, header }) => ({
@@ -101,9 +110,11 @@ export function planDense(req: PackRequest, ranges: PlannedRange[], sources: Sou
       if (m.layers.length !== layers.length) return conflict(`it holds ${m.layers.length} layers`);
       for (const [i, l] of layers.entries()) {
         const e = m.layers[i];
-        if (e.layer !== l.entry.layer || e.start !== l.entry.start || e.end !== l.entry.end) return conflict(`its layer ${e.layer} range is [${e.start}, ${e.end})`);
+        if (e.layer !== l.entry.layer || e.start !== l.entry.start || e.end !== l.entry.end)
+          return conflict(`its layer ${e.layer} range is [${e.start}, ${e.end})`);
         if (e.layout !== layout) return conflict(`it uses the ${e.layout} layout`);
-        if (req.chunkRows !== undefined && e.checksum.chunkRows !== req.chunkRows) return conflict(`it uses ${e.checksum.chunkRows} rows per chunk`);
+        if (req.chunkRows !== undefined && e.checksum.chunkRows !== req.chunkRows)
+          return conflict(`it uses ${e.checksum.chunkRows} rows per chunk`);
       }
       const before = new Map(m.source.files.map((f) => [f.name, f]));
       for (const f of sources) {
@@ -115,11 +126,13 @@ export function planDense(req: PackRequest, ranges: PlannedRange[], sources: Sou
       if (m.version !== MANIFEST_VERSION) return { kind: 'stale', why: `it is format version ${m.version}` };
       for (const l of layers) {
         const st = await fileInfo(join(existing.dir, l.entry.file));
-        if (!st || st.size !== l.geometry.fileBytes) return { kind: 'stale', why: `its data file ${l.entry.file} is missing or cut short` };
+        if (!st || st.size !== l.geometry.fileBytes)
+          return { kind: 'stale', why: `its data file ${l.entry.file} is missing or cut short` };
       }
       // Version 1 as first shipped named its manifest engram-local.json, which the overlay reads
       // as a sparse copy's: written again under the new name.
-      if (existing.manifestPath !== join(existing.dir, PACK_MANIFEST_NAME)) return { kind: 'stale', why: 'its manifest has the name the overlay reserves' };
+      if (existing.manifestPath !== join(existing.dir, PACK_MANIFEST_NAME))
+        return { kind: 'stale', why: 'its manifest has the name the overlay reserves' };
       return { kind: 'same' };
     },
     space: () => ({
@@ -137,7 +150,11 @@ export function planDense(req: PackRequest, ranges: PlannedRange[], sources: Sou
         rank: req.rank,
         world: req.world,
         split: req.split,
-        source: { snapshot: resolve(req.snapshotDir), ...(req.revision ? { revision: req.revision } : {}), files: sources.map(sourceFileEntry) },
+        source: {
+          snapshot: resolve(req.snapshotDir),
+          ...(req.revision ? { revision: req.revision } : {}),
+          files: sources.map(sourceFileEntry),
+        },
         layers: layers.map((l) => l.entry),
       };
       return manifestText(doc);

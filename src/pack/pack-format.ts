@@ -34,7 +34,9 @@ export interface LayerGeometry {
   chunkCount: number;
 }
 
-export function layerGeometry(e: Pick<PackedLayer, 'start' | 'end' | 'rowBytes' | 'layout' | 'checksum'>): LayerGeometry {
+export function layerGeometry(
+  e: Pick<PackedLayer, 'start' | 'end' | 'rowBytes' | 'layout' | 'checksum'>,
+): LayerGeometry {
   const count = e.end - e.start;
   const rowsPerPage = Math.floor(PAGE_BYTES / e.rowBytes);
   const dataBytes = e.layout === 'page' ? Math.ceil(count / rowsPerPage) * PAGE_BYTES : count * e.rowBytes;
@@ -49,14 +51,22 @@ export function layerGeometry(e: Pick<PackedLayer, 'start' | 'end' | 'rowBytes' 
 }
 
 /** Byte range of chunk k in the file (absolute offsets) and the global row ids it holds. */
-export function chunkSpan(e: PackedLayer, k: number): { offset: number; bytes: number; firstRow: number; lastRow: number } {
+export function chunkSpan(
+  e: PackedLayer,
+  k: number,
+): { offset: number; bytes: number; firstRow: number; lastRow: number } {
   const g = layerGeometry(e);
   const cr = e.checksum.chunkRows;
   const first = k * cr;
   const rows = Math.min(cr, g.count - first);
   const bytesFor = (n: number): number =>
     e.layout === 'page' ? Math.ceil(n / g.rowsPerPage) * PAGE_BYTES : n * e.rowBytes;
-  return { offset: e.dataOffset + bytesFor(first), bytes: bytesFor(rows), firstRow: e.start + first, lastRow: e.start + first + rows - 1 };
+  return {
+    offset: e.dataOffset + bytesFor(first),
+    bytes: bytesFor(rows),
+    firstRow: e.start + first,
+    lastRow: e.start + first + rows - 1,
+  };
 }
 
 /**
@@ -76,9 +86,11 @@ export function defaultChunkRows(layout: PackLayout, rowBytes: number): number {
  * Otherwise (page, and every layout of version 1): the JSON below padded with spaces.
  */
 export function headerBlock(m: Pick<PackedManifest, 'version' | 'rank' | 'world' | 'split'>, e: PackedLayer): Buffer {
-  if (m.version !== 1 && e.layout === 'dense') return encodeMiaHeader({ layer: e.layer, lo: e.start, hi: e.end, rows: e.rows, rowBytes: e.rowBytes });
+  if (m.version !== 1 && e.layout === 'dense')
+    return encodeMiaHeader({ layer: e.layer, lo: e.start, hi: e.end, rows: e.rows, rowBytes: e.rowBytes });
   const json = Buffer.from(headerJson(m, e), 'utf8');
-  if (json.length > PACK_HEADER_BYTES) throw new RangeError(`${e.file}: header JSON is ${json.length} bytes, more than ${PACK_HEADER_BYTES}`);
+  if (json.length > PACK_HEADER_BYTES)
+    throw new RangeError(`${e.file}: header JSON is ${json.length} bytes, more than ${PACK_HEADER_BYTES}`);
   return Buffer.concat([json, Buffer.alloc(PACK_HEADER_BYTES - json.length, 0x20)]);
 }
 

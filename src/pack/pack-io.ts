@@ -59,7 +59,8 @@ async function readAt(path: string, fh: FileHandle, bytes: number, at: number): 
   let got = 0;
   while (got < bytes) {
     const { bytesRead } = await fh.read(buf, got, bytes - got, at + got);
-    if (bytesRead === 0) throw new SparkError('E_SOURCE_CHANGED', `${path} ends early: it changed since it was opened; re-run`, { path });
+    if (bytesRead === 0)
+      throw new SparkError('E_SOURCE_CHANGED', `${path} ends early: it changed since it was opened; re-run`, { path });
     got += bytesRead;
   }
   return buf;
@@ -81,11 +82,16 @@ export async function identifySources(files: { name: string; file: string }[]): 
         const n = (await readAt(file, fh, 8, 0)).readBigUInt64LE(0);
         headerBytes = 8 + Number(n);
         if (n > BigInt(MAX_HEADER_BYTES) || headerBytes > st.size) {
-          throw new SparkError('E_SOURCE_CHANGED', `${file}: its header length ${n} no longer fits the file; re-run spark inspect on the snapshot`, { path: file });
+          throw new SparkError(
+            'E_SOURCE_CHANGED',
+            `${file}: its header length ${n} no longer fits the file; re-run spark inspect on the snapshot`,
+            { path: file },
+          );
         }
         crc = crc32(await readAt(file, fh, headerBytes, 0));
       } else {
-        if (st.size > MAX_WHOLE_BYTES) throw new SparkError('E_SNAPSHOT', `${file} is larger than ${MAX_WHOLE_BYTES} bytes`, { path: file });
+        if (st.size > MAX_WHOLE_BYTES)
+          throw new SparkError('E_SNAPSHOT', `${file} is larger than ${MAX_WHOLE_BYTES} bytes`, { path: file });
         crc = crc32(await readAt(file, fh, st.size, 0));
       }
       out.push({ name, file, bytes: st.size, mtimeMs: st.mtimeMs, ino: st.ino, ctimeMs: st.ctimeMs, headerBytes, crc });
@@ -103,7 +109,15 @@ export async function identifyTensorSources(tensors: PackTensor[]): Promise<Sour
 
 /** What the manifests record of a source file: the whole identity, as the journal keys on it. */
 export function sourceFileEntry(s: SourceIdentity): PackedSourceFile {
-  return { name: s.name, bytes: s.bytes, mtimeMs: s.mtimeMs, ino: s.ino, ctimeMs: s.ctimeMs, headerBytes: s.headerBytes, headerCrc32: checksumHex(s.crc) };
+  return {
+    name: s.name,
+    bytes: s.bytes,
+    mtimeMs: s.mtimeMs,
+    ino: s.ino,
+    ctimeMs: s.ctimeMs,
+    headerBytes: s.headerBytes,
+    headerCrc32: checksumHex(s.crc),
+  };
 }
 
 /** How a source file changed between two identities ('' when it did not). */
@@ -118,10 +132,13 @@ export function sourceChange(before: SourceIdentity, after: SourceIdentity): str
 export function recordedChange(before: PackedSourceFile, after: SourceIdentity): string {
   if (after.bytes !== before.bytes) return `size ${before.bytes} -> ${after.bytes}`;
   if (after.mtimeMs !== before.mtimeMs) return `mtime ${before.mtimeMs} -> ${after.mtimeMs}`;
-  if (before.ino !== undefined && after.ino !== before.ino) return `replaced by another file (inode ${before.ino} -> ${after.ino})`;
-  if (before.ctimeMs !== undefined && after.ctimeMs !== before.ctimeMs) return `written in place (ctime ${before.ctimeMs} -> ${after.ctimeMs})`;
+  if (before.ino !== undefined && after.ino !== before.ino)
+    return `replaced by another file (inode ${before.ino} -> ${after.ino})`;
+  if (before.ctimeMs !== undefined && after.ctimeMs !== before.ctimeMs)
+    return `written in place (ctime ${before.ctimeMs} -> ${after.ctimeMs})`;
   const headerChanged = before.headerBytes !== undefined && after.headerBytes !== before.headerBytes;
-  if (headerChanged || (before.headerCrc32 !== undefined && checksumHex(after.crc) !== before.headerCrc32)) return 'its header bytes changed';
+  if (headerChanged || (before.headerCrc32 !== undefined && checksumHex(after.crc) !== before.headerCrc32))
+    return 'its header bytes changed';
   return '';
 }
 
@@ -142,7 +159,15 @@ export async function recheckSources(before: SourceIdentity[]): Promise<void> {
 
 /** The part of a resume key that names the sources: everything that identifies them. */
 export function sourceKey(s: SourceIdentity): object {
-  return { name: s.name, bytes: s.bytes, mtimeMs: s.mtimeMs, ino: s.ino, ctimeMs: s.ctimeMs, headerBytes: s.headerBytes, crc: s.crc };
+  return {
+    name: s.name,
+    bytes: s.bytes,
+    mtimeMs: s.mtimeMs,
+    ino: s.ino,
+    ctimeMs: s.ctimeMs,
+    headerBytes: s.headerBytes,
+    crc: s.crc,
+  };
 }
 
 /** fsync of a directory, so a rename or unlink in it is durable. */

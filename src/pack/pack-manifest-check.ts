@@ -16,16 +16,22 @@ export function checkManifest(m: PackedManifest, config?: ModelConfig): string[]
     const name = `layer ${l.layer}`;
     const file = packedFileName(l.layer, m.rank, m.world, l.layout, m.version);
     if (l.file !== file) out.push(`${name}: file '${l.file}' should be '${file}'`);
-    if (l.checksum.algorithm !== CHECKSUM_ALGORITHM) out.push(`${name}: checksum algorithm '${l.checksum.algorithm}' is not ${CHECKSUM_ALGORITHM}`);
+    if (l.checksum.algorithm !== CHECKSUM_ALGORITHM)
+      out.push(`${name}: checksum algorithm '${l.checksum.algorithm}' is not ${CHECKSUM_ALGORITHM}`);
     const g = layerGeometry(l);
     if (l.layout === 'page' && l.checksum.chunkRows % g.rowsPerPage !== 0) {
-      out.push(`${name}: checksum.chunkRows ${l.checksum.chunkRows} is not a multiple of the ${g.rowsPerPage} rows per page`);
+      out.push(
+        `${name}: checksum.chunkRows ${l.checksum.chunkRows} is not a multiple of the ${g.rowsPerPage} rows per page`,
+      );
     }
     const bad = l.checksum.values.findIndex((v) => !/^[0-9a-f]{8}$/.test(v));
-    if (bad >= 0) out.push(`${name}: checksum.values[${bad}] '${l.checksum.values[bad]}' is not 8 lowercase hex digits`);
+    if (bad >= 0)
+      out.push(`${name}: checksum.values[${bad}] '${l.checksum.values[bad]}' is not 8 lowercase hex digits`);
     const w = wanted[i];
     if (w && (w.start !== l.start || w.end !== l.end)) {
-      out.push(`${name}: range [${l.start}, ${l.end}) is not rank ${m.rank} of ${m.world} under the ${m.split} split ([${w.start}, ${w.end}))`);
+      out.push(
+        `${name}: range [${l.start}, ${l.end}) is not rank ${m.rank} of ${m.world} under the ${m.split} split ([${w.start}, ${w.end}))`,
+      );
     }
   }
   return out;

@@ -79,7 +79,9 @@ export async function checkOutPath(out: string, snapshotDir: string, sourceFiles
 export async function makeOutDir(out: string): Promise<void> {
   const missing: string[] = [];
   for (let at = out; ; at = dirname(at)) {
-    const st = await stat(at).catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? undefined : Promise.reject(err)));
+    const st = await stat(at).catch((err: NodeJS.ErrnoException) =>
+      err.code === 'ENOENT' ? undefined : Promise.reject(err),
+    );
     if (st) {
       if (!st.isDirectory()) throw usageError(`--out ${out}: ${at} exists and is not a directory`, { path: at });
       break;
@@ -102,9 +104,13 @@ export async function readExistingPack(dir: PackDirectory): Promise<LocalDir> {
     return await readLocalDir(dir.path);
   } catch (err) {
     const why = err instanceof SparkError ? err.message : String(err);
-    throw new SparkError('E_PACK_EXISTS', `${why}; it is not a manifest this spark can replace safely: remove it or use another --out`, {
-      path: dir.path,
-    });
+    throw new SparkError(
+      'E_PACK_EXISTS',
+      `${why}; it is not a manifest this spark can replace safely: remove it or use another --out`,
+      {
+        path: dir.path,
+      },
+    );
   }
 }
 
@@ -160,7 +166,8 @@ export function manifestFiles(name: string, text: string, path: string): string[
       return m.spark ? [...m.spark.shards.map((s) => s.name), m.spark.index.name] : [];
     }
   }
-  if (name === PACK_MANIFEST_NAME || name === LEGACY_PACK_MANIFEST_NAME) return parsePackedManifest(text, path).layers.map((l) => l.file);
+  if (name === PACK_MANIFEST_NAME || name === LEGACY_PACK_MANIFEST_NAME)
+    return parsePackedManifest(text, path).layers.map((l) => l.file);
   return [];
 }
 
@@ -183,7 +190,11 @@ export function clearReplaced(dir: PackDirectory, keep: string[]): string[] {
     if (!present(dir, replaced)) continue;
     let files: string[] = [];
     try {
-      files = manifestFiles(name, dir.readFile(replaced, MAX_MANIFEST_BYTES)!.toString('utf8'), join(dir.path, replaced));
+      files = manifestFiles(
+        name,
+        dir.readFile(replaced, MAX_MANIFEST_BYTES)!.toString('utf8'),
+        join(dir.path, replaced),
+      );
     } catch {
       files = []; // unreadable: its files cannot be known; the manifest itself still goes
     }

@@ -4,7 +4,14 @@
 import { SparkError, usageError } from '../errors.js';
 import { formatBytes } from '../format.js';
 import { MAX_MANIFEST_BYTES } from '../engram/manifest-fields.js';
-import type { IoMode, NativeJob, PackDirectory, PackFileJob, PackLayerProgress, PackLayerResult } from '../native/pack.js';
+import type {
+  IoMode,
+  NativeJob,
+  PackDirectory,
+  PackFileJob,
+  PackLayerProgress,
+  PackLayerResult,
+} from '../native/pack.js';
 import type { LocalDir } from '../engram/local-dir.js';
 import { INDEX_FILE } from '../engram/snapshot.js';
 import type { SplitRule } from '../domain/split-rule.js';
@@ -137,7 +144,14 @@ export type PackDifference = { kind: 'same' } | { kind: 'stale' | 'conflict'; wh
  */
 export type UnitCommon = Pick<
   PackFileJob,
-  'dir' | 'threads' | 'rateLimit' | 'commitBytes' | 'dropSourceCache' | 'faultAfterChunks' | 'testDirectRefusal' | 'finishAsPartial'
+  | 'dir'
+  | 'threads'
+  | 'rateLimit'
+  | 'commitBytes'
+  | 'dropSourceCache'
+  | 'faultAfterChunks'
+  | 'testDirectRefusal'
+  | 'finishAsPartial'
 >;
 
 /** One data file of the plan and how to write it. */
@@ -187,7 +201,9 @@ export interface PlannedRange {
 
 /** The snapshot files a pack of these ranges reads (and the index, for the sparse layout). */
 export function sourceFiles(ranges: PlannedRange[], index?: string): { name: string; file: string }[] {
-  const files = ranges.flatMap(({ table }) => [table.weight, table.scale]).map((t) => ({ name: t.fileName, file: t.file }));
+  const files = ranges
+    .flatMap(({ table }) => [table.weight, table.scale])
+    .map((t) => ({ name: t.fileName, file: t.file }));
   if (index !== undefined) files.push({ name: INDEX_FILE, file: index });
   return files;
 }
@@ -199,9 +215,13 @@ export function plannedRanges(req: PackRequest): PlannedRange[] {
     .sort((a, b) => a.layer - b.layer)
     .map((range) => {
       const table = byLayer.get(range.layer);
-      if (!table) throw new SparkError('E_ENGRAM_NOT_FOUND', `layer ${range.layer} has no Engram table in ${req.snapshotDir}`);
+      if (!table)
+        throw new SparkError('E_ENGRAM_NOT_FOUND', `layer ${range.layer} has no Engram table in ${req.snapshotDir}`);
       if (!(range.start >= 0 && range.start <= range.end && range.end <= table.rows)) {
-        throw new SparkError('E_ROW_RANGE', `layer ${range.layer}: range [${range.start}, ${range.end}) is outside the table's ${table.rows} rows`);
+        throw new SparkError(
+          'E_ROW_RANGE',
+          `layer ${range.layer}: range [${range.start}, ${range.end}) is outside the table's ${table.rows} rows`,
+        );
       }
       return { range, table };
     });
@@ -222,7 +242,9 @@ export function checkManifestSize(plan: LayoutPlan): void {
   const chunks = perUnit.reduce((a, b) => a + b, 0);
   // A checksum takes at least 10 bytes ("xxxxxxxx" and a separator): past that the text is not built.
   const atLeast = chunks * 10 > MAX_MANIFEST_BYTES;
-  const bytes = atLeast ? chunks * 10 : Buffer.byteLength(plan.manifestText(perUnit.map((n) => new Array<number>(n).fill(0))));
+  const bytes = atLeast
+    ? chunks * 10
+    : Buffer.byteLength(plan.manifestText(perUnit.map((n) => new Array<number>(n).fill(0))));
   if (bytes <= MAX_MANIFEST_BYTES) return;
   const rows = plan.layers.reduce((s, l) => s + (l.end - l.start), 0);
   // Chunks shrink as chunkRows grows: aim at half the cap, in whole pages for the page layout.

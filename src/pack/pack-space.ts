@@ -50,8 +50,12 @@ export async function checkSpace(out: string, files: SpaceNeed[], extraBytes: nu
   const { free } = await fsInfo(out);
   if (need > free) {
     const total = files.reduce((s, f) => s + f.bytes, 0);
-    const where = beside ? `${out} to build the new pack beside the one it replaces, which stays usable until the new one is complete` : out;
-    const fix = beside ? 'remove the old pack first (its manifest and files) and re-run, free space, or use another --out' : 'free space or use another --out';
+    const where = beside
+      ? `${out} to build the new pack beside the one it replaces, which stays usable until the new one is complete`
+      : out;
+    const fix = beside
+      ? 'remove the old pack first (its manifest and files) and re-run, free space, or use another --out'
+      : 'free space or use another --out';
     throw new SparkError(
       'E_NO_SPACE',
       `not enough free space in ${where}: the pack needs ${gib(need)} more (its ${files.length} files take ${gib(total)}), ` +

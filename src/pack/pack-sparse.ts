@@ -46,9 +46,13 @@ function shardsOf(req: PackRequest, ranges: PlannedRange[]): ShardPlan[] {
       );
     }
     if (/[\\/]/.test(weight.fileName)) {
-      throw new SparkError('E_SNAPSHOT', `layer ${layer}: its shard '${weight.fileName}' is in a subdirectory, which a sparse copy cannot mirror: use --layout dense`, {
-        path: req.snapshotDir,
-      });
+      throw new SparkError(
+        'E_SNAPSHOT',
+        `layer ${layer}: its shard '${weight.fileName}' is in a subdirectory, which a sparse copy cannot mirror: use --layout dense`,
+        {
+          path: req.snapshotDir,
+        },
+      );
     }
     const chunkRows = req.chunkRows ?? defaultSparseChunkRows(p.table.dim);
     const chunks = Math.ceil((p.range.end - p.range.start) / chunkRows);
@@ -114,24 +118,40 @@ export function planSparse(req: PackRequest, ranges: PlannedRange[], sources: So
       files: shards.map((s) => sourceFileEntry(id(s.name))),
     },
     index: { name: INDEX_FILE, bytes: index.bytes, crc32: checksumHex(index.crc) },
-    shards: shards.map((s) => ({ name: s.name, bytes: id(s.name).bytes, headerBytes: id(s.name).headerBytes, headerCrc32: checksumHex(id(s.name).crc) })),
-    tables: shards.flatMap((s) =>
-      s.tables.map((t) => ({
-        layer: t.range.layer,
-        rows: t.table.rows,
-        dim: t.table.dim,
-        shard: s.name,
-        weightOffset: t.table.weight.fileOffset,
-        scaleOffset: t.table.scale.fileOffset,
-        checksum: { algorithm: SPARSE_CHECKSUM_ALGORITHM, chunkRows: t.chunkRows, values: [] as string[] },
-      })),
-    ).sort((a, b) => a.layer - b.layer),
+    shards: shards.map((s) => ({
+      name: s.name,
+      bytes: id(s.name).bytes,
+      headerBytes: id(s.name).headerBytes,
+      headerCrc32: checksumHex(id(s.name).crc),
+    })),
+    tables: shards
+      .flatMap((s) =>
+        s.tables.map((t) => ({
+          layer: t.range.layer,
+          rows: t.table.rows,
+          dim: t.table.dim,
+          shard: s.name,
+          weightOffset: t.table.weight.fileOffset,
+          scaleOffset: t.table.scale.fileOffset,
+          checksum: { algorithm: SPARSE_CHECKSUM_ALGORITHM, chunkRows: t.chunkRows, values: [] as string[] },
+        })),
+      )
+      .sort((a, b) => a.layer - b.layer),
   });
   return {
     manifestName: SPARSE_MANIFEST_NAME,
     files,
     layers: shards
-      .flatMap((s) => s.tables.map((t) => ({ layer: t.range.layer, file: s.name, start: t.range.start, end: t.range.end, bytes: rowBytes(t), chunks: t.chunks })))
+      .flatMap((s) =>
+        s.tables.map((t) => ({
+          layer: t.range.layer,
+          file: s.name,
+          start: t.range.start,
+          end: t.range.end,
+          bytes: rowBytes(t),
+          chunks: t.chunks,
+        })),
+      )
       .sort((a, b) => a.layer - b.layer),
     bytes: headers + rows + index.bytes,
     apparentBytes: shards.reduce((s, sh) => s + id(sh.name).bytes, 0),
@@ -151,22 +171,31 @@ export function planSparse(req: PackRequest, ranges: PlannedRange[], sources: So
       const have = m.layers.map((l) => `${l.layer}:${l.start}:${l.end}`).join(',');
       if (want !== have) return conflict(`it holds rows ${have}, not ${want}`);
       for (const t of s.tables) {
-        if (req.chunkRows !== undefined && t.checksum.chunkRows !== req.chunkRows) return conflict(`it uses ${t.checksum.chunkRows} rows per chunk`);
+        if (req.chunkRows !== undefined && t.checksum.chunkRows !== req.chunkRows)
+          return conflict(`it uses ${t.checksum.chunkRows} rows per chunk`);
       }
       for (const sh of shards) {
         const src = id(sh.name);
         const old = s.shards.find((x) => x.name === sh.name);
         const file = s.source.files.find((f) => f.name === sh.name);
-        const why = !old || !file ? 'not among the files it was copied from' : old.headerCrc32 !== checksumHex(src.crc) ? 'its header bytes changed' : recordedChange(file, src);
+        const why =
+          !old || !file
+            ? 'not among the files it was copied from'
+            : old.headerCrc32 !== checksumHex(src.crc)
+              ? 'its header bytes changed'
+              : recordedChange(file, src);
         if (why !== '') return conflict(`the snapshot file ${sh.name} changed since it was packed: ${why}`);
       }
-      if (s.index.crc32 !== checksumHex(index.crc)) return conflict(`the snapshot's ${INDEX_FILE} changed since it was packed`);
+      if (s.index.crc32 !== checksumHex(index.crc))
+        return conflict(`the snapshot's ${INDEX_FILE} changed since it was packed`);
       for (const sh of s.shards) {
         const st = await fileInfo(join(existing.dir, sh.name));
-        if (!st || st.size !== sh.bytes) return { kind: 'stale', why: `its shard ${sh.name} is missing or has another size` };
+        if (!st || st.size !== sh.bytes)
+          return { kind: 'stale', why: `its shard ${sh.name} is missing or has another size` };
       }
       const ix = await fileInfo(join(existing.dir, INDEX_FILE));
-      if (!ix || ix.size !== s.index.bytes) return { kind: 'stale', why: `its ${INDEX_FILE} is missing or has another size` };
+      if (!ix || ix.size !== s.index.bytes)
+        return { kind: 'stale', why: `its ${INDEX_FILE} is missing or has another size` };
       return { kind: 'same' };
     },
     space(block) {
@@ -178,7 +207,11 @@ export function planSparse(req: PackRequest, ranges: PlannedRange[], sources: So
             const sb = t.table.dim / 32;
             return (
               s +
-              blockSpan(t.table.weight.fileOffset + t.range.start * t.table.dim, (t.range.end - t.range.start) * t.table.dim, block) +
+              blockSpan(
+                t.table.weight.fileOffset + t.range.start * t.table.dim,
+                (t.range.end - t.range.start) * t.table.dim,
+                block,
+              ) +
               blockSpan(t.table.scale.fileOffset + t.range.start * sb, (t.range.end - t.range.start) * sb, block)
             );
           }, 0),
@@ -190,7 +223,11 @@ export function planSparse(req: PackRequest, ranges: PlannedRange[], sources: So
       // The index, verbatim, checked against the checksum taken when the pack began.
       const bytes = readFileSync(index.file);
       if (crc32(bytes) !== index.crc) {
-        throw new SparkError('E_SOURCE_CHANGED', `${index.file} changed while it was being packed; no manifest was written; re-run spark pack`, { path: index.file });
+        throw new SparkError(
+          'E_SOURCE_CHANGED',
+          `${index.file} changed while it was being packed; no manifest was written; re-run spark pack`,
+          { path: index.file },
+        );
       }
       dir.writeFile(INDEX_FILE, bytes);
       return this.manifestText(results.map((r) => r.checksums));

@@ -66,25 +66,45 @@ export function miaAbortsOnV1(dir: string, m: PackedManifest): string {
   );
 }
 
-function judge(dir: string, file: string, id: { layer: number; rank: number; world: number }, expect: PackExpectation): ShardVerdict {
+function judge(
+  dir: string,
+  file: string,
+  id: { layer: number; rank: number; world: number },
+  expect: PackExpectation,
+): ShardVerdict {
   const base = { file, ...id };
   const head = readShardHead(join(dir, file));
   if ('problem' in head) return { ...base, miaReader: 'unknown', why: `${file} ${head.problem}`, exactSize: false };
-  if (head.block.length < 48) return { ...base, miaReader: 'abort', why: `${file} is ${head.size} bytes, shorter than its header`, exactSize: false };
+  if (head.block.length < 48)
+    return {
+      ...base,
+      miaReader: 'abort',
+      why: `${file} is ${head.size} bytes, shorter than its header`,
+      exactSize: false,
+    };
   const h = decodeMiaHeader(head.block);
   // Not the shard header at all (a version 1 JSON block, say): its fields mean nothing.
   if (h.magic !== MIA_MAGIC || h.unsafe.length > 0) {
-    return { ...base, miaReader: 'abort', why: `${file}: ${miaMismatch(h, head.size, { layer: id.layer, lo: 0, hi: 0, rows: 0 }) ?? 'header out of range'}`, exactSize: false };
+    return {
+      ...base,
+      miaReader: 'abort',
+      why: `${file}: ${miaMismatch(h, head.size, { layer: id.layer, lo: 0, hi: 0, rows: 0 }) ?? 'header out of range'}`,
+      exactSize: false,
+    };
   }
   const rows = expect.rows?.get(id.layer) ?? h.rows;
   const range = expect.ranges?.get(id.layer);
-  const [lo, hi] = range ?? (() => {
-    const r = rankRanges([{ layer: id.layer, rows }], id.rank, id.world, 'floor')[0]!;
-    return [r.start, r.end] as const;
-  })();
+  const [lo, hi] =
+    range ??
+    (() => {
+      const r = rankRanges([{ layer: id.layer, rows }], id.rank, id.world, 'floor')[0]!;
+      return [r.start, r.end] as const;
+    })();
   const why = miaMismatch(h, head.size, { layer: id.layer, lo, hi, rows });
   const exactSize = head.size === miaShardBytes(lo, hi);
-  return why === undefined ? { ...base, miaReader: 'attach', exactSize } : { ...base, miaReader: 'abort', why: `${file}: ${why}`, exactSize };
+  return why === undefined
+    ? { ...base, miaReader: 'attach', exactSize }
+    : { ...base, miaReader: 'abort', why: `${file}: ${why}`, exactSize };
 }
 
 export async function packDirVerdict(dir: string, expect: PackExpectation = {}): Promise<PackDirVerdict> {
@@ -96,7 +116,8 @@ export async function packDirVerdict(dir: string, expect: PackExpectation = {}):
     const m = local.manifest;
     verdict.kind = m.version === 1 ? 'spark-v1' : m.layers[0]?.layout === 'page' ? 'spark-v2-page' : 'spark-v2-dense';
     verdict.split = m.split;
-    if (m.version === 1 || shards.some((s) => s.miaReader === 'abort')) verdict.fix = repackCommand(dir, m.rank, m.world, m.layers[0]?.layout, m.split);
+    if (m.version === 1 || shards.some((s) => s.miaReader === 'abort'))
+      verdict.fix = repackCommand(dir, m.rank, m.world, m.layers[0]?.layout, m.split);
   } else if (local.kind === 'mia') {
     verdict.kind = 'mia-native';
     const ranks = new Set(files.map((f) => `${f.rank}/${f.world}`));

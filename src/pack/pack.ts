@@ -15,7 +15,14 @@ import { lockDirectory, type IoMode, type PackDirectory, type PackLayerResult } 
 import { formatBytes } from '../format.js';
 import { planDense } from './pack-dense.js';
 import { identifySources, pollWhile, recheckSources } from './pack-io.js';
-import { checkOutPath, clearReplaced, makeOutDir, readExistingPack, removeStrayShards, supersedeManifests } from './pack-out.js';
+import {
+  checkOutPath,
+  clearReplaced,
+  makeOutDir,
+  readExistingPack,
+  removeStrayShards,
+  supersedeManifests,
+} from './pack-out.js';
 import {
   checkManifestSize,
   plannedRanges,
@@ -42,7 +49,8 @@ export type {
 
 export async function packEngram(req: PackRequest): Promise<PackSummary> {
   const t0 = performance.now();
-  if (req.out.trim() === '') throw new SparkError('E_USAGE', '--out is empty: name the node-local directory to write the pack to');
+  if (req.out.trim() === '')
+    throw new SparkError('E_USAGE', '--out is empty: name the node-local directory to write the pack to');
   const out = resolve(req.out);
   const ranges = plannedRanges(req);
   const files = sourceFiles(ranges, req.layout === 'sparse' ? req.index : undefined);
@@ -50,7 +58,11 @@ export async function packEngram(req: PackRequest): Promise<PackSummary> {
   const planner: Planner = req.layout === 'sparse' ? planSparse : planDense;
   const plan = planner(req, ranges, sources);
   checkManifestSize(plan);
-  await checkOutPath(out, req.snapshotDir, files.map((f) => f.file));
+  await checkOutPath(
+    out,
+    req.snapshotDir,
+    files.map((f) => f.file),
+  );
   await makeOutDir(out);
   const dir = lockDirectory(out);
   try {
@@ -67,7 +79,12 @@ async function packLocked(
   sources: Awaited<ReturnType<typeof identifySources>>,
   t0: number,
 ): Promise<PackSummary> {
-  const summary = (noop: boolean, fileSummaries: PackFileSummary[], bytesWritten: number, removed: string[]): PackSummary => ({
+  const summary = (
+    noop: boolean,
+    fileSummaries: PackFileSummary[],
+    bytesWritten: number,
+    removed: string[],
+  ): PackSummary => ({
     out: dir.path,
     manifest: `${dir.path}/${plan.manifestName}`,
     rank: req.rank,
@@ -82,7 +99,10 @@ async function packLocked(
     seconds: (performance.now() - t0) / 1000,
     layers: plan.layers,
     files: fileSummaries,
-    io: { read: overallIo(fileSummaries.map((f) => f.io.read)), write: overallIo(fileSummaries.map((f) => f.io.write)) },
+    io: {
+      read: overallIo(fileSummaries.map((f) => f.io.read)),
+      write: overallIo(fileSummaries.map((f) => f.io.write)),
+    },
     removed,
   });
   const untouched = (): PackFileSummary[] =>

@@ -102,10 +102,22 @@ function onProgressOf(job: ScanJob, progress: () => { bytesDone: number }): () =
 }
 
 export async function scanTable(job: ScanJob): Promise<ScanResult> {
-  let result: ScanResult = { chunksChecked: 0, badChunkCount: 0, badChunks: [], rowsCompared: 0, badRowCount: 0, badRows: [], bytesRead: 0, readIo: 'none' };
+  let result: ScanResult = {
+    chunksChecked: 0,
+    badChunkCount: 0,
+    badChunks: [],
+    rowsCompared: 0,
+    badRowCount: 0,
+    badRows: [],
+    bytesRead: 0,
+    readIo: 'none',
+  };
   const full = job.source !== undefined && job.sample === undefined;
   if (job.checksums !== undefined || full) {
-    const column = (c: Column) => ({ weight: { path: c.weightPath, offset: c.weightOffset }, scale: { path: c.scalePath, offset: c.scaleOffset } });
+    const column = (c: Column) => ({
+      weight: { path: c.weightPath, offset: c.weightOffset },
+      scale: { path: c.scalePath, offset: c.scaleOffset },
+    });
     const pass = verifySparseTable({
       ...column(job.copy),
       dim: job.dim,

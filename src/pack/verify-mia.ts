@@ -6,7 +6,14 @@
 import { readdir } from 'node:fs/promises';
 import type { PackedManifest } from '../engram/packed-manifest.js';
 import { parseMiaShardName } from '../engram/mia-shard.js';
-import { identityProblems, readMiaIdentity, repackCommand, shardEntry, shardSplit, type MiaShardFile } from '../engram/mia-dir.js';
+import {
+  identityProblems,
+  readMiaIdentity,
+  repackCommand,
+  shardEntry,
+  shardSplit,
+  type MiaShardFile,
+} from '../engram/mia-dir.js';
 import { withSubTables } from '../engram/layer-source.js';
 import { checkLayers } from './verify.js';
 import type { VerifyReport, VerifyRequest } from './verify-report.js';
@@ -31,10 +38,15 @@ export async function verifyMia(req: VerifyRequest, dir: string, shards: MiaShar
     seconds: 0,
   };
   for (const s of shards) {
-    if (s.problem) report.problems.push(`${s.name}: layer ${s.layer}: ${s.problem}; re-pack it: ${repackCommand(dir, s.rank, s.world)}`);
+    if (s.problem)
+      report.problems.push(
+        `${s.name}: layer ${s.layer}: ${s.problem}; re-pack it: ${repackCommand(dir, s.rank, s.world)}`,
+      );
   }
   // A shard still being written (spark's packer and the stack's both write NAME.partial first).
-  const partial = (await readdir(dir)).filter((n) => n.endsWith('.partial') && parseMiaShardName(n.slice(0, -'.partial'.length)));
+  const partial = (await readdir(dir)).filter(
+    (n) => n.endsWith('.partial') && parseMiaShardName(n.slice(0, -'.partial'.length)),
+  );
   for (const n of partial) report.problems.push(`${n}: an interrupted pack: re-run the same pack command to finish it`);
   const identity = await readMiaIdentity(dir);
   if (identity) {
@@ -45,17 +57,33 @@ export async function verifyMia(req: VerifyRequest, dir: string, shards: MiaShar
   const sane = shards.filter((s) => !s.problem);
   if (one && sane.length === shards.length) {
     const config = req.source?.config;
-    const tables = config?.engram ? withSubTables(sane.map((s) => ({ layer: s.layer, rows: s.header!.rows })), config, dir) : [];
+    const tables = config?.engram
+      ? withSubTables(
+          sane.map((s) => ({ layer: s.layer, rows: s.header!.rows })),
+          config,
+          dir,
+        )
+      : [];
     const split = shardSplit(sane, tables);
     report.split = split;
     if (split === 'unknown') {
-      report.checked.push(config?.engram ? 'the split (floor, front, heads)' : 'the split (floor, front; heads needs --source with config.json)');
-      if (config?.engram) report.problems.push(`${dir}: the shards' ranges are no floor or heads split's share of rank ${one.rank} of ${one.world}: the stack's reader aborts on them`);
+      report.checked.push(
+        config?.engram
+          ? 'the split (floor, front, heads)'
+          : 'the split (floor, front; heads needs --source with config.json)',
+      );
+      if (config?.engram)
+        report.problems.push(
+          `${dir}: the shards' ranges are no floor or heads split's share of rank ${one.rank} of ${one.world}: the stack's reader aborts on them`,
+        );
     } else if (!STACK_SPLITS.has(split)) {
-      report.problems.push(`${dir}: the shards hold the ${split} split's rows; the stack's reader expects floor (SGLang) or heads (vLLM): ${repackCommand(dir, one.rank, one.world)}`);
+      report.problems.push(
+        `${dir}: the shards hold the ${split} split's rows; the stack's reader expects floor (SGLang) or heads (vLLM): ${repackCommand(dir, one.rank, one.world)}`,
+      );
     }
   }
-  if (req.source) report.checked.push(req.rows === 'full' ? 'every row against the source' : 'a sample of rows against the source');
+  if (req.source)
+    report.checked.push(req.rows === 'full' ? 'every row against the source' : 'a sample of rows against the source');
   // The data pass: each sane shard read as a dense layer of format version 2, without checksums.
   const byRank = new Map<string, MiaShardFile[]>();
   for (const s of sane) byRank.set(`${s.rank}/${s.world}`, [...(byRank.get(`${s.rank}/${s.world}`) ?? []), s]);

@@ -19,7 +19,12 @@ export async function checkSourceIdentity(
 ): Promise<void> {
   if (!recorded || recorded.files.length === 0 || (req.source && req.rows === 'full')) return;
   const snapshot = recorded.snapshot;
-  if (!(await stat(snapshot).then((st) => st.isDirectory(), () => false))) {
+  if (
+    !(await stat(snapshot).then(
+      (st) => st.isDirectory(),
+      () => false,
+    ))
+  ) {
     // Another node, an unmounted NAS: nothing can be said of the source here.
     report.sourceIdentity = { snapshot, status: 'not found' };
     report.checked.push(`source identity not checked: ${snapshot} is not a directory here`);
@@ -56,7 +61,8 @@ export async function checkSourceIdentity(
     report.sourceIdentity = { snapshot, status: unreadable ? 'unreadable' : 'unchanged' };
   }
   report.checked.push(
-    unreadable ? `source identity: some files of ${snapshot} could not be read` : 'the source files are the ones packed (size, mtime, inode, ctime, header CRC-32)',
+    unreadable
+      ? `source identity: some files of ${snapshot} could not be read`
+      : 'the source files are the ones packed (size, mtime, inode, ctime, header CRC-32)',
   );
 }
-

@@ -65,7 +65,10 @@ async function tableShards(dir: string, m: SparseManifest, problems: string[]): 
   try {
     index = JSON.parse(await readSmallText(join(dir, INDEX_FILE), { what: 'index', maxBytes: SIZE_CAPS.index }));
   } catch (err) {
-    const why = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'is missing (the overlay reads it): copy it from the snapshot' : `cannot be read (${(err as Error).message})`;
+    const why =
+      (err as NodeJS.ErrnoException).code === 'ENOENT'
+        ? 'is missing (the overlay reads it): copy it from the snapshot'
+        : `cannot be read (${(err as Error).message})`;
     problems.push(`${INDEX_FILE}: ${why}`);
     return undefined;
   }
@@ -135,7 +138,10 @@ export async function verifySparse(req: SparseVerifyRequest): Promise<VerifyRepo
   }
   if (req.source) {
     await compareWithSource(dir, tables, req.source.snapshotDir, found);
-    report.checked.push('index and header bytes against the source', req.rows === 'full' ? 'every row against the source' : 'a sample of rows against the source');
+    report.checked.push(
+      'index and header bytes against the source',
+      req.rows === 'full' ? 'every row against the source' : 'a sample of rows against the source',
+    );
   }
   const passes = req.source && req.rows === 'full' ? 2 : 1;
   const total = m.layers.reduce((s, r) => {
@@ -158,7 +164,13 @@ export async function verifySparse(req: SparseVerifyRequest): Promise<VerifyRepo
   return done();
 }
 
-async function verifyTable(req: SparseVerifyRequest, r: SparseRange, t: EngramTable, onBytes: (n: number) => void, found: CopyFindings): Promise<VerifyLayerReport> {
+async function verifyTable(
+  req: SparseVerifyRequest,
+  r: SparseRange,
+  t: EngramTable,
+  onBytes: (n: number) => void,
+  found: CopyFindings,
+): Promise<VerifyLayerReport> {
   const report = found.report;
   const problems: string[] = [];
   const where = `${t.weight.fileName}: layer ${r.layer}`;
@@ -179,30 +191,53 @@ async function verifyTable(req: SparseVerifyRequest, r: SparseRange, t: EngramTa
     return layer;
   };
   if (r.end > t.rows) {
-    problems.push(`${where}: the range [${r.start}, ${r.end}) is not inside the table [0, ${t.rows}) the shard header describes`);
+    problems.push(
+      `${where}: the range [${r.start}, ${r.end}) is not inside the table [0, ${t.rows}) the shard header describes`,
+    );
     return finish();
   }
-  if (t.weight.file !== t.scale.file) problems.push(`${where}: weight and scale are in different shards (${t.scale.fileName}); the overlay needs both in one`);
+  if (t.weight.file !== t.scale.file)
+    problems.push(
+      `${where}: weight and scale are in different shards (${t.scale.fileName}); the overlay needs both in one`,
+    );
   const sb = t.dim / 32;
-  for (const [column, offset, pitch] of [['weight', t.weight.fileOffset, t.dim], ['scale', t.scale.fileOffset, sb]] as const) {
-    const at = findHole(column === 'weight' ? t.weight.file : t.scale.file, offset + r.start * pitch, offset + r.end * pitch);
+  for (const [column, offset, pitch] of [
+    ['weight', t.weight.fileOffset, t.dim],
+    ['scale', t.scale.fileOffset, sb],
+  ] as const) {
+    const at = findHole(
+      column === 'weight' ? t.weight.file : t.scale.file,
+      offset + r.start * pitch,
+      offset + r.end * pitch,
+    );
     if (at === undefined) continue;
     const row = Math.floor((at - offset) / pitch);
     layer.hole = { column, row, offset: at };
-    problems.push(`${where}: row ${row} (${column}, byte ${at}) is a hole inside the copy's range [${r.start}, ${r.end}): the copy is damaged or incomplete; make it again`);
+    problems.push(
+      `${where}: row ${row} (${column}, byte ${at}) is a hole inside the copy's range [${r.start}, ${r.end}): the copy is damaged or incomplete; make it again`,
+    );
     break;
   }
   const table = req.manifest.spark?.tables.find((x) => x.layer === r.layer);
   const src = req.source?.tables.find((x) => x.layer === r.layer);
-  if (req.source && !src) throw new SparkError('E_ENGRAM_NOT_FOUND', `layer ${r.layer} has no Engram table in ${req.source.snapshotDir}`);
+  if (req.source && !src)
+    throw new SparkError('E_ENGRAM_NOT_FOUND', `layer ${r.layer} has no Engram table in ${req.source.snapshotDir}`);
   if (src && (src.rows !== t.rows || src.dim !== t.dim)) {
-    throw new SparkError('E_PACK_MISMATCH', `${where}: the source table is ${src.rows} x ${src.dim}, the copy's header says ${t.rows} x ${t.dim}: not the snapshot this was copied from`);
+    throw new SparkError(
+      'E_PACK_MISMATCH',
+      `${where}: the source table is ${src.rows} x ${src.dim}, the copy's header says ${t.rows} x ${t.dim}: not the snapshot this was copied from`,
+    );
   }
   const compareAll = src !== undefined && req.rows === 'full';
   const sample = src !== undefined && req.rows === 'sample' ? sampleIds(r, req.sample ?? 1000) : undefined;
   if (!table && !src) return finish();
   const job: ScanJob = {
-    copy: { weightPath: t.weight.file, weightOffset: t.weight.fileOffset, scalePath: t.scale.file, scaleOffset: t.scale.fileOffset },
+    copy: {
+      weightPath: t.weight.file,
+      weightOffset: t.weight.fileOffset,
+      scalePath: t.scale.file,
+      scaleOffset: t.scale.fileOffset,
+    },
     dim: t.dim,
     start: r.start,
     end: r.end,
@@ -210,7 +245,16 @@ async function verifyTable(req: SparseVerifyRequest, r: SparseRange, t: EngramTa
     threads: req.threads,
     onBytes,
     ...(table ? { checksums: table.checksum.values } : {}),
-    ...(src ? { source: { weightPath: src.weight.file, weightOffset: src.weight.fileOffset, scalePath: src.scale.file, scaleOffset: src.scale.fileOffset } } : {}),
+    ...(src
+      ? {
+          source: {
+            weightPath: src.weight.file,
+            weightOffset: src.weight.fileOffset,
+            scalePath: src.scale.file,
+            scaleOffset: src.scale.fileOffset,
+          },
+        }
+      : {}),
     ...(sample ? { sample } : {}),
   };
   const res = await scanTable(job);
@@ -222,7 +266,13 @@ async function verifyTable(req: SparseVerifyRequest, r: SparseRange, t: EngramTa
     const cr = table.checksum.chunkRows;
     const first = r.start + k * cr;
     const last = Math.min(first + cr, r.end) - 1;
-    layer.chunks.first = { index: k, offset: t.weight.fileOffset + first * t.dim, bytes: (last - first + 1) * (t.dim + sb), firstRow: first, lastRow: last };
+    layer.chunks.first = {
+      index: k,
+      offset: t.weight.fileOffset + first * t.dim,
+      bytes: (last - first + 1) * (t.dim + sb),
+      firstRow: first,
+      lastRow: last,
+    };
     const more = res.badChunkCount > 1 ? ` (${res.badChunkCount} bad chunks in all)` : '';
     problems.push(`${where}: chunk ${k} (rows ${first}-${last}) fails its checksum${more}`);
   }
@@ -230,7 +280,8 @@ async function verifyTable(req: SparseVerifyRequest, r: SparseRange, t: EngramTa
     layer.rows = { mode: compareAll ? 'full' : 'sample', compared: res.rowsCompared, bad: res.badRowCount };
     if (res.badRowCount > 0) {
       layer.rows.first = res.badRows[0];
-      const more = res.badRowCount > 1 ? ` (${res.badRowCount} differing rows${compareAll ? '' : ' in the sample'})` : '';
+      const more =
+        res.badRowCount > 1 ? ` (${res.badRowCount} differing rows${compareAll ? '' : ' in the sample'})` : '';
       problems.push(`${where}: row ${res.badRows[0]} differs from the source${more}`);
     }
   }
@@ -247,32 +298,55 @@ function sampleIds(r: SparseRange, n: number): number[] {
 }
 
 /** spark's key: rank/world/split, its tables, the index and every header against their CRC-32s. */
-async function checkSparkFiles(dir: string, m: SparseManifest, tables: EngramTable[], req: SparseVerifyRequest, found: CopyFindings): Promise<void> {
+async function checkSparkFiles(
+  dir: string,
+  m: SparseManifest,
+  tables: EngramTable[],
+  req: SparseVerifyRequest,
+  found: CopyFindings,
+): Promise<void> {
   const s = m.spark!;
   const report = found.report;
   const problems = report.problems;
-  const present = m.layers.map((r) => tables.find((t) => t.layer === r.layer)).filter((t): t is EngramTable => t !== undefined);
+  const present = m.layers
+    .map((r) => tables.find((t) => t.layer === r.layer))
+    .filter((t): t is EngramTable => t !== undefined);
   if (present.length === m.layers.length && (s.split !== 'heads' || req.source?.config)) {
     const wanted = packRanges(present, req.source?.config, s.rank, s.world, s.split, 'the source snapshot');
     m.layers.forEach((r, i) => {
       const w = wanted[i];
       if (w.start !== r.start || w.end !== r.end) {
-        problems.push(`engram-local.json: layers.${r.layer} [${r.start}, ${r.end}) is not rank ${s.rank} of ${s.world} under the ${s.split} split ([${w.start}, ${w.end}))`);
+        problems.push(
+          `engram-local.json: layers.${r.layer} [${r.start}, ${r.end}) is not rank ${s.rank} of ${s.world} under the ${s.split} split ([${w.start}, ${w.end}))`,
+        );
       }
     });
   }
   s.tables.forEach((st, i) => {
     const t = tables.find((x) => x.layer === st.layer);
     if (!t) return;
-    const got = { rows: t.rows, dim: t.dim, shard: t.weight.fileName, weightOffset: t.weight.fileOffset, scaleOffset: t.scale.fileOffset };
+    const got = {
+      rows: t.rows,
+      dim: t.dim,
+      shard: t.weight.fileName,
+      weightOffset: t.weight.fileOffset,
+      scaleOffset: t.scale.fileOffset,
+    };
     for (const k of Object.keys(got) as (keyof typeof got)[]) {
-      if (st[k] !== got[k]) problems.push(`engram-local.json: spark.tables[${i}].${k} is ${st[k]} but the copy's shard header says ${got[k]}`);
+      if (st[k] !== got[k])
+        problems.push(
+          `engram-local.json: spark.tables[${i}].${k} is ${st[k]} but the copy's shard header says ${got[k]}`,
+        );
     }
   });
-  const index = await readSmallBytes(join(dir, s.index.name), { what: 'index', maxBytes: SIZE_CAPS.index }).catch(() => undefined);
+  const index = await readSmallBytes(join(dir, s.index.name), { what: 'index', maxBytes: SIZE_CAPS.index }).catch(
+    () => undefined,
+  );
   if (!index) problems.push(`${s.index.name}: is missing`);
   else if (index.length !== s.index.bytes || hex(crc32(index)) !== s.index.crc32) {
-    problems.push(`${s.index.name}: ${index.length} bytes with CRC-32 ${hex(crc32(index))}, the manifest says ${s.index.bytes} bytes with ${s.index.crc32}: the index was changed`);
+    problems.push(
+      `${s.index.name}: ${index.length} bytes with CRC-32 ${hex(crc32(index))}, the manifest says ${s.index.bytes} bytes with ${s.index.crc32}: the index was changed`,
+    );
   }
   for (const sh of s.shards) {
     const path = join(dir, sh.name);
@@ -281,18 +355,28 @@ async function checkSparkFiles(dir: string, m: SparseManifest, tables: EngramTab
       problems.push(`${sh.name}: is missing`);
       continue;
     }
-    if (st.size !== sh.bytes) problems.push(`${sh.name}: apparent size ${st.size} bytes, the manifest says ${sh.bytes} (the source shard's size)`);
+    if (st.size !== sh.bytes)
+      problems.push(
+        `${sh.name}: apparent size ${st.size} bytes, the manifest says ${sh.bytes} (the source shard's size)`,
+      );
     const header = await headerBytesOf(path);
     if (header.length !== sh.headerBytes || hex(crc32(header)) !== sh.headerCrc32) {
       found.badHeaders.add(sh.name);
-      problems.push(`${sh.name}: header bytes (0-${sh.headerBytes - 1}) fail their checksum: the safetensors header was changed`);
+      problems.push(
+        `${sh.name}: header bytes (0-${sh.headerBytes - 1}) fail their checksum: the safetensors header was changed`,
+      );
     }
     report.bytesRead += header.length;
   }
 }
 
 /** The index and the header bytes of every shard holding a table, byte for byte against the source's. */
-async function compareWithSource(dir: string, tables: EngramTable[], sourceDir: string, found: CopyFindings): Promise<void> {
+async function compareWithSource(
+  dir: string,
+  tables: EngramTable[],
+  sourceDir: string,
+  found: CopyFindings,
+): Promise<void> {
   const report = found.report;
   const readIndex = (d: string) => readSmallBytes(join(d, INDEX_FILE), { what: 'index', maxBytes: SIZE_CAPS.index });
   const [mine, theirs] = await Promise.all([readIndex(dir), readIndex(sourceDir).catch(() => undefined)]);
@@ -303,7 +387,10 @@ async function compareWithSource(dir: string, tables: EngramTable[], sourceDir: 
     if (at !== undefined) report.problems.push(`${INDEX_FILE}: differs from the source's at byte ${at}`);
   }
   for (const name of new Set(tables.map((t) => t.weight.fileName))) {
-    const [a, b] = await Promise.all([headerBytesOf(join(dir, name)), headerBytesOf(join(sourceDir, name)).catch(() => undefined)]);
+    const [a, b] = await Promise.all([
+      headerBytesOf(join(dir, name)),
+      headerBytesOf(join(sourceDir, name)).catch(() => undefined),
+    ]);
     report.bytesRead += a.length + (b?.length ?? 0);
     if (b === undefined) {
       report.problems.push(`${name}: the source has no shard of this name`);

@@ -27,7 +27,8 @@ async function readManifests(dir: string) {
   try {
     return await readLocalDir(dir);
   } catch (err) {
-    if (err instanceof SparkError && err.code === 'E_PACK_MANIFEST') throw new SparkError('E_PACK_MISMATCH', err.message, err.details);
+    if (err instanceof SparkError && err.code === 'E_PACK_MANIFEST')
+      throw new SparkError('E_PACK_MISMATCH', err.message, err.details);
     throw err;
   }
 }
@@ -73,14 +74,24 @@ export async function verifyPack(req: VerifyRequest): Promise<VerifyReport> {
   const report =
     local.kind === 'sparse'
       ? await verifySparse({ ...req, dir, manifest: local.manifest })
-      : await verifyPacked(req, dir, checkedManifest(local.manifest, local.manifestPath, req.source?.config), local.manifestPath);
+      : await verifyPacked(
+          req,
+          dir,
+          checkedManifest(local.manifest, local.manifestPath, req.source?.config),
+          local.manifestPath,
+        );
   const recorded = local.kind === 'sparse' ? local.manifest.spark?.source : local.manifest.source;
   await checkSourceIdentity(report, recorded, req);
   report.ok = report.problems.length === 0;
   return report;
 }
 
-async function verifyPacked(req: VerifyRequest, dir: string, m: PackedManifest, manifestPath: string): Promise<VerifyReport> {
+async function verifyPacked(
+  req: VerifyRequest,
+  dir: string,
+  m: PackedManifest,
+  manifestPath: string,
+): Promise<VerifyReport> {
   const t0 = performance.now();
   const report: VerifyReport = {
     dir,
@@ -100,18 +111,29 @@ async function verifyPacked(req: VerifyRequest, dir: string, m: PackedManifest, 
     bytesRead: 0,
     seconds: 0,
   };
-  if (req.source) report.checked.push(req.rows === 'full' ? 'every row against the source' : 'a sample of rows against the source');
+  if (req.source)
+    report.checked.push(req.rows === 'full' ? 'every row against the source' : 'a sample of rows against the source');
   await checkLayers(req, dir, m, report, t0);
   return report;
 }
 
 /** Verifies each layer's data file into `report` (ok, problems, bytes, io, seconds). */
-export async function checkLayers(req: VerifyRequest, dir: string, m: PackedManifest, report: VerifyReport, t0: number): Promise<void> {
+export async function checkLayers(
+  req: VerifyRequest,
+  dir: string,
+  m: PackedManifest,
+  report: VerifyReport,
+  t0: number,
+): Promise<void> {
   const totalBytes = m.layers.reduce((s, e) => s + layerGeometry(e).dataBytes, 0);
   let doneBefore = 0;
   for (const e of m.layers) {
     const r = await verifyOne(req, dir, m, e, (p) =>
-      req.onProgress?.({ bytesDone: doneBefore + p.bytesDone, bytesTotal: totalBytes, seconds: (performance.now() - t0) / 1000 }),
+      req.onProgress?.({
+        bytesDone: doneBefore + p.bytesDone,
+        bytesTotal: totalBytes,
+        seconds: (performance.now() - t0) / 1000,
+      }),
     );
     doneBefore += layerGeometry(e).dataBytes;
     report.layers.push(r.layer);
@@ -153,7 +175,8 @@ async function verifyOne(
   let source: Parameters<typeof verifyLayer>[0]['source'];
   if (req.source && req.rows !== 'none') {
     const t = req.source.tables.find((x) => x.layer === e.layer);
-    if (!t) throw new SparkError('E_ENGRAM_NOT_FOUND', `layer ${e.layer} has no Engram table in ${req.source.snapshotDir}`);
+    if (!t)
+      throw new SparkError('E_ENGRAM_NOT_FOUND', `layer ${e.layer} has no Engram table in ${req.source.snapshotDir}`);
     if (t.rows !== e.rows || t.dim !== g.dim) {
       throw new SparkError(
         'E_PACK_MISMATCH',
@@ -188,20 +211,26 @@ async function verifyOne(
     const how = r.fileBytes < g.fileBytes ? 'truncated' : 'has extra bytes';
     problems.push(`${where}: the file is ${r.fileBytes} bytes, its layout implies ${g.fileBytes} (${how})`);
   }
-  if (!r.headerOk) problems.push(`${where}: the header block (bytes 0-4095) is not the one ${m.version === 1 || e.layout === 'page' ? 'the manifest implies' : 'the Mia stack\'s reader expects for this range'}`);
+  if (!r.headerOk)
+    problems.push(
+      `${where}: the header block (bytes 0-4095) is not the one ${m.version === 1 || e.layout === 'page' ? 'the manifest implies' : "the Mia stack's reader expects for this range"}`,
+    );
   if (r.badChunkCount > 0) {
     const k = r.badChunks[0];
     const s = chunkSpan(e, k);
     layer.chunks.first = { index: k, offset: s.offset, bytes: s.bytes, firstRow: s.firstRow, lastRow: s.lastRow };
     const more = r.badChunkCount > 1 ? ` (${r.badChunkCount} bad chunks in all)` : '';
-    problems.push(`${where}: chunk ${k} (bytes ${s.offset}-${s.offset + s.bytes - 1}, rows ${s.firstRow}-${s.lastRow}) fails its checksum${more}`);
+    problems.push(
+      `${where}: chunk ${k} (bytes ${s.offset}-${s.offset + s.bytes - 1}, rows ${s.firstRow}-${s.lastRow}) fails its checksum${more}`,
+    );
   }
   if (source) {
     layer.rows = { mode: req.rows === 'full' ? 'full' : 'sample', compared: r.rowsCompared, bad: r.badRowCount };
     if (r.badRowCount > 0) {
       const id = e.start + r.badRows[0];
       layer.rows.first = id;
-      const more = r.badRowCount > 1 ? ` (${r.badRowCount} differing rows${req.rows === 'sample' ? ' in the sample' : ''})` : '';
+      const more =
+        r.badRowCount > 1 ? ` (${r.badRowCount} differing rows${req.rows === 'sample' ? ' in the sample' : ''})` : '';
       problems.push(`${where}: row ${id} differs from the source${more}`);
     }
   }

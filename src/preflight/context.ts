@@ -61,7 +61,13 @@ export function clusterMode(options: PreflightOptions): boolean {
 
 export async function buildContext(options: PreflightOptions, io: Io): Promise<PreflightContext> {
   const loadedCluster =
-    options.cluster === undefined ? undefined : await openCluster(options.cluster, { env: io.env, cwd: io.cwd, ...(options.sysfs !== undefined ? { sysfs: options.sysfs } : {}) });
+    options.cluster === undefined
+      ? undefined
+      : await openCluster(options.cluster, {
+          env: io.env,
+          cwd: io.cwd,
+          ...(options.sysfs !== undefined ? { sysfs: options.sysfs } : {}),
+        });
   const cluster = loadedCluster?.cluster;
   const home = options.home ?? io.env.HOME ?? homedir();
   const { recipe, diagnostics: recipeDiagnostics } = await readRecipe(options.recipe, {
@@ -76,7 +82,8 @@ export async function buildContext(options: PreflightOptions, io: Io): Promise<P
 
   // In cluster mode --snapshot and the served snapshot are paths on the nodes: this machine reads
   // config.json there only when it sees the same path (a NAS mounted here too).
-  const seenHere = (p: string | undefined) => p !== undefined && (mode === 'local' || isSnapshotPath(resolve(io.cwd, p)));
+  const seenHere = (p: string | undefined) =>
+    p !== undefined && (mode === 'local' || isSnapshotPath(resolve(io.cwd, p)));
   const source = await findSnapshotSource({
     ...(seenHere(options.snapshot) ? { snapshot: options.snapshot! } : {}),
     ...(options.servedSnapshot !== undefined ? { served: options.servedSnapshot } : {}),
@@ -108,7 +115,8 @@ export async function buildContext(options: PreflightOptions, io: Io): Promise<P
     sysfs: options.sysfs ?? '/sys',
     home,
     cwd: io.cwd,
-    toHost: (containerPath: string): HostPath | undefined => containerToHost(containerPath, recipe, cluster, home, io.cwd),
+    toHost: (containerPath: string): HostPath | undefined =>
+      containerToHost(containerPath, recipe, cluster, home, io.cwd),
     snapshotSource,
     modelConfig() {
       config ??= (async () => {
@@ -135,7 +143,8 @@ function configFromNodes(checked: readonly CheckedNode[]): ModelConfig | undefin
     } catch (err) {
       throw new SparkError('E_CONFIG', `${path}: not valid JSON (${(err as Error).message})`, { path });
     }
-    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new SparkError('E_CONFIG', `${path}: expected a JSON object`, { path });
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+      throw new SparkError('E_CONFIG', `${path}: expected a JSON object`, { path });
     return parseModelConfig(raw as Record<string, unknown>, path);
   }
   return undefined;

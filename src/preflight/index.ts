@@ -7,7 +7,18 @@ export type { PreflightOptions } from './context.js';
 export { formatReport } from './report.js';
 export { RULES } from './rules/index.js';
 export { identifyNode, nodeLabel } from './node.js';
-export type { Finding, Severity, NodeRef, Rule, RuleMeta, RuleOutcome, RuleScope, PreflightContext, LocalNode, CheckedNode } from './types.js';
+export type {
+  Finding,
+  Severity,
+  NodeRef,
+  Rule,
+  RuleMeta,
+  RuleOutcome,
+  RuleScope,
+  PreflightContext,
+  LocalNode,
+  CheckedNode,
+} from './types.js';
 export type { NodeFacts, FactsRequest } from './facts/types.js';
 export { SEVERITIES } from './types.js';
 export type { SnapshotFacts, SnapshotSource } from './sources.js';

@@ -26,7 +26,9 @@ export async function readCopy(dir: string): Promise<{ copy: LocalCopy } | { err
 }
 
 /** The copy in `dir` with what verify would say of a pack's manifest beyond its reader. */
-export async function inspectCopy(dir: string): Promise<{ copy: LocalCopy; manifestProblems: string[] } | { error: SparkError } | undefined> {
+export async function inspectCopy(
+  dir: string,
+): Promise<{ copy: LocalCopy; manifestProblems: string[] } | { error: SparkError } | undefined> {
   const read = await readCopy(dir);
   if (!read || 'error' in read) return read;
   const manifestProblems: string[] = [];

@@ -3,7 +3,14 @@
 import { join, posix } from 'node:path';
 import { hfModelDir } from '../hf-cache.js';
 import { stackOfImagePath, type EngineStack } from '../engine-lib/engine-lib.js';
-import { HF_CACHE_CONTAINER_PATH, hostPath, relativeHostProblem, type EnvValue, type HostPath, type Mount } from '../recipes/index.js';
+import {
+  HF_CACHE_CONTAINER_PATH,
+  hostPath,
+  relativeHostProblem,
+  type EnvValue,
+  type HostPath,
+  type Mount,
+} from '../recipes/index.js';
 import { PACK_MANIFEST_NAME } from '../engram/local-dir.js';
 import { SPARSE_MANIFEST_NAME } from '../engram/sparse-manifest.js';
 import type { NodeView } from './facts/view.js';
@@ -42,7 +49,8 @@ export function dirKind(view: NodeView, dir: string): 'missing' | 'snapshot' | '
   if (dir.endsWith('.safetensors')) return view.path(dir).kind === 'file' ? 'snapshot' : 'missing';
   if (view.path(dir).kind === 'missing') return 'missing';
   if (hasCopy(view, dir)) return 'copy';
-  if (view.path(join(dir, INDEX_NAME)).kind === 'file' || view.path(join(dir, SINGLE_NAME)).kind === 'file') return 'snapshot';
+  if (view.path(join(dir, INDEX_NAME)).kind === 'file' || view.path(join(dir, SINGLE_NAME)).kind === 'file')
+    return 'snapshot';
   return 'other';
 }
 
@@ -51,7 +59,11 @@ export function packTarget(ctx: PreflightContext): { host: string; from: string;
   if (ctx.packDir !== undefined) return { host: ctx.packDir, from: '--pack-dir', given: true };
   const e = engramDirOnNode(ctx);
   if (!e?.mapped || e.mapped.via.kind !== 'extra_mount') return undefined;
-  return { host: e.mapped.host, from: `${e.value.file}${e.value.line !== undefined ? `:${e.value.line}` : ''}`, given: false };
+  return {
+    host: e.mapped.host,
+    from: `${e.value.file}${e.value.line !== undefined ? `:${e.value.line}` : ''}`,
+    given: false,
+  };
 }
 
 /** Where the Mia stack's container sees its packs, and where the mia-tp4 `.env`'s start.sh mounts ENGRAM_DIR. */
@@ -75,12 +87,17 @@ export function miaPackDir(ctx: PreflightContext): MiaPackDir | undefined {
   if (!value) return undefined;
   if (ctx.packDir !== undefined) return { value, host: ctx.packDir, from: '--pack-dir' };
   const mapped = ctx.toHost(value.value);
-  if (mapped) return { value, host: mapped.host, from: `${MIA_PACKED_VAR}=${value.value} through the mount of ${mapped.host}` };
+  if (mapped)
+    return { value, host: mapped.host, from: `${MIA_PACKED_VAR}=${value.value} through the mount of ${mapped.host}` };
   const engram = ctx.env.get('ENGRAM_DIR');
   const inside = posix.relative(MIA_MOUNT, posix.normalize(value.value));
   if (engram && engram.value !== '' && !inside.startsWith('..') && !posix.isAbsolute(inside)) {
     const host = join(hostPath(engram.value, ctx.home, ctx.cwd), inside);
-    return { value, host, from: `ENGRAM_DIR=${engram.value} (${engram.file}${engram.line !== undefined ? `:${engram.line}` : ''}), mounted at ${MIA_MOUNT}` };
+    return {
+      value,
+      host,
+      from: `ENGRAM_DIR=${engram.value} (${engram.file}${engram.line !== undefined ? `:${engram.line}` : ''}), mounted at ${MIA_MOUNT}`,
+    };
   }
   return { value, from: `${MIA_PACKED_VAR}=${value.value}` };
 }
@@ -115,7 +132,10 @@ export function hfCacheHost(ctx: PreflightContext): string | undefined {
  * Where the node's snapshot may be, in the order preflight looks (see findSnapshotSource):
  * --snapshot, else the snapshot a launch serves, else SPARK_ENGRAM_DIR, else the cache's.
  */
-export function snapshotCandidates(ctx: PreflightContext, given: { snapshot?: string; served?: string }): SnapshotCandidate[] {
+export function snapshotCandidates(
+  ctx: PreflightContext,
+  given: { snapshot?: string; served?: string },
+): SnapshotCandidate[] {
   if (given.snapshot !== undefined) return [{ dir: given.snapshot }];
   if (given.served !== undefined) return [{ dir: given.served }];
   const out: SnapshotCandidate[] = [];

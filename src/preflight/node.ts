@@ -46,7 +46,10 @@ export function identifyNode(cluster: Cluster | undefined, hints: NodeHints): Lo
   if (byName) return { rank: byName.rank, host: byName.host, clusterNode: byName, how: 'hostname' };
   const addresses = new Set(hints.addresses ?? localAddresses());
   const byAddr = cluster.nodes.find(
-    (n) => addresses.has(n.fabricAddr) || (n.distAddr !== undefined && addresses.has(n.distAddr)) || addresses.has(n.host.replace(/^.*@/, '')),
+    (n) =>
+      addresses.has(n.fabricAddr) ||
+      (n.distAddr !== undefined && addresses.has(n.distAddr)) ||
+      addresses.has(n.host.replace(/^.*@/, '')),
   );
   if (byAddr) return { rank: byAddr.rank, host: byAddr.host, clusterNode: byAddr, how: 'address' };
   return undefined;

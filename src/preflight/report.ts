@@ -19,7 +19,9 @@ function where(r: PreflightReport): string {
 export function formatReport(r: PreflightReport, color = false): string {
   const paint = (sev: Severity, s: string) => (color ? `${COLORS[sev]}${s}\x1b[0m` : s);
   const lines: string[] = [];
-  lines.push(`preflight ${r.recipe}: ${r.stack} (family from ${r.family.from}), ${r.world} node${r.world === 1 ? '' : 's'}; ${where(r)}`);
+  lines.push(
+    `preflight ${r.recipe}: ${r.stack} (family from ${r.family.from}), ${r.world} node${r.world === 1 ? '' : 's'}; ${where(r)}`,
+  );
   if (r.mode === 'cluster') {
     for (const n of r.nodes) {
       const how = n.via !== null ? `checked by ${VIA[n.via] ?? n.via}` : `not reached (${n.unreachable})`;
@@ -33,7 +35,9 @@ export function formatReport(r: PreflightReport, color = false): string {
     lines.push('', paint(sev, `${HEADINGS[sev]} (${group.length})`));
     for (const f of group) {
       lines.push(`  ${f.rule}: ${f.message}`);
-      lines.push(`    at ${f.where}${f.node && !f.where.includes(`(${f.node.host})`) ? ` · ${nodeLabel(f.node)}` : ''}`);
+      lines.push(
+        `    at ${f.where}${f.node && !f.where.includes(`(${f.node.host})`) ? ` · ${nodeLabel(f.node)}` : ''}`,
+      );
       lines.push(`    fix: ${f.fix}`);
     }
   }

@@ -49,7 +49,11 @@ export function whereEnv(value: EnvValue): string {
 /** Which source set an env value, for messages: `[env]`, `the cluster's [nccl]`, `the env file`. */
 export function envSourceName(value: EnvValue): string {
   if (value.source === 'node') return "the node's [nodes.env]";
-  return value.source === 'recipe' ? "the recipe's [env]" : value.source === 'cluster' ? "the cluster's [nccl]" : 'the env file';
+  return value.source === 'recipe'
+    ? "the recipe's [env]"
+    : value.source === 'cluster'
+      ? "the cluster's [nccl]"
+      : 'the env file';
 }
 
 /** `node 0 (spark1)` for the local node. */

@@ -124,7 +124,12 @@ function snapshotFlag(options: PreflightOptions, cwd: string): { snapshot?: stri
 }
 
 /** Every node that runs the recipe, over ssh, all at once (cluster mode). */
-async function checkNodes(base: PreflightContext, options: PreflightOptions, io: Io, scratch: string): Promise<CheckedNode[]> {
+async function checkNodes(
+  base: PreflightContext,
+  options: PreflightOptions,
+  io: Io,
+  scratch: string,
+): Promise<CheckedNode[]> {
   const tools = toolsFromEnv(io.env, options.sparkBin);
   const sysfs = options.sysfs ?? '/sys';
   return Promise.all(
@@ -132,8 +137,18 @@ async function checkNodes(base: PreflightContext, options: PreflightOptions, io:
       const node: LocalNode = { rank: n.rank, host: n.host, clusterNode: n, how: 'cluster file' };
       const got = await gatherNode(
         n,
-        (hello) => buildRequest(forNode(base, node, { home: hello.home, sysfs }), { ...snapshotFlag(options, base.cwd), versions: true, docker: tools.docker }),
-        { tools, env: io.env, timeoutMs: options.nodeTimeoutMs ?? DEFAULT_NODE_TIMEOUT_MS, scratch: join(scratch, `node${n.rank}`) },
+        (hello) =>
+          buildRequest(forNode(base, node, { home: hello.home, sysfs }), {
+            ...snapshotFlag(options, base.cwd),
+            versions: true,
+            docker: tools.docker,
+          }),
+        {
+          tools,
+          env: io.env,
+          timeoutMs: options.nodeTimeoutMs ?? DEFAULT_NODE_TIMEOUT_MS,
+          scratch: join(scratch, `node${n.rank}`),
+        },
       );
       if (!got.ok) return { node, unreachable: got.unreachable, sysfs, notes: [] };
       return { node, view: nodeView(got.facts, got.request), sysfs: got.sysfsRoot ?? sysfs, notes: got.notes };
@@ -154,21 +169,28 @@ async function settleFamily(ctx: PreflightContext): Promise<void> {
 /** The contexts file rules run in: one per node environment (a node's [nodes.env] may differ). */
 function fileContexts(base: PreflightContext): PreflightContext[] {
   if (base.mode === 'cluster') {
-    return (base.placement?.nodes ?? []).map((n) => forNode(base, { rank: n.rank, host: n.host, how: 'cluster file' }, { home: base.home, sysfs: base.sysfs }));
+    return (base.placement?.nodes ?? []).map((n) =>
+      forNode(base, { rank: n.rank, host: n.host, how: 'cluster file' }, { home: base.home, sysfs: base.sysfs }),
+    );
   }
   const one = base.checked[0];
   return [one ? forNode(base, one.node, { home: base.home, sysfs: base.sysfs }) : base];
 }
 
 /** `rules` is for tests; the CLI runs RULES. */
-export async function runPreflight(options: PreflightOptions, io: Io, rules: readonly Rule[] = RULES): Promise<PreflightReport> {
+export async function runPreflight(
+  options: PreflightOptions,
+  io: Io,
+  rules: readonly Rule[] = RULES,
+): Promise<PreflightReport> {
   const began = performance.now();
   validatePatterns(options.only, '--only', rules);
   validatePatterns(options.skip, '--skip', rules);
   const ctx = await buildContext(options, io);
   const scratch = ctx.mode === 'cluster' ? mkdtempSync(join(tmpdir(), 'spark-preflight-')) : undefined;
   try {
-    ctx.checked = scratch !== undefined ? await checkNodes(ctx, options, io, scratch) : await checkThisNode(ctx, options);
+    ctx.checked =
+      scratch !== undefined ? await checkNodes(ctx, options, io, scratch) : await checkThisNode(ctx, options);
     await settleFamily(ctx);
     return await runRules(ctx, options, rules, began);
   } finally {
@@ -176,10 +198,19 @@ export async function runPreflight(options: PreflightOptions, io: Io, rules: rea
   }
 }
 
-async function runRules(ctx: PreflightContext, options: PreflightOptions, rules: readonly Rule[], began: number): Promise<PreflightReport> {
+async function runRules(
+  ctx: PreflightContext,
+  options: PreflightOptions,
+  rules: readonly Rule[],
+  began: number,
+): Promise<PreflightReport> {
   // Cluster rules compare nodes: with --local there is one, so they do not apply.
   const selected = rules.filter(
-    (r) => appliesTo(r, ctx) && (r.scope !== 'cluster' || ctx.mode === 'cluster') && (options.only === undefined || ruleSelected(r.id, options.only)) && !ruleSelected(r.id, options.skip ?? []),
+    (r) =>
+      appliesTo(r, ctx) &&
+      (r.scope !== 'cluster' || ctx.mode === 'cluster') &&
+      (options.only === undefined || ruleSelected(r.id, options.only)) &&
+      !ruleSelected(r.id, options.skip ?? []),
   );
   const findings: Finding[] = [];
   const seen = new Set<string>();
@@ -205,7 +236,10 @@ async function runRules(ctx: PreflightContext, options: PreflightOptions, rules:
         }
         for (const c of reachable) {
           const ref: NodeRef = { rank: c.node.rank, host: c.node.host };
-          const o = await checkRule(rule, forNode(ctx, c.node, { home: c.view!.facts.home, sysfs: c.sysfs, view: c.view! }));
+          const o = await checkRule(
+            rule,
+            forNode(ctx, c.node, { home: c.view!.facts.home, sysfs: c.sysfs, view: c.view! }),
+          );
           if ('bug' in o) bug ??= internalError(rule, o.bug);
           else if ('skip' in o) skipped.push({ rule: rule.id, reason: o.skip, node: ref });
           else {

@@ -53,7 +53,8 @@ export async function findSnapshotSource(i: SourceInputs): Promise<SnapshotSourc
   const engramDir = i.env.get('SPARK_ENGRAM_DIR')?.value;
   const mapped = engramDir ? i.toHost(engramDir) : undefined;
   // A node-local copy under SPARK_ENGRAM_DIR is not the snapshot: its rules read its manifest.
-  if (mapped && isSnapshotPath(mapped.host) && !hasCopyManifest(mapped.host)) return { dir: mapped.host, how: 'SPARK_ENGRAM_DIR' };
+  if (mapped && isSnapshotPath(mapped.host) && !hasCopyManifest(mapped.host))
+    return { dir: mapped.host, how: 'SPARK_ENGRAM_DIR' };
   if (i.hfCache === undefined) return undefined;
   const modelDir = hfModelDir(hostPath(i.hfCache, i.home, i.cwd), i.model);
   try {

@@ -33,7 +33,8 @@ export function shCommands(text: string): string[][] {
     } else if (c === '"') {
       let j = i + 1;
       let body = '';
-      for (; j < text.length && text[j] !== '"'; j++) body += text[j] === '\\' && j + 1 < text.length ? text[++j] : text[j];
+      for (; j < text.length && text[j] !== '"'; j++)
+        body += text[j] === '\\' && j + 1 < text.length ? text[++j] : text[j];
       word = (word ?? '') + body;
       i = j;
     } else if (c === '#' && word === undefined) {
@@ -57,10 +58,12 @@ const ASSIGNS = /^SPARK_ENGRAM_ROWS=/;
 export function scriptSetsEngramRows(text: string): boolean {
   return shCommands(text).some((words) => {
     let i = 0;
-    for (; i < words.length && /^[A-Za-z_][A-Za-z0-9_]*=/.test(words[i]!); i++) if (ASSIGNS.test(words[i]!)) return true;
+    for (; i < words.length && /^[A-Za-z_][A-Za-z0-9_]*=/.test(words[i]!); i++)
+      if (ASSIGNS.test(words[i]!)) return true;
     const cmd = words.slice(i);
     if (cmd[0] === 'exec' || cmd[0] === 'command') cmd.shift();
-    if (cmd[0] !== undefined && ASSIGNING_BUILTINS.has(cmd[0])) return cmd.slice(1).some((w) => w === 'SPARK_ENGRAM_ROWS' || ASSIGNS.test(w));
+    if (cmd[0] !== undefined && ASSIGNING_BUILTINS.has(cmd[0]))
+      return cmd.slice(1).some((w) => w === 'SPARK_ENGRAM_ROWS' || ASSIGNS.test(w));
     return cmd[0] !== undefined && /(^|\/)spark$/.test(cmd[0]) && cmd[1] === 'wrapper';
   });
 }

@@ -87,7 +87,12 @@ export async function readCluster(path: string): Promise<LoadedCluster> {
 }
 
 /** `10.0.22.1/24` → address and prefix; the prefix must suit the address family. */
-function parseAddress(r: FieldReader, key: string, text: string, allowPrefix: boolean): { addr: string; prefix?: number } {
+function parseAddress(
+  r: FieldReader,
+  key: string,
+  text: string,
+  allowPrefix: boolean,
+): { addr: string; prefix?: number } {
   const slash = text.indexOf('/');
   const addr = slash < 0 ? text : text.slice(0, slash);
   const family = isIP(addr);
@@ -98,7 +103,8 @@ function parseAddress(r: FieldReader, key: string, text: string, allowPrefix: bo
   if (slash < 0) return { addr };
   const p = text.slice(slash + 1);
   const max = family === 4 ? 32 : 128;
-  if (!/^\d{1,3}$/.test(p) || Number(p) > max) r.fail(key, `${r.path(key)}: the prefix length in "${text}" must be 0-${max}`);
+  if (!/^\d{1,3}$/.test(p) || Number(p) > max)
+    r.fail(key, `${r.path(key)}: the prefix length in "${text}" must be 0-${max}`);
   return { addr, prefix: Number(p) };
 }
 
@@ -109,7 +115,8 @@ function parseAddress(r: FieldReader, key: string, text: string, allowPrefix: bo
 function badHost(host: string): string | undefined {
   if (host === '') return 'is empty: it must name the node to ssh to';
   if (host.startsWith('-')) return "starts with '-', which ssh would read as an option";
-  if ([...host].some((c) => /\s/.test(c) || c.charCodeAt(0) < 0x20 || c === '\x7f')) return 'contains whitespace or a control character';
+  if ([...host].some((c) => /\s/.test(c) || c.charCodeAt(0) < 0x20 || c === '\x7f'))
+    return 'contains whitespace or a control character';
   const at = host.lastIndexOf('@');
   const name = host.slice(at + 1);
   if (name === '' || name.startsWith('-')) return `has no host name after '${host.slice(0, at + 1)}'`;
@@ -120,7 +127,13 @@ function badHost(host: string): string | undefined {
 export function parseCluster(source: string, file: string): LoadedCluster {
   const document = parseTomlDocument(source, file, 'E_CLUSTER');
   const swallowed = findSwallowedKeys(document.positions, { topLevel: CLUSTER_KEYS, tables: { nodes: NODE_KEYS } });
-  const top = new FieldReader(file, withoutSwallowed(document.table, swallowed), '', document.positions.root, 'E_CLUSTER');
+  const top = new FieldReader(
+    file,
+    withoutSwallowed(document.table, swallowed),
+    '',
+    document.positions.root,
+    'E_CLUSTER',
+  );
   const diagnostics = swallowed.map((loc) => swallowedDiagnostic(file, loc));
   // A node key written below a node's [nodes.env] header lands in that table as a variable.
   diagnostics.push(...swallowedNodeKeys(document.positions, file));
@@ -130,11 +143,27 @@ export function parseCluster(source: string, file: string): LoadedCluster {
   if (readers.length === 0) top.missing('nodes', 'one [[nodes]] table per node, in rank order');
   const nodes = readers.map((r, rank): ClusterNode => {
     diagnostics.push(...r.unknownKeys(NODE_KEYS, '[[nodes]] table'));
-    const fabric = parseAddress(r, 'fabric_addr', r.requiredString('fabric_addr', 'fabric_addr = "192.168.200.1"'), true);
+    const fabric = parseAddress(
+      r,
+      'fabric_addr',
+      r.requiredString('fabric_addr', 'fabric_addr = "192.168.200.1"'),
+      true,
+    );
     const host = r.requiredString('host', 'host = "spark1"');
     const bad = badHost(host);
-    if (bad) r.fail('host', `${r.path('host')} ${JSON.stringify(host)} ${bad}`, 'write the ssh target, e.g. host = "spark1" or "user@10.0.0.1"');
-    const node: ClusterNode = { rank, host, fabricAddr: fabric.addr, env: {}, locate: locator<ClusterNode, NodeField>(NODE_FIELDS, r.position) };
+    if (bad)
+      r.fail(
+        'host',
+        `${r.path('host')} ${JSON.stringify(host)} ${bad}`,
+        'write the ssh target, e.g. host = "spark1" or "user@10.0.0.1"',
+      );
+    const node: ClusterNode = {
+      rank,
+      host,
+      fabricAddr: fabric.addr,
+      env: {},
+      locate: locator<ClusterNode, NodeField>(NODE_FIELDS, r.position),
+    };
     if (fabric.prefix !== undefined) node.fabricPrefix = fabric.prefix;
     const dist = r.string('dist_addr');
     if (dist !== undefined) node.distAddr = parseAddress(r, 'dist_addr', dist, false).addr;
@@ -150,7 +179,11 @@ export function parseCluster(source: string, file: string): LoadedCluster {
     for (const key of keys) {
       const prev = seen.get(key);
       if (prev !== undefined) {
-        readers[n.rank]!.fail(key.split(' ')[0]!, `nodes ${prev} and ${n.rank} have the same ${key}`, 'each node needs its own');
+        readers[n.rank]!.fail(
+          key.split(' ')[0]!,
+          `nodes ${prev} and ${n.rank} have the same ${key}`,
+          'each node needs its own',
+        );
       }
       seen.set(key, n.rank);
     }
@@ -172,7 +205,10 @@ export function parseCluster(source: string, file: string): LoadedCluster {
 
 function swallowedNodeKeys(positions: TomlPositions, file: string): FileDiagnostic[] {
   return positions.headers
-    .filter(({ path: [nodes, rank, env, ...rest] }) => nodes === 'nodes' && typeof rank === 'number' && env === 'env' && rest.length === 0)
+    .filter(
+      ({ path: [nodes, rank, env, ...rest] }) =>
+        nodes === 'nodes' && typeof rank === 'number' && env === 'env' && rest.length === 0,
+    )
     .flatMap((h) =>
       h.keys
         .filter(({ key }) => NODE_KEYS.includes(key.at(-1)!))

@@ -40,7 +40,8 @@ export function expand(s: string, lookup: Lookup): string {
 /** `${…}` whose body starts at `start`; returns the expansion and the index past its `}`. */
 function braced(s: string, start: number, lookup: Lookup): { text: string; end: number } {
   const name = NAME.exec(s.slice(start))?.[0];
-  if (name === undefined) throw new ExpandError(`'\${' must be followed by a variable name: '${s.slice(start - 2, start + 20)}'`);
+  if (name === undefined)
+    throw new ExpandError(`'\${' must be followed by a variable name: '${s.slice(start - 2, start + 20)}'`);
   let i = start + name.length;
   if (s[i] === '}') return { text: lookup(name, false) ?? '', end: i + 1 };
   const op = OPS.find((o) => s.startsWith(o, i));
@@ -81,7 +82,9 @@ function apply(name: string, op: Op, word: string, lookup: Lookup): string {
     default: {
       if (set) return v!;
       const why = expand(word, lookup);
-      throw new ExpandError(`\${${name}${op}…}: ${name} is ${v === undefined ? 'not set' : 'empty'}${why ? `: ${why}` : ''}`);
+      throw new ExpandError(
+        `\${${name}${op}…}: ${name} is ${v === undefined ? 'not set' : 'empty'}${why ? `: ${why}` : ''}`,
+      );
     }
   }
 }

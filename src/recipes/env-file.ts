@@ -29,7 +29,6 @@ export interface EnvFile {
   diagnostics: FileDiagnostic[];
 }
 
-
 export async function readEnvFile(path: string, env: NodeJS.ProcessEnv): Promise<EnvFile> {
   return parseEnvFile(await readTextFile(path, 'env file'), path, env);
 }
@@ -92,9 +91,11 @@ export function parseEnvFile(source: string, file: string, env: NodeJS.ProcessEn
         body += '\n' + lines[++i];
         close = findClose(body, quote);
       }
-      if (close < 0) fail(lineNo, `${key}: the ${quote === '"' ? 'double' : 'single'} quote opened here is never closed`);
+      if (close < 0)
+        fail(lineNo, `${key}: the ${quote === '"' ? 'double' : 'single'} quote opened here is never closed`);
       const after = body.slice(close + 1).trim();
-      if (after !== '' && !after.startsWith('#')) fail(i + 1, `${key}: unexpected text after the closing quote: '${after}'`);
+      if (after !== '' && !after.startsWith('#'))
+        fail(i + 1, `${key}: unexpected text after the closing quote: '${after}'`);
       const inner = body.slice(0, close);
       value = quote === "'" ? inner : expandAt(unescape(inner), lineNo);
     } else {

@@ -30,7 +30,8 @@ function editDistance(a: string, b: string): number {
   let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const row = [i];
-    for (let j = 1; j <= b.length; j++) row.push(Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)));
+    for (let j = 1; j <= b.length; j++)
+      row.push(Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)));
     prev = row;
   }
   return prev[b.length]!;
@@ -153,7 +154,10 @@ export class FieldReader {
    * variable name and every value a string (a table, array or date is one error naming the
    * key, never a TypeError). `otherFix` may give a better fix for a key that is not a string.
    */
-  envTable(key: string, otherFix?: (name: string, value: unknown) => string | undefined): Record<string, string> | undefined {
+  envTable(
+    key: string,
+    otherFix?: (name: string, value: unknown) => string | undefined,
+  ): Record<string, string> | undefined {
     const v = this.table[key];
     if (v === undefined) return undefined;
     if (!isTable(v)) this.wrongType(key, 'a table', `[${key}]`);
@@ -162,7 +166,12 @@ export class FieldReader {
     const out: Record<string, string> = {};
     for (const k of Object.keys(v)) {
       const keyProblem = envKeyProblem(k);
-      if (keyProblem) sub.fail(k, `[${this.path(key)}] key ${keyProblem}`, 'rename it; docker would get -e ' + JSON.stringify(`${k}=…`));
+      if (keyProblem)
+        sub.fail(
+          k,
+          `[${this.path(key)}] key ${keyProblem}`,
+          'rename it; docker would get -e ' + JSON.stringify(`${k}=…`),
+        );
       const value = v[k];
       if (typeof value !== 'string') {
         const fix = otherFix?.(k, value);
@@ -184,7 +193,14 @@ export class FieldReader {
     const at = this.position?.keys.get(key);
     return v.map((item, i) => {
       const element = at?.items[i];
-      return new FieldReader(this.file, item, `${this.path(key)}[${i}]`, element, this.code, element?.line ?? this.lineOf(key));
+      return new FieldReader(
+        this.file,
+        item,
+        `${this.path(key)}[${i}]`,
+        element,
+        this.code,
+        element?.line ?? this.lineOf(key),
+      );
     });
   }
 

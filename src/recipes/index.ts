@@ -7,7 +7,15 @@ export { fileFormat } from './format.js';
 export { clusterSpec, openCluster } from './open-cluster.js';
 export type { ClusterOpenOptions } from './open-cluster.js';
 export type { Recipe, RecipeField, LoadedRecipe, Mount, Engine } from './recipe.js';
-export { parseCluster, readCluster, nodeAddress, CLUSTER_KEYS, NODE_KEYS, DEFAULT_DIST_PORT, HF_CACHE_CONTAINER_PATH } from './cluster.js';
+export {
+  parseCluster,
+  readCluster,
+  nodeAddress,
+  CLUSTER_KEYS,
+  NODE_KEYS,
+  DEFAULT_DIST_PORT,
+  HF_CACHE_CONTAINER_PATH,
+} from './cluster.js';
 export { parallelShape, placement, servingPort, TP_FLAGS, PP_FLAGS } from './topology.js';
 export type { ParallelShape, Placement, ShapeProblem, TopologyProblem } from './topology.js';
 export type { Cluster, ClusterNode, LoadedCluster } from './cluster.js';

@@ -19,7 +19,11 @@ export async function readRecipe(path: string, options: RecipeReadOptions = {}):
   return parseAnyRecipe(source, path, options);
 }
 
-export async function parseAnyRecipe(source: string, file: string, options: RecipeReadOptions = {}): Promise<LoadedRecipe> {
+export async function parseAnyRecipe(
+  source: string,
+  file: string,
+  options: RecipeReadOptions = {},
+): Promise<LoadedRecipe> {
   if (fileFormat(source, file) === 'toml') return parseRecipe(source, file);
   const env = options.env ?? {};
   return parseSparkrunRecipe(source, file, {

@@ -14,7 +14,10 @@ export type FieldPart<V> =
 export type Locate<T, F extends keyof T> = <K extends F>(field: K, part?: FieldPart<T[K]>) => number | undefined;
 
 /** `fields` maps each located field to the TOML key that writes it, in `table`. */
-export function locator<T, F extends keyof T & string>(fields: Record<F, string>, table: TomlPosition | undefined): Locate<T, F> {
+export function locator<T, F extends keyof T & string>(
+  fields: Record<F, string>,
+  table: TomlPosition | undefined,
+): Locate<T, F> {
   const written = new Map<F, TomlPosition>();
   for (const [field, key] of Object.entries(fields) as [F, string][]) {
     const at = table?.keys.get(key);
@@ -22,7 +25,8 @@ export function locator<T, F extends keyof T & string>(fields: Record<F, string>
   }
   return (field, part) => {
     const at = written.get(field);
-    const inner = typeof part === 'number' ? at?.items[part] : typeof part === 'string' ? at?.keys.get(part) : undefined;
+    const inner =
+      typeof part === 'number' ? at?.items[part] : typeof part === 'string' ? at?.keys.get(part) : undefined;
     return (inner ?? at)?.line;
   };
 }

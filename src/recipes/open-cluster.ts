@@ -35,7 +35,11 @@ export async function openCluster(spec: string, o: ClusterOpenOptions): Promise<
   if (fileFormat(source, file) === 'toml') return parseCluster(source, file);
   const settings = await readSparkrunSettings(home);
   const sc = parseSparkrunCluster(source, file, settings.sshUser);
-  const fabric = await probeFabric(sc, { tools: toolsFromEnv(o.env), env: o.env, ...(o.sysfs !== undefined ? { sysfs: o.sysfs } : {}) });
+  const fabric = await probeFabric(sc, {
+    tools: toolsFromEnv(o.env),
+    env: o.env,
+    ...(o.sysfs !== undefined ? { sysfs: o.sysfs } : {}),
+  });
   const at = (line: number | undefined): TomlPosition => ({ line: line ?? 0, keys: new Map(), items: [] });
   const nodes = sc.hosts.map((h, rank): ClusterNode => ({
     rank,
@@ -44,10 +48,22 @@ export async function openCluster(spec: string, o: ClusterOpenOptions): Promise<
     fabricPrefix: fabric[rank]!.prefix,
     env: {},
     ...(h.line !== undefined ? { line: h.line } : {}),
-    locate: locator<ClusterNode, 'host' | 'fabricAddr'>({ host: 'host', fabricAddr: 'fabric_addr' }, { ...at(h.line), keys: new Map([['host', at(h.line)], ['fabric_addr', at(h.line)]]) }),
+    locate: locator<ClusterNode, 'host' | 'fabricAddr'>(
+      { host: 'host', fabricAddr: 'fabric_addr' },
+      {
+        ...at(h.line),
+        keys: new Map([
+          ['host', at(h.line)],
+          ['fabric_addr', at(h.line)],
+        ]),
+      },
+    ),
   }));
   const root = at(0);
-  for (const [key, name] of [['name', 'name'], ['nodes', 'hosts']] as const) {
+  for (const [key, name] of [
+    ['name', 'name'],
+    ['nodes', 'hosts'],
+  ] as const) {
     const line = sc.line(name);
     if (line !== undefined) root.keys.set(key, at(line));
   }

@@ -102,7 +102,10 @@ function mountKeyFix(name: string): string | undefined {
 /** Parses and validates recipe TOML. Throws SparkError E_RECIPE (exit 2) on wrong types. */
 export function parseRecipe(source: string, file: string): LoadedRecipe {
   const document = parseTomlDocument(source, file, 'E_RECIPE');
-  const swallowed = findSwallowedKeys(document.positions, { topLevel: RECIPE_KEYS, tables: { extra_mounts: MOUNT_KEYS } });
+  const swallowed = findSwallowedKeys(document.positions, {
+    topLevel: RECIPE_KEYS,
+    tables: { extra_mounts: MOUNT_KEYS },
+  });
   const table = withoutSwallowed(document.table, swallowed);
   const diagnostics: FileDiagnostic[] = swallowed.map((loc) => swallowedDiagnostic(file, loc));
   const top = new FieldReader(file, table, '', document.positions.root, 'E_RECIPE');
@@ -119,7 +122,8 @@ export function parseRecipe(source: string, file: string): LoadedRecipe {
   const extraMounts = top.tableArray('extra_mounts').map((m): Mount => {
     diagnostics.push(...m.unknownKeys(MOUNT_KEYS, '[[extra_mounts]] table'));
     const container = m.requiredString('container', 'container = "/path/in/container"');
-    if (!container.startsWith('/')) m.fail('container', `${m.path('container')} must be an absolute path, got "${container}"`);
+    if (!container.startsWith('/'))
+      m.fail('container', `${m.path('container')} must be an absolute path, got "${container}"`);
     const mount: Mount = {
       host: m.requiredString('host', 'host = "/path/on/host"'),
       container,

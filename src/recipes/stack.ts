@@ -20,7 +20,8 @@ export function modelFamily(recipe: Pick<Recipe, 'model' | 'parentModel'>): Mode
  * names neither, so the caller can fall back to the model id.
  */
 export function configFamily(raw: Record<string, unknown>): ModelFamily | undefined {
-  const text = typeof raw.text_config === 'object' && raw.text_config !== null ? (raw.text_config as Record<string, unknown>) : {};
+  const text =
+    typeof raw.text_config === 'object' && raw.text_config !== null ? (raw.text_config as Record<string, unknown>) : {};
   const names = [raw.model_type, text.model_type, ...(Array.isArray(raw.architectures) ? raw.architectures : [])]
     .filter((v): v is string => typeof v === 'string')
     .join(' ');

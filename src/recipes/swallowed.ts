@@ -34,7 +34,10 @@ export function findSwallowedKeys(positions: TomlPositions, schema: SwallowedKey
   return positions.headers.flatMap((header) => {
     const table = header.key[0]!;
     return header.keys
-      .filter(({ key }) => schema.topLevel.includes(key[0]!) && key[0] !== table && !(schema.tables[table] ?? []).includes(key[0]!))
+      .filter(
+        ({ key }) =>
+          schema.topLevel.includes(key[0]!) && key[0] !== table && !(schema.tables[table] ?? []).includes(key[0]!),
+      )
       .map(({ key, line }) => ({ header, key, line }));
   });
 }
@@ -67,7 +70,10 @@ export function withoutSwallowed(table: Record<string, unknown>, swallowed: Swal
   if (swallowed.length === 0) return table;
   const copy = structuredClone(table) as Record<string, unknown>;
   for (const s of swallowed) {
-    const holder = s.header.path.reduce<unknown>((node, p) => (node as Record<string | number, unknown> | undefined)?.[p], copy);
+    const holder = s.header.path.reduce<unknown>(
+      (node, p) => (node as Record<string | number, unknown> | undefined)?.[p],
+      copy,
+    );
     if (isTable(holder)) delete holder[s.key[0]!];
   }
   return copy;

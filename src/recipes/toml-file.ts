@@ -23,7 +23,11 @@ export const TOML_LIMITS = { bytes: 256 << 10, values: 8192 } as const;
 export function parseTomlDocument(source: string, file: string, code: ErrorCode): TomlDocument {
   const bytes = Buffer.byteLength(source);
   if (bytes > TOML_LIMITS.bytes) {
-    throw new SparkError(code, `${file}: ${bytes} bytes, more than the ${TOML_LIMITS.bytes} a recipe or cluster file may be; is it the right file?`, { path: file });
+    throw new SparkError(
+      code,
+      `${file}: ${bytes} bytes, more than the ${TOML_LIMITS.bytes} a recipe or cluster file may be; is it the right file?`,
+      { path: file },
+    );
   }
   let table: TomlTable;
   try {
@@ -40,9 +44,13 @@ export function parseTomlDocument(source: string, file: string, code: ErrorCode)
   }
   const values = countValues(table);
   if (values > TOML_LIMITS.values) {
-    throw new SparkError(code, `${file}: more than ${TOML_LIMITS.values} values (keys and array elements), far more than a recipe or cluster file holds; is it the right file?`, {
-      path: file,
-    });
+    throw new SparkError(
+      code,
+      `${file}: more than ${TOML_LIMITS.values} values (keys and array elements), far more than a recipe or cluster file holds; is it the right file?`,
+      {
+        path: file,
+      },
+    );
   }
   return { table, positions: tomlPositions(source) };
 }
@@ -53,7 +61,11 @@ function countValues(root: TomlTable): number {
   const todo: unknown[] = [root];
   while (todo.length > 0 && n <= TOML_LIMITS.values) {
     const v = todo.pop();
-    const children = Array.isArray(v) ? v : v !== null && typeof v === 'object' && !(v instanceof Date) ? Object.values(v) : [];
+    const children = Array.isArray(v)
+      ? v
+      : v !== null && typeof v === 'object' && !(v instanceof Date)
+        ? Object.values(v)
+        : [];
     n += children.length;
     for (const c of children) if (c !== null && typeof c === 'object') todo.push(c);
   }

@@ -51,7 +51,10 @@ export function pathSegment(key: string): string {
 
 /** `['nodes', 0, 'env']` → `nodes[0].env`, as messages name a key. */
 export function formatPath(path: readonly (string | number)[]): string {
-  return path.reduce<string>((out, p) => (typeof p === 'number' ? `${out}[${p}]` : out === '' ? pathSegment(p) : `${out}.${pathSegment(p)}`), '');
+  return path.reduce<string>(
+    (out, p) => (typeof p === 'number' ? `${out}[${p}]` : out === '' ? pathSegment(p) : `${out}.${pathSegment(p)}`),
+    '',
+  );
 }
 
 function position(line: number): TomlPosition {

@@ -58,12 +58,22 @@ function flagCount(flag: ArgFlag | undefined): number | undefined {
 export function parallelShape(recipe: Recipe): ParallelShape {
   const args = parseArgs(recipe.args);
   const problems: ShapeProblem[] = [];
-  const pick = (field: 'tensorParallelSize' | 'pipelineParallelSize', value: number | undefined, names: readonly string[]) => {
+  const pick = (
+    field: 'tensorParallelSize' | 'pipelineParallelSize',
+    value: number | undefined,
+    names: readonly string[],
+  ) => {
     const key = recipeKey(field);
     const flag = lastOf(args, names);
     const fromArgs = flagCount(flag);
     if (flag && fromArgs === undefined) {
-      problems.push({ key, field, flag, message: `args sets ${flag.name} ${String(flag.value)}, which is not a whole number >= 1`, fix: `set ${key} instead` });
+      problems.push({
+        key,
+        field,
+        flag,
+        message: `args sets ${flag.name} ${String(flag.value)}, which is not a whole number >= 1`,
+        fix: `set ${key} instead`,
+      });
     }
     if (value !== undefined && fromArgs !== undefined && fromArgs !== value) {
       problems.push({
@@ -82,7 +92,11 @@ export function parallelShape(recipe: Recipe): ParallelShape {
   const pp = pick('pipelineParallelSize', ppKey, PP_FLAGS) ?? 1;
   const tpGiven = pick('tensorParallelSize', recipe.tensorParallelSize, TP_FLAGS);
   const tpFrom: ParallelShape['tpFrom'] =
-    recipe.tensorParallelSize !== undefined ? 'tensor_parallel_size' : tpGiven !== undefined ? 'args' : 'required_nodes';
+    recipe.tensorParallelSize !== undefined
+      ? 'tensor_parallel_size'
+      : tpGiven !== undefined
+        ? 'args'
+        : 'required_nodes';
   const tp = tpGiven ?? Math.max(1, Math.floor(world / pp));
   if (tp * pp !== world) {
     const tpWhere = tpFrom === 'args' ? `tp ${tp} (from args)` : `tensor_parallel_size ${tp}`;
@@ -129,5 +143,11 @@ export function placement(recipe: Recipe, cluster: Cluster): Placement {
   }
   const nodes = cluster.nodes.slice(0, world);
   const head = cluster.nodes[0]!;
-  return { nodes, idle: cluster.nodes.slice(world), head, rendezvous: { addr: nodeAddress(head), port: cluster.distPort }, problems };
+  return {
+    nodes,
+    idle: cluster.nodes.slice(world),
+    head,
+    rendezvous: { addr: nodeAddress(head), port: cluster.distPort },
+    problems,
+  };
 }

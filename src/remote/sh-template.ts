@@ -85,7 +85,8 @@ export class ShTemplate {
       return text.replace(PLACEHOLDER, (whole, key: string, at: number) => {
         // A `#` at a word's start before it: the rest of the line is a comment (quotes aside,
         // which no placeholder line needs).
-        if (/(^|\s)#/.test(text.slice(0, at))) throw new Error(`${where}: @${key}@ is in a comment (a value there could end it)`);
+        if (/(^|\s)#/.test(text.slice(0, at)))
+          throw new Error(`${where}: @${key}@ is in a comment (a value there could end it)`);
         if (!BEFORE.test(text.slice(0, at)) || !AFTER.test(text.slice(at + whole.length))) {
           throw new Error(`${where}: @${key}@ must be a word of its own`);
         }
@@ -96,7 +97,8 @@ export class ShTemplate {
       });
     });
     const unused = Object.keys(values).filter((k) => !used.has(k));
-    if (unused.length > 0) throw new Error(`${this.name}: no placeholder for ${unused.map((k) => `@${k}@`).join(', ')}`);
+    if (unused.length > 0)
+      throw new Error(`${this.name}: no placeholder for ${unused.map((k) => `@${k}@`).join(', ')}`);
     return out.join('\n');
   }
 

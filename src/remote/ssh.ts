@@ -92,6 +92,9 @@ export function lastLine(text: string): string {
 
 /** The last `n` non-empty lines of some output, joined with ` | ` to keep a message on one line. */
 export function lastLines(text: string, n: number): string {
-  const lines = text.split(/\r?\n|\r/).map((l) => l.trim()).filter((l) => l !== '');
+  const lines = text
+    .split(/\r?\n|\r/)
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
   return lines.slice(-n).join(' | ');
 }

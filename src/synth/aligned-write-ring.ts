@@ -35,7 +35,9 @@ export interface RingFill {
 }
 
 // The DOM lib's WebAssembly types are not in this project's lib set; Node has the global.
-type WasmMemory = new (d: { initial: number; maximum: number; shared?: boolean }) => { buffer: ArrayBuffer | SharedArrayBuffer };
+type WasmMemory = new (d: { initial: number; maximum: number; shared?: boolean }) => {
+  buffer: ArrayBuffer | SharedArrayBuffer;
+};
 export const WasmMemory = (globalThis as unknown as { WebAssembly: { Memory: WasmMemory } }).WebAssembly.Memory;
 
 export class RingWriter {
@@ -65,7 +67,9 @@ export class RingWriter {
     };
     this.state = new Int32Array(this.shared.control);
     this.threads = Array.from({ length: workers }, (_, worker) => {
-      const t = new Worker(new URL('./aligned-write-worker.js', import.meta.url), { workerData: { ...this.shared, worker } });
+      const t = new Worker(new URL('./aligned-write-worker.js', import.meta.url), {
+        workerData: { ...this.shared, worker },
+      });
       t.unref();
       return t;
     });

@@ -10,7 +10,9 @@ const state = new Int32Array(d.control);
 const positions = new Float64Array(d.positions);
 const lengths = new Int32Array(d.lengths);
 type Produce = (at: number, into: Buffer) => void;
-const produce = d.fill ? ((await import(d.fill.module)) as Record<string, (...a: unknown[]) => Produce>)[d.fill.name](...d.fill.args) : undefined;
+const produce = d.fill
+  ? ((await import(d.fill.module)) as Record<string, (...a: unknown[]) => Produce>)[d.fill.name](...d.fill.args)
+  : undefined;
 
 for (let j = d.worker; Atomics.load(state, d.slots) === 0; j += d.workers) {
   const slot = j % d.slots;

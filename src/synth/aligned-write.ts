@@ -67,7 +67,13 @@ export interface RangeOptions {
 }
 
 /** Writes [start, start + length) of the file open as `fd` with bytes from `produce`. */
-export function writeRange(fd: number, start: number, length: number, produce: Producer, opts: RangeOptions = {}): RangeWritten {
+export function writeRange(
+  fd: number,
+  start: number,
+  length: number,
+  produce: Producer,
+  opts: RangeOptions = {},
+): RangeWritten {
   const end = start + length;
   const a = Math.ceil(start / BLOCK) * BLOCK;
   const b = Math.max(a, Math.floor(end / BLOCK) * BLOCK);
@@ -102,7 +108,7 @@ export function writeRange(fd: number, start: number, length: number, produce: P
     if (b - at >= (opts.ringMin ?? RING_MIN)) {
       const ring = new RingWriter(direct, opts.workers, opts.slotBytes, opts.fill);
       try {
-        for (; at < b; ) {
+        for (; at < b;) {
           const slot = ring.next();
           const n = Math.min(ring.slotBytes, b - at);
           if (!opts.fill) produce(at, slot.subarray(0, n));

@@ -62,7 +62,13 @@ export function fillRows(
  * file offset `weightAt`, the scale directly after it): a function that fills `into` with the
  * bytes at file offset `at`, for writers that produce a file in aligned chunks.
  */
-export function tableBytes(layer: number, rows: number, dim: number, weightAt: number, seed = 0): (at: number, into: Buffer) => void {
+export function tableBytes(
+  layer: number,
+  rows: number,
+  dim: number,
+  weightAt: number,
+  seed = 0,
+): (at: number, into: Buffer) => void {
   const sb = dim / 32;
   const weightEnd = weightAt + rows * dim;
   const scaleEnd = weightEnd + rows * sb;
@@ -73,8 +79,11 @@ export function tableBytes(layer: number, rows: number, dim: number, weightAt: n
     if (scale.length < s) scale = Buffer.allocUnsafeSlow(s);
   };
   return (at, into) => {
-    if (at < weightAt || at + into.length > scaleEnd) throw new RangeError(`bytes [${at}, ${at + into.length}) are outside layer ${layer}'s tensors [${weightAt}, ${scaleEnd})`);
-    for (let done = 0; done < into.length; ) {
+    if (at < weightAt || at + into.length > scaleEnd)
+      throw new RangeError(
+        `bytes [${at}, ${at + into.length}) are outside layer ${layer}'s tensors [${weightAt}, ${scaleEnd})`,
+      );
+    for (let done = 0; done < into.length;) {
       const pos = at + done;
       const inWeight = pos < weightEnd;
       const width = inWeight ? dim : sb;

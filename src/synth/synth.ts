@@ -80,7 +80,12 @@ export function probeWindows(rows: number, subTableSizes: number[]): [number, nu
   return merged.filter(([a, b]) => b > a);
 }
 
-function engramTensors(o: Omit<SynthOptions, 'dir'>, layer: number, rows: number, windows: [number, number][]): TensorSpec[] {
+function engramTensors(
+  o: Omit<SynthOptions, 'dir'>,
+  layer: number,
+  rows: number,
+  windows: [number, number][],
+): TensorSpec[] {
   const dim = o.dim;
   const scaleCols = dim / 32;
   const weightBytes = rows * dim;
@@ -97,7 +102,10 @@ function engramTensors(o: Omit<SynthOptions, 'dir'>, layer: number, rows: number
         // Writer threads build the same producer and fill their slots in parallel.
         const args = [layer, rows, dim, at, o.seed];
         const fill = { module: new URL('./synth-rows.js', import.meta.url).href, name: 'tableBytes', args };
-        writeRange(fd, at, weightBytes + rows * scaleCols, tableBytes(layer, rows, dim, at, o.seed), { fill, onWritten: written });
+        writeRange(fd, at, weightBytes + rows * scaleCols, tableBytes(layer, rows, dim, at, o.seed), {
+          fill,
+          onWritten: written,
+        });
         return;
       }
       const weight = Buffer.allocUnsafeSlow(CHUNK_ROWS * dim);
@@ -122,7 +130,13 @@ function engramTensors(o: Omit<SynthOptions, 'dir'>, layer: number, rows: number
   };
   const small = (name: string, dtype: string, shape: number[], width: number): TensorSpec => {
     const bytes = shape.reduce((a, b) => a * b, 1) * width;
-    return { name: `${prefix}.${name}`, dtype, shape, bytes, write: (fd, at, written) => written(writeAll(fd, patterned(bytes, name.length), at)) };
+    return {
+      name: `${prefix}.${name}`,
+      dtype,
+      shape,
+      bytes,
+      write: (fd, at, written) => written(writeAll(fd, patterned(bytes, name.length), at)),
+    };
   };
   return [
     embedWeight,
@@ -140,8 +154,20 @@ function fillerTensors(shard: number): TensorSpec[] {
   for (let e = 0; e < 32; e++) {
     for (const part of ['w1', 'w2', 'w3']) {
       const base = `layers.${shard + 2}.ffn.experts.${e}.${part}`;
-      out.push({ name: `${base}.weight`, dtype: 'F8_E4M3', shape: [32, 64], bytes: 2048, write: (fd, at, written) => written(writeAll(fd, patterned(2048, e), at)) });
-      out.push({ name: `${base}.scale`, dtype: 'F8_E8M0', shape: [32, 2], bytes: 64, write: (fd, at, written) => written(writeAll(fd, patterned(64, e), at)) });
+      out.push({
+        name: `${base}.weight`,
+        dtype: 'F8_E4M3',
+        shape: [32, 64],
+        bytes: 2048,
+        write: (fd, at, written) => written(writeAll(fd, patterned(2048, e), at)),
+      });
+      out.push({
+        name: `${base}.scale`,
+        dtype: 'F8_E8M0',
+        shape: [32, 2],
+        bytes: 64,
+        write: (fd, at, written) => written(writeAll(fd, patterned(64, e), at)),
+      });
     }
   }
   return out;
@@ -161,7 +187,13 @@ function writeAll(fd: number, buf: Buffer, position: number): number {
 }
 
 /** Writes one .safetensors file atomically (a .partial renamed into place when complete). */
-function writeShard(path: string, tensors: TensorSpec[], metadata: Record<string, string>, sparse: boolean, written: (bytes: number) => void): number {
+function writeShard(
+  path: string,
+  tensors: TensorSpec[],
+  metadata: Record<string, string>,
+  sparse: boolean,
+  written: (bytes: number) => void,
+): number {
   const header: Record<string, unknown> = { __metadata__: metadata };
   let offset = 0;
   for (const t of tensors) {
@@ -199,11 +231,14 @@ function writeShard(path: string, tensors: TensorSpec[], metadata: Record<string
 export function validateSynthOptions(o: SynthOptions): void {
   if (o.dim <= 0 || o.dim % 32 !== 0) throw usageError(`--dim must be a positive multiple of 32, got ${o.dim}`);
   if (o.layers.length === 0) throw usageError('--layers needs at least one layer id');
-  if (new Set(o.layers).size !== o.layers.length) throw usageError(`--layers has a repeated layer: ${o.layers.join(',')}`);
+  if (new Set(o.layers).size !== o.layers.length)
+    throw usageError(`--layers has a repeated layer: ${o.layers.join(',')}`);
   if (o.maxNgram < 2) throw usageError(`--max-ngram must be at least 2, got ${o.maxNgram}`);
   if (o.heads < 1) throw usageError(`--heads must be at least 1, got ${o.heads}`);
   if (o.shards < o.layers.length) {
-    throw usageError(`--shards must be at least the number of layers (${o.layers.length}): each layer's table has a shard of its own`);
+    throw usageError(
+      `--shards must be at least the number of layers (${o.layers.length}): each layer's table has a shard of its own`,
+    );
   }
   if (o.shards === 1 && o.layers.length !== 1) throw usageError('--shards 1 holds a single layer');
 }
@@ -220,7 +255,9 @@ export function synthesize(o: SynthOptions, onProgress?: SynthProgress): SynthRe
 
   const pad = (n: number) => String(n).padStart(5, '0');
   const names =
-    o.shards === 1 ? ['model.safetensors'] : Array.from({ length: o.shards }, (_, i) => `model-${pad(i + 1)}-of-${pad(o.shards)}.safetensors`);
+    o.shards === 1
+      ? ['model.safetensors']
+      : Array.from({ length: o.shards }, (_, i) => `model-${pad(i + 1)}-of-${pad(o.shards)}.safetensors`);
   const metadata = { format: 'pt', spark_synth_seed: String(o.seed) };
   const files: SynthResult['files'] = [];
   const weightMap: Record<string, string> = {};

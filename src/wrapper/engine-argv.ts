@@ -8,7 +8,10 @@ const NODE_RANK = ['--node-rank'];
 const TP = ['--tp', '--tp-size', '--tensor-parallel-size', '-tp'];
 
 /** The last value of any of `flags` in argv, with the flag that gave it. */
-export function flagValue(argv: readonly string[], flags: readonly string[]): { flag: string; value: string } | undefined {
+export function flagValue(
+  argv: readonly string[],
+  flags: readonly string[],
+): { flag: string; value: string } | undefined {
   let found: { flag: string; value: string } | undefined;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -36,7 +39,8 @@ export interface Decided {
 
 /** The node's rank: NODE_RANK, else --node-rank in the engine argv; both set must agree. */
 export function decideRank(env: NodeJS.ProcessEnv, argv: readonly string[]): Decided | undefined {
-  const fromEnv = env.NODE_RANK !== undefined && env.NODE_RANK !== '' ? count(env.NODE_RANK, 'NODE_RANK', 0) : undefined;
+  const fromEnv =
+    env.NODE_RANK !== undefined && env.NODE_RANK !== '' ? count(env.NODE_RANK, 'NODE_RANK', 0) : undefined;
   const flag = flagValue(argv, NODE_RANK);
   const fromArgv = flag ? count(flag.value, `the engine's ${flag.flag}`, 0) : undefined;
   if (fromEnv !== undefined && fromArgv !== undefined && fromEnv !== fromArgv) {

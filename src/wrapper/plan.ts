@@ -59,8 +59,12 @@ async function decideRows(
   }
   const rank = decideRank(env, argv);
   const world = decideWorld(env, argv);
-  if (!rank) throw usageError('NODE_RANK is not set and the engine has no --node-rank: the wrapper cannot tell which rows this rank owns');
-  if (!world) throw usageError('the world size is unknown: set SPARK_WORLD_SIZE or pass --nnodes (or --tp) to the engine');
+  if (!rank)
+    throw usageError(
+      'NODE_RANK is not set and the engine has no --node-rank: the wrapper cannot tell which rows this rank owns',
+    );
+  if (!world)
+    throw usageError('the world size is unknown: set SPARK_WORLD_SIZE or pass --nnodes (or --tp) to the engine');
   if (rank.value >= world.value) {
     throw usageError(`rank ${rank.value} (${rank.from}) is outside the world of ${world.value} ranks (${world.from})`);
   }
@@ -72,8 +76,13 @@ async function decideRows(
     if (source.copy) refuseAgainstCopy(preset, value, source);
     refusePreset(preset, value, mine, source, rank.value, world.value, split);
   }
-  const verb = preset ? (preset === value ? 'checked' : 'checked and rewritten in the overlay\'s grammar') : 'set';
-  return { value, rank: rank.value, world: world.value, note: `${where}: SPARK_ENGRAM_ROWS=${value} ${verb} (${origin(source, split)})` };
+  const verb = preset ? (preset === value ? 'checked' : "checked and rewritten in the overlay's grammar") : 'set';
+  return {
+    value,
+    rank: rank.value,
+    world: world.value,
+    note: `${where}: SPARK_ENGRAM_ROWS=${value} ${verb} (${origin(source, split)})`,
+  };
 }
 
 /** Where the value came from, for the log line. */
@@ -110,7 +119,9 @@ function refusePreset(
   const given = parseEngramRows(preset);
   let why = '';
   const tables = mine.map(({ layer, rows }) => ({ layer, rows }));
-  const full = given.length === tables.length && given.every((g, i) => g.layer === tables[i]!.layer && g.start === 0 && g.end === tables[i]!.rows);
+  const full =
+    given.length === tables.length &&
+    given.every((g, i) => g.layer === tables[i]!.layer && g.start === 0 && g.end === tables[i]!.rows);
   if (full && world > 1) {
     why = '; it is the full table, and a full range on every rank double-counts rows in the all-reduce';
   } else {
@@ -131,7 +142,8 @@ function refusePreset(
       });
       const g = diff && given.find((x) => x.layer === diff.layer);
       const extra = given.find((x) => !mine.some((m) => m.layer === x.layer));
-      if (diff) why = `; layer ${diff.layer}: ${g ? `given [${g.start}, ${g.end})` : 'missing'}, expected [${diff.start}, ${diff.end})`;
+      if (diff)
+        why = `; layer ${diff.layer}: ${g ? `given [${g.start}, ${g.end})` : 'missing'}, expected [${diff.start}, ${diff.end})`;
       else if (extra) why = `; layer ${extra.layer} is not an Engram layer of ${source.path}`;
     }
   }
@@ -155,12 +167,14 @@ function decideGid(env: NodeJS.ProcessEnv, sysfs: string, skip: boolean): GidDec
   const presetText = env.B12X_ROCE_GID_INDEX;
   let checkIndex: number | undefined;
   if (presetText !== undefined && presetText !== '') {
-    if (!/^\d+$/.test(presetText.trim())) throw usageError(`B12X_ROCE_GID_INDEX must be a whole number, got '${presetText}'`);
+    if (!/^\d+$/.test(presetText.trim()))
+      throw usageError(`B12X_ROCE_GID_INDEX must be a whole number, got '${presetText}'`);
     checkIndex = Number(presetText.trim());
   }
   const report = scanGids({ sysfs, hcas, policy: gidPolicy(env), ...(checkIndex !== undefined ? { checkIndex } : {}) });
   if (!report.ok) {
-    const what = checkIndex !== undefined ? `B12X_ROCE_GID_INDEX=${checkIndex} is not usable` : 'no single RoCE GID index';
+    const what =
+      checkIndex !== undefined ? `B12X_ROCE_GID_INDEX=${checkIndex} is not usable` : 'no single RoCE GID index';
     throw new SparkError('E_CHECK_FAILED', `${what} for ${variable}=${hcas}: ${report.problems.join('; ')}`);
   }
   const ports = report.hcas.map((h) => `${h.hca}:${h.port}`).join(', ');
@@ -179,14 +193,18 @@ export async function planWrapper(
   if (engineArgv.length === 0 || engineArgv[0] === '') {
     throw usageError('no engine command: spark wrapper -- python3 -m sglang.launch_server ...');
   }
-  const split = parseSplit(options.split ?? nonEmpty(env.SPARK_ENGRAM_SPLIT), options.split ? '--split' : 'SPARK_ENGRAM_SPLIT');
+  const split = parseSplit(
+    options.split ?? nonEmpty(env.SPARK_ENGRAM_SPLIT),
+    options.split ? '--split' : 'SPARK_ENGRAM_SPLIT',
+  );
   const splitGiven = options.split !== undefined || nonEmpty(env.SPARK_ENGRAM_SPLIT) !== undefined;
   const rows = await decideRows(engineArgv, env, split, splitGiven, load);
   const gid = decideGid(env, options.sysfs ?? nonEmpty(env.SPARK_SYSFS) ?? '/sys', Boolean(options.skipGid));
   const exported: Record<string, string> = {};
   if (rows.value !== undefined) exported.SPARK_ENGRAM_ROWS = rows.value;
   if (gid.index !== undefined) exported.B12X_ROCE_GID_INDEX = String(gid.index);
-  const command = engineArgv.slice(0, 3).join(' ') + (engineArgv.length > 3 ? ` ... (${engineArgv.length - 3} more args)` : '');
+  const command =
+    engineArgv.slice(0, 3).join(' ') + (engineArgv.length > 3 ? ` ... (${engineArgv.length - 3} more args)` : '');
   const plan: WrapperPlan = {
     argv: engineArgv,
     env: { ...env, ...exported },

@@ -19,7 +19,9 @@ interface Started {
 
 const CHILD = fileURLToPath(new URL('./bed-child.js', import.meta.url));
 
-function runChild(mode: 'exit' | 'throw' | 'signal'): Promise<{ code: number | null; lines: string[]; stderr: string }> {
+function runChild(
+  mode: 'exit' | 'throw' | 'signal',
+): Promise<{ code: number | null; lines: string[]; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [CHILD, mode], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -40,8 +42,16 @@ function runChild(mode: 'exit' | 'throw' | 'signal'): Promise<{ code: number | n
 function assertGone(started: Started): void {
   assert.deepEqual(started.running, ['running', 'running'], 'the child left a container running on each node');
   assert.deepEqual(pidsInNetns(new Set(started.netns)), [], 'a process is left in a node namespace');
-  assert.deepEqual(started.pids.filter((p) => !ended(p)), [], 'a daemon of the bed is still running');
-  assert.notEqual(spawnSync('ip', ['link', 'show', started.bridge]).status, 0, `bridge ${started.bridge} is still there`);
+  assert.deepEqual(
+    started.pids.filter((p) => !ended(p)),
+    [],
+    'a daemon of the bed is still running',
+  );
+  assert.notEqual(
+    spawnSync('ip', ['link', 'show', started.bridge]).status,
+    0,
+    `bridge ${started.bridge} is still there`,
+  );
   assert.equal(existsSync(started.dir), false, `${started.dir} is still there`);
 }
 

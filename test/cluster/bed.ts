@@ -42,10 +42,21 @@ export interface Bed {
 /** Why this machine cannot run the bed, or undefined. */
 export function bedUnavailable(): string | undefined {
   if (process.getuid?.() !== 0) return 'the cluster test bed needs root (network namespaces, sshd, dockerd)';
-  const missing = ['dockerd', 'docker', 'sshd', 'ssh', 'ssh-keygen', 'ip', 'unshare', 'nsenter', 'setpriv', 'busybox', 'tar'].filter(
-    (p) => !['/usr/sbin', '/usr/bin', '/usr/local/bin', '/sbin', '/bin'].some((d) => existsSync(join(d, p))),
-  );
-  if (missing.length > 0) return `the cluster test bed needs ${missing.join(', ')}: apt-get install docker.io openssh-server iproute2 busybox-static util-linux`;
+  const missing = [
+    'dockerd',
+    'docker',
+    'sshd',
+    'ssh',
+    'ssh-keygen',
+    'ip',
+    'unshare',
+    'nsenter',
+    'setpriv',
+    'busybox',
+    'tar',
+  ].filter((p) => !['/usr/sbin', '/usr/bin', '/usr/local/bin', '/sbin', '/bin'].some((d) => existsSync(join(d, p))));
+  if (missing.length > 0)
+    return `the cluster test bed needs ${missing.join(', ')}: apt-get install docker.io openssh-server iproute2 busybox-static util-linux`;
   return undefined;
 }
 
@@ -114,16 +125,31 @@ export async function startBed(options: { nodes: number }): Promise<Bed> {
     // the nodes' namespaces (ssh sessions, containerd and its shims), then the namespace holders.
     for (const n of created) {
       try {
-        const ids = run(['docker', 'ps', '-aq'], { env: { ...process.env, DOCKER_HOST: n.dockerHost }, timeoutMs: 15_000 }).split('\n').filter(Boolean);
-        if (ids.length > 0) run(['docker', 'rm', '-f', ...ids], { env: { ...process.env, DOCKER_HOST: n.dockerHost }, timeoutMs: 30_000 });
+        const ids = run(['docker', 'ps', '-aq'], {
+          env: { ...process.env, DOCKER_HOST: n.dockerHost },
+          timeoutMs: 15_000,
+        })
+          .split('\n')
+          .filter(Boolean);
+        if (ids.length > 0)
+          run(['docker', 'rm', '-f', ...ids], {
+            env: { ...process.env, DOCKER_HOST: n.dockerHost },
+            timeoutMs: 30_000,
+          });
       } catch {
         // the daemon is down: its processes are ended below
       }
     }
     const holders = new Set(created.map((n) => n.holder));
-    endPids(pids.filter((p) => !holders.has(p)), 15_000);
+    endPids(
+      pids.filter((p) => !holders.has(p)),
+      15_000,
+    );
     const namespaces = new Set(created.map((n) => n.netns));
-    endPids(pidsInNetns(namespaces).filter((p) => !holders.has(p)), 5_000);
+    endPids(
+      pidsInNetns(namespaces).filter((p) => !holders.has(p)),
+      5_000,
+    );
     endPids([...holders, ...pids], 5_000);
     const leftover = [...new Set([...pids.filter((p) => !ended(p)), ...pidsInNetns(namespaces)])];
     if (bridgeMade) {
@@ -147,7 +173,8 @@ export async function startBed(options: { nodes: number }): Promise<Bed> {
 
   try {
     const subnet = pickSubnet();
-    const writeRecord = (netns: string[]) => writeFileSync(join(dir, 'bed.json'), JSON.stringify({ owner: process.pid, bridge, netns } satisfies BedRecord));
+    const writeRecord = (netns: string[]) =>
+      writeFileSync(join(dir, 'bed.json'), JSON.stringify({ owner: process.pid, bridge, netns } satisfies BedRecord));
     writeRecord([]);
     run(['ip', 'link', 'add', bridge, 'type', 'bridge']);
     bridgeMade = true;
@@ -171,7 +198,12 @@ export async function startBed(options: { nodes: number }): Promise<Bed> {
       run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C', `n${rank}`, '-f', hostKey]);
       knownHosts.push(`${addr} ${readFileSync(`${hostKey}.pub`, 'utf8').trim().split(' ').slice(0, 2).join(' ')}`);
       const config = join(ssh, `sshd_n${rank}.conf`);
-      writeSshdConfig(config, { addr, hostKey, authorizedKeys: join(ssh, 'authorized_keys'), dockerHost: dockerHostOf(dir, rank) });
+      writeSshdConfig(config, {
+        addr,
+        hostKey,
+        authorizedKeys: join(ssh, 'authorized_keys'),
+        dockerHost: dockerHostOf(dir, rank),
+      });
       specs.push({ rank, tag, bridge, addr, prefix: 24, dir, localMount, sshd: { config } });
     }
     writeFileSync(join(ssh, 'known_hosts'), knownHosts.join('\n') + '\n');
@@ -209,7 +241,8 @@ export async function startBed(options: { nodes: number }): Promise<Bed> {
     await execFileAsync('docker', ['save', '-o', saved, IMAGE], onNode(nodes[0]!));
     await Promise.all(nodes.slice(1).map((n) => execFileAsync('docker', ['load', '-q', '-i', saved], onNode(n))));
 
-    const docker = (rank: number, args: string[]) => run(['docker', ...args], { env: { ...process.env, DOCKER_HOST: nodes[rank]!.dockerHost } });
+    const docker = (rank: number, args: string[]) =>
+      run(['docker', ...args], { env: { ...process.env, DOCKER_HOST: nodes[rank]!.dockerHost } });
     return {
       dir,
       bridge,
@@ -219,7 +252,10 @@ export async function startBed(options: { nodes: number }): Promise<Bed> {
       unusedAddr: `${subnet}.${options.nodes + 100}`,
       env: { ...process.env, SPARK_SSH: join(bin, 'ssh'), SPARK_REMOTE_BIN: join(bin, 'spark') },
       docker,
-      logs: (rank, container) => run(['sh', '-c', 'exec docker logs "$0" 2>&1', container], { env: { ...process.env, DOCKER_HOST: nodes[rank]!.dockerHost } }),
+      logs: (rank, container) =>
+        run(['sh', '-c', 'exec docker logs "$0" 2>&1', container], {
+          env: { ...process.env, DOCKER_HOST: nodes[rank]!.dockerHost },
+        }),
       containers(rank) {
         const out = docker(rank, ['ps', '-a', '--format', '{{.Names}} {{.State}}']);
         const map = new Map<string, { state: string; exitCode: number }>();

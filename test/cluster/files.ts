@@ -27,7 +27,11 @@ export function writeCache(bed: Bed): Cache {
   mkdirSync(join(base, 'refs'), { recursive: true });
   writeFileSync(join(base, 'refs', 'main'), REV + '\n');
   makeSnapshot({ dir: snapshot });
-  return { hfCache, snapshot, containerSnapshot: `/root/.cache/huggingface/hub/models--${MODEL.replace('/', '--')}/snapshots/${REV}` };
+  return {
+    hfCache,
+    snapshot,
+    containerSnapshot: `/root/.cache/huggingface/hub/models--${MODEL.replace('/', '--')}/snapshots/${REV}`,
+  };
 }
 
 export interface RecipeOptions {
@@ -55,7 +59,13 @@ export function writeBedRecipe(bed: Bed, name: string, o: RecipeOptions): string
     'args = ["--served-model-name", "bed", "--json-arg", \'{"a": "b c"}\']',
   ];
   for (const m of o.mounts ?? []) {
-    lines.push('', '[[extra_mounts]]', `host = ${JSON.stringify(m.host)}`, `container = ${JSON.stringify(m.container)}`, `read_only = ${m.readOnly}`);
+    lines.push(
+      '',
+      '[[extra_mounts]]',
+      `host = ${JSON.stringify(m.host)}`,
+      `container = ${JSON.stringify(m.container)}`,
+      `read_only = ${m.readOnly}`,
+    );
   }
   lines.push('', '[env]');
   for (const [k, v] of Object.entries(o.env ?? {})) lines.push(`${k} = ${JSON.stringify(v)}`);
@@ -111,7 +121,10 @@ export function spark(
   } = {},
 ): Promise<SparkRun> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [binPath, ...argv], { env: options.env ?? bed.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [binPath, ...argv], {
+      env: options.env ?? bed.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));

@@ -46,19 +46,26 @@ export function dockerHostOf(dir: string, rank: number): string {
 }
 
 /** Creates the node's namespaces and links; the daemons start in startNodeDaemons. */
-export function createNode(spec: NodeSpec, record: (pid: number) => void): Omit<BedNode, 'daemons'> & { daemons: Partial<BedNode['daemons']> } {
+export function createNode(
+  spec: NodeSpec,
+  record: (pid: number) => void,
+): Omit<BedNode, 'daemons'> & { daemons: Partial<BedNode['daemons']> } {
   const home = join(spec.dir, `n${spec.rank}`);
   const localDir = join(home, 'local');
   mkdirSync(localDir, { recursive: true });
   const logs = { sshd: join(home, 'sshd.log'), dockerd: join(home, 'dockerd.log') };
-  const holder = startDaemon(['unshare', '--net', '--mount', '--uts', '--propagation', 'private', '--', 'sleep', 'infinity'], join(home, 'holder.log'));
+  const holder = startDaemon(
+    ['unshare', '--net', '--mount', '--uts', '--propagation', 'private', '--', 'sleep', 'infinity'],
+    join(home, 'holder.log'),
+  );
   record(holder);
   // unshare has switched namespaces once its namespace differs from ours.
   const ours = netnsOf('self');
   const until = Date.now() + 10_000;
   while (netnsOf(holder) === ours && Date.now() < until) run(['sleep', '0.02']);
   const netns = netnsOf(holder);
-  if (netns === undefined || netns === ours) throw new Error(`bed: node ${spec.rank}: unshare did not make a network namespace`);
+  if (netns === undefined || netns === ours)
+    throw new Error(`bed: node ${spec.rank}: unshare did not make a network namespace`);
 
   const host = `${spec.tag}h${spec.rank}`;
   const peer = `${spec.tag}n${spec.rank}`;
@@ -73,7 +80,16 @@ export function createNode(spec: NodeSpec, record: (pid: number) => void): Omit<
   ns(['ip', 'link', 'set', 'eth0', 'up']);
   // The node's own files: only this node sees localDir at localMount.
   ns(['mount', '--bind', localDir, spec.localMount]);
-  return { rank: spec.rank, addr: spec.addr, dockerHost: dockerHostOf(spec.dir, spec.rank), localDir, holder, netns, daemons: {}, logs };
+  return {
+    rank: spec.rank,
+    addr: spec.addr,
+    dockerHost: dockerHostOf(spec.dir, spec.rank),
+    localDir,
+    holder,
+    netns,
+    daemons: {},
+    logs,
+  };
 }
 
 /** Starts sshd and dockerd in the node and waits until both answer. */
@@ -96,19 +112,34 @@ export async function startNodeDaemons(
       '--iptables=false',
       '--ip6tables=false',
       '--bridge=none',
-      '--data-root', join(data, 'root'),
-      '--exec-root', join(data, 'exec'),
-      '--pidfile', join(data, 'dockerd.pid'),
-      '-H', node.dockerHost,
-      '--log-level', 'warn',
+      '--data-root',
+      join(data, 'root'),
+      '--exec-root',
+      join(data, 'exec'),
+      '--pidfile',
+      join(data, 'dockerd.pid'),
+      '-H',
+      node.dockerHost,
+      '--log-level',
+      'warn',
     ]),
     node.logs.dockerd,
   );
   record(dockerd);
   node.daemons.dockerd = dockerd;
   const env = { ...process.env, DOCKER_HOST: node.dockerHost };
-  await waitUntil(`node ${spec.rank}'s dockerd`, () => alive(dockerd, 'dockerd') && quiet(['docker', 'version', '--format', '{{.Server.Version}}'], env), 60_000, node.logs.dockerd);
-  await waitUntil(`node ${spec.rank}'s sshd`, () => alive(sshd, 'sshd') && listening(node.holder), 20_000, node.logs.sshd);
+  await waitUntil(
+    `node ${spec.rank}'s dockerd`,
+    () => alive(dockerd, 'dockerd') && quiet(['docker', 'version', '--format', '{{.Server.Version}}'], env),
+    60_000,
+    node.logs.dockerd,
+  );
+  await waitUntil(
+    `node ${spec.rank}'s sshd`,
+    () => alive(sshd, 'sshd') && listening(node.holder),
+    20_000,
+    node.logs.sshd,
+  );
   return node as BedNode;
 }
 
@@ -130,14 +161,19 @@ function quiet(argv: string[], env: NodeJS.ProcessEnv): boolean {
 /** Something listens on port 22 in the node (/proc/net/tcp of a process in its namespace). */
 function listening(holder: number): boolean {
   try {
-    return run(['cat', `/proc/${holder}/net/tcp`]).split('\n').some((l) => / [0-9A-F]{8}:0016 [0-9A-F]{8}:0000 0A /.test(l));
+    return run(['cat', `/proc/${holder}/net/tcp`])
+      .split('\n')
+      .some((l) => / [0-9A-F]{8}:0016 [0-9A-F]{8}:0000 0A /.test(l));
   } catch {
     return false;
   }
 }
 
 /** The sshd configuration of one node: its own host key, the run's key, DOCKER_HOST in sessions. */
-export function writeSshdConfig(file: string, o: { addr: string; hostKey: string; authorizedKeys: string; dockerHost: string }): void {
+export function writeSshdConfig(
+  file: string,
+  o: { addr: string; hostKey: string; authorizedKeys: string; dockerHost: string },
+): void {
   writeFileSync(
     file,
     [

@@ -36,16 +36,33 @@ test('spark fanout pack writes each rank to its own node over ssh; fanout verify
   assert.equal(r.code, 0, r.stderr);
   const doc = JSON.parse(r.stdout) as { world: number; nodes: { rank: number; host: string; status: string }[] };
   assert.equal(doc.world, 3);
-  assert.deepEqual(doc.nodes.map((n) => [n.rank, n.host, n.status]), bed.nodes.map((n) => [n.rank, n.addr, 'ok']));
+  assert.deepEqual(
+    doc.nodes.map((n) => [n.rank, n.host, n.status]),
+    bed.nodes.map((n) => [n.rank, n.addr, 'ok']),
+  );
   // Each node's copy is on that node alone, made for its own rank.
   for (const node of bed.nodes) {
-    const manifest = JSON.parse(readFileSync(join(node.localDir, 'engram', 'engram-local.json'), 'utf8')) as { spark: { rank: number; world: number } };
+    const manifest = JSON.parse(readFileSync(join(node.localDir, 'engram', 'engram-local.json'), 'utf8')) as {
+      spark: { rank: number; world: number };
+    };
     assert.deepEqual([manifest.spark.rank, manifest.spark.world], [node.rank, 3]);
   }
-  assert.equal(existsSync(out), false, 'nothing was written to this machine\'s own view of the path');
-  const verify = await spark(bed, ['fanout', 'verify', out, '--cluster', cluster, '--source', cache.snapshot, '--json']);
+  assert.equal(existsSync(out), false, "nothing was written to this machine's own view of the path");
+  const verify = await spark(bed, [
+    'fanout',
+    'verify',
+    out,
+    '--cluster',
+    cluster,
+    '--source',
+    cache.snapshot,
+    '--json',
+  ]);
   assert.equal(verify.code, 0, verify.stderr);
-  assert.deepEqual((JSON.parse(verify.stdout) as { nodes: { status: string }[] }).nodes.map((n) => n.status), ['ok', 'ok', 'ok']);
+  assert.deepEqual(
+    (JSON.parse(verify.stdout) as { nodes: { status: string }[] }).nodes.map((n) => n.status),
+    ['ok', 'ok', 'ok'],
+  );
 });
 
 interface Report {
@@ -65,15 +82,25 @@ test("preflight's node checks over ssh: spark on the node and the sh probe see e
   cpSync(node2, kept, { recursive: true });
   rmSync(node2, { recursive: true });
   try {
-    for (const [env, via] of [[bed.env, 'spark'], [{ ...bed.env, SPARK_REMOTE_BIN: '/nonexistent/spark' }, 'probe']] as const) {
+    for (const [env, via] of [
+      [bed.env, 'spark'],
+      [{ ...bed.env, SPARK_REMOTE_BIN: '/nonexistent/spark' }, 'probe'],
+    ] as const) {
       const r = await spark(bed, ['preflight', recipe, '--cluster', cluster, '--json'], { env });
       assert.equal(r.code, 1, r.stderr);
       const report = JSON.parse(r.stdout) as Report;
-      assert.deepEqual(report.nodes.map((n) => [n.rank, n.host, n.via]), bed.nodes.map((n) => [n.rank, n.addr, via]), r.stdout);
+      assert.deepEqual(
+        report.nodes.map((n) => [n.rank, n.host, n.via]),
+        bed.nodes.map((n) => [n.rank, n.addr, via]),
+        r.stdout,
+      );
       const errors = report.findings.filter((f) => f.severity === 'error');
       assert.ok(errors.length > 0);
       for (const e of errors) assert.equal(e.node?.rank, 2, `${via}: ${e.rule}: ${e.message}`);
-      assert.ok(errors.some((e) => e.rule === 'mounts.host-path' && e.message.includes(join(bed.localMount, 'engram'))), JSON.stringify(errors));
+      assert.ok(
+        errors.some((e) => e.rule === 'mounts.host-path' && e.message.includes(join(bed.localMount, 'engram'))),
+        JSON.stringify(errors),
+      );
     }
   } finally {
     cpSync(kept, node2, { recursive: true });
@@ -82,7 +109,16 @@ test("preflight's node checks over ssh: spark on the node and the sh probe see e
 
 test("the emitted wrapper as the container's entrypoint: each rank exports its own copy's rows and becomes the engine", async () => {
   const wrapper = join(bed.shared, 'spark-wrapper.sh');
-  const emit = await spark(bed, ['wrapper', '--emit-sh', '--snapshot', cache.snapshot, '--world', '3', '--out', wrapper]);
+  const emit = await spark(bed, [
+    'wrapper',
+    '--emit-sh',
+    '--snapshot',
+    cache.snapshot,
+    '--world',
+    '3',
+    '--out',
+    wrapper,
+  ]);
   assert.equal(emit.code, 0, emit.stderr);
   const recipe = writeBedRecipe(bed, 'wrapped', {
     nodes: 3,
@@ -94,7 +130,17 @@ test("the emitted wrapper as the container's entrypoint: each rank exports its o
     env: { SPARK_ENGRAM_DIR: '/engram', FAKE_ENGINE_HEALTHY_AFTER: '1' },
   });
   const wrapped = writeBedCluster(bed, { name: 'wrap3', hfCache: cache.hfCache });
-  const r = await spark(bed, ['launch', recipe, '--cluster', wrapped, '--cpu-only', '--interval', '0.2', '--timeout', '60']);
+  const r = await spark(bed, [
+    'launch',
+    recipe,
+    '--cluster',
+    wrapped,
+    '--cpu-only',
+    '--interval',
+    '0.2',
+    '--timeout',
+    '60',
+  ]);
   assert.equal(r.code, 0, r.stderr);
   for (const node of bed.nodes) {
     const logs = bed.logs(node.rank, `spark-wrap3-r${node.rank}`);
@@ -115,7 +161,11 @@ test("the wrapper refuses another rank's copy on one node: that node's container
   const wrapper = join(bed.shared, 'spark-wrapper.sh');
   const recipe = join(bed.dir, 'wrapped.toml');
   // A real head never serves with a rank missing; this one is told not to either.
-  const swapped = writeBedCluster(bed, { name: 'swap3', hfCache: cache.hfCache, nodeEnv: { 0: { FAKE_ENGINE_HEALTHY_AFTER: 'never' } } });
+  const swapped = writeBedCluster(bed, {
+    name: 'swap3',
+    hfCache: cache.hfCache,
+    nodeEnv: { 0: { FAKE_ENGINE_HEALTHY_AFTER: 'never' } },
+  });
   const node1 = join(bed.nodes[1]!.localDir, 'engram');
   const kept = join(bed.dir, 'engram-n1');
   cpSync(node1, kept, { recursive: true });
@@ -123,13 +173,30 @@ test("the wrapper refuses another rank's copy on one node: that node's container
   cpSync(join(bed.nodes[0]!.localDir, 'engram'), node1, { recursive: true });
   try {
     assert.ok(existsSync(wrapper) && existsSync(recipe), 'runs after the wrapper test');
-    const r = await spark(bed, ['launch', recipe, '--cluster', swapped, '--cpu-only', '--force', '--interval', '0.2', '--timeout', '60']);
+    const r = await spark(bed, [
+      'launch',
+      recipe,
+      '--cluster',
+      swapped,
+      '--cpu-only',
+      '--force',
+      '--interval',
+      '0.2',
+      '--timeout',
+      '60',
+    ]);
     assert.equal(r.code, 3, r.stderr);
     const message = r.stderr.trim().split('\n').at(-1)!;
-    assert.ok(message.startsWith(`spark: node 1 (${bed.nodes[1]!.addr}): the container exited with status 2 before the server was healthy`), message);
+    assert.ok(
+      message.startsWith(
+        `spark: node 1 (${bed.nodes[1]!.addr}): the container exited with status 2 before the server was healthy`,
+      ),
+      message,
+    );
     assert.match(message, /holds the rows of rank 0 of 3/);
     assert.equal(bed.containers(1).get('spark-swap3-r1')?.exitCode, 2);
-    for (const node of bed.nodes) assert.notEqual(bed.containers(node.rank).get(`spark-swap3-r${node.rank}`)?.state, 'running');
+    for (const node of bed.nodes)
+      assert.notEqual(bed.containers(node.rank).get(`spark-swap3-r${node.rank}`)?.state, 'running');
   } finally {
     rmSync(node1, { recursive: true });
     cpSync(kept, node1, { recursive: true });

@@ -60,7 +60,10 @@ export function pidsInNetns(namespaces: ReadonlySet<string>): number[] {
 }
 
 /** A short command that must succeed (ip, mount, ssh-keygen): its stdout, or an error naming it. */
-export function run(argv: readonly string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number; input?: string } = {}): string {
+export function run(
+  argv: readonly string[],
+  options: { env?: NodeJS.ProcessEnv; timeoutMs?: number; input?: string } = {},
+): string {
   const r = spawnSync(argv[0]!, argv.slice(1), {
     encoding: 'utf8',
     env: options.env ?? process.env,
@@ -68,7 +71,9 @@ export function run(argv: readonly string[], options: { env?: NodeJS.ProcessEnv;
     input: options.input ?? '',
   });
   if (r.status !== 0) {
-    throw new Error(`bed: ${argv.join(' ')} failed (${r.error?.message ?? `exit ${r.status ?? r.signal}`}): ${(r.stderr ?? '').trim()}`);
+    throw new Error(
+      `bed: ${argv.join(' ')} failed (${r.error?.message ?? `exit ${r.status ?? r.signal}`}): ${(r.stderr ?? '').trim()}`,
+    );
   }
   return r.stdout;
 }
@@ -91,7 +96,12 @@ export function startDaemon(argv: readonly string[], log: string, env: NodeJS.Pr
 }
 
 /** Polls `ready` every 100 ms for at most `ms`; throws with `what` and the log tail otherwise. */
-export async function waitUntil(what: string, ready: () => boolean | Promise<boolean>, ms: number, log?: string): Promise<void> {
+export async function waitUntil(
+  what: string,
+  ready: () => boolean | Promise<boolean>,
+  ms: number,
+  log?: string,
+): Promise<void> {
   const until = Date.now() + ms;
   let failure: unknown;
   while (Date.now() < until) {

@@ -11,7 +11,7 @@ import threading
 
 import numpy as np
 
-from engine_check import W, S, args, check, child, descriptors, poisoned, ptr, reference, run, threads
+from engine_check import args, check, child, descriptors, poisoned, ptr, reference, run, threads
 
 LIB, FIX, _ = args()
 lib = ctypes.CDLL(LIB, use_errno=True)
@@ -257,7 +257,6 @@ def two_callers():
 
 
 def child_ram():
-    t = FIX["snapshot"]
     store = open_store(lo=10, hi=900)
     expect_rows(table(10, 900), store, list(range(0, 1000, 3)), "OFFLOAD_MODE=ram")
     check(stats(store)["cache_slots"] == 0, "OFFLOAD_MODE=ram keeps a cache")
@@ -327,7 +326,7 @@ def child_drm():
 
 
 def drm_fallback():
-    code, out, err = child("child_drm", {})
+    code, _out, err = child("child_drm", {})
     check(code == 0, f"child exited {code}: {err}")
     # stderr is unbuffered and stdout flushed at each marker, but the two streams are separate:
     # the lines are checked in order on stderr alone.

@@ -28,7 +28,10 @@ export async function cli(argv: string[], env: NodeJS.ProcessEnv = {}): Promise<
 
 export const binPath = join(packageRoot(), 'dist', 'src', 'bin.js');
 
-export function bin(argv: string[], options: { env?: NodeJS.ProcessEnv; nodeArgs?: string[]; input?: string } = {}): CliRun {
+export function bin(
+  argv: string[],
+  options: { env?: NodeJS.ProcessEnv; nodeArgs?: string[]; input?: string } = {},
+): CliRun {
   const r = spawnSync(process.execPath, [...(options.nodeArgs ?? []), binPath, ...argv], {
     encoding: 'utf8',
     env: { ...process.env, ...options.env },

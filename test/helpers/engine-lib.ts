@@ -35,22 +35,40 @@ export async function engineFixtures(): Promise<EngineFixtures> {
   const snap = makeSnapshot({ seed: 22, vocab: 600 });
   const t = (await openSnapshot(snap.dir)).engram.find((e) => e.layer === 1);
   if (!t || t.weight.file !== t.scale.file) throw new Error('layer 1 weight and scale must share a shard');
-  const snapshot = { path: t.weight.file, rows: t.rows, woff: t.weight.fileOffset, soff: t.scale.fileOffset, lo: 0, hi: t.rows };
+  const snapshot = {
+    path: t.weight.file,
+    rows: t.rows,
+    woff: t.weight.fileOffset,
+    soff: t.scale.fileOffset,
+    lo: 0,
+    hi: t.rows,
+  };
   const range = floorRange(1, t.rows, 1, 3);
   const copyDir = join(tempDir(), 'copy');
   mkdirSync(copyDir);
   const copy = writeSparseCopy(snap.dir, copyDir, { flavour: 'spark', ranges: [range], rank: 1, world: 3 });
   const ct = copy.tables[0];
-  const sparse = { path: join(copyDir, ct.shard), rows: ct.rows, woff: ct.weightOffset, soff: ct.scaleOffset, lo: range.start, hi: range.end };
+  const sparse = {
+    path: join(copyDir, ct.shard),
+    rows: ct.rows,
+    woff: ct.weightOffset,
+    soff: ct.scaleOffset,
+    lo: range.start,
+    hi: range.end,
+  };
   return { dir: tempDir(), snapshot, sparse };
 }
 
 /** Runs test/engine-libs/SCRIPT with the library and the fixtures; returns its output. */
 export function runCheck(script: string, lib: string, fixtures: EngineFixtures, args: string[] = []) {
-  const r = spawnSync('python3', [join(packageRoot(), 'test', 'engine-libs', script), lib, JSON.stringify(fixtures), ...args], {
-    encoding: 'utf8',
-    timeout: 240_000,
-  });
+  const r = spawnSync(
+    'python3',
+    [join(packageRoot(), 'test', 'engine-libs', script), lib, JSON.stringify(fixtures), ...args],
+    {
+      encoding: 'utf8',
+      timeout: 240_000,
+    },
+  );
   if (r.error) throw r.error;
   return { code: r.status ?? 128, stdout: r.stdout, stderr: r.stderr };
 }

@@ -78,7 +78,15 @@ export function writePacked(
 }
 
 /** The table spec of a file writePacked wrote. */
-export function packedTable(path: string, layer: number, start: number, end: number, dim: number, layout: 'dense' | 'page', direct = false): PackedTableSpec {
+export function packedTable(
+  path: string,
+  layer: number,
+  start: number,
+  end: number,
+  dim: number,
+  layout: 'dense' | 'page',
+  direct = false,
+): PackedTableSpec {
   const rb = dim + dim / 32;
   return { kind: 'packed', layer, path, start, end, dataOffset: 4096, stride: rb, rowBytes: rb, layout, direct };
 }
@@ -108,8 +116,16 @@ export function writeSparseShard(path: string, tables: ShardTable[], ids: Map<nu
     at += t.rows * t.dim;
     const s = at;
     at += (t.rows * t.dim) / 32;
-    header[`layers.${t.layer}.engram.embed.weight`] = { dtype: 'F8_E4M3', shape: [t.rows, t.dim], data_offsets: [w, s] };
-    header[`layers.${t.layer}.engram.embed.scale`] = { dtype: 'F8_E8M0', shape: [t.rows, t.dim / 32], data_offsets: [s, at] };
+    header[`layers.${t.layer}.engram.embed.weight`] = {
+      dtype: 'F8_E4M3',
+      shape: [t.rows, t.dim],
+      data_offsets: [w, s],
+    };
+    header[`layers.${t.layer}.engram.embed.scale`] = {
+      dtype: 'F8_E8M0',
+      shape: [t.rows, t.dim / 32],
+      data_offsets: [s, at],
+    };
     return { ...t, w, s };
   });
   // Pad the JSON so the data starts at an offset that is not page aligned (like real shards).
@@ -136,7 +152,13 @@ export function writeSparseShard(path: string, tables: ShardTable[], ids: Map<nu
   return {
     path,
     dataStart: base,
-    tables: placed.map((t) => ({ layer: t.layer, rows: t.rows, dim: t.dim, weightOffset: base + t.w, scaleOffset: base + t.s })),
+    tables: placed.map((t) => ({
+      layer: t.layer,
+      rows: t.rows,
+      dim: t.dim,
+      weightOffset: base + t.w,
+      scaleOffset: base + t.s,
+    })),
   };
 }
 
@@ -159,7 +181,17 @@ export function writePackDir(
     writePacked(join(dir, file), l.layer, l.start, l.end, o.dim, o.layout, rowFn);
     const chunkRows = 1024;
     const values = Array.from({ length: Math.ceil((l.end - l.start) / chunkRows) }, (_, i) => `00000000${i}`);
-    return { ...l, file, rowBytes: rb, stride: rb, dataOffset: 4096, weightDtype: 'F8_E4M3', scaleDtype: 'F8_E8M0', layout: o.layout, checksum: { algorithm: 'xxh64', chunkRows, values } };
+    return {
+      ...l,
+      file,
+      rowBytes: rb,
+      stride: rb,
+      dataOffset: 4096,
+      weightDtype: 'F8_E4M3',
+      scaleDtype: 'F8_E8M0',
+      layout: o.layout,
+      checksum: { algorithm: 'xxh64', chunkRows, values },
+    };
   });
   const manifest = {
     format: 'spark-engram-packed',

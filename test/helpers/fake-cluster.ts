@@ -86,7 +86,13 @@ export interface FakeCluster {
   packedText: string;
   recipe(text: string, name?: string): string;
   /** A cluster file for the hosts (extra lines go at the top level). */
-  clusterFile(opts?: { extra?: string; nccl?: Record<string, string>; name?: string; prefixes?: boolean; nodeEnv?: Record<string, Record<string, string>> }): string;
+  clusterFile(opts?: {
+    extra?: string;
+    nccl?: Record<string, string>;
+    name?: string;
+    prefixes?: boolean;
+    nodeEnv?: Record<string, Record<string, string>>;
+  }): string;
   env(behavior?: Behavior, extra?: NodeJS.ProcessEnv): NodeJS.ProcessEnv;
   hosts: HostSpec[];
   /** Makes host `name`'s filesystems take O_DIRECT, or refuse it, from now on (for the sh probe's dd). */
@@ -109,11 +115,26 @@ export function procRoutes(routes: Route[]): string {
       .map((b) => Number(b).toString(16).padStart(2, '0').toUpperCase())
       .reverse()
       .join('');
-  const mask = (n: number) => hex([24, 16, 8, 0].map((s) => ((n === 0 ? 0 : (0xffffffff << (32 - n)) >>> 0) >>> s) & 0xff).join('.'));
+  const mask = (n: number) =>
+    hex([24, 16, 8, 0].map((s) => ((n === 0 ? 0 : (0xffffffff << (32 - n)) >>> 0) >>> s) & 0xff).join('.'));
   const lines = ['Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT'];
   for (const r of routes) {
     const [net, len] = r.dest === 'default' ? ['0.0.0.0', 0] : [r.dest.split('/')[0]!, Number(r.dest.split('/')[1])];
-    lines.push([r.iface, hex(net), hex(r.via ?? '0.0.0.0'), r.via ? '0003' : '0001', '0', '0', '0', mask(len), '0', '0', '0'].join('\t'));
+    lines.push(
+      [
+        r.iface,
+        hex(net),
+        hex(r.via ?? '0.0.0.0'),
+        r.via ? '0003' : '0001',
+        '0',
+        '0',
+        '0',
+        mask(len),
+        '0',
+        '0',
+        '0',
+      ].join('\t'),
+    );
   }
   return lines.join('\n') + '\n';
 }
@@ -121,7 +142,10 @@ export function procRoutes(routes: Route[]): string {
 /** /proc/net/tcp with a listening socket on each port. */
 function procTcp(ports: number[]): string {
   const head = '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode';
-  const rows = ports.map((p, i) => `   ${i}: 00000000:${p.toString(16).toUpperCase().padStart(4, '0')} 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 ${1000 + i}`);
+  const rows = ports.map(
+    (p, i) =>
+      `   ${i}: 00000000:${p.toString(16).toUpperCase().padStart(4, '0')} 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 ${1000 + i}`,
+  );
   return [head, ...rows].join('\n') + '\n';
 }
 
@@ -144,7 +168,8 @@ export async function fakeCluster(hosts: HostSpec[] = defaultHosts()): Promise<F
   const modelDir = join(nas, 'hf', 'hub', 'models--deepseek-ai--DeepSeek-V4.1-Flash');
   makeSnapshot({ dir: join(modelDir, 'snapshots', REVISION) });
   write(join(modelDir, 'refs', 'main'), REVISION);
-  const wrapperText = '#!/bin/sh\nexport SPARK_ENGRAM_ROWS="$(spark engram-ranges "$SPARK_ENGRAM_DIR" --rank "$NODE_RANK" --world 4)"\nexec "$@"\n';
+  const wrapperText =
+    '#!/bin/sh\nexport SPARK_ENGRAM_ROWS="$(spark engram-ranges "$SPARK_ENGRAM_DIR" --rank "$NODE_RANK" --world 4)"\nexec "$@"\n';
   const servingPort = await freePort();
   const distPort = await freePort();
   const hostsDir = join(fake.bin, '..', 'hosts');
@@ -162,26 +187,50 @@ export async function fakeCluster(hosts: HostSpec[] = defaultHosts()): Promise<F
     }
     write(join(r, 'opt', 'aiden4x-launch.sh'), wrapperText);
     const fabricIp = h.fabric.split('/')[0]!;
-    const port1 = h.gids === 'link-local-only'
-      ? { linkLayer: 'Ethernet', state: '4: ACTIVE', gids: [[FE80, V1, 'enp1s0f0np0'], [FE80, V2, 'enp1s0f0np0'], [ZERO], [ZERO]] as [string, string?, string?][] }
-      : typical(fabricIp);
+    const port1 =
+      h.gids === 'link-local-only'
+        ? {
+            linkLayer: 'Ethernet',
+            state: '4: ACTIVE',
+            gids: [[FE80, V1, 'enp1s0f0np0'], [FE80, V2, 'enp1s0f0np0'], [ZERO], [ZERO]] as [
+              string,
+              string?,
+              string?,
+            ][],
+          }
+        : typical(fabricIp);
     buildSysfs({ rocep1s0f0: { 1: port1 }, roceP2p1s0f0: { 1: port1 } }, join(r, 'sys'));
     for (const i of ['enp1s0f0np0', 'enP7s7', 'lo']) mkdirSync(join(r, 'sys', 'class', 'net', i), { recursive: true });
 
     const bin = join(dir, 'bin');
-    hostBin(bin, 'nvidia-smi', `cat <<'EOF'
+    hostBin(
+      bin,
+      'nvidia-smi',
+      `cat <<'EOF'
 +-----------------------------------------------------------------------------------------+
 | NVIDIA-SMI ${h.driver}              Driver Version: ${h.driver}      CUDA Version: ${h.cuda}     |
 +-----------------------------------------------------------------------------------------+
-EOF`);
+EOF`,
+    );
     const m = h.machine !== undefined ? `elif [ "$1" = -m ]; then echo ${h.machine}; ` : '';
     hostBin(bin, 'uname', `if [ "$1" = -r ]; then echo ${h.kernel}; ${m}else exec /bin/uname "$@"; fi`);
     hostBin(bin, 'hostname', `if [ "$1" = -I ]; then echo ${fabricIp}; else echo ${h.name}; fi`);
     hostBin(bin, 'date', `now=$(/bin/date +%s); exec /bin/date -d "@$((now + ${h.clockOffset}))" "$@"`);
-    const addresses = h.addresses ?? [h.fabric.includes('/') ? h.fabric : `${h.fabric}/24`, ...(h.dist ? [`${h.dist}/24`] : [])];
-    hostBin(bin, 'ip', `[ "$1 $2 $3" = "-o addr show" ] || exit 1\n${addresses.map((a, i) => `echo '${i + 2}: eth${i}    inet ${a} brd 0.0.0.0 scope global eth${i}'`).join('\n')}`);
+    const addresses = h.addresses ?? [
+      h.fabric.includes('/') ? h.fabric : `${h.fabric}/24`,
+      ...(h.dist ? [`${h.dist}/24`] : []),
+    ];
+    hostBin(
+      bin,
+      'ip',
+      `[ "$1 $2 $3" = "-o addr show" ] || exit 1\n${addresses.map((a, i) => `echo '${i + 2}: eth${i}    inet ${a} brd 0.0.0.0 scope global eth${i}'`).join('\n')}`,
+    );
     if (h.freeKb !== undefined) {
-      hostBin(bin, 'df', `echo 'Filesystem     1024-blocks      Used Available Capacity Mounted on'\necho "/dev/nvme0n1p2 1900000000 1800000000 ${h.freeKb} 99% /"`);
+      hostBin(
+        bin,
+        'df',
+        `echo 'Filesystem     1024-blocks      Used Available Capacity Mounted on'\necho "/dev/nvme0n1p2 1900000000 1800000000 ${h.freeKb} 99% /"`,
+      );
     }
     // dd iflag=direct as on a filesystem that does (or, while hosts/H/no-o-direct exists, does
     // not) take O_DIRECT, whatever the test machine's filesystem does.
@@ -197,16 +246,27 @@ fi
 exec /bin/dd "$@"`,
     );
     if (h.spark === 'real') hostBin(bin, REMOTE_BIN, `exec "${process.execPath}" "${binPath}" "$@"`);
-    else if (h.spark !== 'none') hostBin(bin, REMOTE_BIN, `[ "$1" = --version ] && { echo ${h.spark.version}; exit 0; }\necho 'spark: unknown option' >&2; exit 2`);
+    else if (h.spark !== 'none')
+      hostBin(
+        bin,
+        REMOTE_BIN,
+        `[ "$1" = --version ] && { echo ${h.spark.version}; exit 0; }\necho 'spark: unknown option' >&2; exit 2`,
+      );
     const routes = h.routes ?? addresses.map((a, i) => ({ iface: `eth${i}`, dest: subnetOf(a) }));
     write(join(dir, 'proc', 'net', 'route'), procRoutes(routes));
-    write(join(dir, 'proc', 'net', 'tcp'), procTcp(h.listening.map((p) => (p === 'serving' ? servingPort : p === 'rendezvous' ? distPort : p))));
+    write(
+      join(dir, 'proc', 'net', 'tcp'),
+      procTcp(h.listening.map((p) => (p === 'serving' ? servingPort : p === 'rendezvous' ? distPort : p))),
+    );
     write(join(dir, 'proc', 'net', 'tcp6'), procTcp([]).split('\n')[0] + '\n');
   }
 
   const behavior: Behavior = {};
   for (const h of hosts) {
-    behavior[`${h.name} docker image`] = h.imageId === null ? { exit: 1, stderr: `Error response from daemon: No such image: x\n` } : { stdout: `${h.imageId}\n` };
+    behavior[`${h.name} docker image`] =
+      h.imageId === null
+        ? { exit: 1, stderr: `Error response from daemon: No such image: x\n` }
+        : { stdout: `${h.imageId}\n` };
   }
 
   let count = 0;
@@ -219,8 +279,16 @@ exec /bin/dd "$@"`,
     servingPort,
     distPort,
     hosts,
-    dsv41Text: edit(edit(repoFile(DSV41), '/home/kilork/aiden4x-launch.sh', join(root, 'opt', 'aiden4x-launch.sh')), 'port = 30000', `port = ${servingPort}`),
-    packedText: edit(edit(repoFile(PACKED), /\/var\/lib\/spark\/engram/g, join(root, 'engram')), 'port = 30000', `port = ${servingPort}`),
+    dsv41Text: edit(
+      edit(repoFile(DSV41), '/home/kilork/aiden4x-launch.sh', join(root, 'opt', 'aiden4x-launch.sh')),
+      'port = 30000',
+      `port = ${servingPort}`,
+    ),
+    packedText: edit(
+      edit(repoFile(PACKED), /\/var\/lib\/spark\/engram/g, join(root, 'engram')),
+      'port = 30000',
+      `port = ${servingPort}`,
+    ),
     recipe: (text, name) => write(join(base, 'recipes', name ?? `r${count++}`, 'recipe.toml'), text),
     clusterFile(opts = {}) {
       const nccl = { ...FABRIC, ...(opts.nccl ?? {}) };
@@ -236,7 +304,9 @@ exec /bin/dd "$@"`,
             `host = "${h.name}"`,
             `fabric_addr = "${opts.prefixes === false ? h.fabric.split('/')[0] : h.fabric}"`,
             ...(h.dist ? [`dist_addr = "${h.dist}"`] : []),
-            ...(opts.nodeEnv?.[h.name] ? ['[nodes.env]', ...Object.entries(opts.nodeEnv[h.name]!).map(([k, v]) => `${k} = "${v}"`)] : []),
+            ...(opts.nodeEnv?.[h.name]
+              ? ['[nodes.env]', ...Object.entries(opts.nodeEnv[h.name]!).map(([k, v]) => `${k} = "${v}"`)]
+              : []),
           ].join('\n'),
         ),
         '\n[nccl]',
@@ -249,7 +319,8 @@ exec /bin/dd "$@"`,
       if (on) rmSync(flag, { force: true });
       else writeFileSync(flag, '');
     },
-    env: (extraBehavior = {}, extra = {}) => fake.env({ ...behavior, ...extraBehavior }, { FAKE_ROOT: root, SPARK_REMOTE_BIN: REMOTE_BIN, ...extra }),
+    env: (extraBehavior = {}, extra = {}) =>
+      fake.env({ ...behavior, ...extraBehavior }, { FAKE_ROOT: root, SPARK_REMOTE_BIN: REMOTE_BIN, ...extra }),
   };
   return cluster;
 }

@@ -17,7 +17,9 @@ export function writeCluster(spec: ClusterSpec, dir = tempDir('spark-cluster-'))
   const lines = [`name = ${JSON.stringify(spec.name)}`, `hf_cache = ${JSON.stringify(spec.hfCache)}`];
   if (spec.head !== undefined) lines.push(`head = ${spec.head}`);
   if (spec.distPort !== undefined) lines.push(`dist_port = ${spec.distPort}`);
-  spec.hosts.forEach((h, i) => lines.push('', '[[nodes]]', `host = ${JSON.stringify(h)}`, `fabric_addr = ${JSON.stringify(spec.fabric[i])}`));
+  spec.hosts.forEach((h, i) =>
+    lines.push('', '[[nodes]]', `host = ${JSON.stringify(h)}`, `fabric_addr = ${JSON.stringify(spec.fabric[i])}`),
+  );
   if (spec.nccl) {
     lines.push('', '[nccl]');
     for (const [k, v] of Object.entries(spec.nccl)) lines.push(`${k} = ${JSON.stringify(v)}`);

@@ -36,7 +36,8 @@ export async function writeMiaPack(dir: string, snapshot: string, o: MiaPackOpti
   const out = new Map<number, string>();
   for (const t of snap.engram) {
     if (o.layers && !o.layers.includes(t.layer)) continue;
-    if (t.dim + t.dim / 32 !== MIA_ROW_BYTES) throw new Error(`layer ${t.layer}: rows of ${t.dim} columns are not the stack's 264 bytes`);
+    if (t.dim + t.dim / 32 !== MIA_ROW_BYTES)
+      throw new Error(`layer ${t.layer}: rows of ${t.dim} columns are not the stack's 264 bytes`);
     const lo = Math.floor((t.rows * o.rank) / o.world);
     const hi = Math.floor((t.rows * (o.rank + 1)) / o.world);
     const n = hi - lo;
@@ -48,14 +49,20 @@ export async function writeMiaPack(dir: string, snapshot: string, o: MiaPackOpti
       scales.copy(body, i * MIA_ROW_BYTES + t.dim, (i * t.dim) / 32, ((i + 1) * t.dim) / 32);
     }
     const path = join(dir, miaShardName(t.layer, o.nameRank ?? o.rank, o.nameWorld ?? o.world));
-    writeFileSync(path, Buffer.concat([encodeMiaHeader({ layer: t.layer, lo, hi, rows: t.rows, rowBytes: MIA_ROW_BYTES }), body]));
+    writeFileSync(
+      path,
+      Buffer.concat([encodeMiaHeader({ layer: t.layer, lo, hi, rows: t.rows, rowBytes: MIA_ROW_BYTES }), body]),
+    );
     out.set(t.layer, path);
   }
   return out;
 }
 
 /** A version-1 spark pack's `.bin` as the first spark wrote it: its JSON header padded with spaces to 4096 bytes, then rows. */
-export function writeVersion1Shard(path: string, rows: { layer: number; rank: number; world: number; start: number; end: number; total: number }): void {
+export function writeVersion1Shard(
+  path: string,
+  rows: { layer: number; rank: number; world: number; start: number; end: number; total: number },
+): void {
   const header = JSON.stringify({
     format: 'spark-engram-packed',
     version: 1,

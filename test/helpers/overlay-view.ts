@@ -108,7 +108,10 @@ export function openOverlayView(dir: string, env: { SPARK_ENGRAM_ROWS?: string }
     if (m) layerIds.add(Number(m[1]));
   }
   const fds = new Map<string, number>();
-  const headers = new Map<string, { len: number; json: Record<string, { shape: number[]; data_offsets: [number, number] }> }>();
+  const headers = new Map<
+    string,
+    { len: number; json: Record<string, { shape: number[]; data_offsets: [number, number] }> }
+  >();
   const shardHeader = (shard: string) => {
     let h = headers.get(shard);
     if (!h) {
@@ -137,7 +140,11 @@ export function openOverlayView(dir: string, env: { SPARK_ENGRAM_ROWS?: string }
     const shard = weightMap[w];
     const h = shardHeader(shard);
     const [rows, dim] = h.json[w].shape;
-    const col = (name: string, width: number): Column => ({ shard, base: 8 + h.len + h.json[name].data_offsets[0], width });
+    const col = (name: string, width: number): Column => ({
+      shard,
+      base: 8 + h.len + h.json[name].data_offsets[0],
+      width,
+    });
     const [lo, hi] = ranges?.get(layer) ?? [0, rows];
     if (ranges && !ranges.has(layer)) continue;
     tables.set(layer, { layer, rows, dim, lo, hi, weight: col(w, dim), scale: col(s, dim / 32) });

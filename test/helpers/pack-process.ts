@@ -54,10 +54,15 @@ export interface KillTrials {
  * the same command again; every third trial also kills the first resume. Returns what the
  * trials hit, for the caller to require the interesting states were reached.
  */
-export async function killTrials(k: KillTrials, freshDir: () => string): Promise<{ copyMs: number; killed: number; complete: number; resumedWithKept: number }> {
-  const run = (out: string, killAfterMs?: number): Promise<PackRun> => runPackProcess(k.packArgs(out), out, killAfterMs);
+export async function killTrials(
+  k: KillTrials,
+  freshDir: () => string,
+): Promise<{ copyMs: number; killed: number; complete: number; resumedWithKept: number }> {
+  const run = (out: string, killAfterMs?: number): Promise<PackRun> =>
+    runPackProcess(k.packArgs(out), out, killAfterMs);
   const reference = await run(freshDir());
-  if (reference.code !== 0 || reference.copyMs <= 0) throw new Error(`the reference run failed or was not seen copying (exit ${reference.code})`);
+  if (reference.code !== 0 || reference.copyMs <= 0)
+    throw new Error(`the reference run failed or was not seen copying (exit ${reference.code})`);
   const killAt = (): number => Math.random() * reference.copyMs * 0.9;
   const seen = { copyMs: reference.copyMs, killed: 0, complete: 0, resumedWithKept: 0 };
   for (let i = 0; i < k.trials; i++) {

@@ -8,7 +8,12 @@ import { INDEX_FILE } from '../../src/engram/snapshot.js';
 import { SparkError } from '../../src/errors.js';
 
 /** A request for rank `rank` of `world` (floor split) of the snapshot's tables; `over` wins. */
-export function packRequest(snapshotDir: string, tables: PackTable[], out: string, over: Partial<PackRequest> = {}): PackRequest {
+export function packRequest(
+  snapshotDir: string,
+  tables: PackTable[],
+  out: string,
+  over: Partial<PackRequest> = {},
+): PackRequest {
   const rank = over.rank ?? 0;
   const world = over.world ?? 2;
   return {

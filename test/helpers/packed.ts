@@ -12,7 +12,8 @@ export function readManifest(dir: string): PackedManifest {
 export function readPackedRow(dir: string, e: PackedLayer, id: number): Buffer {
   const g = layerGeometry(e);
   const i = id - e.start;
-  const off = e.layout === 'page' ? Math.floor(i / g.rowsPerPage) * PAGE_BYTES + (i % g.rowsPerPage) * e.stride : i * e.stride;
+  const off =
+    e.layout === 'page' ? Math.floor(i / g.rowsPerPage) * PAGE_BYTES + (i % g.rowsPerPage) * e.stride : i * e.stride;
   const fd = openSync(join(dir, e.file), 'r');
   try {
     const b = Buffer.alloc(e.rowBytes);

@@ -63,7 +63,13 @@ export interface World {
   sysfs: string;
   cluster: string;
   /** Writes a cluster file (4 nodes by default) and returns its path. */
-  writeCluster(opts?: { nodes?: number; nccl?: Record<string, string>; extra?: string; distPort?: number; name?: string }): string;
+  writeCluster(opts?: {
+    nodes?: number;
+    nccl?: Record<string, string>;
+    extra?: string;
+    distPort?: number;
+    name?: string;
+  }): string;
   /** Writes recipe text into the world and returns its path. */
   recipe(text: string, name?: string): string;
   /** The dsv41 seed recipe, its wrapper mount pointed at a wrapper that sets SPARK_ENGRAM_ROWS. */
@@ -130,7 +136,10 @@ async function makeWorld(): Promise<World> {
       `hf_cache = "${hfCache}"`,
       `dist_port = ${opts.distPort ?? distPort}`,
       opts.extra ?? '',
-      ...Array.from({ length: n }, (_, i) => `\n[[nodes]]\nhost = "spark${i + 1}"\nfabric_addr = "192.168.200.${i + 1}"`),
+      ...Array.from(
+        { length: n },
+        (_, i) => `\n[[nodes]]\nhost = "spark${i + 1}"\nfabric_addr = "192.168.200.${i + 1}"`,
+      ),
       '\n[nccl]',
       ...Object.entries(nccl).map(([k, v]) => `${k} = "${v}"`),
     ];
@@ -146,9 +155,17 @@ async function makeWorld(): Promise<World> {
     cluster,
     writeCluster,
     recipe: (text, name) => write(join(root, 'recipes', name ?? `r${count++}`, 'recipe.toml'), text),
-    dsv41Text: edit(edit(repoFile(DSV41), '/home/kilork/aiden4x-launch.sh', wrapper), 'port = 30000', `port = ${servingPort}`),
+    dsv41Text: edit(
+      edit(repoFile(DSV41), '/home/kilork/aiden4x-launch.sh', wrapper),
+      'port = 30000',
+      `port = ${servingPort}`,
+    ),
     eugrText: edit(repoFile(EUGR), '~/.cache/vllm-ds4-eugr', join(root, 'vllm-cache')),
-    packedText: edit(edit(repoFile(PACKED), /\/var\/lib\/spark\/engram/g, packDir), 'port = 30000', `port = ${servingPort}`),
+    packedText: edit(
+      edit(repoFile(PACKED), /\/var\/lib\/spark\/engram/g, packDir),
+      'port = 30000',
+      `port = ${servingPort}`,
+    ),
     packDir,
     servingPort,
     distPort,

@@ -9,6 +9,12 @@ export interface LayerRows {
   end: number;
 }
 
-export function rankRangesJson(rank: number, world: number, split: SplitRule, layers: LayerRows[], extra: Record<string, unknown> = {}) {
+export function rankRangesJson(
+  rank: number,
+  world: number,
+  split: SplitRule,
+  layers: LayerRows[],
+  extra: Record<string, unknown> = {},
+) {
   return { rank, world, split, layers, ...extra };
 }

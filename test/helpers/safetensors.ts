@@ -25,7 +25,12 @@ export interface WriteOptions {
 }
 
 /** Writes [u64 length][header][dataLength bytes] to path. */
-export function writeSafetensors(path: string, headerText: string | Buffer, dataLength: Int, options: WriteOptions = {}): void {
+export function writeSafetensors(
+  path: string,
+  headerText: string | Buffer,
+  dataLength: Int,
+  options: WriteOptions = {},
+): void {
   const json = typeof headerText === 'string' ? Buffer.from(headerText, 'utf8') : headerText;
   const prefix = Buffer.alloc(8);
   prefix.writeBigUInt64LE(options.lengthField ?? BigInt(json.length));

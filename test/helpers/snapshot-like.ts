@@ -5,7 +5,9 @@ import { join } from 'node:path';
 import type { SnapshotLike, SnapshotTableLike } from '../../src/engram/row-source.js';
 
 export async function synthSnapshotLike(dir: string): Promise<SnapshotLike> {
-  const index = JSON.parse(readFileSync(join(dir, 'model.safetensors.index.json'), 'utf8')) as { weight_map: Record<string, string> };
+  const index = JSON.parse(readFileSync(join(dir, 'model.safetensors.index.json'), 'utf8')) as {
+    weight_map: Record<string, string>;
+  };
   const tables: SnapshotTableLike[] = [];
   for (const [name, file] of Object.entries(index.weight_map)) {
     const m = /^layers\.(\d+)\.engram\.embed\.weight$/.exec(name);
@@ -18,7 +20,10 @@ export async function synthSnapshotLike(dir: string): Promise<SnapshotLike> {
     const json = Buffer.alloc(n);
     readSync(fd, json, 0, n, 8);
     closeSync(fd);
-    const header = JSON.parse(json.toString('utf8')) as Record<string, { shape: number[]; data_offsets: [number, number] }>;
+    const header = JSON.parse(json.toString('utf8')) as Record<
+      string,
+      { shape: number[]; data_offsets: [number, number] }
+    >;
     const w = header[name];
     const s = header[`layers.${m[1]}.engram.embed.scale`];
     const [rows, dim] = w.shape;

@@ -43,7 +43,10 @@ export function checkSparseCopy(copy: string, snapshot: string): { rows: number;
     for (const r of m.layers) {
       const got = view.run(r.layer, r.start, r.end);
       const want = source.run(r.layer, r.start, r.end);
-      assert.ok(got.weight.equals(want.weight) && got.scale.equals(want.scale), `layer ${r.layer}: rows differ from the snapshot`);
+      assert.ok(
+        got.weight.equals(want.weight) && got.scale.equals(want.scale),
+        `layer ${r.layer}: rows differ from the snapshot`,
+      );
       rows += r.end - r.start;
     }
     for (const s of m.spark.shards) {

@@ -9,7 +9,17 @@
 //   writeSyntheticCopy(dir, spec)   the tables written from scratch (writeTablesDir), rows only
 //                                   at the range ends: enough for everything that reads ranges
 // Headers are parsed here with JSON.parse, not with spark's reader.
-import { closeSync, fstatSync, ftruncateSync, openSync, readFileSync, readSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fstatSync,
+  ftruncateSync,
+  openSync,
+  readFileSync,
+  readSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import type { SparseTable } from '../../src/engram/sparse-manifest.js';
 import { writeSparseShard, type ShardTable } from './engram-files.js';
@@ -130,7 +140,12 @@ export function writeSparseCopy(srcDir: string, dstDir: string, o: SparseCopyOpt
     }
     const { src, dst } = fds.get(shard)!;
     const skip = o.skipWeightRows?.layer === r.layer ? o.skipWeightRows : undefined;
-    const pieces: [number, number][] = skip ? [[r.start, skip.from], [skip.to, r.end]] : [[r.start, r.end]];
+    const pieces: [number, number][] = skip
+      ? [
+          [r.start, skip.from],
+          [skip.to, r.end],
+        ]
+      : [[r.start, r.end]];
     for (const [a, b] of pieces) copyRange(src, dst, table.weightOffset + a * dim, (b - a) * dim);
     copyRange(src, dst, table.scaleOffset + r.start * (dim / 32), (r.end - r.start) * (dim / 32));
   }
@@ -174,17 +189,28 @@ function writeManifest(c: Copied, o: SparseCopyOptions, m: ManifestStyle): Recor
     ...m.extra,
   };
   if (o.flavour === 'spark') manifest.spark = sparkKey(c, o);
-  const text = m.style === 'one-line' ? JSON.stringify(manifest).replace(/,"/g, ', "').replace(/":/g, '": ') : JSON.stringify(manifest, null, 1) + '\n';
+  const text =
+    m.style === 'one-line'
+      ? JSON.stringify(manifest).replace(/,"/g, ', "').replace(/":/g, '": ')
+      : JSON.stringify(manifest, null, 1) + '\n';
   writeFileSync(join(c.dstDir, 'engram-local.json'), text, { flag: 'wx' });
   return manifest;
 }
 
-function sparkKey({ srcDir, dstDir, tables, shardBytes, indexText }: Copied, o: SparseCopyOptions): Record<string, unknown> {
+function sparkKey(
+  { srcDir, dstDir, tables, shardBytes, indexText }: Copied,
+  o: SparseCopyOptions,
+): Record<string, unknown> {
   const chunkRows = o.chunkRows ?? 1000;
   const shards = [...shardBytes].map(([name, s]) => {
     const fd = openSync(join(dstDir, name), 'r');
     try {
-      return { name, bytes: s.bytes, headerBytes: s.headerBytes, headerCrc32: hex(crc32(readAt(fd, 0, s.headerBytes))) };
+      return {
+        name,
+        bytes: s.bytes,
+        headerBytes: s.headerBytes,
+        headerCrc32: hex(crc32(readAt(fd, 0, s.headerBytes))),
+      };
     } finally {
       closeSync(fd);
     }
@@ -254,8 +280,15 @@ export function writeTablesDir(dir: string, tables: ShardTable[], ranges: CopyRa
 /** A copy written in place in `dir`: index, shard, then engram-local.json. */
 export function writeSyntheticCopy(dir: string, spec: SyntheticCopySpec): void {
   const shard = writeTablesDir(dir, spec.tables, spec.ranges);
-  const tables = shard.tables.filter((t) => spec.ranges.some((r) => r.layer === t.layer)).map((t) => ({ ...t, shard: COPY_SHARD }));
-  const o: SparseCopyOptions = { flavour: spec.spark ? 'spark' : 'overlay', ranges: spec.ranges, chunkRows: 64, ...spec.spark };
+  const tables = shard.tables
+    .filter((t) => spec.ranges.some((r) => r.layer === t.layer))
+    .map((t) => ({ ...t, shard: COPY_SHARD }));
+  const o: SparseCopyOptions = {
+    flavour: spec.spark ? 'spark' : 'overlay',
+    ranges: spec.ranges,
+    chunkRows: 64,
+    ...spec.spark,
+  };
   const shards = new Map([[COPY_SHARD, { bytes: statSync(shard.path).size, headerBytes: shard.dataStart }]]);
   const source = '/models/dsv41 "the NAS", rank: 9 of 9 {not: [a key]}';
   const copied = { srcDir: dir, dstDir: dir, tables, shardBytes: shards, indexText: readFileSync(join(dir, INDEX)) };

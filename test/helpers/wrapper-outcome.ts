@@ -33,10 +33,16 @@ export async function viaNode(argv: string[], env: NodeJS.ProcessEnv, load: Laye
 }
 
 /** Only what both wrappers decide (the sh side also carries its stderr and pid). */
-export const outcome = (o: Outcome): Outcome => (o.code === 0 ? { code: 0, rows: o.rows!, gid: o.gid! } : { code: o.code });
+export const outcome = (o: Outcome): Outcome =>
+  o.code === 0 ? { code: 0, rows: o.rows!, gid: o.gid! } : { code: o.code };
 
 /** The emitted script under `shell`, with a recording engine. */
-export function viaSh(shell: string, script: string, argv: string[], env: NodeJS.ProcessEnv): Outcome & { stderr: string; pid?: number } {
+export function viaSh(
+  shell: string,
+  script: string,
+  argv: string[],
+  env: NodeJS.ProcessEnv,
+): Outcome & { stderr: string; pid?: number } {
   const engine = recordingEngine();
   const r = spawnSync(shell, [script, engine.path, ...argv], {
     encoding: 'utf8',

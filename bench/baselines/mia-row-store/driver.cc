@@ -39,21 +39,22 @@
 
 namespace {
 
-[[noreturn]] void Fail(int code, const std::string &why) {
+[[noreturn]] void Fail(int code, const std::string& why) {
   std::fprintf(stderr, "mia_row_store_bench: %s\n", why.c_str());
   std::exit(code);
 }
 
-uint64_t Number(const char *flag, const char *v) {
-  char *end = nullptr;
+uint64_t Number(const char* flag, const char* v) {
+  char* end = nullptr;
   errno = 0;
   unsigned long long n = std::strtoull(v, &end, 10);
-  if (!*v || *end || errno || v[0] == '-') Fail(2, std::string(flag) + " takes a non-negative integer, got '" + v + "'");
+  if (!*v || *end || errno || v[0] == '-')
+    Fail(2, std::string(flag) + " takes a non-negative integer, got '" + v + "'");
   return n;
 }
 
-bool ReadAll(FILE *f, void *p, size_t n) { return n == 0 || std::fread(p, 1, n, f) == n; }
-void WriteAll(const void *p, size_t n) {
+bool ReadAll(FILE* f, void* p, size_t n) { return n == 0 || std::fread(p, 1, n, f) == n; }
+void WriteAll(const void* p, size_t n) {
   if (n && std::fwrite(p, 1, n, stdout) != n) Fail(3, "cannot write to stdout");
 }
 
@@ -64,7 +65,7 @@ uint64_t CpuNs() {
 }
 
 uint64_t ReadBytes() {
-  FILE *f = std::fopen("/proc/self/io", "r");
+  FILE* f = std::fopen("/proc/self/io", "r");
   if (!f) return UINT64_MAX;
   char line[128];
   uint64_t v = UINT64_MAX;
@@ -81,7 +82,7 @@ struct Args {
   bool have_layer = false, have_rows = false, have_lo = false, have_hi = false, echo = false;
 };
 
-Args Parse(int argc, char **argv) {
+Args Parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; i++) {
     std::string f = argv[i];
@@ -90,44 +91,59 @@ Args Parse(int argc, char **argv) {
       continue;
     }
     if (i + 1 >= argc) Fail(2, f + " needs a value (see the comment at the top of driver.cc)");
-    const char *v = argv[++i];
-    if (f == "--pack") a.pack = v;
-    else if (f == "--batches") a.batches = v;
-    else if (f == "--layer") a.layer = Number("--layer", v), a.have_layer = true;
-    else if (f == "--rows") a.rows = Number("--rows", v), a.have_rows = true;
-    else if (f == "--lo") a.lo = Number("--lo", v), a.have_lo = true;
-    else if (f == "--hi") a.hi = Number("--hi", v), a.have_hi = true;
-    else if (f == "--budget") a.budget = Number("--budget", v);
-    else if (f == "--ways") setenv("DSV41_CACHE_WAYS", std::to_string(Number("--ways", v)).c_str(), 1);
-    else if (f == "--threads") setenv("DSV41_IO_THREADS", std::to_string(Number("--threads", v)).c_str(), 1);
-    else Fail(2, "unknown flag " + f);
+    const char* v = argv[++i];
+    if (f == "--pack")
+      a.pack = v;
+    else if (f == "--batches")
+      a.batches = v;
+    else if (f == "--layer")
+      a.layer = Number("--layer", v), a.have_layer = true;
+    else if (f == "--rows")
+      a.rows = Number("--rows", v), a.have_rows = true;
+    else if (f == "--lo")
+      a.lo = Number("--lo", v), a.have_lo = true;
+    else if (f == "--hi")
+      a.hi = Number("--hi", v), a.have_hi = true;
+    else if (f == "--budget")
+      a.budget = Number("--budget", v);
+    else if (f == "--ways")
+      setenv("DSV41_CACHE_WAYS", std::to_string(Number("--ways", v)).c_str(), 1);
+    else if (f == "--threads")
+      setenv("DSV41_IO_THREADS", std::to_string(Number("--threads", v)).c_str(), 1);
+    else
+      Fail(2, "unknown flag " + f);
   }
-  if (!a.pack || !a.have_layer || !a.have_rows || !a.have_lo || !a.have_hi) Fail(2, "give --pack, --layer, --rows, --lo and --hi");
-  if (a.lo > a.hi || a.hi > a.rows || a.rows > (1ull << 40)) Fail(2, "--lo, --hi, --rows: need lo <= hi <= rows <= 2^40");
+  if (!a.pack || !a.have_layer || !a.have_rows || !a.have_lo || !a.have_hi)
+    Fail(2, "give --pack, --layer, --rows, --lo and --hi");
+  if (a.lo > a.hi || a.hi > a.rows || a.rows > (1ull << 40))
+    Fail(2, "--lo, --hi, --rows: need lo <= hi <= rows <= 2^40");
   return a;
 }
 
 // The checkpoint stand-in: an empty file the size of N weight rows then N scale rows.
 std::string StandIn(uint64_t rows) {
   int fd = memfd_create("mia-checkpoint-stand-in", MFD_CLOEXEC);
-  if (fd < 0 || ftruncate(fd, static_cast<off_t>(rows * 264)) != 0) Fail(3, "cannot make the checkpoint stand-in (memfd)");
+  if (fd < 0 || ftruncate(fd, static_cast<off_t>(rows * 264)) != 0)
+    Fail(3, "cannot make the checkpoint stand-in (memfd)");
   return "/proc/self/fd/" + std::to_string(fd);
 }
 
 }  // namespace
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   Args a = Parse(argc, argv);
   setenv("DSV41_RESIDENT_SCALES", "0", 1);
-  Store *s = row_store_open(StandIn(a.rows).c_str(), a.rows, 0, a.rows * 256, a.budget);
+  Store* s = row_store_open(StandIn(a.rows).c_str(), a.rows, 0, a.rows * 256, a.budget);
   if (!s) Fail(3, "row_store_open refused the checkpoint stand-in");
   row_store_range(s, a.lo, a.hi);
   uint64_t attached = static_cast<uint64_t>(row_store_attach_packed(s, a.pack, a.layer));
   uint64_t stats[9];
   if (!attached) {
-    Fail(3, std::string(a.pack) + ": not attached (absent, not openable, or its filesystem refuses O_DIRECT: the Mia reader then serves from the checkpoint)");
+    Fail(3, std::string(a.pack) +
+                ": not attached (absent, not openable, or its filesystem refuses O_DIRECT: the Mia reader then serves "
+                "from the checkpoint)");
   }
-  FILE *in = stdin;
+  FILE* in = stdin;
   if (a.batches && !(in = std::fopen(a.batches, "rb"))) Fail(3, std::string("cannot open --batches ") + a.batches);
   std::vector<uint64_t> latencies;
   if (!a.batches) {
@@ -155,7 +171,8 @@ int main(int argc, char **argv) {
     auto t0 = std::chrono::steady_clock::now();
     row_store_lookup(&work);
     auto t1 = std::chrono::steady_clock::now();
-    uint64_t reply[3] = {static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()), CpuNs() - c0, 0};
+    uint64_t reply[3] = {static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()),
+                         CpuNs() - c0, 0};
     uint64_t io1 = ReadBytes();
     reply[2] = io0 == UINT64_MAX || io1 == UINT64_MAX ? UINT64_MAX : io1 - io0;
     if (a.batches) {
@@ -170,10 +187,12 @@ int main(int argc, char **argv) {
     std::fflush(stdout);
   }
   row_store_stats(s, stats);
-  if (stats[8] == 1 && stats[2] > stats[1]) Fail(1, "the library read more than once per miss: the checkpoint stand-in was read");
+  if (stats[8] == 1 && stats[2] > stats[1])
+    Fail(1, "the library read more than once per miss: the checkpoint stand-in was read");
   if (a.batches) {
     std::printf("{\"attached\":1,\"latencyNs\":[");
-    for (size_t i = 0; i < latencies.size(); i++) std::printf("%s%llu", i ? "," : "", static_cast<unsigned long long>(latencies[i]));
+    for (size_t i = 0; i < latencies.size(); i++)
+      std::printf("%s%llu", i ? "," : "", static_cast<unsigned long long>(latencies[i]));
     std::printf("],\"stats\":[");
     for (int i = 0; i < 9; i++) std::printf("%s%llu", i ? "," : "", static_cast<unsigned long long>(stats[i]));
     std::printf("]}\n");

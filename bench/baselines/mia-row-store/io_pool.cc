@@ -14,7 +14,7 @@ namespace {
 struct Job {
   uint64_t count = 0;
   TicketFn fn = nullptr;
-  void *ctx = nullptr;
+  void* ctx = nullptr;
 };
 
 class Pool {
@@ -24,10 +24,10 @@ class Pool {
   }
   unsigned threads() const { return threads_; }
 
-  void Run(uint64_t count, TicketFn fn, void *ctx) {
+  void Run(uint64_t count, TicketFn fn, void* ctx) {
     std::lock_guard<std::mutex> one_job(job_lock_);
     if (threads_ <= 1 || count < kSerialBelow) {
-      uint8_t *buf = ThreadBuffer();
+      uint8_t* buf = ThreadBuffer();
       for (uint64_t i = 0; i < count; i++) fn(ctx, i, buf);
       return;
     }
@@ -48,7 +48,7 @@ class Pool {
 
  private:
   // Takes tickets, one id each, until none is left.
-  void Take(uint8_t *buf) {
+  void Take(uint8_t* buf) {
     for (;;) {
       uint64_t i = next_.fetch_add(1, std::memory_order_relaxed);
       if (i >= job_.count) return;
@@ -57,7 +57,7 @@ class Pool {
   }
 
   void Work() {
-    uint8_t *buf = ThreadBuffer();
+    uint8_t* buf = ThreadBuffer();
     uint64_t seen = 0;
     std::unique_lock<std::mutex> l(m_);
     for (;;) {
@@ -83,17 +83,17 @@ class Pool {
 };
 
 unsigned ThreadsFromEnv() {
-  const char *v = std::getenv("DSV41_IO_THREADS");
+  const char* v = std::getenv("DSV41_IO_THREADS");
   if (!v || !*v) return 32;
-  char *end = nullptr;
+  char* end = nullptr;
   long long n = std::strtoll(v, &end, 10);
   if (*end != '\0' || n <= 1) return 1;
   return n > 1024 ? 1024 : static_cast<unsigned>(n);
 }
 
-Pool &ThePool() {
+Pool& ThePool() {
   // Leaked on purpose: workers block on its condition variables until the process exits.
-  static Pool *pool = new Pool(ThreadsFromEnv());
+  static Pool* pool = new Pool(ThreadsFromEnv());
   return *pool;
 }
 
@@ -101,22 +101,22 @@ Pool &ThePool() {
 
 unsigned PoolThreads() { return ThePool().threads(); }
 
-void RunTickets(uint64_t count, TicketFn fn, void *ctx) { ThePool().Run(count, fn, ctx); }
+void RunTickets(uint64_t count, TicketFn fn, void* ctx) { ThePool().Run(count, fn, ctx); }
 
-uint8_t *ThreadBuffer() {
+uint8_t* ThreadBuffer() {
   // Freed when its thread ends (a caller's thread may come and go).
   struct Owned {
-    uint8_t *p = nullptr;
+    uint8_t* p = nullptr;
     ~Owned() { std::free(p); }
   };
   thread_local Owned buf;
   if (!buf.p) {
-    void *p = nullptr;
+    void* p = nullptr;
     if (posix_memalign(&p, 4096, kBufferBytes) != 0) {
       std::fprintf(stderr, "row_store: cannot allocate a read buffer\n");
       std::abort();
     }
-    buf.p = static_cast<uint8_t *>(p);
+    buf.p = static_cast<uint8_t*>(p);
   }
   return buf.p;
 }

@@ -22,8 +22,8 @@ class RowCache {
  public:
   RowCache(uint64_t budget, unsigned ways);
   ~RowCache();
-  RowCache(const RowCache &) = delete;
-  RowCache &operator=(const RowCache &) = delete;
+  RowCache(const RowCache&) = delete;
+  RowCache& operator=(const RowCache&) = delete;
 
   bool enabled() const { return sets_ > 0; }
   unsigned ways() const { return ways_; }
@@ -31,16 +31,16 @@ class RowCache {
   uint64_t bytes() const { return sets_ * (kSlotBytes * ways_ + 1); }
 
   /** Copies row `id` (weight then scale) into row264 when cached. */
-  bool Get(uint64_t id, uint8_t *row264);
-  void Put(uint64_t id, const uint8_t *row264);
+  bool Get(uint64_t id, uint8_t* row264);
+  void Put(uint64_t id, const uint8_t* row264);
 
  private:
-  uint8_t *Set(uint64_t set) const { return mem_ + set * (kSlotBytes * ways_ + 1); }
-  std::mutex &Stripe(uint64_t set) { return stripes_[set % 256]; }
+  uint8_t* Set(uint64_t set) const { return mem_ + set * (kSlotBytes * ways_ + 1); }
+  std::mutex& Stripe(uint64_t set) { return stripes_[set % 256]; }
 
   unsigned ways_;
   uint64_t sets_ = 0;
-  uint8_t *mem_ = nullptr;
+  uint8_t* mem_ = nullptr;
   std::mutex stripes_[256];
 };
 

@@ -29,18 +29,18 @@ constexpr uint64_t kMagic = 0x31344E4531565344ull;  // "DSV41EN1"
 constexpr uint64_t kHeaderBytes = 4096;
 constexpr uint64_t kPage = 4096;
 
-[[noreturn]] void Die(const char *what) {
+[[noreturn]] void Die(const char* what) {
   std::fprintf(stderr, "row_store: %s\n", what);
   std::abort();
 }
 
-bool AddOk(uint64_t a, uint64_t b, uint64_t *out) { return !__builtin_add_overflow(a, b, out); }
-bool MulOk(uint64_t a, uint64_t b, uint64_t *out) { return !__builtin_mul_overflow(a, b, out); }
+bool AddOk(uint64_t a, uint64_t b, uint64_t* out) { return !__builtin_add_overflow(a, b, out); }
+bool MulOk(uint64_t a, uint64_t b, uint64_t* out) { return !__builtin_mul_overflow(a, b, out); }
 
 // Reads [off, off + len) of fd with one pread of the whole pages it spans into buf (8 KiB,
 // aligned); len <= 4096 spans at most two pages. Returns where the piece starts in buf, or
 // nullptr when the read came back short or failed.
-const uint8_t *ReadPiece(int fd, uint64_t off, uint64_t len, uint8_t *buf) {
+const uint8_t* ReadPiece(int fd, uint64_t off, uint64_t len, uint8_t* buf) {
   uint64_t start = off & ~(kPage - 1);
   uint64_t end = (off + len + kPage - 1) & ~(kPage - 1);
   ssize_t got;
@@ -52,7 +52,7 @@ const uint8_t *ReadPiece(int fd, uint64_t off, uint64_t len, uint8_t *buf) {
 }
 
 bool ResidentScalesFromEnv() {
-  const char *v = std::getenv("DSV41_RESIDENT_SCALES");
+  const char* v = std::getenv("DSV41_RESIDENT_SCALES");
   if (!v) return true;
   return !(std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 || std::strcmp(v, "false") == 0);
 }
@@ -74,35 +74,41 @@ struct Store {
 namespace {
 
 // Reads row id (lo <= id < hi) from the pack or the checkpoint into row264; zeros if a read failed.
-void ReadRow(Store *s, uint64_t id, uint8_t *row264, uint8_t *buf) {
+void ReadRow(Store* s, uint64_t id, uint8_t* row264, uint8_t* buf) {
   if (s->packed_fd >= 0) {
     s->reads.fetch_add(1, std::memory_order_relaxed);
-    const uint8_t *p = ReadPiece(s->packed_fd, kHeaderBytes + (id - s->lo) * kRowBytes, kRowBytes, buf);
-    if (p) std::memcpy(row264, p, kRowBytes);
-    else std::memset(row264, 0, kRowBytes);
+    const uint8_t* p = ReadPiece(s->packed_fd, kHeaderBytes + (id - s->lo) * kRowBytes, kRowBytes, buf);
+    if (p)
+      std::memcpy(row264, p, kRowBytes);
+    else
+      std::memset(row264, 0, kRowBytes);
     return;
   }
   s->reads.fetch_add(1, std::memory_order_relaxed);
-  const uint8_t *w = ReadPiece(s->fd, s->woff + id * kWeightBytes, kWeightBytes, buf);
-  if (w) std::memcpy(row264, w, kWeightBytes);
-  else std::memset(row264, 0, kWeightBytes);
+  const uint8_t* w = ReadPiece(s->fd, s->woff + id * kWeightBytes, kWeightBytes, buf);
+  if (w)
+    std::memcpy(row264, w, kWeightBytes);
+  else
+    std::memset(row264, 0, kWeightBytes);
   if (s->scales_pinned) {
     std::memcpy(row264 + kWeightBytes, &s->pinned[(id - s->lo) * kScaleBytes], kScaleBytes);
     return;
   }
   s->reads.fetch_add(1, std::memory_order_relaxed);
-  const uint8_t *sc = ReadPiece(s->fd, s->soff + id * kScaleBytes, kScaleBytes, buf);
-  if (sc) std::memcpy(row264 + kWeightBytes, sc, kScaleBytes);
-  else std::memset(row264 + kWeightBytes, 0, kScaleBytes);
+  const uint8_t* sc = ReadPiece(s->fd, s->soff + id * kScaleBytes, kScaleBytes, buf);
+  if (sc)
+    std::memcpy(row264 + kWeightBytes, sc, kScaleBytes);
+  else
+    std::memset(row264 + kWeightBytes, 0, kScaleBytes);
 }
 
-void LookupOne(void *ctx, uint64_t i, uint8_t *buf) {
-  auto *work = static_cast<LookupWork *>(ctx);
-  Store *s = work->store;
+void LookupOne(void* ctx, uint64_t i, uint8_t* buf) {
+  auto* work = static_cast<LookupWork*>(ctx);
+  Store* s = work->store;
   int64_t id = work->ids[i];
   if (id < 0 || static_cast<uint64_t>(id) >= s->rows) Die("lookup id outside the table [0, N)");
-  uint8_t *w = work->weights + i * kWeightBytes;
-  uint8_t *sc = work->scales + i * kScaleBytes;
+  uint8_t* w = work->weights + i * kWeightBytes;
+  uint8_t* sc = work->scales + i * kScaleBytes;
   uint64_t u = static_cast<uint64_t>(id);
   if (u < s->lo || u >= s->hi) {
     std::memset(w, 0, kWeightBytes);
@@ -122,13 +128,13 @@ void LookupOne(void *ctx, uint64_t i, uint8_t *buf) {
 }
 
 // Pins the scale rows [lo, hi) from the checkpoint, a page-aligned MiB at a time (the fd may be O_DIRECT).
-void PinScales(Store *s) {
+void PinScales(Store* s) {
   uint64_t n = (s->hi - s->lo) * kScaleBytes;
   s->pinned.assign(n, 0);
   constexpr uint64_t kChunk = 1 << 20;
-  void *raw = nullptr;
+  void* raw = nullptr;
   if (posix_memalign(&raw, kPage, kChunk + kPage) != 0) Die("cannot allocate the scale pinning buffer");
-  std::unique_ptr<uint8_t, decltype(&std::free)> chunk(static_cast<uint8_t *>(raw), &std::free);
+  std::unique_ptr<uint8_t, decltype(&std::free)> chunk(static_cast<uint8_t*>(raw), &std::free);
   uint64_t first = s->soff + s->lo * kScaleBytes;
   for (uint64_t done = 0; done < n;) {
     uint64_t off = first + done;
@@ -147,7 +153,7 @@ void PinScales(Store *s) {
 
 }  // namespace
 
-Store *row_store_open(const char *path, uint64_t rows, uint64_t woff, uint64_t soff, uint64_t budget) {
+Store* row_store_open(const char* path, uint64_t rows, uint64_t woff, uint64_t soff, uint64_t budget) {
   if (!path) return nullptr;
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECT);
   if (fd < 0) fd = open(path, O_RDONLY | O_CLOEXEC);  // NFS, SSHFS, tmpfs: buffered
@@ -159,7 +165,7 @@ Store *row_store_open(const char *path, uint64_t rows, uint64_t woff, uint64_t s
       send > static_cast<uint64_t>(st.st_size)) {
     Die("the weight or scale extents do not fit the checkpoint file");
   }
-  auto *s = new Store;
+  auto* s = new Store;
   s->fd = fd;
   s->rows = rows;
   s->woff = woff;
@@ -171,26 +177,28 @@ Store *row_store_open(const char *path, uint64_t rows, uint64_t woff, uint64_t s
   return s;
 }
 
-void row_store_range(Store *s, uint64_t lo, uint64_t hi) {
+void row_store_range(Store* s, uint64_t lo, uint64_t hi) {
   if (!s) return;
   if (lo > hi || hi > s->rows) Die("row_store_range: lo > hi or hi > N");
-  if (s->scales_pinned && (lo != s->lo || hi != s->hi)) Die("row_store_range: the range moved after scales were pinned");
+  if (s->scales_pinned && (lo != s->lo || hi != s->hi))
+    Die("row_store_range: the range moved after scales were pinned");
   s->lo = lo;
   s->hi = hi;
   if (!s->scales_pinned && ResidentScalesFromEnv()) PinScales(s);
 }
 
-int row_store_attach_packed(Store *s, const char *path, uint64_t layer) {
+int row_store_attach_packed(Store* s, const char* path, uint64_t layer) {
   if (!s || !path) return 0;
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECT);  // O_DIRECT only: refused means no pack
   if (fd < 0) return 0;
-  uint8_t *buf = mia::ThreadBuffer();
+  uint8_t* buf = mia::ThreadBuffer();
   ssize_t got = pread(fd, buf, kHeaderBytes, 0);
   uint64_t h[6] = {};
   if (got >= 48) std::memcpy(h, buf, sizeof h);
   struct stat st;
   uint64_t body, need;
-  if (!MulOk(s->hi - s->lo, kRowBytes, &body) || !AddOk(kHeaderBytes, body, &need)) Die("the range's rows overflow a file offset");
+  if (!MulOk(s->hi - s->lo, kRowBytes, &body) || !AddOk(kHeaderBytes, body, &need))
+    Die("the range's rows overflow a file offset");
   bool match = got >= 48 && h[0] == kMagic && h[1] == layer && h[2] == s->lo && h[3] == s->hi && h[4] == s->rows &&
                h[5] == kRowBytes && fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) >= need;
   if (!match) Die("packed Engram shard does not match this rank's range; re-run the pack step");
@@ -199,13 +207,13 @@ int row_store_attach_packed(Store *s, const char *path, uint64_t layer) {
   return 1;
 }
 
-void row_store_lookup(void *work) {
-  auto *w = static_cast<LookupWork *>(work);
+void row_store_lookup(void* work) {
+  auto* w = static_cast<LookupWork*>(work);
   if (!w || !w->store || w->count == 0) return;
   mia::RunTickets(w->count, LookupOne, w);
 }
 
-void row_store_stats(Store *s, uint64_t out[9]) {
+void row_store_stats(Store* s, uint64_t out[9]) {
   if (!out) return;
   unsigned threads = mia::PoolThreads();
   if (!s) {
@@ -223,7 +231,7 @@ void row_store_stats(Store *s, uint64_t out[9]) {
   out[8] = s->packed_fd >= 0 ? 1 : 0;
 }
 
-void row_store_close(Store *s) {
+void row_store_close(Store* s) {
   if (!s) return;
   if (s->fd >= 0) close(s->fd);
   if (s->packed_fd >= 0) close(s->packed_fd);

@@ -12,21 +12,21 @@ struct Store;
 
 /** row_store_lookup's argument; this field order is the ABI. */
 struct LookupWork {
-  Store *store;
-  const int64_t *ids;
-  uint8_t *weights;  // count * 256 bytes
-  uint8_t *scales;   // count * 8 bytes
+  Store* store;
+  const int64_t* ids;
+  uint8_t* weights;  // count * 256 bytes
+  uint8_t* scales;   // count * 8 bytes
   uint64_t count;
 };
 
 /** The checkpoint shard, N rows, absolute offsets of row 0 of weight and scale, cache budget in bytes. */
-MIA_API Store *row_store_open(const char *path, uint64_t rows, uint64_t woff, uint64_t soff, uint64_t budget);
+MIA_API Store* row_store_open(const char* path, uint64_t rows, uint64_t woff, uint64_t soff, uint64_t budget);
 /** Owned rows [lo, hi); pins the owned scale rows unless DSV41_RESIDENT_SCALES is 0/off/false. */
-MIA_API void row_store_range(Store *s, uint64_t lo, uint64_t hi);
+MIA_API void row_store_range(Store* s, uint64_t lo, uint64_t hi);
 /** 0: no usable pack at path (absent, or O_DIRECT refused); 1: attached; abort() on a mismatch. */
-MIA_API int row_store_attach_packed(Store *s, const char *path, uint64_t layer);
+MIA_API int row_store_attach_packed(Store* s, const char* path, uint64_t layer);
 /** `work` is a LookupWork*. */
-MIA_API void row_store_lookup(void *work);
+MIA_API void row_store_lookup(void* work);
 /** hits, misses, reads, cache bytes, cache slots, pinned scale bytes, ways, threads, packed. */
-MIA_API void row_store_stats(Store *s, uint64_t out[9]);
-MIA_API void row_store_close(Store *s);
+MIA_API void row_store_stats(Store* s, uint64_t out[9]);
+MIA_API void row_store_close(Store* s);

@@ -24,13 +24,13 @@ uint8_t RowByte(uint64_t id, uint64_t c) { return static_cast<uint8_t>((id * 131
 std::string Dir() {
   static std::string dir = [] {
     char tmpl[] = "/var/tmp/mia-baseline-XXXXXX";
-    const char *d = mkdtemp(tmpl);
+    const char* d = mkdtemp(tmpl);
     return std::string(d ? d : "/var/tmp");
   }();
   return dir;
 }
 
-void WriteFile(const std::string &path, const std::vector<uint8_t> &bytes) {
+void WriteFile(const std::string& path, const std::vector<uint8_t>& bytes) {
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   CHECK(fd >= 0);
   CHECK_EQ(write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
@@ -62,7 +62,7 @@ std::string Pack() {
 }
 
 // Looks ids up (from `callers` threads at once) and checks every row or zero row.
-void LookupAndCheck(Store *s, const std::vector<int64_t> &ids, int callers = 1) {
+void LookupAndCheck(Store* s, const std::vector<int64_t>& ids, int callers = 1) {
   std::vector<std::thread> ts;
   std::vector<int> bad(callers, 0);  // CHECK is not thread-safe: counted here, checked after the joins
   for (int k = 0; k < callers; k++) {
@@ -80,7 +80,7 @@ void LookupAndCheck(Store *s, const std::vector<int64_t> &ids, int callers = 1) 
       }
     });
   }
-  for (auto &t : ts) t.join();
+  for (auto& t : ts) t.join();
   for (int b : bad) CHECK_EQ(b, 0);
 }
 
@@ -98,7 +98,7 @@ TEST(pool_and_settings_as_configured) {
   setenv("DSV41_IO_THREADS", "64", 1);
   setenv("DSV41_CACHE_WAYS", "0", 1);
   setenv("DSV41_RESIDENT_SCALES", "off", 1);
-  Store *s = row_store_open(Checkpoint().c_str(), kRows, 100, 100 + kRows * 256, 1 << 20);
+  Store* s = row_store_open(Checkpoint().c_str(), kRows, 100, 100 + kRows * 256, 1 << 20);
   CHECK(s != nullptr);
   row_store_stats(s, st);
   CHECK_EQ(st[6], 1u);  // ways clamped up to 1
@@ -108,10 +108,10 @@ TEST(pool_and_settings_as_configured) {
 }
 
 TEST(checkpoint_rows_two_reads_a_miss_or_one_with_pinned_scales) {
-  for (const char *pin : {"0", "1"}) {
+  for (const char* pin : {"0", "1"}) {
     setenv("DSV41_RESIDENT_SCALES", pin, 1);
     setenv("DSV41_CACHE_WAYS", "4", 1);
-    Store *s = row_store_open(Checkpoint().c_str(), kRows, 100, 100 + kRows * 256, 0);
+    Store* s = row_store_open(Checkpoint().c_str(), kRows, 100, 100 + kRows * 256, 0);
     CHECK(s != nullptr);
     row_store_range(s, kLo, kHi);
     LookupAndCheck(s, SomeIds());
@@ -132,7 +132,7 @@ TEST(packed_rows_one_read_a_miss_and_the_cache_hits_repeats) {
   }
   setenv("DSV41_RESIDENT_SCALES", "0", 1);
   setenv("DSV41_CACHE_WAYS", "16", 1);
-  Store *s = row_store_open(Checkpoint().c_str(), kRows, 100, 100 + kRows * 256, 8 << 20);
+  Store* s = row_store_open(Checkpoint().c_str(), kRows, 100, 100 + kRows * 256, 8 << 20);
   CHECK(s != nullptr);
   row_store_range(s, kLo, kHi);
   CHECK_EQ(row_store_attach_packed(s, (Dir() + "/absent.bin").c_str(), kLayer), 0);

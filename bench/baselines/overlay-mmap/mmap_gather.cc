@@ -75,8 +75,10 @@ Status MmapGather::Map(const std::string& path, uint32_t* index) {
 Status MmapGather::Add(const MmapTable& t) {
   const std::string name = LayerName(t.layer);
   if (Find(t.layer) != nullptr) return Status::Error(Code::E_USAGE, name + " is given twice");
-  if (t.dim == 0 || t.dim % 32 != 0) return Status::Error(Code::E_USAGE, name + ": dim must be a positive multiple of 32");
-  if (!t.owned.valid() || t.owned.end > t.rows) return Status::Error(Code::E_USAGE, name + ": the owned range is not inside the table");
+  if (t.dim == 0 || t.dim % 32 != 0)
+    return Status::Error(Code::E_USAGE, name + ": dim must be a positive multiple of 32");
+  if (!t.owned.valid() || t.owned.end > t.rows)
+    return Status::Error(Code::E_USAGE, name + ": the owned range is not inside the table");
   Table table{t, 0, 0};
   Status st = Map(t.weight_path, &table.weight);
   if (st.ok()) st = Map(t.scale_path, &table.scale);
@@ -92,8 +94,8 @@ Status MmapGather::Add(const MmapTable& t) {
     auto end = bytes ? CheckedAdd(c.offset, *bytes) : std::nullopt;
     if (!end || *end > c.map.size) {
       return Status::Error(Code::E_SHARD_TRUNCATED,
-                           name + ": the " + c.what + " tensor does not fit in the file's " + std::to_string(c.map.size) +
-                               " bytes (truncated or wrong offsets)",
+                           name + ": the " + c.what + " tensor does not fit in the file's " +
+                               std::to_string(c.map.size) + " bytes (truncated or wrong offsets)",
                            c.map.path);
     }
   }
@@ -113,8 +115,8 @@ uint64_t MmapGather::RowBytes(uint32_t layer) const {
   return t == nullptr ? 0 : t->spec.dim + t->spec.dim / 32;
 }
 
-Status MmapGather::Gather(ThreadPool& pool, size_t workers, uint32_t layer, const uint64_t* ids, size_t n,
-                          uint8_t* out, size_t out_len) {
+Status MmapGather::Gather(ThreadPool& pool, size_t workers, uint32_t layer, const uint64_t* ids, size_t n, uint8_t* out,
+                          size_t out_len) {
   const Table* t = Find(layer);
   if (t == nullptr) return Status::Error(Code::E_ROW_RANGE, LayerName(layer) + " is not in this gather");
   const MmapTable& s = t->spec;
@@ -123,9 +125,9 @@ Status MmapGather::Gather(ThreadPool& pool, size_t workers, uint32_t layer, cons
   if (!need || *need > out_len) return Status::Error(Code::E_USAGE, "the output buffer is too small for the batch");
   for (size_t i = 0; i < n; ++i) {
     if (ids[i] >= s.rows) {
-      return Status::Error(Code::E_ROW_RANGE, "row id " + std::to_string(ids[i]) + " (batch index " + std::to_string(i) +
-                                                  ") is outside the table [0, " + std::to_string(s.rows) + ") of " +
-                                                  LayerName(layer));
+      return Status::Error(Code::E_ROW_RANGE, "row id " + std::to_string(ids[i]) + " (batch index " +
+                                                  std::to_string(i) + ") is outside the table [0, " +
+                                                  std::to_string(s.rows) + ") of " + LayerName(layer));
     }
   }
   const Mapping& wm = maps_[t->weight];
@@ -133,8 +135,10 @@ Status MmapGather::Gather(ThreadPool& pool, size_t workers, uint32_t layer, cons
   if (options_.willneed) {
     for (size_t i = 0; i < n; ++i) {
       if (!s.owned.contains(ids[i])) continue;
-      posix_fadvise(wm.fd, static_cast<off_t>(s.weight_offset + ids[i] * dim), static_cast<off_t>(dim), POSIX_FADV_WILLNEED);
-      posix_fadvise(sm.fd, static_cast<off_t>(s.scale_offset + ids[i] * sb), static_cast<off_t>(sb), POSIX_FADV_WILLNEED);
+      posix_fadvise(wm.fd, static_cast<off_t>(s.weight_offset + ids[i] * dim), static_cast<off_t>(dim),
+                    POSIX_FADV_WILLNEED);
+      posix_fadvise(sm.fd, static_cast<off_t>(s.scale_offset + ids[i] * sb), static_cast<off_t>(sb),
+                    POSIX_FADV_WILLNEED);
     }
   }
   const size_t parts = std::max<size_t>(1, std::min(std::max<size_t>(workers, 1), n / kMinRowsPerWorker));

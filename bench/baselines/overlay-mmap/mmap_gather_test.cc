@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "mmap_gather.h"
 #include "core/threads/thread_pool.h"
+#include "mmap_gather.h"
 #include "test/sparse_fixtures.h"
 #include "test/testing.h"
 

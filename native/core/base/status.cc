@@ -13,10 +13,9 @@ struct CodeRow {
   const char* name;
   int exit_code;
 };
-constexpr CodeRow kCodes[] = {
-    {"OK", 0},
+constexpr CodeRow kCodes[] = {{"OK", 0},
 #define SPARK_X(name, exit_code) {#name, exit_code},
-    SPARK_ERROR_CODES(SPARK_X)
+                              SPARK_ERROR_CODES(SPARK_X)
 #undef SPARK_X
 };
 

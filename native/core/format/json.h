@@ -27,7 +27,7 @@ namespace spark::json {
 enum class Type : uint8_t { kNull, kFalse, kTrue, kNumber, kString, kArray, kObject };
 
 // Number flags.
-inline constexpr uint8_t kIsU64 = 1;       // a non-negative integer literal that fits uint64
+inline constexpr uint8_t kIsU64 = 1;        // a non-negative integer literal that fits uint64
 inline constexpr uint8_t kU64Overflow = 2;  // a non-negative integer literal past 2^64-1
 
 struct Node {

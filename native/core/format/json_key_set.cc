@@ -49,7 +49,8 @@ bool KeySet::Insert(KeyRef key) {
       ++used_;
       return true;
     }
-    if (slot.hash == hash && slot.len == key.len && std::memcmp(pool_->data() + slot.off, text, key.len) == 0) return false;
+    if (slot.hash == hash && slot.len == key.len && std::memcmp(pool_->data() + slot.off, text, key.len) == 0)
+      return false;
   }
 }
 

@@ -4,9 +4,9 @@
 #include <cstring>
 #include <memory>
 
+#include "core/base/utf8.h"
 #include "core/format/json.h"
 #include "core/format/json_key_set.h"
-#include "core/base/utf8.h"
 
 namespace spark::json {
 
@@ -65,7 +65,9 @@ class Parser {
   bool ParseScalar();
   bool ParseNumber();
   bool ParseLiteral(const char* word, Type type);
-  void Push(Type type, uint8_t flags, uint32_t len, uint64_t x) { doc_->nodes_.push_back(Node{type, flags, 0, len, x}); }
+  void Push(Type type, uint8_t flags, uint32_t len, uint64_t x) {
+    doc_->nodes_.push_back(Node{type, flags, 0, len, x});
+  }
 
   const uint8_t* s_;
   size_t n_;
@@ -102,7 +104,8 @@ bool Parser::Run() {
   for (;;) {
     // Each turn adds at most a key and a value, so the tape never passes the cap by more.
     if (doc_->nodes_.size() > options_.max_nodes) {
-      return Fail(Error::Kind::kTooLarge, "holds more than " + std::to_string(options_.max_nodes) + " JSON values", pos_);
+      return Fail(Error::Kind::kTooLarge, "holds more than " + std::to_string(options_.max_nodes) + " JSON values",
+                  pos_);
     }
     if (need_value) {
       SkipWs();
@@ -128,13 +131,15 @@ bool Parser::Run() {
     // A value just completed.
     if (stack_.empty()) {
       SkipWs();
-      if (pos_ != n_) return Fail(Error::Kind::kSyntax, "unexpected " + ByteName(s_[pos_]) + " after the JSON value", pos_);
+      if (pos_ != n_)
+        return Fail(Error::Kind::kSyntax, "unexpected " + ByteName(s_[pos_]) + " after the JSON value", pos_);
       return true;
     }
     Frame& f = stack_.back();
     ++f.count;
     if (stack_.size() == 1 && f.count > options_.max_root_members) {
-      return Fail(Error::Kind::kTooLarge, "lists more than " + std::to_string(options_.max_root_members) + " entries", pos_);
+      return Fail(Error::Kind::kTooLarge, "lists more than " + std::to_string(options_.max_root_members) + " entries",
+                  pos_);
     }
     SkipWs();
     const char close = f.object ? '}' : ']';
@@ -184,7 +189,8 @@ bool Parser::ParseKey() {
   f.has_key = false;
   if (pos_ >= n_ || s_[pos_] != '"') {
     return Fail(Error::Kind::kSyntax,
-                pos_ >= n_ ? "unexpected end of input, expected a key" : "unexpected " + ByteName(s_[pos_]) + ", expected a string key",
+                pos_ >= n_ ? "unexpected end of input, expected a key"
+                           : "unexpected " + ByteName(s_[pos_]) + ", expected a string key",
                 pos_);
   }
   size_t at = pos_;
@@ -199,8 +205,10 @@ bool Parser::ParseKey() {
   f.has_key = true;
   SkipWs();
   if (pos_ >= n_ || s_[pos_] != ':') {
-    return Fail(Error::Kind::kSyntax,
-                pos_ >= n_ ? "unexpected end of input, expected ':'" : "unexpected " + ByteName(s_[pos_]) + ", expected ':'", pos_);
+    return Fail(
+        Error::Kind::kSyntax,
+        pos_ >= n_ ? "unexpected end of input, expected ':'" : "unexpected " + ByteName(s_[pos_]) + ", expected ':'",
+        pos_);
   }
   ++pos_;
   return true;
@@ -213,7 +221,8 @@ bool Parser::IsDuplicate(Frame& f, KeyRef key) {
   Index k = f.node + 1;
   for (uint32_t m = 0; m < f.count; ++m) {
     KeyRef prev{d.nodes_[k].x, d.nodes_[k].len};
-    if (prev.len == key.len && std::memcmp(d.pool_.data() + prev.off, d.pool_.data() + key.off, key.len) == 0) return true;
+    if (prev.len == key.len && std::memcmp(d.pool_.data() + prev.off, d.pool_.data() + key.off, key.len) == 0)
+      return true;
     k = d.Next(k + 1);
   }
   if (f.count + 1 >= kLinearKeys) {
@@ -253,28 +262,48 @@ bool Parser::ParseString(KeyRef* out) {
       ++pos_;
       break;
     }
-    if (c < 0x20) return Fail(Error::Kind::kSyntax, ByteName(c) + " inside a string (control characters must be escaped)", pos_);
+    if (c < 0x20)
+      return Fail(Error::Kind::kSyntax, ByteName(c) + " inside a string (control characters must be escaped)", pos_);
     // An escape.
     if (n_ - pos_ < 2) return Fail(Error::Kind::kSyntax, "unterminated string", open);
     uint8_t e = s_[pos_ + 1];
     const char* simple = nullptr;
     switch (e) {
-      case '"': simple = "\""; break;
-      case '\\': simple = "\\"; break;
-      case '/': simple = "/"; break;
-      case 'b': simple = "\b"; break;
-      case 'f': simple = "\f"; break;
-      case 'n': simple = "\n"; break;
-      case 'r': simple = "\r"; break;
-      case 't': simple = "\t"; break;
-      default: break;
+      case '"':
+        simple = "\"";
+        break;
+      case '\\':
+        simple = "\\";
+        break;
+      case '/':
+        simple = "/";
+        break;
+      case 'b':
+        simple = "\b";
+        break;
+      case 'f':
+        simple = "\f";
+        break;
+      case 'n':
+        simple = "\n";
+        break;
+      case 'r':
+        simple = "\r";
+        break;
+      case 't':
+        simple = "\t";
+        break;
+      default:
+        break;
     }
     if (simple != nullptr) {
       pool.push_back(*simple);
       pos_ += 2;
       continue;
     }
-    if (e != 'u') return Fail(Error::Kind::kSyntax, "invalid escape '\\" + Printable(std::string(1, static_cast<char>(e)), 4) + "'", pos_);
+    if (e != 'u')
+      return Fail(Error::Kind::kSyntax, "invalid escape '\\" + Printable(std::string(1, static_cast<char>(e)), 4) + "'",
+                  pos_);
     auto hex4 = [&](size_t at, uint32_t* cp) {
       if (n_ - at < 4) return false;
       uint32_t v = 0;
@@ -293,7 +322,8 @@ bool Parser::ParseString(KeyRef* out) {
     if (cp >= 0xDC00 && cp <= 0xDFFF) return Fail(Error::Kind::kUtf8, "lone low surrogate in a \\u escape", esc);
     if (cp >= 0xD800 && cp <= 0xDBFF) {
       uint32_t low;
-      if (n_ - pos_ < 6 || s_[pos_] != '\\' || s_[pos_ + 1] != 'u' || !hex4(pos_ + 2, &low) || low < 0xDC00 || low > 0xDFFF) {
+      if (n_ - pos_ < 6 || s_[pos_] != '\\' || s_[pos_ + 1] != 'u' || !hex4(pos_ + 2, &low) || low < 0xDC00 ||
+          low > 0xDFFF) {
         return Fail(Error::Kind::kUtf8, "lone high surrogate in a \\u escape", esc);
       }
       pos_ += 6;
@@ -346,14 +376,16 @@ bool Parser::ParseNumber() {
   bool integer = true;
   if (pos_ < n_ && s_[pos_] == '.') {
     ++pos_;
-    if (pos_ >= n_ || !IsDigit(s_[pos_])) return Fail(Error::Kind::kSyntax, "invalid number: no digits after '.'", start);
+    if (pos_ >= n_ || !IsDigit(s_[pos_]))
+      return Fail(Error::Kind::kSyntax, "invalid number: no digits after '.'", start);
     while (pos_ < n_ && IsDigit(s_[pos_])) ++pos_;
     integer = false;
   }
   if (pos_ < n_ && (s_[pos_] == 'e' || s_[pos_] == 'E')) {
     ++pos_;
     if (pos_ < n_ && (s_[pos_] == '+' || s_[pos_] == '-')) ++pos_;
-    if (pos_ >= n_ || !IsDigit(s_[pos_])) return Fail(Error::Kind::kSyntax, "invalid number: no digits in the exponent", start);
+    if (pos_ >= n_ || !IsDigit(s_[pos_]))
+      return Fail(Error::Kind::kSyntax, "invalid number: no digits in the exponent", start);
     while (pos_ < n_ && IsDigit(s_[pos_])) ++pos_;
     integer = false;
   }

@@ -1,17 +1,17 @@
 #include "core/format/safetensors.h"
 
-#include <cerrno>
 #include <fcntl.h>
-#include <iterator>
-#include <new>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cerrno>
+#include <iterator>
+#include <new>
 
 #include "core/base/checked.h"
-#include "core/io/durable_file.h"
+#include "core/base/utf8.h"
 #include "core/format/json.h"
 #include "core/format/safetensors_check.h"
-#include "core/base/utf8.h"
+#include "core/io/durable_file.h"
 
 namespace spark::safetensors {
 
@@ -81,7 +81,8 @@ Status HeaderParser::Run() {
   Index root = doc_.Root();
   if (doc_.TypeOf(root) != json::Type::kObject) {
     return TensorError(path_, Code::E_SAFETENSORS_JSON,
-                       "the header is " + doc_.Describe(root) + ", expected a JSON object mapping tensor names to entries; " + kReexport);
+                       "the header is " + doc_.Describe(root) +
+                           ", expected a JSON object mapping tensor names to entries; " + kReexport);
   }
   out_->tensors.reserve(doc_.At(root).len);
   Status status;
@@ -98,14 +99,16 @@ Status HeaderParser::ParseMetadata(Index value) {
   // The reference reads __metadata__ as an optional map, so null means "none".
   if (doc_.TypeOf(value) == json::Type::kNull) return Status::Ok();
   if (doc_.TypeOf(value) != json::Type::kObject) {
-    return TensorError(path_, Code::E_SAFETENSORS_METADATA,
-                       "__metadata__ is " + doc_.Describe(value) + ", expected an object of string values; " + kReexport);
+    return TensorError(
+        path_, Code::E_SAFETENSORS_METADATA,
+        "__metadata__ is " + doc_.Describe(value) + ", expected an object of string values; " + kReexport);
   }
   Status status;
   doc_.ForEachMember(value, [&](Index k, Index v) {
     if (doc_.TypeOf(v) != json::Type::kString) {
-      status = TensorError(path_, Code::E_SAFETENSORS_METADATA, "__metadata__ key " + Quoted(doc_.Str(k)) + " has the value " + doc_.Describe(v) +
-                                                             "; metadata values must be strings, " + kReexport);
+      status = TensorError(path_, Code::E_SAFETENSORS_METADATA,
+                           "__metadata__ key " + Quoted(doc_.Str(k)) + " has the value " + doc_.Describe(v) +
+                               "; metadata values must be strings, " + kReexport);
       return false;
     }
     out_->metadata.emplace_back(doc_.Str(k), doc_.Str(v));
@@ -117,7 +120,9 @@ Status HeaderParser::ParseMetadata(Index value) {
 Status HeaderParser::ParseTensor(std::string_view name, Index value) {
   if (doc_.TypeOf(value) != json::Type::kObject) {
     return TensorError(path_, Code::E_SAFETENSORS_ENTRY,
-                       "the entry is " + doc_.Describe(value) + ", expected an object with dtype, shape and data_offsets; " + kReexport, name);
+                       "the entry is " + doc_.Describe(value) +
+                           ", expected an object with dtype, shape and data_offsets; " + kReexport,
+                       name);
   }
   Index dtype = 0, shape = 0, offsets = 0;  // 0 is the root, never a member value: "absent"
   Status status;
@@ -130,8 +135,9 @@ Status HeaderParser::ParseTensor(std::string_view name, Index value) {
     } else if (key == "data_offsets") {
       offsets = v;
     } else {
-      status = TensorError(path_, Code::E_SAFETENSORS_ENTRY,
-                           "unknown key " + Quoted(key) + " in the entry (allowed: dtype, shape, data_offsets); " + kReexport, name);
+      status = TensorError(
+          path_, Code::E_SAFETENSORS_ENTRY,
+          "unknown key " + Quoted(key) + " in the entry (allowed: dtype, shape, data_offsets); " + kReexport, name);
       return false;
     }
     return true;
@@ -139,18 +145,21 @@ Status HeaderParser::ParseTensor(std::string_view name, Index value) {
   if (!status.ok()) return status;
   for (auto [index, key] : {std::pair{dtype, "dtype"}, std::pair{shape, "shape"}, std::pair{offsets, "data_offsets"}}) {
     if (index == 0) {
-      return TensorError(path_, Code::E_SAFETENSORS_ENTRY, std::string("the entry has no '") + key + "' (it needs dtype, shape and data_offsets); " + kReexport,
-                         name);
+      return TensorError(
+          path_, Code::E_SAFETENSORS_ENTRY,
+          std::string("the entry has no '") + key + "' (it needs dtype, shape and data_offsets); " + kReexport, name);
     }
   }
 
   Tensor t;
   t.name.assign(name);
   if (doc_.TypeOf(dtype) != json::Type::kString) {
-    return TensorError(path_, Code::E_SAFETENSORS_DTYPE, "dtype is " + doc_.Describe(dtype) + ", expected a string such as \"BF16\"; " + kReexport, name);
+    return TensorError(path_, Code::E_SAFETENSORS_DTYPE,
+                       "dtype is " + doc_.Describe(dtype) + ", expected a string such as \"BF16\"; " + kReexport, name);
   }
   if (!ParseDtype(doc_.Str(dtype), &t.dtype)) {
-    return TensorError(path_, Code::E_SAFETENSORS_DTYPE, "unknown dtype " + doc_.Describe(dtype) + " (expected one of " + DtypeList() + "); " + kReexport,
+    return TensorError(path_, Code::E_SAFETENSORS_DTYPE,
+                       "unknown dtype " + doc_.Describe(dtype) + " (expected one of " + DtypeList() + "); " + kReexport,
                        name);
   }
   if (Status s = ParseShape(name, shape, &t); !s.ok()) return s;
@@ -163,8 +172,9 @@ Status HeaderParser::ParseTensor(std::string_view name, Index value) {
 
 Status HeaderParser::ParseShape(std::string_view name, Index value, Tensor* t) {
   if (doc_.TypeOf(value) != json::Type::kArray) {
-    return TensorError(path_, Code::E_SAFETENSORS_SHAPE, "shape is " + doc_.Describe(value) + ", expected an array of non-negative integers; " + kReexport,
-                       name);
+    return TensorError(
+        path_, Code::E_SAFETENSORS_SHAPE,
+        "shape is " + doc_.Describe(value) + ", expected an array of non-negative integers; " + kReexport, name);
   }
   t->shape.reserve(doc_.At(value).len);
   Status status;
@@ -175,10 +185,12 @@ Status HeaderParser::ParseShape(std::string_view name, Index value, Tensor* t) {
     }
     std::string where = "shape[" + std::to_string(i) + "] ";
     if (doc_.IsU64Overflow(e)) {
-      status = TensorError(path_, Code::E_SAFETENSORS_OVERFLOW, where + doc_.Describe(e) + " does not fit in 64 bits; " + kReexport, name);
+      status = TensorError(path_, Code::E_SAFETENSORS_OVERFLOW,
+                           where + doc_.Describe(e) + " does not fit in 64 bits; " + kReexport, name);
     } else {
       status = TensorError(path_, Code::E_SAFETENSORS_SHAPE,
-                           where + "is " + doc_.Describe(e) + "; dimensions must be non-negative integers written without a fraction or exponent; " +
+                           where + "is " + doc_.Describe(e) +
+                               "; dimensions must be non-negative integers written without a fraction or exponent; " +
                                kReexport,
                            name);
     }
@@ -189,8 +201,10 @@ Status HeaderParser::ParseShape(std::string_view name, Index value, Tensor* t) {
 
 Status HeaderParser::ParseOffsets(std::string_view name, Index value, Tensor* t) {
   if (doc_.TypeOf(value) != json::Type::kArray || doc_.At(value).len != 2) {
-    std::string found = doc_.TypeOf(value) == json::Type::kArray ? std::to_string(doc_.At(value).len) + " values" : doc_.Describe(value);
-    return TensorError(path_, Code::E_SAFETENSORS_OFFSETS, "data_offsets is " + found + ", expected exactly two integers [begin, end]; " + kReexport, name);
+    std::string found = doc_.TypeOf(value) == json::Type::kArray ? std::to_string(doc_.At(value).len) + " values"
+                                                                 : doc_.Describe(value);
+    return TensorError(path_, Code::E_SAFETENSORS_OFFSETS,
+                       "data_offsets is " + found + ", expected exactly two integers [begin, end]; " + kReexport, name);
   }
   uint64_t v[2];
   for (Index i = 0; i < 2; ++i) {
@@ -201,13 +215,17 @@ Status HeaderParser::ParseOffsets(std::string_view name, Index value, Tensor* t)
     }
     std::string where = "data_offsets[" + std::to_string(i) + "] ";
     if (doc_.IsU64Overflow(e)) {
-      return TensorError(path_, Code::E_SAFETENSORS_OVERFLOW, where + doc_.Describe(e) + " does not fit in 64 bits; " + kReexport, name);
+      return TensorError(path_, Code::E_SAFETENSORS_OVERFLOW,
+                         where + doc_.Describe(e) + " does not fit in 64 bits; " + kReexport, name);
     }
-    return TensorError(path_, Code::E_SAFETENSORS_OFFSETS, where + "is " + doc_.Describe(e) + ", expected a non-negative integer; " + kReexport, name);
+    return TensorError(path_, Code::E_SAFETENSORS_OFFSETS,
+                       where + "is " + doc_.Describe(e) + ", expected a non-negative integer; " + kReexport, name);
   }
   if (v[0] > v[1]) {
-    return TensorError(path_, Code::E_SAFETENSORS_OFFSETS,
-                       "data_offsets [" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + "] end before they begin; " + kReexport, name);
+    return TensorError(
+        path_, Code::E_SAFETENSORS_OFFSETS,
+        "data_offsets [" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + "] end before they begin; " + kReexport,
+        name);
   }
   t->begin = v[0];
   t->end = v[1];
@@ -223,25 +241,30 @@ Status JsonErrorStatus(const json::Error& err, const uint8_t* bytes, size_t len,
   Status s;
   switch (err.kind) {
     case json::Error::Kind::kUtf8:
-      s = Status::Error(Code::E_SAFETENSORS_UTF8, "the header is not valid UTF-8: " + err.message + "; " + kReexport, path, tensor);
+      s = Status::Error(Code::E_SAFETENSORS_UTF8, "the header is not valid UTF-8: " + err.message + "; " + kReexport,
+                        path, tensor);
       break;
     case json::Error::Kind::kNesting:
-      s = Status::Error(Code::E_SAFETENSORS_NESTING,
-                        "the header JSON is " + err.message + " (a safetensors header needs 3); this is not a safetensors header", path,
-                        tensor);
+      s = Status::Error(
+          Code::E_SAFETENSORS_NESTING,
+          "the header JSON is " + err.message + " (a safetensors header needs 3); this is not a safetensors header",
+          path, tensor);
       break;
     case json::Error::Kind::kDuplicateKey:
       if (err.path.empty() && err.key == "__metadata__") {
-        s = Status::Error(Code::E_SAFETENSORS_DUPLICATE, "__metadata__ appears twice in the header; " + std::string(kReexport), path);
+        s = Status::Error(Code::E_SAFETENSORS_DUPLICATE,
+                          "__metadata__ appears twice in the header; " + std::string(kReexport), path);
       } else if (err.path.empty()) {
         s = Status::Error(Code::E_SAFETENSORS_DUPLICATE,
-                          "the tensor name appears twice in the header, so readers may disagree on its bytes; " + std::string(kReexport),
+                          "the tensor name appears twice in the header, so readers may disagree on its bytes; " +
+                              std::string(kReexport),
                           path, Printable(err.key, 200));
       } else if (in_metadata && err.path.size() == 1) {
-        s = Status::Error(Code::E_SAFETENSORS_DUPLICATE, "__metadata__ has the key " + Quoted(err.key) + " twice; " + kReexport, path);
+        s = Status::Error(Code::E_SAFETENSORS_DUPLICATE,
+                          "__metadata__ has the key " + Quoted(err.key) + " twice; " + kReexport, path);
       } else {
-        s = Status::Error(Code::E_SAFETENSORS_DUPLICATE, "the key " + Quoted(err.key) + " appears twice in the entry; " + kReexport, path,
-                          tensor);
+        s = Status::Error(Code::E_SAFETENSORS_DUPLICATE,
+                          "the key " + Quoted(err.key) + " appears twice in the entry; " + kReexport, path, tensor);
       }
       break;
     case json::Error::Kind::kTooLarge:
@@ -255,8 +278,9 @@ Status JsonErrorStatus(const json::Error& err, const uint8_t* bytes, size_t len,
       size_t i = err.offset;
       bool nul_padding = i < len && bytes[i] == 0;
       for (; nul_padding && i < len; ++i) nul_padding = bytes[i] == 0 || bytes[i] == ' ';
-      std::string message = nul_padding ? "the header ends in NUL bytes; safetensors headers may only be padded with spaces"
-                                        : "the header is not valid JSON: " + err.message;
+      std::string message = nul_padding
+                                ? "the header ends in NUL bytes; safetensors headers may only be padded with spaces"
+                                : "the header is not valid JSON: " + err.message;
       s = Status::Error(Code::E_SAFETENSORS_JSON, message + "; " + kReexport, path, tensor);
     }
   }
@@ -276,7 +300,8 @@ Status ParseHeaderBytes(const uint8_t* bytes, size_t len, uint64_t data_length, 
   out->file_size = *file_size;
   if (len > kMaxHeaderLength) {
     return Status::Error(Code::E_SAFETENSORS_HEADER_SIZE,
-                         "the header is " + std::to_string(len) + " bytes, more than the " + std::to_string(kMaxHeaderLength) + " allowed",
+                         "the header is " + std::to_string(len) + " bytes, more than the " +
+                             std::to_string(kMaxHeaderLength) + " allowed",
                          path);
   }
   json::Document doc;
@@ -293,12 +318,12 @@ Status ParseHeaderBytes(const uint8_t* bytes, size_t len, uint64_t data_length, 
   return status;
 }
 
-
 Status ReadHeader(const std::string& path, Header* out) {
   *out = Header();
   out->path = path;
   // open() would stop at the NUL and read some other file.
-  if (path.find('\0') != std::string::npos) return Status::Error(Code::E_USAGE, "the path contains a NUL byte", Printable(path, 200));
+  if (path.find('\0') != std::string::npos)
+    return Status::Error(Code::E_USAGE, "the path contains a NUL byte", Printable(path, 200));
   Fd file;
   // O_NONBLOCK: opening a FIFO by mistake must not hang; it is refused below.
   if (Status s = OpenFile(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK, &file); !s.ok()) return s;
@@ -306,36 +331,41 @@ Status ReadHeader(const std::string& path, Header* out) {
   if (fstat(file.get(), &st) != 0) return ErrnoStatus(errno, "fstat", path);
   if (!S_ISREG(st.st_mode)) {
     // Bad input, like a missing file (exit 2), not an I/O failure.
-    return Status::Error(Code::E_NOT_A_FILE, std::string(S_ISDIR(st.st_mode)    ? "is a directory"
-                                                         : S_ISFIFO(st.st_mode) ? "is a named pipe (FIFO)"
-                                                                                : "is not a regular file") +
-                                                 ", expected a .safetensors file",
+    return Status::Error(Code::E_NOT_A_FILE,
+                         std::string(S_ISDIR(st.st_mode)    ? "is a directory"
+                                     : S_ISFIFO(st.st_mode) ? "is a named pipe (FIFO)"
+                                                            : "is not a regular file") +
+                             ", expected a .safetensors file",
                          path);
   }
   uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size < 8) {
-    return Status::Error(Code::E_SAFETENSORS_TRUNCATED,
-                         "the file is " + std::to_string(size) +
-                             " bytes, shorter than the 8-byte header length every safetensors file starts with; re-download this file",
-                         path);
+    return Status::Error(
+        Code::E_SAFETENSORS_TRUNCATED,
+        "the file is " + std::to_string(size) +
+            " bytes, shorter than the 8-byte header length every safetensors file starts with; re-download this file",
+        path);
   }
   uint8_t prefix[8];
   size_t got = 0;
   if (Status s = PreadFull(file.get(), prefix, 8, 0, path, &got); !s.ok()) return s;
-  if (got < 8) return Status::Error(Code::E_SAFETENSORS_TRUNCATED, "the file shrank while being read; re-download this file", path);
+  if (got < 8)
+    return Status::Error(Code::E_SAFETENSORS_TRUNCATED, "the file shrank while being read; re-download this file",
+                         path);
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = n << 8 | prefix[i];
   if (n > kMaxHeaderLength) {
     return Status::Error(Code::E_SAFETENSORS_HEADER_SIZE,
-                         "the header length field says " + std::to_string(n) + " bytes, more than the " + std::to_string(kMaxHeaderLength) +
+                         "the header length field says " + std::to_string(n) + " bytes, more than the " +
+                             std::to_string(kMaxHeaderLength) +
                              " the format allows; this is not a safetensors file or its first bytes are damaged",
                          path)
         .At(0);
   }
   if (n > size - 8) {
     return Status::Error(Code::E_SAFETENSORS_TRUNCATED,
-                         "truncated: the header length field says " + std::to_string(n) + " bytes but only " + std::to_string(size - 8) +
-                             " follow it; re-download this file",
+                         "truncated: the header length field says " + std::to_string(n) + " bytes but only " +
+                             std::to_string(size - 8) + " follow it; re-download this file",
                          path)
         .At(size);
   }
@@ -346,7 +376,9 @@ Status ReadHeader(const std::string& path, Header* out) {
     return Status::Error(Code::E_INTERNAL, "out of memory reading a " + std::to_string(n) + "-byte header", path);
   }
   if (Status s = PreadFull(file.get(), header.data(), n, 8, path, &got); !s.ok()) return s;
-  if (got < n) return Status::Error(Code::E_SAFETENSORS_TRUNCATED, "the file shrank while being read; re-download this file", path);
+  if (got < n)
+    return Status::Error(Code::E_SAFETENSORS_TRUNCATED, "the file shrank while being read; re-download this file",
+                         path);
   return ParseHeaderBytes(header.data(), header.size(), size - 8 - n, path, out);
 }
 

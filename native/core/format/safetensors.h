@@ -78,9 +78,9 @@ struct Header {
   std::string path;
   std::vector<Tensor> tensors;  // sorted by data offset (zero-size tensors before their neighbour)
   std::vector<std::pair<std::string, std::string>> metadata;  // __metadata__, in file order
-  uint64_t header_length = 0;  // N
-  uint64_t data_start = 0;     // 8 + N
-  uint64_t data_length = 0;    // file size - 8 - N
+  uint64_t header_length = 0;                                 // N
+  uint64_t data_start = 0;                                    // 8 + N
+  uint64_t data_length = 0;                                   // file size - 8 - N
   uint64_t file_size = 0;
 };
 

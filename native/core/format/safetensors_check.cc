@@ -37,7 +37,8 @@ Status CheckTensorBytes(const std::string& path, Tensor* t) {
   for (uint64_t dim : t->shape) {
     auto product = CheckedMul(elements, dim);
     if (!product) {
-      return TensorError(path, Code::E_SAFETENSORS_OVERFLOW, "shape " + ShapeText(t->shape) + " has more than 2^64-1 elements; " + kReexport, t->name);
+      return TensorError(path, Code::E_SAFETENSORS_OVERFLOW,
+                         "shape " + ShapeText(t->shape) + " has more than 2^64-1 elements; " + kReexport, t->name);
     }
     elements = *product;
   }
@@ -45,21 +46,25 @@ Status CheckTensorBytes(const std::string& path, Tensor* t) {
   unsigned __int128 total_bits = static_cast<unsigned __int128>(elements) * bits;
   if (total_bits % 8 != 0) {
     return TensorError(path, Code::E_SAFETENSORS_SHAPE,
-                       "shape " + ShapeText(t->shape) + " of " + DtypeName(t->dtype) + " is " + std::to_string(elements) + " elements x " +
-                           std::to_string(bits) + " bits, not a whole number of bytes; " + kReexport,
+                       "shape " + ShapeText(t->shape) + " of " + DtypeName(t->dtype) + " is " +
+                           std::to_string(elements) + " elements x " + std::to_string(bits) +
+                           " bits, not a whole number of bytes; " + kReexport,
                        t->name);
   }
   unsigned __int128 need = total_bits / 8;
   if (need > UINT64_MAX) {
-    return TensorError(path, Code::E_SAFETENSORS_OVERFLOW,
-                       "shape " + ShapeText(t->shape) + " of " + DtypeName(t->dtype) + " needs more than 2^64-1 bytes; " + kReexport, t->name);
+    return TensorError(
+        path, Code::E_SAFETENSORS_OVERFLOW,
+        "shape " + ShapeText(t->shape) + " of " + DtypeName(t->dtype) + " needs more than 2^64-1 bytes; " + kReexport,
+        t->name);
   }
   t->bytes = t->end - t->begin;
   if (t->bytes != static_cast<uint64_t>(need)) {
     return TensorError(path, Code::E_SAFETENSORS_OFFSETS,
-                       "data_offsets [" + std::to_string(t->begin) + ", " + std::to_string(t->end) + "] hold " + std::to_string(t->bytes) +
-                           " bytes but shape " + ShapeText(t->shape) + " of " + DtypeName(t->dtype) + " needs " +
-                           std::to_string(static_cast<uint64_t>(need)) + "; " + kReexport,
+                       "data_offsets [" + std::to_string(t->begin) + ", " + std::to_string(t->end) + "] hold " +
+                           std::to_string(t->bytes) + " bytes but shape " + ShapeText(t->shape) + " of " +
+                           DtypeName(t->dtype) + " needs " + std::to_string(static_cast<uint64_t>(need)) + "; " +
+                           kReexport,
                        t->name);
   }
   return Status::Ok();
@@ -87,22 +92,27 @@ Status CheckLayout(Header* h) {
   const Tensor* prev = nullptr;
   for (Tensor& t : tensors) {
     if (t.begin > expected) {
-      std::string what = prev == nullptr ? "the first tensor begins at data offset " + std::to_string(t.begin) + ", not 0"
-                                         : "begins at data offset " + std::to_string(t.begin) + " but tensor " + Quoted(prev->name) +
-                                               " ends at " + std::to_string(expected);
+      std::string what = prev == nullptr
+                             ? "the first tensor begins at data offset " + std::to_string(t.begin) + ", not 0"
+                             : "begins at data offset " + std::to_string(t.begin) + " but tensor " +
+                                   Quoted(prev->name) + " ends at " + std::to_string(expected);
       return TensorError(h->path, Code::E_SAFETENSORS_LAYOUT,
-                         what + ": " + std::to_string(t.begin - expected) + " bytes belong to no tensor; " + kReexport, t.name)
+                         what + ": " + std::to_string(t.begin - expected) + " bytes belong to no tensor; " + kReexport,
+                         t.name)
           .At(h->data_start + expected);
     }
     if (t.begin < expected) {
       return TensorError(h->path, Code::E_SAFETENSORS_LAYOUT,
-                         "overlaps tensor " + Quoted(prev->name) + " at data offset " + std::to_string(t.begin) + " (" + Quoted(prev->name) +
-                             " spans [" + std::to_string(prev->begin) + ", " + std::to_string(prev->end) + ")); " + kReexport,
+                         "overlaps tensor " + Quoted(prev->name) + " at data offset " + std::to_string(t.begin) + " (" +
+                             Quoted(prev->name) + " spans [" + std::to_string(prev->begin) + ", " +
+                             std::to_string(prev->end) + ")); " + kReexport,
                          t.name)
           .At(h->data_start + t.begin);
     }
     auto file_offset = CheckedAdd(h->data_start, t.begin);
-    if (!file_offset) return TensorError(h->path, Code::E_SAFETENSORS_OVERFLOW, "the file offset passes 2^64-1; " + std::string(kReexport), t.name);
+    if (!file_offset)
+      return TensorError(h->path, Code::E_SAFETENSORS_OVERFLOW,
+                         "the file offset passes 2^64-1; " + std::string(kReexport), t.name);
     t.file_offset = *file_offset;
     expected = t.end;
     prev = &t;
@@ -117,15 +127,16 @@ Status CheckLayout(Header* h) {
       }
     }
     return TensorError(h->path, Code::E_SHARD_TRUNCATED,
-                       "truncated: the header implies " + std::to_string(expected) + " bytes of data, the file holds " + std::to_string(have) +
-                           "; re-download this file",
+                       "truncated: the header implies " + std::to_string(expected) + " bytes of data, the file holds " +
+                           std::to_string(have) + "; re-download this file",
                        cut->name)
         .At(h->data_start + have);
   }
   if (expected < have) {
     return TensorError(h->path, Code::E_SAFETENSORS_DATA_LENGTH,
-                       "the file holds " + std::to_string(have) + " bytes of data but the tensors end at " + std::to_string(expected) + ": " +
-                           std::to_string(have - expected) + " trailing bytes belong to no tensor; " + kReexport)
+                       "the file holds " + std::to_string(have) + " bytes of data but the tensors end at " +
+                           std::to_string(expected) + ": " + std::to_string(have - expected) +
+                           " trailing bytes belong to no tensor; " + kReexport)
         .At(h->data_start + expected);
   }
   return Status::Ok();

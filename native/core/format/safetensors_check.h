@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "core/format/safetensors.h"
 #include "core/base/status.h"
+#include "core/format/safetensors.h"
 
 namespace spark::safetensors {
 

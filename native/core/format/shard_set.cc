@@ -14,9 +14,10 @@ void CheckShardSet(const std::vector<Header>& headers, const std::vector<std::ve
     for (const Tensor& t : headers[i].tensors) {
       auto [it, fresh] = owner.emplace(t.name, i);
       if (!fresh) {
-        statuses[i] = Status::Error(Code::E_SAFETENSORS_DUPLICATE,
-                                    "tensor also appears in " + headers[it->second].path + "; one checkpoint cannot hold it twice",
-                                    headers[i].path, t.name);
+        statuses[i] = Status::Error(
+            Code::E_SAFETENSORS_DUPLICATE,
+            "tensor also appears in " + headers[it->second].path + "; one checkpoint cannot hold it twice",
+            headers[i].path, t.name);
         break;
       }
     }

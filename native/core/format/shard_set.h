@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "core/format/safetensors.h"
 #include "core/base/status.h"
+#include "core/format/safetensors.h"
 
 namespace spark::safetensors {
 

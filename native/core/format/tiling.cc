@@ -10,8 +10,8 @@ namespace {
 
 Status CheckWorld(uint64_t world) {
   if (world == 0 || world > kMaxWorld) {
-    return Status::Error(Code::E_USAGE, "world size must be between 1 and " + std::to_string(kMaxWorld) +
-                                            ", got " + std::to_string(world));
+    return Status::Error(Code::E_USAGE, "world size must be between 1 and " + std::to_string(kMaxWorld) + ", got " +
+                                            std::to_string(world));
   }
   return Status::Ok();
 }
@@ -78,8 +78,7 @@ Status TileFront(uint64_t rows, uint64_t world, std::vector<RowRange>* out) {
   return Status::Ok();
 }
 
-Status TileHeads(const std::vector<uint64_t>& sub_tables, uint64_t rows, uint64_t world,
-                 std::vector<RowRange>* out) {
+Status TileHeads(const std::vector<uint64_t>& sub_tables, uint64_t rows, uint64_t world, std::vector<RowRange>* out) {
   Status st = CheckWorld(world);
   if (!st.ok()) return st;
   if (sub_tables.empty()) {

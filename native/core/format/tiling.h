@@ -37,7 +37,6 @@ Status TileFront(uint64_t rows, uint64_t world, std::vector<RowRange>* out);
 // `sub_tables` are the sizes of the layer's sub-tables in table order (their prefix sums are
 // the head offsets). Their sum must equal `rows` (E_ENGRAM_ROWS otherwise: the sizes came from
 // a config that does not describe this tensor). Ranks past the last sub-table own [rows, rows).
-Status TileHeads(const std::vector<uint64_t>& sub_tables, uint64_t rows, uint64_t world,
-                 std::vector<RowRange>* out);
+Status TileHeads(const std::vector<uint64_t>& sub_tables, uint64_t rows, uint64_t world, std::vector<RowRange>* out);
 
 }  // namespace spark

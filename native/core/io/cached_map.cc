@@ -31,8 +31,8 @@ std::unique_ptr<FileMap> FileMap::Create(int fd, uint64_t size) {
   map->page_shift_ = PageShift();
   const uint64_t pages = ((size - 1) >> map->page_shift_) + 1;
   map->bit_words_ = (pages + 63) / 64;
-  void* bits = mmap(nullptr, map->bit_words_ * 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                    -1, 0);
+  void* bits =
+      mmap(nullptr, map->bit_words_ * 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (bits == MAP_FAILED) return nullptr;  // the destructor unmaps the file
   map->bits_ = static_cast<uint64_t*>(bits);
   return map;

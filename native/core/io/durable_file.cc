@@ -51,8 +51,8 @@ Status OpenFile(const std::string& path, int flags, Fd* out, int mode) {
 
 Status PreadFull(int fd, void* buf, size_t n, uint64_t offset, const std::string& path, size_t* got) {
   auto* p = static_cast<uint8_t*>(buf);
-  return TransferAll([&](size_t at, size_t want) { return ::pread(fd, p + at, want, static_cast<off_t>(offset + at)); }, n,
-                     offset, "read", path, got);
+  return TransferAll([&](size_t at, size_t want) { return ::pread(fd, p + at, want, static_cast<off_t>(offset + at)); },
+                     n, offset, "read", path, got);
 }
 
 Status PreadExact(int fd, void* buf, size_t n, uint64_t offset, const std::string& path, Code short_code) {
@@ -60,8 +60,8 @@ Status PreadExact(int fd, void* buf, size_t n, uint64_t offset, const std::strin
   Status s = PreadFull(fd, buf, n, offset, path, &got);
   if (!s.ok()) return s;
   if (got != n) {
-    Status e = Status::Error(short_code, "file ends early: wanted " + std::to_string(n) + " bytes, got " +
-                                             std::to_string(got), path);
+    Status e = Status::Error(
+        short_code, "file ends early: wanted " + std::to_string(n) + " bytes, got " + std::to_string(got), path);
     return e.At(offset + got);
   }
   return Status::Ok();
@@ -70,8 +70,9 @@ Status PreadExact(int fd, void* buf, size_t n, uint64_t offset, const std::strin
 Status PwriteFull(int fd, const void* buf, size_t n, uint64_t offset, const std::string& path) {
   const auto* p = static_cast<const uint8_t*>(buf);
   size_t done = 0;
-  Status s = TransferAll([&](size_t at, size_t want) { return ::pwrite(fd, p + at, want, static_cast<off_t>(offset + at)); },
-                         n, offset, "write", path, &done);
+  Status s =
+      TransferAll([&](size_t at, size_t want) { return ::pwrite(fd, p + at, want, static_cast<off_t>(offset + at)); },
+                  n, offset, "write", path, &done);
   if (s.ok() && done < n) return Status::Error(Code::E_IO, "write made no progress", path).At(offset + done);
   return s;
 }

@@ -41,8 +41,7 @@ Status OpenFile(const std::string& path, int flags, Fd* out, int mode = 0644);
 // Reads up to n bytes at `offset`; *got < n only at end of file.
 Status PreadFull(int fd, void* buf, size_t n, uint64_t offset, const std::string& path, size_t* got);
 // Reads exactly n bytes or fails (a short file is E_IO naming the offset, or `short_code`).
-Status PreadExact(int fd, void* buf, size_t n, uint64_t offset, const std::string& path,
-                  Code short_code = Code::E_IO);
+Status PreadExact(int fd, void* buf, size_t n, uint64_t offset, const std::string& path, Code short_code = Code::E_IO);
 Status PwriteFull(int fd, const void* buf, size_t n, uint64_t offset, const std::string& path);
 
 Status FileSize(int fd, const std::string& path, uint64_t* size);

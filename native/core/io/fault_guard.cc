@@ -1,7 +1,7 @@
 #include "core/io/fault_guard.h"
 
-#include <setjmp.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 
 #include <cstring>

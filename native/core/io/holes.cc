@@ -35,7 +35,8 @@ Status CheckColumnHoles(int fd, const std::string& path, uint32_t layer, const c
   auto last = CheckedMul(rows.end, pitch);
   if (first) first = CheckedAdd(base, *first);
   if (last) last = CheckedAdd(base, *last);
-  if (!first || !last) return Status::Error(Code::E_USAGE, "layer " + std::to_string(layer) + ": offsets overflow 64 bits", path);
+  if (!first || !last)
+    return Status::Error(Code::E_USAGE, "layer " + std::to_string(layer) + ": offsets overflow 64 bits", path);
   std::optional<uint64_t> hole;
   Status st = FirstHole(fd, *first, *last, path, &hole);
   if (!st.ok() || !hole) return st;
@@ -43,9 +44,10 @@ Status CheckColumnHoles(int fd, const std::string& path, uint32_t layer, const c
   const std::string where = "layer " + std::to_string(layer) + ": " + column + " of row " + std::to_string(row);
   if (rule == HoleRule::kRefuse) {
     return Status::Error(Code::E_SNAPSHOT,
-                         where + " is a hole (never written) and the directory has no engram-local.json: a sparse "
-                                 "copy without its manifest would read zeros there; restore its engram-local.json "
-                                 "or point at the full snapshot",
+                         where +
+                             " is a hole (never written) and the directory has no engram-local.json: a sparse "
+                             "copy without its manifest would read zeros there; restore its engram-local.json "
+                             "or point at the full snapshot",
                          path)
         .At(*hole);
   }

@@ -37,8 +37,8 @@ Status OpenRegular(const std::string& path, int extra_flags, int* out, uint64_t*
   }
   if (!S_ISREG(st.st_mode)) {
     close(fd);
-    return Status::Error(Code::E_USAGE, S_ISDIR(st.st_mode) ? "is a directory, not a table file" : "is not a regular file",
-                         path);
+    return Status::Error(Code::E_USAGE,
+                         S_ISDIR(st.st_mode) ? "is a directory, not a table file" : "is not a regular file", path);
   }
   int flags = fcntl(fd, F_GETFL);
   if (flags >= 0) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
@@ -75,7 +75,10 @@ FaultDecision FaultInjector::Next(int fd, const void* buf, size_t len, uint64_t 
       return d;
     }
   }
-  d.err = every(config_.eio_every) ? EIO : every(config_.etimedout_every) ? ETIMEDOUT : every(config_.eintr_every) ? EINTR : 0;
+  d.err = every(config_.eio_every)         ? EIO
+          : every(config_.etimedout_every) ? ETIMEDOUT
+          : every(config_.eintr_every)     ? EINTR
+                                           : 0;
   if (d.err != 0) return d;
   if (every(config_.short_every) && len > 1) {
     size_t cut = len / 2;
@@ -272,7 +275,7 @@ Status ReadCallError(const ReadFile& file, const std::string& call, size_t len, 
 Status PreadAll(ReadFile& file, void* buf, size_t len, size_t need, uint64_t offset, const ReadContext& ctx) {
   auto* dst = static_cast<uint8_t*>(buf);
   const size_t align = file.direct() ? kDirectAlign : 1;
-  auto count = [&ctx](std::atomic<uint64_t> ReadCounters::*which) {
+  auto count = [&ctx](std::atomic<uint64_t> ReadCounters::* which) {
     if (ctx.counters != nullptr) (ctx.counters->*which).fetch_add(1, std::memory_order_relaxed);
   };
   size_t done = 0;

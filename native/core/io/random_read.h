@@ -41,7 +41,7 @@ bool SameInode(int a, int b);
 bool OnNetworkFilesystem(int fd);
 
 struct RetryPolicy {
-  uint32_t retries = 4;            // transient errors ridden out per read before failing
+  uint32_t retries = 4;             // transient errors ridden out per read before failing
   uint64_t first_delay_us = 50000;  // backoff before the first retry, doubling after each
   uint64_t max_delay_us = 1000000;
 };
@@ -157,7 +157,7 @@ class ReadFile : NonCopyable {
   bool fadvise_random_ = false;
   std::atomic<bool> nowait_{true};
   uint64_t size_ = 0;
-  std::mutex mu_;           // serializes Reopen
+  std::mutex mu_;             // serializes Reopen
   std::vector<int> retired_;  // replaced descriptors, closed on destruction
 };
 

@@ -20,9 +20,7 @@ int SysSetup(unsigned entries, io_uring_params* p) {
   return static_cast<int>(syscall(__NR_io_uring_setup, entries, p));
 }
 
-Status SetupError(int err, const std::string& what) {
-  return ErrnoStatus(err, what, {});
-}
+Status SetupError(int err, const std::string& what) { return ErrnoStatus(err, what, {}); }
 
 void* MapRing(int fd, size_t bytes, uint64_t offset) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, static_cast<off_t>(offset));
@@ -55,7 +53,8 @@ Status Uring::Create(unsigned entries, int refuse_errno, std::unique_ptr<Uring>*
   // kernel keeping SQE contents it has taken stable (5.5+) and never dropping a CQE (5.5+).
   const unsigned need = IORING_FEAT_EXT_ARG | IORING_FEAT_SUBMIT_STABLE | IORING_FEAT_NODROP;
   if ((p.features & need) != need) {
-    return Status::Error(Code::E_IO, "io_uring lacks the timed wait and stable submissions spark needs (kernel before 5.11)");
+    return Status::Error(Code::E_IO,
+                         "io_uring lacks the timed wait and stable submissions spark needs (kernel before 5.11)");
   }
   r->sq_entries_ = p.sq_entries;
   r->sq_map_bytes_ = p.sq_off.array + p.sq_entries * sizeof(uint32_t);

@@ -84,7 +84,7 @@ class Uring {
   uint32_t* sq_head_ = nullptr;  // advanced by the kernel as it takes SQEs
   uint32_t* sq_tail_ = nullptr;  // published by us
   uint32_t sq_mask_ = 0;
-  uint32_t sqe_tail_ = 0;  // SQEs handed out, published to sq_tail_ by Enter
+  uint32_t sqe_tail_ = 0;        // SQEs handed out, published to sq_tail_ by Enter
   uint32_t* cq_head_ = nullptr;  // advanced by us as we consume CQEs
   uint32_t* cq_tail_ = nullptr;  // published by the kernel
   uint32_t cq_mask_ = 0;

@@ -49,7 +49,8 @@ class DenseTarget : public PackTarget {
     Status Open() {
       // Own descriptors: each worker's buffered reads get their own readahead state.
       const PackJob& j = t_.job_;
-      return reader_.Open(j.weight, j.scale, j.start, j.file.direct_io, j.drop_source_cache, j.file.direct_refusal_for_tests);
+      return reader_.Open(j.weight, j.scale, j.start, j.file.direct_io, j.drop_source_cache,
+                          j.file.direct_refusal_for_tests);
     }
     bool ReadsDirect() const override { return reader_.direct(); }
     // The chunk is built where the placement rule (core/pack/span_io.h) puts its file offset, so
@@ -104,7 +105,8 @@ Status PackLayer(const PackJob& job, PackProgress* progress, PackResult* result)
     // One last sweep over what was read: see PackSparseShard.
     const PackGeometry& g = job.geometry;
     Fd w, sc;
-    if (OpenFile(job.weight.path, O_RDONLY, &w).ok()) DropCache(w.get(), job.weight.offset + job.start * g.dim(), g.rows() * g.dim());
+    if (OpenFile(job.weight.path, O_RDONLY, &w).ok())
+      DropCache(w.get(), job.weight.offset + job.start * g.dim(), g.rows() * g.dim());
     if (OpenFile(job.scale.path, O_RDONLY, &sc).ok()) {
       DropCache(sc.get(), job.scale.offset + job.start * g.scale_bytes(), g.rows() * g.scale_bytes());
     }

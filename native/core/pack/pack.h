@@ -13,9 +13,9 @@
 #include <cstdint>
 #include <string>
 
+#include "core/base/status.h"
 #include "core/pack/pack_engine.h"
 #include "core/pack/pack_format.h"
-#include "core/base/status.h"
 
 namespace spark {
 
@@ -28,7 +28,7 @@ struct PackJob {
   PackSource weight, scale;
   uint64_t start = 0;  // global id of local row 0
   PackGeometry geometry;
-  std::string header;  // the header block, exactly kPackHeaderBytes bytes, written at offset 0
+  std::string header;             // the header block, exactly kPackHeaderBytes bytes, written at offset 0
   bool drop_source_cache = true;  // drop the source's pages once read (the node may be serving)
   PackFileJob file;               // directory, name, key, workers, commit policy
 };

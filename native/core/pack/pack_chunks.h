@@ -5,12 +5,12 @@
 #include <string>
 #include <vector>
 
-#include "core/pack/pack.h"
-#include "core/pack/pack_format.h"
+#include "core/base/status.h"
 #include "core/io/durable_file.h"
 #include "core/io/random_read.h"
+#include "core/pack/pack.h"
+#include "core/pack/pack_format.h"
 #include "core/pack/span_io.h"
-#include "core/base/status.h"
 
 namespace spark {
 

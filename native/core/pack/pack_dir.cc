@@ -45,12 +45,13 @@ Status PackDir::Borrow(int fd, const std::string& path, PackDir* out) {
 }
 
 Status PackDir::Refuse(const std::string& name, const struct stat& st) const {
-  std::string what = S_ISLNK(st.st_mode)  ? "is a symbolic link"
+  std::string what = S_ISLNK(st.st_mode)   ? "is a symbolic link"
                      : S_ISREG(st.st_mode) ? "is a file with " + std::to_string(st.st_nlink) + " hard links"
                                            : "is not a regular file";
   return Status::Error(Code::E_UNSAFE_PATH,
-                       what + " where spark pack writes; spark never writes through links: remove it (or use "
-                              "another --out) and re-run",
+                       what +
+                           " where spark pack writes; spark never writes through links: remove it (or use "
+                           "another --out) and re-run",
                        PathOf(name));
 }
 
@@ -178,7 +179,8 @@ Status ProbeHoles(const PackDir& dir, bool fill, HoleProbe* out) {
   std::vector<uint8_t> block(fill ? (uint64_t{1} << 20) : kWrite, 0x5a);
   if (::ftruncate(f.get(), static_cast<off_t>(kApparent)) != 0) s = ErrnoStatus(errno, "truncate", path);
   if (s.ok() && fill) {
-    for (uint64_t at = 0; s.ok() && at < kApparent; at += block.size()) s = PwriteFull(f.get(), block.data(), block.size(), at, path);
+    for (uint64_t at = 0; s.ok() && at < kApparent; at += block.size())
+      s = PwriteFull(f.get(), block.data(), block.size(), at, path);
   } else if (s.ok()) {
     s = PwriteFull(f.get(), block.data(), kWrite, kApparent / 2, path);
   }

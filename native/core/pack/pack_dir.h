@@ -16,8 +16,8 @@
 #include <cstdint>
 #include <string>
 
-#include "core/io/durable_file.h"
 #include "core/base/status.h"
+#include "core/io/durable_file.h"
 
 namespace spark {
 

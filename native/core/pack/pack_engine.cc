@@ -10,9 +10,9 @@
 #include <functional>
 #include <mutex>
 
-#include "core/threads/background.h"
 #include "core/io/durable_file.h"
 #include "core/pack/pack_journal.h"
+#include "core/threads/background.h"
 #include "core/threads/parallel.h"
 
 namespace spark {
@@ -164,7 +164,7 @@ struct CopyState {
   std::vector<uint64_t> todo;
   size_t workers = 1;
   size_t active = 0;
-  std::atomic<uint64_t> writes{0};       // for fault_after_chunks
+  std::atomic<uint64_t> writes{0};  // for fault_after_chunks
   std::atomic<bool> reads_buffered{false};
   std::vector<JournalRecord> completed;  // written, not yet journaled
   uint64_t completed_bytes = 0;

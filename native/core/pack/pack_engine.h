@@ -28,10 +28,10 @@
 #include <string>
 #include <vector>
 
-#include "core/pack/pack_dir.h"
-#include "core/pack/span_io.h"
-#include "core/pack/pack_rate.h"
 #include "core/base/status.h"
+#include "core/pack/pack_dir.h"
+#include "core/pack/pack_rate.h"
+#include "core/pack/span_io.h"
 #include "core/threads/thread_pool.h"
 
 namespace spark {
@@ -46,13 +46,13 @@ struct PackProgress {
 };
 
 struct PackResult {
-  std::vector<uint32_t> crcs;       // per chunk
-  uint64_t chunks_kept = 0;         // taken over from an interrupted run after re-checking
-  uint64_t chunks_rejected = 0;     // claimed by the journal but failing the re-check: redone
+  std::vector<uint32_t> crcs;    // per chunk
+  uint64_t chunks_kept = 0;      // taken over from an interrupted run after re-checking
+  uint64_t chunks_rejected = 0;  // claimed by the journal but failing the re-check: redone
   uint64_t chunks_written = 0;
-  uint64_t bytes_written = 0;       // data bytes written by this run
-  bool journal_discarded = false;   // a journal for other parameters was thrown away
-  bool was_complete = false;        // every chunk was already written (and re-checked)
+  uint64_t bytes_written = 0;      // data bytes written by this run
+  bool journal_discarded = false;  // a journal for other parameters was thrown away
+  bool was_complete = false;       // every chunk was already written (and re-checked)
   // How this run's copy read the sources and wrote the data file: "direct" (O_DIRECT),
   // "buffered" (the filesystem refused O_DIRECT, or the job asked for buffered I/O), or
   // "none" when it copied nothing.
@@ -104,12 +104,12 @@ struct PackFileJob {
   std::string name;  // the final data file's name in dir
   std::string key;   // the job's identity: resume only for the same key
   uint32_t threads = 4;
-  ThreadPool* pool = nullptr;       // hosts the workers (the caller works too)
-  RateLimiter* rate = nullptr;      // optional bandwidth cap on the bytes copied
+  ThreadPool* pool = nullptr;                 // hosts the workers (the caller works too)
+  RateLimiter* rate = nullptr;                // optional bandwidth cap on the bytes copied
   uint64_t commit_bytes = uint64_t{1} << 30;  // commit after this many bytes ...
   double commit_seconds = 2.0;                // ... or this long, whichever comes first
   bool drop_cache = true;                     // drop written pages once durable
-  bool direct_io = true;  // O_DIRECT reads and writes where the filesystem allows it
+  bool direct_io = true;                      // O_DIRECT reads and writes where the filesystem allows it
   DirectRefusal direct_refusal_for_tests = DirectRefusal::kNone;
   // Tests only: writes after this many chunks fail with EIO, as a dying disk's would (0: off).
   uint64_t fault_after_chunks = 0;

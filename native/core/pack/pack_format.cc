@@ -13,8 +13,8 @@ constexpr uint64_t kMaxChunkBytes = uint64_t{1} << 30;  // one chunk is held in 
 
 Status PackGeometry::Make(uint64_t rows, uint64_t dim, PackLayout layout, uint64_t chunk_rows, PackGeometry* out) {
   if (dim == 0 || dim % 32 != 0 || dim > kMaxDim) {
-    return Status::Error(Code::E_USAGE, "row dimension must be a positive multiple of 32 (at most 1048576), got " +
-                                            std::to_string(dim));
+    return Status::Error(
+        Code::E_USAGE, "row dimension must be a positive multiple of 32 (at most 1048576), got " + std::to_string(dim));
   }
   PackGeometry g;
   g.rows_ = rows;

@@ -54,7 +54,6 @@ class PackGeometry {
   uint64_t BytesForRows(uint64_t n) const;
 
  private:
-
   uint64_t rows_ = 0, dim_ = 0, chunk_rows_ = 1, data_bytes_ = 0;
   PackLayout layout_ = PackLayout::kDense;
 };

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "core/base/status.h"
 #include "core/io/durable_file.h"
 #include "core/pack/pack_dir.h"
-#include "core/base/status.h"
 
 namespace spark {
 

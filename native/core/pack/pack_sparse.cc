@@ -226,7 +226,8 @@ Status CheckSparseJob(const SparseShardJob& job) {
   uint64_t chunks = 0;
   for (const auto& t : job.tables) {
     if (t.dim == 0 || t.dim % 32 != 0 || t.dim > kMaxDim) {
-      return Bad(job, "row dimension must be a positive multiple of 32 (at most 1048576), got " + std::to_string(t.dim));
+      return Bad(job,
+                 "row dimension must be a positive multiple of 32 (at most 1048576), got " + std::to_string(t.dim));
     }
     auto chunk = CheckedMul(t.chunk_rows, t.dim);
     if (t.chunk_rows == 0 || !chunk || *chunk > kMaxChunkBytes) {

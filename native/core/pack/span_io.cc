@@ -56,7 +56,8 @@ Status SpanReader::ReadExact(uint64_t off, uint64_t len, uint8_t* base, Code sho
   size_t got = 0;
   Status s = Read(off, len, base, &got);
   if (s.ok() && got != len) {
-    s = Status::Error(short_code, "file ends early: wanted " + std::to_string(len) + " bytes, got " + std::to_string(got),
+    s = Status::Error(short_code,
+                      "file ends early: wanted " + std::to_string(len) + " bytes, got " + std::to_string(got),
                       file_.path())
             .At(off + got);
   }
@@ -67,8 +68,7 @@ void SpanReader::DropBehind(uint64_t off, uint64_t len) const {
   if (!file_.direct()) DropCache(file_.fd(), off, len);
 }
 
-Status SpanWriter::Open(const PackDir& dir, const std::string& name, int fd, bool want_direct,
-                        DirectRefusal refusal) {
+Status SpanWriter::Open(const PackDir& dir, const std::string& name, int fd, bool want_direct, DirectRefusal refusal) {
   fd_ = fd;
   path_ = dir.PathOf(name);
   direct_fd_.Close();

@@ -16,10 +16,10 @@
 #include <cstdint>
 #include <string>
 
+#include "core/base/status.h"
 #include "core/io/durable_file.h"
 #include "core/io/random_read.h"
 #include "core/pack/pack_dir.h"
-#include "core/base/status.h"
 
 namespace spark {
 

@@ -6,12 +6,12 @@
 #include <cstring>
 #include <mutex>
 
-#include "core/threads/background.h"
 #include "core/base/checked.h"
 #include "core/base/crc32.h"
+#include "core/io/durable_file.h"
 #include "core/pack/pack_chunks.h"
 #include "core/pack/span_io.h"
-#include "core/io/durable_file.h"
+#include "core/threads/background.h"
 #include "core/threads/parallel.h"
 
 namespace spark {
@@ -108,28 +108,29 @@ void CheckChunks(const VerifyJob& job, VerifyProgress* progress, Findings* found
       return st;
     };
     auto [lo, hi] = ContiguousRun(g.chunk_count(), threads, w);
-    if (s.ok()) s = Overlapped(job.pool, lo, hi, stage, [&](uint64_t k, int slot) {
-      const VerifySlot& v = slots[slot];
-      ChunkSpan span = g.Chunk(k);
-      const bool complete = v.got == span.bytes;
-      ++checked;
-      bytes += span.bytes;
-      if (job.check_chunks && (!complete || Crc32(0, v.data, v.got) != job.crcs[k])) bad_chunks.push_back(k);
-      if (rows) {
-        bytes += span.rows * g.row_bytes();
-        for (uint64_t i = 0; i < span.rows; ++i) {
-          uint64_t off = g.RowOffset(span.first_row + i) - span.offset;
-          // A row past the end of a truncated file is as wrong as a differing one.
-          if (!complete && off + g.row_bytes() > v.got) {
-            bad_rows.push_back(span.first_row + i);
-          } else if (std::memcmp(v.data + off, v.expect.data() + off, g.row_bytes()) != 0) {
-            bad_rows.push_back(span.first_row + i);
+    if (s.ok())
+      s = Overlapped(job.pool, lo, hi, stage, [&](uint64_t k, int slot) {
+        const VerifySlot& v = slots[slot];
+        ChunkSpan span = g.Chunk(k);
+        const bool complete = v.got == span.bytes;
+        ++checked;
+        bytes += span.bytes;
+        if (job.check_chunks && (!complete || Crc32(0, v.data, v.got) != job.crcs[k])) bad_chunks.push_back(k);
+        if (rows) {
+          bytes += span.rows * g.row_bytes();
+          for (uint64_t i = 0; i < span.rows; ++i) {
+            uint64_t off = g.RowOffset(span.first_row + i) - span.offset;
+            // A row past the end of a truncated file is as wrong as a differing one.
+            if (!complete && off + g.row_bytes() > v.got) {
+              bad_rows.push_back(span.first_row + i);
+            } else if (std::memcmp(v.data + off, v.expect.data() + off, g.row_bytes()) != 0) {
+              bad_rows.push_back(span.first_row + i);
+            }
           }
+          compared += span.rows;
         }
-        compared += span.rows;
-      }
-      progress->bytes_done.fetch_add(span.bytes);
-    });
+        progress->bytes_done.fetch_add(span.bytes);
+      });
     found->Merge(bad_chunks, bad_rows, checked, compared, bytes, s);
   });
 }
@@ -257,27 +258,28 @@ void CheckSparseChunks(const SparseVerifyJob& job, uint64_t chunks, VerifyProgre
       return st;
     };
     auto [lo, hi] = ContiguousRun(chunks, threads, w);
-    if (s.ok()) s = Overlapped(job.pool, lo, hi, stage, [&](uint64_t k, int slot) {
-      auto [a, n] = rows_of(k);
-      const SparseSlot& v = slots[slot];
-      bytes += v.weight.got + v.scale.got;
-      if (job.check_chunks) {
-        const uint32_t crc = Crc32(Crc32(0, v.weight.data, n * job.dim), v.scale.data, n * sb);
-        if (k >= job.crcs.size() || crc != job.crcs[k]) bad_chunks.push_back(k);
-        ++checked;
-      }
-      if (job.compare_rows) {
-        bytes += v.source_weight.got + v.source_scale.got;
-        for (uint64_t i = 0; i < n; ++i) {
-          if (std::memcmp(v.weight.data + i * job.dim, v.source_weight.data + i * job.dim, job.dim) != 0 ||
-              std::memcmp(v.scale.data + i * sb, v.source_scale.data + i * sb, sb) != 0) {
-            bad_rows.push_back(a + i);
-          }
+    if (s.ok())
+      s = Overlapped(job.pool, lo, hi, stage, [&](uint64_t k, int slot) {
+        auto [a, n] = rows_of(k);
+        const SparseSlot& v = slots[slot];
+        bytes += v.weight.got + v.scale.got;
+        if (job.check_chunks) {
+          const uint32_t crc = Crc32(Crc32(0, v.weight.data, n * job.dim), v.scale.data, n * sb);
+          if (k >= job.crcs.size() || crc != job.crcs[k]) bad_chunks.push_back(k);
+          ++checked;
         }
-        compared += n;
-      }
-      progress->bytes_done.fetch_add(n * (job.dim + sb) * (job.compare_rows ? 2 : 1));
-    });
+        if (job.compare_rows) {
+          bytes += v.source_weight.got + v.source_scale.got;
+          for (uint64_t i = 0; i < n; ++i) {
+            if (std::memcmp(v.weight.data + i * job.dim, v.source_weight.data + i * job.dim, job.dim) != 0 ||
+                std::memcmp(v.scale.data + i * sb, v.source_scale.data + i * sb, sb) != 0) {
+              bad_rows.push_back(a + i);
+            }
+          }
+          compared += n;
+        }
+        progress->bytes_done.fetch_add(n * (job.dim + sb) * (job.compare_rows ? 2 : 1));
+      });
     found->Merge(bad_chunks, bad_rows, checked, compared, bytes, s);
   });
 }

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "core/base/status.h"
 #include "core/pack/pack.h"
 #include "core/pack/pack_format.h"
-#include "core/base/status.h"
 #include "core/threads/thread_pool.h"
 
 namespace spark {
@@ -33,7 +33,7 @@ struct VerifyJob {
   bool all_rows = false;              // compare every row with the source
   std::vector<uint64_t> sample_rows;  // else these local row indices
   bool drop_cache = true;
-  bool direct_io = true;  // O_DIRECT chunk reads where the filesystem allows it
+  bool direct_io = true;   // O_DIRECT chunk reads where the filesystem allows it
   size_t max_report = 16;  // bad chunks / rows listed (all are counted)
 };
 

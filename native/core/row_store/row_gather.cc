@@ -5,9 +5,9 @@
 #include <mutex>
 
 #include "core/base/checked.h"
-#include "core/threads/parallel.h"
 #include "core/row_store/row_plan.h"
 #include "core/row_store/row_store.h"
+#include "core/threads/parallel.h"
 
 namespace spark {
 
@@ -51,7 +51,8 @@ class BatchRun {
     plan_.ops.clear();
     if (const PackedTable* p = table_.packed()) {
       pieces.reserve(plan_.rows.size());
-      for (const DistinctRow& r : plan_.rows) pieces.push_back({table_.PackedOffset(*p, r.id), p->row_bytes, r.pos * rb});
+      for (const DistinctRow& r : plan_.rows)
+        pieces.push_back({table_.PackedOffset(*p, r.id), p->row_bytes, r.pos * rb});
       const ReadFile& f = *store_.files_[table_.file];
       PlanReads(pieces, 0, pieces.size(), table_.file, o.merge && sorted, o.max_merge_bytes,
                 f.direct() ? kDirectAlign : 1, &plan_.ops);
@@ -251,13 +252,13 @@ Status RowStore::CheckBatch(uint32_t layer, const uint64_t* ids, size_t n, size_
   auto need = CheckedMul(n, (*table)->info.row_bytes);
   if (!need || *need > out_len) {
     return Status::Error(Code::E_USAGE, "the output buffer holds " + std::to_string(out_len) + " bytes but " +
-                                            std::to_string(n) + " rows need " + (need ? std::to_string(*need) : "more"));
+                                            std::to_string(n) + " rows need " +
+                                            (need ? std::to_string(*need) : "more"));
   }
   return CheckIds(layer, ids, n);
 }
 
-Status RowStore::Gather(ThreadPool& pool, uint32_t layer, const uint64_t* ids, size_t n, uint8_t* out,
-                        size_t out_len) {
+Status RowStore::Gather(ThreadPool& pool, uint32_t layer, const uint64_t* ids, size_t n, uint8_t* out, size_t out_len) {
   const Table* table = nullptr;
   Status st = CheckBatch(layer, ids, n, out_len, &table);
   if (!st.ok()) return st;

@@ -15,8 +15,8 @@
 #include <cstring>
 
 #include "core/io/fault_guard.h"
-#include "core/threads/parallel.h"
 #include "core/row_store/row_store.h"
+#include "core/threads/parallel.h"
 
 namespace spark {
 
@@ -34,8 +34,8 @@ constexpr int64_t kSlowPerRowNs = 1'000;
 // One run of copies: batch positions [begin, end). Owns nothing, so a fault may abandon it.
 struct CopyRun {
   const RowStore::Table* table;
-  const FileMap* weights;  // snapshot weights, or a packed table's file
-  const FileMap* scales;   // snapshot scales (null: packed)
+  const FileMap* weights;   // snapshot weights, or a packed table's file
+  const FileMap* scales;    // snapshot scales (null: packed)
   const uint8_t* resident;  // resident scale rows, or null
   const uint64_t* ids;
   uint8_t* out;

@@ -16,9 +16,8 @@ void SortByIdStable(std::vector<DistinctRow>* rows, SortScratch* scratch) {
   constexpr size_t kBits = 11, kBuckets = size_t{1} << kBits, kSmall = 256;
   const size_t n = rows->size();
   if (n < kSmall) {
-    std::sort(rows->begin(), rows->end(), [](const DistinctRow& a, const DistinctRow& b) {
-      return a.id != b.id ? a.id < b.id : a.pos < b.pos;
-    });
+    std::sort(rows->begin(), rows->end(),
+              [](const DistinctRow& a, const DistinctRow& b) { return a.id != b.id ? a.id < b.id : a.pos < b.pos; });
     return;
   }
   uint64_t lo = UINT64_MAX, hi = 0;

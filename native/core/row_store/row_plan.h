@@ -64,8 +64,8 @@ struct PlanMemory {
   SortScratch sort;
   std::vector<Piece> pieces;
   std::vector<ReadOp> ops;
-  std::vector<uint32_t> pending;  // indices of the ops left for the pool's blocking readers
-  std::vector<ReadOp> engine_ops;  // the pending ops, in order, for the io_uring engine
+  std::vector<uint32_t> pending;               // indices of the ops left for the pool's blocking readers
+  std::vector<ReadOp> engine_ops;              // the pending ops, in order, for the io_uring engine
   std::vector<uint32_t> missed, missed_count;  // warm batches: what each run found uncached
 };
 

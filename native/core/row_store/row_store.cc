@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <optional>
 #include <mutex>
 #include <new>
+#include <optional>
 
 #include "core/base/checked.h"
-#include "core/threads/parallel.h"
 #include "core/row_store/row_plan.h"
+#include "core/threads/parallel.h"
 
 namespace spark {
 
@@ -106,7 +106,8 @@ Status RowStore::AddSnapshot(const SnapshotTable& spec, Table* t) {
   Status st = OpenFile(spec.weight_path, false, 0, &t->weight_file);
   if (st.ok()) st = OpenFile(spec.scale_path, false, 0, &t->scale_file);
   if (!st.ok()) return st;
-  st = FitsInFile(*files_[t->weight_file], Extent(spec.weight_offset, spec.rows, spec.dim), spec.layer, "weight tensor");
+  st =
+      FitsInFile(*files_[t->weight_file], Extent(spec.weight_offset, spec.rows, spec.dim), spec.layer, "weight tensor");
   if (st.ok()) {
     st = FitsInFile(*files_[t->scale_file], Extent(spec.scale_offset, spec.rows, t->scale_bytes), spec.layer,
                     "scale tensor");
@@ -144,7 +145,8 @@ Status RowStore::AddPacked(const PackedTable& spec, Table* t) {
   std::optional<uint64_t> need;
   if (spec.layout == PackedLayout::kPage) {
     if (spec.stride > kPageBytes) return Bad(layer + ": page layout needs stride <= 4096", spec.path);
-    if (spec.data_offset % kPageBytes != 0) return Bad(layer + ": page layout needs a 4096-aligned dataOffset", spec.path);
+    if (spec.data_offset % kPageBytes != 0)
+      return Bad(layer + ": page layout needs a 4096-aligned dataOffset", spec.path);
     t->rows_per_page = kPageBytes / spec.stride;
     uint64_t last = n == 0 ? 0 : n - 1;
     need = Extent(spec.data_offset, last / t->rows_per_page, kPageBytes);
@@ -184,7 +186,8 @@ Status RowStore::LoadResident(ThreadPool& pool) {
     if (!bytes || *bytes > SIZE_MAX) return Bad("layer " + std::to_string(s.layer) + ": resident scales too large");
     std::unique_ptr<uint8_t[]> data(new (std::nothrow) uint8_t[*bytes == 0 ? 1 : *bytes]);
     if (!data) {
-      return Status::Error(Code::E_INTERNAL, "out of memory holding " + std::to_string(*bytes) + " bytes of resident scales");
+      return Status::Error(Code::E_INTERNAL,
+                           "out of memory holding " + std::to_string(*bytes) + " bytes of resident scales");
     }
     ReadFile& f = *files_[t->scale_file];
     const ReadContext ctx = Context();
@@ -212,15 +215,16 @@ Status RowStore::LoadResident(ThreadPool& pool) {
 
 Status RowStore::CheckIds(uint32_t layer, const uint64_t* ids, size_t n) const {
   const Table* t = FindTable(layer);
-  if (t == nullptr) return Status::Error(Code::E_ROW_RANGE, "layer " + std::to_string(layer) + " is not in this row store");
+  if (t == nullptr)
+    return Status::Error(Code::E_ROW_RANGE, "layer " + std::to_string(layer) + " is not in this row store");
   for (size_t i = 0; i < n; ++i) {
     if (!t->info.ids.contains(ids[i])) {
-      const char* where = t->packed() != nullptr    ? "this pack's range"
+      const char* where = t->packed() != nullptr ? "this pack's range"
                           : t->snapshot()->range ? "this sparse copy's range"
                                                  : "the table";
-      return Status::Error(Code::E_ROW_RANGE, "row id " + std::to_string(ids[i]) + " (batch index " + std::to_string(i) +
-                                                  ") is outside " + where + " " + t->info.ids.text() +
-                                                  " of layer " + std::to_string(layer));
+      return Status::Error(Code::E_ROW_RANGE, "row id " + std::to_string(ids[i]) + " (batch index " +
+                                                  std::to_string(i) + ") is outside " + where + " " +
+                                                  t->info.ids.text() + " of layer " + std::to_string(layer));
     }
   }
   return Status::Ok();

@@ -22,15 +22,15 @@
 #include <variant>
 #include <vector>
 
+#include "core/base/id_range.h"
+#include "core/base/status.h"
 #include "core/io/cached_map.h"
 #include "core/io/holes.h"
-#include "core/base/id_range.h"
 #include "core/io/random_read.h"
 #include "core/row_store/row_counters.h"
 #include "core/row_store/row_plan.h"
-#include "core/base/status.h"
-#include "core/threads/thread_pool.h"
 #include "core/row_store/uring_reader.h"
+#include "core/threads/thread_pool.h"
 
 namespace spark {
 
@@ -82,8 +82,8 @@ inline uint32_t LayerOf(const TableSpec& spec) {
 enum class IoEngine { kAuto, kPread, kUring };
 
 struct StoreOptions {
-  bool dedup = true;           // sort ids, read each distinct row once, copy to duplicates
-  bool merge = true;           // one read for rows whose byte ranges share or neighbour a page
+  bool dedup = true;  // sort ids, read each distinct row once, copy to duplicates
+  bool merge = true;  // one read for rows whose byte ranges share or neighbour a page
   uint64_t max_merge_bytes = 64 * 1024;
   bool fadvise_random = true;  // POSIX_FADV_RANDOM: no readahead on buffered reads
   RetryPolicy retry;           // transient read errors (NFS): see IsTransientReadError
@@ -99,13 +99,13 @@ struct StoreOptions {
 
 struct StoreStats {
   uint64_t batches = 0;
-  uint64_t rows = 0;        // rows delivered, duplicates included
-  uint64_t reads = 0;       // read operations issued (after de-duplication and merging)
-  uint64_t inline_reads = 0;  // of those, served from the page cache on the calling thread
-  uint64_t bytes_read = 0;  // bytes those reads asked for
-  uint64_t duplicates = 0;  // rows served by copying another row of the same batch
-  uint64_t merged = 0;      // row pieces that shared a read with another piece
-  uint64_t retries = 0;     // EINTR and short-read continuations
+  uint64_t rows = 0;           // rows delivered, duplicates included
+  uint64_t reads = 0;          // read operations issued (after de-duplication and merging)
+  uint64_t inline_reads = 0;   // of those, served from the page cache on the calling thread
+  uint64_t bytes_read = 0;     // bytes those reads asked for
+  uint64_t duplicates = 0;     // rows served by copying another row of the same batch
+  uint64_t merged = 0;         // row pieces that shared a read with another piece
+  uint64_t retries = 0;        // EINTR and short-read continuations
   uint64_t error_retries = 0;  // reads retried after a transient error (ETIMEDOUT, ESTALE, EIO)
   uint64_t reopens = 0;        // files opened again after ESTALE
   uint64_t resident_bytes = 0;
@@ -128,8 +128,7 @@ class RowStore {
  public:
   // Opens every file the tables name, checks the tables fit in them, and applies the
   // random-access hint. Resident scales are loaded separately by LoadResident().
-  static Status Open(const std::vector<TableSpec>& tables, const StoreOptions& options,
-                     std::shared_ptr<RowStore>* out);
+  static Status Open(const std::vector<TableSpec>& tables, const StoreOptions& options, std::shared_ptr<RowStore>* out);
   ~RowStore();
   RowStore(const RowStore&) = delete;
   RowStore& operator=(const RowStore&) = delete;

@@ -31,8 +31,8 @@ using uring_detail::Slot;
 
 UringReader::UringReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-Status UringReader::Create(const std::vector<ReadFile*>& files, const UringReaderOptions& options, const ReadContext& ctx,
-                           const std::atomic<bool>* closed, std::unique_ptr<UringReader>* out) {
+Status UringReader::Create(const std::vector<ReadFile*>& files, const UringReaderOptions& options,
+                           const ReadContext& ctx, const std::atomic<bool>* closed, std::unique_ptr<UringReader>* out) {
   auto m = std::make_unique<Impl>();
   const unsigned depth = std::clamp(options.depth, 1u, 4096u);
   Status st = Uring::Create(depth + 1, options.refuse_errno, &m->ring);  // + 1: the wake-up poll
@@ -69,7 +69,8 @@ Status UringReader::Create(const std::vector<ReadFile*>& files, const UringReade
   try {
     m->thread = std::thread([raw] { raw->Loop(); });
   } catch (const std::system_error& e) {
-    return Status::Error(Code::E_THREAD_START, std::string("could not start the io_uring submitting thread: ") + e.what());
+    return Status::Error(Code::E_THREAD_START,
+                         std::string("could not start the io_uring submitting thread: ") + e.what());
   }
   out->reset(new UringReader(std::move(m)));
   return Status::Ok();
@@ -181,7 +182,8 @@ bool UringReader::Impl::Admit() {
           slot.buf = slot.big.Reserve(op.len);
           slot.fixed = false;
           if (slot.buf == nullptr) {
-            Fail(b, Status::Error(Code::E_INTERNAL, "out of memory for a " + std::to_string(op.len) + "-byte read buffer"));
+            Fail(b, Status::Error(Code::E_INTERNAL,
+                                  "out of memory for a " + std::to_string(op.len) + "-byte read buffer"));
             Release(s);
             continue;
           }
@@ -234,7 +236,8 @@ bool UringReader::Impl::Issue(uint32_t s) {
     try {
       d = ctx.faults->Next(registered[op.file], dst, want, at, Align(op));
     } catch (const std::exception& e) {
-      Fail(b, Status::Error(Code::E_INTERNAL, std::string("a read failed: ") + e.what(), files[op.file]->path()).At(at));
+      Fail(b,
+           Status::Error(Code::E_INTERNAL, std::string("a read failed: ") + e.what(), files[op.file]->path()).At(at));
       Release(s);
       return true;
     }

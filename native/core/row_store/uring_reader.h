@@ -28,16 +28,16 @@
 #include <memory>
 #include <vector>
 
+#include "core/base/status.h"
 #include "core/io/random_read.h"
 #include "core/row_store/row_plan.h"
-#include "core/base/status.h"
 
 namespace spark {
 
 struct UringReaderOptions {
-  unsigned depth = 128;               // reads in flight at once, across all batches
-  uint64_t slot_bytes = 64 * 1024;    // staging per read in flight (rounded to kDirectAlign)
-  int refuse_errno = 0;               // tests: io_uring_setup fails with this errno
+  unsigned depth = 128;             // reads in flight at once, across all batches
+  uint64_t slot_bytes = 64 * 1024;  // staging per read in flight (rounded to kDirectAlign)
+  int refuse_errno = 0;             // tests: io_uring_setup fails with this errno
 };
 
 class UringReader {

@@ -32,7 +32,7 @@ inline uint64_t NowNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-inline void Count(const ReadContext& ctx, std::atomic<uint64_t> ReadCounters::*which) {
+inline void Count(const ReadContext& ctx, std::atomic<uint64_t> ReadCounters::* which) {
   if (ctx.counters != nullptr) (ctx.counters->*which).fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -90,8 +90,8 @@ struct UringReader::Impl {
   bool stopping = false;
 
   // Submitting thread only:
-  std::vector<uint32_t> free;   // slot indices
-  std::vector<uint32_t> ready;  // slots whose next call must be issued
+  std::vector<uint32_t> free;                           // slot indices
+  std::vector<uint32_t> ready;                          // slots whose next call must be issued
   std::vector<std::pair<uint64_t, uint32_t>> deferred;  // (due ns, slot): retries backing off
   bool wake_armed = false;
   size_t busy = 0;  // slots not free

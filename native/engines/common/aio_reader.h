@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/io/random_read.h"
 #include "core/base/noncopyable.h"
+#include "core/io/random_read.h"
 
 namespace spark::engines {
 

@@ -7,7 +7,7 @@ namespace spark::engines {
 namespace {
 constexpr uint64_t kNibble = 0xF;
 constexpr uint64_t kHalfMask = 0x7777777777777777ull;  // each nibble's low 3 bits after a shift
-constexpr uint64_t kAgeWords = 64;                      // words halved per Count once due
+constexpr uint64_t kAgeWords = 64;                     // words halved per Count once due
 
 // splitmix64's finaliser: the block and the four counters come from different bits of it.
 uint64_t Mix(uint64_t x) {

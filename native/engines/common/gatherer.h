@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "core/row_store/row_plan.h"
-#include "engines/common/call_log.h"
 #include "engines/common/aio_reader.h"
+#include "engines/common/call_log.h"
 #include "engines/common/row_cache.h"
 #include "engines/common/row_source.h"
 #include "engines/common/worker_team.h"

@@ -120,8 +120,8 @@ void RowCache::Insert(uint64_t id, const uint8_t* w, const uint8_t* s, bool alwa
     bool any = false;
     for (uint32_t k = 0; k < ways_; ++k) any = any || t[k] != 0;
     if (!any) return;  // at the limit, and nothing here to evict
-    // Every way holds a row (or the cache is at its limit): the hand clears marks until it meets an unmarked slot (at most
-    // one full turn clears them all).
+    // Every way holds a row (or the cache is at its limit): the hand clears marks until it meets an unmarked slot (at
+    // most one full turn clears them all).
     uint32_t hand = hands_[set] % ways_;
     while (t[hand] == 0 || (t[hand] & kMarked)) {
       t[hand] &= ~kMarked;
@@ -148,7 +148,8 @@ void RowCache::Insert(uint64_t id, const uint8_t* w, const uint8_t* s, bool alwa
 void RowCache::Clear() {
   if (arena_ == nullptr) return;
   // The pages come back zeroed: every tag empty. Should the kernel refuse, empty them by hand.
-  if (madvise(arena_, arena_bytes_, MADV_DONTNEED) != 0) std::memset(tags_, 0, slots() * 8 + FreqSketch::BytesFor(slots()));
+  if (madvise(arena_, arena_bytes_, MADV_DONTNEED) != 0)
+    std::memset(tags_, 0, slots() * 8 + FreqSketch::BytesFor(slots()));
   sketch_.Reset();
   rows_.store(0, std::memory_order_relaxed);
 }

@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/io/random_read.h"
 #include "core/base/noncopyable.h"
+#include "core/io/random_read.h"
 
 namespace spark::engines {
 
@@ -72,7 +72,7 @@ class WorkerTeam : NonCopyable {
   std::condition_variable work_cv_, done_cv_;
   bool stopping_ = false;
   uint64_t generation_ = 0;
-  unsigned active_ = 0;  // workers inside the current job
+  unsigned active_ = 0;       // workers inside the current job
   unsigned idle_wanted_ = 0;  // workers still to run the idle hook
   ItemFn fn_ = nullptr;
   void* ctx_ = nullptr;

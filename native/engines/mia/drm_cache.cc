@@ -61,11 +61,13 @@ constexpr uint32_t kBpp = 32;
 constexpr uint64_t kPitch = uint64_t{kWidth} * kBpp / 8;
 constexpr uint64_t kGranule = kPitch * 1024;  // 16 MiB
 
-static_assert(kGetCap == 0xC010640CUL && kCreateDumb == 0xC02064B2UL && kMapDumb == 0xC01064B3UL && kDestroyDumb == 0xC00464B4UL,
+static_assert(kGetCap == 0xC010640CUL && kCreateDumb == 0xC02064B2UL && kMapDumb == 0xC01064B3UL &&
+                  kDestroyDumb == 0xC00464B4UL,
               "DRM ioctl numbers");
 #ifdef SPARK_HAVE_DRM_UAPI
-static_assert(kGetCap == DRM_IOCTL_GET_CAP && kCreateDumb == DRM_IOCTL_MODE_CREATE_DUMB && kMapDumb == DRM_IOCTL_MODE_MAP_DUMB &&
-              kDestroyDumb == DRM_IOCTL_MODE_DESTROY_DUMB && kCapDumbBuffer == DRM_CAP_DUMB_BUFFER);
+static_assert(kGetCap == DRM_IOCTL_GET_CAP && kCreateDumb == DRM_IOCTL_MODE_CREATE_DUMB &&
+              kMapDumb == DRM_IOCTL_MODE_MAP_DUMB && kDestroyDumb == DRM_IOCTL_MODE_DESTROY_DUMB &&
+              kCapDumbBuffer == DRM_CAP_DUMB_BUFFER);
 static_assert(sizeof(DrmCreateDumb) == sizeof(drm_mode_create_dumb) && sizeof(DrmMapDumb) == sizeof(drm_mode_map_dumb));
 #endif
 
@@ -117,15 +119,18 @@ bool DrmRowMemory::TakeFor(uint64_t need, const char* prefix) {
   if (node.empty()) return refuse("no device node given");
   // The buffer's height is a uint32 of lines; the largest a driver could be asked for.
   constexpr uint64_t kLargest = kGranule * (UINT32_MAX / 1024);
-  if (bytes > kLargest) return refuse(std::to_string(bytes) + " bytes is more than a dumb buffer can hold (" + std::to_string(kLargest) + ")");
+  if (bytes > kLargest)
+    return refuse(std::to_string(bytes) + " bytes is more than a dumb buffer can hold (" + std::to_string(kLargest) +
+                  ")");
   if (bytes % kGranule != 0) return refuse(std::to_string(bytes) + " bytes is not a whole number of 16 MiB");
-  if (need > bytes) return refuse("the cache's " + std::to_string(need) + " row bytes do not fit in " + std::to_string(bytes));
+  if (need > bytes)
+    return refuse("the cache's " + std::to_string(need) + " row bytes do not fit in " + std::to_string(bytes));
   // What the node is, before it is opened: never an ioctl to a device of another driver.
   struct stat st;
   if (stat(node.c_str(), &st) != 0) return refuse(std::string("stat: ") + std::strerror(errno));
   if (!S_ISCHR(st.st_mode) || major(st.st_rdev) != kDrmMajor) {
-    return refuse(S_ISCHR(st.st_mode) ? "character device " + std::to_string(major(st.st_rdev)) + ":" + std::to_string(minor(st.st_rdev)) +
-                                            " is not a DRM device (major 226)"
+    return refuse(S_ISCHR(st.st_mode) ? "character device " + std::to_string(major(st.st_rdev)) + ":" +
+                                            std::to_string(minor(st.st_rdev)) + " is not a DRM device (major 226)"
                                       : "not a character device");
   }
   fd_ = open(node.c_str(), O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
@@ -154,8 +159,8 @@ bool DrmRowMemory::TakeFor(uint64_t need, const char* prefix) {
     } else {
       data_ = static_cast<uint8_t*>(p);
       bytes_ = bytes;
-      std::fprintf(stderr, "%s: row cache of %llu bytes in a DRM dumb buffer on %s\n", prefix, static_cast<unsigned long long>(need),
-                   node.c_str());
+      std::fprintf(stderr, "%s: row cache of %llu bytes in a DRM dumb buffer on %s\n", prefix,
+                   static_cast<unsigned long long>(need), node.c_str());
       return true;
     }
   }

@@ -39,7 +39,7 @@ std::unique_ptr<ReadFile> OpenMiaPack(const char* path, uint64_t layer, uint64_t
   if (!regular) Mismatch(path, "is not a regular file");
   auto pack = std::make_unique<ReadFile>();
   Status opened = pack->Open(path, true, 0, false);
-  if (!opened.ok()) return nullptr;  // gone or changed since: absent
+  if (!opened.ok()) return nullptr;     // gone or changed since: absent
   if (!pack->direct()) return nullptr;  // the probe read refused O_DIRECT: absent, as for the stack
   if (pack->size() < kMiaHeaderBytes) Mismatch(path, "is shorter than its 4096-byte header");
   AlignedBuffer buffer;
@@ -52,7 +52,8 @@ std::unique_ptr<ReadFile> OpenMiaPack(const char* path, uint64_t layer, uint64_t
   for (int i = 0; i < 6; ++i) {
     const uint64_t got = Le64(header + 8 * i);
     if (got != want[i]) {
-      Mismatch(path, std::string("has ") + names[i] + " " + std::to_string(got) + ", expected " + std::to_string(want[i]));
+      Mismatch(path,
+               std::string("has ") + names[i] + " " + std::to_string(got) + ", expected " + std::to_string(want[i]));
     }
   }
   auto body = CheckedMul(hi - lo, kRowBytes);

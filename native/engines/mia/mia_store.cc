@@ -80,7 +80,8 @@ MiaStore* MiaStore::Open(const char* path, uint64_t rows, uint64_t woff, uint64_
     // row_store_next_cache_on_drm: the rows in a DRM dumb buffer when one was asked for and
     // can be had (only a store with a cache takes the request); else ordinary memory.
     uint8_t* rows = sets != 0 && s->drm_.TakeFor(sets * ways * kRowBytes, kPrefix) ? s->drm_.data() : nullptr;
-    if (!s->cache_.Init(sets, ways, rows)) Die(kPrefix, "cannot reserve the " + std::to_string(budget) + "-byte row cache");
+    if (!s->cache_.Init(sets, ways, rows))
+      Die(kPrefix, "cannot reserve the " + std::to_string(budget) + "-byte row cache");
   }
   if (!s->gatherer_.Init(&s->source_, &s->cache_)) Die(kPrefix, "out of memory for the gather scratch");
   s->log_.Configure(kPrefix, EnvUint("DSV41_STATS_SECONDS", 0), true);
@@ -95,8 +96,10 @@ void MiaStore::Range(uint64_t lo, uint64_t hi) {
   std::lock_guard<std::mutex> lock(mu_);
   if (lo > hi || hi > rows_) Die(kPrefix, "row_store_range " + Span(lo, hi) + " is not inside " + Span(0, rows_));
   const bool moved = lo != lo_ || hi != hi_;
-  if (moved && scales_) Die(kPrefix, "row_store_range moved to " + Span(lo, hi) + " after scales of " + Span(lo_, hi_) + " were pinned");
-  if (moved && pack_) Die(kPrefix, "row_store_range moved to " + Span(lo, hi) + " after a pack of " + Span(lo_, hi_) + " was attached");
+  if (moved && scales_)
+    Die(kPrefix, "row_store_range moved to " + Span(lo, hi) + " after scales of " + Span(lo_, hi_) + " were pinned");
+  if (moved && pack_)
+    Die(kPrefix, "row_store_range moved to " + Span(lo, hi) + " after a pack of " + Span(lo_, hi_) + " was attached");
   lo_ = lo;
   hi_ = hi;
   if (!scales_ && mapped_ == nullptr && EnvFlag("DSV41_RESIDENT_SCALES", true)) {
@@ -124,8 +127,8 @@ void MiaStore::Lookup(const int64_t* ids, uint64_t count, uint8_t* w, uint8_t* s
   WorkerTeam& t = Team();
   for (uint64_t i = 0; i < count; ++i) {
     if (ids[i] < 0 || static_cast<uint64_t>(ids[i]) >= rows_) {
-      Die(kPrefix, "row id " + std::to_string(ids[i]) + " (position " + std::to_string(i) + ") is outside the table [0, " +
-                       std::to_string(rows_) + ")");
+      Die(kPrefix, "row id " + std::to_string(ids[i]) + " (position " + std::to_string(i) +
+                       ") is outside the table [0, " + std::to_string(rows_) + ")");
     }
   }
   std::lock_guard<std::mutex> lock(mu_);

@@ -96,7 +96,8 @@ OverlayStore* OverlayStore::Open(const char* path, uint64_t woff, uint64_t soff,
   const uint64_t owned_sets = (hi - lo + kWays - 1) / kWays;
   if (!s->cache_.Init(std::min(RowCache::SetsFor(budget, kWays), owned_sets), kWays)) return nullptr;
   s->queue_.reset(new (std::nothrow) uint64_t[kQueue]);
-  if (!s->queue_ || s->inline_staging_.Reserve(kStagingBytes) == nullptr || !s->gatherer_.Init(&s->source_, &s->cache_)) {
+  if (!s->queue_ || s->inline_staging_.Reserve(kStagingBytes) == nullptr ||
+      !s->gatherer_.Init(&s->source_, &s->cache_)) {
     errno = ENOMEM;
     return nullptr;
   }

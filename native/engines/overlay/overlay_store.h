@@ -31,7 +31,9 @@ class OverlayStore {
 
  private:
   OverlayStore() : source_("libengram_rows") {}
-  bool Owned(int64_t id) const { return id >= 0 && static_cast<uint64_t>(id) >= lo_ && static_cast<uint64_t>(id) < hi_; }
+  bool Owned(int64_t id) const {
+    return id >= 0 && static_cast<uint64_t>(id) >= lo_ && static_cast<uint64_t>(id) < hi_;
+  }
   // Reads queued prefetch ids into the cache until the queue is empty or a gather starts.
   static void PrefetchWork(void* self, unsigned thread);
   void Fill(uint8_t* staging);

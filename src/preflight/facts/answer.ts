@@ -11,7 +11,10 @@ const isStrings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x)
 function isCandidate(v: unknown): v is SnapshotCandidate {
   if (typeof v !== 'object' || v === null) return false;
   const c = v as Record<string, unknown>;
-  return typeof c.dir === 'string' || (typeof c.hfCache === 'string' && typeof c.model === 'string' && typeof c.modelDir === 'string');
+  return (
+    typeof c.dir === 'string' ||
+    (typeof c.hfCache === 'string' && typeof c.model === 'string' && typeof c.modelDir === 'string')
+  );
 }
 
 /** The request as JSON text, checked for shape (exit 2 naming what is wrong). */
@@ -23,23 +26,35 @@ export function parseFactsRequest(text: string): FactsRequest {
     throw usageError(`--node-facts: not JSON (${(err as Error).message})`);
   }
   if (typeof doc !== 'object' || doc === null) throw usageError('--node-facts: expected a JSON object');
-  if (doc.version !== FACTS_VERSION) throw usageError(`--node-facts: request version ${String(doc.version)}, this spark answers ${FACTS_VERSION}`);
-  for (const key of ['paths', 'texts', 'free', 'images'] as const) if (!isStrings(doc[key])) throw usageError(`--node-facts: ${key} must be a list of strings`);
+  if (doc.version !== FACTS_VERSION)
+    throw usageError(`--node-facts: request version ${String(doc.version)}, this spark answers ${FACTS_VERSION}`);
+  for (const key of ['paths', 'texts', 'free', 'images'] as const)
+    if (!isStrings(doc[key])) throw usageError(`--node-facts: ${key} must be a list of strings`);
   const ports = doc.ports;
-  if (!Array.isArray(ports) || !ports.every((p) => Number.isInteger(p) && p > 0 && p < 65536)) throw usageError('--node-facts: ports must be a list of port numbers');
+  if (!Array.isArray(ports) || !ports.every((p) => Number.isInteger(p) && p > 0 && p < 65536))
+    throw usageError('--node-facts: ports must be a list of port numbers');
   if (typeof doc.docker !== 'string' || typeof doc.sysfs !== 'string' || typeof doc.procNet !== 'string') {
     throw usageError('--node-facts: docker, sysfs and procNet must be strings');
   }
-  if (!Array.isArray(doc.snapshot) || !doc.snapshot.every(isCandidate)) throw usageError('--node-facts: snapshot must be a list of candidates');
-  if (doc.engineLibs !== undefined && !isStrings(doc.engineLibs)) throw usageError('--node-facts: engineLibs must be a list of strings');
+  if (!Array.isArray(doc.snapshot) || !doc.snapshot.every(isCandidate))
+    throw usageError('--node-facts: snapshot must be a list of candidates');
+  if (doc.engineLibs !== undefined && !isStrings(doc.engineLibs))
+    throw usageError('--node-facts: engineLibs must be a list of strings');
   for (const key of ['copyDir', 'miaDir'] as const) {
-    if (doc[key] !== undefined && typeof doc[key] !== 'string') throw usageError(`--node-facts: ${key} must be a string`);
+    if (doc[key] !== undefined && typeof doc[key] !== 'string')
+      throw usageError(`--node-facts: ${key} must be a string`);
   }
   return doc as unknown as FactsRequest;
 }
 
-export async function answerFactsRequest(text: string, env: NodeJS.ProcessEnv): Promise<NodeFacts & { version: number }> {
+export async function answerFactsRequest(
+  text: string,
+  env: NodeJS.ProcessEnv,
+): Promise<NodeFacts & { version: number }> {
   const request = parseFactsRequest(text);
-  const facts = await collectFacts(request, localHello(env.HOME ?? homedir(), VERSION), { via: 'spark', dumpSysfs: true });
+  const facts = await collectFacts(request, localHello(env.HOME ?? homedir(), VERSION), {
+    via: 'spark',
+    dumpSysfs: true,
+  });
   return { version: FACTS_VERSION, ...facts };
 }

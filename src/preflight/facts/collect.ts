@@ -121,7 +121,10 @@ export function dumpSysfs(root: string): SysfsDump {
   };
   const file = (rel: string) => {
     try {
-      dump.files[rel] = readSmallTextSync(join(root, rel), { what: 'sysfs attribute', maxBytes: SIZE_CAPS.sysfs }).replace(/\n$/, '');
+      dump.files[rel] = readSmallTextSync(join(root, rel), {
+        what: 'sysfs attribute',
+        maxBytes: SIZE_CAPS.sysfs,
+      }).replace(/\n$/, '');
     } catch {
       // unpopulated GID attributes fail to read (EINVAL) on real sysfs: absent, as the reader expects
     }
@@ -192,7 +195,15 @@ export async function copyFact(dir: string): Promise<CopyFact | undefined> {
 
 export function localHello(home: string, sparkVersion: string): NodeHello {
   const now = Date.now();
-  return { hostname: hostname(), home, clockMs: now, sentMs: now, receivedMs: now, kernel: release(), spark: sparkVersion };
+  return {
+    hostname: hostname(),
+    home,
+    clockMs: now,
+    sentMs: now,
+    receivedMs: now,
+    kernel: release(),
+    spark: sparkVersion,
+  };
 }
 
 function localAddresses(): string[] {

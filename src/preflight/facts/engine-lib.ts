@@ -17,7 +17,12 @@ import type { EngineLibFileFact, EngineLibsFact, PathKind } from './types.js';
 export const ENGINE_LIB_MAX_BYTES = 64 << 20;
 
 /** The file's facts from its kind and, for a regular file, its bytes (or why they were not read). */
-export function engineLibFileFact(path: string, kind: PathKind, link: boolean, bytes: Buffer | { size: number; unread: string }): EngineLibFileFact {
+export function engineLibFileFact(
+  path: string,
+  kind: PathKind,
+  link: boolean,
+  bytes: Buffer | { size: number; unread: string },
+): EngineLibFileFact {
   const f: EngineLibFileFact = { path, kind, ...(link ? { link: true } : {}) };
   if (kind !== 'file') return f;
   if (!Buffer.isBuffer(bytes)) return { ...f, size: bytes.size, unread: bytes.unread };
@@ -59,18 +64,29 @@ function readLibrary(path: string): EngineLibFileFact {
     fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    return code === 'ENOENT' || code === 'ENOTDIR' ? { path, kind: 'missing', ...(link ? { link: true } : {}) } : { path, kind: 'file', ...(link ? { link: true } : {}), unread: code ?? 'error' };
+    return code === 'ENOENT' || code === 'ENOTDIR'
+      ? { path, kind: 'missing', ...(link ? { link: true } : {}) }
+      : { path, kind: 'file', ...(link ? { link: true } : {}), unread: code ?? 'error' };
   }
   try {
     const st = fstatSync(fd);
     if (!st.isFile()) return engineLibFileFact(path, st.isDirectory() ? 'dir' : 'other', link, Buffer.alloc(0));
-    if (st.size > ENGINE_LIB_MAX_BYTES) return engineLibFileFact(path, 'file', link, { size: st.size, unread: `larger than ${ENGINE_LIB_MAX_BYTES} bytes` });
+    if (st.size > ENGINE_LIB_MAX_BYTES)
+      return engineLibFileFact(path, 'file', link, {
+        size: st.size,
+        unread: `larger than ${ENGINE_LIB_MAX_BYTES} bytes`,
+      });
     const b = Buffer.alloc(st.size);
     let got = 0;
     for (let n = -1; n !== 0 && got < b.length; got += n) n = readSync(fd, b, got, b.length - got, got);
     return engineLibFileFact(path, 'file', link, b.subarray(0, got));
   } catch (err) {
-    return { path, kind: 'file', ...(link ? { link: true } : {}), unread: (err as NodeJS.ErrnoException).code ?? 'error' };
+    return {
+      path,
+      kind: 'file',
+      ...(link ? { link: true } : {}),
+      unread: (err as NodeJS.ErrnoException).code ?? 'error',
+    };
   } finally {
     closeSync(fd);
   }
@@ -110,7 +126,8 @@ printf 'end\n'
 export function parseEngineLibs(out: string, paths: readonly string[]): EngineLibsFact {
   const lines = out.split('\n');
   const start = lines.indexOf('spark-engine-libs 1');
-  if (start < 0 || !lines.includes('end')) throw new Error(`the library check did not finish: ${out.trim().split('\n').at(-1) ?? 'no output'}`);
+  if (start < 0 || !lines.includes('end'))
+    throw new Error(`the library check did not finish: ${out.trim().split('\n').at(-1) ?? 'no output'}`);
   const fact: EngineLibsFact = { machine: '', files: paths.map((path) => ({ path, kind: 'missing' as PathKind })) };
   const unhex = (h: string) => (/^([0-9a-f]{2})*$/.test(h) ? Buffer.from(h, 'hex') : undefined);
   for (const line of lines.slice(start + 1)) {
@@ -122,7 +139,15 @@ export function parseEngineLibs(out: string, paths: readonly string[]): EngineLi
     if (path === undefined || !['file', 'dir', 'other', 'missing'].includes(b)) continue;
     const bytes = e.startsWith('x') ? unhex(e.slice(1)) : undefined;
     const size = /^\d+$/.test(d) ? Number(d) : 0;
-    fact.files[i] = engineLibFileFact(path, b as PathKind, c === '1', bytes ?? { size, unread: size > ENGINE_LIB_MAX_BYTES ? `larger than ${ENGINE_LIB_MAX_BYTES} bytes` : 'not readable' });
+    fact.files[i] = engineLibFileFact(
+      path,
+      b as PathKind,
+      c === '1',
+      bytes ?? {
+        size,
+        unread: size > ENGINE_LIB_MAX_BYTES ? `larger than ${ENGINE_LIB_MAX_BYTES} bytes` : 'not readable',
+      },
+    );
   }
   return fact;
 }

@@ -84,7 +84,10 @@ export function collectMiaDir(dir: string): MiaDirFact {
     fact.files.push(f);
   }
   try {
-    fact.identity = readSmallTextSync(join(dir, MIA_IDENTITY_NAME), { what: 'identity file', maxBytes: IDENTITY_MAX_BYTES });
+    fact.identity = readSmallTextSync(join(dir, MIA_IDENTITY_NAME), {
+      what: 'identity file',
+      maxBytes: IDENTITY_MAX_BYTES,
+    });
   } catch {
     // absent, not a regular file, or too large: no receipt to compare
   }
@@ -108,7 +111,11 @@ export function miaDirValues(dir: string | undefined): Record<string, ShValue> {
 }
 
 /** Reads one `mdir`/`mfile`/`mident` line of the probe into `into` (created by `mdir`). */
-export function parseMiaDirLine(f: string[], into: MiaDirFact | undefined, unhex: (hex: string) => Buffer): MiaDirFact | undefined {
+export function parseMiaDirLine(
+  f: string[],
+  into: MiaDirFact | undefined,
+  unhex: (hex: string) => Buffer,
+): MiaDirFact | undefined {
   const [tag, a = '', b = '', c = '', d = '', e = ''] = f;
   if (tag === 'mdir') return { dir: unhex(b).toString('utf8'), kind: a as PathKind, files: [] };
   if (!into) return into;

@@ -20,8 +20,11 @@ function procIpv4(hex: string): string | undefined {
 function prefixOfMask(mask: string): number | undefined {
   const m = procIpv4(mask);
   if (m === undefined) return undefined;
-  const bits = m.split('.').map((b) => Number(b).toString(2).padStart(8, '0')).join('');
-  return /^1*0*$/.test(bits) ? bits.indexOf('0') < 0 ? 32 : bits.indexOf('0') : undefined;
+  const bits = m
+    .split('.')
+    .map((b) => Number(b).toString(2).padStart(8, '0'))
+    .join('');
+  return /^1*0*$/.test(bits) ? (bits.indexOf('0') < 0 ? 32 : bits.indexOf('0')) : undefined;
 }
 
 /** The IPv4 routing table of /proc/net/route (header line first). */

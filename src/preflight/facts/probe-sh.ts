@@ -6,7 +6,15 @@ import { quoted, shTemplate } from '../../remote/sh-template.js';
 import { parseAddresses, parseListeners, parseNvidiaSmi, parseRoutes } from './parse.js';
 import { imageFailure } from './collect.js';
 import { miaDirValues, parseMiaDirLine } from './mia-dir.js';
-import { TEXT_LIMIT, type FactsRequest, type MiaDirFact, type NodeFacts, type NodeHello, type PathKind, type SysfsDump } from './types.js';
+import {
+  TEXT_LIMIT,
+  type FactsRequest,
+  type MiaDirFact,
+  type NodeFacts,
+  type NodeHello,
+  type PathKind,
+  type SysfsDump,
+} from './types.js';
 
 const HELLO = shTemplate(import.meta.url, 'hello.sh');
 const PROBE = shTemplate(import.meta.url, 'probe.sh');
@@ -29,7 +37,11 @@ export function probeScript(request: FactsRequest): string {
     FREE: request.free,
     IMAGES: request.images,
     // Three words a candidate, always quoted: `model` has no third (its `-` keeps the stride).
-    SNAPSHOT_CANDIDATES: quoted(request.snapshot.flatMap((c) => ('dir' in c ? ['dir', c.dir, c.notCopy ? '1' : '0'] : ['model', c.modelDir, '-']))),
+    SNAPSHOT_CANDIDATES: quoted(
+      request.snapshot.flatMap((c) =>
+        'dir' in c ? ['dir', c.dir, c.notCopy ? '1' : '0'] : ['model', c.modelDir, '-'],
+      ),
+    ),
     COPY_DIRS: request.copyDir === undefined ? [] : [request.copyDir],
     ...miaDirValues(request.miaDir),
   });
@@ -47,7 +59,8 @@ const text = (hex: string) => unhex(hex).toString('utf8');
 export function parseHello(out: string, sentMs: number, receivedMs: number): NodeHello {
   const lines = out.split('\n');
   const start = lines.indexOf('spark-hello 1');
-  if (start < 0 || !lines.includes('end')) throw new Error(`not a hello answer: ${out.trim().split('\n').at(-1) ?? 'no output'}`);
+  if (start < 0 || !lines.includes('end'))
+    throw new Error(`not a hello answer: ${out.trim().split('\n').at(-1) ?? 'no output'}`);
   const hello: NodeHello = { hostname: '', home: '', clockMs: 0, sentMs, receivedMs };
   for (const line of lines.slice(start + 1)) {
     const [tag, value = ''] = line.split(' ');
@@ -83,7 +96,8 @@ export interface ProbeAnswer {
 export function parseProbe(out: string, request: FactsRequest, hello: NodeHello): ProbeAnswer {
   const lines = out.split('\n');
   const start = lines.indexOf('spark-probe 1');
-  if (start < 0 || !lines.includes('end')) throw new Error(`the probe did not finish: ${out.trim().split('\n').at(-1) ?? 'no output'}`);
+  if (start < 0 || !lines.includes('end'))
+    throw new Error(`the probe did not finish: ${out.trim().split('\n').at(-1) ?? 'no output'}`);
   const facts: NodeFacts = {
     ...hello,
     via: 'probe',
@@ -109,7 +123,8 @@ export function parseProbe(out: string, request: FactsRequest, hello: NodeHello)
       const kind = f[2] as PathKind;
       facts.paths[i] = kind === 'file' && /^\d+$/.test(f[3] ?? '') ? { kind, size: Number(f[3]) } : { kind };
     } else if (tag === 'text' && i < facts.texts.length) facts.texts[i] = f[2] === '-' ? null : text(f[2] ?? '');
-    else if (tag === 'free' && i < facts.free.length) facts.free[i] = /^\d+$/.test(f[2] ?? '') ? Number(f[2]) * 1024 : null;
+    else if (tag === 'free' && i < facts.free.length)
+      facts.free[i] = /^\d+$/.test(f[2] ?? '') ? Number(f[2]) * 1024 : null;
     else if (tag === 'listen') listeners = parseListeners(text(f[1] ?? ''));
     else if (tag === 'image' && i < facts.images.length) {
       facts.images[i] = f[2] === 'id' ? { id: text(f[3] ?? '').trim() } : imageFailure(Number(f[3]), text(f[4] ?? ''));
@@ -124,9 +139,9 @@ export function parseProbe(out: string, request: FactsRequest, hello: NodeHello)
     } else if (tag === 'copy') {
       copy = { path: text(f[1] ?? ''), files: {}, shards: [] };
       dump = copy;
-    }
-    else if (tag === 'sfile' && dump) dump.files[f[1] ?? ''] = text(f[2] ?? '');
-    else if (tag === 'shard' && dump) dump.shards.push({ name: text(f[3] ?? ''), size: Number(f[1]), headerLength: Number(f[2]) });
+    } else if (tag === 'sfile' && dump) dump.files[f[1] ?? ''] = text(f[2] ?? '');
+    else if (tag === 'shard' && dump)
+      dump.shards.push({ name: text(f[3] ?? ''), size: Number(f[1]), headerLength: Number(f[2]) });
     else if (tag === 'header' && dump?.shards.length) dump.shards.at(-1)!.header = unhex(f[1] ?? '');
     else if (tag === 'mdir' || tag === 'mfile' || tag === 'mident') mia = parseMiaDirLine(f, mia, unhex);
   }

@@ -67,12 +67,17 @@ function onNode(root: string, nodeDir: string): (text: string) => string {
  * Paths in the verdict are the node's.
  */
 export async function judgeProbedSnapshot(probe: ProbedSnapshot, root: string): Promise<SnapshotFact> {
-  const single = probe.path.endsWith('.safetensors') && !probe.files['model.safetensors.index.json'] && probe.shards.length === 1;
+  const single =
+    probe.path.endsWith('.safetensors') && !probe.files['model.safetensors.index.json'] && probe.shards.length === 1;
   const nodeDir = single ? probe.path.slice(0, probe.path.lastIndexOf('/')) : probe.path;
   rebuildDir(probe, root);
   const local = single ? join(root, probe.shards[0]!.name) : root;
   const back = onNode(root, nodeDir);
-  const fact: SnapshotFact = { candidate: probe.candidate, dir: probe.path, result: { error: { code: 'E_INTERNAL', message: 'not read' } } };
+  const fact: SnapshotFact = {
+    candidate: probe.candidate,
+    dir: probe.path,
+    result: { error: { code: 'E_INTERNAL', message: 'not read' } },
+  };
   const config = probe.files['config.json'];
   if (config !== undefined) fact.config = config;
   try {
@@ -81,7 +86,9 @@ export async function judgeProbedSnapshot(probe: ProbedSnapshot, root: string): 
     fact.result = { facts: { ...facts, dir: back(facts.dir), ...(revision !== undefined ? { revision } : {}) } };
   } catch (err) {
     const e = errorFact(err);
-    fact.result = { error: { ...e, message: back(e.message), ...(e.path !== undefined ? { path: back(e.path) } : {}) } };
+    fact.result = {
+      error: { ...e, message: back(e.message), ...(e.path !== undefined ? { path: back(e.path) } : {}) },
+    };
   }
   return fact;
 }
@@ -94,8 +101,14 @@ export async function judgeProbedCopy(probe: ProbedDir, root: string): Promise<C
   if (!fact) return undefined;
   if ('error' in fact.result) {
     const e = fact.result.error;
-    return { dir: probe.path, result: { error: { ...e, message: back(e.message), ...(e.path !== undefined ? { path: back(e.path) } : {}) } } };
+    return {
+      dir: probe.path,
+      result: { error: { ...e, message: back(e.message), ...(e.path !== undefined ? { path: back(e.path) } : {}) } },
+    };
   }
   const { copy, manifestProblems } = fact.result;
-  return { dir: probe.path, result: { copy: { ...copy, manifestPath: back(copy.manifestPath) }, manifestProblems: manifestProblems.map(back) } };
+  return {
+    dir: probe.path,
+    result: { copy: { ...copy, manifestPath: back(copy.manifestPath) }, manifestProblems: manifestProblems.map(back) },
+  };
 }

@@ -28,7 +28,10 @@ export interface GatherOptions {
 }
 
 /** The reason a failed ssh run gives, in one line. */
-function why(r: { code: number | null; signal: NodeJS.Signals | null; stderr: string; stdout: string }, ms: number): string {
+function why(
+  r: { code: number | null; signal: NodeJS.Signals | null; stderr: string; stdout: string },
+  ms: number,
+): string {
   if (r.signal === 'SIGKILL') return `no answer within ${Math.round(ms / 1000)} s`;
   const line = lastLine(r.stderr) || lastLine(r.stdout);
   return `${r.code === 255 ? 'ssh failed' : `exit ${r.code}`}${line ? `: ${line}` : ''}`;
@@ -37,7 +40,8 @@ function why(r: { code: number | null; signal: NodeJS.Signals | null; stderr: st
 /** Facts printed by `spark preflight --node-facts` on the node, checked for shape. */
 function sparkFacts(stdout: string, request: FactsRequest, hello: NodeHello): NodeFacts {
   const doc = JSON.parse(stdout) as Partial<NodeFacts> & { version?: unknown };
-  if (doc.version !== FACTS_VERSION) throw new Error(`it answers facts version ${String(doc.version)}, this spark reads ${FACTS_VERSION}`);
+  if (doc.version !== FACTS_VERSION)
+    throw new Error(`it answers facts version ${String(doc.version)}, this spark reads ${FACTS_VERSION}`);
   const lengths: [unknown, number][] = [
     [doc.paths, request.paths.length],
     [doc.texts, request.texts.length],
@@ -45,7 +49,11 @@ function sparkFacts(stdout: string, request: FactsRequest, hello: NodeHello): No
     [doc.ports, request.ports.length],
     [doc.images, request.images.length],
   ];
-  if (lengths.some(([a, n]) => !Array.isArray(a) || a.length !== n) || !Array.isArray(doc.routes) || !Array.isArray(doc.addresses)) {
+  if (
+    lengths.some(([a, n]) => !Array.isArray(a) || a.length !== n) ||
+    !Array.isArray(doc.routes) ||
+    !Array.isArray(doc.addresses)
+  ) {
     throw new Error('its answer does not match the request');
   }
   const facts = { ...(doc as NodeFacts), ...hello, via: 'spark' as const };
@@ -54,7 +62,12 @@ function sparkFacts(stdout: string, request: FactsRequest, hello: NodeHello): No
 }
 
 /** The probe's answer as facts: its snapshot and copy judged by this machine's readers, rebuilt under `scratch`. */
-export async function factsFromProbe(out: string, request: FactsRequest, hello: NodeHello, scratch: string): Promise<NodeFacts> {
+export async function factsFromProbe(
+  out: string,
+  request: FactsRequest,
+  hello: NodeHello,
+  scratch: string,
+): Promise<NodeFacts> {
   const parsed = parseProbe(out, request, hello);
   const facts = parsed.facts;
   if (parsed.snapshot) facts.snapshot = await judgeProbedSnapshot(parsed.snapshot, join(scratch, 'snapshot'));
@@ -85,12 +98,18 @@ export async function gatherNode(
   const notes: string[] = [];
   let facts: NodeFacts | undefined;
   if (hello.spark !== undefined) {
-    const r = await capture(nodeArgv(node.host, [tools.spark, 'preflight', '--node-facts', JSON.stringify(request)], tools), env, left());
+    const r = await capture(
+      nodeArgv(node.host, [tools.spark, 'preflight', '--node-facts', JSON.stringify(request)], tools),
+      env,
+      left(),
+    );
     try {
       if (r.code !== 0) throw new Error(why(r, options.timeoutMs));
       facts = sparkFacts(r.stdout, request, hello);
     } catch (err) {
-      notes.push(`${tools.spark} on the node could not answer (${(err as Error).message}); the sh probe checked it instead`);
+      notes.push(
+        `${tools.spark} on the node could not answer (${(err as Error).message}); the sh probe checked it instead`,
+      );
     }
   }
   if (!facts) {
@@ -107,7 +126,9 @@ export async function gatherNode(
     try {
       facts.engineLibs = parseEngineLibs(r.stdout, request.engineLibs);
     } catch (err) {
-      notes.push(`the engine library files could not be read (${(err as Error).message}); the engine-lib rules did not run`);
+      notes.push(
+        `the engine library files could not be read (${(err as Error).message}); the engine-lib rules did not run`,
+      );
     }
   }
   const out: Gathered = { ok: true, facts, request, notes };

@@ -1,6 +1,16 @@
 // The request one node answers: every path, text, free-space figure, port and image the node
 // rules will read for that node (named by ../node-paths.ts, which the rules use too).
-import { dirProbes, engineLibMounts, engramDirOnNode, hfCacheHost, miaPackDir, mountHost, packTarget, snapshotCandidates, wrapperOnNode } from '../node-paths.js';
+import {
+  dirProbes,
+  engineLibMounts,
+  engramDirOnNode,
+  hfCacheHost,
+  miaPackDir,
+  mountHost,
+  packTarget,
+  snapshotCandidates,
+  wrapperOnNode,
+} from '../node-paths.js';
 import { headPorts } from '../rules/ports.js';
 import type { PreflightContext } from '../types.js';
 import { FACTS_VERSION, type FactsRequest } from './types.js';

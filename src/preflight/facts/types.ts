@@ -17,7 +17,8 @@ export const TEXT_LIMIT = 4 * 1024 * 1024;
  * Where a node's snapshot may be: a checkpoint directory (or file), or a model in a Hugging Face
  * cache (`modelDir` = hub/models--org--name: refs/main, else its only snapshot).
  */
-export type SnapshotCandidate = { dir: string; notCopy?: boolean } | { hfCache: string; model: string; modelDir: string };
+export type SnapshotCandidate =
+  { dir: string; notCopy?: boolean } | { hfCache: string; model: string; modelDir: string };
 
 export interface FactsRequest {
   version: typeof FACTS_VERSION;

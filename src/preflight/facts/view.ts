@@ -4,7 +4,16 @@
 import { SparkError } from '../../errors.js';
 import type { SnapshotFacts } from '../sources.js';
 import type { LocalCopy } from '../../engram/layer-source.js';
-import type { EngineLibsFact, ErrorFact, MiaDirFact, FactsRequest, ImageFact, NodeFacts, PathFact, PortState } from './types.js';
+import type {
+  EngineLibsFact,
+  ErrorFact,
+  MiaDirFact,
+  FactsRequest,
+  ImageFact,
+  NodeFacts,
+  PathFact,
+  PortState,
+} from './types.js';
 
 export interface NodeView {
   facts: NodeFacts;
@@ -29,7 +38,8 @@ export interface NodeView {
 
 function lookup<T>(list: readonly unknown[], key: unknown, values: readonly T[], what: string): T {
   const i = list.indexOf(key);
-  if (i < 0 || i >= values.length) throw new Error(`internal: preflight did not ask the node for ${what} ${String(key)}`);
+  if (i < 0 || i >= values.length)
+    throw new Error(`internal: preflight did not ask the node for ${what} ${String(key)}`);
   return values[i]!;
 }
 
@@ -57,7 +67,10 @@ export function nodeView(facts: NodeFacts, request: FactsRequest): NodeView {
 }
 
 /** `a.b.c.d` is one of the node's addresses, or reachable from it without a gateway, or only through one. */
-export function routeTo(facts: NodeFacts, address: string): 'own' | 'direct' | 'routed' | 'default' | 'none' | 'unknown' {
+export function routeTo(
+  facts: NodeFacts,
+  address: string,
+): 'own' | 'direct' | 'routed' | 'default' | 'none' | 'unknown' {
   if (facts.addresses.includes(address)) return 'own';
   const ip = ipv4Number(address);
   if (ip === undefined || facts.routes.length === 0) return 'unknown';
@@ -66,7 +79,7 @@ export function routeTo(facts: NodeFacts, address: string): 'own' | 'direct' | '
     const dest = ipv4Number(r.destination);
     if (dest === undefined) continue;
     const mask = r.prefix === 0 ? 0 : (0xffffffff << (32 - r.prefix)) >>> 0;
-    if (((ip & mask) >>> 0) === ((dest & mask) >>> 0) && (!best || r.prefix > best.prefix)) best = r;
+    if ((ip & mask) >>> 0 === (dest & mask) >>> 0 && (!best || r.prefix > best.prefix)) best = r;
   }
   if (!best) return 'none';
   if (best.gateway === '0.0.0.0') return 'direct';

@@ -35,11 +35,19 @@ export function jsonDefect(text: string): { what: string; fix: string; offset: n
   const trailing = /,(\s*)[}\]]/.exec(text);
   if (trailing) {
     const close = text[trailing.index + 1 + trailing[1]!.length];
-    return { what: `a trailing comma before '${close}'`, fix: `remove the comma before '${close}' (JSON allows none)`, offset: trailing.index };
+    return {
+      what: `a trailing comma before '${close}'`,
+      fix: `remove the comma before '${close}' (JSON allows none)`,
+      offset: trailing.index,
+    };
   }
   const single = /[{,[:]\s*'/.exec(text);
   if (single) {
-    return { what: "Python-style single quotes ('…')", fix: 'write every key and string in double quotes ("…"), as JSON requires', offset: single.index };
+    return {
+      what: "Python-style single quotes ('…')",
+      fix: 'write every key and string in double quotes ("…"), as JSON requires',
+      offset: single.index,
+    };
   }
   const literal = /[:,[]\s*(True|False|None)\b/.exec(text);
   if (literal) {
@@ -53,7 +61,11 @@ export function jsonDefect(text: string): { what: string; fix: string; offset: n
   } catch (err) {
     const message = (err as Error).message;
     const pos = /position (\d+)/.exec(message);
-    return { what: message, fix: 'fix the JSON (double-quoted keys and strings, no trailing commas)', offset: pos ? Number(pos[1]) : 0 };
+    return {
+      what: message,
+      fix: 'fix the JSON (double-quoted keys and strings, no trailing commas)',
+      offset: pos ? Number(pos[1]) : 0,
+    };
   }
   return { what: 'not JSON', fix: 'fix the JSON', offset: 0 };
 }
@@ -72,7 +84,8 @@ function defectLine(ctx: Parameters<typeof whereArg>[0], f: ArgFlag, text: strin
   }
   const lines = text.split('\n');
   let k = 0;
-  for (let consumed = 0; k < lines.length - 1 && consumed + lines[k]!.length < offset; k++) consumed += lines[k]!.length + 1;
+  for (let consumed = 0; k < lines.length - 1 && consumed + lines[k]!.length < offset; k++)
+    consumed += lines[k]!.length + 1;
   const needle = lines[k]!.trim().slice(0, 60);
   for (let i = from - 1; i < Math.min(source.length, from + 200); i++) {
     if (needle !== '' && source[i]!.includes(needle)) return i + 1;
@@ -82,10 +95,29 @@ function defectLine(ctx: Parameters<typeof whereArg>[0], f: ArgFlag, text: strin
 
 /** Flags the launcher appends to every engine command (dsv41 recipe: "The launcher also appends"). */
 export const LAUNCHER_FLAGS: Record<Engine, readonly string[]> = {
-  sglang: ['--model-path', '--tp', '--tp-size', '--tensor-parallel-size', '--nnodes', '--node-rank', '--dist-init-addr', '--host', '--port'],
+  sglang: [
+    '--model-path',
+    '--tp',
+    '--tp-size',
+    '--tensor-parallel-size',
+    '--nnodes',
+    '--node-rank',
+    '--dist-init-addr',
+    '--host',
+    '--port',
+  ],
   vllm: [
-    '--tensor-parallel-size', '-tp', '--pipeline-parallel-size', '-pp', '--nnodes', '--node-rank', '--master-addr', '--master-port',
-    '--headless', '--host', '--port',
+    '--tensor-parallel-size',
+    '-tp',
+    '--pipeline-parallel-size',
+    '-pp',
+    '--nnodes',
+    '--node-rank',
+    '--master-addr',
+    '--master-port',
+    '--headless',
+    '--host',
+    '--port',
   ],
 };
 
@@ -104,7 +136,9 @@ export const launcherOwned = defineRule({
     const owned = LAUNCHER_FLAGS[ctx.recipe.engine];
     const flags = ctx.args.flags
       .filter((f) => owned.includes(f.name))
-      .map((f) => finding(this, { message: `args sets ${f.name}, which the launcher appends itself`, where: whereArg(ctx, f) }));
+      .map((f) =>
+        finding(this, { message: `args sets ${f.name}, which the launcher appends itself`, where: whereArg(ctx, f) }),
+      );
     const env = launcherEnvKeys(ctx.recipe.engine).flatMap((key) => {
       const v = ctx.env.get(key);
       if (!v) return [];

@@ -26,7 +26,12 @@ export const fabricRange = defineRule({
     const v = ctx.env.get('NCCL_IB_ADDR_RANGE');
     if (!v || !ctx.cluster) return [];
     if (!parseCidr(v.value)) {
-      return [finding(this, { message: `NCCL_IB_ADDR_RANGE=${v.value} is not a CIDR (a.b.c.d/n); NCCL ignores it`, where: whereEnv(v) })];
+      return [
+        finding(this, {
+          message: `NCCL_IB_ADDR_RANGE=${v.value} is not a CIDR (a.b.c.d/n); NCCL ignores it`,
+          where: whereEnv(v),
+        }),
+      ];
     }
     const c = ctx.cluster;
     return c.nodes

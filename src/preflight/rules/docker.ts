@@ -20,11 +20,21 @@ export const shmSize = defineRule({
   check(ctx) {
     const text = ctx.recipe.shmSize;
     if (text === undefined) {
-      return [finding(this, { message: "no shm_size: the container gets docker's default 64 MB /dev/shm", where: ctx.recipe.file })];
+      return [
+        finding(this, {
+          message: "no shm_size: the container gets docker's default 64 MB /dev/shm",
+          where: ctx.recipe.file,
+        }),
+      ];
     }
     const bytes = parseDockerSize(text);
     if (bytes === undefined) {
-      return [finding(this, { message: `shm_size "${text}" is not a docker size (like 32gb, 16g, 512m)`, where: whereField(ctx, 'shmSize') })];
+      return [
+        finding(this, {
+          message: `shm_size "${text}" is not a docker size (like 32gb, 16g, 512m)`,
+          where: whereField(ctx, 'shmSize'),
+        }),
+      ];
     }
     if (bytes <= DOCKER_DEFAULT_SHM_BYTES) {
       return [

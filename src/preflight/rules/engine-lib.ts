@@ -52,11 +52,17 @@ function subject(ctx: PreflightContext, lib: EngineLibMount): string {
 }
 
 function fileProblem(f: EngineLibFileFact, machine: string): string | undefined {
-  if (f.kind === 'missing') return f.link ? 'is a dangling symbolic link: docker refuses to mount it and the container does not start' : 'does not exist: docker would mount an empty directory there and the stack fails to load its library';
+  if (f.kind === 'missing')
+    return f.link
+      ? 'is a dangling symbolic link: docker refuses to mount it and the container does not start'
+      : 'does not exist: docker would mount an empty directory there and the stack fails to load its library';
   if (f.kind === 'dir') return 'is a directory, not a library: the stack fails to load it';
   if (f.kind === 'other') return 'is not a regular file (a FIFO blocks the loader, a device is read as the library)';
   if (f.unread !== undefined) return `could not be read (${f.unread})`;
-  if (f.elfError !== undefined) return f.elfError === 'not an ELF file' ? 'is not an ELF file (a text file or a copy that went wrong)' : `is no usable ELF file: ${f.elfError}`;
+  if (f.elfError !== undefined)
+    return f.elfError === 'not an ELF file'
+      ? 'is not an ELF file (a text file or a copy that went wrong)'
+      : `is no usable ELF file: ${f.elfError}`;
   return f.elf ? machineProblem(f.elf, machine) : undefined;
 }
 
@@ -80,7 +86,7 @@ export const file = defineRule({
   severity: 'error',
   scope: 'local-node',
   evidence:
-    "Both stacks load their row library with ctypes from a fixed image path (/opt/dsv41-spark/overlay/libengram_rows.so, /opt/dsv41/adapter/librow_store.so); a missing host file is mounted as an empty directory, a dangling link is refused by docker, and a library of another machine fails dlopen (docs/engine-libs.md).",
+    'Both stacks load their row library with ctypes from a fixed image path (/opt/dsv41-spark/overlay/libengram_rows.so, /opt/dsv41/adapter/librow_store.so); a missing host file is mounted as an empty directory, a dangling link is refused by docker, and a library of another machine fails dlopen (docs/engine-libs.md).',
   fix: 'spark engine-lib --stack STACK --copy DIR on that node (spark built there: npm install in its checkout builds for its machine)',
   check(ctx) {
     const found = nodeLibraries(ctx);
@@ -94,7 +100,9 @@ export const file = defineRule({
         finding(this, {
           message: `${subject(ctx, lib)} ${problem}`,
           where: at(ctx.recipe.file, lib.mount.line),
-          fix: wrongMachine ? `rebuild spark for ${machine} on that node (npm install in its checkout), then ${copyFix(lib)}` : copyFix(lib),
+          fix: wrongMachine
+            ? `rebuild spark for ${machine} on that node (npm install in its checkout), then ${copyFix(lib)}`
+            : copyFix(lib),
         }),
       );
     }
@@ -120,8 +128,17 @@ export const abi = defineRule({
       if (!elf) continue;
       const v = verdictOf(elf, lib.stack);
       // One line a file: its errors together, else its warning.
-      const [severity, problems] = v.errors.length > 0 ? (['error', v.errors] as const) : (['warn', v.warnings] as const);
-      if (problems.length > 0) out.push(finding(this, { severity, message: `${subject(ctx, lib)} ${problems.join('; ')}`, where: at(ctx.recipe.file, lib.mount.line), fix: copyFix(lib) }));
+      const [severity, problems] =
+        v.errors.length > 0 ? (['error', v.errors] as const) : (['warn', v.warnings] as const);
+      if (problems.length > 0)
+        out.push(
+          finding(this, {
+            severity,
+            message: `${subject(ctx, lib)} ${problems.join('; ')}`,
+            where: at(ctx.recipe.file, lib.mount.line),
+            fix: copyFix(lib),
+          }),
+        );
     }
     return out;
   },
@@ -134,14 +151,22 @@ export const loads = defineRule({
   scope: 'local-node',
   evidence:
     "The stacks' images carry their own C++ runtime and the oldest is Ubuntu 22.04 (glibc 2.35): a library that needs libstdc++ or a newer glibc symbol fails dlopen in some of them; spark links its C++ runtime in and checks the build (native/engines/check-lib.sh, docs/engine-libs.md).",
-  fix: 'spark engine-lib --stack STACK --copy DIR on that node (spark\'s build needs only the C library)',
+  fix: "spark engine-lib --stack STACK --copy DIR on that node (spark's build needs only the C library)",
   check(ctx) {
     const found = nodeLibraries(ctx);
     if (!isList(found)) return found;
     return found.flatMap(({ lib, file: f, machine }) => {
       const elf = goodElf(f, machine);
       const problems = elf ? loadProblems(elf) : [];
-      return problems.length > 0 ? [finding(this, { message: `${subject(ctx, lib)} ${problems.join('; ')}`, where: at(ctx.recipe.file, lib.mount.line), fix: copyFix(lib) })] : [];
+      return problems.length > 0
+        ? [
+            finding(this, {
+              message: `${subject(ctx, lib)} ${problems.join('; ')}`,
+              where: at(ctx.recipe.file, lib.mount.line),
+              fix: copyFix(lib),
+            }),
+          ]
+        : [];
     });
   },
 });
@@ -157,7 +182,8 @@ function digests(ctx: PreflightContext, container: string): { c: CheckedNode; sh
     const mine = found.find((x) => x.lib.mount.container === container);
     // Only files the node rules pass: a broken or wrong library is reported there already.
     const elf = mine && goodElf(mine.file, mine.machine);
-    if (mine?.file.sha256 !== undefined && elf && abiErrors(elf, mine.lib.stack).length === 0) out.push({ c, sha256: mine.file.sha256, lib: mine.lib });
+    if (mine?.file.sha256 !== undefined && elf && abiErrors(elf, mine.lib.stack).length === 0)
+      out.push({ c, sha256: mine.file.sha256, lib: mine.lib });
   }
   return out;
 }

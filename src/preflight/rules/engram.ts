@@ -17,16 +17,24 @@ import { shJoin } from '../../remote/shell.js';
  * all-reduce), and with one rank anything short of the full table leaves rows no rank owns.
  * `tables` gives N per layer (from config.json); without it only the grammar and overlaps show.
  */
-export function sharedRowsProblem(spec: string, world: number, tables?: { layer: number; rows: number }[]): string | undefined {
+export function sharedRowsProblem(
+  spec: string,
+  world: number,
+  tables?: { layer: number; rows: number }[],
+): string | undefined {
   let ranges: LayerRange[];
   try {
     ranges = parseEngramRows(spec);
   } catch (err) {
     return (err as Error).message;
   }
-  const report = checkTiling(Array.from({ length: world }, () => ranges), tables);
+  const report = checkTiling(
+    Array.from({ length: world }, () => ranges),
+    tables,
+  );
   if (report.ok) return undefined;
-  const same = world > 1 ? `gives all ${world} ranks the same rows, so they cannot tile [0, N): ` : 'does not tile [0, N): ';
+  const same =
+    world > 1 ? `gives all ${world} ranks the same rows, so they cannot tile [0, N): ` : 'does not tile [0, N): ';
   return `SPARK_ENGRAM_ROWS='${spec}' ${same}${report.problem!.message}`;
 }
 
@@ -43,14 +51,15 @@ export async function engramTables(ctx: PreflightContext): Promise<{ layer: numb
  */
 export function sharedRowsFix(world: number, tables: { layer: number; rows: number }[] | undefined): string {
   if (world > 1) return PER_RANK_FIX;
-  if (!tables) return 'with one rank, write every row of each table (layer:0:N per layer, N from config.json), or drop SPARK_ENGRAM_ROWS';
+  if (!tables)
+    return 'with one rank, write every row of each table (layer:0:N per layer, N from config.json), or drop SPARK_ENGRAM_ROWS';
   const full = formatEngramRows(tables.map(({ layer, rows }) => ({ layer, start: 0, end: rows })));
   return `write SPARK_ENGRAM_ROWS = "${full}" (one rank owns every row of each table), or drop it`;
 }
 
 const PER_RANK_FIX =
   'remove SPARK_ENGRAM_ROWS from the shared environment; set it per rank (a wrapper computing it from NODE_RANK, ' +
-  '`spark engram-ranges --rank R --world W`) or serve from node-local copies whose manifest holds each rank\'s range';
+  "`spark engram-ranges --rank R --world W`) or serve from node-local copies whose manifest holds each rank's range";
 
 export const rangesTile = defineRule({
   id: 'engram.ranges-tile',
@@ -59,7 +68,7 @@ export const rangesTile = defineRule({
   severity: 'error',
   scope: 'files',
   evidence:
-    'The 4x overlay refuses to start unless the ranks\' ranges tile [0, N) per layer; a full range on every rank ' +
+    "The 4x overlay refuses to start unless the ranks' ranges tile [0, N) per layer; a full range on every rank " +
     'double-counts rows in the reduce (recipes/dsv41-flash-4x-sglang-aiden16).',
   fix: `${PER_RANK_FIX}; with one rank, every row of each table`,
   async check(ctx) {
@@ -68,13 +77,22 @@ export const rangesTile = defineRule({
     const tables = await engramTables(ctx);
     const problem = sharedRowsProblem(v.value, ctx.world, tables);
     if (!problem) return [];
-    return [finding(this, { message: `${problem} (set in ${envSourceName(v)})`, where: whereEnv(v), fix: sharedRowsFix(ctx.world, tables) })];
+    return [
+      finding(this, {
+        message: `${problem} (set in ${envSourceName(v)})`,
+        where: whereEnv(v),
+        fix: sharedRowsFix(ctx.world, tables),
+      }),
+    ];
   },
 });
 
 export { wrapperScript } from '../node-paths.js';
 
-function rowsSource(ctx: PreflightContext, dir: EnvValue): { skip: string } | { problem: string; fix?: string } | undefined {
+function rowsSource(
+  ctx: PreflightContext,
+  dir: EnvValue,
+): { skip: string } | { problem: string; fix?: string } | undefined {
   const mapped = ctx.toHost(dir.value);
   if (!mapped) {
     if (underHfCache(dir.value) && !ctx.cluster?.hfCache) {
@@ -90,7 +108,9 @@ function rowsSource(ctx: PreflightContext, dir: EnvValue): { skip: string } | { 
   if (wrapper) {
     const text = wrapper.host === undefined ? undefined : view.text(wrapper.host);
     if (text === undefined) {
-      return { skip: `the ranges come from the entrypoint ${wrapper.script}, which is not readable on ${whereNode(ctx)}` };
+      return {
+        skip: `the ranges come from the entrypoint ${wrapper.script}, which is not readable on ${whereNode(ctx)}`,
+      };
     }
     if (scriptSetsEngramRows(text)) return undefined;
     return {
@@ -125,7 +145,8 @@ function staleScript(ctx: PreflightContext): { script: string; host: string; val
   if (text === undefined) return undefined;
   // Any quoted value that parses as SPARK_ENGRAM_ROWS and has an entry in the old form.
   for (const m of text.matchAll(/'([\d:,-]+)'/g)) {
-    if (dashEntries(m[1]!).length > 0 && parses(m[1]!)) return { script: wrapper!.script, host: wrapper!.host!, value: m[1]! };
+    if (dashEntries(m[1]!).length > 0 && parses(m[1]!))
+      return { script: wrapper!.script, host: wrapper!.host!, value: m[1]! };
   }
   return undefined;
 }
@@ -138,7 +159,7 @@ export const rangesSource = defineRule({
   scope: 'local-node',
   evidence:
     'A full snapshot has no engram-local.json, so per-rank ranges must come from SPARK_ENGRAM_ROWS, which the ' +
-    "aiden16 wrapper computes from NODE_RANK (recipes/dsv41-flash-4x-sglang-aiden16); a node-local copy carries them in its manifest. " +
+    'aiden16 wrapper computes from NODE_RANK (recipes/dsv41-flash-4x-sglang-aiden16); a node-local copy carries them in its manifest. ' +
     'An entrypoint generated by an older spark wrapper --emit-sh exports layer:lo-hi, which the overlay rejects.',
   fix: 'serve from node-local copies (spark pack), or run a wrapper that exports SPARK_ENGRAM_ROWS per rank (spark wrapper --emit-sh)',
   check(ctx) {

@@ -48,7 +48,12 @@ export const hca = defineRule({
       if (!v || v.value === '') continue;
       if (present === undefined) {
         const root = join(ctx.sysfs, 'class', 'infiniband');
-        out.push(finding(this, { message: `${key}=${v.value} but ${whereNode(ctx)} has no RDMA devices (${root} is missing)`, where: whereEnv(v) }));
+        out.push(
+          finding(this, {
+            message: `${key}=${v.value} but ${whereNode(ctx)} has no RDMA devices (${root} is missing)`,
+            where: whereEnv(v),
+          }),
+        );
         continue;
       }
       const missing = unmatchedItems(hcaListOf(key, v.value), present);
@@ -98,7 +103,10 @@ export const socketIfname = defineRule({
         finding(this, {
           message: `${key}=${v.value}: no interface ${missing.join(', ')} on ${whereNode(ctx)} (present: ${have.join(', ') || 'none but lo'})`,
           where: whereEnv(v),
-          fix: have.length > 0 ? `use one of ${have.join(', ')} (the one on the fabric subnet; \`ip -br addr\` shows them)` : 'bring up the fabric interface on this node',
+          fix:
+            have.length > 0
+              ? `use one of ${have.join(', ')} (the one on the fabric subnet; \`ip -br addr\` shows them)`
+              : 'bring up the fabric interface on this node',
         }),
       ];
     });
@@ -130,11 +138,16 @@ export function pinnedIndex(value: string): { index: number; note?: string } {
   const t = value.trim();
   if (/^\d+$/.test(t)) return { index: Number(t) };
   const digits = /^\d*/.exec(t)![0];
-  return { index: digits === '' ? 0 : Number(digits), note: `'${value}' is read as ${digits === '' ? 0 : Number(digits)}` };
+  return {
+    index: digits === '' ? 0 : Number(digits),
+    note: `'${value}' is read as ${digits === '' ? 0 : Number(digits)}`,
+  };
 }
 
 function relevant(ctx: PreflightContext): EnvValue | undefined {
-  return ctx.env.get('NCCL_IB_HCA') ?? ctx.env.get('B12X_ROCE_HCA') ?? GID_VARS.map((k) => ctx.env.get(k)).find(Boolean);
+  return (
+    ctx.env.get('NCCL_IB_HCA') ?? ctx.env.get('B12X_ROCE_HCA') ?? GID_VARS.map((k) => ctx.env.get(k)).find(Boolean)
+  );
 }
 
 export const gid = defineRule({
@@ -146,7 +159,7 @@ export const gid = defineRule({
     'NCCL picks the lowest in-range IPv4 RoCE v2 GID; the index drifts after a reboot, a lost IPv4 leaves only fe80 ' +
     'entries, a pinned index must be valid on every HCA of the node, and an empty value parses as 0 (docs/entrypoint.md, ' +
     'spark gid; recipes/dsv41-flash-4x-sglang-aiden16 shares one B12X_ROCE_GID_INDEX across both HCAs).',
-  fix: 'restore the port\'s IPv4 address, or pin NCCL_IB_GID_INDEX / B12X_ROCE_GID_INDEX to the index `spark gid` reports',
+  fix: "restore the port's IPv4 address, or pin NCCL_IB_GID_INDEX / B12X_ROCE_GID_INDEX to the index `spark gid` reports",
   also: 'warn for settings NCCL would ignore or reinterpret (an empty pinned index, an invalid NCCL_IB_ADDR_RANGE)',
   async check(ctx) {
     const anchor = relevant(ctx);
@@ -154,7 +167,9 @@ export const gid = defineRule({
     const { gidPolicy, scanGids } = await import('../../net/gid.js');
     const env = envValues(ctx.env);
     const policy = gidPolicy(env);
-    const hcas = env.NCCL_IB_HCA ?? (env.B12X_ROCE_HCA !== undefined ? hcaListOf('B12X_ROCE_HCA', env.B12X_ROCE_HCA).text : undefined);
+    const hcas =
+      env.NCCL_IB_HCA ??
+      (env.B12X_ROCE_HCA !== undefined ? hcaListOf('B12X_ROCE_HCA', env.B12X_ROCE_HCA).text : undefined);
     const base = { sysfs: ctx.sysfs, policy, ...(hcas !== undefined ? { hcas } : {}) };
     const out = policy.warnings.map((w) => finding(this, { severity: 'warn', message: w, where: whereEnv(anchor) }));
     const pinned = GID_VARS.filter((k) => ctx.env.has(k));
@@ -167,7 +182,9 @@ export const gid = defineRule({
         for (const p of problems) {
           if (p.startsWith('the HCAs disagree') && !oneIndexNeeded) continue;
           const fix = gidFix(p, report.commonIndexes);
-          out.push(finding(this, { message: `${p} on ${whereNode(ctx)}`, where: whereEnv(anchor), ...(fix ? { fix } : {}) }));
+          out.push(
+            finding(this, { message: `${p} on ${whereNode(ctx)}`, where: whereEnv(anchor), ...(fix ? { fix } : {}) }),
+          );
         }
         return out;
       }
@@ -178,12 +195,19 @@ export const gid = defineRule({
         const report = scanGids({ ...base, checkIndex: index });
         for (const p of report.problems.filter((x) => !/^HCA '.*' not found/.test(x))) {
           const fix = gidFix(p, report.commonIndexes, key);
-          out.push(finding(this, { message: `${key}=${v.value}: ${p} on ${whereNode(ctx)}`, where: whereEnv(v), ...(fix ? { fix } : {}) }));
+          out.push(
+            finding(this, {
+              message: `${key}=${v.value}: ${p} on ${whereNode(ctx)}`,
+              where: whereEnv(v),
+              ...(fix ? { fix } : {}),
+            }),
+          );
         }
       }
       return out;
     } catch (err) {
-      if ((err as { code?: string }).code === 'E_SYSFS') return { skip: `no RDMA devices on this node (see fabric.hca): ${(err as Error).message}` };
+      if ((err as { code?: string }).code === 'E_SYSFS')
+        return { skip: `no RDMA devices on this node (see fabric.hca): ${(err as Error).message}` };
       throw err;
     }
   },

@@ -42,7 +42,8 @@ export const undefinedVariable = diagnosticRule('undefined-variable', {
   id: 'env.undefined-variable',
   title: 'an env file expands a variable defined neither above it nor in the environment',
   severity: 'warn',
-  evidence: 'docker compose and dotenv expand an undefined $VAR to an empty string without a word (recipes/docker-images/mia-tp4/.env.example uses $HOME).',
+  evidence:
+    'docker compose and dotenv expand an undefined $VAR to an empty string without a word (recipes/docker-images/mia-tp4/.env.example uses $HOME).',
   fix: 'define the variable above its use, or use ${VAR:-default}',
 });
 

@@ -6,12 +6,22 @@ import { fabricRange } from './cluster.js';
 import { sglangGraphBs, vllmCapture } from './cudagraph.js';
 import { shmSize } from './docker.js';
 import { rangesSource, rangesTile } from './engram.js';
-import { abi as engineLibAbi, file as engineLibFile, loads as engineLibLoads, sameBuild as engineLibSameBuild } from './engine-lib.js';
+import {
+  abi as engineLibAbi,
+  file as engineLibFile,
+  loads as engineLibLoads,
+  sameBuild as engineLibSameBuild,
+} from './engine-lib.js';
 import { gid, hca, socketIfname } from './fabric.js';
 import { composeOnly, swallowedKey, undefinedVariable, unknownKey } from './files.js';
 import { utilizationCeiling } from './memory.js';
 import { contextLength, snapshotMatches } from './model.js';
-import { identity as miaIdentity, oDirect as miaODirect, packs as miaPacks, residentScales as miaResidentScales } from './mia.js';
+import {
+  identity as miaIdentity,
+  oDirect as miaODirect,
+  packs as miaPacks,
+  residentScales as miaResidentScales,
+} from './mia.js';
 import { fileIsDirectory, hostPaths } from './mounts.js';
 import { clockSkew, reachable, sameImage, sameSpark, sameVersions } from './nodes.js';
 import { freeSpace, manifest } from './pack.js';

@@ -34,7 +34,10 @@ function kvCacheFinding(rule: Parameters<typeof finding>[0], ctx: Parameters<typ
   const bytes = parseVllmBytes(String(f.value));
   const where = whereArg(ctx, f);
   if (bytes === undefined || bytes <= 0) {
-    return finding(rule, { message: `--kv-cache-memory-bytes must be a byte count like 24G or 25769803776, got '${String(f.value)}'`, where });
+    return finding(rule, {
+      message: `--kv-cache-memory-bytes must be a byte count like 24G or 25769803776, got '${String(f.value)}'`,
+      where,
+    });
   }
   const most = VLLM_GMU_CEILING * UNIFIED_MEMORY_BYTES;
   if (bytes <= most) return undefined;
@@ -55,7 +58,7 @@ export const utilizationCeiling = defineRule({
   scope: 'files',
   evidence:
     '"0.80 boots but dies under traffic"; 0.78 is the safe ceiling on 2× GB10 with weights at ~77.7 of ~119.6 GiB ' +
-    '(recipes/deepseek-v4-flash-eugr-agent; docs/failures.md 3: above ~0.78-0.85 boots then dies). SGLang\'s --mem-fraction-static ' +
+    "(recipes/deepseek-v4-flash-eugr-agent; docs/failures.md 3: above ~0.78-0.85 boots then dies). SGLang's --mem-fraction-static " +
     'counts differently: 0.95 is the mia-tp4 working value, where rank 0 already has ~0.3 GB left for the OS, ' +
     'and a pinned allocation that pushed the need to 0.9569 left no KV cache at all (recipes/docker-images/mia-tp4/.env.example); above ' +
     `${SGLANG_MFS_CEILING} the host starves (page cache, NCCL buffers, the OS share the same 128 GB).`,
@@ -66,7 +69,12 @@ export const utilizationCeiling = defineRule({
       const v = ctx.args.number('--mem-fraction-static');
       if (!f) return [];
       if (v === undefined || v <= 0 || v >= 1) {
-        return [finding(this, { message: `--mem-fraction-static must be a number between 0 and 1, got '${String(f.value)}'`, where: whereArg(ctx, f) })];
+        return [
+          finding(this, {
+            message: `--mem-fraction-static must be a number between 0 and 1, got '${String(f.value)}'`,
+            where: whereArg(ctx, f),
+          }),
+        ];
       }
       if (v <= SGLANG_MFS_CEILING) return [];
       return [
@@ -89,9 +97,17 @@ export const utilizationCeiling = defineRule({
     const where = flag ? whereArg(ctx, flag) : whereField(ctx, 'args');
     const fix = `set "--gpu-memory-utilization", "${VLLM_GMU_SAFE}"`;
     if (v === undefined || v <= 0 || v > 1) {
-      return [finding(this, { message: `--gpu-memory-utilization must be a number in (0, 1], got '${String(flag?.value)}'`, where, fix })];
+      return [
+        finding(this, {
+          message: `--gpu-memory-utilization must be a number in (0, 1], got '${String(flag?.value)}'`,
+          where,
+          fix,
+        }),
+      ];
     }
-    const what = flag ? `--gpu-memory-utilization ${String(flag.value)}` : `no --gpu-memory-utilization: vLLM's default ${v}`;
+    const what = flag
+      ? `--gpu-memory-utilization ${String(flag.value)}`
+      : `no --gpu-memory-utilization: vLLM's default ${v}`;
     if (v > VLLM_GMU_CEILING) {
       return [
         finding(this, {

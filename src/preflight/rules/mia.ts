@@ -57,7 +57,9 @@ type MiaVerdict =
   | { status: 'unreadable' };
 
 /** The node's packs for its rank, or why they cannot be judged here. */
-async function miaNodePacks(ctx: PreflightContext): Promise<MiaNodePacks | { skip: string } | { unmapped: MiaPackDir } | undefined> {
+async function miaNodePacks(
+  ctx: PreflightContext,
+): Promise<MiaNodePacks | { skip: string } | { unmapped: MiaPackDir } | undefined> {
   const dir = miaPackDir(ctx);
   if (!dir) return undefined;
   if (dir.host === undefined) return { unmapped: dir };
@@ -73,7 +75,13 @@ async function miaNodePacks(ctx: PreflightContext): Promise<MiaNodePacks | { ski
   const expected = rankRanges(layers, rank, tp, 'floor').map((r): MiaExpected => {
     const name = miaShardName(r.layer, rank, tp);
     const file = fact.files.find((f) => f.name === name);
-    return { layer: r.layer, name, path: join(dir.host!, name), want: { layer: r.layer, lo: r.start, hi: r.end, rows: r.rows }, ...(file ? { file } : {}) };
+    return {
+      layer: r.layer,
+      name,
+      path: join(dir.host!, name),
+      want: { layer: r.layer, lo: r.start, hi: r.end, rows: r.rows },
+      ...(file ? { file } : {}),
+    };
   });
   const others = fact.files.filter((f) => !expected.some((e) => e.name === f.name));
   return { dir, host: dir.host, fact, rank, tp, expected, others };
@@ -84,11 +92,15 @@ function miaVerdict(e: MiaExpected): MiaVerdict {
   const f = e.file;
   if (!f || f.kind === 'missing') return { status: 'absent' };
   if (f.kind === 'dir') return { status: 'aborts', why: 'is a directory, not a pack' };
-  if (f.kind === 'other') return { status: 'aborts', why: 'is not a regular file (a FIFO blocks the reader, a device is read as rows)' };
+  if (f.kind === 'other')
+    return { status: 'aborts', why: 'is not a regular file (a FIFO blocks the reader, a device is read as rows)' };
   if (f.head === undefined || f.size === undefined) return { status: 'unreadable' };
   const head = Buffer.from(f.head, 'hex');
   if (head.toString('latin1').startsWith(SPARK_V1_START)) {
-    return { status: 'aborts', why: 'is a spark pack of format version 1: a JSON header where the stack reads its binary one' };
+    return {
+      status: 'aborts',
+      why: 'is a spark pack of format version 1: a JSON header where the stack reads its binary one',
+    };
   }
   if (head.length < MIA_HEADER_FIELDS_BYTES) {
     return { status: 'aborts', why: `is truncated: ${f.size} bytes, shorter than the ${MIA_HEADER_BYTES}-byte header` };
@@ -98,15 +110,22 @@ function miaVerdict(e: MiaExpected): MiaVerdict {
   // The header is checked first (as the reader does): a short file of the right header is truncated.
   const mismatch = miaMismatch(header, Math.max(f.size, want), e.want);
   if (mismatch) return { status: 'aborts', why: `is not layer ${e.layer}'s pack for this rank: ${mismatch}`, header };
-  if (f.size < want) return { status: 'aborts', why: `is truncated: ${f.size} bytes, shorter than the ${want} its rows need`, header };
+  if (f.size < want)
+    return { status: 'aborts', why: `is truncated: ${f.size} bytes, shorter than the ${want} its rows need`, header };
   return { status: 'attaches', header, oversize: f.size > want };
 }
 
 /** The rank and world whose floor share of `rows` rows is [lo, hi), the smallest world first. */
-function floorShareOf(lo: number, hi: number, rows: number, maxWorld = 16): { rank: number; world: number } | undefined {
+function floorShareOf(
+  lo: number,
+  hi: number,
+  rows: number,
+  maxWorld = 16,
+): { rank: number; world: number } | undefined {
   for (let world = 1; world <= maxWorld; world++) {
     for (let rank = 0; rank < world; rank++) {
-      if (Math.floor((rows * rank) / world) === lo && Math.floor((rows * (rank + 1)) / world) === hi) return { rank, world };
+      if (Math.floor((rows * rank) / world) === lo && Math.floor((rows * (rank + 1)) / world) === hi)
+        return { rank, world };
     }
   }
   return undefined;
@@ -129,7 +148,19 @@ function nodeSnapshot(ctx: PreflightContext): string {
 
 /** `spark pack` writing this node's packs in place, quoted for a shell. */
 function repackCommand(ctx: PreflightContext, p: MiaNodePacks, force: boolean): string {
-  const argv = ['spark', 'pack', nodeSnapshot(ctx), '--out', p.host, '--rank', String(p.rank), '--world', String(p.tp), '--layout', 'dense'];
+  const argv = [
+    'spark',
+    'pack',
+    nodeSnapshot(ctx),
+    '--out',
+    p.host,
+    '--rank',
+    String(p.rank),
+    '--world',
+    String(p.tp),
+    '--layout',
+    'dense',
+  ];
   return shJoin(force ? [...argv, '--force'] : argv);
 }
 
@@ -139,7 +170,8 @@ const SERVES_FROM_CHECKPOINT = 'the stack then serves its rows from the checkpoi
 async function packsOrOutcome(ctx: PreflightContext): Promise<MiaNodePacks | RuleOutcome> {
   const p = await miaNodePacks(ctx);
   if (!p) return [];
-  if ('unmapped' in p) return { skip: `${p.unmapped.from} is under no mount: no host directory to check (see mia.packs)` };
+  if ('unmapped' in p)
+    return { skip: `${p.unmapped.from} is under no mount: no host directory to check (see mia.packs)` };
   return p;
 }
 
@@ -151,10 +183,10 @@ export const packs = defineRule({
   engines: ['sglang'],
   families: ['dsv41'],
   severity: 'error',
-  also: 'warn when a layer has no pack (or only another rank\'s or world\'s), or a pack is larger than its rows; info when there are no packs at all',
+  also: "warn when a layer has no pack (or only another rank's or world's), or a pack is larger than its rows; info when there are no packs at all",
   scope: 'local-node',
   evidence:
-    "The Mia stack opens DSV41_PACKED_DIR/engram-l{L}-r{R}of{TP}.bin for each layer and aborts the rank at boot when its " +
+    'The Mia stack opens DSV41_PACKED_DIR/engram-l{L}-r{R}of{TP}.bin for each layer and aborts the rank at boot when its ' +
     'magic, layer, rows [lo, hi) of the floor split, table rows N or row bytes differ, or the file is shorter than its rows; ' +
     "spark's format-1 packs carry a JSON header under these names (docs/mia-stack.md).",
   fix: 'spark pack SNAPSHOT --out DIR --rank R --world TP --layout dense --force on that node (or spark fanout pack --layout dense)',
@@ -180,9 +212,19 @@ export const packs = defineRule({
       const v = miaVerdict(e);
       if (v.status === 'absent') absent.push(e.name);
       else if (v.status === 'unreadable') {
-        out.push(finding(this, { severity: 'warn', message: `${e.path} on ${node} could not be read to check its header`, where: e.path, fix: 'make it readable, then run preflight again' }));
+        out.push(
+          finding(this, {
+            severity: 'warn',
+            message: `${e.path} on ${node} could not be read to check its header`,
+            where: e.path,
+            fix: 'make it readable, then run preflight again',
+          }),
+        );
       } else if (v.status === 'aborts') {
-        const share = v.header && (v.header.lo !== e.want.lo || v.header.hi !== e.want.hi) ? floorShareOf(v.header.lo, v.header.hi, v.header.rows) : undefined;
+        const share =
+          v.header && (v.header.lo !== e.want.lo || v.header.hi !== e.want.hi)
+            ? floorShareOf(v.header.lo, v.header.hi, v.header.rows)
+            : undefined;
         const whose = share ? ` (rank ${share.rank} of ${share.world}'s rows; this is rank ${p.rank} of ${p.tp})` : '';
         // A file that cannot be opened with O_DIRECT is never opened at all: no abort yet.
         const unseen = e.file?.direct === false;
@@ -196,7 +238,10 @@ export const packs = defineRule({
             ...(unseen ? { severity: 'warn' as const } : {}),
             message: `${e.path} on ${node} ${v.why}${whose}${fate}`,
             where: e.path,
-            fix: e.file?.kind === 'file' ? `re-pack it: ${repackCommand(ctx, p, true)}` : `remove it (${shJoin(['rm', '-r', e.path])}), then: ${repackCommand(ctx, p, false)}`,
+            fix:
+              e.file?.kind === 'file'
+                ? `re-pack it: ${repackCommand(ctx, p, true)}`
+                : `remove it (${shJoin(['rm', '-r', e.path])}), then: ${repackCommand(ctx, p, false)}`,
           }),
         );
       } else if (v.oversize) {
@@ -224,7 +269,8 @@ export const packs = defineRule({
       );
       return out;
     }
-    const also = strays.length > 0 ? `; the directory holds ${describeOthers(strays)}: packed for another rank or world` : '';
+    const also =
+      strays.length > 0 ? `; the directory holds ${describeOthers(strays)}: packed for another rank or world` : '';
     out.push(
       finding(this, {
         severity: 'warn',
@@ -278,7 +324,7 @@ export const residentScales = defineRule({
     'With DSV41_RESIDENT_SCALES not 0, off or false (its default is on) the Mia stack pins every owned scale row in memory ' +
     '(8 bytes a row, ~0.77 GB per layer per rank at TP4), even when a pack already gives weight and scale in one read; ' +
     'on GB10 that memory is GPU memory (docs/mia-stack.md).',
-  fix: 'set DSV41_RESIDENT_SCALES=0 in the env file (or the recipe\'s [env])',
+  fix: "set DSV41_RESIDENT_SCALES=0 in the env file (or the recipe's [env])",
   async check(ctx) {
     const p = await packsOrOutcome(ctx);
     if (!isPacks(p)) return p;
@@ -287,7 +333,9 @@ export const residentScales = defineRule({
     const v = ctx.env.get('DSV41_RESIDENT_SCALES');
     if (v && SCALES_OFF.includes(v.value)) return [];
     const pinned = attached.reduce((a, e) => a + (e.want.hi - e.want.lo) * 8, 0);
-    const setting = v ? `DSV41_RESIDENT_SCALES=${v.value} (set in ${envSourceName(v)}) is not 0, off or false` : 'DSV41_RESIDENT_SCALES is not set, and the stack pins by default';
+    const setting = v
+      ? `DSV41_RESIDENT_SCALES=${v.value} (set in ${envSourceName(v)}) is not 0, off or false`
+      : 'DSV41_RESIDENT_SCALES is not set, and the stack pins by default';
     return [
       finding(this, {
         message:
@@ -313,9 +361,9 @@ export const identity = defineRule({
   severity: 'warn',
   scope: 'local-node',
   evidence:
-    "The sparkrun registry's preparation step writes identity.json (format \"DSV41EN1\", tp, rows per layer) beside the packs " +
+    'The sparkrun registry\'s preparation step writes identity.json (format "DSV41EN1", tp, rows per layer) beside the packs ' +
     'and refuses a directory of packs without a matching one; a stale receipt means the packs changed after it (docs/mia-stack.md).',
-  fix: 'remove the stale identity.json (the registry\'s preparation writes a new one), or re-pack for the receipt\'s tp',
+  fix: "remove the stale identity.json (the registry's preparation writes a new one), or re-pack for the receipt's tp",
   async check(ctx) {
     const p = await packsOrOutcome(ctx);
     if (!isPacks(p)) return p;
@@ -329,7 +377,9 @@ export const identity = defineRule({
       doc = JSON.parse(text) as Identity;
       if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new Error('not a JSON object');
     } catch (err) {
-      return [finding(this, { message: `${path} on ${node} is not a JSON object (${(err as Error).message})`, where: path })];
+      return [
+        finding(this, { message: `${path} on ${node} is not a JSON object (${(err as Error).message})`, where: path }),
+      ];
     }
     const problems: string[] = [];
     if (doc.format !== 'DSV41EN1') problems.push(`format ${JSON.stringify(doc.format)}, the packs are "DSV41EN1"`);
@@ -338,7 +388,10 @@ export const identity = defineRule({
     for (const e of p.expected) {
       const v = miaVerdict(e);
       const n = 'header' in v && v.header ? v.header.rows : e.want.rows;
-      if (rows[String(e.layer)] !== n) problems.push(`rows of layer ${e.layer} ${JSON.stringify(rows[String(e.layer)])}, the ${'header' in v && v.header ? "pack's header says" : 'snapshot has'} ${n}`);
+      if (rows[String(e.layer)] !== n)
+        problems.push(
+          `rows of layer ${e.layer} ${JSON.stringify(rows[String(e.layer)])}, the ${'header' in v && v.header ? "pack's header says" : 'snapshot has'} ${n}`,
+        );
     }
     if (problems.length === 0) return [];
     return [

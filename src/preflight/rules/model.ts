@@ -103,7 +103,12 @@ export const snapshotMatches = defineRule({
     const cached = hfModelOfPath(config.path);
     const id = ctx.recipe.model;
     if (cached !== undefined && /^[^/\s]+\/[^/\s]+$/.test(id) && cached.toLowerCase() !== id.toLowerCase()) {
-      return [finding(this, { message: `model = "${id}", but the snapshot ${config.path} is ${cached}'s (its Hugging Face cache path)`, where })];
+      return [
+        finding(this, {
+          message: `model = "${id}", but the snapshot ${config.path} is ${cached}'s (its Hugging Face cache path)`,
+          where,
+        }),
+      ];
     }
     return [];
   },

@@ -30,7 +30,13 @@ export const hostPaths = defineRule({
       // What launch refuses, preflight reports in the same words (never resolved against this directory).
       const relative = relativeHostProblem(m.host);
       if (relative) {
-        out.push(finding(this, { message: `extra_mounts host ${relative}`, where: at(ctx.recipe.file, m.line), fix: 'write the absolute path the file has on every node (or ~/…)' }));
+        out.push(
+          finding(this, {
+            message: `extra_mounts host ${relative}`,
+            where: at(ctx.recipe.file, m.line),
+            fix: 'write the absolute path the file has on every node (or ~/…)',
+          }),
+        );
         continue;
       }
       const host = mountHost(ctx, m);
@@ -67,7 +73,10 @@ export const hostPaths = defineRule({
 export function meantAsFile(ctx: PreflightContext, m: Mount): boolean {
   const script = wrapperScript(ctx.recipe.entrypoint);
   if (script !== undefined && posix.normalize(script) === posix.normalize(m.container)) return true;
-  return /\.(sh|bash|py|json|toml|ya?ml|conf|cfg|txt|env)$/.test(m.container) || /\.(sh|py|json|toml|ya?ml|conf|cfg|txt|env)$/.test(m.host);
+  return (
+    /\.(sh|bash|py|json|toml|ya?ml|conf|cfg|txt|env)$/.test(m.container) ||
+    /\.(sh|py|json|toml|ya?ml|conf|cfg|txt|env)$/.test(m.host)
+  );
 }
 
 export const fileIsDirectory = defineRule({

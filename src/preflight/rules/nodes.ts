@@ -63,9 +63,22 @@ export const sameImage = defineRule({
     for (const c of answered(ctx)) {
       const f = c.view!.image(image);
       if ('missing' in f) {
-        out.push(finding(this, { message: `${image} is not on ${nodeLabel(c.node)}: docker would pull it at launch`, where: nodeLabel(c.node), node: ref(c) }));
+        out.push(
+          finding(this, {
+            message: `${image} is not on ${nodeLabel(c.node)}: docker would pull it at launch`,
+            where: nodeLabel(c.node),
+            node: ref(c),
+          }),
+        );
       } else if ('error' in f) {
-        out.push(finding(this, { severity: 'warn', message: `could not ask docker on ${nodeLabel(c.node)} about ${image}: ${f.error}`, where: nodeLabel(c.node), node: ref(c) }));
+        out.push(
+          finding(this, {
+            severity: 'warn',
+            message: `could not ask docker on ${nodeLabel(c.node)} about ${image}: ${f.error}`,
+            where: nodeLabel(c.node),
+            node: ref(c),
+          }),
+        );
       } else if (want !== undefined && c !== head && f.id !== want) {
         out.push(
           finding(this, {
@@ -107,10 +120,19 @@ export const sameVersions = defineRule({
     for (const c of answered(ctx)) {
       const f = c.view!.facts;
       if (f.driver === undefined) {
-        out.push(finding(this, { severity: 'warn', message: `nvidia-smi gave no driver version on ${nodeLabel(c.node)}`, where: nodeLabel(c.node), node: ref(c) }));
+        out.push(
+          finding(this, {
+            severity: 'warn',
+            message: `nvidia-smi gave no driver version on ${nodeLabel(c.node)}`,
+            where: nodeLabel(c.node),
+            node: ref(c),
+          }),
+        );
       }
       if (c === head) continue;
-      const differ = VERSIONS.filter(([k]) => f[k] !== undefined && head.view!.facts[k] !== undefined && f[k] !== head.view!.facts[k]);
+      const differ = VERSIONS.filter(
+        ([k]) => f[k] !== undefined && head.view!.facts[k] !== undefined && f[k] !== head.view!.facts[k],
+      );
       if (differ.length === 0) continue;
       out.push(
         finding(this, {
@@ -133,7 +155,7 @@ export const sameSpark = defineRule({
   also: 'warn for a node without spark when the others have it',
   scope: 'cluster',
   evidence:
-    'spark computes each rank\'s Engram rows and GID index on its node (spark wrapper, spark gid, spark pack); ' +
+    "spark computes each rank's Engram rows and GID index on its node (spark wrapper, spark gid, spark pack); " +
     'two versions may split the tables differently, and the overlay refuses ranges that do not tile.',
   fix: 'install the same spark on every node (npm install -g at the same version), or point --spark-bin at it',
   check(ctx) {
@@ -146,9 +168,22 @@ export const sameSpark = defineRule({
     for (const c of up) {
       const v = c.view!.facts.spark;
       if (v === undefined) {
-        out.push(finding(this, { severity: 'warn', message: `spark is not installed on ${nodeLabel(c.node)} (the others run ${want})`, where: nodeLabel(c.node), node: ref(c) }));
+        out.push(
+          finding(this, {
+            severity: 'warn',
+            message: `spark is not installed on ${nodeLabel(c.node)} (the others run ${want})`,
+            where: nodeLabel(c.node),
+            node: ref(c),
+          }),
+        );
       } else if (v !== want) {
-        out.push(finding(this, { message: `${nodeLabel(c.node)} runs spark ${v || '(no version)'}, the head runs ${want}`, where: nodeLabel(c.node), node: ref(c) }));
+        out.push(
+          finding(this, {
+            message: `${nodeLabel(c.node)} runs spark ${v || '(no version)'}, the head runs ${want}`,
+            where: nodeLabel(c.node),
+            node: ref(c),
+          }),
+        );
       }
     }
     return out;

@@ -74,14 +74,19 @@ export async function snapshotRows(ctx: PreflightContext): Promise<Map<number, n
 }
 
 /** What is wrong with the copy for this node, recipe and snapshot, one line each. */
-async function copyProblems(ctx: PreflightContext, c: LocalCopy, manifestProblems: string[]): Promise<{ errors: string[]; warnings: string[]; notes: string[] }> {
+async function copyProblems(
+  ctx: PreflightContext,
+  c: LocalCopy,
+  manifestProblems: string[],
+): Promise<{ errors: string[]; warnings: string[]; notes: string[] }> {
   const errors: string[] = [...manifestProblems];
   const warnings: string[] = [];
   const notes: string[] = [];
   const id = c.identity;
   if (id) {
     if (id.world !== ctx.world) errors.push(`world ${id.world}${known(c)}, the recipe runs ${ctx.world} ranks`);
-    if (ctx.node && ctx.node.rank !== null && id.rank !== ctx.node.rank) errors.push(`rank ${id.rank}${known(c)}, this is ${whereNode(ctx)}`);
+    if (ctx.node && ctx.node.rank !== null && id.rank !== ctx.node.rank)
+      errors.push(`rank ${id.rank}${known(c)}, this is ${whereNode(ctx)}`);
     const split = ENGINE_SPLIT[ctx.recipe.engine];
     if (id.split !== split && id.from === 'manifest') {
       const what = `split ${JSON.stringify(id.split)}, ${ctx.recipe.engine} splits by ${split}`;
@@ -90,20 +95,30 @@ async function copyProblems(ctx: PreflightContext, c: LocalCopy, manifestProblem
       else warnings.push(`${what}: every node's copy must be made with the same split, or the ranks do not tile`);
     }
   } else {
-    notes.push(`rank and world unknown: ${c.unknown}; the overlay checks at start-up that the ranks' copies tile every table`);
+    notes.push(
+      `rank and world unknown: ${c.unknown}; the overlay checks at start-up that the ranks' copies tile every table`,
+    );
   }
   const rows = await snapshotRows(ctx);
   const missing = rows ? [...rows.keys()].filter((l) => !c.layers.some((x) => x.layer === l)) : [];
-  if (missing.length > 0) errors.push(`no range for Engram layer ${missing.join(', ')} of the snapshot: the overlay serves only the layers its manifest names`);
+  if (missing.length > 0)
+    errors.push(
+      `no range for Engram layer ${missing.join(', ')} of the snapshot: the overlay serves only the layers its manifest names`,
+    );
   for (const l of c.layers) {
     const want = rows?.get(l.layer);
-    if (rows && want === undefined) errors.push(`layer ${l.layer} is not an Engram layer of the snapshot the engine loads`);
-    else if (want !== undefined && want !== l.rows) errors.push(`layer ${l.layer}'s table has ${l.rows} rows, the snapshot's has ${want}: it was made from another checkpoint`);
+    if (rows && want === undefined)
+      errors.push(`layer ${l.layer} is not an Engram layer of the snapshot the engine loads`);
+    else if (want !== undefined && want !== l.rows)
+      errors.push(
+        `layer ${l.layer}'s table has ${l.rows} rows, the snapshot's has ${want}: it was made from another checkpoint`,
+      );
   }
   const snap = ctx.view!.snapshot();
   const src = ctx.snapshotSource();
   const want = snap && 'facts' in snap ? snap.facts.revision : src ? revisionOfSnapshotDir(src.dir) : undefined;
-  if (want && c.revision !== undefined && c.revision !== want) errors.push(`source revision ${c.revision}, the model snapshot is ${want}`);
+  if (want && c.revision !== undefined && c.revision !== want)
+    errors.push(`source revision ${c.revision}, the model snapshot is ${want}`);
   return { errors, warnings, notes };
 }
 
@@ -125,23 +140,24 @@ function presetProblem(ctx: PreflightContext, c: LocalCopy): { message: string; 
   return {
     message:
       `SPARK_ENGRAM_ROWS='${v.value}' (set in ${envSourceName(v)}) disagrees with ${c.manifestPath}, which gives ${value}: ` +
-      'the overlay serves only the copy\'s rows, warns in hostnode mode and refuses to start in staged mode',
+      "the overlay serves only the copy's rows, warns in hostnode mode and refuses to start in staged mode",
     where: whereEnv(v),
   };
 }
 
 export const manifest = defineRule({
   id: 'pack.manifest',
-  title: "the node-local copy on this node was made for this node's rank, the recipe's world size, the engine's split and the snapshot",
+  title:
+    "the node-local copy on this node was made for this node's rank, the recipe's world size, the engine's split and the snapshot",
   families: ['dsv41'],
   severity: 'error',
   also: "warn for a sparse copy of another split; info when a copy made by the overlay's own tool matches no single rank's share",
   scope: 'local-node',
   evidence:
-    "With a node-local copy the ranges come from its engram-local.json (docs/engram-tables.md); a copy made for another rank or world " +
-    "serves the wrong rows, a copy of another checkpoint the wrong table, and the overlay reads SPARK_ENGRAM_ROWS even " +
+    'With a node-local copy the ranges come from its engram-local.json (docs/engram-tables.md); a copy made for another rank or world ' +
+    'serves the wrong rows, a copy of another checkpoint the wrong table, and the overlay reads SPARK_ENGRAM_ROWS even ' +
     'when a manifest exists (hostnode mode warns on disagreement, staged mode raises).',
-  fix: 'make this node\'s copy: spark pack <snapshot> --out DIR --rank R --world W (or spark fanout pack for every node)',
+  fix: "make this node's copy: spark pack <snapshot> --out DIR --rank R --world W (or spark fanout pack for every node)",
   async check(ctx) {
     const target = usablePackTarget(ctx);
     if (!target || !hasCopy(ctx.view!, target.host)) return [];
@@ -153,11 +169,18 @@ export const manifest = defineRule({
     const p = await copyProblems(ctx, c, read.manifestProblems);
     const out = [
       ...p.errors.map((m) => finding(this, { message: `${c.manifestPath}: ${m}`, where: c.manifestPath })),
-      ...p.warnings.map((m) => finding(this, { message: `${c.manifestPath}: ${m}`, where: c.manifestPath, severity: 'warn' })),
-      ...p.notes.map((m) => finding(this, { message: `${c.manifestPath}: ${m}`, where: c.manifestPath, severity: 'info' })),
+      ...p.warnings.map((m) =>
+        finding(this, { message: `${c.manifestPath}: ${m}`, where: c.manifestPath, severity: 'warn' }),
+      ),
+      ...p.notes.map((m) =>
+        finding(this, { message: `${c.manifestPath}: ${m}`, where: c.manifestPath, severity: 'info' }),
+      ),
     ];
     const preset = presetProblem(ctx, c);
-    if (preset) out.push(finding(this, { ...preset, fix: `remove SPARK_ENGRAM_ROWS, or set it to ${formatEngramRows(c.layers)}` }));
+    if (preset)
+      out.push(
+        finding(this, { ...preset, fix: `remove SPARK_ENGRAM_ROWS, or set it to ${formatEngramRows(c.layers)}` }),
+      );
     return out;
   },
 });

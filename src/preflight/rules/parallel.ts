@@ -33,7 +33,13 @@ export const nodes = defineRule({
     const place = ctx.placement;
     if (!c || !place) return out;
     for (const p of place.problems) {
-      out.push(finding(this, { message: p.message, where: at(c.file, p.key === 'head' ? c.locate('head') : c.nodes.at(-1)?.line), fix: p.fix }));
+      out.push(
+        finding(this, {
+          message: p.message,
+          where: at(c.file, p.key === 'head' ? c.locate('head') : c.nodes.at(-1)?.line),
+          fix: p.fix,
+        }),
+      );
     }
     if (place.idle.length > 0) {
       out.push(
@@ -95,12 +101,20 @@ export const epSize = defineRule({
     'stack EP_SIZE 1 with TP 3 (recipes/dsv41-flash-4x-sglang-aiden16, recipes/docker-images/mia-tp4/.env.example).',
   fix: 'set --ep-size to a divisor of the TP size (1 or the TP size itself)',
   check(ctx) {
-    const flag = EP_FLAGS.map((n) => ctx.args.get(n)).filter((f) => f !== undefined).sort((a, b) => a.index - b.index).at(-1);
+    const flag = EP_FLAGS.map((n) => ctx.args.get(n))
+      .filter((f) => f !== undefined)
+      .sort((a, b) => a.index - b.index)
+      .at(-1);
     if (!flag) return [];
     const tp = tensorParallel(ctx);
     const ep = typeof flag.value === 'string' && /^\d+$/.test(flag.value.trim()) ? Number(flag.value) : undefined;
     if (ep === undefined || ep < 1) {
-      return [finding(this, { message: `${flag.name} ${String(flag.value)} is not a whole number >= 1`, where: whereArg(ctx, flag) })];
+      return [
+        finding(this, {
+          message: `${flag.name} ${String(flag.value)} is not a whole number >= 1`,
+          where: whereArg(ctx, flag),
+        }),
+      ];
     }
     if (ep <= tp && tp % ep === 0) return [];
     return [

@@ -6,12 +6,17 @@ import type { PreflightContext } from '../types.js';
 
 /** The ports this node listens on: the serving port and the rendezvous port, on the head only. */
 export function headPorts(ctx: PreflightContext): { port: number; what: string }[] {
-  const isHead = ctx.placement ? ctx.node?.rank === ctx.placement.head.rank : ctx.node?.rank === null || ctx.node?.rank === 0;
+  const isHead = ctx.placement
+    ? ctx.node?.rank === ctx.placement.head.rank
+    : ctx.node?.rank === null || ctx.node?.rank === 0;
   if (!isHead) return [];
   const serving = servingPort(ctx.recipe);
   const dist = ctx.cluster?.distPort ?? DEFAULT_DIST_PORT;
   return [
-    { port: serving, what: `the serving port${serving === defaultPort(ctx.recipe.engine) && ctx.recipe.port === undefined ? ` (${ctx.recipe.engine} default)` : ''}` },
+    {
+      port: serving,
+      what: `the serving port${serving === defaultPort(ctx.recipe.engine) && ctx.recipe.port === undefined ? ` (${ctx.recipe.engine} default)` : ''}`,
+    },
     { port: dist, what: 'the rendezvous port (--dist-init-addr)' },
   ];
 }

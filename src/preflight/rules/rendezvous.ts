@@ -21,7 +21,10 @@ function subnetOf(node: ClusterNode): { cidr: string; assumed: boolean } {
 /** What node k's advertised address is, in words. */
 function advertised(c: Cluster, k: ClusterNode, port?: number): string {
   const addr = nodeAddress(k);
-  const what = k.rank === c.head ? `the rendezvous ${addr}${port !== undefined ? `:${port}` : ''} on the head ${nodeLabel(k)}` : `${addr}, the address ${nodeLabel(k)} advertises`;
+  const what =
+    k.rank === c.head
+      ? `the rendezvous ${addr}${port !== undefined ? `:${port}` : ''} on the head ${nodeLabel(k)}`
+      : `${addr}, the address ${nodeLabel(k)} advertises`;
   return `${what} (${k.distAddr !== undefined ? 'its dist_addr' : 'its fabric_addr; no dist_addr'})`;
 }
 
@@ -32,7 +35,7 @@ export const subnet = defineRule({
   scope: 'files',
   evidence:
     'Without dist_addr the rendezvous and each engine advertise the fabric address; on a ring (3node-ring.toml: ' +
-    'spark1-spark2 on 10.0.22.0/24, spark1-spark3 on 10.0.23.0/24) rank 2 has no link to the head\'s 10.0.22.1 and ' +
+    "spark1-spark2 on 10.0.22.0/24, spark1-spark3 on 10.0.23.0/24) rank 2 has no link to the head's 10.0.22.1 and " +
     `the rendezvous never completes. The subnet is fabric_addr's prefix (a.b.c.d/24), else /${ASSUMED_PREFIX}.`,
   fix: 'give every node a dist_addr that every other node reaches (its LAN address), e.g. dist_addr = "10.0.0.1"',
   check(ctx) {
@@ -62,14 +65,15 @@ export const subnet = defineRule({
 
 export const route = defineRule({
   id: 'rendezvous.route',
-  title: 'on every node, the rendezvous and each advertised address is its own or on a route, and each dist_addr is its node\'s',
+  title:
+    "on every node, the rendezvous and each advertised address is its own or on a route, and each dist_addr is its node's",
   severity: 'error',
   also: 'warn when a node reaches an address only through its default gateway',
   scope: 'cluster',
   evidence:
     "Read from each node's routing table (/proc/net/route) and addresses: an address on no route never answers; one " +
     'reached only through the default gateway usually crosses a router that does not know the fabric; a dist_addr ' +
-    'that is not its node\'s address makes the engine advertise an address it does not listen on.',
+    "that is not its node's address makes the engine advertise an address it does not listen on.",
   fix: "set each node's dist_addr to an address of that node that every other node routes to (the LAN), or add the route",
   check(ctx) {
     const c = ctx.cluster;

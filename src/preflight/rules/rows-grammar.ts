@@ -38,7 +38,7 @@ export const rowsGrammar = defineRule({
     'The overlay parses SPARK_ENGRAM_ROWS as comma-separated LAYER:LO:HI entries and raises at install on anything ' +
     'else ("expected LAYER:LO:HI entries"), even when a sparse copy\'s manifest gives the ranges (docs/serving-stacks.md, stack ' +
     'A); earlier spark versions wrote layer:lo-hi.',
-  fix: 'write it as layer:lo:hi (1:0:96001542,14:0:96004170), or drop it and let the wrapper or the copy\'s manifest give the ranges',
+  fix: "write it as layer:lo:hi (1:0:96001542,14:0:96004170), or drop it and let the wrapper or the copy's manifest give the ranges",
   async check(ctx) {
     const v = ctx.env.get('SPARK_ENGRAM_ROWS');
     if (!v) return [];

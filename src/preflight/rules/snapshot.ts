@@ -58,7 +58,8 @@ export function engramTableProblems(facts: SnapshotFacts, expected: Map<number, 
   for (const [layer, rows] of expected) {
     const t = facts.engram.find((x) => x.layer === layer);
     if (!t) problems.push(`layer ${layer}'s Engram table is missing from ${facts.dir}`);
-    else if (t.rows !== rows) problems.push(`layer ${layer}'s Engram table has ${t.rows} rows, config.json says ${rows}`);
+    else if (t.rows !== rows)
+      problems.push(`layer ${layer}'s Engram table has ${t.rows} rows, config.json says ${rows}`);
   }
   return problems;
 }
@@ -104,7 +105,9 @@ export const engramDir = defineRule({
     const v = e.value;
     if (!e.mapped) {
       if (underHfCache(v.value) && !ctx.cluster?.hfCache) {
-        return { skip: `${v.value} is under the Hugging Face cache: pass --cluster (with hf_cache) to map it to this node` };
+        return {
+          skip: `${v.value} is under the Hugging Face cache: pass --cluster (with hf_cache) to map it to this node`,
+        };
       }
       return [
         finding(this, {
@@ -114,7 +117,8 @@ export const engramDir = defineRule({
       ];
     }
     const host = e.mapped.host;
-    const via = e.mapped.via.kind === 'hf_cache' ? `hf_cache ${e.mapped.via.hfCache}` : `the mount of ${e.mapped.via.mount.host}`;
+    const via =
+      e.mapped.via.kind === 'hf_cache' ? `hf_cache ${e.mapped.via.hfCache}` : `the mount of ${e.mapped.via.mount.host}`;
     const kind = dirKind(ctx.view!, host);
     if (kind === 'missing') {
       const pack = e.mapped.via.kind === 'extra_mount';
@@ -147,7 +151,7 @@ export const sameRevision = defineRule({
   severity: 'error',
   scope: 'cluster',
   evidence:
-    "Each node resolves the model in its own cache (refs/main, or a copy of the NAS); ranks that load different revisions " +
+    'Each node resolves the model in its own cache (refs/main, or a copy of the NAS); ranks that load different revisions ' +
     'hold weights that do not belong together and the all-reduce sums them (docs/engram-tables.md: the public revision is dba1be0a…).',
   fix: "download the head's revision on that node (huggingface-cli download <model> --revision <rev>), or pass --revision to the launch",
   check(ctx) {

@@ -5,11 +5,12 @@ import { diagnosticRule } from './files.js';
 
 export const notRun = diagnosticRule('sparkrun-not-run', {
   id: 'sparkrun.not-run',
-  title: 'a sparkrun recipe asks for a step spark does not take (mods, pre_exec, Ray, per-machine images, building images, …)',
+  title:
+    'a sparkrun recipe asks for a step spark does not take (mods, pre_exec, Ray, per-machine images, building images, …)',
   severity: 'error',
   also: 'a warning for steps serving does not depend on (post_exec, post_commands, build_args, distribution_config, privileged)',
   evidence:
-    'sparkrun runs mods and pre_exec in every container before the serve command; the registry\'s DeepSeek-V4.1 recipe packs ' +
+    "sparkrun runs mods and pre_exec in every container before the serve command; the registry's DeepSeek-V4.1 recipe packs " +
     'its Engram rows in a mod, so without the mod the engine starts without its rows (docs/sparkrun.md).',
   fix: 'do the step another way (bake it into the image, spark pack for Engram rows) and remove the key',
 });
@@ -21,6 +22,6 @@ export const defaultsReach = diagnosticRule('sparkrun-defaults', {
   also: 'an error for an env reference spark cannot resolve ({launch.model_path} without a snapshot, an unknown {config.x})',
   evidence:
     'sparkrun 0.2 builds the SGLang command from a fixed flag table and drops every other defaults key without a word ' +
-    '(15 keys of the registry\'s DSV4.1 recipe: backends, speculative settings, parsers); recipes written for 0.4 expect them to reach the engine.',
+    "(15 keys of the registry's DSV4.1 recipe: backends, speculative settings, parsers); recipes written for 0.4 expect them to reach the engine.",
   fix: 'write the flag in a command: template, or correct the key',
 });

@@ -61,40 +61,89 @@ export interface SparkrunCluster {
   line(key: string): number | undefined;
 }
 
-const KNOWN = ['name', 'description', 'hosts', 'user', 'cache_dir', 'transfer_mode', 'transfer_interface', 'topology', 'env', 'env_file', 'runtime_cache'];
+const KNOWN = [
+  'name',
+  'description',
+  'hosts',
+  'user',
+  'cache_dir',
+  'transfer_mode',
+  'transfer_interface',
+  'topology',
+  'env',
+  'env_file',
+  'runtime_cache',
+];
 
 export function parseSparkrunCluster(source: string, file: string, sshUser?: string): SparkrunCluster {
   const doc = parseYamlDocument(source, file, 'E_CLUSTER');
   const fail = (key: string, message: string, fix: string): never => {
     const line = doc.root.keys.get(key)?.line;
-    throw new SparkError('E_CLUSTER', `${line === undefined ? file : `${file}:${line}`}: ${message}; ${fix}`, { path: file, key });
+    throw new SparkError('E_CLUSTER', `${line === undefined ? file : `${file}:${line}`}: ${message}; ${fix}`, {
+      path: file,
+      key,
+    });
   };
-  if (!isTable(doc.value)) fail('hosts', `a sparkrun cluster is a YAML map (name:, hosts:, …), got ${typeName(doc.value)}`, 'write one key per line');
+  if (!isTable(doc.value))
+    fail(
+      'hosts',
+      `a sparkrun cluster is a YAML map (name:, hosts:, …), got ${typeName(doc.value)}`,
+      'write one key per line',
+    );
   const top = doc.value as Record<string, unknown>;
   const hostsValue = top.hosts;
-  if (!Array.isArray(hostsValue) || hostsValue.length === 0) fail('hosts', 'hosts must be a list of the nodes, the head first', 'write hosts: then one "- host" per line');
+  if (!Array.isArray(hostsValue) || hostsValue.length === 0)
+    fail('hosts', 'hosts must be a list of the nodes, the head first', 'write hosts: then one "- host" per line');
   const user = typeof top.user === 'string' && top.user !== '' ? top.user : sshUser;
   const hosts = (hostsValue as unknown[]).map((h, i) => {
-    if (typeof h !== 'string' || h.trim() === '') fail('hosts', `hosts[${i}] must be a host name or address, got ${JSON.stringify(h)}`, 'write the ssh target of the node');
+    if (typeof h !== 'string' || h.trim() === '')
+      fail(
+        'hosts',
+        `hosts[${i}] must be a host name or address, got ${JSON.stringify(h)}`,
+        'write the ssh target of the node',
+      );
     const name = (h as string).trim();
     const line = doc.root.keys.get('hosts')?.items[i]?.line;
-    return { host: user !== undefined && !name.includes('@') ? `${user}@${name}` : name, ...(line !== undefined ? { line } : {}) };
+    return {
+      host: user !== undefined && !name.includes('@') ? `${user}@${name}` : name,
+      ...(line !== undefined ? { line } : {}),
+    };
   });
   const ti = top.transfer_interface ?? 'cx7';
-  if (ti !== 'cx7' && ti !== 'mgmt') fail('transfer_interface', `transfer_interface must be cx7 or mgmt, got ${JSON.stringify(ti)}`, 'write transfer_interface: cx7');
+  if (ti !== 'cx7' && ti !== 'mgmt')
+    fail(
+      'transfer_interface',
+      `transfer_interface must be cx7 or mgmt, got ${JSON.stringify(ti)}`,
+      'write transfer_interface: cx7',
+    );
   const fileName = file.replace(/^.*\//, '').replace(/\.ya?ml$/, '');
   const diagnostics: FileDiagnostic[] = [];
   for (const key of Object.keys(top)) {
     if (KNOWN.includes(key)) continue;
-    diagnostics.push({ kind: 'unknown-key', severity: 'warn', file, ...(doc.root.keys.get(key) ? { line: doc.root.keys.get(key)!.line } : {}), key, message: `unknown key ${key} in the sparkrun cluster file (ignored)`, fix: `spark reads ${KNOWN.join(', ')}` });
+    diagnostics.push({
+      kind: 'unknown-key',
+      severity: 'warn',
+      file,
+      ...(doc.root.keys.get(key) ? { line: doc.root.keys.get(key)!.line } : {}),
+      key,
+      message: `unknown key ${key} in the sparkrun cluster file (ignored)`,
+      fix: `spark reads ${KNOWN.join(', ')}`,
+    });
   }
   for (const key of ['env', 'env_file', 'runtime_cache']) {
     if (top[key] === undefined) continue;
     const line = doc.root.keys.get(key)?.line;
     diagnostics.push({
-      kind: 'sparkrun-not-run', severity: 'warn', file, ...(line !== undefined ? { line } : {}), key,
+      kind: 'sparkrun-not-run',
+      severity: 'warn',
+      file,
+      ...(line !== undefined ? { line } : {}),
+      key,
       message: `${key}: spark does not read a sparkrun cluster's ${key}`,
-      fix: key === 'runtime_cache' ? 'set runtime_cache in the recipe' : "put the values in the recipe's env, or in a spark cluster file's [nccl] or [nodes.env]",
+      fix:
+        key === 'runtime_cache'
+          ? 'set runtime_cache in the recipe'
+          : "put the values in the recipe's env, or in a spark cluster file's [nccl] or [nodes.env]",
     });
   }
   const out: SparkrunCluster = {

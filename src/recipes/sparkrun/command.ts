@@ -87,7 +87,10 @@ const MODEL = '\u{F0000}model\u{F0000}';
  * Fills `{key}` from `values` until nothing changes (a default may name another); a `{…}`
  * holding a quote or another brace is JSON, not a placeholder. Returns the text and the keys used.
  */
-export function fillPlaceholders(text: string, values: ReadonlyMap<string, string>): { text: string; used: Set<string>; unresolved: string[] } {
+export function fillPlaceholders(
+  text: string,
+  values: ReadonlyMap<string, string>,
+): { text: string; used: Set<string>; unresolved: string[] } {
   const used = new Set<string>();
   let out = text;
   for (let round = 0; round < 10; round++) {
@@ -111,7 +114,12 @@ const MODEL_FLAGS = new Set(['--model-path', '--model']);
  * The command template as program and arguments. `firstLine` is the file line of the
  * template's first text line. Throws ShellSyntaxError (line 0-based within the template).
  */
-export function templateCommand(template: string, values: ReadonlyMap<string, string>, model: string, firstLine: number | undefined) {
+export function templateCommand(
+  template: string,
+  values: ReadonlyMap<string, string>,
+  model: string,
+  firstLine: number | undefined,
+) {
   const withModel = new Map(values);
   withModel.set('model', MODEL);
   const filled = fillPlaceholders(template, withModel);
@@ -135,7 +143,13 @@ export function templateCommand(template: string, values: ReadonlyMap<string, st
   }
   const used = new Set(filled.used);
   used.delete('model');
-  return { program, args, used, unresolved: filled.unresolved, programLine: programWords[0] ? lineOf(programWords[0]) : firstLine };
+  return {
+    program,
+    args,
+    used,
+    unresolved: filled.unresolved,
+    programLine: programWords[0] ? lineOf(programWords[0]) : firstLine,
+  };
 }
 
 export { ShellSyntaxError };

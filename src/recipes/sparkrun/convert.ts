@@ -94,36 +94,66 @@ export function toSparkrunYaml(loaded: LoadedRecipe): string {
   const r: Recipe = loaded.recipe;
   const shape = parallelShape(r);
   const notes: string[] = [];
-  if (r.parentModel !== undefined) notes.push(`parent_model = "${r.parentModel}" (spark reads it to tell the model family; sparkrun has no such key)`);
-  if (r.dockerImageDir !== undefined) notes.push(`docker_image_dir = "${r.dockerImageDir}" (where spark's image sources live; sparkrun has no such key)`);
-  if (r.requiredNodes !== shape.tp * shape.pp) notes.push(`required_nodes = ${r.requiredNodes} (sparkrun runs tensor_parallel × pipeline_parallel nodes)`);
+  if (r.parentModel !== undefined)
+    notes.push(`parent_model = "${r.parentModel}" (spark reads it to tell the model family; sparkrun has no such key)`);
+  if (r.dockerImageDir !== undefined)
+    notes.push(`docker_image_dir = "${r.dockerImageDir}" (where spark's image sources live; sparkrun has no such key)`);
+  if (r.requiredNodes !== shape.tp * shape.pp)
+    notes.push(`required_nodes = ${r.requiredNodes} (sparkrun runs tensor_parallel × pipeline_parallel nodes)`);
   if (r.entrypoint === undefined) {
-    notes.push("no entrypoint (the image's own ran the args); sparkrun needs the program in command, so the engine's usual one is written: check it against the image");
+    notes.push(
+      "no entrypoint (the image's own ran the args); sparkrun needs the program in command, so the engine's usual one is written: check it against the image",
+    );
   }
   if (Object.values(r.env).some((v) => v.includes('/root/.cache/huggingface'))) {
-    notes.push('env values under /root/.cache/huggingface name spark\'s mount of the Hugging Face cache; sparkrun mounts it at /cache/huggingface ({launch.model_path} names the snapshot in either)');
+    notes.push(
+      "env values under /root/.cache/huggingface name spark's mount of the Hugging Face cache; sparkrun mounts it at /cache/huggingface ({launch.model_path} names the snapshot in either)",
+    );
   }
   for (const d of loaded.diagnostics) notes.push(`${d.line !== undefined ? `line ${d.line}: ` : ''}${d.message}`);
   const lines = header(r.file, notes);
-  lines.push('recipe_version: "2"', `runtime: ${r.engine}`, `model: ${yamlString(r.model)}`, `container: ${yamlString(r.dockerImage)}`);
+  lines.push(
+    'recipe_version: "2"',
+    `runtime: ${r.engine}`,
+    `model: ${yamlString(r.model)}`,
+    `container: ${yamlString(r.dockerImage)}`,
+  );
   if (r.name !== undefined) lines.push('metadata:', `  description: ${yamlString(r.name)}`);
   lines.push('defaults:');
   if (r.port !== undefined) lines.push(`  port: ${r.port}`);
   lines.push(`  tensor_parallel: ${shape.tp}`);
   if (shape.pp !== 1) lines.push(`  pipeline_parallel: ${shape.pp}`);
-  if (r.engine === 'vllm' && r.distributedBackend !== undefined) lines.push(`  distributed_executor_backend: ${yamlString(r.distributedBackend)}`);
+  if (r.engine === 'vllm' && r.distributedBackend !== undefined)
+    lines.push(`  distributed_executor_backend: ${yamlString(r.distributedBackend)}`);
   if (r.shmSize !== undefined || r.extraMounts.length > 0) {
     lines.push('executor_config:');
     if (r.shmSize !== undefined) lines.push(`  shm_size: ${yamlString(r.shmSize)}`);
     if (r.extraMounts.length > 0) {
-      lines.push('  volumes:', ...r.extraMounts.map((m) => `    - ${yamlString(`${m.host}:${m.container}${m.readOnly ? ':ro' : ''}`)}`));
+      lines.push(
+        '  volumes:',
+        ...r.extraMounts.map((m) => `    - ${yamlString(`${m.host}:${m.container}${m.readOnly ? ':ro' : ''}`)}`),
+      );
     }
   }
   const program = r.entrypoint ?? (r.engine === 'vllm' ? ['vllm', 'serve'] : ['python3', '-m', 'sglang.launch_server']);
-  const first = [...program.map(shellWord), ...(r.engine === 'vllm' && program.at(-1) === 'serve' ? ['{model}'] : [])].join(' ');
+  const first = [
+    ...program.map(shellWord),
+    ...(r.engine === 'vllm' && program.at(-1) === 'serve' ? ['{model}'] : []),
+  ].join(' ');
   const rows = flagRows(argvForExec(r.args).map(shellWord), ' ');
-  lines.push('command: |', `  ${first}${rows.length > 0 ? ' \\' : ''}`, ...rows.map((row, i) => `    ${row}${i < rows.length - 1 ? ' \\' : ''}`));
+  lines.push(
+    'command: |',
+    `  ${first}${rows.length > 0 ? ' \\' : ''}`,
+    ...rows.map((row, i) => `    ${row}${i < rows.length - 1 ? ' \\' : ''}`),
+  );
   const env = Object.entries(r.env);
-  if (env.length > 0) lines.push('env:', ...env.map(([k, v]) => `  ${/^[A-Za-z_][A-Za-z0-9_]*$/.test(k) ? k : yamlString(k)}: ${yamlString(v.replace(/\$/g, '\\$'))}`));
+  if (env.length > 0)
+    lines.push(
+      'env:',
+      ...env.map(
+        ([k, v]) =>
+          `  ${/^[A-Za-z_][A-Za-z0-9_]*$/.test(k) ? k : yamlString(k)}: ${yamlString(v.replace(/\$/g, '\\$'))}`,
+      ),
+    );
   return lines.join('\n') + '\n';
 }

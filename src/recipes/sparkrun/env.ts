@@ -41,8 +41,23 @@ export function usesRuntimeCache(values: readonly string[]): boolean {
 
 const REFERENCE = /\{(config|launch)\.([A-Za-z_][A-Za-z0-9_]*)\}/g;
 
-function note(ctx: EnvContext, key: string, line: number | undefined, severity: 'error' | 'warn', message: string, fix: string): void {
-  ctx.diagnostics.push({ kind: 'sparkrun-defaults', severity, file: ctx.file, ...(line !== undefined ? { line } : {}), key: `env.${key}`, message, fix });
+function note(
+  ctx: EnvContext,
+  key: string,
+  line: number | undefined,
+  severity: 'error' | 'warn',
+  message: string,
+  fix: string,
+): void {
+  ctx.diagnostics.push({
+    kind: 'sparkrun-defaults',
+    severity,
+    file: ctx.file,
+    ...(line !== undefined ? { line } : {}),
+    key: `env.${key}`,
+    message,
+    fix,
+  });
 }
 
 function launchValue(ctx: EnvContext, name: string, key: string, line: number | undefined): string | undefined {
@@ -56,12 +71,26 @@ function launchValue(ctx: EnvContext, name: string, key: string, line: number | 
     case 'model_revision': {
       const v = name === 'model_path' ? l.modelPath : l.modelRevision;
       if (v === undefined) {
-        note(ctx, key, line, 'error', `env.${key}: {launch.${name}} cannot be resolved here (${l.unresolvedWhy ?? 'no snapshot'})`, 'pin model_revision to a commit hash, or give the cluster whose hf_cache holds the model (--cluster)');
+        note(
+          ctx,
+          key,
+          line,
+          'error',
+          `env.${key}: {launch.${name}} cannot be resolved here (${l.unresolvedWhy ?? 'no snapshot'})`,
+          'pin model_revision to a commit hash, or give the cluster whose hf_cache holds the model (--cluster)',
+        );
       }
       return v;
     }
     default:
-      note(ctx, key, line, 'error', `env.${key}: {launch.${name}} is not a value spark gives (it gives model_path, model_revision, num_nodes and runtime_cache_dir)`, 'write the value, or use NODE_RANK, which spark sets in every container');
+      note(
+        ctx,
+        key,
+        line,
+        'error',
+        `env.${key}: {launch.${name}} is not a value spark gives (it gives model_path, model_revision, num_nodes and runtime_cache_dir)`,
+        'write the value, or use NODE_RANK, which spark sets in every container',
+      );
       return undefined;
   }
 }
@@ -71,7 +100,14 @@ export function interpolate(ctx: EnvContext, key: string, raw: unknown, line: nu
   let value = renderValue(raw).replace(REFERENCE, (whole, scope: string, name: string) => {
     if (scope === 'launch') return launchValue(ctx, name, key, line) ?? whole;
     if (ctx.defaults[name] !== undefined) return renderValue(ctx.defaults[name]);
-    note(ctx, key, line, 'error', `env.${key}: {config.${name}} names no key of defaults`, `add ${name} to defaults, or correct the name`);
+    note(
+      ctx,
+      key,
+      line,
+      'error',
+      `env.${key}: {config.${name}} names no key of defaults`,
+      `add ${name} to defaults, or correct the name`,
+    );
     return whole;
   });
   try {

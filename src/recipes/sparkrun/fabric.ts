@@ -45,7 +45,10 @@ export function pickAddress(output: string, which: SparkrunCluster['transferInte
   }
   if (which === 'mgmt') {
     if (defaultIface === undefined) return 'it has no default route, so its management interface is unknown';
-    return addrs.find((a) => a.iface === defaultIface) ?? `its management interface ${defaultIface} (the default route's) has no IPv4 address`;
+    return (
+      addrs.find((a) => a.iface === defaultIface) ??
+      `its management interface ${defaultIface} (the default route's) has no IPv4 address`
+    );
   }
   if (rdma.size === 0) return 'it has no interface backed by an RDMA device (ConnectX-7)';
   const fabric = addrs.filter((a) => rdma.has(a.iface)).sort((x, y) => x.iface.localeCompare(y.iface));

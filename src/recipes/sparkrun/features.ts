@@ -31,7 +31,8 @@ export interface NotRun {
 
 const NO_BUILD: NotRun = {
   severity: 'warn',
-  means: 'sparkrun builds the image on the nodes when it is missing; spark does not build images, so the image must already be on every node (preflight checks it)',
+  means:
+    'sparkrun builds the image on the nodes when it is missing; spark does not build images, so the image must already be on every node (preflight checks it)',
   fix: 'build and push (or load) the image on every node first, then drop the key',
 };
 
@@ -47,7 +48,8 @@ export const NOT_RUN: Record<string, NotRun> = {
   },
   pre_exec: {
     severity: 'error',
-    means: 'sparkrun runs these commands in every container before the serve command; spark runs none, so whatever they set up is missing',
+    means:
+      'sparkrun runs these commands in every container before the serve command; spark runs none, so whatever they set up is missing',
     fix: 'move the steps into the image or into an entrypoint script mounted with executor_config.volumes, and remove pre_exec',
   },
   post_exec: {
@@ -75,12 +77,14 @@ export const NOT_RUN: Record<string, NotRun> = {
   },
   distribution_config: {
     severity: 'warn',
-    means: 'sparkrun copies the model to the nodes; spark does not distribute models: the snapshot must already be in every node\'s Hugging Face cache (preflight checks it)',
+    means:
+      "sparkrun copies the model to the nodes; spark does not distribute models: the snapshot must already be in every node's Hugging Face cache (preflight checks it)",
     fix: 'download or copy the model into the cache on every node, and remove distribution_config',
   },
   mode: {
     severity: 'warn',
-    means: 'spark takes the node count from tensor_parallel × pipeline_parallel (one rank per node), not from a deployment mode',
+    means:
+      'spark takes the node count from tensor_parallel × pipeline_parallel (one rank per node), not from a deployment mode',
     fix: 'set defaults.tensor_parallel, and remove mode',
   },
   solo_only: {
@@ -101,7 +105,8 @@ export const EXECUTOR_KEYS = ['shm_size', 'entrypoint', 'volumes'] as const;
 export const NOT_RUN_EXECUTOR: Record<string, NotRun> = {
   privileged: {
     severity: 'warn',
-    means: 'spark never runs privileged containers; it passes the RoCE devices (--device /dev/infiniband, IPC_LOCK, unlimited memlock) instead',
+    means:
+      'spark never runs privileged containers; it passes the RoCE devices (--device /dev/infiniband, IPC_LOCK, unlimited memlock) instead',
     fix: 'remove privileged; if the engine needs more, say what in an issue',
   },
   ipc: {
@@ -126,7 +131,7 @@ const RAY: NotRun = {
   severity: 'error',
   means:
     'this runtime starts a Ray cluster and serves through it; spark starts vLLM on every node with its multiprocessing backend ' +
-    '(--nnodes/--node-rank/--master-addr), so the recipe\'s Ray settings are not used',
+    "(--nnodes/--node-rank/--master-addr), so the recipe's Ray settings are not used",
   fix: 'set runtime: vllm (vllm-distributed), drop distributed_executor_backend: ray, and check the result with spark preflight',
 };
 
@@ -162,7 +167,8 @@ export function runtimeChoice(runtime: string): RuntimeChoice {
 export function guessRuntime(top: Record<string, unknown>, command: string | undefined, backend: unknown): string {
   const written = typeof top.runtime === 'string' ? top.runtime : '';
   if (written !== '' && written !== 'vllm') return written;
-  if (String(top.recipe_version ?? '') === '1' || top.build_args !== undefined || top.mods !== undefined) return 'eugr-vllm';
+  if (String(top.recipe_version ?? '') === '1' || top.build_args !== undefined || top.mods !== undefined)
+    return 'eugr-vllm';
   const text = (command ?? '').trim();
   if (backend === 'ray' || /--distributed-executor-backend[=\s]+ray\b/.test(text)) return 'vllm-ray';
   if (written === 'vllm') return 'vllm';

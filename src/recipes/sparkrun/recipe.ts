@@ -10,160 +10,101 @@
 //   executor_config.shm_size / entrypoint / volumes → shm_size, the program, extra_mounts
 //   {launch.runtime_cache_dir} in env          → the runtime cache mounted at /cache/runtime
 // Everything else is reported (features.ts), never dropped without a word.
-import { COMMIT, hfModelDir, hfSnapshotPath, resolveRevision } from '../../hf-cache.js';
 import { SparkError } from '../../errors.js';
-import { HF_CACHE_CONTAINER_PATH } from '../cluster.js';
 import { isTable, typeName, type FileDiagnostic } from '../fields.js';
 import { locator } from '../located.js';
 import { parseArgs } from '../args.js';
 import { TP_FLAGS } from '../topology.js';
 import { envKeyProblem } from '../env-key.js';
-import { expandHome } from '../paths.js';
 import type { Engine, LoadedRecipe, Mount, Recipe, RecipeField } from '../recipe.js';
 import type { TomlPosition } from '../toml-positions.js';
-import { PROGRAMS, SHAPE_KEYS, ShellSyntaxError, defaultsCommand, renderValue, templateCommand, type LinedArg } from './command.js';
-import { RUNTIME_CACHE_CONTAINER_PATH, RUNTIME_CACHE_HOST_DEFAULT, interpolate, usesRuntimeCache, type LaunchValues } from './env.js';
-import { EXECUTOR_KEYS, INFORMATIONAL_KEYS, NOT_RUN, NOT_RUN_EXECUTOR, READ_KEYS, guessRuntime, runtimeChoice, type NotRun } from './features.js';
+import {
+  PROGRAMS,
+  SHAPE_KEYS,
+  ShellSyntaxError,
+  defaultsCommand,
+  renderValue,
+  templateCommand,
+  type LinedArg,
+} from './command.js';
+import { RUNTIME_CACHE_CONTAINER_PATH, RUNTIME_CACHE_HOST_DEFAULT, interpolate, usesRuntimeCache } from './env.js';
+import {
+  EXECUTOR_KEYS,
+  INFORMATIONAL_KEYS,
+  NOT_RUN,
+  NOT_RUN_EXECUTOR,
+  READ_KEYS,
+  guessRuntime,
+  runtimeChoice,
+} from './features.js';
 import { shellWords } from './shell-words.js';
-import { parseYamlDocument, type ParsedYaml } from './yaml-document.js';
-
-export interface SparkrunReadOptions {
-  /** The launching machine's environment, for `$VAR` in env values. */
-  env: NodeJS.ProcessEnv;
-  /** The cluster's Hugging Face cache on this machine, for `{launch.model_path}` (refs/…). */
-  hfCache?: string;
-  home: string;
-}
-
-/** Typed reads of the document's keys, with YAML messages that name file:line. */
-class Reader {
-  constructor(
-    readonly file: string,
-    readonly doc: ParsedYaml,
-    readonly top: Record<string, unknown>,
-  ) {}
-
-  line(...path: (string | number)[]): number | undefined {
-    let at: TomlPosition | undefined = this.doc.root;
-    for (const p of path) at = typeof p === 'number' ? at?.items[p] : at?.keys.get(p);
-    return at?.line;
-  }
-
-  fail(path: (string | number)[], message: string, fix: string): never {
-    const line = this.line(...path);
-    throw new SparkError('E_RECIPE', `${line === undefined ? this.file : `${this.file}:${line}`}: ${message}; ${fix}`, {
-      path: this.file,
-      key: path.join('.'),
-      ...(line !== undefined ? { line } : {}),
-    });
-  }
-
-  string(table: Record<string, unknown>, path: string[]): string | undefined {
-    const v = table[path.at(-1)!];
-    if (v === undefined || v === null) return undefined;
-    if (typeof v !== 'string') this.fail(path, `${path.join('.')} must be a string, got ${typeName(v)}`, `write it as ${path.at(-1)}: "…"`);
-    return v;
-  }
-
-  count(table: Record<string, unknown>, path: string[]): number | undefined {
-    const v = table[path.at(-1)!];
-    if (v === undefined || v === null) return undefined;
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > 64) {
-      this.fail(path, `${path.join('.')} must be a whole number from 1 to 64, got ${JSON.stringify(v)}`, `write it as ${path.at(-1)}: 2`);
-    }
-    return v;
-  }
-
-  map(table: Record<string, unknown>, path: string[]): Record<string, unknown> {
-    const v = table[path.at(-1)!];
-    if (v === undefined || v === null) return {};
-    if (!isTable(v)) this.fail(path, `${path.join('.')} must be a map of keys, got ${typeName(v)}`, `write it as ${path.at(-1)}: then one "key: value" per line below it`);
-    return v;
-  }
-}
-
-function diagnostic(file: string, line: number | undefined, kind: FileDiagnostic['kind'], severity: 'error' | 'warn', key: string, message: string, fix: string): FileDiagnostic {
-  return { kind, severity, file, ...(line !== undefined ? { line } : {}), key, message, fix };
-}
-
-function notRunDiagnostic(file: string, line: number | undefined, key: string, n: NotRun): FileDiagnostic {
-  return diagnostic(file, line, 'sparkrun-not-run', n.severity, key, `${key}: ${n.means}`, n.fix);
-}
-
-/** The snapshot `{launch.model_path}` names: a pinned commit, else the cluster cache's ref. */
-async function launchValues(model: string, revision: string | undefined, numNodes: number, options: SparkrunReadOptions): Promise<LaunchValues> {
-  const out: LaunchValues = { numNodes };
-  let commit = revision !== undefined && COMMIT.test(revision) ? revision : undefined;
-  if (commit === undefined && options.hfCache !== undefined) {
-    try {
-      const pinned = revision !== undefined ? { pinned: revision } : {};
-      commit = (await resolveRevision(hfModelDir(expandHome(options.hfCache, options.home), model), { ...pinned, model })).revision;
-    } catch (err) {
-      out.unresolvedWhy = err instanceof Error ? err.message.split(';')[0]! : String(err);
-    }
-  } else if (commit === undefined) {
-    out.unresolvedWhy = 'model_revision is not a commit and no cluster hf_cache was given';
-  }
-  if (commit !== undefined) {
-    out.modelRevision = commit;
-    out.modelPath = hfSnapshotPath(hfModelDir(HF_CACHE_CONTAINER_PATH, model), commit);
-  }
-  return out;
-}
-
-/** `host:container[:ro]` strings or a host → container map, as executor_config.volumes. */
-function volumes(r: Reader, executor: Record<string, unknown>): Mount[] {
-  const v = executor.volumes;
-  if (v === undefined || v === null) return [];
-  const mount = (host: string, container: string, mode: string | undefined, line: number | undefined): Mount => {
-    if (!container.startsWith('/')) r.fail(['executor_config', 'volumes'], `executor_config.volumes: the container path "${container}" is not absolute`, 'write host:/absolute/path');
-    return { host, container, readOnly: mode === 'ro', ...(line !== undefined ? { line } : {}) };
-  };
-  if (Array.isArray(v)) {
-    return v.map((item, i) => {
-      if (typeof item !== 'string') r.fail(['executor_config', 'volumes', i], `executor_config.volumes[${i}] must be "host:container[:ro]"`, 'quote it as a string');
-      const [host, container, mode] = item.split(':');
-      if (!host || !container) r.fail(['executor_config', 'volumes', i], `executor_config.volumes[${i}] "${item}" must be "host:container[:ro]"`, 'write both paths');
-      return mount(host, container, mode, r.line('executor_config', 'volumes', i));
-    });
-  }
-  if (isTable(v)) {
-    return Object.entries(v).map(([host, target]) => {
-      const [container, mode] = String(target).split(':');
-      return mount(host, container ?? '', mode, r.line('executor_config', 'volumes', host));
-    });
-  }
-  return r.fail(['executor_config', 'volumes'], 'executor_config.volumes must be a list of "host:container[:ro]" or a map of host: container', 'write one mount per entry');
-}
+import { parseYamlDocument } from './yaml-document.js';
+export type { SparkrunReadOptions } from './recipe-reader.js';
+import {
+  type SparkrunReadOptions,
+  Reader,
+  diagnostic,
+  notRunDiagnostic,
+  launchValues,
+  volumes,
+} from './recipe-reader.js';
 
 /** Parses a sparkrun recipe into the typed Recipe. Throws SparkError E_RECIPE (exit 2) on bad data. */
-export async function parseSparkrunRecipe(source: string, file: string, options: SparkrunReadOptions): Promise<LoadedRecipe> {
+export async function parseSparkrunRecipe(
+  source: string,
+  file: string,
+  options: SparkrunReadOptions,
+): Promise<LoadedRecipe> {
   const doc = parseYamlDocument(source, file, 'E_RECIPE');
   if (!isTable(doc.value)) {
-    throw new SparkError('E_RECIPE', `${file}: a sparkrun recipe is a YAML map (model:, runtime:, container:, …), got ${typeName(doc.value)}; write one key per line`, { path: file });
+    throw new SparkError(
+      'E_RECIPE',
+      `${file}: a sparkrun recipe is a YAML map (model:, runtime:, container:, …), got ${typeName(doc.value)}; write one key per line`,
+      { path: file },
+    );
   }
   const top = doc.value;
   const r: Reader = new Reader(file, doc, top);
   const diagnostics: FileDiagnostic[] = [];
   const version = top.recipe_version === undefined ? '2' : String(top.recipe_version);
-  if (version !== '2' && version !== '1') r.fail(['recipe_version'], `recipe_version "${version}" is not one spark reads`, 'write recipe_version: "2"');
+  if (version !== '2' && version !== '1')
+    r.fail(['recipe_version'], `recipe_version "${version}" is not one spark reads`, 'write recipe_version: "2"');
 
   const defaults = r.map(top, ['defaults']);
   const command = r.string(top, ['command']);
   const runtime = guessRuntime(top, command, defaults.distributed_executor_backend);
   const choice = runtimeChoice(runtime);
   if (choice.kind === 'unsupported') {
-    r.fail(['runtime'], `runtime ${runtime}: ${choice.why}`, 'use runtime: sglang or vllm, or launch this recipe with sparkrun');
+    r.fail(
+      ['runtime'],
+      `runtime ${runtime}: ${choice.why}`,
+      'use runtime: sglang or vllm, or launch this recipe with sparkrun',
+    );
   }
   const engine: Engine = choice.engine;
   // A runtime guessed from other keys is reported on the line of the key it was guessed from.
   const runtimeLine =
-    r.line('runtime') ?? r.line('mods') ?? r.line('build_args') ?? r.line('recipe_version') ?? r.line('defaults', 'distributed_executor_backend') ?? r.line('command') ?? r.line('model');
-  if (choice.kind === 'engine-not-as-written') diagnostics.push(notRunDiagnostic(file, runtimeLine, `runtime ${runtime}`, choice.notRun));
+    r.line('runtime') ??
+    r.line('mods') ??
+    r.line('build_args') ??
+    r.line('recipe_version') ??
+    r.line('defaults', 'distributed_executor_backend') ??
+    r.line('command') ??
+    r.line('model');
+  if (choice.kind === 'engine-not-as-written')
+    diagnostics.push(notRunDiagnostic(file, runtimeLine, `runtime ${runtime}`, choice.notRun));
 
-  const model = r.string(top, ['model']) ?? r.fail(['model'], 'model is missing at the top level', 'add model: org/name');
-  const image = r.string(top, ['container']) ?? r.fail(['container'], 'container is missing: spark has no default image per runtime', 'add container: repo/image:tag');
-  const revision = top.model_revision === undefined || top.model_revision === null ? undefined : renderValue(top.model_revision);
+  const model =
+    r.string(top, ['model']) ?? r.fail(['model'], 'model is missing at the top level', 'add model: org/name');
+  const image =
+    r.string(top, ['container']) ??
+    r.fail(
+      ['container'],
+      'container is missing: spark has no default image per runtime',
+      'add container: repo/image:tag',
+    );
+  const revision =
+    top.model_revision === undefined || top.model_revision === null ? undefined : renderValue(top.model_revision);
   const tp = r.count(defaults, ['defaults', 'tensor_parallel']);
   const pp = r.count(defaults, ['defaults', 'pipeline_parallel']) ?? 1;
 
@@ -183,15 +124,39 @@ export async function parseSparkrunRecipe(source: string, file: string, options:
       if (!(err instanceof ShellSyntaxError)) throw err;
       const line = firstLine === undefined ? undefined : firstLine + err.line;
       const where = line === undefined ? file : `${file}:${line}`;
-      throw new SparkError('E_RECIPE', `${where}: command: ${err.message}; write the engine command alone (its environment under env:)`, { path: file, key: 'command' });
+      throw new SparkError(
+        'E_RECIPE',
+        `${where}: command: ${err.message}; write the engine command alone (its environment under env:)`,
+        { path: file, key: 'command' },
+      );
     }
     ({ program, args, programLine } = t);
     for (const key of t.unresolved) {
-      diagnostics.push(diagnostic(file, firstLine, 'sparkrun-defaults', 'warn', `command.{${key}}`, `command: {${key}} names no key of defaults, so it is passed as written (sparkrun does the same)`, `add ${key} to defaults, or correct the name`));
+      diagnostics.push(
+        diagnostic(
+          file,
+          firstLine,
+          'sparkrun-defaults',
+          'warn',
+          `command.{${key}}`,
+          `command: {${key}} names no key of defaults, so it is passed as written (sparkrun does the same)`,
+          `add ${key} to defaults, or correct the name`,
+        ),
+      );
     }
     for (const key of Object.keys(defaults)) {
       if (t.used.has(key) || SHAPE_KEYS.has(key) || [...values.values()].some((v) => v.includes(`{${key}}`))) continue;
-      diagnostics.push(diagnostic(file, r.line('defaults', key), 'sparkrun-defaults', 'warn', `defaults.${key}`, `defaults.${key} is not named in command, so it reaches nothing (sparkrun does the same with a template)`, `name it in command as {${key}}, or remove it`));
+      diagnostics.push(
+        diagnostic(
+          file,
+          r.line('defaults', key),
+          'sparkrun-defaults',
+          'warn',
+          `defaults.${key}`,
+          `defaults.${key} is not named in command, so it reaches nothing (sparkrun does the same with a template)`,
+          `name it in command as {${key}}, or remove it`,
+        ),
+      );
     }
   } else {
     program = PROGRAMS[engine];
@@ -200,9 +165,15 @@ export async function parseSparkrunRecipe(source: string, file: string, options:
     args = built.args;
     for (const o of built.outcomes.filter((x) => x.how === 'passed')) {
       diagnostics.push(
-        diagnostic(file, r.line('defaults', o.key), 'sparkrun-defaults', 'warn', `defaults.${o.key}`,
+        diagnostic(
+          file,
+          r.line('defaults', o.key),
+          'sparkrun-defaults',
+          'warn',
+          `defaults.${o.key}`,
           `defaults.${o.key} is not in sparkrun's ${engine} flag table (sparkrun 0.2 drops such keys without a word); spark passes it to the engine as ${o.flag}`,
-          `check that ${engine} takes ${o.flag}, or write the flag in a command: template`),
+          `check that ${engine} takes ${o.flag}, or write the flag in a command: template`,
+        ),
       );
     }
   }
@@ -211,11 +182,18 @@ export async function parseSparkrunRecipe(source: string, file: string, options:
       program = [...shellWords(entrypoint).map((w) => w.text), ...program];
     } catch (err) {
       if (!(err instanceof ShellSyntaxError)) throw err;
-      r.fail(['executor_config', 'entrypoint'], `executor_config.entrypoint: ${err.message}`, 'write the program and its arguments alone');
+      r.fail(
+        ['executor_config', 'entrypoint'],
+        `executor_config.entrypoint: ${err.message}`,
+        'write the program and its arguments alone',
+      );
     }
   }
   if (revision !== undefined && !parseArgs(args.map((a) => a.text)).has('--revision')) {
-    args.push({ text: '--revision', line: r.line('model_revision') }, { text: revision, line: r.line('model_revision') });
+    args.push(
+      { text: '--revision', line: r.line('model_revision') },
+      { text: revision, line: r.line('model_revision') },
+    );
   }
 
   // Nodes: tp × pp; a tp the template writes as a flag counts when defaults has none.
@@ -224,12 +202,18 @@ export async function parseSparkrunRecipe(source: string, file: string, options:
   const minNodes = r.count(top, ['min_nodes']);
   const maxNodes = r.count(top, ['max_nodes']);
   const shapeTp = tp ?? argTp;
-  const nodes = shapeTp !== undefined ? shapeTp * pp : minNodes ?? pp;
+  const nodes = shapeTp !== undefined ? shapeTp * pp : (minNodes ?? pp);
   if ((minNodes !== undefined && nodes < minNodes) || (maxNodes !== undefined && nodes > maxNodes)) {
     diagnostics.push(
-      diagnostic(file, r.line(minNodes !== undefined && nodes < minNodes ? 'min_nodes' : 'max_nodes'), 'sparkrun-not-run', 'error', 'min_nodes',
+      diagnostic(
+        file,
+        r.line(minNodes !== undefined && nodes < minNodes ? 'min_nodes' : 'max_nodes'),
+        'sparkrun-not-run',
+        'error',
+        'min_nodes',
         `the recipe runs on tensor_parallel × pipeline_parallel = ${nodes} node(s), outside min_nodes ${minNodes ?? 1} … max_nodes ${maxNodes ?? '∞'}`,
-        'make defaults.tensor_parallel × pipeline_parallel fall inside min_nodes and max_nodes'),
+        'make defaults.tensor_parallel × pipeline_parallel fall inside min_nodes and max_nodes',
+      ),
     );
   }
 
@@ -239,9 +223,11 @@ export async function parseSparkrunRecipe(source: string, file: string, options:
   const ctx = { file, defaults, launch, processEnv: options.env, diagnostics };
   const env: Record<string, string> = {};
   for (const [key, raw] of Object.entries(envTable)) {
-    if (raw !== null && typeof raw === 'object') r.fail(['env', key], `env.${key} must be a string or number, got ${typeName(raw)}`, `write it as ${key}: "…"`);
+    if (raw !== null && typeof raw === 'object')
+      r.fail(['env', key], `env.${key} must be a string or number, got ${typeName(raw)}`, `write it as ${key}: "…"`);
     const keyProblem = envKeyProblem(key); // the one rule of src/recipes/env-key.ts
-    if (keyProblem) r.fail(['env', key], `env key ${keyProblem}`, 'use letters, digits and _ (not starting with a digit)');
+    if (keyProblem)
+      r.fail(['env', key], `env key ${keyProblem}`, 'use letters, digits and _ (not starting with a digit)');
     env[key] = interpolate(ctx, key, raw, r.line('env', key));
   }
   const extraMounts = volumes(r, executor);
@@ -249,10 +235,26 @@ export async function parseSparkrunRecipe(source: string, file: string, options:
   if (usesRuntimeCache(Object.values(envTable).map((v) => renderValue(v)))) {
     const off = cacheTable === false || (isTable(cacheTable) && cacheTable.enabled === false);
     if (off) {
-      diagnostics.push(diagnostic(file, r.line('runtime_cache'), 'sparkrun-defaults', 'error', 'runtime_cache', 'env names {launch.runtime_cache_dir}, but runtime_cache turns the cache off, so nothing is mounted there', 'turn runtime_cache on, or stop naming it in env'));
+      diagnostics.push(
+        diagnostic(
+          file,
+          r.line('runtime_cache'),
+          'sparkrun-defaults',
+          'error',
+          'runtime_cache',
+          'env names {launch.runtime_cache_dir}, but runtime_cache turns the cache off, so nothing is mounted there',
+          'turn runtime_cache on, or stop naming it in env',
+        ),
+      );
     } else {
-      const dir = isTable(cacheTable) && typeof cacheTable.dir === 'string' ? cacheTable.dir : RUNTIME_CACHE_HOST_DEFAULT;
-      extraMounts.push({ host: dir, container: RUNTIME_CACHE_CONTAINER_PATH, readOnly: false, ...(r.line('runtime_cache') !== undefined ? { line: r.line('runtime_cache')! } : {}) });
+      const dir =
+        isTable(cacheTable) && typeof cacheTable.dir === 'string' ? cacheTable.dir : RUNTIME_CACHE_HOST_DEFAULT;
+      extraMounts.push({
+        host: dir,
+        container: RUNTIME_CACHE_CONTAINER_PATH,
+        readOnly: false,
+        ...(r.line('runtime_cache') !== undefined ? { line: r.line('runtime_cache')! } : {}),
+      });
     }
   }
 
@@ -260,15 +262,38 @@ export async function parseSparkrunRecipe(source: string, file: string, options:
   for (const key of Object.keys(top)) {
     const n = NOT_RUN[key];
     if (n) diagnostics.push(notRunDiagnostic(file, r.line(key), key, n));
-    else if (!(READ_KEYS as readonly string[]).includes(key) && !(INFORMATIONAL_KEYS as readonly string[]).includes(key)) {
-      diagnostics.push(diagnostic(file, r.line(key), 'unknown-key', 'warn', key, `unknown key ${key} in the sparkrun recipe (ignored; sparkrun would sweep it into its runtime config)`, `remove it or correct the spelling; spark reads ${READ_KEYS.join(', ')}`));
+    else if (
+      !(READ_KEYS as readonly string[]).includes(key) &&
+      !(INFORMATIONAL_KEYS as readonly string[]).includes(key)
+    ) {
+      diagnostics.push(
+        diagnostic(
+          file,
+          r.line(key),
+          'unknown-key',
+          'warn',
+          key,
+          `unknown key ${key} in the sparkrun recipe (ignored; sparkrun would sweep it into its runtime config)`,
+          `remove it or correct the spelling; spark reads ${READ_KEYS.join(', ')}`,
+        ),
+      );
     }
   }
   for (const key of Object.keys(executor)) {
     const n = NOT_RUN_EXECUTOR[key];
     if (n) diagnostics.push(notRunDiagnostic(file, r.line('executor_config', key), `executor_config.${key}`, n));
     else if (!(EXECUTOR_KEYS as readonly string[]).includes(key)) {
-      diagnostics.push(diagnostic(file, r.line('executor_config', key), 'unknown-key', 'warn', `executor_config.${key}`, `unknown key executor_config.${key} (ignored)`, `spark reads ${EXECUTOR_KEYS.join(', ')}`));
+      diagnostics.push(
+        diagnostic(
+          file,
+          r.line('executor_config', key),
+          'unknown-key',
+          'warn',
+          `executor_config.${key}`,
+          `unknown key executor_config.${key} (ignored)`,
+          `spark reads ${EXECUTOR_KEYS.join(', ')}`,
+        ),
+      );
     }
   }
 
@@ -289,7 +314,11 @@ export async function parseSparkrunRecipe(source: string, file: string, options:
   const port = defaults.port;
   if (port !== undefined) {
     if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) {
-      r.fail(['defaults', 'port'], `defaults.port must be a port number, got ${JSON.stringify(port)}`, 'write it as port: 30000');
+      r.fail(
+        ['defaults', 'port'],
+        `defaults.port must be a port number, got ${JSON.stringify(port)}`,
+        'write it as port: 30000',
+      );
     }
     recipe.port = port;
   }
@@ -297,22 +326,42 @@ export async function parseSparkrunRecipe(source: string, file: string, options:
   if (engine === 'vllm' && typeof backend === 'string') recipe.distributedBackend = backend;
   const shm = executor.shm_size;
   if (shm !== undefined && shm !== null) recipe.shmSize = renderValue(shm);
-  const name = isTable(top.metadata) && typeof top.metadata.description === 'string' ? top.metadata.description : undefined;
+  const name =
+    isTable(top.metadata) && typeof top.metadata.description === 'string' ? top.metadata.description : undefined;
   if (name !== undefined) recipe.name = name;
   return { recipe, diagnostics };
 }
 
 /** The TOML key each located field is filed under in the positions below (as for TOML). */
 const FIELD_KEYS: Record<RecipeField, string> = {
-  engine: 'engine', name: 'name', dockerImage: 'docker_image', model: 'model', parentModel: 'parent_model', port: 'port',
-  requiredNodes: 'required_nodes', tensorParallelSize: 'tensor_parallel_size', pipelineParallelSize: 'pipeline_parallel_size',
-  distributedBackend: 'distributed_backend', shmSize: 'shm_size', dockerImageDir: 'docker_image_dir', entrypoint: 'entrypoint',
-  args: 'args', extraMounts: 'extra_mounts', env: 'env',
+  engine: 'engine',
+  name: 'name',
+  dockerImage: 'docker_image',
+  model: 'model',
+  parentModel: 'parent_model',
+  port: 'port',
+  requiredNodes: 'required_nodes',
+  tensorParallelSize: 'tensor_parallel_size',
+  pipelineParallelSize: 'pipeline_parallel_size',
+  distributedBackend: 'distributed_backend',
+  shmSize: 'shm_size',
+  dockerImageDir: 'docker_image_dir',
+  entrypoint: 'entrypoint',
+  args: 'args',
+  extraMounts: 'extra_mounts',
+  env: 'env',
 };
 
 /** Positions in the shape the locator reads: each field's YAML line under its TOML key. */
-function positions(r: Reader, args: LinedArg[], programLine: number | undefined, mounts: Mount[], tpWritten: boolean): TomlPosition {
-  const at = (line: number | undefined): TomlPosition | undefined => (line === undefined ? undefined : { line, keys: new Map(), items: [] });
+function positions(
+  r: Reader,
+  args: LinedArg[],
+  programLine: number | undefined,
+  mounts: Mount[],
+  tpWritten: boolean,
+): TomlPosition {
+  const at = (line: number | undefined): TomlPosition | undefined =>
+    line === undefined ? undefined : { line, keys: new Map(), items: [] };
   const root: TomlPosition = { line: 0, keys: new Map(), items: [] };
   const set = (key: string, p: TomlPosition | undefined) => {
     if (p) root.keys.set(key, p);
@@ -345,4 +394,3 @@ function positions(r: Reader, args: LinedArg[], programLine: number | undefined,
   }
   return root;
 }
-

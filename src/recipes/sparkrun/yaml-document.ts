@@ -35,7 +35,8 @@ function position(line: number): TomlPosition {
 /** Positions of a node's keys and elements; aliases are not followed (they point at nodes already walked). */
 function walk(node: unknown, at: TomlPosition, lines: LineCounter, depth: number): void {
   if (depth > 64 || isAlias(node)) return;
-  const lineOf = (n: Node | null | undefined, fallback: number) => (n?.range ? lines.linePos(n.range[0]).line : fallback);
+  const lineOf = (n: Node | null | undefined, fallback: number) =>
+    n?.range ? lines.linePos(n.range[0]).line : fallback;
   if (isMap(node)) {
     for (const pair of node.items) {
       const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
@@ -61,7 +62,10 @@ export function textStartLine(source: string, lines: LineCounter, node: Node): n
 
 function fail(code: ErrorCode, file: string, line: number | undefined, what: string): never {
   const where = line === undefined ? file : `${file}:${line}`;
-  throw new SparkError(code, `${where}: invalid YAML: ${what}`, { path: file, ...(line !== undefined ? { line } : {}) });
+  throw new SparkError(code, `${where}: invalid YAML: ${what}`, {
+    path: file,
+    ...(line !== undefined ? { line } : {}),
+  });
 }
 
 /** The first line of the parser's message, without the excerpt it appends. */
@@ -77,10 +81,20 @@ export interface ParsedYaml extends YamlDocument {
 /** Parses one YAML document; every refusal is one SparkError line naming file:line (exit 2). */
 export function parseYamlDocument(source: string, file: string, code: ErrorCode): ParsedYaml {
   if (Buffer.byteLength(source) > YAML_MAX_BYTES) {
-    throw new SparkError(code, `${file}: a YAML file of ${Buffer.byteLength(source)} bytes is far larger than a recipe or cluster file (at most ${YAML_MAX_BYTES}); point at the right file`, { path: file });
+    throw new SparkError(
+      code,
+      `${file}: a YAML file of ${Buffer.byteLength(source)} bytes is far larger than a recipe or cluster file (at most ${YAML_MAX_BYTES}); point at the right file`,
+      { path: file },
+    );
   }
   const lines = new LineCounter();
-  const doc = parseDocument(source, { lineCounter: lines, uniqueKeys: true, prettyErrors: false, strict: true, version: '1.2' });
+  const doc = parseDocument(source, {
+    lineCounter: lines,
+    uniqueKeys: true,
+    prettyErrors: false,
+    strict: true,
+    version: '1.2',
+  });
   const problem = doc.errors[0];
   if (problem) fail(code, file, lines.linePos(problem.pos[0]).line, firstLine(problem.message));
   let value: unknown;
@@ -93,7 +107,12 @@ export function parseYamlDocument(source: string, file: string, code: ErrorCode)
     if (alias !== undefined) {
       // The alias's own line: the first `*name` in the text.
       const at = source.indexOf(`*${alias}`);
-      fail(code, file, at >= 0 ? lines.linePos(at).line : undefined, `${firstLine(message)}; define the anchor &${alias} above it, or write the value out`);
+      fail(
+        code,
+        file,
+        at >= 0 ? lines.linePos(at).line : undefined,
+        `${firstLine(message)}; define the anchor &${alias} above it, or write the value out`,
+      );
     }
     fail(code, file, undefined, `${firstLine(message)}; write the values out instead of nesting aliases`);
   }
