@@ -15,7 +15,7 @@ import {
   type MiaShardFile,
 } from '../engram/mia-dir.js';
 import { withSubTables } from '../engram/layer-source.js';
-import { checkLayers } from './verify.js';
+import { checkLayers } from './verify-layers.js';
 import type { VerifyReport, VerifyRequest } from './verify-report.js';
 
 /** The split rules the stack's two lanes use: SGLang's floor, vLLM's heads. */
