@@ -8,8 +8,9 @@ import { failIfSwallowed, findSwallowedKeys, swallowedDiagnostic, withoutSwallow
 export type Engine = 'sglang' | 'vllm';
 export const ENGINES: readonly Engine[] = ['sglang', 'vllm'];
 
-/** The TOML key of each field, in the order the docs list them. */
-const RECIPE_FIELDS = {
+/** The TOML key of each field, in the order the docs list them (a sparkrun recipe's fields are
+ * filed under the same keys). */
+export const RECIPE_FIELDS = {
   engine: 'engine',
   name: 'name',
   dockerImage: 'docker_image',

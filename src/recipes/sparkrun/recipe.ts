@@ -16,7 +16,7 @@ import { locator } from '../located.js';
 import { parseArgs } from '../args.js';
 import { TP_FLAGS } from '../topology.js';
 import { envKeyProblem } from '../env-key.js';
-import type { Engine, LoadedRecipe, Mount, Recipe, RecipeField } from '../recipe.js';
+import { RECIPE_FIELDS, type Engine, type LoadedRecipe, type Mount, type Recipe, type RecipeField } from '../recipe.js';
 import type { TomlPosition } from '../toml-positions.js';
 import {
   PROGRAMS,
@@ -308,7 +308,7 @@ export async function parseSparkrunRecipe(
     extraMounts,
     env,
     entrypoint: program,
-    locate: locator<Recipe, RecipeField>(FIELD_KEYS, positions(r, args, programLine, extraMounts, tp !== undefined)),
+    locate: locator<Recipe, RecipeField>(RECIPE_FIELDS, positions(r, args, programLine, extraMounts, tp !== undefined)),
   };
   if (tp !== undefined) recipe.tensorParallelSize = tp;
   const port = defaults.port;
@@ -331,26 +331,6 @@ export async function parseSparkrunRecipe(
   if (name !== undefined) recipe.name = name;
   return { recipe, diagnostics };
 }
-
-/** The TOML key each located field is filed under in the positions below (as for TOML). */
-const FIELD_KEYS: Record<RecipeField, string> = {
-  engine: 'engine',
-  name: 'name',
-  dockerImage: 'docker_image',
-  model: 'model',
-  parentModel: 'parent_model',
-  port: 'port',
-  requiredNodes: 'required_nodes',
-  tensorParallelSize: 'tensor_parallel_size',
-  pipelineParallelSize: 'pipeline_parallel_size',
-  distributedBackend: 'distributed_backend',
-  shmSize: 'shm_size',
-  dockerImageDir: 'docker_image_dir',
-  entrypoint: 'entrypoint',
-  args: 'args',
-  extraMounts: 'extra_mounts',
-  env: 'env',
-};
 
 /** Positions in the shape the locator reads: each field's YAML line under its TOML key. */
 function positions(
