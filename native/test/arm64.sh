@@ -94,4 +94,5 @@ else
   exit 1
 fi
 
-exec bash "$here/run.sh" --arm64
+# Not exec: the EXIT trap above removes the scratch build once the tests end.
+bash "$here/run.sh" --arm64
