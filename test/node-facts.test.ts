@@ -14,28 +14,13 @@ import { judgeProbedSnapshot, rebuildSysfs } from '../src/preflight/facts/rebuil
 import { parseAddresses, parseListeners, parseNvidiaSmi, parseRoutes } from '../src/preflight/facts/parse.js';
 import { routeTo } from '../src/preflight/facts/view.js';
 import { parseFactsRequest } from '../src/preflight/facts/answer.js';
-import { FACTS_VERSION, type FactsRequest, type NodeFacts } from '../src/preflight/facts/types.js';
+import type { FactsRequest, NodeFacts } from '../src/preflight/facts/types.js';
 import { busyPort, freePort, REVISION, world, write } from './helpers/preflight.js';
 import { procRoutes } from './helpers/fake-cluster.js';
 import { makeSnapshot } from './helpers/synth.js';
 import { writeSyntheticCopy } from './helpers/sparse-copy.js';
 import { tempDir } from './helpers/tmp.js';
-
-function request(over: Partial<FactsRequest>): FactsRequest {
-  return {
-    version: FACTS_VERSION,
-    paths: [],
-    texts: [],
-    free: [],
-    ports: [],
-    images: [],
-    docker: 'docker',
-    sysfs: '/sys',
-    procNet: '/proc/net',
-    snapshot: [],
-    ...over,
-  };
-}
+import { factsRequest } from './helpers/facts-request.js';
 
 /** Runs the probe for `req` on this machine under `shell`, as ssh would on a node. */
 async function probe(req: FactsRequest, shell = 'sh'): Promise<NodeFacts> {
@@ -52,7 +37,7 @@ test('the sh probe and spark answer the same request the same way (dash and bash
   const held = await busyPort();
   const free = await freePort();
   try {
-    const req = request({
+    const req = factsRequest({
       paths: [file, join(dir, 'sub dir'), join(dir, 'missing'), w.snapshotDir],
       texts: [file, join(dir, 'missing.json'), join(dir, 'sub dir')],
       free: [dir, join(dir, 'not', 'yet', 'made')],
@@ -99,7 +84,7 @@ test('the sh probe and spark answer the same request the same way (dash and bash
  * meanwhile, so the probe's figure is taken between two of spark's until one pair brackets it.
  */
 async function sameFreeSpace(req: FactsRequest, shell: string): Promise<void> {
-  const only = request({ free: req.free });
+  const only = factsRequest({ free: req.free });
   let last = '';
   for (let attempt = 0; attempt < 8; attempt++) {
     const before = only.free.map((p) => freeBytes(p)!);
@@ -119,7 +104,7 @@ test("a truncated shard: the probe and spark report the same error, with the nod
   makeSnapshot({ dir });
   const shard = join(dir, 'model-00003-of-00003.safetensors');
   truncateSync(shard, statSync(shard).size - 10);
-  const req = request({ snapshot: [{ dir }] });
+  const req = factsRequest({ snapshot: [{ dir }] });
   const spark = await collectFacts(req, localHello('/home/x', '0.1.0'), { via: 'spark', dumpSysfs: false });
   const sh = await probe(req);
   assert.ok('error' in spark.snapshot!.result);
@@ -208,18 +193,18 @@ test('readers of node output: routes, listening sockets, addresses, nvidia-smi',
 test('spark preflight --node-facts refuses a malformed request (exit 2 naming what is wrong)', () => {
   assert.throws(() => parseFactsRequest('{'), /--node-facts: not JSON/);
   assert.throws(
-    () => parseFactsRequest(JSON.stringify({ ...request({}), version: 99 })),
+    () => parseFactsRequest(JSON.stringify({ ...factsRequest({}), version: 99 })),
     /request version 99, this spark answers 2/,
   );
   assert.throws(
-    () => parseFactsRequest(JSON.stringify({ ...request({}), paths: [1] })),
+    () => parseFactsRequest(JSON.stringify({ ...factsRequest({}), paths: [1] })),
     /paths must be a list of strings/,
   );
   assert.throws(
-    () => parseFactsRequest(JSON.stringify({ ...request({}), ports: [70000] })),
+    () => parseFactsRequest(JSON.stringify({ ...factsRequest({}), ports: [70000] })),
     /ports must be a list of port numbers/,
   );
-  assert.deepEqual(parseFactsRequest(JSON.stringify(request({ paths: ['/x'] }))).paths, ['/x']);
+  assert.deepEqual(parseFactsRequest(JSON.stringify(factsRequest({ paths: ['/x'] }))).paths, ['/x']);
 });
 
 test("a node-local copy: the probe and spark read it alike (spark's sparse copy, the overlay tool's, a broken one)", async () => {
@@ -258,7 +243,7 @@ test("a node-local copy: the probe and spark read it alike (spark's sparse copy,
     const dir = join(tempDir(), 'engram');
     mkdirSync(dir, { recursive: true });
     make(dir);
-    const req = request({ copyDir: dir });
+    const req = factsRequest({ copyDir: dir });
     const spark = await collectFacts(req, localHello('/home/x', '0.1.0'), { via: 'spark', dumpSysfs: false });
     const sh = await probe(req);
     assert.ok(spark.copy, name);
@@ -288,7 +273,7 @@ test("the Mia stack's packed directory: the probe and spark report it alike, rea
   symlinkSync('nowhere', join(dir, 'engram-l14-r3of4.bin'));
   writeFileSync(join(dir, 'engram-local.json'), '{}');
   writeFileSync(join(dir, 'identity.json'), '{"format":"DSV41EN1","tp":4}');
-  const req = request({ miaDir: dir });
+  const req = factsRequest({ miaDir: dir });
   const spark = await collectFacts(req, localHello('/home/x', '0.1.0'), { via: 'spark', dumpSysfs: false });
   const direct = spark.miaDir!.files[0]!.direct!;
   const file = (name: string, size: number, head: string) => ({ name, kind: 'file', size, head, direct });
@@ -307,7 +292,7 @@ test("the Mia stack's packed directory: the probe and spark report it alike, rea
     identity: '{"format":"DSV41EN1","tp":4}',
   });
   for (const shell of ['dash', 'bash']) assert.deepEqual((await probe(req, shell)).miaDir, spark.miaDir, shell);
-  const gone = request({ miaDir: join(dir, 'not-there') });
+  const gone = factsRequest({ miaDir: join(dir, 'not-there') });
   assert.deepEqual((await probe(gone)).miaDir, { dir: join(dir, 'not-there'), kind: 'missing', files: [] });
   assert.deepEqual(
     (await collectFacts(gone, localHello('/home/x', '0.1.0'), { via: 'spark', dumpSysfs: false })).miaDir,

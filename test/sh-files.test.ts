@@ -14,8 +14,8 @@ import { emitWrapperSh } from '../src/wrapper/emit-sh.js';
 import { tileLayers } from '../src/engram/ranges.js';
 import { helloScript, probeScript } from '../src/preflight/facts/probe-sh.js';
 import { probeScript as fabricProbe } from '../src/recipes/sparkrun/fabric.js';
-import { FACTS_VERSION, type FactsRequest } from '../src/preflight/facts/types.js';
 import { tempDir } from './helpers/tmp.js';
+import { factsRequest } from './helpers/facts-request.js';
 
 const root = packageRoot();
 const SHELLCHECK = 'shellcheck';
@@ -89,22 +89,6 @@ const LAYERS = [
   { layer: 14, rows: 384016682 },
 ];
 
-function request(over: Partial<FactsRequest>): FactsRequest {
-  return {
-    version: FACTS_VERSION,
-    paths: [],
-    texts: [],
-    free: [],
-    ports: [],
-    images: [],
-    docker: 'docker',
-    sysfs: '/sys',
-    procNet: '/proc/net',
-    snapshot: [],
-    ...over,
-  };
-}
-
 test('every script spark makes of them passes shellcheck and dash -n', () => {
   const made: Record<string, string> = {
     'entrypoint, 4 ranks floor': emitWrapperSh({
@@ -127,9 +111,9 @@ test('every script spark makes of them passes shellcheck and dash -n', () => {
     }),
     hello: helloScript('spark'),
     'hello, a spark path with a space': helloScript('/opt/my spark/bin/spark'),
-    'probe, an empty request': probeScript(request({})),
+    'probe, an empty request': probeScript(factsRequest({})),
     'probe, every part': probeScript(
-      request({
+      factsRequest({
         paths: ['/a', '/b c'],
         texts: ['/t'],
         free: ['/f'],
