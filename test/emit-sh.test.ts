@@ -179,3 +179,34 @@ test('an engine that cannot be run is exit 3 from the sh script as from the Node
     );
   }
 });
+
+// What the overlay reads (docs/serving-stacks.md): SPARK_ENGRAM_ROWS is comma-separated
+// `L:lo:hi` items, one per Engram layer of the index, in canonical digits; the floor split is
+// lo = N*R//W, hi = N*(R+1)//W. Computed here with BigInt, not through spark's tiling.
+test('worlds 2 and 3: every rank of the sh script exports the overlay-canonical floor ranges, and they tile', async () => {
+  for (const world of [2, 3]) {
+    const script = await emit(world);
+    const next = new Map(LAYERS.map((l) => [l.layer, 0n]));
+    for (let rank = 0; rank < world; rank++) {
+      const got = viaSh(script, ['--nnodes', String(world)], { NODE_RANK: String(rank) });
+      assert.equal(got.code, 0, got.stderr);
+      const want = LAYERS.map(({ layer, rows }) => {
+        const n = BigInt(rows);
+        return `${layer}:${(n * BigInt(rank)) / BigInt(world)}:${(n * BigInt(rank + 1)) / BigInt(world)}`;
+      }).join(',');
+      assert.equal(got.rows, want, `world ${world} rank ${rank}`);
+      for (const item of got.rows!.split(',')) {
+        assert.match(item, /^(0|[1-9]\d*):(0|[1-9]\d*):(0|[1-9]\d*)$/);
+        const [layer, lo, hi] = item.split(':').map(BigInt);
+        assert.equal(
+          lo,
+          next.get(Number(layer)),
+          `world ${world} rank ${rank} layer ${layer} starts where the last ended`,
+        );
+        next.set(Number(layer), hi);
+      }
+    }
+    for (const { layer, rows } of LAYERS)
+      assert.equal(next.get(layer), BigInt(rows), `world ${world} layer ${layer} covers [0, N)`);
+  }
+});
