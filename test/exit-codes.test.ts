@@ -60,6 +60,12 @@ function damagedSnapshot(damage: (dir: string) => void): string {
 
 const SHARD = 'model-00001-of-00003.safetensors';
 
+/** A 30 s bench gather writing its chart to `svg`: a bad path must fail before the run. */
+const longGatherWithSvg = (svg: string) => [
+  ...['bench', 'gather', snapshot().dir, '--seconds', '30', '--threads', '1', '--batch', '24'],
+  ...['--svg', svg],
+];
+
 const CASES: Case[] = [
   {
     name: 'a shard that is a directory is exit 2, like a missing shard',
@@ -194,19 +200,7 @@ const CASES: Case[] = [
   {
     name: 'a bad --svg path fails before the run, not after it',
     setup: () => ({
-      argv: [
-        'bench',
-        'gather',
-        snapshot().dir,
-        '--seconds',
-        '30',
-        '--threads',
-        '1',
-        '--batch',
-        '24',
-        '--svg',
-        '/nonexistent/dir/gather.svg',
-      ],
+      argv: longGatherWithSvg('/nonexistent/dir/gather.svg'),
     }),
     exit: 2,
     code: 'E_USAGE',
@@ -216,19 +210,7 @@ const CASES: Case[] = [
   {
     name: '--svg naming a directory fails before the run',
     setup: () => ({
-      argv: [
-        'bench',
-        'gather',
-        snapshot().dir,
-        '--seconds',
-        '30',
-        '--threads',
-        '1',
-        '--batch',
-        '24',
-        '--svg',
-        tempDir(),
-      ],
+      argv: longGatherWithSvg(tempDir()),
     }),
     exit: 2,
     code: 'E_USAGE',
