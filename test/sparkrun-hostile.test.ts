@@ -31,7 +31,7 @@ const CASES: { name: string; text: () => string; expect: RegExp }[] = [
   {
     name: 'a duplicate key',
     text: () => `${HEAD}model: other/model\n`,
-    expect: /:5: invalid YAML: Map keys must be unique/,
+    expect: /:5: invalid YAML: the key model is written twice \(lines 3 and 5\); map keys must be unique: keep one$/,
   },
   {
     name: 'an alias to no anchor',
