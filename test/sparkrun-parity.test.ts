@@ -169,7 +169,7 @@ test('spark recipe convert writes what has no counterpart as a comment', async (
   );
   const withMods = `${seedYaml(w, 'deepseek-v4-flash-eugr-agent').replace('runtime: vllm', 'runtime: vllm-distributed')}mods:\n  - engram-pack\npost_exec:\n  - echo up\n`;
   const toml = toToml(await parseAnyRecipe(withMods, 'recipe.yaml'));
-  assert.match(toml, /^# - line \d+: mods: sparkrun copies each mod into every container/m);
+  assert.match(toml, /^# - line \d+: mods: engram-pack: sparkrun copies this mod into every container/m);
   assert.match(toml, /^# - line \d+: post_exec: sparkrun runs these commands/m);
   // The comments are comments: the result is a recipe spark reads.
   assert.equal((await parseAnyRecipe(toml, 'r.toml')).recipe.engine, 'vllm');

@@ -3,46 +3,10 @@
 // (rule, severity, file:line) and the argv `spark launch --dry-run --json` produces.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { cli } from './helpers/cli.js';
-import { preflight, REVISION, world, write, type World } from './helpers/preflight.js';
+import { REVISION, world } from './helpers/preflight.js';
+import { HOME, SNAPSHOT, afterImage, dryRun, sparkrunFindings, yamlRecipe } from './helpers/sparkrun.js';
 import { ShellSyntaxError, shellWords } from '../src/recipes/sparkrun/shell-words.js';
-
-const SNAPSHOT = `/root/.cache/huggingface/hub/models--deepseek-ai--DeepSeek-V4.1-Flash/snapshots/${REVISION}`;
-const HOME = '/home/spark';
-
-interface Plan {
-  nodes: { rank: number; argv: string[]; env: Record<string, string> }[];
-}
-
-function yamlRecipe(w: World, name: string, text: string): string {
-  return write(join(w.root, 'sparkrun', name, 'recipe.yaml'), text);
-}
-
-async function dryRun(file: string, cluster: string, env: NodeJS.ProcessEnv = {}): Promise<Plan> {
-  const r = await cli(['launch', file, '--cluster', cluster, '--dry-run', '--json'], { HOME, ...env });
-  assert.equal(r.code, 0, r.stderr);
-  return JSON.parse(r.stdout) as Plan;
-}
-
-/** The argv after the image: the container command as the engine gets it. */
-function afterImage(argv: string[], image: string): string[] {
-  return argv.slice(argv.indexOf(image) + 1);
-}
-
-/** The sparkrun findings as [rule, severity, where] (and the message, for a look). */
-async function sparkrunFindings(w: World, file: string, cluster: string, env: NodeJS.ProcessEnv = {}) {
-  const r = await preflight(
-    w.options(file, { cluster, only: ['sparkrun', 'env.undefined-variable', 'toml.unknown-key'] }),
-    env,
-  );
-  return r.findings.map((f) => ({
-    rule: f.rule,
-    severity: f.severity,
-    where: f.where.replace(file, 'R'),
-    message: f.message,
-  }));
-}
 
 const SGLANG_TEMPLATE = (port: number) => `recipe_version: "2"
 runtime: sglang
@@ -122,6 +86,7 @@ test('SGLang with a command template: placeholders filled, {launch.*} resolved, 
       where: 'R:10',
       message:
         'defaults.unused_knob is not named in command, so it reaches nothing (sparkrun does the same with a template)',
+      fix: 'name it in command as {unused_knob}, or remove it',
     },
   ]);
   const unset = await sparkrunFindings(w, file, w.cluster);
@@ -132,6 +97,7 @@ test('SGLang with a command template: placeholders filled, {launch.*} resolved, 
       severity: 'warn',
       where: 'R:24',
       message: '$SPARKRUN_TEST_VALUE in env.FROM_HOST is not set on this machine; it expands to an empty string',
+      fix: 'set SPARKRUN_TEST_VALUE before running spark, or write the value into the recipe',
     },
   );
 });
@@ -331,7 +297,7 @@ env:
   assert.deepEqual(
     found.map((f) => [f.rule, f.severity, f.where]),
     [
-      ['sparkrun.not-run', 'error', 'R:8'],
+      ['sparkrun.not-run', 'error', 'R:9'],
       ['sparkrun.not-run', 'error', 'R:10'],
       ['sparkrun.not-run', 'warn', 'R:12'],
       ['sparkrun.not-run', 'warn', 'R:14'],
@@ -339,7 +305,7 @@ env:
   );
   assert.match(
     found[0]!.message,
-    /^mods: sparkrun copies each mod into every container and runs its run\.sh before the serve command; spark runs no mods, so the containers start without what they install or prepare .*a stack whose serving depends on a mod fails at boot or serves something else$/,
+    /^mods: dsv41-engram-pack: sparkrun copies this mod into every container and runs its run\.sh before the serve command; spark runs no mods, so the containers start without what it installs or prepares .*a stack whose serving depends on it fails at boot or serves something else$/,
   );
   // Preflight fails (exit 1), so a launch refuses; the dry run still shows the plan.
   assert.equal(
@@ -437,9 +403,9 @@ test('a runtime sparkrun would guess (mods without a runtime: eugr-vllm) is a fi
     found.map((f) => [f.rule, f.severity, f.where]),
     [
       ['sparkrun.not-run', 'error', 'R:5'],
-      ['sparkrun.not-run', 'error', 'R:5'],
+      ['sparkrun.not-run', 'error', 'R:6'],
     ],
   );
   assert.match(found[0]!.message, /^runtime eugr-vllm: /);
-  assert.match(found[1]!.message, /^mods: /);
+  assert.match(found[1]!.message, /^mods: patch: /);
 });

@@ -7,6 +7,7 @@
 // positional, `--model-path` / `--model`) is left out, so spark passes the snapshot it resolves
 // and pins, exactly as for a TOML recipe. A model written as a path stays.
 import type { Engine } from '../recipe.js';
+import { NEGATABLE, keyFate, type DefaultsOutcome } from './defaults-flags.js';
 import { ShellSyntaxError, shellWords } from './shell-words.js';
 
 /** The program a command-less recipe runs, per engine (sparkrun's generated commands). */
@@ -14,50 +15,6 @@ export const PROGRAMS: Record<Engine, string[]> = {
   sglang: ['python3', '-m', 'sglang.launch_server'],
   vllm: ['vllm', 'serve'],
 };
-
-/** `defaults` keys spark reads itself (the parallel shape, the port, vLLM's backend): the launcher passes them. */
-export const SHAPE_KEYS = new Set(['tensor_parallel', 'pipeline_parallel', 'port', 'distributed_executor_backend']);
-
-/** sparkrun's flag table per runtime: a `defaults` key and the engine flag it becomes. */
-export const FLAG_TABLES: Record<Engine, Record<string, string>> = {
-  sglang: {
-    tensor_parallel: '--tp-size',
-    pipeline_parallel: '--pp-size',
-    port: '--port',
-    host: '--host',
-    gpu_memory_utilization: '--mem-fraction-static',
-    max_model_len: '--context-length',
-    max_num_seqs: '--max-running-requests',
-    trust_remote_code: '--trust-remote-code',
-    chunked_prefill: '--chunked-prefill-size',
-    ep_size: '--ep-size',
-    served_model_name: '--served-model-name',
-    dtype: '--dtype',
-    quantization: '--quantization',
-    kv_cache_dtype: '--kv-cache-dtype',
-  },
-  vllm: {
-    tensor_parallel: '-tp',
-    pipeline_parallel: '-pp',
-    port: '--port',
-    host: '--host',
-    gpu_memory_utilization: '--gpu-memory-utilization',
-    max_model_len: '--max-model-len',
-    max_num_seqs: '--max-num-seqs',
-    max_num_batched_tokens: '--max-num-batched-tokens',
-    served_model_name: '--served-model-name',
-    dtype: '--dtype',
-    quantization: '--quantization',
-    kv_cache_dtype: '--kv-cache-dtype',
-    trust_remote_code: '--trust-remote-code',
-    enforce_eager: '--enforce-eager',
-    enable_prefix_caching: '--enable-prefix-caching',
-    distributed_executor_backend: '--distributed-executor-backend',
-  },
-};
-
-/** vLLM flags that are on unless turned off: `false` is written `--no-<flag>`, not left out. */
-const NEGATABLE = new Set(['enable_prefix_caching', 'enable_chunked_prefill', 'async_scheduling']);
 
 /** One engine argument and the recipe line that wrote it. */
 export interface LinedArg {
@@ -154,39 +111,39 @@ export function templateCommand(
 
 export { ShellSyntaxError };
 
-/** What became of one `defaults` key on the way to the engine's flags. */
-export interface DefaultsOutcome {
-  key: string;
-  /** `mapped`: in sparkrun's table; `passed`: not in it, passed as the dashed flag; `shape`: read by spark. */
-  how: 'mapped' | 'passed' | 'shape';
-  flag?: string;
-}
-
-/** Engine arguments from `defaults` (no template), in the order the recipe writes the keys. */
+/**
+ * Engine arguments from `defaults` (no template), in the order the recipe writes the keys; a
+ * value's `{key}` placeholders are filled from `values` (defaults, then the model and its
+ * revision), and a key whose value names one nothing answers is left out (its outcome says so).
+ */
 export function defaultsCommand(
   engine: Engine,
   defaults: Record<string, unknown>,
   values: ReadonlyMap<string, string>,
   lineOf: (key: string) => number | undefined,
 ): { args: LinedArg[]; outcomes: DefaultsOutcome[] } {
-  const table = FLAG_TABLES[engine];
   const args: LinedArg[] = [];
   const outcomes: DefaultsOutcome[] = [];
   for (const [key, raw] of Object.entries(defaults)) {
-    if (SHAPE_KEYS.has(key)) {
-      outcomes.push({ key, how: 'shape' });
+    const fate = keyFate(engine, key);
+    if ((fate.how !== 'mapped' && fate.how !== 'engine-flag') || raw === null) {
+      outcomes.push(fate);
       continue;
     }
-    const flag = table[key] ?? `--${key.replace(/_/g, '-')}`;
-    outcomes.push({ key, how: table[key] !== undefined ? 'mapped' : 'passed', flag });
+    const { flag } = fate;
     const line = lineOf(key);
-    if (raw === null) continue;
     if (raw === true) args.push({ text: flag, line });
     else if (raw === false) {
       if (engine === 'vllm' && NEGATABLE.has(key)) args.push({ text: flag.replace(/^--/, '--no-'), line });
     } else {
-      args.push({ text: flag, line }, { text: fillPlaceholders(renderValue(raw), values).text, line });
+      const filled = fillPlaceholders(renderValue(raw), values);
+      if (filled.unresolved.length > 0) {
+        outcomes.push({ key, how: 'unresolved', flag, placeholders: filled.unresolved });
+        continue;
+      }
+      args.push({ text: flag, line }, { text: filled.text, line });
     }
+    outcomes.push(fate);
   }
   return { args, outcomes };
 }

@@ -36,16 +36,8 @@ const NO_BUILD: NotRun = {
   fix: 'build and push (or load) the image on every node first, then drop the key',
 };
 
-/** Top-level keys asking for something spark does not do. */
+/** Top-level keys asking for something spark does not do (`mods` has a finding per mod: mods.ts). */
 export const NOT_RUN: Record<string, NotRun> = {
-  mods: {
-    severity: 'error',
-    means:
-      'sparkrun copies each mod into every container and runs its run.sh before the serve command; spark runs no mods, ' +
-      'so the containers start without what they install or prepare (a patched engine, packed Engram rows): ' +
-      'a stack whose serving depends on a mod fails at boot or serves something else',
-    fix: 'bake what the mod installs into the image and prepare what it makes on the nodes (Engram rows: spark pack), point the recipe at them, and remove mods',
-  },
   pre_exec: {
     severity: 'error',
     means:

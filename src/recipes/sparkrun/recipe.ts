@@ -18,15 +18,8 @@ import { TP_FLAGS } from '../topology.js';
 import { envKeyProblem } from '../env-key.js';
 import { RECIPE_FIELDS, type Engine, type LoadedRecipe, type Mount, type Recipe, type RecipeField } from '../recipe.js';
 import type { TomlPosition } from '../toml-positions.js';
-import {
-  PROGRAMS,
-  SHAPE_KEYS,
-  ShellSyntaxError,
-  defaultsCommand,
-  renderValue,
-  templateCommand,
-  type LinedArg,
-} from './command.js';
+import { PROGRAMS, ShellSyntaxError, defaultsCommand, renderValue, templateCommand, type LinedArg } from './command.js';
+import { SHAPE_KEYS, outcomeFinding } from './defaults-flags.js';
 import { RUNTIME_CACHE_CONTAINER_PATH, RUNTIME_CACHE_HOST_DEFAULT, interpolate, usesRuntimeCache } from './env.js';
 import {
   EXECUTOR_KEYS,
@@ -37,6 +30,7 @@ import {
   guessRuntime,
   runtimeChoice,
 } from './features.js';
+import { modFindings } from './mods.js';
 import { shellWords } from './shell-words.js';
 import { parseYamlDocument } from './yaml-document.js';
 export type { SparkrunReadOptions } from './recipe-reader.js';
@@ -108,8 +102,11 @@ export async function parseSparkrunRecipe(
   const tp = r.count(defaults, ['defaults', 'tensor_parallel']);
   const pp = r.count(defaults, ['defaults', 'pipeline_parallel']) ?? 1;
 
-  // Placeholder values: every default as text.
+  // Placeholder values: every default as text, then what the recipe's own top-level keys answer
+  // (a default of the same name wins, as in sparkrun).
   const values = new Map(Object.entries(defaults).map(([k, v]) => [k, renderValue(v)]));
+  if (!values.has('model')) values.set('model', model);
+  if (revision !== undefined && !values.has('model_revision')) values.set('model_revision', revision);
   const executor = r.map(top, ['executor_config']);
   const entrypoint = r.string(executor, ['executor_config', 'entrypoint']);
   let program: string[];
@@ -137,9 +134,9 @@ export async function parseSparkrunRecipe(
           file,
           firstLine,
           'sparkrun-defaults',
-          'warn',
+          'error',
           `command.{${key}}`,
-          `command: {${key}} names no key of defaults, so it is passed as written (sparkrun does the same)`,
+          `command: {${key}} names no key of defaults and no top-level key spark answers (model, model_revision), so the engine would get it as written`,
           `add ${key} to defaults, or correct the name`,
         ),
       );
@@ -163,18 +160,20 @@ export async function parseSparkrunRecipe(
     programLine = runtimeLine;
     const built = defaultsCommand(engine, defaults, values, (key) => r.line('defaults', key));
     args = built.args;
-    for (const o of built.outcomes.filter((x) => x.how === 'passed')) {
-      diagnostics.push(
-        diagnostic(
-          file,
-          r.line('defaults', o.key),
-          'sparkrun-defaults',
-          'warn',
-          `defaults.${o.key}`,
-          `defaults.${o.key} is not in sparkrun's ${engine} flag table (sparkrun 0.2 drops such keys without a word); spark passes it to the engine as ${o.flag}`,
-          `check that ${engine} takes ${o.flag}, or write the flag in a command: template`,
-        ),
-      );
+    for (const o of built.outcomes) {
+      const f = outcomeFinding(engine, o);
+      if (f)
+        diagnostics.push(
+          diagnostic(
+            file,
+            r.line('defaults', o.key),
+            'sparkrun-defaults',
+            f.severity,
+            `defaults.${o.key}`,
+            f.message,
+            f.fix,
+          ),
+        );
     }
   }
   if (entrypoint !== undefined && entrypoint !== '') {
@@ -258,8 +257,20 @@ export async function parseSparkrunRecipe(
     }
   }
 
-  // What spark does not do, one finding each; unknown keys by name.
+  // What spark does not do, one finding each (each mod its own); unknown keys by name.
+  diagnostics.push(
+    ...modFindings(top.mods, (i) => (i === undefined ? r.line('mods') : r.line('mods', i)), {
+      file,
+      model,
+      ...(launch.modelRevision !== undefined ? { commit: launch.modelRevision } : {}),
+      hfCache: options.hfCache ?? '~/.cache/huggingface',
+      nodes,
+      env,
+      mounts: extraMounts,
+    }),
+  );
   for (const key of Object.keys(top)) {
+    if (key === 'mods') continue;
     const n = NOT_RUN[key];
     if (n) diagnostics.push(notRunDiagnostic(file, r.line(key), key, n));
     else if (
