@@ -2,19 +2,21 @@
 // as sparkrun YAML (docs/sparkrun.md). Both are read into the same typed recipe, so the
 // converted file preflights and launches the same; what has no counterpart is a comment.
 import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { Command, Option } from 'commander';
 import type { CliContext } from './context.js';
 import type { CommandResult, Io } from '../io.js';
 import { usageError } from '../errors.js';
 import { writeNewFile } from '../new-file.js';
 import { fileFormat, readRecipe } from '../recipes/index.js';
-import { toSparkrunYaml, toToml } from '../recipes/sparkrun/convert.js';
+import { convertRecipe } from '../recipes/sparkrun/round-trip.js';
 import { readTextFile } from '../recipes/toml-file.js';
 
 export interface ConvertFlags {
   to?: 'toml' | 'yaml';
   out?: string;
   force?: boolean;
+  json?: boolean;
 }
 
 export async function runConvert(file: string, flags: ConvertFlags, io: Io): Promise<CommandResult> {
@@ -22,7 +24,9 @@ export async function runConvert(file: string, flags: ConvertFlags, io: Io): Pro
   const to = flags.to ?? (from === 'toml' ? 'yaml' : 'toml');
   if (to === from) throw usageError(`${file} is already ${from.toUpperCase()}; --to ${to} converts nothing`);
   const loaded = await readRecipe(file, { env: io.env });
-  const text = to === 'toml' ? toToml(loaded) : toSparkrunYaml(loaded);
+  // Every value exact, or refused naming it (exit 2), before anything is written.
+  const { text, warnings } = await convertRecipe(loaded, to, io.env.HOME ?? homedir());
+  if (!flags.json) for (const w of warnings) io.stderr(`spark recipe convert: warning: ${w}\n`);
   if (flags.out !== undefined) {
     if (existsSync(flags.out) && !flags.force)
       throw usageError(`${flags.out} exists; choose another --out, or pass --force to replace it`);
@@ -32,6 +36,7 @@ export async function runConvert(file: string, flags: ConvertFlags, io: Io): Pro
     from: { file, format: from },
     to: { format: to, file: flags.out ?? null },
     notes: loaded.diagnostics.length,
+    warnings,
     text,
   };
   return { json, text: flags.out === undefined ? text.trimEnd() : `wrote ${flags.out} (${to})`, exitCode: 0 };
@@ -53,13 +58,16 @@ export function recipeCommand(ctx: CliContext): Command {
       'after',
       `
 What one format can say and the other cannot (mods, pre_exec, parent_model, …) is written as a
-comment at the top of the result. The result preflights the same as the original.
+comment at the top of the result. The result preflights the same as the original: every value
+comes back exactly when spark reads the result, or the conversion is refused (exit 2) naming
+the value, its line and why (a {placeholder} a command: template would fill, a ":" in a volume
+path). An unset $VAR in a sparkrun recipe's env is a warning and a comment.
 
 Examples:
   spark recipe convert recipes/dsv41-flash-4x-sglang-aiden16/recipe.toml --out dsv41.yaml
   spark recipe convert ~/.config/sparkrun/recipes/my-recipe.yaml --to toml`,
     )
-    .action(async (file: string, flags: ConvertFlags & { json?: boolean }) => {
+    .action(async (file: string, flags: ConvertFlags) => {
       ctx.emit(await runConvert(file, flags, ctx.io), Boolean(flags.json));
     });
   return recipe;

@@ -64,6 +64,17 @@ export function fillPlaceholders(
   return { text: out, used, unresolved };
 }
 
+/** `python3 -m MODULE`: the interpreter's `-m` and its module belong to the program. */
+const PYTHON = /(^|\/)python[0-9.]*$/;
+
+/**
+ * Where the engine's arguments start: at the first word starting with `-`, except the `-m` of
+ * a Python interpreter (`python3 -m sglang.launch_server` is the program); -1 when none does.
+ */
+export function programEnd(words: readonly string[]): number {
+  return words.findIndex((w, i) => w.startsWith('-') && !(w === '-m' && i > 0 && PYTHON.test(words[i - 1]!)));
+}
+
 /** Model flags whose `{model}` value the launcher replaces with the resolved snapshot. */
 const MODEL_FLAGS = new Set(['--model-path', '--model']);
 
@@ -82,7 +93,7 @@ export function templateCommand(
   const filled = fillPlaceholders(template, withModel);
   const words = shellWords(filled.text);
   const lineOf = (w: { line: number }) => (firstLine === undefined ? undefined : firstLine + w.line);
-  const flagAt = words.findIndex((w) => w.text.startsWith('-'));
+  const flagAt = programEnd(words.map((w) => w.text));
   const programWords = flagAt < 0 ? words : words.slice(0, flagAt);
   const rest = flagAt < 0 ? [] : words.slice(flagAt);
   // `vllm serve {model}`: the positional model slot is the launcher's.

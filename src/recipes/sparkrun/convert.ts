@@ -17,8 +17,74 @@ function tomlKey(k: string): string {
   return BARE_TOML_KEY.test(k) ? k : tomlString(k);
 }
 
+/**
+ * Whether a YAML reader takes this code point as it is inside a scalar: YAML's printable set,
+ * less the characters YAML 1.1 (sparkrun's PyYAML) reads as line breaks (NEL, U+2028, U+2029)
+ * and the byte order mark. Everything else is written as an escape.
+ */
+function yamlPrintable(c: number): boolean {
+  return (
+    c === 0x09 ||
+    (c >= 0x20 && c <= 0x7e) ||
+    (c >= 0xa0 && c <= 0xd7ff && c !== 0x2028 && c !== 0x2029) ||
+    (c >= 0xe000 && c <= 0xfffd && c !== 0xfeff) ||
+    c >= 0x10000
+  );
+}
+
+function hexEscape(c: number): string {
+  const hex = c.toString(16).toUpperCase();
+  return c <= 0xff
+    ? `\\x${hex.padStart(2, '0')}`
+    : c <= 0xffff
+      ? `\\u${hex.padStart(4, '0')}`
+      : `\\U${hex.padStart(8, '0')}`;
+}
+
+/** A string's characters as they go between YAML's double quotes (no line breaks). */
+function yamlEscaped(s: string): string {
+  let out = '';
+  for (const ch of s) {
+    const c = ch.codePointAt(0)!;
+    if (ch === '"' || ch === '\\') out += `\\${ch}`;
+    else if (ch === '\n') out += '\\n';
+    else if (ch === '\t') out += '\\t';
+    else out += yamlPrintable(c) ? ch : hexEscape(c);
+  }
+  return out;
+}
+
+/** A YAML double-quoted scalar: every character comes back exactly (any of them: see yamlPrintable). */
+function yamlString(s: string): string {
+  return `"${yamlEscaped(s)}"`;
+}
+
+/**
+ * A text as a double-quoted scalar that keeps its lines: each line break is written `\n`
+ * followed by an escaped break, so the file's lines are the text's lines (messages about the
+ * text name the right file line); a blank leading a continuation is escaped, as YAML strips it.
+ */
+function yamlLines(text: string, indent: string): string {
+  const lines = text.split('\n');
+  const written = lines.map((line, i) => {
+    const body = i > 0 && line.startsWith(' ') ? `\\x20${yamlEscaped(line.slice(1))}` : yamlEscaped(line);
+    return i < lines.length - 1 ? `${body}\\n\\` : body;
+  });
+  return `"${written.join(`\n${indent}`)}"`;
+}
+
+/** Whether a text can be a block scalar as it is: every character printable (line breaks aside). */
+function blockSafe(text: string): boolean {
+  return [...text].every((ch) => ch === '\n' || yamlPrintable(ch.codePointAt(0)!));
+}
+
+/** A comment's text, with what a comment cannot hold (control characters, YAML 1.1's line breaks) escaped. */
 function comment(text: string): string[] {
-  return text.split('\n').map((l) => `# ${l}`.trimEnd());
+  return [...text]
+    .map((ch) => (ch === '\n' || yamlPrintable(ch.codePointAt(0)!) ? ch : hexEscape(ch.codePointAt(0)!)))
+    .join('')
+    .split('\n')
+    .map((l) => `# ${l}`.trimEnd());
 }
 
 /** The converted file's header: where it came from, and each thing it could not carry. */
@@ -35,9 +101,9 @@ function header(from: string, notes: string[]): string[] {
 /** A sparkrun recipe as spark TOML; the reader's findings (mods, pre_exec, …) become comments. */
 export function toToml(loaded: LoadedRecipe): string {
   const r = loaded.recipe;
-  const notes = loaded.diagnostics
-    .filter((d: FileDiagnostic) => d.kind !== 'undefined-variable')
-    .map((d) => `${d.line !== undefined ? `line ${d.line}: ` : ''}${d.message} (${d.fix})`);
+  const notes = loaded.diagnostics.map(
+    (d: FileDiagnostic) => `${d.line !== undefined ? `line ${d.line}: ` : ''}${d.message} (${d.fix})`,
+  );
   const lines = header(r.file, notes);
   const put = (key: string, value: string | number | undefined) => {
     if (value !== undefined) lines.push(`${key} = ${typeof value === 'number' ? String(value) : tomlString(value)}`);
@@ -81,11 +147,6 @@ function shellWord(word: string): string {
   return `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
-/** A YAML scalar: JSON's double-quoted strings are YAML's. */
-function yamlString(s: string): string {
-  return JSON.stringify(s);
-}
-
 /**
  * A spark TOML recipe as a sparkrun recipe (a command template, so every flag is written
  * out). `$` in env values is escaped: a sparkrun reader expands `$VAR`.
@@ -98,6 +159,10 @@ export function toSparkrunYaml(loaded: LoadedRecipe): string {
     notes.push(`parent_model = "${r.parentModel}" (spark reads it to tell the model family; sparkrun has no such key)`);
   if (r.dockerImageDir !== undefined)
     notes.push(`docker_image_dir = "${r.dockerImageDir}" (where spark's image sources live; sparkrun has no such key)`);
+  if (r.engine !== 'vllm' && r.distributedBackend !== undefined)
+    notes.push(
+      `distributed_backend = "${r.distributedBackend}" (a vLLM setting; sparkrun's ${r.engine} runtime has no executor backend)`,
+    );
   if (r.requiredNodes !== shape.tp * shape.pp)
     notes.push(`required_nodes = ${r.requiredNodes} (sparkrun runs tensor_parallel × pipeline_parallel nodes)`);
   if (r.entrypoint === undefined) {
@@ -141,11 +206,18 @@ export function toSparkrunYaml(loaded: LoadedRecipe): string {
     ...(r.engine === 'vllm' && program.at(-1) === 'serve' ? ['{model}'] : []),
   ].join(' ');
   const rows = flagRows(argvForExec(r.args).map(shellWord), ' ');
-  lines.push(
-    'command: |',
-    `  ${first}${rows.length > 0 ? ' \\' : ''}`,
-    ...rows.map((row, i) => `    ${row}${i < rows.length - 1 ? ' \\' : ''}`),
-  );
+  // A block scalar (indented by an explicit 2, so a word's own line breaks and blanks stay
+  // its own) when every character can stand in one as it is; else a quoted scalar with the
+  // same lines (its indentation is the file's, not the text's), whose escapes carry any character.
+  const text = (indent: string) => [first, ...rows.map((row) => `${indent}${row}`)].join(' \\\n');
+  if (blockSafe(text('')))
+    lines.push(
+      'command: |2',
+      ...text('  ')
+        .split('\n')
+        .map((l) => `  ${l}`),
+    );
+  else lines.push(`command: ${yamlLines(text(''), '    ')}`);
   const env = Object.entries(r.env);
   if (env.length > 0)
     lines.push(
