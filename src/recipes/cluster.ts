@@ -5,6 +5,7 @@
 import { isIP } from 'node:net';
 import { FieldReader, type FileDiagnostic } from './fields.js';
 import { locator, type Locate } from './located.js';
+import { sshHostProblem } from './ssh-target.js';
 import { failIfSwallowed, findSwallowedKeys, swallowedDiagnostic, withoutSwallowed } from './swallowed.js';
 import { parseTomlDocument, readTextFile } from './toml-file.js';
 import { formatPath, type TomlPositions } from './toml-positions.js';
@@ -108,21 +109,6 @@ function parseAddress(
   return { addr, prefix: Number(p) };
 }
 
-/**
- * Why `host` cannot be an ssh target, or undefined. A leading '-' would make ssh read the
- * host as an option (`-oProxyCommand=…` runs a command); an empty one runs nothing.
- */
-function badHost(host: string): string | undefined {
-  if (host === '') return 'is empty: it must name the node to ssh to';
-  if (host.startsWith('-')) return "starts with '-', which ssh would read as an option";
-  if ([...host].some((c) => /\s/.test(c) || c.charCodeAt(0) < 0x20 || c === '\x7f'))
-    return 'contains whitespace or a control character';
-  const at = host.lastIndexOf('@');
-  const name = host.slice(at + 1);
-  if (name === '' || name.startsWith('-')) return `has no host name after '${host.slice(0, at + 1)}'`;
-  return undefined;
-}
-
 /** Parses and validates a cluster file. Throws SparkError E_CLUSTER (exit 2) on bad data. */
 export function parseCluster(source: string, file: string): LoadedCluster {
   const document = parseTomlDocument(source, file, 'E_CLUSTER');
@@ -150,7 +136,7 @@ export function parseCluster(source: string, file: string): LoadedCluster {
       true,
     );
     const host = r.requiredString('host', 'host = "spark1"');
-    const bad = badHost(host);
+    const bad = sshHostProblem(host);
     if (bad)
       r.fail(
         'host',
