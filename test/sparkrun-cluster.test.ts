@@ -7,6 +7,7 @@ import { chmodSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { clusterSpec, openCluster } from '../src/recipes/index.js';
 import { SparkError } from '../src/errors.js';
+import { RULES } from '../src/preflight/rules/index.js';
 import { cli } from './helpers/cli.js';
 import { fakeNodes, type FakeNodes } from './helpers/fake-node.js';
 import { REVISION, world, write } from './helpers/preflight.js';
@@ -290,4 +291,71 @@ test('ssh is given its options, then --, then the destination and the command', 
     assert.deepEqual(c.argv.slice(0, 6), ['-o', 'BatchMode=yes', '-o', 'ConnectTimeout=15', '--', c.host]);
     assert.equal(c.argv.length, 7);
   }
+});
+
+test('preflight --local with a sparkrun cluster asks no node: this node is checked, and an info finding names the cross-node rules that could not run', async () => {
+  const w = await world();
+  const recipe = await anyRecipe();
+  const fake = fakeNodes();
+  const home = sparkrunHome({ lab: LAB }, { hfCache: w.hfCache });
+  // Neither node answers ssh: a run that asked them would stop (E_CLUSTER).
+  const env = {
+    ...fake.env({
+      'kilork@spark1 ssh': { exit: 255, stderr: 'ssh: connect to host spark1 port 22: No route to host\n' },
+      'kilork@spark2 ssh': { exit: 255, stderr: 'ssh: connect to host spark2 port 22: No route to host\n' },
+    }),
+    HOME: home,
+  };
+  const file = join(home, '.config', 'sparkrun', 'clusters', 'lab.yaml');
+  for (const flags of [['--local'], ['--node-rank', '0']]) {
+    const r = await cli(['preflight', recipe, '--cluster', 'lab', '--sysfs', w.sysfs, '--json', ...flags], env);
+    assert.deepEqual(fake.calls(), [], `${flags.join(' ')}: a node was asked`);
+    assert.ok(r.code === 0 || r.code === 1, `${flags.join(' ')}: exit ${r.code}: ${r.stderr}`);
+    const report = JSON.parse(r.stdout) as {
+      mode: string;
+      cluster: string;
+      node: { rank: number; host: string } | null;
+      family: { name: string };
+      findings: { rule: string; severity: string; message: string; where: string }[];
+      ran: string[];
+      skipped: { rule: string; reason: string }[];
+    };
+    assert.equal(report.mode, 'local');
+    assert.equal(report.cluster, file);
+    assert.deepEqual(report.node, flags[0] === '--local' ? null : { rank: 0, host: 'kilork@spark1' });
+    // The rules that compare the nodes' facts, as they apply to this recipe.
+    const compared = RULES.filter(
+      (rule) =>
+        rule.scope === 'cluster' &&
+        rule.engines.includes('vllm') &&
+        (rule.families === undefined || rule.families.includes(report.family.name as never)),
+    ).map((rule) => rule.id);
+    assert.ok(compared.includes('nodes.reachable'));
+    assert.deepEqual(
+      report.findings.filter((f) => f.rule === 'cluster.local-only'),
+      [
+        {
+          rule: 'cluster.local-only',
+          severity: 'info',
+          message:
+            '--local checks this node only, and sparkrun stores no fabric addresses: not run: cluster.fabric-range, rendezvous.subnet ' +
+            `(they need every node's fabric address); ${compared.join(', ')} (they compare the nodes)`,
+          where: file,
+          fix: 'run spark preflight without --local to check every node over ssh, or give the addresses in a spark cluster file',
+        },
+      ],
+    );
+    const reason = "it needs every node's fabric address: sparkrun stores none, and --local asks no other node";
+    assert.deepEqual(
+      report.skipped.filter((s) => s.reason === reason).map((s) => s.rule),
+      ['cluster.fabric-range', 'rendezvous.subnet'],
+    );
+    assert.ok(!report.ran.includes('cluster.fabric-range') && !report.ran.includes('rendezvous.subnet'));
+    // The node rules ran on this machine as node 0 (they need no address).
+    if (flags[0] === '--node-rank') assert.ok(report.ran.includes('fabric.hca'), report.ran.join(' '));
+  }
+  // Without --local the nodes are asked, and one that does not answer stops the run as before.
+  const all = await cli(['preflight', recipe, '--cluster', 'lab', '--sysfs', w.sysfs], env);
+  assert.equal(all.code, 2, all.stderr);
+  assert.match(all.stderr, /could not find kilork@spark1's on the node .*it did not answer over ssh/);
 });

@@ -3,6 +3,7 @@
 // cache and the cluster's NCCL environment (format in docs/recipes.md; examples in
 // recipes/clusters/).
 import { isIP } from 'node:net';
+import { SparkError } from '../errors.js';
 import { FieldReader, type FileDiagnostic } from './fields.js';
 import { locator, type Locate } from './located.js';
 import { sshHostProblem } from './ssh-target.js';
@@ -36,8 +37,11 @@ export interface ClusterNode {
   rank: number;
   /** ssh target, e.g. `spark1` or `user@10.0.0.1`. */
   host: string;
-  /** The node's address on the RoCE fabric (without a prefix length). */
-  fabricAddr: string;
+  /**
+   * The node's address on the RoCE fabric (without a prefix length). Undefined only for a
+   * sparkrun cluster (which stores none) opened without asking its nodes: preflight --local.
+   */
+  fabricAddr?: string;
   /** The fabric subnet's prefix length, when written as `fabric_addr = "a.b.c.d/24"`. */
   fabricPrefix?: number;
   /**
@@ -78,9 +82,34 @@ export const DEFAULT_DIST_PORT = 25000;
 /** Where the launcher mounts the cluster's hf_cache inside every container. */
 export const HF_CACHE_CONTAINER_PATH = '/root/.cache/huggingface';
 
+/** A node whose fabric address is known: every node of a spark cluster file, and of a sparkrun cluster once asked. */
+export type AddressedNode = ClusterNode & { fabricAddr: string };
+
 /** The address the other nodes reach `node` at: its dist_addr, else its fabric address. */
-export function nodeAddress(node: Pick<ClusterNode, 'distAddr' | 'fabricAddr'>): string {
+export function nodeAddress(node: Pick<AddressedNode, 'distAddr' | 'fabricAddr'>): string;
+export function nodeAddress(node: Pick<ClusterNode, 'distAddr' | 'fabricAddr'>): string | undefined;
+export function nodeAddress(node: Pick<ClusterNode, 'distAddr' | 'fabricAddr'>): string | undefined {
   return node.distAddr ?? node.fabricAddr;
+}
+
+export function isAddressed(node: ClusterNode): node is AddressedNode {
+  return node.fabricAddr !== undefined;
+}
+
+/** Whether every node's fabric address is known (false only for a sparkrun cluster whose nodes were not asked). */
+export function hasFabricAddresses(cluster: Cluster): boolean {
+  return cluster.nodes.every(isAddressed);
+}
+
+/** The node, with its fabric address, for what cannot do without it (a launch plan). */
+export function addressed(node: ClusterNode, cluster: Cluster): AddressedNode {
+  if (!isAddressed(node)) {
+    throw new SparkError(
+      'E_INTERNAL',
+      `${cluster.file}: node ${node.rank} (${node.host}) has no fabric address: its cluster was opened without asking the nodes`,
+    );
+  }
+  return node;
 }
 
 export async function readCluster(path: string): Promise<LoadedCluster> {
