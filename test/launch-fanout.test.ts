@@ -371,9 +371,9 @@ test('launch --stop --dry-run runs nothing on any node and says what it would st
   assert.deepEqual(
     doc.nodes.map((n) => [n.container, n.argv.slice(-3)]),
     [
-      ['spark-ring3-r0', ['r1', '--', 'docker stop spark-ring3-r0']],
-      ['spark-ring3-r1', ['r2', '--', 'docker stop spark-ring3-r1']],
-      ['spark-ring3-r2', ['r3', '--', 'docker stop spark-ring3-r2']],
+      ['spark-ring3-r0', ['--', 'r1', 'docker stop spark-ring3-r0']],
+      ['spark-ring3-r1', ['--', 'r2', 'docker stop spark-ring3-r1']],
+      ['spark-ring3-r2', ['--', 'r3', 'docker stop spark-ring3-r2']],
     ],
   );
   const text = await cli(['launch', '--stop', '--dry-run', '--cluster', cluster3()], fake.env());

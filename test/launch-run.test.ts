@@ -59,10 +59,10 @@ test('a healthy launch: docker on every node receives the plan argv byte for byt
       assert.ok(n.argv.includes('B12X_ROCE_GID_INDEX=3'));
       assert.ok(n.argv.includes(`NODE_RANK=${n.rank}`));
     }
-    // ssh: never prompt, `--` before the command, one call per step per node.
+    // ssh: never prompt, `--` before the destination, one call per step per node.
     const sshCalls = calls.filter((c) => c.prog === 'ssh');
-    for (const c of sshCalls) assert.deepEqual(c.argv.slice(0, 4), ['-o', 'BatchMode=yes', '-o', 'ConnectTimeout=15']);
-    assert.ok(sshCalls.every((c) => c.argv[5] === '--'));
+    for (const c of sshCalls)
+      assert.deepEqual(c.argv.slice(0, 6), ['-o', 'BatchMode=yes', '-o', 'ConnectTimeout=15', '--', c.host]);
     const gid = calls.filter((c) => c.prog === 'spark' && c.argv[0] === 'gid');
     assert.deepEqual(gid[0]!.argv, [
       'gid',

@@ -246,7 +246,7 @@ test('cluster files: required keys, addresses, head and duplicates', () => {
   );
 });
 
-test('cluster files: a host that is empty, an ssh option or not one word is refused (exit 2)', async () => {
+test('cluster files: a host that is empty, an ssh option, not one word or shell syntax is refused (exit 2)', async () => {
   const ok =
     'name = "c"\n[[nodes]]\nhost = "a"\nfabric_addr = "10.0.0.1"\n[[nodes]]\nhost = "b"\nfabric_addr = "10.0.0.2"\n';
   const cases: [string, RegExp][] = [
@@ -259,6 +259,10 @@ test('cluster files: a host that is empty, an ssh option or not one word is refu
     ['user@', /has no host name after 'user@'/],
     ['spark 2', /contains whitespace or a control character/],
     ['spark2\n', /contains whitespace or a control character/],
+    // A ProxyCommand in ~/.ssh/config hands %h and %r to a shell.
+    ['spark2$(reboot)', /contains "\$", which is not part of a host name or address/],
+    ['a;b@spark2', /has a user that contains ";", which is not part of a user name/],
+    ['@spark2', /has no user name before '@'/],
   ];
   for (const [host, re] of cases) {
     refused(() => parseCluster(ok.replace('"b"', JSON.stringify(host)), 'c.toml'), 'E_CLUSTER', re);

@@ -9,10 +9,12 @@ import {
   envValues,
   expandHome,
   relativeHostProblem,
+  addressed,
   nodeAddress,
   parallelShape,
   placement,
   servingPort,
+  type AddressedNode,
   type Cluster,
   type EffectiveEnv,
   type Engine,
@@ -226,6 +228,10 @@ interface Common {
   pp: number;
   port: number;
   place: ReturnType<typeof placement>;
+  /** The nodes that run the recipe, each with its fabric address. */
+  nodes: AddressedNode[];
+  /** The head's address every node dials. */
+  rendezvousAddr: string;
   hfCache: string;
   /** The model argument the launcher passes, undefined when the recipe names its own. */
   modelPath: string | undefined;
@@ -252,6 +258,8 @@ function common(input: PlanInput, options: PlanOptions): Common {
     pp: shape.pp,
     port: servingPort(recipe),
     place,
+    nodes: place.nodes.map((n) => addressed(n, cluster)),
+    rendezvousAddr: nodeAddress(addressed(place.head, cluster)),
     hfCache,
     modelPath: ownModel === undefined ? (input.snapshot?.containerPath ?? input.unresolvedModel!) : undefined,
     docker: options.docker ?? 'docker',
@@ -326,7 +334,7 @@ function nodeBinds(c: Common, home: string): Bind[] {
 }
 
 /** One node's plan, and the notes only it gives (its [nodes.env] overrides; the head's flag conflicts). */
-function nodePlan(c: Common, node: Common['place']['nodes'][number]): { plan: NodePlan; notes: string[] } {
+function nodePlan(c: Common, node: AddressedNode): { plan: NodePlan; notes: string[] } {
   const { recipe, cluster, envFile } = c.input;
   const head = node.rank === c.place.head.rank;
   const topo: NodeTopology = {
@@ -334,7 +342,7 @@ function nodePlan(c: Common, node: Common['place']['nodes'][number]): { plan: No
     rank: node.rank,
     tp: c.tp,
     pp: c.pp,
-    rendezvousAddr: c.place.rendezvous.addr,
+    rendezvousAddr: c.rendezvousAddr,
     rendezvousPort: c.place.rendezvous.port,
     port: c.port,
   };
@@ -401,7 +409,7 @@ export function buildPlan(input: PlanInput, options: PlanOptions): LaunchPlan {
   const c = common(input, options);
   const { recipe, cluster } = input;
   const notes = planNotes(c);
-  const nodes = c.place.nodes.map((node) => {
+  const nodes = c.nodes.map((node) => {
     const one = nodePlan(c, node);
     notes.push(...one.notes);
     return one.plan;
@@ -414,7 +422,7 @@ export function buildPlan(input: PlanInput, options: PlanOptions): LaunchPlan {
     image: recipe.dockerImage,
     world: c.world,
     head: c.place.head.rank,
-    rendezvous: `${c.place.rendezvous.addr}:${c.place.rendezvous.port}`,
+    rendezvous: `${c.rendezvousAddr}:${c.place.rendezvous.port}`,
     port: c.port,
     model: modelOf(c),
     healthUrl: options.healthUrl ?? `http://${urlHost(c.place.head.host)}:${c.port}/health`,

@@ -66,6 +66,8 @@ export async function buildContext(options: PreflightOptions, io: Io): Promise<P
       : await openCluster(options.cluster, {
           env: io.env,
           cwd: io.cwd,
+          // A local run checks this node only: a sparkrun cluster's nodes are not asked for their fabric addresses.
+          askNodes: clusterMode(options),
           ...(options.sysfs !== undefined ? { sysfs: options.sysfs } : {}),
         });
   const cluster = loadedCluster?.cluster;
@@ -111,6 +113,7 @@ export async function buildContext(options: PreflightOptions, io: Io): Promise<P
     shape: parallelShape(recipe),
     mode,
     checked: [],
+    unchecked: [],
     packDir: options.packDir === undefined ? undefined : resolve(io.cwd, options.packDir),
     sysfs: options.sysfs ?? '/sys',
     home,

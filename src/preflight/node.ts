@@ -47,7 +47,7 @@ export function identifyNode(cluster: Cluster | undefined, hints: NodeHints): Lo
   const addresses = new Set(hints.addresses ?? localAddresses());
   const byAddr = cluster.nodes.find(
     (n) =>
-      addresses.has(n.fabricAddr) ||
+      (n.fabricAddr !== undefined && addresses.has(n.fabricAddr)) ||
       (n.distAddr !== undefined && addresses.has(n.distAddr)) ||
       addresses.has(n.host.replace(/^.*@/, '')),
   );

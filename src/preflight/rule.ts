@@ -1,7 +1,7 @@
 // Helpers every rule module uses: building findings and naming where they point.
 import { at, ENGINES, type ArgFlag, type Engine, type EnvValue, type RecipeField } from '../recipes/index.js';
 import { nodeLabel } from './node.js';
-import type { Finding, PreflightContext, Rule, RuleMeta, Severity } from './types.js';
+import type { Finding, PreflightContext, Rule, RuleMeta, Severity, UncheckedRule } from './types.js';
 
 /** A rule as its module writes it: `engines` may be left out when the rule holds on every engine. */
 export type RuleInput = Omit<Rule, 'engines'> & { engines?: readonly Engine[] };
@@ -60,3 +60,9 @@ export function envSourceName(value: EnvValue): string {
 export function whereNode(ctx: PreflightContext): string {
   return ctx.node ? nodeLabel(ctx.node) : 'this node';
 }
+
+/** Why a rule that applies could not run in this mode, in the report's words. */
+export const UNCHECKED_REASON: Record<UncheckedRule['why'], string> = {
+  'compares-nodes': 'it compares the nodes, and --local checks this node only',
+  'fabric-addresses': "it needs every node's fabric address: sparkrun stores none, and --local asks no other node",
+};

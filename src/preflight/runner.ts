@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Io } from '../io.js';
 import { SparkError, toSparkError, usageError } from '../errors.js';
-import { configFamily, stackOf } from '../recipes/index.js';
+import { configFamily, hasFabricAddresses, stackOf } from '../recipes/index.js';
 import { toolsFromEnv } from '../remote/ssh.js';
 import { VERSION } from '../version.js';
 import { buildContext, forNode, type PreflightOptions } from './context.js';
@@ -16,7 +16,17 @@ import { buildRequest } from './facts/request.js';
 import { nodeView } from './facts/view.js';
 import { identifyNode } from './node.js';
 import { RULES } from './rules/index.js';
-import type { CheckedNode, Finding, LocalNode, NodeRef, PreflightContext, Rule, Severity } from './types.js';
+import { UNCHECKED_REASON } from './rule.js';
+import type {
+  CheckedNode,
+  Finding,
+  LocalNode,
+  NodeRef,
+  PreflightContext,
+  Rule,
+  Severity,
+  UncheckedRule,
+} from './types.js';
 
 export interface PreflightReport {
   recipe: string;
@@ -177,6 +187,21 @@ function fileContexts(base: PreflightContext): PreflightContext[] {
   return [one ? forNode(base, one.node, { home: base.home, sysfs: base.sysfs }) : base];
 }
 
+/**
+ * The rules that apply but cannot run in this mode. With --local: the cluster rules (they
+ * compare the nodes' facts, and there is one node), and the rules that read every node's
+ * fabric address when none are known (a sparkrun cluster, whose nodes --local does not ask).
+ */
+export function uncheckedRules(ctx: PreflightContext, rules: readonly Rule[]): UncheckedRule[] {
+  if (ctx.mode === 'cluster') return [];
+  const noAddresses = ctx.cluster !== undefined && !hasFabricAddresses(ctx.cluster);
+  return rules.flatMap((r): UncheckedRule[] => {
+    if (r.scope === 'cluster') return [{ rule: r.id, why: 'compares-nodes' }];
+    if (r.needsFabricAddresses && noAddresses) return [{ rule: r.id, why: 'fabric-addresses' }];
+    return [];
+  });
+}
+
 /** `rules` is for tests; the CLI runs RULES. */
 export async function runPreflight(
   options: PreflightOptions,
@@ -204,18 +229,18 @@ async function runRules(
   rules: readonly Rule[],
   began: number,
 ): Promise<PreflightReport> {
-  // Cluster rules compare nodes: with --local there is one, so they do not apply.
-  const selected = rules.filter(
-    (r) =>
-      appliesTo(r, ctx) &&
-      (r.scope !== 'cluster' || ctx.mode === 'cluster') &&
-      (options.only === undefined || ruleSelected(r.id, options.only)) &&
-      !ruleSelected(r.id, options.skip ?? []),
-  );
+  const applicable = rules.filter((r) => appliesTo(r, ctx) && !ruleSelected(r.id, options.skip ?? []));
+  ctx.unchecked = uncheckedRules(ctx, applicable);
+  const wanted = applicable.filter((r) => options.only === undefined || ruleSelected(r.id, options.only));
+  const selected = wanted.filter((r) => !ctx.unchecked.some((u) => u.rule === r.id));
   const findings: Finding[] = [];
   const seen = new Set<string>();
   const ran = new Set<string>();
-  const skipped: PreflightReport['skipped'] = [];
+  // A cluster rule under --local is no loss (there is one node), as before; a rule that lacks
+  // the fabric addresses is one that would have run, so the report says why it did not.
+  const skipped: PreflightReport['skipped'] = ctx.unchecked
+    .filter((u) => u.why === 'fabric-addresses' && wanted.some((r) => r.id === u.rule))
+    .map((u) => ({ rule: u.rule, reason: UNCHECKED_REASON[u.why] }));
   const add = (f: Finding) => {
     const key = JSON.stringify([f.rule, f.severity, f.message, f.where, f.node]);
     if (!seen.has(key)) findings.push(f);

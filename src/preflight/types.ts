@@ -66,6 +66,18 @@ export interface RuleMeta {
   /** The usual fix. */
   fix: string;
   scope: RuleScope;
+  /**
+   * The rule reads every node's fabric address: with --local, a sparkrun cluster (which stores
+   * none, and whose nodes are then not asked) leaves it unable to run.
+   */
+  needsFabricAddresses?: boolean;
+}
+
+/** A rule that applies but cannot run in this run's mode, and why (see runner.ts, uncheckedRules). */
+export interface UncheckedRule {
+  rule: string;
+  /** `compares-nodes`: a cluster rule under --local; `fabric-addresses`: no fabric addresses are known. */
+  why: 'compares-nodes' | 'fabric-addresses';
 }
 
 /** A rule's answer: its findings (none = pass), or why it could not run here. */
@@ -120,6 +132,8 @@ export interface PreflightContext {
   view?: NodeView;
   /** Every node looked at (cluster rules). */
   checked: CheckedNode[];
+  /** The rules that apply but cannot run in this mode (set by the runner before any rule runs). */
+  unchecked: UncheckedRule[];
   /** --pack-dir: where this node's pack is (or will be) written. */
   packDir?: string;
   /** sysfs root (default /sys). */

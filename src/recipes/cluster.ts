@@ -3,8 +3,10 @@
 // cache and the cluster's NCCL environment (format in docs/recipes.md; examples in
 // recipes/clusters/).
 import { isIP } from 'node:net';
+import { SparkError } from '../errors.js';
 import { FieldReader, type FileDiagnostic } from './fields.js';
 import { locator, type Locate } from './located.js';
+import { sshHostProblem } from './ssh-target.js';
 import { failIfSwallowed, findSwallowedKeys, swallowedDiagnostic, withoutSwallowed } from './swallowed.js';
 import { parseTomlDocument, readTextFile } from './toml-file.js';
 import { formatPath, type TomlPositions } from './toml-positions.js';
@@ -35,8 +37,11 @@ export interface ClusterNode {
   rank: number;
   /** ssh target, e.g. `spark1` or `user@10.0.0.1`. */
   host: string;
-  /** The node's address on the RoCE fabric (without a prefix length). */
-  fabricAddr: string;
+  /**
+   * The node's address on the RoCE fabric (without a prefix length). Undefined only for a
+   * sparkrun cluster (which stores none) opened without asking its nodes: preflight --local.
+   */
+  fabricAddr?: string;
   /** The fabric subnet's prefix length, when written as `fabric_addr = "a.b.c.d/24"`. */
   fabricPrefix?: number;
   /**
@@ -77,9 +82,34 @@ export const DEFAULT_DIST_PORT = 25000;
 /** Where the launcher mounts the cluster's hf_cache inside every container. */
 export const HF_CACHE_CONTAINER_PATH = '/root/.cache/huggingface';
 
+/** A node whose fabric address is known: every node of a spark cluster file, and of a sparkrun cluster once asked. */
+export type AddressedNode = ClusterNode & { fabricAddr: string };
+
 /** The address the other nodes reach `node` at: its dist_addr, else its fabric address. */
-export function nodeAddress(node: Pick<ClusterNode, 'distAddr' | 'fabricAddr'>): string {
+export function nodeAddress(node: Pick<AddressedNode, 'distAddr' | 'fabricAddr'>): string;
+export function nodeAddress(node: Pick<ClusterNode, 'distAddr' | 'fabricAddr'>): string | undefined;
+export function nodeAddress(node: Pick<ClusterNode, 'distAddr' | 'fabricAddr'>): string | undefined {
   return node.distAddr ?? node.fabricAddr;
+}
+
+export function isAddressed(node: ClusterNode): node is AddressedNode {
+  return node.fabricAddr !== undefined;
+}
+
+/** Whether every node's fabric address is known (false only for a sparkrun cluster whose nodes were not asked). */
+export function hasFabricAddresses(cluster: Cluster): boolean {
+  return cluster.nodes.every(isAddressed);
+}
+
+/** The node, with its fabric address, for what cannot do without it (a launch plan). */
+export function addressed(node: ClusterNode, cluster: Cluster): AddressedNode {
+  if (!isAddressed(node)) {
+    throw new SparkError(
+      'E_INTERNAL',
+      `${cluster.file}: node ${node.rank} (${node.host}) has no fabric address: its cluster was opened without asking the nodes`,
+    );
+  }
+  return node;
 }
 
 export async function readCluster(path: string): Promise<LoadedCluster> {
@@ -106,21 +136,6 @@ function parseAddress(
   if (!/^\d{1,3}$/.test(p) || Number(p) > max)
     r.fail(key, `${r.path(key)}: the prefix length in "${text}" must be 0-${max}`);
   return { addr, prefix: Number(p) };
-}
-
-/**
- * Why `host` cannot be an ssh target, or undefined. A leading '-' would make ssh read the
- * host as an option (`-oProxyCommand=…` runs a command); an empty one runs nothing.
- */
-function badHost(host: string): string | undefined {
-  if (host === '') return 'is empty: it must name the node to ssh to';
-  if (host.startsWith('-')) return "starts with '-', which ssh would read as an option";
-  if ([...host].some((c) => /\s/.test(c) || c.charCodeAt(0) < 0x20 || c === '\x7f'))
-    return 'contains whitespace or a control character';
-  const at = host.lastIndexOf('@');
-  const name = host.slice(at + 1);
-  if (name === '' || name.startsWith('-')) return `has no host name after '${host.slice(0, at + 1)}'`;
-  return undefined;
 }
 
 /** Parses and validates a cluster file. Throws SparkError E_CLUSTER (exit 2) on bad data. */
@@ -150,7 +165,7 @@ export function parseCluster(source: string, file: string): LoadedCluster {
       true,
     );
     const host = r.requiredString('host', 'host = "spark1"');
-    const bad = badHost(host);
+    const bad = sshHostProblem(host);
     if (bad)
       r.fail(
         'host',

@@ -11,6 +11,9 @@ export {
   parseCluster,
   readCluster,
   nodeAddress,
+  addressed,
+  hasFabricAddresses,
+  isAddressed,
   CLUSTER_KEYS,
   NODE_KEYS,
   DEFAULT_DIST_PORT,
@@ -18,7 +21,7 @@ export {
 } from './cluster.js';
 export { parallelShape, placement, servingPort, TP_FLAGS, PP_FLAGS } from './topology.js';
 export type { ParallelShape, Placement, ShapeProblem, TopologyProblem } from './topology.js';
-export type { Cluster, ClusterNode, LoadedCluster } from './cluster.js';
+export type { AddressedNode, Cluster, ClusterNode, LoadedCluster } from './cluster.js';
 export { parseEnvFile, readEnvFile, expand } from './env-file.js';
 export type { EnvFile, EnvEntry } from './env-file.js';
 export { parseArgs, argvForExec, unquote, BOOLEAN_FLAGS } from './args.js';

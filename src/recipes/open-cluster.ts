@@ -1,7 +1,8 @@
 // The one place a cluster named by `--cluster` is opened: a spark cluster file (TOML), a
 // sparkrun cluster file (YAML, by path or by name under ~/.config/sparkrun/clusters/), or,
 // with no --cluster, sparkrun's default cluster. A sparkrun cluster becomes the same typed
-// Cluster a TOML file gives, its fabric addresses asked of the nodes (sparkrun/fabric.ts).
+// Cluster a TOML file gives, its fabric addresses asked of the nodes (sparkrun/fabric.ts)
+// unless the caller checks this node only.
 import { homedir } from 'node:os';
 import { toolsFromEnv } from '../remote/ssh.js';
 import { DEFAULT_DIST_PORT, parseCluster, type Cluster, type ClusterNode, type LoadedCluster } from './cluster.js';
@@ -17,6 +18,11 @@ export interface ClusterOpenOptions {
   cwd: string;
   /** sysfs root on the nodes, for the fabric probe. */
   sysfs?: string;
+  /**
+   * Ask a sparkrun cluster's nodes for their fabric addresses (default true). Without, its
+   * nodes have none (preflight --local, which checks this node only).
+   */
+  askNodes?: boolean;
 }
 
 function homeOf(env: NodeJS.ProcessEnv): string {
@@ -35,17 +41,19 @@ export async function openCluster(spec: string, o: ClusterOpenOptions): Promise<
   if (fileFormat(source, file) === 'toml') return parseCluster(source, file);
   const settings = await readSparkrunSettings(home);
   const sc = parseSparkrunCluster(source, file, settings.sshUser);
-  const fabric = await probeFabric(sc, {
-    tools: toolsFromEnv(o.env),
-    env: o.env,
-    ...(o.sysfs !== undefined ? { sysfs: o.sysfs } : {}),
-  });
+  const fabric =
+    o.askNodes === false
+      ? undefined
+      : await probeFabric(sc, {
+          tools: toolsFromEnv(o.env),
+          env: o.env,
+          ...(o.sysfs !== undefined ? { sysfs: o.sysfs } : {}),
+        });
   const at = (line: number | undefined): TomlPosition => ({ line: line ?? 0, keys: new Map(), items: [] });
   const nodes = sc.hosts.map((h, rank): ClusterNode => ({
     rank,
     host: h.host,
-    fabricAddr: fabric[rank]!.addr,
-    fabricPrefix: fabric[rank]!.prefix,
+    ...(fabric ? { fabricAddr: fabric[rank]!.addr, fabricPrefix: fabric[rank]!.prefix } : {}),
     env: {},
     ...(h.line !== undefined ? { line: h.line } : {}),
     locate: locator<ClusterNode, 'host' | 'fabricAddr'>(

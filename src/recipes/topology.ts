@@ -118,8 +118,11 @@ export interface Placement {
   idle: ClusterNode[];
   /** The head: rank 0 (SGLang and vLLM host the rendezvous and the HTTP server there). */
   head: ClusterNode;
-  /** The rendezvous every node dials: the head's address and the cluster's dist_port. */
-  rendezvous: { addr: string; port: number };
+  /**
+   * The rendezvous every node dials: the head's address (undefined while a sparkrun cluster's
+   * nodes were not asked for theirs) and the cluster's dist_port.
+   */
+  rendezvous: { addr: string | undefined; port: number };
   problems: TopologyProblem[];
 }
 

@@ -1,5 +1,7 @@
-// Running a command on a node: `ssh <host> -- <command line>`, or `sh -c <command line>` when
-// the node is this machine. The command line is built with shJoin, so each argument reaches
+// Running a command on a node: `ssh <options> -- <host> <command line>`, or `sh -c <command
+// line>` when the node is this machine. The host comes after `--`, so ssh never reads it as an
+// option (a host `-oProxyCommand=…` would run a command here); the cluster readers refuse such
+// a host first (recipes/ssh-target.ts). The command line is built with shJoin, so each argument reaches
 // the node's program byte for byte (ssh joins its arguments with spaces and the remote login
 // shell, which must be POSIX sh compatible, parses them once).
 import { spawn } from 'node:child_process';
@@ -8,7 +10,7 @@ import { shJoin } from './shell.js';
 export interface Tools {
   /** Local ssh client (SPARK_SSH, default `ssh`, looked up on PATH). */
   ssh: string;
-  /** Options before the host: never prompt, fail fast on a dead node. */
+  /** Options before `--` and the host: never prompt, fail fast on a dead node. */
   sshOptions: string[];
   /** docker on the nodes (SPARK_DOCKER, default `docker`). */
   docker: string;
@@ -36,7 +38,7 @@ export function isLocalHost(host: string): boolean {
 /** The local argv that runs `commandLine` (already sh-quoted) on `host`. */
 export function nodeCommand(host: string, commandLine: string, tools: Pick<Tools, 'ssh' | 'sshOptions'>): string[] {
   if (isLocalHost(host)) return ['sh', '-c', commandLine];
-  return [tools.ssh, ...tools.sshOptions, host, '--', commandLine];
+  return [tools.ssh, ...tools.sshOptions, '--', host, commandLine];
 }
 
 /** The local argv that runs `argv` on `host`. */

@@ -12,7 +12,7 @@ for (const node of bed.nodes) {
   bed.docker(node.rank, ['run', '-d', '--name', 'left-behind', '--network', 'host', IMAGE, ENGINE]);
   const ssh = spawnSync(
     bed.env.SPARK_SSH!,
-    ['-o', 'BatchMode=yes', node.addr, '--', 'nohup sleep 1000 >/dev/null 2>&1 &'],
+    ['-o', 'BatchMode=yes', '--', node.addr, 'nohup sleep 1000 >/dev/null 2>&1 &'],
     { env: bed.env, timeout: 30_000 },
   );
   if (ssh.status !== 0) throw new Error(`ssh to node ${node.rank} failed: ${ssh.stderr}`);

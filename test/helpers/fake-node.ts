@@ -60,14 +60,33 @@ act() {
 `;
 
 const SSH = `
-host= ; skip=0
-for a in "$@"; do
-  if [ $skip = 1 ]; then skip=0; continue; fi
-  case $a in -o) skip=1 ;; -*) ;; *) host=$a; break ;; esac
-done
+# Reads its arguments as OpenSSH does: options (-o takes the next argument, -oKEY=VALUE is one)
+# up to \`--\` or the first other word, which is the destination; the rest is the command. A
+# ProxyCommand among the options runs here, as ssh runs it. spark always puts \`--\` before the
+# destination (an option-like host is then a host): a call without it is refused.
+parse() {
+  proxy= ; dashdash=0
+  while [ $# -gt 0 ]; do
+    o=
+    case $1 in
+      --) dashdash=1; shift; break ;;
+      -o) o=\${2-}; shift; [ $# -gt 0 ] && shift ;;
+      -o*) o=\${1#-o}; shift ;;
+      -*) shift ;;
+      *) break ;;
+    esac
+    case $o in [Pp]roxy[Cc]ommand=*) proxy=\${o#*=} ;; esac
+  done
+  host=\${1-}; left=$#
+}
+parse "$@"
 rec ssh "$host" "$@"
-while [ $# -gt 0 ]; do a=$1; shift; case $a in -o) shift ;; -*) ;; *) break ;; esac; done
-[ "$1" = "--" ] && shift
+shift $(($# - left)); [ $# -gt 0 ] && shift
+if [ -n "$proxy" ]; then
+  sh -c "$proxy" </dev/null
+  echo 'kex_exchange_identification: Connection closed by remote host' >&2; exit 255
+fi
+[ $dashdash = 1 ] || { echo "fake ssh: the destination $host does not follow --" >&2; exit 255; }
 act "$host ssh"
 FAKE_HOST=$host; export FAKE_HOST
 cmd=$*

@@ -202,6 +202,21 @@ export const CASES: RuleCase[] = [
     expect: /node 0 \(spark1\) has fabric_addr 192\.168\.200\.1, outside NCCL_IB_ADDR_RANGE=192\.168\.20\.0\/24/,
   },
   {
+    rule: 'cluster.local-only',
+    // A spark cluster file gives every fabric address: a local run misses none of the file rules.
+    pass: (w) => w.options(w.recipe(w.dsv41Text)),
+    fail: (w) =>
+      w.options(w.recipe(w.dsv41Text), {
+        cluster: write(
+          join(w.root, 'sparkrun-lab.yaml'),
+          'name: lab\nhosts:\n  - spark1\n  - spark2\n  - spark3\n  - spark4\n',
+        ),
+      }),
+    expect:
+      /^--local checks this node only, and sparkrun stores no fabric addresses: not run: cluster\.fabric-range, rendezvous\.subnet \(they need every node's fabric address\); nodes\.reachable, /,
+    where: /sparkrun-lab\.yaml$/,
+  },
+  {
     rule: 'parallel.tp-divides',
     pass: (w) => w.options(w.recipe(w.dsv41Text)),
     fail: (w) =>

@@ -2,7 +2,7 @@
 import type { Rule } from '../types.js';
 import { expandableSegments } from './alloc.js';
 import { jsonValue, launcherOwned } from './args.js';
-import { fabricRange } from './cluster.js';
+import { fabricRange, localOnly } from './cluster.js';
 import { sglangGraphBs, vllmCapture } from './cudagraph.js';
 import { shmSize } from './docker.js';
 import { rangesSource, rangesTile } from './engram.js';
@@ -54,6 +54,7 @@ export const RULES: readonly Rule[] = [
   epSize,
   fabricRange,
   subnet,
+  localOnly,
   // the model
   tpDivides,
   contextLength,

@@ -4,7 +4,7 @@
 // ring of point-to-point links no fabric address is reachable from every node: the cluster
 // file must give each node a dist_addr they all reach (usually the LAN).
 import { isIPv4 } from 'node:net';
-import { at, nodeAddress, type Cluster, type ClusterNode } from '../../recipes/index.js';
+import { at, isAddressed, nodeAddress, type AddressedNode, type Cluster } from '../../recipes/index.js';
 import { routeTo } from '../facts/view.js';
 import { nodeLabel } from '../node.js';
 import { defineRule, finding } from '../rule.js';
@@ -13,13 +13,13 @@ import { addressInRange } from './cluster.js';
 /** The fabric prefix length assumed when fabric_addr has none. */
 export const ASSUMED_PREFIX = 24;
 
-function subnetOf(node: ClusterNode): { cidr: string; assumed: boolean } {
+function subnetOf(node: AddressedNode): { cidr: string; assumed: boolean } {
   const prefix = node.fabricPrefix ?? (isIPv4(node.fabricAddr) ? ASSUMED_PREFIX : 64);
   return { cidr: `${node.fabricAddr}/${prefix}`, assumed: node.fabricPrefix === undefined };
 }
 
 /** What node k's advertised address is, in words. */
-function advertised(c: Cluster, k: ClusterNode, port?: number): string {
+function advertised(c: Cluster, k: AddressedNode, port?: number): string {
   const addr = nodeAddress(k);
   const what =
     k.rank === c.head
@@ -38,9 +38,10 @@ export const subnet = defineRule({
     "spark1-spark2 on 10.0.22.0/24, spark1-spark3 on 10.0.23.0/24) rank 2 has no link to the head's 10.0.22.1 and " +
     `the rendezvous never completes. The subnet is fabric_addr's prefix (a.b.c.d/24), else /${ASSUMED_PREFIX}.`,
   fix: 'give every node a dist_addr that every other node reaches (its LAN address), e.g. dist_addr = "10.0.0.1"',
+  needsFabricAddresses: true,
   check(ctx) {
     const c = ctx.cluster;
-    const nodes = ctx.placement?.nodes ?? [];
+    const nodes = (ctx.placement?.nodes ?? []).filter(isAddressed);
     if (!c || nodes.length < 2) return [];
     const out = [];
     for (const k of nodes) {
@@ -79,9 +80,10 @@ export const route = defineRule({
     const c = ctx.cluster;
     if (!c) return [];
     const out = [];
-    const up = ctx.checked.filter((x) => x.view && x.node.clusterNode);
+    // Cluster mode: every node's address is known (a sparkrun cluster's were asked of the nodes).
+    const up = ctx.checked.filter((x) => x.view && x.node.clusterNode && isAddressed(x.node.clusterNode));
     for (const k of up) {
-      const kn = k.node.clusterNode!;
+      const kn = k.node.clusterNode as AddressedNode;
       const addr = nodeAddress(kn);
       const own = k.view!.facts.addresses;
       if (own.length > 0 && !own.includes(addr)) {

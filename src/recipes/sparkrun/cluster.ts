@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path';
 import { SparkError } from '../../errors.js';
 import { readSmallText } from '../../small-file.js';
 import { isTable, typeName, type FileDiagnostic } from '../fields.js';
+import { sshHostProblem, sshUserProblem, withUser } from '../ssh-target.js';
 import { parseYamlDocument } from './yaml-document.js';
 
 /** Where sparkrun keeps its cluster files. */
@@ -75,10 +76,24 @@ const KNOWN = [
   'runtime_cache',
 ];
 
+/**
+ * The user of every host that names none: the cluster's `user`, else config.yaml's ssh.user.
+ * An empty or null `user` is no user (sparkrun's reading); anything else must be a user name.
+ */
+function clusterUser(
+  value: unknown,
+  sshUser: string | undefined,
+  refuse: (message: string) => never,
+): string | undefined {
+  if (value === undefined || value === null || value === '') return sshUser;
+  const bad = typeof value === 'string' ? sshUserProblem(value) : `must be a user name, got ${typeName(value)}`;
+  if (bad) refuse(`${JSON.stringify(value)} ${bad}`);
+  return value as string;
+}
+
 export function parseSparkrunCluster(source: string, file: string, sshUser?: string): SparkrunCluster {
   const doc = parseYamlDocument(source, file, 'E_CLUSTER');
-  const fail = (key: string, message: string, fix: string): never => {
-    const line = doc.root.keys.get(key)?.line;
+  const fail = (key: string, message: string, fix: string, line = doc.root.keys.get(key)?.line): never => {
     throw new SparkError('E_CLUSTER', `${line === undefined ? file : `${file}:${line}`}: ${message}; ${fix}`, {
       path: file,
       key,
@@ -94,20 +109,20 @@ export function parseSparkrunCluster(source: string, file: string, sshUser?: str
   const hostsValue = top.hosts;
   if (!Array.isArray(hostsValue) || hostsValue.length === 0)
     fail('hosts', 'hosts must be a list of the nodes, the head first', 'write hosts: then one "- host" per line');
-  const user = typeof top.user === 'string' && top.user !== '' ? top.user : sshUser;
+  const user = clusterUser(top.user, sshUser, (message) =>
+    fail('user', `user ${message}`, 'write the user ssh logs in as, e.g. user: kilork'),
+  );
   const hosts = (hostsValue as unknown[]).map((h, i) => {
-    if (typeof h !== 'string' || h.trim() === '')
+    const line = doc.root.keys.get('hosts')?.items[i]?.line;
+    const bad = typeof h === 'string' ? sshHostProblem(h.trim()) : `must be a host name or address, got ${typeName(h)}`;
+    if (bad)
       fail(
         'hosts',
-        `hosts[${i}] must be a host name or address, got ${JSON.stringify(h)}`,
-        'write the ssh target of the node',
+        `hosts[${i}] ${JSON.stringify(h)} ${bad}`,
+        'write the ssh target of the node, e.g. spark1 or user@10.0.0.1',
+        line,
       );
-    const name = (h as string).trim();
-    const line = doc.root.keys.get('hosts')?.items[i]?.line;
-    return {
-      host: user !== undefined && !name.includes('@') ? `${user}@${name}` : name,
-      ...(line !== undefined ? { line } : {}),
-    };
+    return { host: withUser((h as string).trim(), user), ...(line !== undefined ? { line } : {}) };
   });
   const ti = top.transfer_interface ?? 'cx7';
   if (ti !== 'cx7' && ti !== 'mgmt')
@@ -171,7 +186,15 @@ export async function readSparkrunSettings(home: string): Promise<SparkrunSettin
   const doc = parseYamlDocument(await readSmallText(file, { what: 'sparkrun settings file' }), file, 'E_CLUSTER');
   const top = isTable(doc.value) ? doc.value : {};
   const ssh = isTable(top.ssh) ? top.ssh : {};
-  if (typeof ssh.user === 'string' && ssh.user !== '') settings.sshUser = ssh.user;
+  const user = clusterUser(ssh.user, undefined, (message) => {
+    const line = doc.root.keys.get('ssh')?.keys.get('user')?.line;
+    throw new SparkError(
+      'E_CLUSTER',
+      `${line === undefined ? file : `${file}:${line}`}: ssh.user ${message}; write the user ssh logs in as, e.g. user: kilork under ssh:`,
+      { path: file, key: 'ssh.user' },
+    );
+  });
+  if (user !== undefined) settings.sshUser = user;
   if (typeof top.hf_cache_dir === 'string' && top.hf_cache_dir !== '') settings.hfCacheDir = top.hf_cache_dir;
   return settings;
 }
