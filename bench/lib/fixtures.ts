@@ -2,11 +2,12 @@
 // read without touching the device) and packed directories in both layouts built from the
 // same documented row function, so every layout holds the same bytes.
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, openSync, renameSync, writeFileSync, writeSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { synthesize, SYNTH_DEFAULTS } from '../../src/synth/synth.js';
 import { fillRows } from '../../src/synth/synth-rows.js';
 import { packedFileName } from '../../src/engram/packed-manifest.js';
+import { writeNewFileWith } from '../../src/new-file.js';
 
 export function makeBenchSnapshot(dir: string, vocab: number, layers = [1]): string {
   if (!existsSync(join(dir, 'model.safetensors.index.json'))) {
@@ -37,29 +38,28 @@ export function makeBenchPack(dir: string, layer: number, rows: number, layout: 
     layout,
     checksum: { algorithm: 'sha256', chunkRows, values: [] as string[] },
   };
-  const fd = openSync(join(dir, file + '.partial'), 'w');
-  let at = 4096;
-  const weight = Buffer.alloc(chunkRows * dim);
-  const scale = Buffer.alloc(chunkRows * (dim / 32));
-  for (let start = 0; start < rows; start += chunkRows) {
-    const n = Math.min(chunkRows, rows - start);
-    fillRows(layer, start, n, dim, weight, scale);
-    const bytes = layout === 'dense' ? n * rb : Math.ceil(n / perPage) * 4096;
-    const out = Buffer.alloc(bytes);
-    for (let i = 0; i < n; i++) {
-      const off = layout === 'dense' ? i * rb : Math.floor(i / perPage) * 4096 + (i % perPage) * rb;
-      weight.copy(out, off, i * dim, (i + 1) * dim);
-      scale.copy(out, off + dim, (i * dim) / 32, ((i + 1) * dim) / 32);
+  writeNewFileWith(join(dir, file), 0o644, (fd) => {
+    let at = 4096;
+    const weight = Buffer.alloc(chunkRows * dim);
+    const scale = Buffer.alloc(chunkRows * (dim / 32));
+    for (let start = 0; start < rows; start += chunkRows) {
+      const n = Math.min(chunkRows, rows - start);
+      fillRows(layer, start, n, dim, weight, scale);
+      const bytes = layout === 'dense' ? n * rb : Math.ceil(n / perPage) * 4096;
+      const out = Buffer.alloc(bytes);
+      for (let i = 0; i < n; i++) {
+        const off = layout === 'dense' ? i * rb : Math.floor(i / perPage) * 4096 + (i % perPage) * rb;
+        weight.copy(out, off, i * dim, (i + 1) * dim);
+        scale.copy(out, off + dim, (i * dim) / 32, ((i + 1) * dim) / 32);
+      }
+      entry.checksum.values.push(createHash('sha256').update(out).digest('hex'));
+      writeSync(fd, out, 0, out.length, at);
+      at += out.length;
     }
-    entry.checksum.values.push(createHash('sha256').update(out).digest('hex'));
-    writeSync(fd, out, 0, out.length, at);
-    at += out.length;
-  }
-  const header = Buffer.alloc(4096, 0x20);
-  header.write(JSON.stringify(entry).slice(0, 4096));
-  writeSync(fd, header, 0, 4096, 0);
-  closeSync(fd);
-  renameSync(join(dir, file + '.partial'), join(dir, file));
+    const header = Buffer.alloc(4096, 0x20);
+    header.write(JSON.stringify(entry).slice(0, 4096));
+    writeSync(fd, header, 0, 4096, 0);
+  });
   const manifest = {
     format: 'spark-engram-packed',
     version: 1,

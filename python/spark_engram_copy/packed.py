@@ -168,6 +168,27 @@ class PackedDir(Copy):
         return {"ok": not problems, "checksums": not self.manifest.get("_mia"), "problems": problems}
 
 
+def not_rank_range(lo, hi, rows, rank, world):
+    """Why rows [lo, hi) of a table of `rows` cannot be rank `rank` of `world`'s under any split
+    the Mia stack uses (None: they can be). The floor split's share is; the vLLM lane's heads
+    share cannot be told without config.json, but under every split rank 0's rows start at 0 and
+    the last rank's end at N, and another rank's floor share is a shard under the wrong name
+    (the same rule as spark's TypeScript readers, src/engram/mia-dir.ts)."""
+    if rank >= world:
+        return f"its name says rank {rank} of {world}, which is no rank"
+    if (lo, hi) == (rows * rank // world, rows * (rank + 1) // world):
+        return None
+    share = next(((r, w) for w in range(1, 17) for r in range(w) if (lo, hi) == (rows * r // w, rows * (r + 1) // w)), None)
+    whose = f"rank {share[0]} of {share[1]}'s floor share" if share else ""
+    if rank == 0 and lo != 0:
+        return f"header rows [{lo}, {hi}) start at {lo}, but rank 0's rows start at 0 under every split"
+    if rank == world - 1 and hi != rows:
+        return f"header rows [{lo}, {hi}) end at {hi}, but the last rank's rows end at the table's {rows} under every split"
+    if whose:
+        return f"header rows [{lo}, {hi}) are {whose}, not rank {rank} of {world}'s: another rank's shard under this name"
+    return None
+
+
 def mia_manifest(directory):
     """The Mia stack's shards in `directory` (no manifest) as a version 2 dense manifest without
     checksums, from their names and headers; None when there are none."""
@@ -187,6 +208,9 @@ def mia_manifest(directory):
             raise FormatError(f"{path}: magic {magic:#x} is not the Mia shard's (a pack of spark format version 1? re-pack it)")
         if h_layer != layer:
             raise FormatError(f"{path}: header says layer {h_layer}, its name {layer}")
+        why = not_rank_range(lo, hi, rows, rank, world)
+        if why:
+            raise FormatError(f"{path}: {why}: the Mia stack's reader aborts on it; re-pack it")
         layers.append({
             "layer": layer, "rows": rows, "start": lo, "end": hi, "file": name, "rowBytes": row_bytes, "stride": row_bytes,
             "dataOffset": HEADER_BYTES, "weightDtype": "F8_E4M3", "scaleDtype": "F8_E8M0", "layout": "dense",

@@ -3,20 +3,11 @@
 // that a recipe can mount. The ELF facts a node can check without binutils (machine, size,
 // sha256: the same build on every node) come from reading the file itself.
 import { createHash } from 'node:crypto';
-import {
-  closeSync,
-  constants,
-  fsyncSync,
-  lstatSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeSync,
-} from 'node:fs';
+import { lstatSync, readFileSync } from 'node:fs';
 import { join, posix, resolve } from 'node:path';
 import { packageRoot } from '../native/index.js';
 import { SparkError, usageError } from '../errors.js';
+import { writeNewFile } from '../new-file.js';
 import { readElf, type ElfSummary } from './elf.js';
 
 /** e_type of a shared object. */
@@ -131,9 +122,9 @@ export function describeLibrary(path: string): LibraryFile {
 }
 
 /**
- * Copies the built library into the existing directory `dir` as its own name: written under a
- * fresh name (O_CREAT|O_EXCL|O_NOFOLLOW), synced, then renamed over the target, so a link in
- * the directory is never written through and a reader never sees half a file.
+ * Copies the built library into the existing directory `dir` as its own name (new-file.ts: a
+ * link there is never written through, a reader never sees half a file, and a copy that fails
+ * leaves nothing behind).
  */
 export function copyEngineLibrary(info: EngineLibraryInfo, dir: string): string {
   const target = resolve(dir);
@@ -153,19 +144,7 @@ export function copyEngineLibrary(info: EngineLibraryInfo, dir: string): string 
       `${target}: not a directory (a symlink is not followed); give --copy a real directory`,
       { path: target },
     );
-  const data = readFileSync(info.library);
   const dest = join(target, info.name);
-  const partial = `${dest}.${process.pid}.partial`;
-  const fd = openSync(partial, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o755);
-  try {
-    for (let at = 0; at < data.length;) at += writeSync(fd, data, at, data.length - at);
-    fsyncSync(fd);
-  } catch (err) {
-    closeSync(fd);
-    rmSync(partial, { force: true });
-    throw err;
-  }
-  closeSync(fd);
-  renameSync(partial, dest);
+  writeNewFile(dest, readFileSync(info.library), 0o755);
   return dest;
 }

@@ -18,7 +18,7 @@ import {
   parseMiaShardName,
   type MiaHeader,
 } from './mia-shard.js';
-import { tileLayers, type EngramLayerRows } from './ranges.js';
+import { floorShareOf, tileLayers, type EngramLayerRows } from './ranges.js';
 import type { PackedLayer, PackedManifest } from './packed-manifest.js';
 
 /** The command that re-packs rank/world of a pack in dir as the Mia stack's shards (a finding's fix). */
@@ -82,9 +82,33 @@ export function isSparkV1Header(block: Buffer): boolean {
   return block.subarray(0, 40).toString('latin1').startsWith('{"format":"spark-engram-packed"');
 }
 
+/**
+ * Why rows [lo, hi) of a table of `rows` rows cannot be rank `rank` of `world`'s under any
+ * split the Mia stack uses, judged without the table's sub-table sizes (undefined: they can
+ * be). The floor share (SGLang's reader) is; the vLLM lane's heads share needs config.json to
+ * tell (shardSplit), but under every split rank 0's rows start at 0 and the last rank's end at
+ * N, and another rank's floor share is a shard under the wrong name.
+ */
+export function notRankRange(lo: number, hi: number, rows: number, rank: number, world: number): string | undefined {
+  if (!Number.isSafeInteger(world) || rank >= world)
+    return `its name says rank ${rank} of ${world}, which is no rank (ranks are 0 to the world size - 1)`;
+  // The floor split, N*R//W .. N*(R+1)//W, for this one rank (exact: the name may say any world).
+  const floorAt = (r: number): number => Number((BigInt(rows) * BigInt(r)) / BigInt(world));
+  if (lo === floorAt(rank) && hi === floorAt(rank + 1)) return undefined;
+  const share = floorShareOf(lo, hi, rows);
+  const whose = share ? `rank ${share.rank} of ${share.world}'s floor share` : '';
+  const range = `header rows [${lo}, ${hi})`;
+  if (rank === 0 && lo !== 0)
+    return `${range} start at ${lo}, but rank 0's rows start at 0 under every split${whose ? ` (they are ${whose})` : ''}`;
+  if (rank === world - 1 && hi !== rows)
+    return `${range} end at ${hi}, but the last rank's rows end at the table's ${rows} under every split${whose ? ` (they are ${whose})` : ''}`;
+  if (whose) return `${range} are ${whose}, not rank ${rank} of ${world}'s: another rank's shard under this name`;
+  return undefined;
+}
+
 /** What is wrong with a shard judged by its name and itself alone (header sane, size exact). */
 function selfProblem(
-  name: { layer: number },
+  name: { layer: number; rank: number; world: number },
   size: number,
   block: Buffer,
 ): { header?: MiaShardFile['header']; problem?: string } {
@@ -107,6 +131,8 @@ function selfProblem(
   if (h.layer !== name.layer) return { header, problem: `header says layer ${h.layer}, its name ${name.layer}` };
   if (h.lo > h.hi || h.hi > h.rows)
     return { header, problem: `header rows [${h.lo}, ${h.hi}) are not inside a table of ${h.rows}` };
+  const notOwn = notRankRange(h.lo, h.hi, h.rows, name.rank, name.world);
+  if (notOwn) return { header, problem: notOwn };
   if (h.rowBytes < 33 || h.rowBytes % 33 !== 0)
     return { header, problem: `header row bytes ${h.rowBytes} are no D + D/32` };
   if (!h.zeroTail) return { header, problem: 'header bytes 48-4095 are not zero' };

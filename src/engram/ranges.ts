@@ -158,6 +158,25 @@ export function tileLayers(layers: readonly EngramLayerRows[], world: number, sp
   return perRank;
 }
 
+/**
+ * The rank and world whose floor share of a table of `rows` rows is [lo, hi), the smallest
+ * world first (up to `maxWorld`): whose rows a shard holds when they are not its own rank's.
+ */
+export function floorShareOf(
+  lo: number,
+  hi: number,
+  rows: number,
+  maxWorld = 16,
+): { rank: number; world: number } | undefined {
+  for (let world = 1; world <= maxWorld; world++) {
+    for (let rank = 0; rank < world; rank++) {
+      if (Math.floor((rows * rank) / world) === lo && Math.floor((rows * (rank + 1)) / world) === hi)
+        return { rank, world };
+    }
+  }
+  return undefined;
+}
+
 /** One rank's ranges, ascending by layer. */
 export function rankRanges(
   layers: readonly EngramLayerRows[],

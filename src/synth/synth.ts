@@ -1,9 +1,10 @@
 // `spark synth`: a small (or full-size sparse) snapshot shaped like DeepSeek-V4.1-Flash, with
 // the real tensor names, dtypes and shard placement, prime-rule row counts, header padding so
 // the data is not 4 KiB aligned, and row bytes from synth-rows.ts that any reader can check.
-import { closeSync, ftruncateSync, mkdirSync, openSync, renameSync, writeFileSync, writeSync } from 'node:fs';
+import { ftruncateSync, mkdirSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { usageError, withPath } from '../errors.js';
+import { usageError } from '../errors.js';
+import { writeNewFile, writeNewFileWith } from '../new-file.js';
 import type { EngramConfig } from '../engram/config.js';
 import { engramSubTableSizes, prefixOffsets } from '../engram/primes.js';
 import { fillRows, tableBytes } from './synth-rows.js';
@@ -186,7 +187,7 @@ function writeAll(fd: number, buf: Buffer, position: number): number {
   return done;
 }
 
-/** Writes one .safetensors file atomically (a .partial renamed into place when complete). */
+/** Writes one .safetensors file atomically (new-file.ts: renamed into place when complete). */
 function writeShard(
   path: string,
   tensors: TensorSpec[],
@@ -206,25 +207,16 @@ function writeShard(
   const headerBytes = Buffer.alloc(dataStart, 0x20);
   headerBytes.writeBigUInt64LE(BigInt(dataStart - 8), 0);
   headerBytes.write(json, 8, 'utf8');
-  const partial = `${path}.partial`;
-  try {
-    const fd = openSync(partial, 'w');
-    try {
-      writeAll(fd, headerBytes, 0);
-      if (sparse) ftruncateSync(fd, dataStart + offset);
-      let at = dataStart;
-      for (const t of tensors) {
-        t.write(fd, at, written);
-        at += t.bytes;
-      }
-      ftruncateSync(fd, dataStart + offset);
-    } finally {
-      closeSync(fd);
+  writeNewFileWith(path, 0o644, (fd) => {
+    writeAll(fd, headerBytes, 0);
+    if (sparse) ftruncateSync(fd, dataStart + offset);
+    let at = dataStart;
+    for (const t of tensors) {
+      t.write(fd, at, written);
+      at += t.bytes;
     }
-  } catch (err) {
-    throw withPath(err, partial); // a failed write (ENOSPC) names no file otherwise
-  }
-  renameSync(partial, path);
+    ftruncateSync(fd, dataStart + offset);
+  });
   return dataStart + offset;
 }
 
@@ -324,10 +316,5 @@ export function synthesize(o: SynthOptions, onProgress?: SynthProgress): SynthRe
 }
 
 function writeJsonAtomic(path: string, value: unknown): void {
-  try {
-    writeFileSync(`${path}.partial`, JSON.stringify(value, null, 2) + '\n');
-  } catch (err) {
-    throw withPath(err, `${path}.partial`);
-  }
-  renameSync(`${path}.partial`, path);
+  writeNewFile(path, JSON.stringify(value, null, 2) + '\n');
 }

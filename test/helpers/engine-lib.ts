@@ -72,3 +72,24 @@ export function runCheck(script: string, lib: string, fixtures: EngineFixtures, 
   if (r.error) throw r.error;
   return { code: r.status ?? 128, stdout: r.stdout, stderr: r.stderr };
 }
+
+/** What librow_store.so does when the Mia stack attaches `pack` as `layer` for `table`'s rows [lo, hi). */
+export type MiaAttach = { outcome: 'attached' | 'absent' } | { outcome: 'aborted'; why: string };
+
+export function miaAttach(table: TableFile, layer: number, pack: string): MiaAttach {
+  const r = spawnSync(
+    'python3',
+    [
+      join(packageRoot(), 'test', 'engine-libs', 'mia_attach.py'),
+      LIBRARIES.mia,
+      JSON.stringify({ table, pack, layer }),
+    ],
+    { encoding: 'utf8', timeout: 60_000, env: { ...process.env, DSV41_RESIDENT_SCALES: '0' } },
+  );
+  if (r.error) throw r.error;
+  if (r.signal === 'SIGABRT') return { outcome: 'aborted', why: r.stderr.trim() };
+  if (r.status !== 0) throw new Error(`mia_attach.py exited ${r.status}: ${r.stderr}`);
+  const got = r.stdout.trim();
+  if (got !== '1' && got !== '0') throw new Error(`mia_attach.py printed ${JSON.stringify(got)}`);
+  return { outcome: got === '1' ? 'attached' : 'absent' };
+}

@@ -17,7 +17,7 @@ import {
   parseMiaShardName,
   type MiaHeader,
 } from '../../engram/mia-shard.js';
-import { rankRanges } from '../../engram/ranges.js';
+import { floorShareOf, rankRanges } from '../../engram/ranges.js';
 import { miaPackDir, type MiaPackDir } from '../node-paths.js';
 import { snapshotRows } from './pack.js';
 import type { MiaDirFact, MiaFileFact } from '../facts/types.js';
@@ -113,22 +113,6 @@ function miaVerdict(e: MiaExpected): MiaVerdict {
   if (f.size < want)
     return { status: 'aborts', why: `is truncated: ${f.size} bytes, shorter than the ${want} its rows need`, header };
   return { status: 'attaches', header, oversize: f.size > want };
-}
-
-/** The rank and world whose floor share of `rows` rows is [lo, hi), the smallest world first. */
-function floorShareOf(
-  lo: number,
-  hi: number,
-  rows: number,
-  maxWorld = 16,
-): { rank: number; world: number } | undefined {
-  for (let world = 1; world <= maxWorld; world++) {
-    for (let rank = 0; rank < world; rank++) {
-      if (Math.floor((rows * rank) / world) === lo && Math.floor((rows * (rank + 1)) / world) === hi)
-        return { rank, world };
-    }
-  }
-  return undefined;
 }
 
 /** The files of another rank or world in the directory, named with the rank and world their names say. */
