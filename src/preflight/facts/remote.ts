@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import { capture, lastLine, nodeArgv, type Tools } from '../../remote/ssh.js';
 import { helloScript, parseHello, parseProbe, probeScript } from './probe-sh.js';
-import { engineLibScript, parseEngineLibs } from './engine-lib.js';
+import { engineLibScript, parseEngineLibs, unreadEngineLibs } from './engine-lib.js';
 import { judgeProbedCopy, judgeProbedSnapshot, rebuildSysfs } from './rebuild.js';
 import { FACTS_VERSION, type FactsRequest, type NodeFacts, type NodeHello } from './types.js';
 
@@ -126,9 +126,10 @@ export async function gatherNode(
     try {
       facts.engineLibs = parseEngineLibs(r.stdout, request.engineLibs);
     } catch (err) {
-      notes.push(
-        `the engine library files could not be read (${(err as Error).message}); the engine-lib rules did not run`,
-      );
+      // Each file then fails enginelib.file with this reason: a file nobody read never passes.
+      const ended = r.signal && r.signal !== 'SIGKILL' ? `killed by ${r.signal}` : why(r, options.timeoutMs);
+      const reason = r.code === 0 ? (err as Error).message : `the library check did not finish (${ended})`;
+      facts.engineLibs = unreadEngineLibs(request.engineLibs, reason);
     }
   }
   const out: Gathered = { ok: true, facts, request, notes };
