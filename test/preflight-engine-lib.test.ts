@@ -32,7 +32,7 @@ import { cli } from './helpers/cli.js';
 import { LIBRARIES } from './helpers/engine-lib.js';
 import { noteFlood } from './helpers/crafted-elf.js';
 import { edit, quietIo, repoFile } from './helpers/preflight.js';
-import { defaultHosts, fakeCluster, type FakeCluster, type HostSpec } from './helpers/fake-cluster.js';
+import { defaultHosts, fakeCluster, REMOTE_BIN, type FakeCluster, type HostSpec } from './helpers/fake-cluster.js';
 
 const SPARKLIB = 'recipes/dsv41-flash-4x-sglang-sparklib/recipe.toml';
 const RULES = ['enginelib.file', 'enginelib.abi', 'enginelib.loads', 'enginelib.same-build'];
@@ -276,6 +276,27 @@ test('spark on the nodes reads the files itself: the same verdicts as the sh com
   );
   on(r, 'enginelib.file', 1, /is no usable ELF file: truncated/, /--stack overlay --copy/);
   on(r, 'enginelib.abi', 3, /is libengram_rows\.so, the other stack's library/, /--stack mia --copy/);
+});
+
+test('spark on a node that leaves a library file out of its answer: the sh command reads the files instead', async () => {
+  const l = await libs(defaultHosts().map((h, i) => (i === 3 ? { ...h, spark: 'real' as const } : h)));
+  place(l, LIBRARIES);
+  writeFileSync(join(l.realDir('spark4'), 'libengram_rows.so'), readFileSync(LIBRARIES.overlay).subarray(0, 20_000));
+  // spark4's spark answers its facts without the library files.
+  const spark = join(dirname(l.c.hostRoot('spark4')), 'bin', REMOTE_BIN);
+  const drop =
+    'let s="";process.stdin.on("data",(d)=>(s+=d)).on("end",()=>{const j=JSON.parse(s);j.engineLibs.files=[];process.stdout.write(JSON.stringify(j))})';
+  writeFileSync(
+    spark,
+    readFileSync(spark, 'utf8').replace(
+      /^exec (.*)$/m,
+      (_, real: string) => `[ "$1" = preflight ] || exec ${real}\n${real} | "${process.execPath}" -e '${drop}'`,
+    ),
+  );
+  assert.match(readFileSync(spark, 'utf8'), /^\[ "\$1" = preflight \] \|\| exec "/m);
+  const r = await check(l);
+  assert.deepEqual(kinds(r), [['enginelib.file', 'error', 3]], dump(r));
+  on(r, 'enginelib.file', 3, /is no usable ELF file: truncated/, /--stack overlay --copy/);
 });
 
 /** Milliseconds `f` takes, with its result. */

@@ -49,6 +49,8 @@ function sparkFacts(stdout: string, request: FactsRequest, hello: NodeHello): No
     [doc.ports, request.ports.length],
     [doc.images, request.images.length],
   ];
+  // Library files it does report must be all of them (one it left out would pass unread).
+  if (doc.engineLibs !== undefined) lengths.push([doc.engineLibs?.files, request.engineLibs?.length ?? 0]);
   if (
     lengths.some(([a, n]) => !Array.isArray(a) || a.length !== n) ||
     !Array.isArray(doc.routes) ||
