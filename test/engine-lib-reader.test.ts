@@ -1,16 +1,18 @@
 // The one ELF reader of the engine libraries (src/engine-lib/elf.ts) on the real builds: what it
 // finds is what readelf finds (check-lib.sh passes on the same files), the overlay's ABI note
-// says what engram_rows_abi_version() returns when Python ctypes calls it, and a cut or
-// scribbled copy only ever gives an ElfError.
+// says what engram_rows_abi_version() returns when Python ctypes calls it, a cut or scribbled
+// copy only ever gives an ElfError, and a file whose sections ask for far more work than a
+// library's is refused at once, naming the bound it passed.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ElfError, readElf } from '../src/engine-lib/elf.js';
+import { ELF_MAX_SECTIONS, ELF_MAX_WALK_BYTES, ElfError, readElf } from '../src/engine-lib/elf.js';
 import { abiSymbols } from '../src/engine-lib/engine-lib.js';
 import { packageRoot } from '../src/native/index.js';
 import { LIBRARIES } from './helpers/engine-lib.js';
+import { noteFlood, oneLongName } from './helpers/crafted-elf.js';
 
 const THIS_MACHINE = process.arch === 'arm64' ? 'aarch64' : 'x86_64';
 
@@ -75,4 +77,47 @@ test('every cut of the file and scribbled bytes give an ElfError or a summary, n
       assert.ok(err instanceof ElfError, `scribble ${k}: ${String(err)}`);
     }
   }
+});
+
+/** readElf's ElfError message on `b`, and how long it took to give it. */
+function refusal(b: Buffer): { message: string; ms: number } {
+  const start = performance.now();
+  try {
+    readElf(b);
+  } catch (err) {
+    assert.ok(err instanceof ElfError, String(err));
+    return { message: err.message, ms: performance.now() - start };
+  }
+  assert.fail('the file was read, not refused');
+}
+
+test('30,000 note sections over the same bytes (2.8 MB): refused at once by the section bound', () => {
+  const file = noteFlood(30_000, 900_000);
+  assert.equal(file.length, 2_820_064);
+  const r = refusal(file);
+  assert.equal(
+    r.message,
+    `refused: 30000 section headers, more than the ${ELF_MAX_SECTIONS} this reader reads (a shared object has a few dozen)`,
+  );
+  assert.ok(r.ms < 2000, `${r.ms} ms`);
+});
+
+test('1,000 note sections over the same 900 kB: refused by the walk bound, not walked 1,000 times', () => {
+  const r = refusal(noteFlood(1000, 900_000));
+  assert.equal(
+    r.message,
+    `refused: the note sections would walk more than the ${ELF_MAX_WALK_BYTES} bytes this reader walks in a file (a row library needs a few KiB)`,
+  );
+  assert.ok(r.ms < 2000, `${r.ms} ms`);
+});
+
+test('100,000 symbols all naming one 1 MiB string: refused by the walk bound, the name not scanned per symbol', () => {
+  const r = refusal(oneLongName(100_000, 1 << 20));
+  assert.ok(
+    r.message.startsWith(
+      `refused: the names in its string tables would walk more than the ${ELF_MAX_WALK_BYTES} bytes`,
+    ),
+    r.message,
+  );
+  assert.ok(r.ms < 2000, `${r.ms} ms`);
 });

@@ -166,3 +166,18 @@ test('the sh reader refuses 2,000 and 18,000 bogus layer keys at the first one, 
     assert.match(node.message!, /engram-local\.json: layers has more than 1024 keys/);
   }
 });
+
+test('a manifest of almost 16 MiB, its bulk one string: read, and a digit escaped at the end of a 16 MiB key found', async () => {
+  const dir = copyDir();
+  const manifest = join(dir, 'engram-local.json');
+  const layers = '"layers": {"1": [250, 500], "14": [252, 505]}';
+  // Plain characters and escapes: a pattern with a repeated group recursed once per character.
+  const long = 'x'.repeat(MAX_MANIFEST_BYTES - 1000) + '\\n'.repeat(100);
+  writeFileSync(manifest, `{${layers}, "pad": "${long}"}\n`);
+  assert.deepEqual(await viaNode(dir), { code: 0, rows: ROWS });
+  writeFileSync(manifest, `{${layers}, "${long}\\u0031": 1}\n`);
+  const bad = await viaNode(dir);
+  assert.equal(bad.code, 2);
+  assert.ok(bad.message!.length < 500, `${bad.message!.length} characters: ${bad.message!.slice(0, 300)}`);
+  assert.match(bad.message!, /engram-local\.json has the key "x{56}…", a digit written with an escape; /);
+});

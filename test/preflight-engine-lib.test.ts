@@ -7,14 +7,32 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
+import { dirname, join } from 'node:path';
 import { runPreflight, type Finding, type PreflightReport } from '../src/preflight/index.js';
+import { ELF_MAX_SECTIONS } from '../src/engine-lib/elf.js';
+import {
+  collectEngineLibs,
+  ENGINE_LIB_MAX_BYTES,
+  engineLibScript,
+  parseEngineLibs,
+} from '../src/preflight/facts/engine-lib.js';
 import { packageRoot } from '../src/native/index.js';
 import { cli } from './helpers/cli.js';
 import { LIBRARIES } from './helpers/engine-lib.js';
+import { noteFlood } from './helpers/crafted-elf.js';
 import { edit, quietIo, repoFile } from './helpers/preflight.js';
-import { defaultHosts, fakeCluster, type FakeCluster, type HostSpec } from './helpers/fake-cluster.js';
+import { defaultHosts, fakeCluster, REMOTE_BIN, type FakeCluster, type HostSpec } from './helpers/fake-cluster.js';
 
 const SPARKLIB = 'recipes/dsv41-flash-4x-sglang-sparklib/recipe.toml';
 const RULES = ['enginelib.file', 'enginelib.abi', 'enginelib.loads', 'enginelib.same-build'];
@@ -258,6 +276,133 @@ test('spark on the nodes reads the files itself: the same verdicts as the sh com
   );
   on(r, 'enginelib.file', 1, /is no usable ELF file: truncated/, /--stack overlay --copy/);
   on(r, 'enginelib.abi', 3, /is libengram_rows\.so, the other stack's library/, /--stack mia --copy/);
+});
+
+test('spark on a node that leaves a library file out of its answer: the sh command reads the files instead', async () => {
+  const l = await libs(defaultHosts().map((h, i) => (i === 3 ? { ...h, spark: 'real' as const } : h)));
+  place(l, LIBRARIES);
+  writeFileSync(join(l.realDir('spark4'), 'libengram_rows.so'), readFileSync(LIBRARIES.overlay).subarray(0, 20_000));
+  // spark4's spark answers its facts without the library files.
+  const spark = join(dirname(l.c.hostRoot('spark4')), 'bin', REMOTE_BIN);
+  const drop =
+    'let s="";process.stdin.on("data",(d)=>(s+=d)).on("end",()=>{const j=JSON.parse(s);j.engineLibs.files=[];process.stdout.write(JSON.stringify(j))})';
+  writeFileSync(
+    spark,
+    readFileSync(spark, 'utf8').replace(
+      /^exec (.*)$/m,
+      (_, real: string) => `[ "$1" = preflight ] || exec ${real}\n${real} | "${process.execPath}" -e '${drop}'`,
+    ),
+  );
+  assert.match(readFileSync(spark, 'utf8'), /^\[ "\$1" = preflight \] \|\| exec "/m);
+  const r = await check(l);
+  assert.deepEqual(kinds(r), [['enginelib.file', 'error', 3]], dump(r));
+  on(r, 'enginelib.file', 3, /is no usable ELF file: truncated/, /--stack overlay --copy/);
+});
+
+/** Milliseconds `f` takes, with its result. */
+function timed<T>(f: () => T): { ms: number; value: T } {
+  const start = performance.now();
+  const value = f();
+  return { ms: performance.now() - start, value };
+}
+
+test('30,000 note sections over the same bytes: refused in milliseconds, by the sh command and by spark on the node, naming the file and the bound', async () => {
+  const l = await libs(defaultHosts().map((h, i) => (i === 1 ? { ...h, spark: 'real' as const } : h)));
+  place(l, LIBRARIES);
+  const flood = noteFlood(30_000, 900_000);
+  for (const host of ['spark1', 'spark2']) writeFileSync(join(l.realDir(host), 'libengram_rows.so'), flood);
+  const file = join(l.realDir('spark1'), 'libengram_rows.so');
+  // What each side does with the file: spark on a node reads it in-process; for a node without
+  // spark, this machine reads the bytes the sh command sends.
+  const inProcess = timed(() => collectEngineLibs([file]));
+  const answer = execFileSync('sh', ['-c', engineLibScript([file])], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  const fromSh = timed(() => parseEngineLibs(answer, [file]));
+  const refused = `refused: 30000 section headers, more than the ${ELF_MAX_SECTIONS} this reader reads (a shared object has a few dozen)`;
+  for (const side of [inProcess, fromSh]) {
+    assert.ok(side.ms < 2000, `${side.ms} ms`);
+    assert.equal(side.value.files[0]!.elfError, refused);
+  }
+  const r = await check(l);
+  assert.deepEqual(
+    kinds(r),
+    [
+      ['enginelib.file', 'error', 0],
+      ['enginelib.file', 'error', 1],
+    ],
+    dump(r),
+  );
+  for (const rank of [0, 1])
+    on(
+      r,
+      'enginelib.file',
+      rank,
+      new RegExp(
+        `^${l.dir}/libengram_rows\\.so on node ${rank} \\(spark${rank + 1}\\) \\(mounted over /opt/dsv41-spark/overlay/libengram_rows\\.so\\) is no usable ELF file: ${refused.replace(/[()]/g, '\\$&')}$`,
+      ),
+      /--stack overlay --copy/,
+    );
+});
+
+test('a 5 MiB file over the library, read by the sh command: an error on that node, exit 1; one too large, or an answer cut short: "could not be read"', async () => {
+  const l = await libs();
+  place(l, LIBRARIES);
+  const target = (host: string) => join(l.realDir(host), 'libengram_rows.so');
+  // Random bytes that cannot start like an ELF file. (64 MiB, the most sent: node-facts.test.ts.)
+  writeFileSync(target('spark1'), Buffer.concat([Buffer.from([0]), randomBytes((5 << 20) - 1)]));
+  truncateSync(target('spark3'), ENGINE_LIB_MAX_BYTES + 1);
+  // spark4's shell dies as the library command starts (its uname -m kills it).
+  const uname = join(dirname(l.c.hostRoot('spark4')), 'bin', 'uname');
+  writeFileSync(
+    uname,
+    readFileSync(uname, 'utf8').replace(
+      '#!/bin/sh\n',
+      '#!/bin/sh\nif [ "$1" = -m ]; then kill -TERM "$PPID"; exit 1; fi\n',
+    ),
+  );
+  const run = await cli(
+    [
+      'preflight',
+      l.c.recipe(l.recipeText),
+      '--cluster',
+      l.c.clusterFile(),
+      '--sysfs',
+      join(l.c.root, 'sys'),
+      '--only',
+      'enginelib',
+      '--node-timeout',
+      '60',
+      '--json',
+    ],
+    l.c.env(),
+  );
+  const r = JSON.parse(run.stdout) as PreflightReport;
+  assert.equal(run.code, 1, run.stderr);
+  assert.deepEqual(
+    kinds(r),
+    [0, 2, 3, 3].map((rank) => ['enginelib.file', 'error', rank]),
+    dump(r),
+  );
+  assert.deepEqual(r.skipped, []);
+  assert.equal(r.counts.error, 4);
+  const copy = /--stack overlay --copy/;
+  on(
+    r,
+    'enginelib.file',
+    0,
+    /libengram_rows\.so\) is not an ELF file \(a text file or a copy that went wrong\)$/,
+    copy,
+  );
+  on(r, 'enginelib.file', 2, /libengram_rows\.so\) could not be read \(larger than 67108864 bytes\)$/, copy);
+  // Both of spark4's libraries: nobody read them.
+  const cut = r.findings.filter((f) => f.node?.rank === 3).map((f) => f.message);
+  assert.equal(cut.length, 2, dump(r));
+  for (const [i, name] of ['libengram_rows.so', 'librow_store.so'].entries())
+    assert.match(
+      cut[i]!,
+      new RegExp(
+        `/${name.replace('.', '\\.')} on node 3 \\(spark4\\) .* could not be read \\(the library check did not finish \\((exit 143|killed by SIGTERM)\\b[^)]*\\)\\)$`,
+      ),
+    );
 });
 
 test('launch --dry-run shows the library mount on every node', async () => {

@@ -3,12 +3,25 @@
 // dlopen, so a file built for another machine is read the same way): its type and machine,
 // the dynamic symbols it defines, the libraries it needs, the glibc versions it imports, and
 // spark's ABI note. Every offset read is checked against the buffer: a cut or corrupt file
-// throws an ElfError saying what is wrong, never reads past the end.
+// throws an ElfError saying what is wrong, never reads past the end. The work is bounded by the
+// file's size, not by what its headers claim: at most ELF_MAX_SECTIONS section headers, and
+// ELF_MAX_WALK_BYTES walked in all (notes, symbols, dynamic entries, version needs and the
+// names they point at), however often sections overlap the same bytes; past either bound the
+// file is refused with an ElfError naming the bound.
 
 /** ELF e_machine values of the two machines spark builds for. */
 export const ELF_MACHINES: Record<number, string> = { 62: 'x86_64', 183: 'aarch64' };
 
 export class ElfError extends Error {}
+
+/** Section headers read at most: a linked shared object has a few dozen (spark's builds ~35). */
+export const ELF_MAX_SECTIONS = 1024;
+/**
+ * Bytes walked at most per file, summed over every note, symbol, dynamic and version entry and
+ * every name read (spark's builds need under 10 KiB, its addon ~60 KiB): sections that claim
+ * more, such as thousands of note sections over the same megabytes, are refused in milliseconds.
+ */
+export const ELF_MAX_WALK_BYTES = 4 << 20;
 
 export interface ElfSummary {
   /** ET_DYN (3) for a shared object. */
@@ -43,9 +56,18 @@ interface Section {
   info: number;
 }
 
-/** A bounds-checked little-endian view of the file. */
+/** A bounds-checked little-endian view of the file, with what is left of its walk budget. */
 class Reader {
+  private walked = 0;
   constructor(readonly b: Buffer) {}
+  /** Counts `n` more bytes walked for `what`; refuses the file past ELF_MAX_WALK_BYTES. */
+  walk(n: number, what: string): void {
+    this.walked += n;
+    if (this.walked > ELF_MAX_WALK_BYTES)
+      throw new ElfError(
+        `refused: ${what} would walk more than the ${ELF_MAX_WALK_BYTES} bytes this reader walks in a file (a row library needs a few KiB)`,
+      );
+  }
   private need(at: number, n: number, what: string): void {
     if (!Number.isSafeInteger(at) || at < 0 || at + n > this.b.length) {
       throw new ElfError(`truncated or corrupt: ${what} at offset ${at} lies past the file's ${this.b.length} bytes`);
@@ -65,15 +87,20 @@ class Reader {
     if (v > BigInt(Number.MAX_SAFE_INTEGER)) throw new ElfError(`corrupt: ${what} at offset ${at} is ${v}`);
     return Number(v);
   }
-  /** A NUL-terminated string of the string table `strtab` at `index`. */
+  /**
+   * A NUL-terminated string of the string table `strtab` at `index`. The NUL is looked for in
+   * the table only (never on through the rest of the file), and the bytes up to it count
+   * against the walk budget: a table of one long name that every symbol points at is refused,
+   * not scanned once per symbol.
+   */
   str(strtab: Section, index: number, what: string): string {
     if (index >= strtab.size) throw new ElfError(`corrupt: ${what} name index ${index} is outside its string table`);
     const start = strtab.offset + index;
     this.need(start, 1, what);
-    const end = this.b.indexOf(0, start);
-    if (end < 0 || end >= strtab.offset + strtab.size)
-      throw new ElfError(`corrupt: ${what} name is not terminated in its string table`);
-    return this.b.toString('latin1', start, end);
+    const length = this.b.subarray(start, strtab.offset + strtab.size).indexOf(0);
+    if (length < 0) throw new ElfError(`corrupt: ${what} name is not terminated in its string table`);
+    this.walk(length + 1, 'the names in its string tables');
+    return this.b.toString('latin1', start, start + length);
   }
 }
 
@@ -87,6 +114,10 @@ function sections(r: Reader): Section[] {
   const shentsize = r.u16(0x3a, 'the section header size');
   const shnum = r.u16(0x3c, 'the section count');
   if (shnum === 0 || shentsize < 64) throw new ElfError(`corrupt: ${shnum} section headers of ${shentsize} bytes`);
+  if (shnum > ELF_MAX_SECTIONS)
+    throw new ElfError(
+      `refused: ${shnum} section headers, more than the ${ELF_MAX_SECTIONS} this reader reads (a shared object has a few dozen)`,
+    );
   const out: Section[] = [];
   for (let i = 0; i < shnum; i++) {
     const h = shoff + i * shentsize;
@@ -120,6 +151,7 @@ function dynamicExports(r: Reader, all: Section[]): string[] {
   const n = dynsym.entsize >= 24 ? Math.floor(dynsym.size / dynsym.entsize) : 0;
   const out = new Set<string>();
   for (let i = 1; i < n; i++) {
+    r.walk(dynsym.entsize, 'the dynamic symbols');
     const e = dynsym.offset + i * dynsym.entsize;
     const info = r.b[e + 4]!;
     const other = r.b[e + 5]!;
@@ -139,6 +171,7 @@ function neededLibraries(r: Reader, all: Section[]): string[] {
   const strtab = linked(all, dyn, 'dynamic section');
   const out: string[] = [];
   for (let e = dyn.offset; e + 16 <= dyn.offset + dyn.size; e += 16) {
+    r.walk(16, 'the dynamic section');
     const tag = r.u64(e, 'a dynamic entry');
     if (tag === 0) break;
     if (tag === DT_NEEDED) out.push(r.str(strtab, r.u64(e + 8, 'a dynamic entry'), 'a NEEDED entry'));
@@ -156,9 +189,11 @@ function neededVersions(r: Reader, all: Section[]): string[] {
   // sh_info is the number of Verneed entries; each chain is bounded by its count, and a zero
   // `next` ends it, so a corrupt file cannot loop.
   for (let i = 0; i < vn.info; i++) {
+    r.walk(16, 'the version needs');
     const cnt = r.u16(at + 2, 'a version need');
     let aux = at + r.u32(at + 8, 'a version need');
     for (let j = 0; j < cnt; j++) {
+      r.walk(16, 'the version needs');
       out.push(r.str(strtab, r.u32(aux + 8, 'a version'), 'a version'));
       const next = r.u32(aux + 12, 'a version');
       if (next === 0) break;
@@ -173,6 +208,8 @@ function neededVersions(r: Reader, all: Section[]): string[] {
 
 function sparkAbiNote(r: Reader, all: Section[]): number | undefined {
   for (const s of all.filter((x) => x.type === SHT_NOTE)) {
+    // The whole section counts, walked or not: note sections laid over the same bytes add up.
+    r.walk(s.size, 'the note sections');
     for (let at = s.offset; at + 12 <= s.offset + s.size;) {
       const namesz = r.u32(at, 'a note');
       const descsz = r.u32(at + 4, 'a note');
@@ -193,6 +230,21 @@ function sparkAbiNote(r: Reader, all: Section[]): number | undefined {
     }
   }
   return undefined;
+}
+
+/**
+ * Whether a version name is `GLIBC_` and dot-separated digits. Checked part by part rather than
+ * with a repeated group, which the regular-expression engine would recurse through once per
+ * part on a long name.
+ */
+function isGlibcVersion(v: string): boolean {
+  return (
+    v.startsWith('GLIBC_') &&
+    v
+      .slice('GLIBC_'.length)
+      .split('.')
+      .every((p) => /^\d+$/.test(p))
+  );
 }
 
 /** `GLIBC_2.34` as [2, 34]. */
@@ -218,8 +270,9 @@ export function readElf(b: Buffer): ElfSummary {
   const r = new Reader(b);
   const m = r.u16(18, 'the machine');
   const all = sections(r);
-  const versions = neededVersions(r, all).filter((v) => /^GLIBC_\d+(\.\d+)*$/.test(v));
-  const glibcMax = versions.sort(compareGlibc).at(-1);
+  let glibcMax: string | undefined;
+  for (const v of neededVersions(r, all))
+    if (isGlibcVersion(v) && (glibcMax === undefined || compareGlibc(v, glibcMax) > 0)) glibcMax = v;
   const note = sparkAbiNote(r, all);
   return {
     type: r.u16(16, 'the type'),

@@ -19,9 +19,33 @@ export const MAX_OBJECT_KEYS = 1024;
 
 const INTEGER = /^(0|[1-9][0-9]*)$/;
 const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
-const STRING = /"(?:[^"\\]|\\.)*"/y;
-/** A string holding \u0030-\u0039. */
-const ESCAPED_DIGIT = /^"(?:[^"\\]|\\[^u]|\\u(?!003[0-9]))*\\u003[0-9]/;
+
+/**
+ * The JSON string starting at `text[start]` (its `"`): where it ends (past the closing quote),
+ * and whether it writes a digit as an escape (`\u0030`-`\u0039`). A loop, not a regular
+ * expression: a repeated group such as `"(?:[^"\\]|\\.)*"` recurses once per character and
+ * throws "Maximum call stack size exceeded" on a string of a few MiB, which a manifest of
+ * MAX_MANIFEST_BYTES can hold.
+ */
+function scanString(text: string, start: number): { end: number; escapedDigit: boolean } {
+  let escapedDigit = false;
+  for (let i = start + 1; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) return { end: i + 1, escapedDigit };
+    if (c === 0x5c) {
+      if (text[i + 1] === 'u' && text.startsWith('003', i + 2) && isDigit(text.charCodeAt(i + 5))) escapedDigit = true;
+      // Past the escaped character; the rest of a \uXXXX is hex digits, never a quote or backslash.
+      i++;
+    }
+  }
+  // JSON.parse accepted the text, so every string is closed.
+  return { end: text.length, escapedDigit };
+}
+
+const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
+
+/** A key as written, cut for a one-line message (a key may be megabytes long). */
+const shown = (literal: string) => (literal.length > 60 ? `${literal.slice(0, 57)}…"` : literal);
 
 type Segment = string | number;
 
@@ -92,20 +116,20 @@ export function manifestLexiconProblem(text: string): LexiconProblem | undefined
       continue;
     }
     if (c === '"') {
-      STRING.lastIndex = i;
-      const m = STRING.exec(text)!;
-      i += m[0].length;
+      const string = scanString(text, i);
+      const literal = text.slice(i, string.end);
+      i = string.end;
       if (expectKey && top?.kind === 'object') {
-        const key = JSON.parse(m[0]) as string;
+        const key = JSON.parse(literal) as string;
         const where = formatPath(top.path);
         const there = where === '' ? 'the top-level object' : where;
         // A layer is named by its digits as written: "\u0031" would be layer 1 to a JSON reader.
-        if (ESCAPED_DIGIT.test(m[0]))
-          return { key: where, what: `has the key ${m[0]}, a digit written with an escape` };
+        if (string.escapedDigit)
+          return { key: where, what: `has the key ${shown(literal)}, a digit written with an escape` };
         if (top.keys.has(key))
           return {
             key: where,
-            what: `${where === '' ? `${there} ` : ''}has the key ${JSON.stringify(key)} twice (readers disagree on which one counts)`,
+            what: `${where === '' ? `${there} ` : ''}has the key ${shown(JSON.stringify(key))} twice (readers disagree on which one counts)`,
           };
         if (top.keys.size >= MAX_OBJECT_KEYS) return { key: where, what: `has more than ${MAX_OBJECT_KEYS} keys` };
         top.keys.add(key);

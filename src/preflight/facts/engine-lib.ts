@@ -11,6 +11,7 @@ import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, statSyn
 import { machine } from 'node:os';
 import { shQuote } from '../../remote/shell.js';
 import { readElf } from '../../engine-lib/elf.js';
+import { hexBytes } from './hex.js';
 import type { EngineLibFileFact, EngineLibsFact, PathKind } from './types.js';
 
 /** A real library is well under 1 MiB; anything this large is not one and is not sent. */
@@ -129,15 +130,15 @@ export function parseEngineLibs(out: string, paths: readonly string[]): EngineLi
   if (start < 0 || !lines.includes('end'))
     throw new Error(`the library check did not finish: ${out.trim().split('\n').at(-1) ?? 'no output'}`);
   const fact: EngineLibsFact = { machine: '', files: paths.map((path) => ({ path, kind: 'missing' as PathKind })) };
-  const unhex = (h: string) => (/^([0-9a-f]{2})*$/.test(h) ? Buffer.from(h, 'hex') : undefined);
   for (const line of lines.slice(start + 1)) {
     const [tag, a = '', b = '', c = '', d = '', e = ''] = line.split(' ');
-    if (tag === 'emachine') fact.machine = unhex(a)?.toString('utf8') ?? '';
+    if (tag === 'emachine') fact.machine = hexBytes(a)?.toString('utf8') ?? '';
     if (tag !== 'efile') continue;
     const i = Number(a);
     const path = paths[i];
     if (path === undefined || !['file', 'dir', 'other', 'missing'].includes(b)) continue;
-    const bytes = e.startsWith('x') ? unhex(e.slice(1)) : undefined;
+    const sent = e.startsWith('x');
+    const bytes = sent ? hexBytes(e.slice(1)) : undefined;
     const size = /^\d+$/.test(d) ? Number(d) : 0;
     fact.files[i] = engineLibFileFact(
       path,
@@ -145,9 +146,22 @@ export function parseEngineLibs(out: string, paths: readonly string[]): EngineLi
       c === '1',
       bytes ?? {
         size,
-        unread: size > ENGINE_LIB_MAX_BYTES ? `larger than ${ENGINE_LIB_MAX_BYTES} bytes` : 'not readable',
+        unread:
+          size > ENGINE_LIB_MAX_BYTES
+            ? `larger than ${ENGINE_LIB_MAX_BYTES} bytes`
+            : sent
+              ? 'its bytes came back from the node garbled (not hex)'
+              : 'not readable',
       },
     );
   }
   return fact;
+}
+
+/**
+ * Every file as not read, for `why`: what a node whose answer about its library files was lost
+ * reports, so the file rule fails on each (never a pass on files nobody read).
+ */
+export function unreadEngineLibs(paths: readonly string[], why: string): EngineLibsFact {
+  return { machine: '', files: paths.map((path) => ({ path, kind: 'file' as PathKind, unread: why })) };
 }

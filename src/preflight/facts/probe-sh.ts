@@ -6,6 +6,7 @@ import { quoted, shTemplate } from '../../remote/sh-template.js';
 import { parseAddresses, parseListeners, parseNvidiaSmi, parseRoutes } from './parse.js';
 import { imageFailure } from './collect.js';
 import { miaDirValues, parseMiaDirLine } from './mia-dir.js';
+import { hexBytes } from './hex.js';
 import {
   TEXT_LIMIT,
   type FactsRequest,
@@ -47,10 +48,11 @@ export function probeScript(request: FactsRequest): string {
   });
 }
 
-/** Hex (od's output, spaces removed) back to bytes. */
+/** Hex (od's output, spaces removed) back to bytes; throws on a field that is not hex. */
 function unhex(hex: string): Buffer {
-  if (!/^[0-9a-f]*$/i.test(hex) || hex.length % 2 !== 0) throw new Error(`bad hex field (${hex.slice(0, 20)}…)`);
-  return Buffer.from(hex, 'hex');
+  const bytes = hexBytes(hex);
+  if (!bytes) throw new Error(`bad hex field (${hex.slice(0, 20)}…)`);
+  return bytes;
 }
 
 const text = (hex: string) => unhex(hex).toString('utf8');

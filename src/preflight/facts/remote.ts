@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import { capture, lastLine, nodeArgv, type Tools } from '../../remote/ssh.js';
 import { helloScript, parseHello, parseProbe, probeScript } from './probe-sh.js';
-import { engineLibScript, parseEngineLibs } from './engine-lib.js';
+import { engineLibScript, parseEngineLibs, unreadEngineLibs } from './engine-lib.js';
 import { judgeProbedCopy, judgeProbedSnapshot, rebuildSysfs } from './rebuild.js';
 import { FACTS_VERSION, type FactsRequest, type NodeFacts, type NodeHello } from './types.js';
 
@@ -49,6 +49,8 @@ function sparkFacts(stdout: string, request: FactsRequest, hello: NodeHello): No
     [doc.ports, request.ports.length],
     [doc.images, request.images.length],
   ];
+  // Library files it does report must be all of them (one it left out would pass unread).
+  if (doc.engineLibs !== undefined) lengths.push([doc.engineLibs?.files, request.engineLibs?.length ?? 0]);
   if (
     lengths.some(([a, n]) => !Array.isArray(a) || a.length !== n) ||
     !Array.isArray(doc.routes) ||
@@ -126,9 +128,10 @@ export async function gatherNode(
     try {
       facts.engineLibs = parseEngineLibs(r.stdout, request.engineLibs);
     } catch (err) {
-      notes.push(
-        `the engine library files could not be read (${(err as Error).message}); the engine-lib rules did not run`,
-      );
+      // Each file then fails enginelib.file with this reason: a file nobody read never passes.
+      const ended = r.signal && r.signal !== 'SIGKILL' ? `killed by ${r.signal}` : why(r, options.timeoutMs);
+      const reason = r.code === 0 ? (err as Error).message : `the library check did not finish (${ended})`;
+      facts.engineLibs = unreadEngineLibs(request.engineLibs, reason);
     }
   }
   const out: Gathered = { ok: true, facts, request, notes };

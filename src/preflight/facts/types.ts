@@ -132,7 +132,7 @@ export interface EngineLibFileFact {
   link?: true;
   /** For a regular file. */
   size?: number;
-  /** For a regular file that was read: why it was not (permissions, too large). */
+  /** Why a regular file was not read (permissions, too large), or why the node's answer about it was lost. */
   unread?: string;
   sha256?: string;
   elf?: ElfSummary;

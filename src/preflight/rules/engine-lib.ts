@@ -23,17 +23,21 @@ interface NodeLibrary {
   machine: string;
 }
 
-/** The node's library mounts with what it reported of each; a skip when it reported nothing. */
-function nodeLibraries(ctx: PreflightContext): NodeLibrary[] | { skip: string } {
-  const view = ctx.view;
+/**
+ * The node's library mounts with what it reported of each. A file it did not report is one
+ * nobody read: enginelib.file fails it, never a pass (and the other rules pass it over).
+ */
+function nodeLibraries(ctx: PreflightContext): NodeLibrary[] {
   const libs = engineLibMounts(ctx);
-  if (libs.length === 0) return [];
-  const fact = view?.engineLibs();
-  if (!fact) return { skip: 'the node did not report its engine library files' };
-  const paths = view!.request.engineLibs ?? [];
-  return libs.flatMap((lib) => {
-    const file = fact.files[paths.indexOf(lib.host)];
-    return file ? [{ lib, file, machine: fact.machine }] : [];
+  const fact = ctx.view?.engineLibs();
+  const paths = ctx.view?.request.engineLibs ?? [];
+  return libs.map((lib) => {
+    const file = fact?.files[paths.indexOf(lib.host)] ?? {
+      path: lib.host,
+      kind: 'file' as const,
+      unread: 'the node did not report it',
+    };
+    return { lib, file, machine: fact?.machine ?? '' };
   });
 }
 
@@ -78,21 +82,17 @@ function verdictOf(elf: ElfSummary, stack: EngineStack) {
 
 const abiErrors = (elf: ElfSummary, stack: EngineStack) => verdictOf(elf, stack).errors;
 
-const isList = (x: NodeLibrary[] | { skip: string }): x is NodeLibrary[] => Array.isArray(x);
-
 export const file = defineRule({
   id: 'enginelib.file',
   title: "the host file mounted over a serving stack's row library is a shared object for the node's machine",
   severity: 'error',
   scope: 'local-node',
   evidence:
-    'Both stacks load their row library with ctypes from a fixed image path (/opt/dsv41-spark/overlay/libengram_rows.so, /opt/dsv41/adapter/librow_store.so); a missing host file is mounted as an empty directory, a dangling link is refused by docker, and a library of another machine fails dlopen (docs/engine-libs.md).',
+    "Both stacks load their row library with ctypes from a fixed image path (/opt/dsv41-spark/overlay/libengram_rows.so, /opt/dsv41/adapter/librow_store.so); a missing host file is mounted as an empty directory, a dangling link is refused by docker, and a library of another machine fails dlopen. A file preflight could not read (over 64 MiB, unreadable, or the node's answer about it cut short) or that the ELF reader refuses (more section headers, or more notes, symbols and names to walk, than any library has) is an error too, never a pass (docs/engine-libs.md).",
   fix: 'spark engine-lib --stack STACK --copy DIR on that node (spark built there: npm install in its checkout builds for its machine)',
   check(ctx) {
-    const found = nodeLibraries(ctx);
-    if (!isList(found)) return found;
     const out: Finding[] = [];
-    for (const { lib, file: f, machine } of found) {
+    for (const { lib, file: f, machine } of nodeLibraries(ctx)) {
       const problem = fileProblem(f, machine);
       if (problem === undefined) continue;
       const wrongMachine = f.elf !== undefined && f.elf.machine !== machine && f.elfError === undefined;
@@ -120,10 +120,8 @@ export const abi = defineRule({
     "The stacks look every ABI symbol up when they load the library and fail at import when one is missing; the overlay refuses a library whose engram_rows_abi_version() is not 3. spark's build writes that number as an ELF note from the constant the function returns, so it is read here without running code of another machine (docs/engine-libs.md).",
   fix: 'spark engine-lib --stack STACK --copy DIR on that node',
   check(ctx) {
-    const found = nodeLibraries(ctx);
-    if (!isList(found)) return found;
     const out: Finding[] = [];
-    for (const { lib, file: f, machine } of found) {
+    for (const { lib, file: f, machine } of nodeLibraries(ctx)) {
       const elf = goodElf(f, machine);
       if (!elf) continue;
       const v = verdictOf(elf, lib.stack);
@@ -153,9 +151,7 @@ export const loads = defineRule({
     "The stacks' images carry their own C++ runtime and the oldest is Ubuntu 22.04 (glibc 2.35): a library that needs libstdc++ or a newer glibc symbol fails dlopen in some of them; spark links its C++ runtime in and checks the build (native/engines/check-lib.sh, docs/engine-libs.md).",
   fix: "spark engine-lib --stack STACK --copy DIR on that node (spark's build needs only the C library)",
   check(ctx) {
-    const found = nodeLibraries(ctx);
-    if (!isList(found)) return found;
-    return found.flatMap(({ lib, file: f, machine }) => {
+    return nodeLibraries(ctx).flatMap(({ lib, file: f, machine }) => {
       const elf = goodElf(f, machine);
       const problems = elf ? loadProblems(elf) : [];
       return problems.length > 0
@@ -178,7 +174,6 @@ function digests(ctx: PreflightContext, container: string): { c: CheckedNode; sh
     if (!c.view) continue;
     // The node's own context: its home places a `~` host path where its request did.
     const found = nodeLibraries(forNode(ctx, c.node, { home: c.view.facts.home, sysfs: c.sysfs, view: c.view }));
-    if (!isList(found)) continue;
     const mine = found.find((x) => x.lib.mount.container === container);
     // Only files the node rules pass: a broken or wrong library is reported there already.
     const elf = mine && goodElf(mine.file, mine.machine);
