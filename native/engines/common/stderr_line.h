@@ -19,7 +19,8 @@
 //     a pipe's atomic write (4096), so it goes whole or waits; only another writer filling the
 //     last room between the poll and the write could make it wait;
 //   - a regular file or a block device: write(), which waits for no reader.
-// The line is written whole or not at all (a pipe takes up to 4096 bytes at once).
+// A pipe takes a line whole or not at all (up to 4096 bytes go at once); a line a terminal
+// takes only part of counts as dropped.
 #pragma once
 
 #include <cstddef>
