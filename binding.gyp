@@ -25,6 +25,7 @@
       "native/engines/common/glibc_floor.cc",
       "native/engines/common/row_cache.cc",
       "native/engines/common/row_source.cc",
+      "native/engines/common/stderr_line.cc",
       "native/engines/common/worker_team.cc"
     ]
   },

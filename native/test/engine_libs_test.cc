@@ -14,113 +14,33 @@
 #include <thread>
 #include <vector>
 
-#include "test/row_fixtures.h"
-#include "test/testing.h"
+#include "test/engine_abi.h"
 
-extern "C" {
-int engram_rows_abi_version(void);
-void* engram_rows_open(const char* path, uint64_t weight_off, uint64_t scale_off, uint64_t row_lo, uint64_t row_hi,
-                       int threads);
-void engram_rows_gather(void* work);
-uint64_t engram_rows_prefetch(void* store, const int64_t* ids, uint64_t n);
-void engram_rows_stats(void* store, uint64_t out[4]);
-uint64_t engram_rows_resident(void* store);
-void engram_rows_release(void* store);
-void engram_rows_close(void* store);
-void* row_store_open(const char* path, uint64_t rows, uint64_t woff, uint64_t soff, uint64_t budget);
-void row_store_range(void* store, uint64_t lo, uint64_t hi);
-int row_store_attach_packed(void* store, const char* path, uint64_t layer);
-void row_store_lookup(void* work);
-void row_store_stats(void* store, uint64_t out[9]);
-void row_store_close(void* store);
-void row_store_next_cache_on_drm(const char* node, uint64_t bytes);
-}
+using namespace engine_abi;
 
 namespace {
 
-using row_fixtures::RowByte;
+constexpr uint64_t kRows = 3000;
 
-constexpr uint64_t kRows = 3000, kWoff = 664;
-constexpr uint64_t kSoff = kWoff + kRows * 256 + 40;
-
-struct OverlayWork {
-  uint64_t count;
-  void* store;
-  uint8_t* w;
-  uint8_t* s;
-  const int64_t* ids;
-};
-struct MiaWork {
-  void* store;
-  const int64_t* ids;
-  uint8_t* w;
-  uint8_t* s;
-  uint64_t count;
-};
-
-// A two-column file: row r's weight bytes RowByte(1, r, 0..256), scale bytes RowByte(1, r, 256..264).
-const std::string& TwoColumnFile() {
-  static const std::string path = [] {
-    std::vector<uint8_t> bytes(kSoff + kRows * 8, 0x5A);
-    for (uint64_t r = 0; r < kRows; ++r) {
-      for (uint64_t c = 0; c < 256; ++c) bytes[kWoff + r * 256 + c] = RowByte(1, r, c);
-      for (uint64_t c = 0; c < 8; ++c) bytes[kSoff + r * 8 + c] = RowByte(1, r, 256 + c);
-    }
-    return row_fixtures::WriteTempFile("engine-two-column.bin", bytes);
-  }();
-  return path;
+const Table& TwoColumnFile() {
+  static const Table t = WriteTable("engine-two-column.bin", kRows);
+  return t;
 }
 
-// The Mia stack's packed shard of rows [lo, hi) of layer 1.
 std::string MiaPack(uint64_t lo, uint64_t hi) {
-  std::vector<uint8_t> bytes(4096 + (hi - lo) * 264, 0);
-  const uint64_t header[6] = {0x31344E4531565344ull, 1, lo, hi, kRows, 264};
-  std::memcpy(bytes.data(), header, sizeof header);  // little-endian hosts only (x86-64, aarch64)
-  for (uint64_t r = lo; r < hi; ++r) {
-    for (uint64_t c = 0; c < 264; ++c) bytes[4096 + (r - lo) * 264 + c] = RowByte(1, r, c);
-  }
-  return row_fixtures::WriteTempFile("engram-l1-r1of3.bin", bytes);
-}
-
-// Whether position i of the outputs holds id's row (owned) or zeros.
-bool RowIs(const std::vector<uint8_t>& w, const std::vector<uint8_t>& s, size_t i, int64_t id, bool owned) {
-  for (uint64_t c = 0; c < 256; ++c) {
-    if (w[i * 256 + c] != (owned ? RowByte(1, static_cast<uint64_t>(id), c) : 0)) return false;
-  }
-  for (uint64_t c = 0; c < 8; ++c) {
-    if (s[i * 8 + c] != (owned ? RowByte(1, static_cast<uint64_t>(id), 256 + c) : 0)) return false;
-  }
-  return true;
-}
-
-std::vector<int64_t> Ids(uint64_t seed, size_t n, int64_t lo, int64_t hi) {
-  std::vector<int64_t> ids(n);
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (auto& id : ids) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    id = lo + static_cast<int64_t>(x % static_cast<uint64_t>(hi - lo));
-  }
-  return ids;
+  return WritePack("engram-l1-r1of3.bin", {.lo = lo, .hi = hi, .n = kRows});
 }
 
 }  // namespace
 
 TEST(overlay_rows_and_zeros) {
   CHECK_EQ(engram_rows_abi_version(), 3);
-  void* store = engram_rows_open(TwoColumnFile().c_str(), kWoff, kSoff, 1000, 2000, 3);
+  const Table& t = TwoColumnFile();
+  void* store = engram_rows_open(t.path.c_str(), t.woff, t.soff, 1000, 2000, 3);
   CHECK(store != nullptr);
   if (store == nullptr) return;
   std::vector<int64_t> ids = Ids(1, 5000, -50, kRows + 50);
-  std::vector<uint8_t> w(ids.size() * 256, 0xAB), s(ids.size() * 8, 0xAB);
-  OverlayWork work{ids.size(), store, w.data(), s.data(), ids.data()};
-  for (int pass = 0; pass < 2; ++pass) {
-    engram_rows_gather(&work);
-    bool all = true;
-    for (size_t i = 0; i < ids.size(); ++i) all = all && RowIs(w, s, i, ids[i], ids[i] >= 1000 && ids[i] < 2000);
-    CHECK(all);
-  }
+  for (int pass = 0; pass < 2; ++pass) CHECK(RowsAre(Gather(store, ids), ids, 1000, 2000));
   uint64_t st[4];
   engram_rows_stats(store, st);
   CHECK_EQ(st[0], 2u);
@@ -129,8 +49,9 @@ TEST(overlay_rows_and_zeros) {
 }
 
 TEST(overlay_open_close_loop_with_prefetch_and_release) {
+  const Table& t = TwoColumnFile();
   for (int k = 0; k < 16; ++k) {
-    void* store = engram_rows_open(TwoColumnFile().c_str(), kWoff, kSoff, 0, kRows, k % 4);
+    void* store = engram_rows_open(t.path.c_str(), t.woff, t.soff, 0, kRows, k % 4);
     CHECK(store != nullptr);
     if (store == nullptr) return;
     std::atomic<bool> stop{false};
@@ -143,14 +64,8 @@ TEST(overlay_open_close_loop_with_prefetch_and_release) {
       }
     });
     std::vector<int64_t> ids = Ids(k, 200, -5, kRows + 5);
-    std::vector<uint8_t> w(ids.size() * 256), s(ids.size() * 8);
-    OverlayWork work{ids.size(), store, w.data(), s.data(), ids.data()};
     bool all = true;
-    for (int g = 0; g < 3; ++g) {
-      engram_rows_gather(&work);
-      for (size_t i = 0; i < ids.size(); ++i)
-        all = all && RowIs(w, s, i, ids[i], ids[i] >= 0 && ids[i] < int64_t(kRows));
-    }
+    for (int g = 0; g < 3; ++g) all = all && RowsAre(Gather(store, ids), ids, 0, kRows);
     CHECK(all);
     stop.store(true);
     governor.join();
@@ -161,9 +76,10 @@ TEST(overlay_open_close_loop_with_prefetch_and_release) {
 }
 
 TEST(mia_checkpoint_and_pack_loop) {
+  const Table& t = TwoColumnFile();
   const std::string pack = MiaPack(1000, 2000);
   for (int k = 0; k < 12; ++k) {
-    void* store = row_store_open(TwoColumnFile().c_str(), kRows, kWoff, kSoff, (k % 3) * 65536);
+    void* store = row_store_open(t.path.c_str(), kRows, t.woff, t.soff, (k % 3) * 65536);
     CHECK(store != nullptr);
     if (store == nullptr) return;
     row_store_range(store, 1000, 2000);
@@ -173,13 +89,8 @@ TEST(mia_checkpoint_and_pack_loop) {
     const char* nodes[] = {"/nonexistent/card0", "/dev/null", nullptr};
     row_store_next_cache_on_drm(nodes[k % 3], k % 4 == 3 ? ~uint64_t{0} : uint64_t{16} << 20);
     std::vector<int64_t> ids = Ids(k, 300, 0, kRows);
-    std::vector<uint8_t> w(ids.size() * 256), s(ids.size() * 8);
-    MiaWork work{store, ids.data(), w.data(), s.data(), ids.size()};
     bool all = true;
-    for (int g = 0; g < 3; ++g) {
-      row_store_lookup(&work);
-      for (size_t i = 0; i < ids.size(); ++i) all = all && RowIs(w, s, i, ids[i], ids[i] >= 1000 && ids[i] < 2000);
-    }
+    for (int g = 0; g < 3; ++g) all = all && RowsAre(Lookup(store, ids), ids, 1000, 2000);
     CHECK(all);
     uint64_t st[9];
     row_store_stats(store, st);
@@ -205,7 +116,8 @@ bool KernelAio() {
 // every row's bytes at the boundaries of the shared reads.
 TEST(mia_close_rows_share_reads) {
   const std::string pack = MiaPack(0, kRows);
-  void* store = row_store_open(TwoColumnFile().c_str(), kRows, kWoff, kSoff, 0);
+  const Table& t = TwoColumnFile();
+  void* store = row_store_open(t.path.c_str(), kRows, t.woff, t.soff, 0);
   CHECK(store != nullptr);
   if (store == nullptr) return;
   row_store_range(store, 0, kRows);
@@ -230,13 +142,8 @@ TEST(mia_close_rows_share_reads) {
   for (const Case& c : cases) {
     uint64_t before[9], after[9];
     row_store_stats(store, before);
-    std::vector<uint8_t> w(c.ids.size() * 256, 0xAB), s(c.ids.size() * 8, 0xAB);
-    MiaWork work{store, c.ids.data(), w.data(), s.data(), c.ids.size()};
-    row_store_lookup(&work);
+    CHECK(RowsAre(Lookup(store, c.ids), c.ids, 0, kRows));
     row_store_stats(store, after);
-    bool all = true;
-    for (size_t i = 0; i < c.ids.size(); ++i) all = all && RowIs(w, s, i, c.ids[i], true);
-    CHECK(all);
     std::vector<int64_t> distinct = c.ids;
     std::sort(distinct.begin(), distinct.end());
     distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());

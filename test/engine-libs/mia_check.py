@@ -259,7 +259,9 @@ def two_callers():
 def child_ram():
     store = open_store(lo=10, hi=900)
     expect_rows(table(10, 900), store, list(range(0, 1000, 3)), "OFFLOAD_MODE=ram")
-    check(stats(store)["cache_slots"] == 0, "OFFLOAD_MODE=ram keeps a cache")
+    st = stats(store)
+    check(st["cache_slots"] == 0, "OFFLOAD_MODE=ram keeps a cache")
+    check(st["ways"] == 4 and st["pinned"] == 890 * 8, f"OFFLOAD_MODE=ram: ways and scales as configured: {st}")
     lib.row_store_close(store)
 
 

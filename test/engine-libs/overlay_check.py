@@ -202,14 +202,23 @@ def prefetch_return():
 
 def resident_release():
     t = FIX["sparse"]
-    store = open_table(t)
     span = (t["hi"] - t["lo"]) * W
-    gather(store, list(range(t["lo"], t["hi"])))
+    owned = list(range(t["lo"], t["hi"]))
+    store = open_table(t)
+    gather(store, owned)
     held = lib.engram_rows_resident(store)
     check(held >= 0.9 * span, f"resident {held} after every owned row once, span weights {span}")
     lib.engram_rows_release(store)
     check(lib.engram_rows_resident(store) <= 4 * 4096, f"resident {lib.engram_rows_resident(store)} after release")
     expect_rows(t, store, list(range(t["lo"] - 2, t["hi"] + 2)), "after release")
+    check(lib.engram_rows_resident(store) >= 0.9 * span, "resident after a release and every row again")
+    lib.engram_rows_close(store)
+    # The overlay's own ABI test: 8 threads, release() first, then every owned row once.
+    store = open_table(t, threads_=8)
+    lib.engram_rows_release(store)
+    gather(store, owned)
+    held = lib.engram_rows_resident(store)
+    check(held >= 0.9 * span, f"resident {held} after release() then every owned row, span weights {span}")
     lib.engram_rows_close(store)
 
 

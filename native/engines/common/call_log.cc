@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "engines/common/stderr_line.h"
 #include "engines/common/worker_team.h"
 
 namespace spark::engines {
@@ -34,10 +35,12 @@ uint64_t CallLog::NowNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-void CallLog::Configure(const char* label, uint64_t interval_seconds, bool mia_keys) {
+void CallLog::Configure(const char* label, int64_t interval_seconds, bool mia_keys) {
   label_ = label;
   mia_keys_ = mia_keys;
-  interval_ns_ = interval_seconds > 1000000000 ? 0 : interval_seconds * 1000000000ull;
+  interval_ns_ = interval_seconds <= 0 || interval_seconds > 1000000000
+                     ? 0
+                     : static_cast<uint64_t>(interval_seconds) * 1000000000ull;
   last_ns_ = NowNs();
   next_ns_ = last_ns_ + interval_ns_;
 }
@@ -64,25 +67,28 @@ void CallLog::Post(WorkerTeam& team, const CallTotals& t, uint64_t now_ns) {
   const uint64_t reads_per_s = elapsed_ms == 0 ? 0 : (t.reads - last_reads_) * 1000 / elapsed_ms;
   const uint64_t p50 = counted_ == 0 ? 0 : Percentile(counted_ / 2) / 1000;
   const uint64_t p99 = counted_ == 0 ? 0 : Percentile(counted_ * 99 / 100) / 1000;
+  const uint64_t dropped = DroppedLines();
   char line[512];
   int n;
   // Integers only: printf's integer conversions neither allocate nor take locale locks.
   if (mia_keys_) {
     n = std::snprintf(line, sizeof line,
                       "%s: lookups=%llu hit_rate=%llu.%llu%% reads=%llu packed=%d calls=%llu reads_per_s=%llu "
-                      "p50_us=%llu p99_us=%llu cache_bytes=%llu pinned_scale_bytes=%llu\n",
+                      "p50_us=%llu p99_us=%llu cache_bytes=%llu pinned_scale_bytes=%llu lines_dropped=%llu\n",
                       label_, (unsigned long long)lookups, (unsigned long long)(hit_tenths / 10),
                       (unsigned long long)(hit_tenths % 10), (unsigned long long)t.reads, t.packed ? 1 : 0,
                       (unsigned long long)t.calls, (unsigned long long)reads_per_s, (unsigned long long)p50,
-                      (unsigned long long)p99, (unsigned long long)t.cache_bytes, (unsigned long long)t.pinned_bytes);
+                      (unsigned long long)p99, (unsigned long long)t.cache_bytes, (unsigned long long)t.pinned_bytes,
+                      (unsigned long long)dropped);
   } else {
     n = std::snprintf(line, sizeof line,
                       "%s: calls=%llu rows=%llu hit_rate=%llu.%llu%% reads=%llu reads_per_s=%llu p50_us=%llu "
-                      "p99_us=%llu cache_bytes=%llu pinned_scale_bytes=%llu\n",
+                      "p99_us=%llu cache_bytes=%llu pinned_scale_bytes=%llu lines_dropped=%llu\n",
                       label_, (unsigned long long)t.calls, (unsigned long long)t.rows,
                       (unsigned long long)(hit_tenths / 10), (unsigned long long)(hit_tenths % 10),
                       (unsigned long long)t.reads, (unsigned long long)reads_per_s, (unsigned long long)p50,
-                      (unsigned long long)p99, (unsigned long long)t.cache_bytes, (unsigned long long)t.pinned_bytes);
+                      (unsigned long long)p99, (unsigned long long)t.cache_bytes, (unsigned long long)t.pinned_bytes,
+                      (unsigned long long)dropped);
   }
   if (n > 0) team.PostLine(line, std::min<size_t>(static_cast<size_t>(n), sizeof line - 1));
   std::memset(buckets_, 0, sizeof buckets_);

@@ -1,7 +1,9 @@
 // The periodic stats line the engine libraries print to stderr: every `interval` seconds (set
-// by SPARK_ENGRAM_STATS_SECONDS or DSV41_STATS_SECONDS; 0 or unset: never), at the end of the
-// first gather call after it is due, handed to a worker to write (WorkerTeam::PostLine).
-// Latency percentiles cover the calls since the previous line, in quarter-octave buckets.
+// by SPARK_ENGRAM_STATS_SECONDS or DSV41_STATS_SECONDS; 0, less or unset: never), at the end
+// of the first gather call after it is due, handed to a worker to write or written on the
+// caller (WorkerTeam::PostLine), never waiting on stderr (stderr_line.h). Latency percentiles
+// cover the calls since the previous line, in quarter-octave buckets; lines_dropped= counts
+// the lines a full stderr cost since the library was loaded.
 #pragma once
 
 #include <cstddef>
@@ -19,7 +21,7 @@ struct CallTotals {
 class CallLog {
  public:
   // `mia_keys`: begin the line with the Mia stack's keys (lookups=, hit_rate=, reads=, packed=).
-  void Configure(const char* label, uint64_t interval_seconds, bool mia_keys);
+  void Configure(const char* label, int64_t interval_seconds, bool mia_keys);
   // One gather call of `ns` nanoseconds. Callers are serialised by the store.
   void Record(uint64_t ns);
   bool Due(uint64_t now_ns) const { return interval_ns_ != 0 && now_ns >= next_ns_; }

@@ -17,16 +17,22 @@ bool SameText(const char* a, const char* b) {
 
 }  // namespace
 
-uint64_t EnvUint(const char* name, uint64_t fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return fallback;
+int64_t EnvInt(const char* name, int64_t fallback) {
+  const char* p = std::getenv(name);
+  if (p == nullptr) return fallback;
+  const bool negative = *p == '-';
+  if (*p == '-' || *p == '+') ++p;
+  if (*p == '\0') return fallback;
+  // The magnitude, checked before each step: 2^63 itself fits only negative.
+  const uint64_t limit = negative ? uint64_t{1} << 63 : (uint64_t{1} << 63) - 1;
   uint64_t n = 0;
-  for (const char* p = v; *p != '\0'; ++p) {
+  for (; *p != '\0'; ++p) {
     if (*p < '0' || *p > '9') return fallback;
-    n = n * 10 + static_cast<uint64_t>(*p - '0');
-    if (n > (uint64_t{1} << 63) - 1) return fallback;
+    const uint64_t digit = static_cast<uint64_t>(*p - '0');
+    if (n > (limit - digit) / 10) return fallback;
+    n = n * 10 + digit;
   }
-  return n;
+  return negative ? static_cast<int64_t>(0 - n) : static_cast<int64_t>(n);
 }
 
 double EnvNumber(const char* name, double fallback) {

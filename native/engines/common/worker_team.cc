@@ -1,13 +1,14 @@
 #include "engines/common/worker_team.h"
 
 #include <pthread.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <system_error>
+
+#include "engines/common/stderr_line.h"
 
 namespace spark::engines {
 
@@ -117,8 +118,7 @@ void WorkerTeam::WorkerLoop(unsigned index) {
     {
       std::lock_guard<std::mutex> line_lock(line_mu_);
       if (const size_t len = line_len_.load(std::memory_order_relaxed); len != 0) {
-        // stderr: a short write or an error loses the line, nothing else.
-        [[maybe_unused]] ssize_t w = write(2, line_, len);
+        WriteStderrLine(line_, len);  // never waits: a full stderr drops the line
         line_len_.store(0, std::memory_order_relaxed);
       }
     }
@@ -130,12 +130,15 @@ void WorkerTeam::WorkerLoop(unsigned index) {
 void WorkerTeam::PostLine(const char* line, size_t len) {
   len = std::min(len, sizeof line_);
   if (workers_ == 0) {
-    [[maybe_unused]] ssize_t w = write(2, line, len);
+    WriteStderrLine(line, len);
     return;
   }
   {
     std::unique_lock<std::mutex> line_lock(line_mu_, std::try_to_lock);
-    if (!line_lock.owns_lock() || line_len_.load(std::memory_order_relaxed) != 0) return;
+    if (!line_lock.owns_lock() || line_len_.load(std::memory_order_relaxed) != 0) {
+      CountDroppedLine();  // the previous line is still being written
+      return;
+    }
     std::memcpy(line_, line, len);
     line_len_.store(len, std::memory_order_relaxed);
   }

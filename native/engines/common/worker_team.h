@@ -4,9 +4,10 @@
 // touches the job. Each thread has an index (0 = the calling thread, 1..workers) and its own
 // staging buffer for O_DIRECT reads under that index.
 //
-// Between jobs the workers do background work: one log line handed over by PostLine (so a
-// gather never blocks on a stderr pipe that is full), then the owner's idle hook (the overlay
-// library's prefetch reads), which must return soon after job_open() turns true.
+// Between jobs the workers do background work: one log line handed over by PostLine (written
+// there rather than on the gathering thread; stderr_line.h: never waiting on stderr either
+// way), then the owner's idle hook (the overlay library's prefetch reads), which must return
+// soon after job_open() turns true.
 #pragma once
 
 #include <atomic>
@@ -47,8 +48,9 @@ class WorkerTeam : NonCopyable {
   // The staging buffer of thread index `thread` (kStagingBytes, aligned for O_DIRECT).
   uint8_t* staging(unsigned thread) const { return staging_[thread].get(); }
 
-  // Writes `line` to stderr from a worker; with no workers, on this thread. A line posted
-  // while the previous one is still waiting is dropped.
+  // Writes `line` to stderr from a worker; with no workers, on this thread (stderr_line.h:
+  // never waiting). A line posted while the previous one is still waiting is dropped (and
+  // counted).
   void PostLine(const char* line, size_t len);
   // Wakes up to `count` workers to run the idle hook (no effect without workers).
   void Nudge(unsigned count);

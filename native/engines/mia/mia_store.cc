@@ -1,6 +1,7 @@
 #include "engines/mia/mia_store.h"
 
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -18,7 +19,7 @@ namespace spark::engines {
 namespace {
 
 constexpr const char* kPrefix = "librow_store";
-constexpr uint64_t kMaxIoThreads = 1024;
+constexpr int64_t kMaxIoThreads = 1024;
 
 std::once_flag team_once;
 WorkerTeam* team = nullptr;  // process-wide, never destroyed (stores of other threads may use it)
@@ -28,10 +29,10 @@ uint64_t team_threads = 1;   // as stats report it: the caller counts as one
 // that many - 1 workers and the caller; 1 or less: no workers.
 WorkerTeam& Team() {
   std::call_once(team_once, [] {
-    const uint64_t threads = std::min(EnvUint("DSV41_IO_THREADS", 32), kMaxIoThreads);
+    const int64_t threads = std::min(EnvInt("DSV41_IO_THREADS", 32), kMaxIoThreads);
     team = new WorkerTeam();
     if (threads > 1 && team->Start(static_cast<unsigned>(threads - 1))) {
-      team_threads = threads;
+      team_threads = static_cast<uint64_t>(threads);
     } else if (!team->Start(0)) {
       Die(kPrefix, "out of memory for the I/O team");
     }
@@ -40,6 +41,12 @@ WorkerTeam& Team() {
 }
 
 std::string Span(uint64_t lo, uint64_t hi) { return "[" + std::to_string(lo) + ", " + std::to_string(hi) + ")"; }
+
+// DSV41_RESIDENT_SCALES: on unless "0", "off" or "false" (the stack's own words; unset: on).
+bool ResidentScales() {
+  return !EnvIs("DSV41_RESIDENT_SCALES", "0") && !EnvIs("DSV41_RESIDENT_SCALES", "off") &&
+         !EnvIs("DSV41_RESIDENT_SCALES", "false");
+}
 
 }  // namespace
 
@@ -63,7 +70,9 @@ MiaStore* MiaStore::Open(const char* path, uint64_t rows, uint64_t woff, uint64_
   s->source_.file = &s->file_;
   s->source_.woff = woff;
   s->source_.soff = soff;
-  const uint32_t ways = static_cast<uint32_t>(std::clamp<uint64_t>(EnvUint("DSV41_CACHE_WAYS", 4), 1, 16));
+  // Reported by stats in every mode, also where there is no cache.
+  const uint32_t ways = static_cast<uint32_t>(std::clamp<int64_t>(EnvInt("DSV41_CACHE_WAYS", 4), 1, 16));
+  s->ways_ = ways;
   if (EnvIs("OFFLOAD_MODE", "ram")) {
     // The whole shard mapped and locked; no cache.
     s->mapped_bytes_ = static_cast<size_t>(s->file_.size());
@@ -84,7 +93,7 @@ MiaStore* MiaStore::Open(const char* path, uint64_t rows, uint64_t woff, uint64_
       Die(kPrefix, "cannot reserve the " + std::to_string(budget) + "-byte row cache");
   }
   if (!s->gatherer_.Init(&s->source_, &s->cache_)) Die(kPrefix, "out of memory for the gather scratch");
-  s->log_.Configure(kPrefix, EnvUint("DSV41_STATS_SECONDS", 0), true);
+  s->log_.Configure(kPrefix, EnvInt("DSV41_STATS_SECONDS", 0), true);
   return s.release();
 }
 
@@ -102,7 +111,8 @@ void MiaStore::Range(uint64_t lo, uint64_t hi) {
     Die(kPrefix, "row_store_range moved to " + Span(lo, hi) + " after a pack of " + Span(lo_, hi_) + " was attached");
   lo_ = lo;
   hi_ = hi;
-  if (!scales_ && mapped_ == nullptr && EnvFlag("DSV41_RESIDENT_SCALES", true)) {
+  // In every mode, OFFLOAD_MODE=ram included, and even when a pack is to come: as the stack does.
+  if (!scales_ && ResidentScales()) {
     scales_ = PinScales(source_, lo, hi);
     if (!scales_) Die(kPrefix, "out of memory pinning " + std::to_string((hi - lo) * kScaleBytes) + " bytes of scales");
     source_.scales.store(scales_.get(), std::memory_order_release);
@@ -132,11 +142,23 @@ void MiaStore::Lookup(const int64_t* ids, uint64_t count, uint8_t* w, uint8_t* s
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
+  if (mapped_ != nullptr) CheckMappedShard();
   const uint64_t start = CallLog::NowNs();
   gatherer_.Gather(t, ids, count, w, s, lo_, hi_);
   const uint64_t now = CallLog::NowNs();
   log_.Record(now - start);
   if (log_.Due(now)) log_.Post(t, Totals(), now);
+}
+
+void MiaStore::CheckMappedShard() const {
+  struct stat st;
+  if (fstat(file_.fd(), &st) != 0)
+    Die(kPrefix, file_.path() + ": OFFLOAD_MODE=ram: fstat failed: " + std::strerror(errno));
+  const uint64_t now = static_cast<uint64_t>(st.st_size);
+  if (now >= mapped_bytes_) return;
+  Die(kPrefix, file_.path() + ": OFFLOAD_MODE=ram: the shard is now " + std::to_string(now) + " bytes, " +
+                   std::to_string(mapped_bytes_) + " when it was mapped: the rows past offset " + std::to_string(now) +
+                   " are gone (the file was cut or rewritten after open); restart with a complete shard");
 }
 
 CallTotals MiaStore::Totals() const {
@@ -157,7 +179,7 @@ void MiaStore::Stats(uint64_t out[9]) {
   out[3] = t.cache_bytes;
   out[4] = cache_.slots();
   out[5] = t.pinned_bytes;
-  out[6] = mapped_ != nullptr ? 0 : cache_.ways();
+  out[6] = ways_;
   out[7] = team_threads;
   out[8] = t.packed ? 1 : 0;
 }

@@ -33,8 +33,14 @@ class MiaStore {
  private:
   MiaStore() : source_("librow_store") {}
   CallTotals Totals() const;
+  // OFFLOAD_MODE=ram: a shard cut after it was mapped (a re-download, a copy that stopped)
+  // would make the copy out of the mapping die of SIGBUS. Its size is checked (one fstat)
+  // before each lookup, which then dies of one line naming the file and where it now ends,
+  // as every read path does. A cut landing during a lookup's copies is not caught.
+  void CheckMappedShard() const;
 
   uint64_t rows_ = 0;
+  uint32_t ways_ = 0;  // DSV41_CACHE_WAYS as configured, with or without a cache
   ReadFile file_;
   std::unique_ptr<ReadFile> pack_;
   RowSource source_;

@@ -6,10 +6,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <new>
+#include <string>
 
 #include "core/base/checked.h"
 #include "engines/common/env.h"
+#include "engines/common/stderr_line.h"
 
 namespace spark::engines {
 
@@ -20,15 +23,28 @@ constexpr uint32_t kWays = 8;
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 constexpr int kMaxThreads = 4096;
 
-// Host memory one store may hold (pinned scales + cached rows). The overlay's governor
-// releases every store once the sum over its two stores (one per Engram layer) passes
-// SPARK_ENGRAM_CACHE_GB (default 4): a store keeps under 45% of it, so the two never reach
-// it. SPARK_ENGRAM_LIB_CACHE_GB sets the store's budget directly.
+// Host memory one store may hold (pinned scales + cached rows: what resident() counts). The
+// overlay's governor releases every store once the sum of resident() over its two stores (one
+// per Engram layer) passes SPARK_ENGRAM_CACHE_GB (default 4; <= 0: no limit): a store keeps
+// under 45% of it, so the two never reach it and it never releases them.
+// SPARK_ENGRAM_LIB_CACHE_GB sets the store's budget directly; above half the governor's, the
+// governor will release, and a line at open says so (once a process).
 uint64_t StoreBudget() {
+  const double governor = EnvNumber("SPARK_ENGRAM_CACHE_GB", 4);
   double gib = EnvNumber("SPARK_ENGRAM_LIB_CACHE_GB", -1);
   if (gib < 0) {
-    const double governor = EnvNumber("SPARK_ENGRAM_CACHE_GB", 4);
     gib = (governor > 0 ? governor : 4) * 0.45;
+  } else if (governor > 0 && gib * 2 > governor) {
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true)) {
+      const std::string line =
+          std::string("libengram_rows: SPARK_ENGRAM_LIB_CACHE_GB=") + std::getenv("SPARK_ENGRAM_LIB_CACHE_GB") +
+          " is more than half of SPARK_ENGRAM_CACHE_GB=" +
+          (std::getenv("SPARK_ENGRAM_CACHE_GB") != nullptr ? std::getenv("SPARK_ENGRAM_CACHE_GB") : "4 (its default)") +
+          ": the overlay's governor will release both layers' stores whenever their sum passes it, and they refill "
+          "from the drive; set SPARK_ENGRAM_LIB_CACHE_GB to at most 0.45 of SPARK_ENGRAM_CACHE_GB, or unset it\n";
+      WriteStderrLine(line.data(), line.size());
+    }
   }
   if (gib > 1 << 20) gib = 1 << 20;
   return static_cast<uint64_t>(gib * static_cast<double>(kGiB));
@@ -82,26 +98,29 @@ OverlayStore* OverlayStore::Open(const char* path, uint64_t woff, uint64_t soff,
   s->source_.woff = woff;
   s->source_.soff = soff;
 
-  uint64_t budget = StoreBudget();
+  const uint64_t budget = StoreBudget();
   const uint64_t scale_bytes = (hi - lo) * kScaleBytes;
+  // The cache is laid out for the whole budget, with no more slots than owned rows
+  // (consecutive ids fill the sets evenly, so a table that fits is held whole). While the
+  // scales are pinned (when they take at most half the budget: one read per miss instead of
+  // two) it holds only the rows the rest of the budget pays for; a release unpins them and
+  // the cache may then fill the whole budget.
+  const uint64_t owned_sets = (hi - lo + kWays - 1) / kWays;
+  if (!s->cache_.Init(std::min(RowCache::SetsFor(budget, kWays), owned_sets), kWays)) return nullptr;
   if (scale_bytes > 0 && scale_bytes <= budget / 2) {
     s->scales_ = PinScales(s->source_, lo, hi);
     if (!s->scales_) return nullptr;
     s->source_.scales.store(s->scales_.get(), std::memory_order_release);
     s->pinned_bytes_.store(scale_bytes);
-    budget -= scale_bytes;
+    s->cache_.SetLimit(RowCache::SetsFor(budget - scale_bytes, kWays) * kWays);
   }
-  // No more slots than owned rows: consecutive ids fill the sets evenly, so a table that fits
-  // is held whole.
-  const uint64_t owned_sets = (hi - lo + kWays - 1) / kWays;
-  if (!s->cache_.Init(std::min(RowCache::SetsFor(budget, kWays), owned_sets), kWays)) return nullptr;
   s->queue_.reset(new (std::nothrow) uint64_t[kQueue]);
   if (!s->queue_ || s->inline_staging_.Reserve(kStagingBytes) == nullptr ||
       !s->gatherer_.Init(&s->source_, &s->cache_)) {
     errno = ENOMEM;
     return nullptr;
   }
-  s->log_.Configure("libengram_rows", EnvUint("SPARK_ENGRAM_STATS_SECONDS", 0), false);
+  s->log_.Configure("libengram_rows", EnvInt("SPARK_ENGRAM_STATS_SECONDS", 0), false);
   if (!s->team_.Start(static_cast<unsigned>(threads), &PrefetchWork, s.get())) return nullptr;
   return s.release();
 }
@@ -198,15 +217,15 @@ void OverlayStore::Release() {
     std::lock_guard<std::mutex> qlock(queue_mu_);
     queue_size_ = 0;
   }
-  // Released: the budget was too small for what this store held. Give the scales back for
-  // good and let the cache grow to half of what it held, so the governor does not have to
-  // release again and again.
-  const uint64_t held = Resident();
+  // Everything resident() counts goes: the cached rows (their pages back to the kernel) and
+  // the pinned scales. What the store may hold afterwards is its whole budget, as before: the
+  // cache refills as gathers read rows, now into the scales' share too (misses then read their
+  // scale rows from the file, merged where they lie close).
   cache_.Clear();
   source_.scales.store(nullptr, std::memory_order_release);
   scales_.reset();
   pinned_bytes_.store(0);
-  cache_.SetLimit(held / 2 / kRowBytes);
+  cache_.SetLimit(UINT64_MAX);
   if (!file_.direct()) posix_fadvise(file_.fd(), 0, 0, POSIX_FADV_DONTNEED);
   fill_paused_.store(false);
 }
