@@ -138,6 +138,29 @@ def fio_line(a, source, depths):
             (f"; offsets read before, qd{depths[-1]}: {again:.0f} IOPS" if again else ""))
 
 
+def fio_match(a, source, asked, reps):
+    """--fio-match, a cold line: (reads, seconds per batch) of fio doing as many fresh random reads
+    as spark's batches ask (their distinct rows: what a reader that reads each once must read) at
+    spark's queue depth, reps batches; None otherwise."""
+    if not a.fio_match or asked is None:
+        return None
+    reads = round(sum(len(np.unique(ids)) for ids in asked["spark"]) / reps)
+    got = disk.fio_batches(source, reads, reps)
+    return (reads, got) if got else None
+
+
+def fio_ratio_line(before, after, times, sides):
+    """Each side's mean call against fio's mean batch (fio run just before and just after the line)."""
+    reads, t0 = before
+    t1 = after[1] if after else t0
+    fio_s = (t0 + t1) / 2
+    sides_text = "; ".join(f"{s.name} {sum(times[s.name]) / len(times[s.name]) / 1e6:,.1f} ms = "
+                           f"{sum(times[s.name]) / len(times[s.name]) / 1e9 / fio_s:.2f}x fio's" for s in sides)
+    return (f"# fio, the same reads: {reads} fresh 4 KiB reads a batch at qd {min(reads, disk.AIO_DEPTH)} (libaio, "
+            f"O_DIRECT): {fio_s * 1e3:,.1f} ms a batch ({t0 * 1e3:,.1f} before, {t1 * 1e3:,.1f} after); "
+            f"mean call: {sides_text}")
+
+
 def run_cases(a, sides, draws, dists, source):
     dev = disk.DiskStats(source)
     print("batch  dist    mode  side      p50_us    p99_us   rows/s(p50)  baseline/spark(p50)  [hit% reads/1000ids]  "
@@ -152,18 +175,23 @@ def run_cases(a, sides, draws, dists, source):
         tally = {s.name: disk.Tally() for s in sides}
         fixed = {s.name: draws[dist](batch) for s in sides}
         before = {s.name: s.stats() for s in sides}
+        # What the cold calls asked: the lines' ids, drawn ahead so fio can do as many reads before them.
+        asked = {s.name: [draws[dist](batch) for _ in range(reps)] for s in sides} if mode == "cold" else None
+        fio_before = fio_match(a, source, asked, reps)
         if mode == "warm":
             for s in sides:
                 s.call(fixed[s.name])
         for r in range(reps):
             order = sides if r % 2 == 0 else sides[::-1]
             for s in order:
-                ids = fixed[s.name] if mode == "warm" else draws[dist](batch)
+                ids = fixed[s.name] if asked is None else asked[s.name][r]
                 if mode == "cold":
                     s.evict()
                 d0 = dev.reads()
                 times[s.name].append(s.call(ids))
                 tally[s.name].add(d0, dev.reads())
+        if fio_before:
+            print(fio_ratio_line(fio_before, fio_match(a, source, asked, reps), times, sides))
         p50 = {s.name: pct(times[s.name], 0.5) for s in sides}
         for s in sides:
             t = times[s.name]
@@ -228,6 +256,9 @@ def main():
     ap.add_argument("--table", help="a file written by bench/engine_libs_table.py: both stacks read it (--rows from it)")
     ap.add_argument("--batches", default="24,144,49152")
     ap.add_argument("--fio-seconds", type=float, default=0, help="fio at the cases' queue depths before each cold line")
+    ap.add_argument("--fio-match", action="store_true",
+                    help="fio doing the same number of fresh reads as spark's cold batches at its queue depth, "
+                         "before and after each cold line: each side's time against fio's")
     ap.add_argument("--soak", type=float, default=0, help="seconds per side of the page-cache run (no batch table)")
     ap.add_argument("--soak-batch", type=int, default=144)
     ap.add_argument("--governor", type=int, default=4 << 30, help="overlay baseline: release past this resident()")
