@@ -33,7 +33,14 @@ pages from the device). spark's library keeps its state: O_DIRECT reads (no page
 scale rows pinned at open, its row cache holding earlier batches' rows (a few percent of the
 table: the hit rate is printed). warm: the same batch again, after one untimed call. Both libraries run interleaved call by call, the order alternating.
 Prints one line per (batch, cold|warm) with p50/p99 microseconds per call and rows/s at p50,
-and the ratio baseline/spark."""
+and the ratio baseline/spark.
+
+--fio-match (the device as the yardstick): before and after each cold line, fio does as many
+fresh random 4 KiB reads as spark's batches of that line ask (their distinct rows), at spark's
+queue depth (engine_libs_disk.fio_batches: a batch of up to 256 submitted and awaited whole, a
+longer one kept 256 deep), as many batches as the line has calls; each side's mean call is
+printed against fio's mean batch. Cold stays cold: spark's libraries read O_DIRECT, the
+baseline's pages are released before each call, the ids are fresh."""
 import argparse
 import os
 import sys
