@@ -33,9 +33,15 @@ pages from the device). spark's library keeps its state: O_DIRECT reads (no page
 scale rows pinned at open, its row cache holding earlier batches' rows (a few percent of the
 table: the hit rate is printed). warm: the same batch again, after one untimed call. Both libraries run interleaved call by call, the order alternating.
 Prints one line per (batch, cold|warm) with p50/p99 microseconds per call and rows/s at p50,
-and the ratio baseline/spark."""
+and the ratio baseline/spark.
+
+--fio-match (the device as the yardstick): before and after each cold line, fio does as many
+fresh random 4 KiB reads as spark's batches of that line ask (their distinct rows), at spark's
+queue depth (engine_libs_disk.fio_batches: a batch of up to 256 submitted and awaited whole, a
+longer one kept 256 deep), as many batches as the line has calls; each side's mean call is
+printed against fio's mean batch. Cold stays cold: spark's libraries read O_DIRECT, the
+baseline's pages are released before each call, the ids are fresh."""
 import argparse
-import ctypes
 import os
 import sys
 import time
@@ -44,34 +50,7 @@ import numpy as np
 
 import engine_libs_disk as disk
 import engine_libs_table as table
-
-W, S = 256, 8
-u64, i64 = ctypes.c_uint64, ctypes.c_int64
-
-
-class Work(ctypes.Structure):
-    _fields_ = [("count", u64), ("store", ctypes.c_void_p), ("w", ctypes.c_void_p), ("s", ctypes.c_void_p),
-                ("ids", ctypes.c_void_p)]
-
-
-class MiaWork(ctypes.Structure):
-    _fields_ = [("store", ctypes.c_void_p), ("ids", ctypes.c_void_p), ("w", ctypes.c_void_p), ("s", ctypes.c_void_p),
-                ("count", u64)]
-
-
-def load_mia(path):
-    lib = ctypes.CDLL(os.path.abspath(path), use_errno=True)
-    lib.row_store_open.restype = ctypes.c_void_p
-    lib.row_store_open.argtypes = [ctypes.c_char_p, u64, u64, u64, u64]
-    lib.row_store_range.argtypes = [ctypes.c_void_p, u64, u64]
-    lib.row_store_lookup.argtypes = [ctypes.c_void_p]
-    lib.row_store_close.argtypes = [ctypes.c_void_p]
-    lib.row_store_stats.argtypes = [ctypes.c_void_p, ctypes.POINTER(u64)]
-    lib.row_store_attach_packed.argtypes = [ctypes.c_void_p, ctypes.c_char_p, u64]
-    return lib
-
-
-PACK_MAGIC, PACK_LAYER, PACK_HEADER = 0x31344E4531565344, 14, 4096
+from engine_libs_abi import PACK_HEADER, PACK_LAYER, PACK_MAGIC, S, W, MiaSide, Side, load, load_mia
 
 
 def write_pack(path, rows):
@@ -118,55 +97,6 @@ def check_rows(sides, path, rows, rng, woff, soff, pack):
     return f"{len(ids)} ids byte-exact against {'the pack' if pack else 'the table'} on both sides"
 
 
-class MiaSide:
-    def __init__(self, name, lib, path, rows, budget, batch_max, pack=None):
-        self.name, self.lib = name, lib
-        self.store = lib.row_store_open(path.encode(), rows, 0, rows * W, budget)
-        if not self.store:
-            sys.exit(f"{name}: open failed")
-        lib.row_store_range(self.store, 0, rows)
-        if pack and lib.row_store_attach_packed(self.store, pack.encode(), PACK_LAYER) != 1:
-            sys.exit(f"{name}: {pack} not attached (its filesystem refuses O_DIRECT?); use --dir elsewhere")
-        self.w = np.empty((batch_max, W), np.uint8)
-        self.s = np.empty((batch_max, S), np.uint8)
-
-    def call(self, ids):
-        work = MiaWork(self.store, ids.ctypes.data, self.w.ctypes.data, self.s.ctypes.data, len(ids))
-        t = time.perf_counter_ns()
-        self.lib.row_store_lookup(ctypes.byref(work))
-        return time.perf_counter_ns() - t
-
-    def evict(self):
-        pass  # O_DIRECT (or the store's own cache): nothing of the page cache to drop
-
-    def stats(self):
-        out = (u64 * 9)()
-        self.lib.row_store_stats(self.store, out)
-        return list(out)
-
-    def report(self):
-        out = self.stats()
-        return f"hits {out[0]} misses {out[1]} reads {out[2]} cache slots {out[4]} threads {out[7]} packed {out[8]}"
-
-    def close(self):
-        self.lib.row_store_close(self.store)
-
-
-def load(path):
-    lib = ctypes.CDLL(os.path.abspath(path), use_errno=True)
-    check = lib.engram_rows_abi_version()
-    if check != 3:
-        sys.exit(f"{path}: ABI version {check}, expected 3")
-    lib.engram_rows_open.restype = ctypes.c_void_p
-    lib.engram_rows_open.argtypes = [ctypes.c_char_p, u64, u64, u64, u64, ctypes.c_int]
-    lib.engram_rows_gather.argtypes = [ctypes.c_void_p]
-    lib.engram_rows_close.argtypes = [ctypes.c_void_p]
-    lib.engram_rows_resident.restype = u64
-    lib.engram_rows_resident.argtypes = [ctypes.c_void_p]
-    lib.engram_rows_release.argtypes = [ctypes.c_void_p]
-    return lib
-
-
 def write_table(path, rows):
     rng = np.random.default_rng(0)
     with open(path, "xb") as f:
@@ -178,40 +108,6 @@ def write_table(path, rows):
     fd = os.open(path, os.O_RDONLY)
     os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     os.close(fd)
-
-
-class Side:
-    def __init__(self, name, lib, path, rows, threads, batch_max, woff=0, soff=None):
-        self.name, self.lib = name, lib
-        soff = rows * W if soff is None else soff
-        self.store = lib.engram_rows_open(path.encode(), woff, soff, 0, rows, threads)
-        if not self.store:
-            sys.exit(f"{name}: open failed, errno {ctypes.get_errno()}")
-        self.w = np.empty((batch_max, W), np.uint8)
-        self.s = np.empty((batch_max, S), np.uint8)
-
-    def call(self, ids):
-        work = Work(len(ids), self.store, self.w.ctypes.data, self.s.ctypes.data, ids.ctypes.data)
-        t = time.perf_counter_ns()
-        self.lib.engram_rows_gather(ctypes.byref(work))
-        return time.perf_counter_ns() - t
-
-    def evict(self):
-        # The baseline's page cache of the file goes, as when the overlay's governor releases.
-        if self.name == "baseline":
-            self.lib.engram_rows_release(self.store)
-
-    def stats(self):
-        return []
-
-    def resident(self):
-        return self.lib.engram_rows_resident(self.store)
-
-    def report(self):
-        return f"resident() {self.resident() / 2**20:.1f} MiB"
-
-    def close(self):
-        self.lib.engram_rows_close(self.store)
 
 
 def pct(xs, q):
@@ -249,6 +145,29 @@ def fio_line(a, source, depths):
             (f"; offsets read before, qd{depths[-1]}: {again:.0f} IOPS" if again else ""))
 
 
+def fio_match(a, source, asked, reps):
+    """--fio-match, a cold line: (reads, seconds per batch) of fio doing as many fresh random reads
+    as spark's batches ask (their distinct rows: what a reader that reads each once must read) at
+    spark's queue depth, reps batches; None otherwise."""
+    if not a.fio_match or asked is None:
+        return None
+    reads = round(sum(len(np.unique(ids)) for ids in asked["spark"]) / reps)
+    got = disk.fio_batches(source, reads, reps)
+    return (reads, got) if got else None
+
+
+def fio_ratio_line(before, after, times, sides):
+    """Each side's mean call against fio's mean batch (fio run just before and just after the line)."""
+    reads, t0 = before
+    t1 = after[1] if after else t0
+    fio_s = (t0 + t1) / 2
+    sides_text = "; ".join(f"{s.name} {sum(times[s.name]) / len(times[s.name]) / 1e6:,.1f} ms = "
+                           f"{sum(times[s.name]) / len(times[s.name]) / 1e9 / fio_s:.2f}x fio's" for s in sides)
+    return (f"# fio, the same reads: {reads} fresh 4 KiB reads a batch at qd {min(reads, disk.AIO_DEPTH)} (libaio, "
+            f"O_DIRECT): {fio_s * 1e3:,.1f} ms a batch ({t0 * 1e3:,.1f} before, {t1 * 1e3:,.1f} after); "
+            f"mean call: {sides_text}")
+
+
 def run_cases(a, sides, draws, dists, source):
     dev = disk.DiskStats(source)
     print("batch  dist    mode  side      p50_us    p99_us   rows/s(p50)  baseline/spark(p50)  [hit% reads/1000ids]  "
@@ -263,18 +182,23 @@ def run_cases(a, sides, draws, dists, source):
         tally = {s.name: disk.Tally() for s in sides}
         fixed = {s.name: draws[dist](batch) for s in sides}
         before = {s.name: s.stats() for s in sides}
+        # What the cold calls asked: the lines' ids, drawn ahead so fio can do as many reads before them.
+        asked = {s.name: [draws[dist](batch) for _ in range(reps)] for s in sides} if mode == "cold" else None
+        fio_before = fio_match(a, source, asked, reps)
         if mode == "warm":
             for s in sides:
                 s.call(fixed[s.name])
         for r in range(reps):
             order = sides if r % 2 == 0 else sides[::-1]
             for s in order:
-                ids = fixed[s.name] if mode == "warm" else draws[dist](batch)
+                ids = fixed[s.name] if asked is None else asked[s.name][r]
                 if mode == "cold":
                     s.evict()
                 d0 = dev.reads()
                 times[s.name].append(s.call(ids))
                 tally[s.name].add(d0, dev.reads())
+        if fio_before:
+            print(fio_ratio_line(fio_before, fio_match(a, source, asked, reps), times, sides))
         p50 = {s.name: pct(times[s.name], 0.5) for s in sides}
         for s in sides:
             t = times[s.name]
@@ -339,6 +263,9 @@ def main():
     ap.add_argument("--table", help="a file written by bench/engine_libs_table.py: both stacks read it (--rows from it)")
     ap.add_argument("--batches", default="24,144,49152")
     ap.add_argument("--fio-seconds", type=float, default=0, help="fio at the cases' queue depths before each cold line")
+    ap.add_argument("--fio-match", action="store_true",
+                    help="fio doing the same number of fresh reads as spark's cold batches at its queue depth, "
+                         "before and after each cold line: each side's time against fio's")
     ap.add_argument("--soak", type=float, default=0, help="seconds per side of the page-cache run (no batch table)")
     ap.add_argument("--soak-batch", type=int, default=144)
     ap.add_argument("--governor", type=int, default=4 << 30, help="overlay baseline: release past this resident()")

@@ -3,6 +3,7 @@
 on the same file, and how much of a file is in the page cache (fincore) beside /proc/meminfo's
 Cached. Every figure is of the whole disk, so other processes' I/O in the same seconds shows too:
 the bench reads them around each call and reports them per side."""
+import json
 import os
 import shutil
 import subprocess
@@ -65,6 +66,32 @@ def fio_iops(path, depth, bs="4k", seconds=1, fresh=True):
                          capture_output=True, text=True, check=False)
     fields = out.stdout.strip().split(";")
     return float(fields[7]) if out.returncode == 0 and len(fields) > 8 else None
+
+
+AIO_DEPTH = 256  # the engine libraries' AIO reads in flight per store (native/engines/common/gatherer.cc)
+
+
+def fio_batches(path, reads, batches):
+    """fio doing what a library's cold batch asks of the device, `batches` times over: `reads`
+    fresh random 4 KiB reads of path (O_DIRECT, libaio as the libraries' AIO), at the queue depth
+    the library keeps (every read of the batch, up to AIO_DEPTH). A batch no deeper than that is
+    submitted whole and awaited whole before the next; a longer one keeps the depth full. Seconds
+    per batch (fio's own runtime over the batches), or None without fio."""
+    if shutil.which("fio") is None:
+        return None
+    depth = min(reads, AIO_DEPTH)
+    argv = ["fio", "--name=batches", f"--filename={path}", "--readonly", "--direct=1", "--ioengine=libaio",
+            "--rw=randread", "--bs=4k", f"--iodepth={depth}", f"--iodepth_batch_submit={depth}",
+            f"--iodepth_batch_complete_min={depth if reads <= AIO_DEPTH else 1}", f"--number_ios={reads * batches}",
+            "--norandommap", "--randrepeat=0", "--output-format=json"]
+    out = subprocess.run(argv, capture_output=True, text=True, check=False)
+    try:
+        job = json.loads(out.stdout)["jobs"][0]["read"]
+    except (ValueError, KeyError, IndexError):
+        return None
+    if out.returncode != 0 or job["total_ios"] < reads * batches or job["runtime"] <= 0:
+        return None
+    return job["runtime"] / 1e3 / batches
 
 
 def resident_bytes(path):

@@ -35,17 +35,17 @@ def write(path, rows):
     total = size(rows)
     rng = np.random.default_rng(0)
     buf = mmap.mmap(-1, CHUNK)  # page-aligned, as O_DIRECT wants
+    words = np.frombuffer(buf, np.uint64)  # the generator's raw output lands in it: no copies
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_DIRECT, 0o644)
     try:
         done = 0
         while done < total:
             n = min(CHUNK, total - done)
-            data = bytearray(rng.bytes(n))
+            words[:] = rng.bit_generator.random_raw(len(words))
             if done == 0:
                 head = np.array([PACK_MAGIC, PACK_LAYER, 0, rows, rows, W + S], "<u8").tobytes()
-                data[:PACK_HEADER] = head + bytes(PACK_HEADER - len(head))
+                buf[:PACK_HEADER] = head + bytes(PACK_HEADER - len(head))
             aligned = (n + 4095) // 4096 * 4096
-            buf[:n] = bytes(data)
             buf[n:aligned] = bytes(aligned - n)
             if os.pwrite(fd, memoryview(buf)[:aligned], done) != aligned:
                 sys.exit(f"{path}: short write at {done}")
