@@ -147,6 +147,11 @@ test('a refused key names itself, its file and its line (exit 2)', async () => {
       ':6: invalid YAML: Unresolved alias: nowhere; define the anchor &nowhere above it, or write the value out',
     ],
     [
+      'duplicate-flow',
+      `${HEAD}defaults: {port: 1, port: 2}\n`,
+      ':5: invalid YAML: the key defaults.port is written twice (both on line 5); map keys must be unique: keep one',
+    ],
+    [
       'list-key',
       `${HEAD}? [1, 2]\n: x\n`,
       ':5: invalid YAML: a key must be a plain word or a quoted string, not a list or a map',
