@@ -127,7 +127,12 @@ test('a refused key names itself, its file and its line (exit 2)', async () => {
       ':5: invalid YAML: the key model is written twice (lines 3 and 5); map keys must be unique: keep one',
     ],
     [
-      'duplicate-number-string',
+      'duplicate-number-and-string',
+      `${HEAD}metadata:\n  1: a\n  "1": b\n`,
+      ':7: invalid YAML: the key metadata.1 is written twice (lines 6 and 7); map keys must be unique: keep one',
+    ],
+    [
+      'duplicate-quoted',
       `${HEAD}env:\n  A: x\n  "A": y\n`,
       ':7: invalid YAML: the key env.A is written twice (lines 6 and 7); map keys must be unique: keep one',
     ],
