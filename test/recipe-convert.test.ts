@@ -52,6 +52,36 @@ test('a brace a sparkrun reader would fill is refused, naming the value and its 
   }
 });
 
+test('what else a sparkrun recipe would read differently is refused, naming it: a positional first argument, a flag in the entrypoint, a ":" in a mount, the HF path sparkrun moves', async () => {
+  const dir = tempDir('spark-convert-other-');
+  const head = 'engine = "vllm"\ndocker_image = "i:1"\nmodel = "m/m"\n';
+  const cases: [string, string][] = [
+    [
+      'entrypoint = ["vllm", "serve"]\nargs = ["/models/x", "--tp", "2"]\n',
+      ':5: args[0] "/models/x" cannot be written in a sparkrun recipe: a command: template reads the words before the first flag as the program',
+    ],
+    [
+      'args = ["--tp", "2"]\nentrypoint = ["bash", "-c", "x"]\n',
+      ':5: entrypoint[1] "-c" cannot be written in a sparkrun recipe: a command: template ends the program at its first word starting with "-"',
+    ],
+    [
+      'entrypoint = ["vllm", "serve"]\n[[extra_mounts]]\nhost = "/a"\ncontainer = "/c:d"\n',
+      ':5: extra_mounts[0].container "/c:d" cannot be written in a sparkrun recipe: executor_config.volumes writes a mount as host:container[:ro]',
+    ],
+    [
+      'entrypoint = ["vllm", "serve"]\n[env]\nX = "/cache/huggingface/hub"\n',
+      ':6: env.X "/cache/huggingface/hub" would come back from the sparkrun recipe as "/root/.cache/huggingface/hub"',
+    ],
+  ];
+  for (const [i, [tail, expected]] of cases.entries()) {
+    const file = write(join(dir, `r${i}.toml`), head + tail);
+    const r = await cli(['recipe', 'convert', file], { HOME });
+    assert.equal(r.code, 2, r.stderr);
+    assert.ok(r.stderr.startsWith(`spark: ${file}${expected}`), r.stderr);
+    assert.equal(r.stdout, '');
+  }
+});
+
 test('an argument holding a newline (and control characters, a YAML 1.1 line break) converts to a YAML spark reads back exactly', async () => {
   const dir = tempDir('spark-convert-newline-');
   const args = ['--c', 'x\ny', '--d', 'it\'s \\ "q" é', '--e', '  lead\n\ttab\u0001\u0085\u2028 ', '--f', 'z'];

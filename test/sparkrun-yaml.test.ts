@@ -127,7 +127,12 @@ test('a refused key names itself, its file and its line (exit 2)', async () => {
       ':5: invalid YAML: the key model is written twice (lines 3 and 5); map keys must be unique: keep one',
     ],
     [
-      'duplicate-number-string',
+      'duplicate-number-and-string',
+      `${HEAD}metadata:\n  1: a\n  "1": b\n`,
+      ':7: invalid YAML: the key metadata.1 is written twice (lines 6 and 7); map keys must be unique: keep one',
+    ],
+    [
+      'duplicate-quoted',
       `${HEAD}env:\n  A: x\n  "A": y\n`,
       ':7: invalid YAML: the key env.A is written twice (lines 6 and 7); map keys must be unique: keep one',
     ],
@@ -145,6 +150,11 @@ test('a refused key names itself, its file and its line (exit 2)', async () => {
       'merge-nowhere',
       `${HEAD}defaults:\n  <<: *nowhere\n`,
       ':6: invalid YAML: Unresolved alias: nowhere; define the anchor &nowhere above it, or write the value out',
+    ],
+    [
+      'duplicate-flow',
+      `${HEAD}defaults: {port: 1, port: 2}\n`,
+      ':5: invalid YAML: the key defaults.port is written twice (both on line 5); map keys must be unique: keep one',
     ],
     [
       'list-key',

@@ -63,7 +63,7 @@ export const CASES: RuleCase[] = [
           `${seedYaml(w, 'dsv41-flash-4x-sglang-aiden16')}mods:\n  - engram-pack\n`,
         ),
       ),
-    expect: /^mods: sparkrun copies each mod into every container/,
+    expect: /^mods: engram-pack: sparkrun copies this mod into every container/,
     where: /sparkrun-mods\.yaml:\d+$/,
   },
   {

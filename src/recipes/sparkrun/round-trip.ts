@@ -96,6 +96,15 @@ function unwritableInYaml(r: Recipe): Refusal | undefined {
         why: 'executor_config.volumes writes a mount as host:container[:ro], which a ":" in a path breaks',
       };
   }
+  const first = r.args[0];
+  if (first !== undefined && !first.startsWith('-'))
+    return {
+      field: 'args',
+      part: 0,
+      label: 'args[0]',
+      value: first,
+      why: 'a command: template reads the words before the first flag as the program, so this argument would join it',
+    };
   const end = programEnd(program);
   if (end >= 0)
     return {
@@ -236,8 +245,8 @@ export async function convertRecipe(loaded: LoadedRecipe, to: RecipeFormat, home
     });
   }
   const d = difference(r, back, to);
-  if (d)
-    refuse(r, d, `${JSON.stringify(d.before)} would come back from the ${NAME[to]} as ${JSON.stringify(d.after)}`, fix);
+  const show = (v: unknown) => (v === undefined ? 'nothing' : JSON.stringify(v));
+  if (d) refuse(r, d, `${show(d.before)} would come back from the ${NAME[to]} as ${show(d.after)}`, fix);
   const warnings = loaded.diagnostics
     .filter((x) => x.kind === 'undefined-variable')
     .map(

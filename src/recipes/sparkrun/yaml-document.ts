@@ -230,9 +230,15 @@ function problemText(
       const key = keyText(found.pair);
       const first = found.map.items.find((p) => p !== found.pair && keyText(p) === key);
       const firstLine = first ? lines.linePos((first.key as Node).range?.[0] ?? 0).line : undefined;
+      const where =
+        firstLine === undefined
+          ? `again at line ${line}`
+          : firstLine === line
+            ? `both on line ${line}`
+            : `lines ${firstLine} and ${line}`;
       return {
         line,
-        what: `the key ${dotted(found.path, key)} is written twice (${firstLine !== undefined ? `lines ${firstLine} and ${line}` : `again at line ${line}`}); map keys must be unique: keep one`,
+        what: `the key ${dotted(found.path, key)} is written twice (${where}); map keys must be unique: keep one`,
       };
     }
   }
