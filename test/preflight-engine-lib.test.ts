@@ -33,6 +33,7 @@ import { LIBRARIES } from './helpers/engine-lib.js';
 import { noteFlood } from './helpers/crafted-elf.js';
 import { edit, quietIo, repoFile } from './helpers/preflight.js';
 import { defaultHosts, fakeCluster, REMOTE_BIN, type FakeCluster, type HostSpec } from './helpers/fake-cluster.js';
+import { needs } from './helpers/external-tool.js';
 
 const SPARKLIB = 'recipes/dsv41-flash-4x-sglang-sparklib/recipe.toml';
 const RULES = ['enginelib.file', 'enginelib.abi', 'enginelib.loads', 'enginelib.same-build'];
@@ -216,7 +217,8 @@ test('one node with another build: enginelib.same-build names it and the build t
   );
 });
 
-test('an overlay library without the ABI note: a warning that its version is not known', async () => {
+test('an overlay library without the ABI note: a warning that its version is not known', async (t) => {
+  if (!needs(t, 'binutils')) return;
   const l = await defaultLibs();
   place(l, LIBRARIES);
   const stripped = join(l.realDir('spark1'), 'libengram_rows.so');
