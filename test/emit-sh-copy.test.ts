@@ -14,6 +14,7 @@ import { recordingEngine } from './helpers/engine.js';
 import { writePackDir } from './helpers/engram-files.js';
 import { writeSyntheticCopy, writeTablesDir, type SyntheticCopySpec } from './helpers/sparse-copy.js';
 import { tempDir } from './helpers/tmp.js';
+import { needs } from './helpers/external-tool.js';
 
 const DASH = '/usr/bin/dash';
 const TABLES = [
@@ -98,7 +99,8 @@ async function script(): Promise<string> {
   return out;
 }
 
-test("sh and Node agree on every copy, rank and preset: the manifest's ranges, or the same refusal", async () => {
+test("sh and Node agree on every copy, rank and preset: the manifest's ranges, or the same refusal", async (t) => {
+  if (!needs(t, 'dash')) return;
   const sh = await script();
   const copies: Record<string, string> = { snapshot };
   for (let r = 0; r < 4; r++) {
@@ -201,7 +203,8 @@ test("sh and Node agree on every copy, rank and preset: the manifest's ranges, o
   );
 });
 
-test('the sh reader: escaped quotes and brackets in strings, CRLF lines, and what it refuses on its own', async () => {
+test('the sh reader: escaped quotes and brackets in strings, CRLF lines, and what it refuses on its own', async (t) => {
+  if (!needs(t, 'dash')) return;
   const sh = await script();
   const d = dir('tricky');
   writeTablesDir(d, TABLES);

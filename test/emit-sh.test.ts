@@ -11,6 +11,7 @@ import { buildSysfs, typical } from './helpers/sysfs.js';
 import { outcome, quietIo, viaNode as nodeOutcome, viaSh as shOutcome } from './helpers/wrapper-outcome.js';
 import { tempDir } from './helpers/tmp.js';
 import { bin } from './helpers/cli.js';
+import { needs } from './helpers/external-tool.js';
 
 const DASH = '/usr/bin/dash';
 const LAYERS = [
@@ -30,7 +31,8 @@ async function emit(world: number, split: 'floor' | 'front' = 'floor'): Promise<
 const viaNode = (argv: string[], env: NodeJS.ProcessEnv) => nodeOutcome(argv, env, load);
 const viaSh = (script: string, argv: string[], env: NodeJS.ProcessEnv) => shOutcome(DASH, script, argv, env);
 
-test('the script is written atomically with mode 755 and passes dash -n', async () => {
+test('the script is written atomically with mode 755 and passes dash -n', async (t) => {
+  if (!needs(t, 'dash')) return;
   const script = await emit(4);
   assert.equal(statSync(script).mode & 0o777, 0o755);
   const r = spawnSync(DASH, ['-n', script], { encoding: 'utf8' });
@@ -40,7 +42,8 @@ test('the script is written atomically with mode 755 and passes dash -n', async 
   for (const rank of tileLayers(LAYERS, 4, 'floor')) assert.ok(text.includes(`'${formatEngramRows(rank)}'`));
 });
 
-test('every rank gets the same SPARK_ENGRAM_ROWS from the sh script as from the Node wrapper', async () => {
+test('every rank gets the same SPARK_ENGRAM_ROWS from the sh script as from the Node wrapper', async (t) => {
+  if (!needs(t, 'dash')) return;
   const floor = await emit(4);
   const front = await emit(4, 'front');
   const expected = [
@@ -66,7 +69,8 @@ test('every rank gets the same SPARK_ENGRAM_ROWS from the sh script as from the 
   }
 });
 
-test('the sh script refuses what the Node wrapper refuses, with the same exit codes', async () => {
+test('the sh script refuses what the Node wrapper refuses, with the same exit codes', async (t) => {
+  if (!needs(t, 'dash')) return;
   const script = await emit(4);
   const cases: [string[], NodeJS.ProcessEnv][] = [
     [['--nnodes', '4'], {}],
@@ -100,7 +104,8 @@ test('the sh script refuses what the Node wrapper refuses, with the same exit co
   assert.match(none.stderr, /no engine command/);
 });
 
-test('the script execs the engine in place and logs one line', async () => {
+test('the script execs the engine in place and logs one line', async (t) => {
+  if (!needs(t, 'dash')) return;
   const script = await emit(2);
   const sysfs = buildSysfs({ rocep1s0f0: { 1: typical('192.168.200.11') } });
   const engine = recordingEngine();
@@ -140,7 +145,8 @@ test('--emit-sh --out never writes through a link planted at its temporary names
   assert.equal(existsSync(out), false);
 });
 
-test('an engine that cannot be run is exit 3 from the sh script as from the Node wrapper, and NODE_RANK is digits only in both', async () => {
+test('an engine that cannot be run is exit 3 from the sh script as from the Node wrapper, and NODE_RANK is digits only in both', async (t) => {
+  if (!needs(t, 'dash')) return;
   const script = await emit(2);
   const dir = tempDir('spark-engines-');
   const file = (name: string, text: string, mode: number) => {
@@ -183,7 +189,8 @@ test('an engine that cannot be run is exit 3 from the sh script as from the Node
 // What the overlay reads (docs/serving-stacks.md): SPARK_ENGRAM_ROWS is comma-separated
 // `L:lo:hi` items, one per Engram layer of the index, in canonical digits; the floor split is
 // lo = N*R//W, hi = N*(R+1)//W. Computed here with BigInt, not through spark's tiling.
-test('worlds 2 and 3: every rank of the sh script exports the overlay-canonical floor ranges, and they tile', async () => {
+test('worlds 2 and 3: every rank of the sh script exports the overlay-canonical floor ranges, and they tile', async (t) => {
+  if (!needs(t, 'dash')) return;
   for (const world of [2, 3]) {
     const script = await emit(world);
     const next = new Map(LAYERS.map((l) => [l.layer, 0n]));

@@ -3,10 +3,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { engineFixtures, LIBRARIES, runCheck } from './helpers/engine-lib.js';
+import { needs } from './helpers/external-tool.js';
 
 const fixtures = await engineFixtures();
 
-test('librow_store.so: the Mia ABI through ctypes (checkpoint and packed rows, aborts, stats, pool, callers)', () => {
+test('librow_store.so: the Mia ABI through ctypes (checkpoint and packed rows, aborts, stats, pool, callers)', (t) => {
+  if (!needs(t, 'numpy')) return;
   const r = runCheck('mia_check.py', LIBRARIES.mia, fixtures);
   assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
   for (const name of [

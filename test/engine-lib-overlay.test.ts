@@ -3,10 +3,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { engineFixtures, LIBRARIES, runCheck } from './helpers/engine-lib.js';
+import { needs } from './helpers/external-tool.js';
 
 const fixtures = await engineFixtures();
 
-test('libengram_rows.so: ABI v3 semantics through ctypes (rows, zeros, stats, threads, prefetch, release, callers)', () => {
+test('libengram_rows.so: ABI v3 semantics through ctypes (rows, zeros, stats, threads, prefetch, release, callers)', (t) => {
+  if (!needs(t, 'numpy')) return;
   const r = runCheck('overlay_check.py', LIBRARIES.overlay, fixtures);
   assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
   for (const name of [

@@ -7,6 +7,7 @@ import { bin, cli } from './helpers/cli.js';
 import { recordingEngine } from './helpers/engine.js';
 import { makeFullSizeSnapshot, makeSnapshot } from './helpers/synth.js';
 import { tempDir } from './helpers/tmp.js';
+import { needs } from './helpers/external-tool.js';
 
 const full = makeFullSizeSnapshot();
 
@@ -114,7 +115,8 @@ test('a small synthetic snapshot with other layers, and errors from the snapshot
   );
 });
 
-test('the wrapper and the emitted sh script give the same rows as spark engram-ranges for every rank', async () => {
+test('the wrapper and the emitted sh script give the same rows as spark engram-ranges for every rank', async (t) => {
+  if (!needs(t, 'dash')) return;
   const out = join(tempDir(), 'w.sh');
   const emitted = bin(['wrapper', '--emit-sh', '--snapshot', full.dir, '--world', '4', '--out', out]);
   assert.equal(emitted.code, 0, emitted.stderr);

@@ -12,6 +12,7 @@ import { recordingEngine } from './helpers/engine.js';
 import { makeSnapshot } from './helpers/synth.js';
 import { mountTmpfs } from './helpers/tmpfs.js';
 import { tempDir } from './helpers/tmp.js';
+import { needs } from './helpers/external-tool.js';
 
 interface Run {
   status: number | null;
@@ -266,7 +267,8 @@ for (const c of CASES) {
   });
 }
 
-test('exit 3 both ways: the --emit-sh script and the Node wrapper with an engine that cannot run', () => {
+test('exit 3 both ways: the --emit-sh script and the Node wrapper with an engine that cannot run', (t) => {
+  if (!needs(t, 'dash')) return;
   const snap = snapshot();
   const script = join(tempDir(), 'spark-wrapper.sh');
   const emitted = run(['wrapper', '--emit-sh', '--snapshot', snap.dir, '--world', '2', '--out', script]);

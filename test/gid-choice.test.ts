@@ -12,6 +12,7 @@ import { packageRoot } from '../src/native/index.js';
 import { buildSysfs, type FakePort } from './helpers/sysfs.js';
 import { outcome, quietIo, viaNode, viaSh } from './helpers/wrapper-outcome.js';
 import { tempDir } from './helpers/tmp.js';
+import { needs } from './helpers/external-tool.js';
 
 interface GidCase {
   tree: string | null;
@@ -47,7 +48,8 @@ function sysfsOf(tree: string): string {
   return buildSysfs(devices);
 }
 
-test('every GID case gives the same exit code and index from the Node wrapper and the sh script in each shell', async () => {
+test('every GID case gives the same exit code and index from the Node wrapper and the sh script in each shell', async (t) => {
+  if (!needs(t, 'dash')) return;
   const script = join(tempDir(), 'spark-wrapper.sh');
   await runEmitSh({ snapshot: '/snap', world: '1', out: script }, quietIo({}), load);
   const trees = new Map(Object.keys(TABLE.trees).map((t) => [t, sysfsOf(t)]));

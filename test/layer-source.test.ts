@@ -20,6 +20,7 @@ import { rankRangesJson } from './helpers/ranges.js';
 import { writePackDir } from './helpers/engram-files.js';
 import { makeSnapshot } from './helpers/synth.js';
 import { tempDir } from './helpers/tmp.js';
+import { needs } from './helpers/external-tool.js';
 
 const RANK2 = [
   { layer: 14, rows: 384016682, start: 192008341, end: 288012511 },
@@ -213,7 +214,8 @@ test("spark engram-ranges and the wrapper read a packed directory's engram-local
   assert.equal((await cli(['engram-ranges', broken])).code, 2);
 });
 
-test("the Python reader gives a pack's SPARK_ENGRAM_ROWS in the overlay's grammar, as engram-ranges does", async () => {
+test("the Python reader gives a pack's SPARK_ENGRAM_ROWS in the overlay's grammar, as engram-ranges does", async (t) => {
+  if (!needs(t, 'numpy')) return;
   const snap = makeSnapshot();
   const out = join(tempDir(), 'pack');
   const packed = await cli(['pack', snap.dir, '--out', out, '--rank', '1', '--world', '2', '--layout', 'dense']);

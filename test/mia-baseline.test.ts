@@ -15,6 +15,7 @@ import { MIA_DRIVER, MIA_LIBRARY, MiaReader } from '../src/bench/mia-reader.js';
 import { stampMiaHeaders } from '../bench/lib/mia-header.js';
 import { makeSnapshot } from './helpers/synth.js';
 import { readManifest } from './helpers/packed.js';
+import { needs } from './helpers/external-tool.js';
 import { tempDir } from './helpers/tmp.js';
 
 const snap = makeSnapshot({ seed: 5 });
@@ -126,7 +127,8 @@ test(
     skip:
       !directWorks(pack) && 'the temporary directory refuses O_DIRECT: the Mia reader would not attach (tested below)',
   },
-  () => {
+  (t) => {
+    if (!needs(t, 'numpy')) return;
     const { start: lo, end: hi } = layer;
     const mid = Math.floor((lo + hi) / 2);
     const owned = [
@@ -164,26 +166,23 @@ test(
   },
 );
 
-test(
-  "the Mia baseline library exports the six row_store_* symbols and imports nothing of Node's",
-  { skip: spawnSync('readelf', ['--version']).status !== 0 && 'readelf not installed' },
-  () => {
-    const syms = spawnSync('readelf', ['--dyn-syms', '-W', lib], { encoding: 'utf8' }).stdout;
-    const defined = syms
-      .split('\n')
-      .filter((l) => / row_store_\w+$/.test(l) && !/ UND /.test(l))
-      .map((l) => l.trim().split(/\s+/).pop());
-    assert.deepEqual(defined.sort(), [
-      'row_store_attach_packed',
-      'row_store_close',
-      'row_store_lookup',
-      'row_store_open',
-      'row_store_range',
-      'row_store_stats',
-    ]);
-    assert.doesNotMatch(syms, /napi_|node_api_/);
-  },
-);
+test("the Mia baseline library exports the six row_store_* symbols and imports nothing of Node's", (t) => {
+  if (!needs(t, 'binutils')) return;
+  const syms = spawnSync('readelf', ['--dyn-syms', '-W', lib], { encoding: 'utf8' }).stdout;
+  const defined = syms
+    .split('\n')
+    .filter((l) => / row_store_\w+$/.test(l) && !/ UND /.test(l))
+    .map((l) => l.trim().split(/\s+/).pop());
+  assert.deepEqual(defined.sort(), [
+    'row_store_attach_packed',
+    'row_store_close',
+    'row_store_lookup',
+    'row_store_open',
+    'row_store_range',
+    'row_store_stats',
+  ]);
+  assert.doesNotMatch(syms, /napi_|node_api_/);
+});
 
 function runDriver(args: string[], input?: Buffer): { status: number | null; signal: string | null; stderr: string } {
   const r = spawnSync(driver, args, { input: input ?? Buffer.alloc(0) });

@@ -21,6 +21,7 @@ import { packRequest, rejects } from './helpers/pack-request.js';
 import { headerBlock } from '../src/pack/pack-format.js';
 import type { PackedManifest } from '../src/engram/packed-manifest.js';
 import { packRanges } from '../src/pack/pack-ranges.js';
+import { needs } from './helpers/external-tool.js';
 
 const snap = makeSnapshot({ vocab: 3000 });
 const tables = (await openSnapshot(snap.dir, { engramOnly: true })).engram;
@@ -105,7 +106,8 @@ test('the page layout never uses a name the Mia reader opens', async () => {
   assert.equal(rows.code, 0, rows.stderr);
 });
 
-test("a pack laid out as the stack's packer lays it out reads the same through rows, verify, engram-ranges, bench gather, the wrapper and the Python reader", async () => {
+test("a pack laid out as the stack's packer lays it out reads the same through rows, verify, engram-ranges, bench gather, the wrapper and the Python reader", async (ctx) => {
+  if (!needs(ctx, 'numpy')) return;
   const dir = join(tempDir(), 'stack');
   writeStackPack(dir, 1, 3);
   const t = tables[1];

@@ -28,6 +28,7 @@ import { makeSnapshot } from './helpers/synth.js';
 import { writeSyntheticCopy } from './helpers/sparse-copy.js';
 import { tempDir } from './helpers/tmp.js';
 import { factsRequest } from './helpers/facts-request.js';
+import { needs } from './helpers/external-tool.js';
 
 /** Runs the probe for `req` on this machine under `shell`, as ssh would on a node. */
 async function probe(req: FactsRequest, shell = 'sh'): Promise<NodeFacts> {
@@ -36,7 +37,8 @@ async function probe(req: FactsRequest, shell = 'sh'): Promise<NodeFacts> {
   return factsFromProbe(r.stdout, req, localHello('/home/x', '0.1.0'), tempDir('spark-shadow-'));
 }
 
-test('the sh probe and spark answer the same request the same way (dash and bash)', async () => {
+test('the sh probe and spark answer the same request the same way (dash and bash)', async (t) => {
+  if (!needs(t, 'dash')) return;
   const w = await world();
   const dir = join(w.root, 'facts-case');
   const file = write(join(dir, "odd name $x 'q'.sh"), '#!/bin/sh\necho "é ✓"\nexport SPARK_ENGRAM_ROWS=1\n');
@@ -121,7 +123,8 @@ function libraryAnswer(paths: string[], shell: string) {
   return parseEngineLibs(r.stdout, paths);
 }
 
-test('the library command sends files of 5 MiB and of 64 MiB whole, read as spark reads them; one byte more is not sent', () => {
+test('the library command sends files of 5 MiB and of 64 MiB whole, read as spark reads them; one byte more is not sent', (t) => {
+  if (!needs(t, 'dash')) return;
   const dir = tempDir();
   const five = randomFile(join(dir, 'five.so'), 5 << 20);
   const limit = randomFile(join(dir, 'limit.so'), ENGINE_LIB_MAX_BYTES);
@@ -305,7 +308,8 @@ test("a node-local copy: the probe and spark read it alike (spark's sparse copy,
   }
 });
 
-test("the Mia stack's packed directory: the probe and spark report it alike, reading only what they may", async () => {
+test("the Mia stack's packed directory: the probe and spark report it alike, reading only what they may", async (t) => {
+  if (!needs(t, 'dash')) return;
   const dir = join(tempDir(), 'engram');
   mkdirSync(dir);
   const header = encodeMiaHeader({ layer: 1, lo: 0, hi: 10, rows: 40, rowBytes: 264 });

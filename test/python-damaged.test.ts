@@ -25,6 +25,7 @@ import { packageRoot } from '../src/native/index.js';
 import { floorRange, writeSparseCopy } from './helpers/sparse-copy.js';
 import { makeSnapshot } from './helpers/synth.js';
 import { tempDir } from './helpers/tmp.js';
+import { needs } from './helpers/external-tool.js';
 
 const reader = join(packageRoot(), 'python', 'spark_engram_reader.py');
 const snap = makeSnapshot({ seed: 5 });
@@ -328,7 +329,8 @@ const cases: Case[] = [
   },
 ];
 
-test(`the Python reader: ${cases.length} kinds of damaged input, each one line and exit 2`, () => {
+test(`the Python reader: ${cases.length} kinds of damaged input, each one line and exit 2`, (t) => {
+  if (!needs(t, 'numpy')) return;
   assert.ok(new Set(cases.map((c) => c.name)).size >= 11);
   for (const c of cases) {
     const dir = c.make();
@@ -343,7 +345,8 @@ test(`the Python reader: ${cases.length} kinds of damaged input, each one line a
   }
 });
 
-test('the Python reader reads a pack whose manifest is spark-pack.json', () => {
+test('the Python reader reads a pack whose manifest is spark-pack.json', (t) => {
+  if (!needs(t, 'numpy')) return;
   const d = freshPack();
   renameSync(join(d, 'engram-local.json'), join(d, 'spark-pack.json'));
   const r = spawnSync('python3', [reader, d, ...readPack], { encoding: 'utf8' });
@@ -353,7 +356,8 @@ test('the Python reader reads a pack whose manifest is spark-pack.json', () => {
   assert.equal(doc.rows[0].id, Number(packStart));
 });
 
-test("the Python reader --verify: a hole inside a sparse copy's range fails the check (exit 1), naming the row", () => {
+test("the Python reader --verify: a hole inside a sparse copy's range fails the check (exit 1), naming the row", (t) => {
+  if (!needs(t, 'numpy')) return;
   const d = freshSparse({ layer: 1, from: ranges[0].start + 40, to: ranges[0].start + 1100 });
   const r = spawnSync('python3', [reader, d, '--verify'], { encoding: 'utf8' });
   assert.equal(r.status, 1, r.stderr);

@@ -13,6 +13,7 @@ import { tempDir } from './helpers/tmp.js';
 import { openSnapshot } from '../src/engram/snapshot.js';
 import { readManifest } from './helpers/packed.js';
 import { floorRange, writeSparseCopy } from './helpers/sparse-copy.js';
+import { needs } from './helpers/external-tool.js';
 
 const reader = join(packageRoot(), 'python', 'spark_engram_reader.py');
 const snap = makeSnapshot({ seed: 3 });
@@ -55,7 +56,8 @@ async function packed(layout: 'dense' | 'page'): Promise<string> {
 }
 
 for (const layout of ['dense', 'page'] as const) {
-  test(`the Python reader returns the packed rows byte for byte (${layout})`, async () => {
+  test(`the Python reader returns the packed rows byte for byte (${layout})`, async (t) => {
+    if (!needs(t, 'numpy')) return;
     const out = await packed(layout);
     for (const e of readManifest(out).layers) {
       const ids = [
@@ -122,7 +124,8 @@ for (const layout of ['dense', 'page'] as const) {
   });
 }
 
-test('the Python reader verifies checksums with zlib.crc32 and names the bad chunk', async () => {
+test('the Python reader verifies checksums with zlib.crc32 and names the bad chunk', async (ctx) => {
+  if (!needs(ctx, 'numpy')) return;
   const out = await packed('dense');
   const e = readManifest(out).layers[0];
   const path = join(out, e.file);
@@ -139,7 +142,8 @@ test('the Python reader verifies checksums with zlib.crc32 and names the bad chu
 });
 
 for (const flavour of ['overlay', 'spark'] as const) {
-  test(`the Python reader reads a sparse copy (${flavour === 'overlay' ? "the overlay tool's layout" : "spark's, with checksums"}) byte for byte`, async () => {
+  test(`the Python reader reads a sparse copy (${flavour === 'overlay' ? "the overlay tool's layout" : "spark's, with checksums"}) byte for byte`, async (ctx) => {
+    if (!needs(ctx, 'numpy')) return;
     const dir = join(tempDir(), 'copy');
     mkdirSync(dir);
     const ranges = snap.layers.map((l) => floorRange(l.layer, l.rows, 2, 3));

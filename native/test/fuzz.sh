@@ -11,8 +11,13 @@ native=$(dirname "$here")
 out="$here/build/fuzz"
 mkdir -p "$out/corpus" "$out/seeds"
 mapfile -t core_sources < <(find "$native/core" -name '*.cc' | sort)  # every room of the core
+cxx=${CXX_FUZZ:-clang++}
+command -v "$cxx" >/dev/null || {
+  echo "fuzz: $cxx not found; install clang and its libFuzzer runtime: sudo apt-get install -y clang libclang-rt-14-dev" >&2
+  exit 3
+}
 
-"${CXX_FUZZ:-clang++}" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+"$cxx" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
   -fno-omit-frame-pointer -D_FILE_OFFSET_BITS=64 -I"$native" \
   "$here/fuzz_safetensors.cc" "${core_sources[@]}" -o "$out/fuzz_safetensors"
 
