@@ -23,7 +23,10 @@ Mia pool DSV41_IO_THREADS=--mia-threads, DSV41_RESIDENT_SCALES=0 (a pack is atta
 
 Each round (--rounds; fresh processes and cgroups every round) runs, per stack, with --bound and
 then without a bound, per batch size: cold, then warm, --reps calls per side (49,152 ids: a
-tenth, at least 3), interleaved call by call, the order alternating. cold: ids never asked
+tenth, at least 3), interleaved call by call, the order alternating; with --fill N, both sides
+first gather the same N fresh ids untimed (row caches full, their pages touched: a store that
+has served a while, where a fresh process pays a page fault for each page of its cache it
+touches first). cold: ids never asked
 before in this run (drawn from one permutation of the rows; the same ids for both sides), and
 before each call, untimed, the side's cached pages of the table are dropped (the overlay
 baseline's engram_rows_release(), then POSIX_FADV_DONTNEED over the table: its pages go from the
@@ -241,6 +244,15 @@ def expected_rows(stack, src, rows, ids):
         os.close(fd)
 
 
+def fill(pair, rows, ids):
+    """--fill: both sides gather the same `rows` fresh ids, untimed, before the cases: their row
+    caches full and every page of them touched, as in a store that has served a while."""
+    for at in range(0, rows, BIG):
+        asked = ids.fresh(min(BIG, rows - at))
+        for s in pair.sides:
+            s.ask("call", asked)
+
+
 def check_rows(pair, src, rows, ids):
     """CHECK_IDS ids (repeats and all) on both sides against the table's bytes."""
     asked = ids.rng.integers(0, rows, CHECK_IDS).astype(np.int64)
@@ -351,7 +363,7 @@ def run(a, cleanup):
           f"{dev.queue('scheduler')}, read_ahead_kb {dev.queue('read_ahead_kb')}, nr_requests "
           f"{dev.queue('nr_requests')}), table {a.rows:,} rows = {table.size(a.rows) / 2**30:.2f} GiB written in "
           f"{time.monotonic() - t0:.0f} s; bounds {', '.join(b for b, _ in bounds)}; cache {a.cache} GiB a side; "
-          f"threads overlay {a.threads}, Mia {a.mia_threads}")
+          f"threads overlay {a.threads}, Mia {a.mia_threads}; fill {a.fill:,} rows a side")
     for stack in a.stacks:
         print(f"# {stack}: spark {a.libs[stack]['spark']}, baseline {a.libs[stack]['baseline']}")
     ids = Ids(a.rows, a.seed)
@@ -361,6 +373,7 @@ def run(a, cleanup):
             for label, bound in bounds:
                 with contextlib.ExitStack() as pair_cleanup:
                     pair = Pair(a, stack, bound, src, pair_cleanup, f"r{rnd}")
+                    fill(pair, a.fill, ids)
                     for batch in a.batches:
                         reps = a.reps if batch < BIG else max(3, a.reps // 10)
                         for mode in ("cold", "warm"):
@@ -419,6 +432,9 @@ def parse(argv):
     ap.add_argument("--batches", default=f"24,144,{BIG}")
     ap.add_argument("--threads", type=int, default=64, help="the overlay stores' threads (the recipes' 64)")
     ap.add_argument("--mia-threads", type=int, default=32, help="DSV41_IO_THREADS (the stack's default 32)")
+    ap.add_argument("--fill", type=int, default=0,
+                    help="rows each side gathers untimed before the cases (fills the row caches: a store that has "
+                         "served a while; 0.25 GiB holds ~1M rows)")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--no-profile", dest="profile", action="store_false", help="skip the traced calls")
     ap.add_argument("--overlay-lib", default=os.path.join(RELEASE, "libengram_rows.so"))

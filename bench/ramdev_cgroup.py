@@ -118,10 +118,17 @@ class MemoryCgroup:
             # Since Linux 6.12 a write to memory.peak restarts the peak seen through that open file.
             if self._peak_fd is not None:
                 os.close(self._peak_fd)
-            self._peak_fd = os.open(self._file("memory.peak"), os.O_RDWR)
+                self._peak_fd = None
             try:
-                os.write(self._peak_fd, b"reset\n")
+                fd = os.open(self._file("memory.peak"), os.O_RDWR)
+            except OSError:  # before 6.12 the file is read-only
+                self.peak_how = "memory.peak (since the group was made: this kernel cannot restart it)"
+                return
+            try:
+                os.write(fd, b"reset\n")
+                self._peak_fd = fd
             except OSError:
+                os.close(fd)
                 self.peak_how = "memory.peak (since the group was made: this kernel cannot restart it)"
 
     def peak(self):
