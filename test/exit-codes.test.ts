@@ -241,7 +241,7 @@ const CASES: Case[] = [
     exit: 3,
     code: 'E_NO_SPACE',
     message:
-      /\/snap\/model-0000\d-of-00003\.safetensors\.partial: no space left on the device: free space there, or use another disk \(ENOSPC on write\)$/,
+      /\/snap\/model-0000\d-of-00003\.safetensors: no space left on the device: free space there, or use another disk \(ENOSPC on write\)$/,
   },
 ];
 

@@ -6,7 +6,8 @@
 // line without any callback into JS from the worker threads. lockDirectory/unlockDirectory hold an flock on the output
 // directory so two packs cannot write the same files (the kernel drops it when the process
 // dies); the locked descriptor is also the directory every pack file is written through
-// (dirWriteFile, dirReadFile, dirRemove, dirRename, probeHoles: small, synchronous, core/pack/pack_dir.h).
+// (dirWriteFile, dirReadFile, dirRemove, dirRename, probeHoles: small, synchronous, core/pack/pack_dir.h;
+// dirJournalClaim: what a journal proves of a file beside it, core/pack/pack_journal.h).
 #include <fcntl.h>
 #include <napi.h>
 #include <sys/file.h>
@@ -22,6 +23,7 @@
 #include "core/base/crc32.h"
 #include "core/pack/pack.h"
 #include "core/pack/pack_dir.h"
+#include "core/pack/pack_journal.h"
 #include "core/pack/pack_sparse.h"
 #include "core/pack/verify.h"
 
@@ -373,6 +375,19 @@ void DirRenameJs(const Napi::CallbackInfo& info) {
   if (!s.ok()) throw StatusToError(info.Env(), s);
 }
 
+// dirJournalClaim(dirFd, dirPath, journalName, fileName): {journal, namesFile}: whether
+// journalName is a journal spark wrote, and whether it names fileName (core/pack/pack_journal.h).
+Napi::Value DirJournalClaimJs(const Napi::CallbackInfo& info) {
+  PackDir dir = DirArg(info);
+  JournalClaim claim;
+  Status s = PackJournal::Claim(dir, NameArg(info, 2), NameArg(info, 3), &claim);
+  if (!s.ok()) throw StatusToError(info.Env(), s);
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("journal", claim.journal);
+  o.Set("namesFile", claim.names_file);
+  return o;
+}
+
 // probeHoles(dirFd, dirPath, fill): {apparent, allocated} of a 16 MiB file with 4 KiB written.
 Napi::Value ProbeHolesJs(const Napi::CallbackInfo& info) {
   PackDir dir = DirArg(info);
@@ -407,6 +422,7 @@ void InitPack(Napi::Env env, Napi::Object exports) {
   exports.Set("dirReadFile", Napi::Function::New(env, DirReadFileJs, "dirReadFile"));
   exports.Set("dirRemove", Napi::Function::New(env, DirRemoveJs, "dirRemove"));
   exports.Set("dirRename", Napi::Function::New(env, DirRenameJs, "dirRename"));
+  exports.Set("dirJournalClaim", Napi::Function::New(env, DirJournalClaimJs, "dirJournalClaim"));
   exports.Set("probeHoles", Napi::Function::New(env, ProbeHolesJs, "probeHoles"));
   exports.Set("lockDirectory", Napi::Function::New(env, LockDirectoryJs, "lockDirectory"));
   exports.Set("unlockDirectory", Napi::Function::New(env, UnlockDirectoryJs, "unlockDirectory"));

@@ -226,6 +226,49 @@ TEST(FinishedFileWithoutManifestIsRecheckedNotRewritten) {
   CHECK(PackedFileIsRight(job, src));
 }
 
+TEST(TheJournalClaimsOnlyTheFileItWasWrittenFor) {
+  Source src = MakeSource(300, 32);
+  auto out = MakeOut("l.bin");
+  PackJob job = MakeJob(src, 0, 300, PackLayout::kDense, 50, *out);
+  PackOk(job);  // finished: the data file and its journal, no manifest yet
+  const std::string jname = JournalName(out->name);
+  JournalClaim c;
+  CHECK(PackJournal::Claim(out->dir, jname, out->name, &c).ok());
+  CHECK(c.journal && c.names_file);
+  // Another tool's file under the name (same bytes, another inode): the journal does not name it.
+  auto bytes = ReadAll(out->path());
+  WriteAll(out->path() + ".theirs", bytes);
+  CHECK_EQ(::rename((out->path() + ".theirs").c_str(), out->path().c_str()), 0);
+  CHECK(PackJournal::Claim(out->dir, jname, out->name, &c).ok());
+  CHECK(c.journal && !c.names_file);
+  // A journal for other parameters still is spark's; it names its file all the same.
+  CHECK(PackJournal::Claim(out->dir, jname, PartialName(out->name), &c).ok());
+  CHECK(c.journal && !c.names_file);  // no .partial there
+  // Not a journal spark wrote: a torn header, another magic, an empty file.
+  auto journal = ReadAll(out->journal());
+  for (size_t cut : {size_t{0}, size_t{12}, size_t{20}}) {
+    WriteAll(out->journal(), std::vector<uint8_t>(journal.begin(), journal.begin() + cut));
+    CHECK(PackJournal::Claim(out->dir, jname, out->name, &c).ok());
+    CHECK(!c.journal && !c.names_file);
+  }
+  auto other = journal;
+  other[0] = 'X';
+  WriteAll(out->journal(), other);
+  CHECK(PackJournal::Claim(out->dir, jname, out->name, &c).ok());
+  CHECK(!c.journal);
+  other = journal;
+  other[20] ^= 1;  // a key byte: its checksum fails
+  WriteAll(out->journal(), other);
+  CHECK(PackJournal::Claim(out->dir, jname, out->name, &c).ok());
+  CHECK(!c.journal);
+  // No journal: nothing is proven; a link at either name is refused, never followed.
+  CHECK_EQ(::unlink(out->journal().c_str()), 0);
+  CHECK(PackJournal::Claim(out->dir, jname, out->name, &c).ok());
+  CHECK(!c.journal && !c.names_file);
+  CHECK_EQ(::symlink(out->path().c_str(), out->journal().c_str()), 0);
+  CHECK(PackJournal::Claim(out->dir, jname, out->name, &c).code == Code::E_UNSAFE_PATH);
+}
+
 TEST(ChangedParametersDiscardTheJournal) {
   Source src = MakeSource(300, 32);
   auto out = MakeOut("l.bin");

@@ -195,6 +195,7 @@ interface PackAddon {
   dirReadFile(fd: number, dir: string, name: string, maxBytes: number): Buffer | undefined;
   dirRemove(fd: number, dir: string, name: string): void;
   dirRename(fd: number, dir: string, from: string, to: string): void;
+  dirJournalClaim(fd: number, dir: string, journal: string, file: string): JournalClaim;
   probeHoles(fd: number, dir: string, fill: boolean): { apparent: number; allocated: number };
   crc32(data: Uint8Array, crc?: number): number;
   crc32Implementation: string;
@@ -256,6 +257,14 @@ function verifyJob<R>(start: () => { promise: Promise<R>; progress(): number[] }
   };
 }
 
+/** What a pack journal proves of the file beside it (native/core/pack/pack_journal.h). */
+export interface JournalClaim {
+  /** The journal is one spark wrote (its magic and its key's checksum hold), for whatever job. */
+  journal: boolean;
+  /** It names the file's device and inode: the file is the one spark created for it. */
+  namesFile: boolean;
+}
+
 /**
  * A pack's output directory, opened and locked (flock: one pack at a time; released by
  * unlock() or at exit). Every file the pack writes goes through its descriptor: created with
@@ -272,6 +281,12 @@ export interface PackDirectory {
   remove(name: string): void;
   /** Renames the regular file `from` over `to` (a link at either is refused), then fsyncs the directory. */
   rename(from: string, to: string): void;
+  /**
+   * What the journal `journal` proves of `file` beside it: that it is a journal spark wrote, and
+   * that it names `file` (its device and inode): the file is then spark's own. A link, or a file
+   * that is not a singly linked regular file, at either name is refused (E_UNSAFE_PATH).
+   */
+  journalClaim(journal: string, file: string): JournalClaim;
   /** Whether the filesystem keeps holes; `fill` makes the probe allocate like one that does not (tests). */
   probeHoles(fill?: boolean): { apparent: number; allocated: number };
   unlock(): void;
@@ -300,6 +315,7 @@ export function lockDirectory(path: string): PackDirectory {
     readFile: (name, maxBytes) => call(() => native().dirReadFile(open(), path, name, maxBytes)),
     remove: (name) => call(() => native().dirRemove(open(), path, name)),
     rename: (from, to) => call(() => native().dirRename(open(), path, from, to)),
+    journalClaim: (journal, file) => call(() => native().dirJournalClaim(open(), path, journal, file)),
     probeHoles: (fill = false) => call(() => native().probeHoles(open(), path, fill)),
     unlock() {
       if (held) native().unlockDirectory(fd);

@@ -97,11 +97,13 @@ export function planDense(req: PackRequest, ranges: PlannedRange[], sources: Sou
     ...(layout === 'page' && layers.length > 0 ? { pageRows: layers[0].geometry.rowsPerPage } : {}),
     needsHoles: false,
     shardHeaders: new Map(layers.filter((l) => parseMiaShardName(l.entry.file)).map((l) => [l.entry.file, l.header])),
+    wholeFiles: [],
     units,
     async difference(existing) {
       const conflict = (why: string) => ({ kind: 'conflict' as const, why });
-      // A pack without spark's manifest (an interrupted one, or the Mia stack's own): resumed or
-      // replaced; a shard whose header differs is removed before any work (removeStrayShards).
+      // A pack without spark's manifest: an interrupted one of spark's is resumed (its journals
+      // prove its files spark's); another tool's (the Mia stack's own) is refused without
+      // --force before any work (pack-owner.ts).
       if (existing.kind === 'mia') return { kind: 'stale', why: 'it holds shards without spark-pack.json' };
       if (existing.kind !== 'packed') return conflict('it is a sparse copy');
       const m = existing.manifest;

@@ -12,23 +12,18 @@
 // the new manifest has landed, the replaced pack's files that the new one does not use are
 // removed, then the `.replaced` file. A crash in between leaves `.replaced`, and the next run
 // finishes the cleanup.
-import { lstatSync } from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep, isAbsolute, basename } from 'node:path';
 import { SparkError, usageError } from '../errors.js';
 import { makeWritableDir } from '../writable-dir.js';
 import type { PackDirectory } from '../native/pack.js';
-import { LEGACY_PACK_MANIFEST_NAME, PACK_MANIFEST_NAME, readLocalDir, type LocalDir } from '../engram/local-dir.js';
-import { parsePackedManifest } from '../engram/packed-manifest.js';
+import { readLocalDir, type LocalDir } from '../engram/local-dir.js';
 import { MAX_MANIFEST_BYTES } from '../engram/manifest-fields.js';
 import { fsyncDir } from './pack-io.js';
-import { hasSparseLayers, parseSparseManifest, SPARSE_MANIFEST_NAME } from '../engram/sparse-manifest.js';
+import { SPARSE_MANIFEST_NAME } from '../engram/sparse-manifest.js';
 import { INDEX_FILE } from '../engram/snapshot.js';
 import { readShardHead, scanMiaShards } from '../engram/mia-dir.js';
-
-/** Every manifest name a pack directory may hold, the one readers prefer first. */
-export const MANIFEST_NAMES = [PACK_MANIFEST_NAME, SPARSE_MANIFEST_NAME] as const;
-export const REPLACED_SUFFIX = '.replaced';
+import { manifestFiles, MANIFEST_NAMES, present, REPLACED_SUFFIX, type Ownership } from './pack-owner.js';
 
 /** The real path of `p`, or of its nearest existing ancestor joined with the rest. */
 async function realish(p: string): Promise<string> {
@@ -131,14 +126,16 @@ export function supersedeManifests(dir: PackDirectory): void {
 
 /**
  * Before a pack's work begins: removes every file under a Mia shard name that the Mia reader
- * would abort on or that this pack would not leave there as it is. A name this pack writes
- * keeps its file only when the header block is byte for byte the new one (the engine then takes
- * it over through its journal, or replaces it by the rename of a complete file); a name it does
- * not write keeps its file only when it is a complete, sane shard of its own name (another
- * rank's, say), cleared later with the replaced pack's files if it was one of them. Returns the
+ * would abort on or that this pack would not leave there as it is, of those it may remove. A
+ * name this pack writes keeps its file only when the header block is byte for byte the new one
+ * (the engine then takes it over through its journal, or replaces it by the rename of a
+ * complete file); whoever wrote it, it was proven spark's or --force was given before this
+ * (pack-owner.ts). A name it does not write keeps its file when it is a complete, sane shard of
+ * its own name (another rank's, say, cleared later with the replaced pack's files if it was one
+ * of them), or when it is not spark's: another tool's files there are left alone. Returns the
  * names removed.
  */
-export function removeStrayShards(dir: PackDirectory, writes: ReadonlyMap<string, Buffer>): string[] {
+export function removeStrayShards(dir: PackDirectory, writes: ReadonlyMap<string, Buffer>, own: Ownership): string[] {
   const removed: string[] = [];
   for (const shard of scanMiaShards(dir.path)) {
     const want = writes.get(shard.name);
@@ -147,7 +144,7 @@ export function removeStrayShards(dir: PackDirectory, writes: ReadonlyMap<string
       const head = readShardHead(join(dir.path, shard.name));
       keep = !('problem' in head) && head.block.equals(want);
     } else {
-      keep = shard.problem === undefined;
+      keep = shard.problem === undefined || !own.owns(shard.name);
     }
     if (keep) continue;
     dir.remove(shard.name); // a link there is refused, never followed
@@ -156,31 +153,17 @@ export function removeStrayShards(dir: PackDirectory, writes: ReadonlyMap<string
   return removed;
 }
 
-/** The files a manifest's pack consists of (data files, shards, the index). */
-export function manifestFiles(name: string, text: string, path: string): string[] {
-  if (name === SPARSE_MANIFEST_NAME) {
-    const doc = JSON.parse(text) as unknown;
-    if (hasSparseLayers(doc)) {
-      const m = parseSparseManifest(text, path);
-      // A copy made by other tools names no files: its shards are unknown, leave them.
-      return m.spark ? [...m.spark.shards.map((s) => s.name), m.spark.index.name] : [];
-    }
-  }
-  if (name === PACK_MANIFEST_NAME || name === LEGACY_PACK_MANIFEST_NAME)
-    return parsePackedManifest(text, path).layers.map((l) => l.file);
-  return [];
-}
-
 /**
  * After the new manifest has landed: removes the journals of the new pack's files, then every
- * replaced pack's files that the new pack does not use (with their .partial and .journal),
- * then the `.replaced` manifests. Returns the names of the replaced pack's files removed.
+ * replaced pack's files that the new pack does not use (with their .partial and .journal, when
+ * those are spark's), then the `.replaced` manifests. Returns the names of the replaced pack's
+ * files removed.
  */
-export function clearReplaced(dir: PackDirectory, keep: string[]): string[] {
+export function clearReplaced(dir: PackDirectory, keep: string[], own: Ownership): string[] {
   const kept = new Set(keep);
   const removed: string[] = [];
   const drop = (name: string, report = true): void => {
-    if (!present(dir, name)) return;
+    if (!present(dir, name) || !own.owns(name)) return;
     dir.remove(name); // a link or hard-linked file there is refused, never followed
     if (report) removed.push(name);
   };
@@ -202,18 +185,8 @@ export function clearReplaced(dir: PackDirectory, keep: string[]): string[] {
       if (kept.has(f) || MANIFEST_NAMES.includes(f as (typeof MANIFEST_NAMES)[number]) || f.includes(sep)) continue;
       for (const n of [f, `${f}.partial`, `${f}.journal`]) drop(n);
     }
-    drop(replaced);
+    dir.remove(replaced);
+    removed.push(replaced);
   }
   return removed;
-}
-
-/** Whether anything is at `name` in dir (lstat: a link counts, and is refused by remove). */
-function present(dir: PackDirectory, name: string): boolean {
-  try {
-    lstatSync(join(dir.path, name));
-    return true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw err;
-  }
 }

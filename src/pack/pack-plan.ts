@@ -127,7 +127,11 @@ export interface PackSummary {
   files: PackFileSummary[];
   /** Over the files: 'buffered' if any moved bytes through the page cache, else 'direct' if any copied. */
   io: { read: IoMode; write: IoMode };
-  /** Files of a replaced pack removed once this one's manifest landed. */
+  /**
+   * Files that were there before this run and are gone or replaced: a replaced pack's (once
+   * this one's manifest landed), a wrong shard of spark's, and with --force another tool's
+   * under the names this pack writes (pack-owner.ts).
+   */
   removed: string[];
 }
 
@@ -178,9 +182,16 @@ export interface LayoutPlan {
   units: PackUnit[];
   /**
    * The files this pack writes under the Mia stack's shard names, with their header blocks:
-   * any other file under such a name is removed before the work begins (removeStrayShards).
+   * any other file under such a name (spark's, or replaced with --force) is removed before the
+   * work begins (removeStrayShards).
    */
   shardHeaders: ReadonlyMap<string, Buffer>;
+  /**
+   * The small files written whole after the data files (the sparse copy's index), with the
+   * size and CRC-32 of what is written: a file there holding exactly those bytes may be
+   * written again (pack-owner.ts); any other is someone else's.
+   */
+  wholeFiles: readonly { name: string; bytes: number; crc: number }[];
   /** How an existing pack relates to this one. */
   difference(existing: Exclude<LocalDir, { kind: 'none' }>): Promise<PackDifference>;
   /** Allocated bytes of the finished files, and what else is written (manifest, journals, index). */

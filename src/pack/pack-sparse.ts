@@ -157,6 +157,7 @@ export function planSparse(req: PackRequest, ranges: PlannedRange[], sources: So
     apparentBytes: shards.reduce((s, sh) => s + id(sh.name).bytes, 0),
     needsHoles: true,
     shardHeaders: new Map(),
+    wholeFiles: [{ name: INDEX_FILE, bytes: index.bytes, crc: index.crc }],
     units,
     async difference(existing) {
       const conflict = (why: string) => ({ kind: 'conflict' as const, why });

@@ -3,7 +3,8 @@
 // resumably, then writes the manifest last and atomically.
 //
 // Order of durability: the output directory is checked (never the snapshot, pack-out.ts),
-// created (parents fsync'd) and locked; every file is then written through its descriptor,
+// created (parents fsync'd) and locked; what it holds under the names the pack writes must be
+// spark's own, or --force given (pack-owner.ts); every file is then written through its descriptor,
 // never through a link. Each data file is written as .partial with a journal (native engine),
 // fsync'd and renamed (when a complete pack is replaced, only once every file is whole, so the
 // old pack stays usable until then); the sources' identity is re-checked; the manifest is
@@ -23,6 +24,7 @@ import {
   removeStrayShards,
   supersedeManifests,
 } from './pack-out.js';
+import { ownership, refuseForeign } from './pack-owner.js';
 import {
   checkManifestSize,
   plannedRanges,
@@ -118,13 +120,14 @@ async function packLocked(
     }));
 
   const existing = await readExistingPack(dir);
+  const own = ownership(dir, existing);
   // Replacing a complete pack (--force): it stays usable, manifest and files, until the new one
   // is whole. The new files are finished as .partial beside the old ones and renamed over them
   // only at the end, so the disk must hold both, and a full disk or a kill leaves the old copy.
   let replacing = false;
   if (existing.kind !== 'none') {
     const d = await plan.difference(existing);
-    if (d.kind === 'same') return summary(true, untouched(), 0, clearReplaced(dir, plan.files));
+    if (d.kind === 'same') return summary(true, untouched(), 0, clearReplaced(dir, plan.files, own));
     if (d.kind === 'conflict' && !req.force) {
       throw new SparkError(
         'E_PACK_EXISTS',
@@ -136,6 +139,12 @@ async function packLocked(
     replacing = d.kind === 'conflict';
   }
   // Refusals that need no change to the directory come first: a refused run leaves it as it was.
+  // A file under a name this pack writes that is not provably spark's is someone's data: it is
+  // refused without --force; with it, it is replaced as a replaced pack's files are (a complete
+  // one stays until the new file is whole), and named in `removed`.
+  const foreign = own.foreign(plan);
+  if (foreign.length > 0 && !req.force) refuseForeign(dir, foreign);
+  if (foreign.some((name) => plan.units.some((u) => u.file === name))) replacing = true;
   if (plan.needsHoles) checkHoles(req, dir, plan);
   if (req.checkSpace !== false) {
     const { block } = await fsInfo(dir.path);
@@ -146,7 +155,7 @@ async function packLocked(
   // this pack writes with another header: those go before any work. A replaced pack that loses
   // one of its files that way is no pack from here on; otherwise it stays usable until the new
   // one is whole (below). A pack that is not whole (stale) is no pack from here either.
-  const strays = removeStrayShards(dir, plan.shardHeaders);
+  const strays = removeStrayShards(dir, plan.shardHeaders, own);
   if (!replacing || strays.length > 0) supersedeManifests(dir);
 
   const totalBytes = plan.units.reduce((s, u) => s + u.bytes, 0);
@@ -201,7 +210,7 @@ async function packLocked(
     for (const u of plan.units) dir.rename(`${u.file}.partial`, u.file);
   }
   dir.writeFile(plan.manifestName, plan.finish(dir, results));
-  const removed = [...strays, ...clearReplaced(dir, plan.files)];
+  const removed = [...new Set([...strays, ...foreign, ...clearReplaced(dir, plan.files, own)])];
   return summary(false, fileSummaries, copied, removed);
 }
 

@@ -20,10 +20,6 @@ namespace spark {
 std::string PartialName(const std::string& name) { return name + ".partial"; }
 std::string JournalName(const std::string& name) { return name + ".journal"; }
 
-std::string FileJournalKey(const std::string& job_key, uint64_t dev, uint64_t ino) {
-  return job_key + "\nfile " + std::to_string(dev) + ":" + std::to_string(ino);
-}
-
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -138,9 +134,12 @@ Status PrepareFiles(const PackFileJob& job, const PackTarget& target, PackProgre
     result->journal_discarded = !matches;
   }
   if (!matches) {
+    // The data file goes before its journal, so that a kill in between never leaves a
+    // .partial without the journal that proves it spark's (pack_journal.h).
     out_fd->Close();
-    s = dir.Remove(jname);
-    if (s.ok()) s = dir.CreateFresh(partial, out_fd);
+    s = dir.Remove(partial);
+    if (s.ok()) s = dir.Remove(jname);
+    if (s.ok()) s = dir.Create(partial, out_fd);
     if (s.ok()) s = KeyFor(job, out_fd->get(), dir.PathOf(partial), &key);
     if (!s.ok()) return s;
   }

@@ -121,8 +121,6 @@ struct PackFileJob {
 
 std::string PartialName(const std::string& name);
 std::string JournalName(const std::string& name);
-// The journal key of the data file with identity (dev, ino): the job's key plus that identity.
-std::string FileJournalKey(const std::string& job_key, uint64_t dev, uint64_t ino);
 
 Status PackFile(const PackFileJob& job, const PackTarget& target, PackProgress* progress, PackResult* result);
 

@@ -1,6 +1,7 @@
 #include "core/pack/pack_journal.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -71,7 +72,49 @@ Status ReadImage(const PackDir& dir, const std::string& name, std::vector<uint8_
   return s;
 }
 
+// The header of the journal open at `fd` (magic, key length, key checksum) and its key; false
+// when it is no journal spark wrote.
+Status ReadKey(int fd, const std::string& path, std::string* key, bool* valid) {
+  *valid = false;
+  uint8_t head[16];
+  size_t got = 0;
+  Status s = PreadFull(fd, head, sizeof head, 0, path, &got);
+  if (!s.ok() || got < sizeof head || std::memcmp(head, kMagic, 8) != 0) return s;
+  const uint64_t length = GetLe(head + 8, 4);
+  if (length > kMaxKeyBytes) return Status::Ok();
+  key->assign(length, '\0');
+  s = PreadFull(fd, key->data(), length, sizeof head, path, &got);
+  *valid = s.ok() && got == length && Crc32(0, key->data(), length) == static_cast<uint32_t>(GetLe(head + 12, 4));
+  return s;
+}
+
 }  // namespace
+
+std::string FileJournalKey(const std::string& job_key, uint64_t dev, uint64_t ino) {
+  return job_key + "\nfile " + std::to_string(dev) + ":" + std::to_string(ino);
+}
+
+Status PackJournal::Claim(const PackDir& dir, const std::string& name, const std::string& file, JournalClaim* out) {
+  *out = JournalClaim{};
+  // The file first: a link or a non-regular file there is refused even when no journal is.
+  Fd ffd;
+  bool file_exists = false;
+  Status s = dir.OpenExisting(file, O_RDONLY, &ffd, &file_exists);
+  if (!s.ok()) return s;
+  Fd jfd;
+  bool exists = false;
+  s = dir.OpenExisting(name, O_RDONLY, &jfd, &exists);
+  if (!s.ok() || !exists) return s;
+  std::string key;
+  s = ReadKey(jfd.get(), dir.PathOf(name), &key, &out->journal);
+  if (!s.ok() || !out->journal || !file_exists) return s;
+  struct stat st;
+  if (::fstat(ffd.get(), &st) != 0) return ErrnoStatus(errno, "stat", dir.PathOf(file));
+  const std::string identity = FileJournalKey("", st.st_dev, st.st_ino);
+  out->names_file =
+      key.size() >= identity.size() && key.compare(key.size() - identity.size(), identity.size(), identity) == 0;
+  return Status::Ok();
+}
 
 Status PackJournal::Read(const PackDir& dir, const std::string& name, const std::string& key, uint64_t chunk_count,
                          std::vector<JournalRecord>* records, bool* matches) {

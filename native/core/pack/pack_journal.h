@@ -9,6 +9,13 @@
 // A journal for another key (changed source, layout, range...) is discarded, never reused.
 // Journals live in the pack's directory and are opened through it (core/pack/pack_dir.h): never
 // through a link.
+//
+// The journal is also spark's proof of ownership: its key ends with the identity (device and
+// inode) of the data file it was written for (FileJournalKey), and spark writes no byte into a
+// new `.partial` before the journal naming it is durable. A `.partial` (or a finished file
+// without its manifest) is spark's exactly when the journal beside it names it (Claim); any
+// other file under those names is someone else's, and the pack leaves it alone unless told to
+// replace it (src/pack/pack-owner.ts).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +27,17 @@
 #include "core/pack/pack_dir.h"
 
 namespace spark {
+
+// The journal key of the data file with identity (dev, ino): the job's key plus that identity.
+std::string FileJournalKey(const std::string& job_key, uint64_t dev, uint64_t ino);
+
+// What a journal proves of a file beside it: `journal`, the journal is one spark wrote (its
+// magic and its key's checksum hold), for whatever job; `names_file`, its key names the file's
+// device and inode, so the file is the one spark created for that journal.
+struct JournalClaim {
+  bool journal = false;
+  bool names_file = false;
+};
 
 struct JournalRecord {
   uint64_t chunk = 0;
@@ -37,6 +55,10 @@ class PackJournal {
   // the file is missing or belongs to another key).
   static Status Read(const PackDir& dir, const std::string& name, const std::string& key, uint64_t chunk_count,
                      std::vector<JournalRecord>* records, bool* matches);
+
+  // What the journal `name` proves of `file` in `dir` (both absent: nothing). A link or a file
+  // that is not a singly linked regular file at either name is refused (E_UNSAFE_PATH).
+  static Status Claim(const PackDir& dir, const std::string& name, const std::string& file, JournalClaim* out);
 
   const std::vector<JournalRecord>& records() const { return records_; }
   const std::string& path() const { return path_; }
