@@ -1,6 +1,7 @@
 // spark launch: recipe + cluster file -> one container per node, started over ssh; and
 // node-local work (pack, verify) fanned out to every node. Reference: docs/launch.md.
-export { buildPlan, checkedNamePrefix, containerFlags, containerPrefix, urlHost, CONTAINER_FLAGS } from './plan.js';
+export { buildPlan, checkedNamePrefix, containerPrefix, urlHost } from './plan.js';
+export { containerFlags, CONTAINER_FLAGS } from '../recipes/index.js';
 export type { LaunchPlan, NodePlan, PlanInput, PlanOptions } from './plan.js';
 export { engineArgs, isServeCommand, recipeModelArg } from '../engine/args.js';
 export type { NodeTopology, EngineArgs } from '../engine/args.js';

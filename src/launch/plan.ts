@@ -1,14 +1,10 @@
 // The launch plan: from a recipe and a cluster file, each node's complete `docker run` argument
 // vector (what --dry-run prints and what the launch executes, byte for byte) and environment.
-import { posix } from 'node:path';
 import { SparkError, usageError } from '../errors.js';
 import {
-  HF_CACHE_CONTAINER_PATH,
   argvForExec,
   effectiveEnv,
   envValues,
-  expandHome,
-  relativeHostProblem,
   addressed,
   nodeAddress,
   parallelShape,
@@ -23,6 +19,11 @@ import {
   type Recipe,
   type ShapeProblem,
   type TopologyProblem,
+  containerSettings,
+  GPU_FLAGS,
+  programFlags,
+  RDMA_FLAGS,
+  settingsFlags,
 } from '../recipes/index.js';
 import { HOST_IP_VARIABLE, engineArgs, launcherEnvKeys, recipeModelArg, type NodeTopology } from '../engine/args.js';
 import { requireHfCache, revisionInPath, type ModelSnapshot } from './snapshot.js';
@@ -90,29 +91,6 @@ export interface PlanInput {
   unresolvedModel?: string;
 }
 
-/** The GPUs, for the engine. */
-const GPU_FLAGS: readonly string[] = ['--gpus', 'all'];
-/** RoCE: the verbs devices, and unlimited locked memory for NCCL's registered buffers. */
-const RDMA_FLAGS: readonly string[] = [
-  '--device',
-  '/dev/infiniband',
-  '--cap-add',
-  'IPC_LOCK',
-  '--ulimit',
-  'memlock=-1',
-];
-
-/**
- * Flags every container gets: host networking (the fabric), the GPUs and RDMA on a DGX Spark.
- * `cpuOnly` leaves out the GPU and RDMA flags, which docker refuses on a host without them:
- * a smoke run of a recipe's mounts, environment and entrypoint (docs/launch.md, "--cpu-only").
- */
-export function containerFlags(cpuOnly = false): string[] {
-  return ['--network', 'host', ...(cpuOnly ? [] : [...GPU_FLAGS, ...RDMA_FLAGS]), '--ulimit', 'stack=67108864'];
-}
-
-export const CONTAINER_FLAGS: readonly string[] = containerFlags();
-
 /** docker's container name grammar. */
 const CONTAINER_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 
@@ -145,40 +123,6 @@ export function containerPrefix(clusterName: string): string {
 export function urlHost(sshTarget: string): string {
   const host = sshTarget.includes('@') ? sshTarget.slice(sshTarget.lastIndexOf('@') + 1) : sshTarget;
   return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
-}
-
-/** Go's encoding/csv quoting, which docker's --mount parser reads. */
-function csvField(field: string): string {
-  return /[",\n\r]/.test(field) ? `"${field.replace(/"/g, '""')}"` : field;
-}
-
-interface Bind {
-  source: string;
-  target: string;
-  readOnly: boolean;
-  /** Must exist on the node: --mount refuses a missing source, -v would create a directory. */
-  mustExist: boolean;
-}
-
-function bindArgs(b: Bind): string[] {
-  if (!b.mustExist && !b.source.includes(':') && !b.target.includes(':')) {
-    return ['-v', `${b.source}:${b.target}${b.readOnly ? ':ro' : ''}`];
-  }
-  const fields = ['type=bind', `source=${b.source}`, `target=${b.target}`, ...(b.readOnly ? ['readonly'] : [])];
-  return ['--mount', fields.map(csvField).join(',')];
-}
-
-function absoluteHostPath(
-  path: string,
-  home: string,
-  at: { code: 'E_RECIPE' | 'E_CLUSTER'; key: string; file: string; line?: number | undefined },
-): string {
-  const problem = relativeHostProblem(path);
-  if (problem) {
-    const where = at.line === undefined ? at.file : `${at.file}:${at.line}`;
-    throw new SparkError(at.code, `${where}: ${at.key} ${problem}`, { path: at.file, key: at.key });
-  }
-  return posix.normalize(expandHome(path, home));
 }
 
 /** The first problem of a shape or placement as the SparkError a launch refuses with (exit 2). */
@@ -307,32 +251,6 @@ function planNotes(c: Common): string[] {
   return notes;
 }
 
-/** The node's mounts: the cluster's hf_cache, then the recipe's extra_mounts (`~` is the node's home). */
-function nodeBinds(c: Common, home: string): Bind[] {
-  const { recipe, cluster } = c.input;
-  return [
-    {
-      source: absoluteHostPath(c.hfCache, home, { code: 'E_CLUSTER', key: 'hf_cache', file: cluster.file }),
-      target: HF_CACHE_CONTAINER_PATH,
-      readOnly: false,
-      mustExist: true,
-    },
-    ...recipe.extraMounts.map((m, i) => ({
-      source: absoluteHostPath(m.host, home, {
-        code: 'E_RECIPE',
-        key: `extra_mounts[${i}].host`,
-        file: recipe.file,
-        line: m.line,
-      }),
-      target: m.container,
-      readOnly: m.readOnly,
-      // A read-only mount of a missing path is always a mistake (the wrapper script case);
-      // a writable one may be a cache the container fills.
-      mustExist: m.readOnly,
-    })),
-  ];
-}
-
 /** One node's plan, and the notes only it gives (its [nodes.env] overrides; the head's flag conflicts). */
 function nodePlan(c: Common, node: AddressedNode): { plan: NodePlan; notes: string[] } {
   const { recipe, cluster, envFile } = c.input;
@@ -361,21 +279,24 @@ function nodePlan(c: Common, node: AddressedNode): { plan: NodePlan; notes: stri
     [HOST_IP_VARIABLE[recipe.engine]]: nodeAddress(node),
   };
   const container = containerName(c.prefix, node.rank);
+  // The settings preflight judges (engine/container.ts), written as docker flags.
+  const settings = containerSettings(recipe, {
+    hf: { hfCache: c.hfCache, file: cluster.file },
+    home: c.options.home(node.rank),
+    cpuOnly: c.options.cpuOnly,
+  });
+  const program = programFlags(settings);
   const argv = [
     c.docker,
     'run',
     '-d',
     '--name',
     container,
-    ...containerFlags(c.options.cpuOnly),
-    // A recipe's shm_size asks for a private /dev/shm of that size; --ipc host would make
-    // docker ignore it (and podman refuse it). Without one, share the host's.
-    ...(recipe.shmSize !== undefined ? ['--shm-size', recipe.shmSize] : ['--ipc', 'host']),
-    ...nodeBinds(c, c.options.home(node.rank)).flatMap(bindArgs),
+    ...settingsFlags(settings),
     ...Object.entries(env).flatMap(([k, v]) => ['-e', `${k}=${v}`]),
-    ...(recipe.entrypoint !== undefined && recipe.entrypoint.length > 0 ? ['--entrypoint', recipe.entrypoint[0]!] : []),
+    ...program.entrypoint,
     recipe.dockerImage,
-    ...(recipe.entrypoint?.slice(1) ?? []),
+    ...program.afterImage,
     ...engine.leading,
     ...argvForExec(recipe.args),
     ...engine.appended,

@@ -6,10 +6,12 @@ import { stackOfImagePath, type EngineStack } from '../engine-lib/engine-lib.js'
 import {
   HF_CACHE_CONTAINER_PATH,
   hostPath,
-  relativeHostProblem,
   type EnvValue,
   type HostPath,
   type Mount,
+  containerSettings,
+  type Bind,
+  type ContainerSettings,
 } from '../recipes/index.js';
 import { PACK_MANIFEST_NAME } from '../engram/local-dir.js';
 import { SPARSE_MANIFEST_NAME } from '../engram/sparse-manifest.js';
@@ -102,6 +104,24 @@ export function miaPackDir(ctx: PreflightContext): MiaPackDir | undefined {
   return { value, from: `${MIA_PACKED_VAR}=${value.value}` };
 }
 
+/**
+ * The container the launch starts on this node, as settings (engine/container.ts): the launch
+ * plan's `docker run` flags are written from the same settings, so the container rules judge
+ * what the launch does (its /dev/shm, its mounts and whether each must exist, its program).
+ */
+export function plannedContainer(ctx: PreflightContext): ContainerSettings {
+  const c = ctx.cluster;
+  return containerSettings(ctx.recipe, {
+    hf: c?.hfCache !== undefined ? { hfCache: c.hfCache, file: c.file } : undefined,
+    home: ctx.home,
+  });
+}
+
+/** The container's binds whose host path the node can have (a relative one the launch refuses). */
+export function nodeBinds(ctx: PreflightContext): (Bind & { source: string })[] {
+  return plannedContainer(ctx).binds.filter((b): b is Bind & { source: string } => b.source !== undefined);
+}
+
 /** The script an entrypoint runs (`sh /x.sh`, `bash -c …` excluded, or `/x.sh` itself). */
 export function wrapperScript(entrypoint: readonly string[] | undefined): string | undefined {
   if (!entrypoint || entrypoint.length === 0) return undefined;
@@ -113,19 +133,15 @@ export function wrapperScript(entrypoint: readonly string[] | undefined): string
 
 /** The entrypoint's script on the node, when a mount brings it in. */
 export function wrapperOnNode(ctx: PreflightContext): { script: string; host?: string } | undefined {
-  const script = wrapperScript(ctx.recipe.entrypoint);
+  const script = wrapperScript(plannedContainer(ctx).program);
   if (!script) return undefined;
   const mapped = ctx.toHost(script);
   return mapped ? { script, host: mapped.host } : { script };
 }
 
-/** An extra_mount's host path on the node (`~` is the node's home). */
-export function mountHost(ctx: PreflightContext, m: Mount): string {
-  return hostPath(m.host, ctx.home, ctx.cwd);
-}
-
+/** The cluster's hf_cache on the node, when the container mounts one. */
 export function hfCacheHost(ctx: PreflightContext): string | undefined {
-  return ctx.cluster?.hfCache === undefined ? undefined : hostPath(ctx.cluster.hfCache, ctx.home, ctx.cwd);
+  return nodeBinds(ctx).find((b) => b.from.kind === 'hf_cache')?.source;
 }
 
 /**
@@ -158,14 +174,17 @@ export interface EngineLibMount {
   stack: EngineStack;
   /** The host file on the node. */
   host: string;
+  /** The bind of the container that mounts it. */
+  bind: Bind;
 }
 
 /** The recipe's mounts whose container path is a stack's row library (relative host paths, which launch refuses, left out). */
 export function engineLibMounts(ctx: PreflightContext): EngineLibMount[] {
   const out: EngineLibMount[] = [];
-  for (const m of ctx.recipe.extraMounts) {
-    const stack = stackOfImagePath(m.container);
-    if (stack !== undefined && !relativeHostProblem(m.host)) out.push({ mount: m, stack, host: mountHost(ctx, m) });
+  for (const bind of nodeBinds(ctx)) {
+    const stack = stackOfImagePath(bind.target);
+    if (stack !== undefined && bind.from.kind === 'extra_mount')
+      out.push({ mount: bind.from.mount, stack, host: bind.source, bind });
   }
   return out;
 }

@@ -35,3 +35,16 @@ export type { Stack, ModelFamily, EngineFlags } from './stack.js';
 export { parseDockerSize } from './units.js';
 export { at } from './fields.js';
 export type { FileDiagnostic } from './fields.js';
+export {
+  containerSettings,
+  containerFlags,
+  settingsFlags,
+  programFlags,
+  missingSourceOutcome,
+  shmOf,
+  CONTAINER_FLAGS,
+  GPU_FLAGS,
+  RDMA_FLAGS,
+  PRIVILEGED,
+} from './container.js';
+export type { Bind, ContainerSettings, Shm } from './container.js';

@@ -178,8 +178,9 @@ export const CASES: RuleCase[] = [
   {
     rule: 'docker.shm-size',
     pass: (w) => w.options(w.recipe(w.dsv41Text)),
-    fail: (w) => w.options(w.recipe(edit(w.dsv41Text, 'shm_size = "32gb"\n', ''))),
-    expect: /no shm_size/,
+    fail: (w) => w.options(w.recipe(edit(w.dsv41Text, 'shm_size = "32gb"', 'shm_size = "64m"'))),
+    expect:
+      /^shm_size "64m" \(64\.0 MiB\) gives the container a private \/dev\/shm no larger than docker's default 64 MB$/,
   },
   {
     rule: 'parallel.nodes',
@@ -329,7 +330,7 @@ export const CASES: RuleCase[] = [
     fail: (w) =>
       w.options(w.recipe(edit(w.dsv41Text, join(w.root, 'aiden4x-launch.sh'), '/home/kilork/aiden4x-launch.sh'))),
     expect:
-      /extra_mounts host \/home\/kilork\/aiden4x-launch\.sh .* does not exist on node 0 \(spark1\); the container uses \/aiden4x-launch\.sh/,
+      /^extra_mounts host \/home\/kilork\/aiden4x-launch\.sh \(\/home\/kilork\/aiden4x-launch\.sh\) does not exist on node 0 \(spark1\): docker refuses to start the container \(--mount needs its source to exist\)$/,
   },
   {
     rule: 'fabric.hca',

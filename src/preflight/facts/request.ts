@@ -4,9 +4,8 @@ import {
   dirProbes,
   engineLibMounts,
   engramDirOnNode,
-  hfCacheHost,
   miaPackDir,
-  mountHost,
+  nodeBinds,
   packTarget,
   snapshotCandidates,
   wrapperOnNode,
@@ -29,9 +28,7 @@ export function buildRequest(ctx: PreflightContext, options: RequestOptions): Fa
   const paths = new Set<string>();
   const texts = new Set<string>();
   const free = new Set<string>();
-  for (const m of ctx.recipe.extraMounts) paths.add(mountHost(ctx, m));
-  const hf = hfCacheHost(ctx);
-  if (hf !== undefined) paths.add(hf);
+  for (const b of nodeBinds(ctx)) paths.add(b.source);
   const engram = engramDirOnNode(ctx);
   if (engram?.mapped) for (const p of dirProbes(engram.mapped.host)) paths.add(p);
   const pack = packTarget(ctx);

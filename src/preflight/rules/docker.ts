@@ -1,32 +1,29 @@
-// Container settings.
+// The container's /dev/shm, as the launch gives it (plannedContainer, engine/container.ts).
 import { parseDockerSize } from '../../recipes/index.js';
 import { formatBytes } from '../../format.js';
+import { plannedContainer } from '../node-paths.js';
 import { defineRule, finding, whereField } from '../rule.js';
 
 export const MIN_SHM_BYTES = 2 ** 30;
-/** What docker gives a container without --shm-size ("64m"): a shm_size this small is no shm_size at all. */
+/** What docker gives a container with neither --shm-size nor --ipc host ("64m"). */
 export const DOCKER_DEFAULT_SHM_BYTES = 64 * 2 ** 20;
 
 export const shmSize = defineRule({
   id: 'docker.shm-size',
   title: 'the container gets a /dev/shm large enough for NCCL and the engine',
   severity: 'error',
-  also: "warn below 1 GiB (an error at or below docker's default 64 MB, the same as no shm_size)",
+  also: "warn below 1 GiB (an error at or below docker's default 64 MB)",
   scope: 'files',
   evidence:
-    "Docker's default /dev/shm is 64 MB; torch multiprocessing and NCCL's shared-memory transport need far more " +
-    '(every recipe in recipes/ sets shm_size = "32gb"; docs/failures.md 8: /dev/shm too small).',
-  fix: 'set shm_size = "32gb"',
+    "torch multiprocessing and NCCL's shared-memory transport need far more than docker's default 64 MB /dev/shm " +
+    "(docs/failures.md 8: /dev/shm too small). The launch shares the host's IPC namespace and /dev/shm (--ipc host) " +
+    'unless the recipe sets shm_size, which gives the container a private /dev/shm of that size (--shm-size): only that size can be too small.',
+  fix: 'set shm_size = "32gb", or remove shm_size to share the host\'s /dev/shm',
   check(ctx) {
-    const text = ctx.recipe.shmSize;
-    if (text === undefined) {
-      return [
-        finding(this, {
-          message: "no shm_size: the container gets docker's default 64 MB /dev/shm",
-          where: ctx.recipe.file,
-        }),
-      ];
-    }
+    // The launch's own choice (engine/container.ts): without shm_size, --ipc host.
+    const shm = plannedContainer(ctx).shm;
+    if (shm.kind === 'host') return [];
+    const text = shm.size;
     const bytes = parseDockerSize(text);
     if (bytes === undefined) {
       return [
@@ -39,7 +36,7 @@ export const shmSize = defineRule({
     if (bytes <= DOCKER_DEFAULT_SHM_BYTES) {
       return [
         finding(this, {
-          message: `shm_size "${text}" (${formatBytes(bytes)}) is no more than docker's default 64 MB /dev/shm, the same as no shm_size`,
+          message: `shm_size "${text}" (${formatBytes(bytes)}) gives the container a private /dev/shm no larger than docker's default 64 MB`,
           where: whereField(ctx, 'shmSize'),
         }),
       ];
@@ -48,7 +45,7 @@ export const shmSize = defineRule({
       return [
         finding(this, {
           severity: 'warn',
-          message: `shm_size "${text}" (${formatBytes(bytes)}) is below ${formatBytes(MIN_SHM_BYTES)}`,
+          message: `shm_size "${text}" (${formatBytes(bytes)}) gives the container a private /dev/shm below ${formatBytes(MIN_SHM_BYTES)}`,
           where: whereField(ctx, 'shmSize'),
         }),
       ];

@@ -5,7 +5,7 @@
 // same build everywhere. Judged from the node's facts (facts/engine-lib.ts) by the one ELF
 // reader and verdict (engine-lib/elf.ts, engine-lib/verdict.ts).
 import { basename, dirname } from 'node:path';
-import { at } from '../../recipes/index.js';
+import { at, missingSourceOutcome, type Bind } from '../../recipes/index.js';
 import { shJoin } from '../../remote/shell.js';
 import { abiSymbols, STACKS, type EngineStack } from '../../engine-lib/engine-lib.js';
 import type { ElfSummary } from '../../engine-lib/elf.js';
@@ -55,11 +55,12 @@ function subject(ctx: PreflightContext, lib: EngineLibMount): string {
   return `${lib.host} on ${whereNode(ctx)} (mounted over ${lib.mount.container})`;
 }
 
-function fileProblem(f: EngineLibFileFact, machine: string): string | undefined {
+/** What is wrong with the library file; a missing one is what the launch's mount makes of it (--mount or -v). */
+function fileProblem(f: EngineLibFileFact, machine: string, bind: Pick<Bind, 'mustExist'>): string | undefined {
   if (f.kind === 'missing')
     return f.link
       ? 'is a dangling symbolic link: docker refuses to mount it and the container does not start'
-      : 'does not exist: docker would mount an empty directory there and the stack fails to load its library';
+      : `does not exist: ${missingSourceOutcome(bind)}${bind.mustExist ? '' : ', and the stack fails to load its library'}`;
   if (f.kind === 'dir') return 'is a directory, not a library: the stack fails to load it';
   if (f.kind === 'other') return 'is not a regular file (a FIFO blocks the loader, a device is read as the library)';
   if (f.unread !== undefined) return `could not be read (${f.unread})`;
@@ -72,7 +73,8 @@ function fileProblem(f: EngineLibFileFact, machine: string): string | undefined 
 
 /** The ELF summary of a file that passed enginelib.file, else undefined (that rule reports it). */
 function goodElf(f: EngineLibFileFact, machine: string): ElfSummary | undefined {
-  return fileProblem(f, machine) === undefined ? f.elf : undefined;
+  // Whether the file is missing does not matter here: a missing file has no ELF.
+  return fileProblem(f, machine, { mustExist: true }) === undefined ? f.elf : undefined;
 }
 
 function verdictOf(elf: ElfSummary, stack: EngineStack) {
@@ -88,12 +90,12 @@ export const file = defineRule({
   severity: 'error',
   scope: 'local-node',
   evidence:
-    "Both stacks load their row library with ctypes from a fixed image path (/opt/dsv41-spark/overlay/libengram_rows.so, /opt/dsv41/adapter/librow_store.so); a missing host file is mounted as an empty directory, a dangling link is refused by docker, and a library of another machine fails dlopen. A file preflight could not read (over 64 MiB, unreadable, or the node's answer about it cut short) or that the ELF reader refuses (more section headers, or more notes, symbols and names to walk, than any library has) is an error too, never a pass (docs/engine-libs.md).",
+    "Both stacks load their row library with ctypes from a fixed image path (/opt/dsv41-spark/overlay/libengram_rows.so, /opt/dsv41/adapter/librow_store.so); a missing host file stops the container (a read-only mount, --mount) or is mounted as an empty directory (a writable one, -v), a dangling link is refused by docker, and a library of another machine fails dlopen. A file preflight could not read (over 64 MiB, unreadable, or the node's answer about it cut short) or that the ELF reader refuses (more section headers, or more notes, symbols and names to walk, than any library has) is an error too, never a pass (docs/engine-libs.md).",
   fix: 'spark engine-lib --stack STACK --copy DIR on that node (spark built there: npm install in its checkout builds for its machine)',
   check(ctx) {
     const out: Finding[] = [];
     for (const { lib, file: f, machine } of nodeLibraries(ctx)) {
-      const problem = fileProblem(f, machine);
+      const problem = fileProblem(f, machine, lib.bind);
       if (problem === undefined) continue;
       const wrongMachine = f.elf !== undefined && f.elf.machine !== machine && f.elfError === undefined;
       out.push(

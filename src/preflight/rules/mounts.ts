@@ -1,67 +1,71 @@
 // Host paths the container mounts must exist on the node that runs it, and be what the
-// container expects there (a file where it runs a script).
+// container expects there (a file where it runs a script). The mounts are the launch plan's
+// own (plannedContainer): whether docker refuses a missing source (--mount) or creates it as an
+// empty directory (-v) is the plan's choice, and the finding says what that launch would do.
 import { posix } from 'node:path';
-import { at, relativeHostProblem, type Mount } from '../../recipes/index.js';
+import { at, missingSourceOutcome, type Bind } from '../../recipes/index.js';
 import { defineRule, finding, whereNode } from '../rule.js';
-import { hfCacheHost, mountHost, wrapperScript } from '../node-paths.js';
+import { nodeBinds, plannedContainer, wrapperScript } from '../node-paths.js';
 import type { PreflightContext } from '../types.js';
 import { shJoin } from '../../remote/shell.js';
 
-/** Whether anything the container runs names a path inside the mount. */
-export function mountReferenced(ctx: PreflightContext, mount: Mount): boolean {
-  const inside = (s: string) => s === mount.container || s.startsWith(mount.container.replace(/\/$/, '') + '/');
-  const words = [...(ctx.recipe.entrypoint ?? []), ...ctx.recipe.args, ...[...ctx.env.values()].map((v) => v.value)];
+/** Whether anything the container runs names a path inside the bind's container path. */
+export function mountReferenced(ctx: PreflightContext, bind: Pick<Bind, 'target'>): boolean {
+  const inside = (s: string) => s === bind.target || s.startsWith(bind.target.replace(/\/$/, '') + '/');
+  const words = [
+    ...(plannedContainer(ctx).program ?? []),
+    ...ctx.recipe.args,
+    ...[...ctx.env.values()].map((v) => v.value),
+  ];
   return words.some((w) => w.split(/[=,:\s]/).some(inside));
 }
 
 export const hostPaths = defineRule({
   id: 'mounts.host-path',
-  title: 'every extra_mounts host path (and the cluster hf_cache) exists on the node',
+  title: 'every host path the container mounts (extra_mounts and the cluster hf_cache) exists on the node',
   severity: 'error',
-  also: 'warn when nothing in the entrypoint, args or environment refers to the missing mount (a cache directory)',
+  also: 'warn when a writable extra_mount is missing and nothing in the entrypoint, args or environment refers to it (a cache directory docker creates)',
   scope: 'local-node',
   evidence:
-    'docker -v creates a missing host path as an empty root-owned directory, so a missing wrapper script becomes a ' +
-    "directory and the entrypoint fails minutes into the boot (docs/failures.md 10; recipes/dsv41-flash-4x-sglang-aiden16's wrapper).",
+    'The launch mounts hf_cache and every read-only extra_mount with --mount, which refuses to start the container when the ' +
+    'host path is missing, and a writable extra_mount with -v, which creates a missing host path as an empty root-owned ' +
+    'directory: a missing wrapper script then becomes a directory and the entrypoint fails minutes into the boot ' +
+    "(docs/failures.md 10; recipes/dsv41-flash-4x-sglang-aiden16's wrapper).",
   fix: 'create the path on that node (copy the script, mkdir the cache) or correct host = "…"',
   check(ctx) {
     const out = [];
-    for (const m of ctx.recipe.extraMounts) {
+    for (const b of plannedContainer(ctx).binds) {
+      const where = at(b.at.file, b.at.line);
       // What launch refuses, preflight reports in the same words (never resolved against this directory).
-      const relative = relativeHostProblem(m.host);
-      if (relative) {
+      if (b.source === undefined) {
         out.push(
           finding(this, {
-            message: `extra_mounts host ${relative}`,
-            where: at(ctx.recipe.file, m.line),
+            message: `${b.key} ${b.problem!}`,
+            where,
             fix: 'write the absolute path the file has on every node (or ~/…)',
           }),
         );
         continue;
       }
-      const host = mountHost(ctx, m);
-      if (ctx.view!.path(host).kind !== 'missing') continue;
-      const used = mountReferenced(ctx, m);
+      if (ctx.view!.path(b.source).kind !== 'missing') continue;
+      if (b.from.kind === 'hf_cache') {
+        out.push(
+          finding(this, {
+            message: `hf_cache ${b.written} (${b.source}) does not exist on ${whereNode(ctx)}: ${missingSourceOutcome(b)}`,
+            where: at(b.at.file, ctx.cluster?.locate('hfCache')),
+            fix: 'mount the NAS (or create the cache) on that node, or correct hf_cache',
+          }),
+        );
+        continue;
+      }
+      const used = mountReferenced(ctx, b);
       out.push(
         finding(this, {
-          severity: used ? 'error' : 'warn',
+          severity: b.mustExist || used ? 'error' : 'warn',
           message:
-            `extra_mounts host ${m.host} (${host}) does not exist on ${whereNode(ctx)}` +
-            (used
-              ? `; the container uses ${m.container}, which docker would mount as an empty directory`
-              : '; docker would create it as an empty root-owned directory'),
-          where: at(ctx.recipe.file, m.line),
-        }),
-      );
-    }
-    const c = ctx.cluster;
-    const hf = hfCacheHost(ctx);
-    if (c && hf !== undefined && ctx.view!.path(hf).kind === 'missing') {
-      out.push(
-        finding(this, {
-          message: `hf_cache ${c.hfCache} does not exist on ${whereNode(ctx)}: the container would see an empty Hugging Face cache`,
-          where: at(c.file, c.locate('hfCache')),
-          fix: 'mount the NAS (or create the cache) on that node, or correct hf_cache',
+            `extra_mounts host ${b.written} (${b.source}) does not exist on ${whereNode(ctx)}: ${missingSourceOutcome(b)}` +
+            (used && !b.mustExist ? `, and the container uses ${b.target}, which would be that empty directory` : ''),
+          where,
         }),
       );
     }
@@ -69,13 +73,13 @@ export const hostPaths = defineRule({
   },
 });
 
-/** A mount the container uses as a file: the script its entrypoint runs, or a path with a file extension. */
-export function meantAsFile(ctx: PreflightContext, m: Mount): boolean {
-  const script = wrapperScript(ctx.recipe.entrypoint);
-  if (script !== undefined && posix.normalize(script) === posix.normalize(m.container)) return true;
+/** A bind the container uses as a file: the script its program runs, or a path with a file extension. */
+export function meantAsFile(ctx: PreflightContext, b: Bind & { source: string }): boolean {
+  const script = wrapperScript(plannedContainer(ctx).program);
+  if (script !== undefined && posix.normalize(script) === posix.normalize(b.target)) return true;
   return (
-    /\.(sh|bash|py|json|toml|ya?ml|conf|cfg|txt|env)$/.test(m.container) ||
-    /\.(sh|py|json|toml|ya?ml|conf|cfg|txt|env)$/.test(m.host)
+    /\.(sh|bash|py|json|toml|ya?ml|conf|cfg|txt|env)$/.test(b.target) ||
+    /\.(sh|py|json|toml|ya?ml|conf|cfg|txt|env)$/.test(b.source)
   );
 }
 
@@ -90,16 +94,17 @@ export const fileIsDirectory = defineRule({
     '(docs/failures.md 10; recipes/dsv41-flash-4x-sglang-aiden16 mounts its wrapper read-only).',
   fix: 'remove the directory docker created (sudo rmdir PATH) and copy the file there',
   check(ctx) {
-    return ctx.recipe.extraMounts
-      .filter((m) => m.readOnly && meantAsFile(ctx, m))
-      .filter((m) => ctx.view!.path(mountHost(ctx, m)).kind === 'dir')
-      .map((m) =>
+    const script = wrapperScript(plannedContainer(ctx).program);
+    return nodeBinds(ctx)
+      .filter((b) => b.from.kind === 'extra_mount' && b.readOnly && meantAsFile(ctx, b))
+      .filter((b) => ctx.view!.path(b.source).kind === 'dir')
+      .map((b) =>
         finding(this, {
           message:
-            `extra_mounts host ${m.host} is a directory on ${whereNode(ctx)}, but the container uses ${m.container} as a file` +
-            (wrapperScript(ctx.recipe.entrypoint) === m.container ? ' (the entrypoint runs it)' : ''),
-          where: at(ctx.recipe.file, m.line),
-          fix: `remove the directory on that node (${shJoin(['sudo', 'rmdir', mountHost(ctx, m)])}) and copy the file there`,
+            `extra_mounts host ${b.written} is a directory on ${whereNode(ctx)}, but the container uses ${b.target} as a file` +
+            (script === b.target ? ' (the entrypoint runs it)' : ''),
+          where: at(b.at.file, b.at.line),
+          fix: `remove the directory on that node (${shJoin(['sudo', 'rmdir', b.source])}) and copy the file there`,
         }),
       );
   },

@@ -14,6 +14,7 @@ import { SparkError } from '../../errors.js';
 import { isTable, typeName, type FileDiagnostic } from '../fields.js';
 import { locator } from '../located.js';
 import { parseArgs } from '../args.js';
+import { PRIVILEGED, shmOf } from '../container.js';
 import { TP_FLAGS } from '../topology.js';
 import { envKeyProblem } from '../env-key.js';
 import { RECIPE_FIELDS, type Engine, type LoadedRecipe, type Mount, type Recipe, type RecipeField } from '../recipe.js';
@@ -290,10 +291,14 @@ export async function parseSparkrunRecipe(
       );
     }
   }
+  const shmSize =
+    executor.shm_size === undefined || executor.shm_size === null ? undefined : renderValue(executor.shm_size);
   for (const key of Object.keys(executor)) {
     const n = NOT_RUN_EXECUTOR[key];
-    if (n) diagnostics.push(notRunDiagnostic(file, r.line('executor_config', key), `executor_config.${key}`, n));
-    else if (!(EXECUTOR_KEYS as readonly string[]).includes(key)) {
+    if (n) {
+      if (!asSparkRuns(key, executor[key], shmSize))
+        diagnostics.push(notRunDiagnostic(file, r.line('executor_config', key), `executor_config.${key}`, n));
+    } else if (!(EXECUTOR_KEYS as readonly string[]).includes(key)) {
       diagnostics.push(
         diagnostic(
           file,
@@ -335,12 +340,22 @@ export async function parseSparkrunRecipe(
   }
   const backend = defaults.distributed_executor_backend;
   if (engine === 'vllm' && typeof backend === 'string') recipe.distributedBackend = backend;
-  const shm = executor.shm_size;
-  if (shm !== undefined && shm !== null) recipe.shmSize = renderValue(shm);
+  if (shmSize !== undefined) recipe.shmSize = shmSize;
   const name =
     isTable(top.metadata) && typeof top.metadata.description === 'string' ? top.metadata.description : undefined;
   if (name !== undefined) recipe.name = name;
   return { recipe, diagnostics };
+}
+
+/**
+ * Whether an executor_config setting spark does not read asks for what spark's container gets
+ * anyway (recipes/container.ts): `privileged: false`, or an `ipc` that matches the /dev/shm the
+ * recipe's shm_size gives (`host` without shm_size). Those are no step spark leaves out.
+ */
+function asSparkRuns(key: string, value: unknown, shmSize: string | undefined): boolean {
+  if (key === 'privileged') return value === PRIVILEGED;
+  if (key === 'ipc') return (value === 'host') === (shmOf({ shmSize }).kind === 'host');
+  return false;
 }
 
 /** Positions in the shape the locator reads: each field's YAML line under its TOML key. */
