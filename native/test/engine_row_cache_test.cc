@@ -112,6 +112,27 @@ TEST(admission_keeps_the_rows_asked_again) {
   CHECK(Has(c, 700 * sets));
 }
 
+// Relayout (the overlay's release, once its scales are unpinned): empty, and as many slots as
+// the new layout has, every page of the old one given back.
+TEST(relayout_empties_and_resizes) {
+  RowCache c;
+  CHECK(c.Init(10, 8));
+  for (uint64_t id = 0; id < 200; ++id) c.Insert(id, Row(id).w, Row(id).s);
+  CHECK_EQ(c.rows(), 80u);
+  CHECK(c.Relayout(40, 8));
+  CHECK_EQ(c.rows(), 0u);
+  CHECK_EQ(c.slots(), 320u);
+  CHECK_EQ(c.footprint(), 320u * 272 + 40 + FreqSketch::BytesFor(320));
+  for (uint64_t id = 0; id < 320; ++id) c.Insert(id, Row(id).w, Row(id).s);
+  CHECK_EQ(c.rows(), 320u);
+  bool all = true;
+  for (uint64_t id = 0; id < 320; ++id) all = all && Has(c, id);
+  CHECK(all);
+  CHECK(c.Relayout(0, 8));
+  CHECK(!c.enabled());
+  CHECK_EQ(c.rows(), 0u);
+}
+
 TEST(threads_at_once_get_their_own_rows) {
   RowCache c;
   CHECK(c.Init(RowCache::SetsFor(64 * 1024, 4), 4));

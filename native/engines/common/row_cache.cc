@@ -42,8 +42,25 @@ RowCache::~RowCache() {
   if (arena_ != nullptr) munmap(arena_, arena_bytes_);
 }
 
-bool RowCache::Init(uint64_t sets, uint32_t ways, uint8_t* rows) {
-  if (sets == 0 || ways == 0) return true;
+bool RowCache::Init(uint64_t sets, uint32_t ways, uint8_t* rows) { return Layout(sets, ways, rows); }
+
+bool RowCache::Relayout(uint64_t sets, uint32_t ways) {
+  Clear();
+  return Layout(sets, ways, nullptr);
+}
+
+bool RowCache::Layout(uint64_t sets, uint32_t ways, uint8_t* rows) {
+  if (sets == 0 || ways == 0) {
+    if (arena_ != nullptr) munmap(arena_, arena_bytes_);
+    arena_ = nullptr;
+    arena_bytes_ = 0;
+    tags_ = nullptr;
+    hands_ = data_ = nullptr;
+    sketch_.Init(nullptr, 0);
+    sets_ = 0;
+    rows_.store(0, std::memory_order_relaxed);
+    return true;
+  }
   auto slots = CheckedMul(sets, ways);
   // At most 2^37 slots (37 TB of rows): the sketch indexes its blocks (32 slots each) with 32 bits.
   if (!slots || *slots > (uint64_t{1} << 37)) {
@@ -59,6 +76,8 @@ bool RowCache::Init(uint64_t sets, uint32_t ways, uint8_t* rows) {
   }
   void* p = mmap(nullptr, *bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) return false;
+  if (arena_ != nullptr) munmap(arena_, arena_bytes_);
+  rows_.store(0, std::memory_order_relaxed);
   arena_ = static_cast<uint8_t*>(p);
   arena_bytes_ = *bytes;
   // tags (8 bytes a slot), the sketch (whole words), the rows, the hands.
@@ -109,21 +128,17 @@ void RowCache::Insert(uint64_t id, const uint8_t* w, const uint8_t* s, bool alwa
   if (Find(set, id + 1) >= 0) return;
   uint64_t* t = tags_ + set * ways_;
   uint32_t way = ways_;
-  const bool room = rows_.load(std::memory_order_relaxed) < limit_.load(std::memory_order_relaxed);
-  for (uint32_t k = 0; room && k < ways_; ++k) {
+  for (uint32_t k = 0; k < ways_; ++k) {
     if (t[k] == 0) {
       way = k;
       break;
     }
   }
   if (way == ways_) {
-    bool any = false;
-    for (uint32_t k = 0; k < ways_; ++k) any = any || t[k] != 0;
-    if (!any) return;  // at the limit, and nothing here to evict
-    // Every way holds a row (or the cache is at its limit): the hand clears marks until it meets an unmarked slot (at
-    // most one full turn clears them all).
+    // Every way holds a row: the hand clears marks until it meets an unmarked slot (at most one
+    // full turn clears them all).
     uint32_t hand = hands_[set] % ways_;
-    while (t[hand] == 0 || (t[hand] & kMarked)) {
+    while (t[hand] & kMarked) {
       t[hand] &= ~kMarked;
       hand = (hand + 1) % ways_;
     }

@@ -44,6 +44,10 @@ class RowCache : NonCopyable {
   // bytes (slots * kRowBytes, outliving the cache: a DRM buffer, mia/drm_cache.h); the tags,
   // the sketch and the hands are then the only anonymous memory.
   bool Init(uint64_t sets, uint32_t ways, uint8_t* rows = nullptr);
+  // Empties the cache and lays it out anew for `sets` sets of `ways` (the row bytes in
+  // anonymous memory). No other call may run at the same time. False (errno ENOMEM): the
+  // mapping cannot be made; the cache is then empty in its old layout.
+  bool Relayout(uint64_t sets, uint32_t ways);
 
   bool enabled() const { return sets_ != 0; }
   // On a hit copies the row to w (256 bytes) and s (8 bytes) and returns true. `count`: the
@@ -53,8 +57,6 @@ class RowCache : NonCopyable {
   // Stores the row (no effect when it is already there). Into a full set only when id was
   // asked for more often than the victim's id, or when `always` (a row read ahead).
   void Insert(uint64_t id, const uint8_t* w, const uint8_t* s, bool always = false);
-  // At most `rows` rows from now on (rows held beyond it stay until evicted).
-  void SetLimit(uint64_t rows) { limit_.store(rows, std::memory_order_relaxed); }
   // Empties the cache and returns its pages. No other call may run at the same time.
   void Clear();
 
@@ -76,6 +78,8 @@ class RowCache : NonCopyable {
   Stripe& StripeOf(uint64_t set) { return stripes_[set % kStripes]; }
   // Index of id's slot in its set, or -1. Caller holds the set's stripe.
   int Find(uint64_t set, uint64_t tag) const;
+  // Maps the arena for the layout and lets go of the old one (kept when the map fails).
+  bool Layout(uint64_t sets, uint32_t ways, uint8_t* rows);
 
   uint64_t sets_ = 0;
   uint32_t ways_ = 0;
@@ -87,7 +91,6 @@ class RowCache : NonCopyable {
   FreqSketch sketch_;         // in the arena after the tags
   std::atomic<uint64_t> rows_{0};
   std::atomic<uint64_t> declined_{0};
-  std::atomic<uint64_t> limit_{UINT64_MAX};
   Stripe stripes_[kStripes];
 };
 

@@ -26,53 +26,56 @@ ssize_t WriteAll(int fd, const char* line, size_t len) {
   return n;
 }
 
-// SIGPIPE held back from this thread while it lives, and the one a write to a pipe without a
-// reader raised taken back before it is let through (unless one was pending already).
+// SIGPIPE held back from this thread while it lives; Raised() after a write failed with EPIPE
+// takes back the signal that write raised (unless the thread held SIGPIPE back itself: then
+// what is pending is its own business).
 class NoSigpipe {
  public:
   NoSigpipe() {
     sigemptyset(&pipe_);
     sigaddset(&pipe_, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
-    sigset_t pending;
-    was_pending_ = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
   }
-  ~NoSigpipe() {
+  ~NoSigpipe() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+  void Raised() {
+    if (sigismember(&old_, SIGPIPE) == 1) return;
     const timespec zero{0, 0};
-    if (!was_pending_) {
-      while (sigtimedwait(&pipe_, nullptr, &zero) == SIGPIPE) {
-      }
+    while (sigtimedwait(&pipe_, nullptr, &zero) == SIGPIPE) {
     }
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
   }
   NoSigpipe(const NoSigpipe&) = delete;
   NoSigpipe& operator=(const NoSigpipe&) = delete;
 
  private:
   sigset_t pipe_, old_;
-  bool was_pending_ = false;
 };
 
 // A pipe, FIFO or terminal: through a non-blocking description of our own, else after a
 // zero-timeout poll. -1: dropped.
 ssize_t WriteNonBlocking(const char* line, size_t len) {
   NoSigpipe no_sigpipe;
+  ssize_t n = -1;
+  int err = 0;
   // O_NONBLOCK on the open itself: a FIFO's open for writing then fails at once (ENXIO) when
   // it has no reader, instead of waiting for one. O_NOCTTY: a terminal never becomes ours.
   const int own = open("/proc/self/fd/2", O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (own >= 0) {
-    const ssize_t n = WriteAll(own, line, len);
+    n = WriteAll(own, line, len);
+    err = errno;
     close(own);
-    return n;
+  } else if (errno != ENXIO) {  // ENXIO: no reader
+    pollfd p{2, POLLOUT, 0};
+    int ready;
+    do {
+      ready = poll(&p, 1, 0);
+    } while (ready < 0 && errno == EINTR);
+    if (ready == 1 && (p.revents & (POLLERR | POLLHUP | POLLNVAL)) == 0) {
+      n = WriteAll(2, line, len);
+      err = errno;
+    }
   }
-  if (errno == ENXIO) return -1;  // no reader
-  pollfd p{2, POLLOUT, 0};
-  int ready;
-  do {
-    ready = poll(&p, 1, 0);
-  } while (ready < 0 && errno == EINTR);
-  if (ready != 1 || (p.revents & (POLLERR | POLLHUP | POLLNVAL)) != 0) return -1;
-  return WriteAll(2, line, len);
+  if (n < 0 && err == EPIPE) no_sigpipe.Raised();
+  return n;
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <new>
@@ -98,22 +99,18 @@ OverlayStore* OverlayStore::Open(const char* path, uint64_t woff, uint64_t soff,
   s->source_.woff = woff;
   s->source_.soff = soff;
 
-  const uint64_t budget = StoreBudget();
+  s->budget_ = StoreBudget();
   const uint64_t scale_bytes = (hi - lo) * kScaleBytes;
-  // The cache is laid out for the whole budget, with no more slots than owned rows
-  // (consecutive ids fill the sets evenly, so a table that fits is held whole). While the
-  // scales are pinned (when they take at most half the budget: one read per miss instead of
-  // two) it holds only the rows the rest of the budget pays for; a release unpins them and
-  // the cache may then fill the whole budget.
-  const uint64_t owned_sets = (hi - lo + kWays - 1) / kWays;
-  if (!s->cache_.Init(std::min(RowCache::SetsFor(budget, kWays), owned_sets), kWays)) return nullptr;
-  if (scale_bytes > 0 && scale_bytes <= budget / 2) {
+  uint64_t cache_budget = s->budget_;
+  // The scales pinned when they take at most half the budget: one read per miss instead of two.
+  if (scale_bytes > 0 && scale_bytes <= s->budget_ / 2) {
     s->scales_ = PinScales(s->source_, lo, hi);
     if (!s->scales_) return nullptr;
     s->source_.scales.store(s->scales_.get(), std::memory_order_release);
     s->pinned_bytes_.store(scale_bytes);
-    s->cache_.SetLimit(RowCache::SetsFor(budget - scale_bytes, kWays) * kWays);
+    cache_budget -= scale_bytes;
   }
+  if (!s->cache_.Init(s->CacheSets(cache_budget), kWays)) return nullptr;
   s->queue_.reset(new (std::nothrow) uint64_t[kQueue]);
   if (!s->queue_ || s->inline_staging_.Reserve(kStagingBytes) == nullptr ||
       !s->gatherer_.Init(&s->source_, &s->cache_)) {
@@ -126,6 +123,13 @@ OverlayStore* OverlayStore::Open(const char* path, uint64_t woff, uint64_t soff,
 }
 
 OverlayStore::~OverlayStore() { fill_paused_.store(true); }
+
+uint64_t OverlayStore::CacheSets(uint64_t bytes) const {
+  // No more slots than owned rows: consecutive ids fill the sets evenly, so a table that fits
+  // is held whole.
+  const uint64_t owned_sets = (hi_ - lo_ + kWays - 1) / kWays;
+  return std::min(RowCache::SetsFor(bytes, kWays), owned_sets);
+}
 
 void OverlayStore::Gather(const int64_t* ids, uint64_t count, uint8_t* w, uint8_t* s) {
   std::lock_guard<std::mutex> lock(gather_mu_);
@@ -213,19 +217,19 @@ void OverlayStore::Release() {
   std::lock_guard<std::mutex> lock(gather_mu_);
   fill_paused_.store(true);
   while (fill_busy_.load() != 0) sched_yield();  // a prefetch read in progress: ~0.2 ms
-  {
-    std::lock_guard<std::mutex> qlock(queue_mu_);
-    queue_size_ = 0;
-  }
   // Everything resident() counts goes: the cached rows (their pages back to the kernel) and
   // the pinned scales. What the store may hold afterwards is its whole budget, as before: the
-  // cache refills as gathers read rows, now into the scales' share too (misses then read their
-  // scale rows from the file, merged where they lie close).
-  cache_.Clear();
+  // cache, laid out anew for the scales' share too, refills as gathers read rows (misses then
+  // read their scale rows from the file, merged where they lie close).
+  {
+    // Under the queue's lock: prefetch asks whether the cache is on.
+    std::lock_guard<std::mutex> qlock(queue_mu_);
+    queue_size_ = 0;
+    if (scales_ == nullptr || !cache_.Relayout(CacheSets(budget_), kWays)) cache_.Clear();
+  }
   source_.scales.store(nullptr, std::memory_order_release);
   scales_.reset();
   pinned_bytes_.store(0);
-  cache_.SetLimit(UINT64_MAX);
   if (!file_.direct()) posix_fadvise(file_.fd(), 0, 0, POSIX_FADV_DONTNEED);
   fill_paused_.store(false);
 }

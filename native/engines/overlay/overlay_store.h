@@ -1,6 +1,7 @@
 // The overlay stack's row store (docs/engine-libs.md, "libengram_rows.so"): one shard's owned
 // rows [lo, hi), `threads` worker threads of its own, the owned scale rows pinned when they fit
-// the store's budget, a row cache in the rest, and prefetch reads run by idle workers.
+// the store's budget, a row cache in the rest (in all of it after a release), and prefetch
+// reads run by idle workers.
 #pragma once
 
 #include <atomic>
@@ -37,6 +38,8 @@ class OverlayStore {
   // Reads queued prefetch ids into the cache until the queue is empty or a gather starts.
   static void PrefetchWork(void* self, unsigned thread);
   void Fill(uint8_t* staging);
+  // The row cache's sets for `bytes` of the budget.
+  uint64_t CacheSets(uint64_t bytes) const;
 
   ReadFile file_;
   RowSource source_;
@@ -44,6 +47,7 @@ class OverlayStore {
   Gatherer gatherer_;
   CallLog log_;
   uint64_t lo_ = 0, hi_ = 0;
+  uint64_t budget_ = 0;   // bytes resident() may reach: pinned scales and cached rows
   std::mutex gather_mu_;  // serialises gathers and release
   std::unique_ptr<PinnedScales> scales_;
   std::atomic<uint64_t> pinned_bytes_{0};
