@@ -279,7 +279,7 @@ function nodePlan(c: Common, node: AddressedNode): { plan: NodePlan; notes: stri
     [HOST_IP_VARIABLE[recipe.engine]]: nodeAddress(node),
   };
   const container = containerName(c.prefix, node.rank);
-  // The settings preflight judges (engine/container.ts), written as docker flags.
+  // The settings preflight judges (recipes/container.ts), written as docker flags.
   const settings = containerSettings(recipe, {
     hf: { hfCache: c.hfCache, file: cluster.file },
     home: c.options.home(node.rank),

@@ -105,7 +105,7 @@ export function miaPackDir(ctx: PreflightContext): MiaPackDir | undefined {
 }
 
 /**
- * The container the launch starts on this node, as settings (engine/container.ts): the launch
+ * The container the launch starts on this node, as settings (recipes/container.ts): the launch
  * plan's `docker run` flags are written from the same settings, so the container rules judge
  * what the launch does (its /dev/shm, its mounts and whether each must exist, its program).
  */

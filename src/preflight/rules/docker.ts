@@ -1,4 +1,4 @@
-// The container's /dev/shm, as the launch gives it (plannedContainer, engine/container.ts).
+// The container's /dev/shm, as the launch gives it (plannedContainer, recipes/container.ts).
 import { parseDockerSize } from '../../recipes/index.js';
 import { formatBytes } from '../../format.js';
 import { plannedContainer } from '../node-paths.js';
@@ -20,7 +20,7 @@ export const shmSize = defineRule({
     'unless the recipe sets shm_size, which gives the container a private /dev/shm of that size (--shm-size): only that size can be too small.',
   fix: 'set shm_size = "32gb", or remove shm_size to share the host\'s /dev/shm',
   check(ctx) {
-    // The launch's own choice (engine/container.ts): without shm_size, --ipc host.
+    // The launch's own choice (recipes/container.ts): without shm_size, --ipc host.
     const shm = plannedContainer(ctx).shm;
     if (shm.kind === 'host') return [];
     const text = shm.size;
