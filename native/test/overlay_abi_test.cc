@@ -307,6 +307,40 @@ TEST(release_drops_resident_and_gathers_refill_to_the_budget) {
   engram_rows_close(b);
 }
 
+// A store budget above half the governor's makes the governor release: one line at open says
+// so, once a process; at half or below, or with no governor limit, nothing is said.
+TEST(a_budget_the_governor_would_release_is_named_at_open) {
+  const Table& t = Small();
+  struct Case {
+    const char* governor;
+    const char* lib;
+    size_t lines;
+  };
+  for (const Case& c : {Case{"1", "0.6", 1}, Case{nullptr, "2.5", 1}, Case{"1", "0.5", 0}, Case{"0", "9", 0},
+                        Case{"-1", "9", 0}, Case{"4", nullptr, 0}}) {
+    spark_test::Env env;
+    if (c.governor != nullptr) env.push_back({"SPARK_ENGRAM_CACHE_GB", c.governor});
+    if (c.lib != nullptr) env.push_back({"SPARK_ENGRAM_LIB_CACHE_GB", c.lib});
+    const spark_test::ChildResult r = spark_test::RunChild(
+        [&] {
+          for (int k = 0; k < 2; ++k) {  // two layers' stores
+            void* s = engram_rows_open(t.path.c_str(), t.woff, t.soff, 0, t.rows, 1);
+            CHECK(s != nullptr);
+            if (s != nullptr) engram_rows_close(s);
+          }
+        },
+        env);
+    const auto lines = spark_test::LinesStarting(r.err, "libengram_rows: ");
+    CHECK(r.ok());
+    CHECK_EQ(lines.size(), c.lines);
+    if (c.lines == 1) {
+      const std::string want = std::string("libengram_rows: SPARK_ENGRAM_LIB_CACHE_GB=") + c.lib +
+                               " is more than half of SPARK_ENGRAM_CACHE_GB=" + (c.governor ? c.governor : "4");
+      CHECK(lines.size() == 1 && lines[0].rfind(want, 0) == 0);
+    }
+  }
+}
+
 // Concurrent gathers are serialised by the library; a governor releasing and a scheduler
 // prefetching at the same time change no row.
 TEST(concurrent_callers_with_prefetch_and_release) {
