@@ -5,6 +5,7 @@
 #pragma once
 
 #include <dirent.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
@@ -162,6 +163,30 @@ inline int Threads() {
   int n = 0;
   while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
   closedir(d);
+  return n;
+}
+
+// The thread count once threads that are exiting have gone. A thread pthread_join has returned
+// for is still listed until the kernel reaps it (a moment; much longer under qemu), so a count
+// is read until it equals `want`, for up to 5 s; returns the last count read.
+inline int ThreadsBecome(int want) {
+  int n = Threads();
+  for (int k = 0; k < 500 && n != want; ++k) {
+    usleep(10000);
+    n = Threads();
+  }
+  return n;
+}
+
+// The thread count once it has held still for 100 ms (threads of earlier tests gone).
+inline int SettledThreads() {
+  int n = Threads();
+  for (int still = 0, k = 0; still < 10 && k < 500; ++k) {
+    usleep(10000);
+    const int now = Threads();
+    still = now == n ? still + 1 : 0;
+    n = now;
+  }
   return n;
 }
 

@@ -108,11 +108,13 @@ TEST(open_fails_with_null_and_errno) {
 TEST(threads_exactly_while_open_none_after_close) {
   const Table& t = Small();
   for (int n : {0, 1, 3, 8}) {
-    const int base = Threads();
+    const int base = SettledThreads();
     void* s = engram_rows_open(t.path.c_str(), t.woff, t.soff, 0, t.rows, n);
     CHECK(s != nullptr);
     if (s == nullptr) return;
-    CHECK_EQ(Threads(), base + n);
+    const int open = ThreadsBecome(base + n);
+    if (open != base + n) std::printf("  threads=%d: %d threads, %d before open\n", n, open, base);
+    CHECK_EQ(open, base + n);
     std::vector<int64_t> ids = Range(0, static_cast<int64_t>(t.rows));
     CHECK(RowsAre(Gather(s, Ids(n, 2000, 0, t.rows)), Ids(n, 2000, 0, t.rows), 0, t.rows));
     CHECK_EQ(engram_rows_prefetch(s, ids.data(), ids.size()), t.rows);
@@ -121,14 +123,14 @@ TEST(threads_exactly_while_open_none_after_close) {
     engram_rows_release(s);
     CHECK_EQ(Threads(), base + n);
     engram_rows_close(s);
-    CHECK_EQ(Threads(), base);
+    CHECK_EQ(ThreadsBecome(base), base);
   }
 }
 
 // threads = 0: everything on the caller, prefetch's reads included (done when it returns).
 TEST(zero_threads_runs_inline) {
   const Table& t = Small();
-  const int base = Threads();
+  const int base = SettledThreads();
   void* s = engram_rows_open(t.path.c_str(), t.woff, t.soff, 100, 2100, 0);
   CHECK(s != nullptr);
   if (s == nullptr) return;
@@ -305,6 +307,40 @@ TEST(release_drops_resident_and_gathers_refill_to_the_budget) {
   }
   engram_rows_close(a);
   engram_rows_close(b);
+}
+
+// A store budget above half the governor's makes the governor release: one line at open says
+// so, once a process; at half or below, or with no governor limit, nothing is said.
+TEST(a_budget_the_governor_would_release_is_named_at_open) {
+  const Table& t = Small();
+  struct Case {
+    const char* governor;
+    const char* lib;
+    size_t lines;
+  };
+  for (const Case& c : {Case{"1", "0.6", 1}, Case{nullptr, "2.5", 1}, Case{"1", "0.5", 0}, Case{"0", "9", 0},
+                        Case{"-1", "9", 0}, Case{"4", nullptr, 0}}) {
+    spark_test::Env env;
+    if (c.governor != nullptr) env.push_back({"SPARK_ENGRAM_CACHE_GB", c.governor});
+    if (c.lib != nullptr) env.push_back({"SPARK_ENGRAM_LIB_CACHE_GB", c.lib});
+    const spark_test::ChildResult r = spark_test::RunChild(
+        [&] {
+          for (int k = 0; k < 2; ++k) {  // two layers' stores
+            void* s = engram_rows_open(t.path.c_str(), t.woff, t.soff, 0, t.rows, 1);
+            CHECK(s != nullptr);
+            if (s != nullptr) engram_rows_close(s);
+          }
+        },
+        env);
+    const auto lines = spark_test::LinesStarting(r.err, "libengram_rows: ");
+    CHECK(r.ok());
+    CHECK_EQ(lines.size(), c.lines);
+    if (c.lines == 1) {
+      const std::string want = std::string("libengram_rows: SPARK_ENGRAM_LIB_CACHE_GB=") + c.lib +
+                               " is more than half of SPARK_ENGRAM_CACHE_GB=" + (c.governor ? c.governor : "4");
+      CHECK(lines.size() == 1 && lines[0].rfind(want, 0) == 0);
+    }
+  }
 }
 
 // Concurrent gathers are serialised by the library; a governor releasing and a scheduler
