@@ -26,7 +26,8 @@ then without a bound, per batch size: cold, then warm, --reps calls per side (49
 tenth, at least 3), interleaved call by call, the order alternating; with --fill N, both sides
 first gather the same N fresh ids untimed (row caches full, their pages touched: a store that
 has served a while, where a fresh process pays a page fault for each page of its cache it
-touches first). cold: ids never asked
+touches first). --cpu-weight W: each side also in a cpu cgroup with the CPU share of W tasks
+(bench/ramdev_cgroup.py), so a side's thread count does not buy it more of a loaded machine. cold: ids never asked
 before in this run (drawn from one permutation of the rows; the same ids for both sides), and
 before each call, untimed, the side's cached pages of the table are dropped (the overlay
 baseline's engram_rows_release(), then POSIX_FADV_DONTNEED over the table: its pages go from the
@@ -94,12 +95,14 @@ def mib(n):
 class SideProc:
     """One side's child process in its own cgroup, driven over its stdin and stdout."""
 
-    def __init__(self, config, env, group):
+    def __init__(self, config, env, group, cpu=None):
         self.name, self.group = config["name"], group
 
         def placed():
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # stays ignored across exec: Ctrl-C is the parent's
             group.join(os.getpid())
+            if cpu is not None:
+                cpu.join(os.getpid())
 
         self.proc = subprocess.Popen([sys.executable, os.path.join(BENCH, "ramdev_child.py"), json.dumps(config)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, preexec_fn=placed)
@@ -149,6 +152,10 @@ class Pair:
         for name in ("spark", "baseline"):
             group = cgroups.MemoryCgroup(f"spark-ramdev-{os.getpid()}-{tag}-{stack}-{name}", bound)
             stack_cleanup.callback(group.remove)
+            cpu = None
+            if a.cpu_weight:
+                cpu = cgroups.CpuCgroup(f"spark-ramdev-{os.getpid()}-{tag}-{stack}-{name}", a.cpu_weight)
+                stack_cleanup.callback(cpu.remove)
             env = dict(base)
             config = {"stack": stack, "name": name, "table": src["table"], "rows": a.rows, "batch_max": BIG}
             if stack == "overlay":
@@ -158,7 +165,7 @@ class Pair:
             else:
                 config.update(lib=a.libs[stack][name], budget=int(a.cache * 2**30), checkpoint=src["checkpoint"])
                 env.update(DSV41_IO_THREADS=str(a.mia_threads), DSV41_RESIDENT_SCALES="0")
-            side = SideProc(config, env, group)
+            side = SideProc(config, env, group, cpu)
             stack_cleanup.callback(side.stop)
             side.hello()
             self.sides.append(side)
@@ -170,7 +177,7 @@ class Tally:
     def __init__(self):
         self.ns, self.cpu_us, self.user_us, self.sys_us = [], 0.0, 0.0, 0.0
         self.majflt = self.minflt = self.nvcsw = self.rows = 0
-        self.dev = [0, 0, 0, 0]  # requests, merged, sectors, milliseconds
+        self.dev = [0, 0, 0, 0, 0]  # requests, merged, sectors, ms of the reads, ms the device was busy
         self.peak = 0
 
     def add(self, reply, rows, d0, d1):
@@ -309,7 +316,8 @@ def profile(a, src, bound, dev, stack_cleanup, ids):
     print(f"\n### where a cold batch's time goes ({how or 'no perf or strace: getrusage and the device only'}, "
           f"bound {mib(bound) + ' MiB' if bound else 'none'})\n")
     print("| stack | ids | side | wall us/call | user / sys CPU us/call | page faults/call, major / minor | waits/call | "
-          "device reads/call, KiB/read, us/read in the device | system calls per call: count (ms traced) |")
+          "device reads/call, KiB/read, us/read in the device, % of the call it was busy | "
+          "system calls per call: count (ms traced) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for stack in a.stacks:
         pair = Pair(a, stack, bound, src, stack_cleanup, "profile")
@@ -337,7 +345,8 @@ def profile(a, src, bound, dev, stack_cleanup, ids):
                 reqs = max(1, t.dev[0])
                 print(f"| {stack} | {batch:,} | {s.name} | {statistics.mean(t.ns) / 1e3:,.0f} | "
                       f"{t.user_us / n:,.0f} / {t.sys_us / n:,.0f} | {t.majflt / n:,.0f} / {t.minflt / n:,.0f} | {t.nvcsw / n:,.0f} | "
-                      f"{t.dev[0] / n:,.0f}, {t.dev[2] * 512 / 1024 / reqs:.1f}, {t.dev[3] * 1e3 / reqs:.1f} | {sc} |")
+                      f"{t.dev[0] / n:,.0f}, {t.dev[2] * 512 / 1024 / reqs:.1f}, {t.dev[3] * 1e3 / reqs:.1f}, "
+                      f"{100 * t.dev[4] * 1e6 / sum(t.ns):.0f}% | {sc} |")
                 sys.stdout.flush()
         for s in pair.sides:
             s.stop()
@@ -363,7 +372,8 @@ def run(a, cleanup):
           f"{dev.queue('scheduler')}, read_ahead_kb {dev.queue('read_ahead_kb')}, nr_requests "
           f"{dev.queue('nr_requests')}), table {a.rows:,} rows = {table.size(a.rows) / 2**30:.2f} GiB written in "
           f"{time.monotonic() - t0:.0f} s; bounds {', '.join(b for b, _ in bounds)}; cache {a.cache} GiB a side; "
-          f"threads overlay {a.threads}, Mia {a.mia_threads}; fill {a.fill:,} rows a side")
+          f"threads overlay {a.threads}, Mia {a.mia_threads}; fill {a.fill:,} rows a side; "
+          f"{'cpu cgroup of ' + str(a.cpu_weight) + ' tasks a side' if a.cpu_weight else 'no cpu cgroup'}")
     for stack in a.stacks:
         print(f"# {stack}: spark {a.libs[stack]['spark']}, baseline {a.libs[stack]['baseline']}")
     ids = Ids(a.rows, a.seed)
@@ -435,6 +445,9 @@ def parse(argv):
     ap.add_argument("--fill", type=int, default=0,
                     help="rows each side gathers untimed before the cases (fills the row caches: a store that has "
                          "served a while; 0.25 GiB holds ~1M rows)")
+    ap.add_argument("--cpu-weight", type=float, default=0,
+                    help="each side in a cpu cgroup with the CPU share of this many tasks, however many threads it "
+                         "runs (0: none, the scheduler's share per thread)")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--no-profile", dest="profile", action="store_false", help="skip the traced calls")
     ap.add_argument("--overlay-lib", default=os.path.join(RELEASE, "libengram_rows.so"))
@@ -471,6 +484,8 @@ def main(argv=None):
                 raise Environment(f"needs {', '.join(missing)} (util-linux, e2fsprogs)")
             if cgroups.flavour() is None:
                 raise Environment("no memory cgroup controller on this machine (cgroup v2 or v1)")
+            if a.cpu_weight and cgroups.flavour("cpu") is None:
+                raise Environment("--cpu-weight: no cpu cgroup controller on this machine (cgroup v2 or v1)")
             a.libs = libraries(a)
             run(a, cleanup)
         except Environment as e:

@@ -83,10 +83,11 @@ class RamDevice:
         return os.path.basename(self.loop)
 
     def reads(self):
-        """(read requests completed, merged, sectors, milliseconds the reads took) since attach."""
+        """(read requests completed, merged, sectors, milliseconds the reads took, milliseconds the
+        device had any request in flight) since attach."""
         with open(f"/sys/block/{self.name()}/stat") as f:
             p = f.read().split()
-        return int(p[0]), int(p[1]), int(p[2]), int(p[3])
+        return int(p[0]), int(p[1]), int(p[2]), int(p[3]), int(p[9])
 
     def queue(self, attr):
         with open(f"/sys/block/{self.name()}/queue/{attr}") as f:
