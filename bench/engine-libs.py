@@ -170,6 +170,10 @@ def fio_ratio_line(before, after, times, sides):
 
 def run_cases(a, sides, draws, dists, source):
     dev = disk.DiskStats(source)
+    if a.fio_match:
+        # Untimed: the first reads of the file after a pause take far longer here (65 against 3 ms a
+        # 24-read batch, fio runs seconds apart), which would land on the first line's fio alone.
+        disk.fio_batches(source, 256, 4)
     print("batch  dist    mode  side      p50_us    p99_us   rows/s(p50)  baseline/spark(p50)  [hit% reads/1000ids]  "
           "device (all processes)")
     for batch, dist, mode in [(b, d, m) for b in a.batches for d in dists for m in ("cold", "warm")]:
