@@ -12,6 +12,7 @@
 
 #include "engines/common/stderr_line.h"
 #include "test/child.h"
+#include "test/full_pipe.h"
 #include "test/row_fixtures.h"
 #include "test/testing.h"
 
@@ -23,24 +24,8 @@ namespace {
 const char kLine[] = "libtest: one stats line\n";
 constexpr size_t kLen = sizeof kLine - 1;
 
-// Fills the write end `fd` (a pipe or a socket) to the last byte, leaving it blocking.
-void Fill(int fd) {
-  fcntl(fd, F_SETFL, O_NONBLOCK);
-  static const char block[4096] = {};
-  while (write(fd, block, sizeof block) > 0) {
-  }
-  while (write(fd, block, 1) > 0) {
-  }
-  fcntl(fd, F_SETFL, 0);
-}
-
-std::string Drain(int fd) {
-  fcntl(fd, F_SETFL, O_NONBLOCK);
-  std::string got;
-  char buf[4096];
-  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) got.append(buf, static_cast<size_t>(n));
-  return got;
-}
+using full_pipe::Drain;
+using full_pipe::Fill;
 
 // Writes the line with `fd` as stderr; checks it went out (or was dropped and counted) at once
 // and that fd 2's flags are what they were.

@@ -20,6 +20,7 @@
 #include "test/child.h"
 #include "test/direct_probe.h"
 #include "test/engine_abi.h"
+#include "test/full_pipe.h"
 
 using namespace engine_abi;
 using spark_test::ChildResult;
@@ -545,28 +546,8 @@ TEST(ram_mode_shard_cut_after_open) {
 
 namespace {
 
-int FullStderrPipe() {
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) != 0) return -1;
-  fcntl(p[1], F_SETFL, O_NONBLOCK);
-  static const char block[4096] = {};
-  while (write(p[1], block, sizeof block) > 0) {
-  }
-  while (write(p[1], block, 1) > 0) {
-  }
-  fcntl(p[1], F_SETFL, 0);
-  dup2(p[1], 2);
-  close(p[1]);
-  return p[0];
-}
-
-std::string Drain(int fd) {
-  fcntl(fd, F_SETFL, O_NONBLOCK);
-  std::string got;
-  char buf[4096];
-  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) got.append(buf, static_cast<size_t>(n));
-  return got;
-}
+using full_pipe::Drain;
+using full_pipe::FullStderrPipe;
 
 double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();

@@ -18,6 +18,7 @@
 
 #include "test/child.h"
 #include "test/engine_abi.h"
+#include "test/full_pipe.h"
 
 using namespace engine_abi;
 
@@ -378,35 +379,8 @@ TEST(concurrent_callers_with_prefetch_and_release) {
   engram_rows_close(s);
 }
 
-namespace {
-
-// Makes fd 2 a pipe nobody reads, full to the last byte (its write end blocking again, as a
-// stderr pipe is); returns the read end.
-int FullStderrPipe() {
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) != 0) return -1;
-  fcntl(p[1], F_SETFL, O_NONBLOCK);
-  static const char block[4096] = {};
-  while (write(p[1], block, sizeof block) > 0) {
-  }
-  while (write(p[1], block, 1) > 0) {
-  }
-  fcntl(p[1], F_SETFL, 0);
-  dup2(p[1], 2);
-  close(p[1]);
-  return p[0];
-}
-
-// Everything the pipe holds now, without waiting.
-std::string Drain(int fd) {
-  fcntl(fd, F_SETFL, O_NONBLOCK);
-  std::string got;
-  char buf[4096];
-  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) got.append(buf, static_cast<size_t>(n));
-  return got;
-}
-
-}  // namespace
+using full_pipe::Drain;
+using full_pipe::FullStderrPipe;
 
 // The stats line never blocks: with stderr a full pipe nobody reads, a gather whose end is due
 // to print it returns at once (threads = 0: the line is the caller's to write), and so does
