@@ -45,10 +45,8 @@ byte-for-byte against the table on both sides at the end of every pair."""
 import argparse
 import contextlib
 import hashlib
-import json
 import os
 import signal
-import statistics
 import subprocess
 import sys
 import time
@@ -59,21 +57,15 @@ import engine_libs_table as table
 import ramdev_cgroup as cgroups
 import ramdev_device as device
 from engine_libs_abi import S, W
-from ramdev_profile import Tracer, tool
+from ramdev_profile import profile
+from ramdev_report import Tally, line, mib, pct, summary
+from ramdev_sides import BENCH, BIG, Environment, Pair
 
-BENCH = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(BENCH)
 RELEASE = os.path.join(ROOT, "build", "Release")
 NO_ROOT = ("bench/ramdev.py: needs root (it mounts a tmpfs, attaches a loop device, makes ext4 and memory "
            "cgroups); run it as root: sudo python3 bench/ramdev.py")
-BIG = 49152
-# What the child itself calls on its main thread around a gather (its pipe, getrusage): left out of the profile.
-CHILD_CALLS = ("read", "write", "getrusage")
 CHECK_IDS = 4096
-
-
-class Environment(Exception):
-    """Something of the machine the bench needs is missing or refused: exit 3."""
 
 
 def parse_size(text):
@@ -86,115 +78,6 @@ def parse_size(text):
     if n <= 0:
         raise argparse.ArgumentTypeError(f"{text}: a size > 0, or none")
     return n
-
-
-def mib(n):
-    return f"{n / 2**20:.0f}"
-
-
-class SideProc:
-    """One side's child process in its own cgroup, driven over its stdin and stdout."""
-
-    def __init__(self, config, env, group, cpu=None):
-        self.name, self.group = config["name"], group
-
-        def placed():
-            signal.signal(signal.SIGINT, signal.SIG_IGN)  # stays ignored across exec: Ctrl-C is the parent's
-            group.join(os.getpid())
-            if cpu is not None:
-                cpu.join(os.getpid())
-
-        self.proc = subprocess.Popen([sys.executable, os.path.join(BENCH, "ramdev_child.py"), json.dumps(config)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, preexec_fn=placed)
-
-    def hello(self):
-        """Waits for the store to be open; checks the process is in its cgroup."""
-        hello = self._reply()
-        self.pid, self.evict_tid = hello["pid"], hello["evict_tid"]
-        if not any(line.endswith("/" + os.path.basename(self.group.path)) for line in hello["cgroup"].splitlines()):
-            raise Environment(f"{self.name}: not in its cgroup {self.group.path}: {hello['cgroup']!r}")
-
-    def _reply(self):
-        line = self.proc.stdout.readline()
-        if not line:
-            code = self.proc.wait()
-            if self.group.oom_kills():
-                raise Environment(f"{self.name}: killed by the OOM killer of its cgroup: its bound is smaller than "
-                                  "what the side needs (interpreter, buffers, --cache); raise --bound or lower --cache")
-            raise Environment(f"{self.name}: its process ended (exit {code}); its stderr is above")
-        return json.loads(line)
-
-    def ask(self, op, ids=None):
-        msg = {"op": op} if ids is None else {"op": op, "n": len(ids)}
-        self.proc.stdin.write(json.dumps(msg).encode() + b"\n")
-        if ids is not None:
-            self.proc.stdin.write(np.ascontiguousarray(ids, np.int64).tobytes())
-        self.proc.stdin.flush()
-        return self._reply()
-
-    def stop(self):
-        if self.proc.poll() is None:
-            try:
-                self.proc.stdin.write(b'{"op": "quit"}\n')
-                self.proc.stdin.flush()
-                self.proc.wait(timeout=10)
-            except (OSError, subprocess.TimeoutExpired):
-                self.proc.kill()
-                self.proc.wait()
-
-
-class Pair:
-    """Both sides of one stack under one bound, each in a fresh cgroup; closed by the ExitStack."""
-
-    def __init__(self, a, stack, bound, src, stack_cleanup, tag):
-        self.stack, self.sides = stack, []
-        base = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_ENGRAM_", "DSV41_"))}
-        for name in ("spark", "baseline"):
-            group = cgroups.MemoryCgroup(f"spark-ramdev-{os.getpid()}-{tag}-{stack}-{name}", bound)
-            stack_cleanup.callback(group.remove)
-            cpu = None
-            if a.cpu_weight:
-                cpu = cgroups.CpuCgroup(f"spark-ramdev-{os.getpid()}-{tag}-{stack}-{name}", a.cpu_weight)
-                stack_cleanup.callback(cpu.remove)
-            env = dict(base)
-            config = {"stack": stack, "name": name, "table": src["table"], "rows": a.rows, "batch_max": BIG}
-            if stack == "overlay":
-                config.update(lib=a.libs[stack][name], threads=a.threads, woff=src["woff"], soff=src["soff"])
-                if name == "spark":
-                    env["SPARK_ENGRAM_LIB_CACHE_GB"] = str(a.cache)
-            else:
-                config.update(lib=a.libs[stack][name], budget=int(a.cache * 2**30), checkpoint=src["checkpoint"])
-                env.update(DSV41_IO_THREADS=str(a.mia_threads), DSV41_RESIDENT_SCALES="0")
-            side = SideProc(config, env, group, cpu)
-            stack_cleanup.callback(side.stop)
-            side.hello()
-            self.sides.append(side)
-
-
-class Tally:
-    """One side's calls in one case of one round."""
-
-    def __init__(self):
-        self.ns, self.cpu_us, self.user_us, self.sys_us = [], 0.0, 0.0, 0.0
-        self.majflt = self.minflt = self.nvcsw = self.rows = 0
-        self.dev = [0, 0, 0, 0, 0]  # requests, merged, sectors, ms of the reads, ms the device was busy
-        self.peak = 0
-
-    def add(self, reply, rows, d0, d1):
-        self.ns.append(reply["ns"])
-        self.user_us += reply["user_us"]
-        self.sys_us += reply["sys_us"]
-        self.cpu_us += reply["user_us"] + reply["sys_us"]
-        self.majflt += reply["majflt"]
-        self.minflt += reply["minflt"]
-        self.nvcsw += reply["nvcsw"]
-        self.rows += rows
-        self.dev = [x + b - a for x, a, b in zip(self.dev, d0, d1)]
-
-
-def pct(xs, q):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
 class Ids:
@@ -267,89 +150,6 @@ def check_rows(pair, src, rows, ids):
     for s in pair.sides:
         if s.ask("check", asked)["hash"] != want:
             raise SystemExit(f"bench/ramdev.py: {pair.stack} {s.name}: rows differ from the table")
-
-
-def line(t, batch):
-    p50 = pct(t.ns, 0.5)
-    return (f"p50 {p50 / 1e3:9.1f} p99 {pct(t.ns, 0.99) / 1e3:9.1f} us  {batch / (p50 / 1e9):10.0f} rows/s  "
-            f"cpu {t.cpu_us / t.rows:6.2f} us/row  peak {mib(t.peak):>4s} MiB  dev {t.dev[0] / t.rows:5.2f} reads "
-            f"{t.dev[2] * 512 / 1024 / t.rows:5.1f} KiB /row")
-
-
-def summary(a, results, bounds):
-    """Markdown tables: per stack, case and bound, both sides over every round."""
-    for stack in a.stacks:
-        print(f"\n### {stack}: spark's library against the stack's read path, {a.rounds} rounds\n")
-        print("| ids | case | bound | baseline p50 / p99 (us) | spark p50 / p99 (us) | rows/s at p50, baseline -> spark "
-              "| baseline/spark p50, median (range) | CPU us/row, baseline / spark | peak MiB, baseline / spark "
-              "| device reads/row, baseline / spark | KiB/row, baseline / spark |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
-        for batch in a.batches:
-            for mode in ("cold", "warm"):
-                for label, _ in bounds:
-                    rounds = results.get((stack, label, batch, mode))
-                    if not rounds:
-                        continue
-                    pooled = {n: [x for r in rounds for x in r[n].ns] for n in ("baseline", "spark")}
-                    ratios = [pct(r["baseline"].ns, 0.5) / pct(r["spark"].ns, 0.5) for r in rounds]
-
-                    def tot(n, f):
-                        return sum(f(r[n]) for r in rounds)
-
-                    rows = {n: tot(n, lambda t: t.rows) for n in pooled}
-                    cells = [f"{batch:,}", mode, label,
-                             f"{pct(pooled['baseline'], 0.5) / 1e3:,.1f} / {pct(pooled['baseline'], 0.99) / 1e3:,.1f}",
-                             f"{pct(pooled['spark'], 0.5) / 1e3:,.1f} / {pct(pooled['spark'], 0.99) / 1e3:,.1f}",
-                             " -> ".join(f"{batch / (pct(pooled[n], 0.5) / 1e9) / 1e3:,.0f}k" for n in pooled),
-                             f"**{statistics.median(ratios):.2f}x** ({min(ratios):.2f}-{max(ratios):.2f})",
-                             " / ".join(f"{tot(n, lambda t: t.cpu_us) / rows[n]:.2f}" for n in pooled),
-                             " / ".join(mib(max(r[n].peak for r in rounds)) for n in pooled),
-                             " / ".join(f"{tot(n, lambda t: t.dev[0]) / rows[n]:.2f}" for n in pooled),
-                             " / ".join(f"{tot(n, lambda t: t.dev[2]) * 512 / 1024 / rows[n]:.1f}" for n in pooled)]
-                    print("| " + " | ".join(cells) + " |")
-    sys.stdout.flush()
-
-
-def profile(a, src, bound, dev, stack_cleanup, ids):
-    """Per stack and side, cold 144 and 49,152 ids with the process's system calls traced."""
-    how = tool()
-    print(f"\n### where a cold batch's time goes ({how or 'no perf or strace: getrusage and the device only'}, "
-          f"bound {mib(bound) + ' MiB' if bound else 'none'})\n")
-    print("| stack | ids | side | wall us/call | user / sys CPU us/call | page faults/call, major / minor | waits/call | "
-          "device reads/call, KiB/read, us/read in the device, % of the call it was busy | "
-          "system calls per call: count (ms traced) |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for stack in a.stacks:
-        pair = Pair(a, stack, bound, src, stack_cleanup, "profile")
-        for batch in (144, BIG):
-            if batch not in a.batches:
-                continue
-            reps = max(2, a.reps // 2) if batch < BIG else 2
-            for s in pair.sides:
-                s.ask("evict")
-                s.ask("call", ids.fresh(batch))  # a first call starts what starts lazily (the Mia pools)
-                tracer = Tracer(s.pid).start()
-                t = Tally()
-                try:
-                    for _ in range(reps):
-                        asked = ids.fresh(batch)
-                        s.ask("evict")
-                        d0 = dev.reads()
-                        reply = s.ask("call", asked)
-                        t.add(reply, batch, d0, dev.reads())
-                finally:
-                    calls = tracer.stop(leave_out=s.evict_tid)
-                n = len(t.ns)
-                shown = sorted(((k, v) for k, v in calls.items() if k not in CHILD_CALLS), key=lambda kv: -kv[1][0])[:6]
-                sc = ", ".join(f"{k} {c / n:,.1f} ({ms / n:,.2f})" for k, (c, ms) in shown) or "n/a"
-                reqs = max(1, t.dev[0])
-                print(f"| {stack} | {batch:,} | {s.name} | {statistics.mean(t.ns) / 1e3:,.0f} | "
-                      f"{t.user_us / n:,.0f} / {t.sys_us / n:,.0f} | {t.majflt / n:,.0f} / {t.minflt / n:,.0f} | {t.nvcsw / n:,.0f} | "
-                      f"{t.dev[0] / n:,.0f}, {t.dev[2] * 512 / 1024 / reqs:.1f}, {t.dev[3] * 1e3 / reqs:.1f}, "
-                      f"{100 * t.dev[4] * 1e6 / sum(t.ns):.0f}% | {sc} |")
-                sys.stdout.flush()
-        for s in pair.sides:
-            s.stop()
 
 
 def run(a, cleanup):

@@ -8,10 +8,17 @@ import os
 import re
 import shutil
 import signal
+import statistics
 import subprocess
+import sys
 import tempfile
 import time
 
+from ramdev_report import Tally, mib
+from ramdev_sides import BIG, Pair
+
+# What the child itself calls on its main thread around a gather (its pipe, getrusage): left out.
+CHILD_CALLS = ("read", "write", "getrusage")
 ATTACH_SECONDS = 1.5  # neither tool says when it has attached to every thread
 PERF_THREAD = re.compile(r"^\s+\S.* \((\d+)\), \d+ events")
 PERF_LINE = re.compile(r"^\s+([a-z_0-9]+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s")
@@ -82,3 +89,45 @@ class Tracer:
             c, t = totals.get(name, (0, 0.0))
             totals[name] = (c + calls, t + ms)
         return totals
+
+
+def profile(a, src, bound, dev, stack_cleanup, ids):
+    """Per stack and side, cold 144 and 49,152 ids with the process's system calls traced."""
+    how = tool()
+    print(f"\n### where a cold batch's time goes ({how or 'no perf or strace: getrusage and the device only'}, "
+          f"bound {mib(bound) + ' MiB' if bound else 'none'})\n")
+    print("| stack | ids | side | wall us/call | user / sys CPU us/call | page faults/call, major / minor | waits/call | "
+          "device reads/call, KiB/read, us/read in the device, % of the call it was busy | "
+          "system calls per call: count (ms traced) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for stack in a.stacks:
+        pair = Pair(a, stack, bound, src, stack_cleanup, "profile")
+        for batch in (144, BIG):
+            if batch not in a.batches:
+                continue
+            reps = max(2, a.reps // 2) if batch < BIG else 2
+            for s in pair.sides:
+                s.ask("evict")
+                s.ask("call", ids.fresh(batch))  # a first call starts what starts lazily (the Mia pools)
+                tracer = Tracer(s.pid).start()
+                t = Tally()
+                try:
+                    for _ in range(reps):
+                        asked = ids.fresh(batch)
+                        s.ask("evict")
+                        d0 = dev.reads()
+                        reply = s.ask("call", asked)
+                        t.add(reply, batch, d0, dev.reads())
+                finally:
+                    calls = tracer.stop(leave_out=s.evict_tid)
+                n = len(t.ns)
+                shown = sorted(((k, v) for k, v in calls.items() if k not in CHILD_CALLS), key=lambda kv: -kv[1][0])[:6]
+                sc = ", ".join(f"{k} {c / n:,.1f} ({ms / n:,.2f})" for k, (c, ms) in shown) or "n/a"
+                reqs = max(1, t.dev[0])
+                print(f"| {stack} | {batch:,} | {s.name} | {statistics.mean(t.ns) / 1e3:,.0f} | "
+                      f"{t.user_us / n:,.0f} / {t.sys_us / n:,.0f} | {t.majflt / n:,.0f} / {t.minflt / n:,.0f} | {t.nvcsw / n:,.0f} | "
+                      f"{t.dev[0] / n:,.0f}, {t.dev[2] * 512 / 1024 / reqs:.1f}, {t.dev[3] * 1e3 / reqs:.1f}, "
+                      f"{100 * t.dev[4] * 1e6 / sum(t.ns):.0f}% | {sc} |")
+                sys.stdout.flush()
+        for s in pair.sides:
+            s.stop()
