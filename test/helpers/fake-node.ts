@@ -40,6 +40,8 @@ export interface FakeNodes {
   /** Gives the host its own $HOME (what `printf %s "$HOME"` over ssh answers there). */
   setHome(host: string, home: string): void;
   calls(): FakeCall[];
+  /** The hosts whose `docker logs` has printed its line (written before, not after, the mark). */
+  logsPrinted(): string[];
 }
 
 const COMMON = `
@@ -105,7 +107,7 @@ act "$host docker $1" || act "* docker $1"
 case $1 in
   run) echo 4f0c1e0000000000000000000000000000000000000000000000000000000000 ;;
   image) echo "sha256:\${FAKE_IMAGE_ID:-1111111111111111111111111111111111111111111111111111111111111111}" ;;
-  logs) echo 'server booting'; exec sleep 100000 ;;
+  logs) echo 'server booting'; : > "$FAKE_DIR/printed/$host"; exec sleep 100000 ;;
   inspect) echo 'exited 1 false' ;;
   stop) echo "$2" ;;
   rm) echo "Error response from daemon: No such container: $2" >&2; exit 1 ;;
@@ -130,7 +132,7 @@ esac
 export function fakeNodes(): FakeNodes {
   const dir = tempDir('spark-fake-');
   const bin = join(dir, 'bin');
-  for (const d of [bin, join(dir, 'calls'), join(dir, 'behavior')]) mkdirSync(d);
+  for (const d of [bin, join(dir, 'calls'), join(dir, 'behavior'), join(dir, 'printed')]) mkdirSync(d);
   const write = (name: string, body: string) => {
     const file = join(bin, name);
     writeFileSync(file, `#!/bin/sh\n${COMMON}\n${body}`);
@@ -166,6 +168,7 @@ export function fakeNodes(): FakeNodes {
       mkdirSync(join(dir, 'hosts', host), { recursive: true });
       writeFileSync(join(dir, 'hosts', host, 'home'), home);
     },
+    logsPrinted: () => readdirSync(join(dir, 'printed')),
     calls: () => {
       const cdir = join(dir, 'calls');
       if (!existsSync(cdir)) return [];
