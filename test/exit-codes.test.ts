@@ -12,7 +12,7 @@ import { recordingEngine } from './helpers/engine.js';
 import { makeSnapshot } from './helpers/synth.js';
 import { mountTmpfs } from './helpers/tmpfs.js';
 import { tempDir } from './helpers/tmp.js';
-import { needs } from './helpers/external-tool.js';
+import { needs, needsRoot } from './helpers/external-tool.js';
 
 interface Run {
   status: number | null;
@@ -45,6 +45,8 @@ interface Case {
   also?(r: Run): void;
   /** Do not append --json (the human output is checked, or argv places --json itself). */
   asIs?: boolean;
+  /** The setup mounts a file system (root only): what it mounts, for the skip line. */
+  mounts?: string;
 }
 
 const snapshot = (() => {
@@ -86,6 +88,7 @@ const CASES: Case[] = [
   },
   {
     name: '--out under a read-only mount is exit 3, advised to use a writable path (not to free space)',
+    mounts: 'mounts a read-only tmpfs',
     setup: () => {
       const ro = join(tempDir(), 'ro');
       mkdirSync(ro);
@@ -102,6 +105,7 @@ const CASES: Case[] = [
   },
   {
     name: '--out that is a read-only mount itself (and nearly full) is exit 3 read-only, not "not enough free space"',
+    mounts: 'mounts a read-only tmpfs',
     setup: () => {
       const ro = join(tempDir(), 'ro');
       mkdirSync(ro);
@@ -234,6 +238,7 @@ const CASES: Case[] = [
   },
   {
     name: 'synth into a full disk: exit 3 naming the file it was writing',
+    mounts: 'mounts a 256 KiB tmpfs to fill',
     setup: () => {
       const fs = mountTmpfs(256 << 10);
       return { argv: ['synth', join(fs.dir, 'snap')], cleanup: () => fs.unmount() };
@@ -246,7 +251,8 @@ const CASES: Case[] = [
 ];
 
 for (const c of CASES) {
-  test(`exit ${c.exit}: ${c.name}`, { timeout: 90_000 }, () => {
+  test(`exit ${c.exit}: ${c.name}`, { timeout: 90_000 }, (t) => {
+    if (c.mounts !== undefined && !needsRoot(t, c.mounts)) return;
     const { argv, env, cleanup } = c.setup();
     let r: Run;
     try {

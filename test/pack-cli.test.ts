@@ -6,6 +6,7 @@ import { cli } from './helpers/cli.js';
 import { makeSnapshot } from './helpers/synth.js';
 import { tempDir } from './helpers/tmp.js';
 import { mountTmpfs } from './helpers/tmpfs.js';
+import { needsRoot } from './helpers/external-tool.js';
 import { fakeNodes } from './helpers/fake-node.js';
 import { writeCluster } from './helpers/launch-files.js';
 import { readManifest } from './helpers/packed.js';
@@ -104,7 +105,8 @@ test('pack from the environment, JSON summary, no-op re-run, verify exit codes',
   assert.match(cut.stdout, /the file is 5000 bytes, its layout implies \d+ \(truncated\)/);
 });
 
-test('a full disk is exit 3 with the numbers; mid-pack it keeps what was written and a run with room completes', async () => {
+test('a full disk is exit 3 with the numbers; mid-pack it keeps what was written and a run with room completes', async (t) => {
+  if (!needsRoot(t, 'mounts a small tmpfs to fill')) return;
   const fs = mountTmpfs(8 << 20);
   try {
     const out = join(fs.dir, 'p');

@@ -12,6 +12,7 @@ import { verifyPack } from '../src/pack/verify.js';
 import { openSnapshot } from '../src/engram/snapshot.js';
 import { makeSnapshot } from './helpers/synth.js';
 import { mountTmpfs } from './helpers/tmpfs.js';
+import { needsRoot } from './helpers/external-tool.js';
 import { packRequest, rejects } from './helpers/pack-request.js';
 
 const snap = makeSnapshot();
@@ -44,7 +45,8 @@ async function assertOldCopyUsable(out: string, old: Map<string, Buffer>, rank: 
 }
 
 for (const layout of ['sparse', 'dense'] as const) {
-  test(`${layout}: --force on a disk that cannot hold the old copy and the new one is refused before any work, naming both`, async () => {
+  test(`${layout}: --force on a disk that cannot hold the old copy and the new one is refused before any work, naming both`, async (t) => {
+    if (!needsRoot(t, 'mounts a small tmpfs to fill')) return;
     const fs = mountTmpfs(11 << 20);
     try {
       const out = join(fs.dir, 'copy');
@@ -68,7 +70,8 @@ for (const layout of ['sparse', 'dense'] as const) {
     }
   });
 
-  test(`${layout}: --force that fills the disk mid-copy leaves the old copy usable; with room, the same command resumes and replaces it`, async () => {
+  test(`${layout}: --force that fills the disk mid-copy leaves the old copy usable; with room, the same command resumes and replaces it`, async (t) => {
+    if (!needsRoot(t, 'mounts a small tmpfs to fill')) return;
     const fs = mountTmpfs(11 << 20);
     try {
       const out = join(fs.dir, 'copy');

@@ -13,6 +13,7 @@ import { openSnapshot } from '../src/engram/snapshot.js';
 import { encodeMiaHeader } from '../src/engram/mia-shard.js';
 import { readManifest, readPackedRow } from './helpers/packed.js';
 import { mountTmpfs } from './helpers/tmpfs.js';
+import { needsRoot } from './helpers/external-tool.js';
 import { packRequest, rejects } from './helpers/pack-request.js';
 
 const snap = makeSnapshot();
@@ -176,7 +177,8 @@ test('a snapshot that changes during the pack is an error, and no manifest is wr
   assert.equal(existsSync(join(out, 'spark-pack.json')), false);
 });
 
-test('full disk: refused up front with the numbers; mid-pack ENOSPC is exit 3 and a later run resumes', async () => {
+test('full disk: refused up front with the numbers; mid-pack ENOSPC is exit 3 and a later run resumes', async (t) => {
+  if (!needsRoot(t, 'mounts a small tmpfs to fill')) return;
   const fs = mountTmpfs(8 << 20);
   try {
     const out = join(fs.dir, 'pack');

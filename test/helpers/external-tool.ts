@@ -2,7 +2,8 @@
 // for when one is missing: on a developer's machine the test is skipped, its skip line naming
 // the tool, what it checks and the apt line that installs it; under CI=true (CI installs every
 // one: .ci/run) the test fails, so a check never goes missing where it must run. Every test
-// that runs one of these asks here first (needs); README.md's set-up lists the same tools.
+// that runs one of these asks here first (needs); README.md's set-up lists the same tools. The
+// tests that mount a file system need root and ask the same way (needsRoot).
 import { spawnSync } from 'node:child_process';
 import type { TestContext } from 'node:test';
 
@@ -81,6 +82,19 @@ export function needs(t: Pick<TestContext, 'skip'>, ...tools: (ToolName | Extern
   if (missing.length === 0) return true;
   const line = missing.map(missingLine).join('; ');
   if (process.env.CI === 'true') throw new Error(`${line} (CI=true: CI must install it, as .ci/run does)`);
+  t.skip(line);
+  return false;
+}
+
+/**
+ * For a test that mounts a file system (a small tmpfs to fill, a read-only mount): true as
+ * root. Otherwise it fails under CI=true and skips elsewhere, as `needs` does for a tool:
+ *   if (!needsRoot(t, 'mounts a 256 KiB tmpfs to fill')) return;
+ */
+export function needsRoot(t: Pick<TestContext, 'skip'>, what: string): boolean {
+  if (process.getuid?.() === 0) return true;
+  const line = `needs root (it ${what}): run the tests as root, e.g. sudo npm test`;
+  if (process.env.CI === 'true') throw new Error(`${line} (CI=true: CI runs as root)`);
   t.skip(line);
   return false;
 }

@@ -417,6 +417,7 @@ export const CASES: RuleCase[] = [
     rule: 'mia.o-direct',
     pass: async (w) =>
       w.options(await miaRecipe(w, 'mia-good', (dir) => writeMiaPack(dir, w.snapshotDir, { rank: 0, world: 4 }))),
+    mounts: 'mounts a ramfs, which refuses O_DIRECT',
     async fail(w) {
       // A filesystem that really refuses O_DIRECT, opened by spark itself on this machine.
       const ramfs = mountRamfs();

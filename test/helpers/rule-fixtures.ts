@@ -18,6 +18,8 @@ export interface RuleCase {
   /** Severity of the failing finding (default: the rule's). */
   severity?: 'error' | 'warn';
   env?: NodeJS.ProcessEnv;
+  /** A fixture mounts a file system (root only): what it mounts, for the skip line. */
+  mounts?: string;
 }
 
 export const moveArgsBelowMounts = (text: string): string => {
