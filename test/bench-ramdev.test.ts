@@ -10,6 +10,7 @@ import { readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { packageRoot } from '../src/native/index.js';
+import { needs } from './helpers/external-tool.js';
 
 const SCRIPT = join(packageRoot(), 'bench', 'ramdev.py');
 const AS_NOBODY = String.raw`
@@ -29,7 +30,8 @@ function leftovers(): string[] {
   return readdirSync(tmpdir()).filter((f) => f.startsWith('spark-ramdev-'));
 }
 
-test('bench/ramdev.py without root: exit 3, one line naming what it needs, nothing made', () => {
+test('bench/ramdev.py without root: exit 3, one line naming what it needs, nothing made', (t) => {
+  if (!needs(t, 'numpy')) return;
   const before = leftovers();
   const r = spawnSync('python3', ['-c', AS_NOBODY, SCRIPT, '--rounds', '1'], { encoding: 'utf8' });
   assert.equal(r.status, 3, r.stderr);
@@ -42,7 +44,8 @@ test('bench/ramdev.py without root: exit 3, one line naming what it needs, nothi
   assert.deepEqual(leftovers(), before);
 });
 
-test('bench/ramdev.py: bad usage is exit 2 before the root check', () => {
+test('bench/ramdev.py: bad usage is exit 2 before the root check', (t) => {
+  if (!needs(t, 'numpy')) return;
   const r = spawnSync('python3', ['-c', AS_NOBODY, SCRIPT, '--bound', 'none'], { encoding: 'utf8' });
   assert.equal(r.status, 2, r.stderr);
   assert.match(r.stderr, /--bound a size/);

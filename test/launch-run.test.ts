@@ -24,7 +24,7 @@ const cluster4 = () =>
     fabric: ['192.168.200.11', '192.168.200.12', '192.168.200.13', '192.168.200.14'],
     hfCache: '/nonexistent/hf',
   });
-const FAST = ['--revision', REV, '--interval', '0.05', '--timeout', '20'];
+const FAST = ['--revision', REV, '--interval', '0.05', '--timeout', '120'];
 // The fake nodes hold none of the recipes' files, so preflight (which now asks every node)
 // finds errors on them; the tests below are about what happens after it, hence --force.
 // preflight-cluster.test.ts checks nodes that pass.
@@ -85,7 +85,7 @@ test('a healthy launch: docker on every node receives the plan argv byte for byt
     const logs = calls.filter((c) => c.prog === 'docker' && c.argv[0] === 'logs');
     assert.equal(logs.length, 4);
     assert.deepEqual(logs.find((c) => c.host === 'n3')!.argv, ['logs', '--follow', 'spark-fake4-r2']);
-    await waitFor(() => (logs.every((c) => !alive(c.pid)) ? true : undefined), 5000);
+    await waitFor(() => (logs.every((c) => !alive(c.pid)) ? true : undefined), 30_000);
     assert.equal(calls.filter((c) => c.argv[0] === 'stop').length, 0, 'nothing stopped after a healthy launch');
     assert.match(r.stderr, /^\[2 n3\] server booting$/m);
     assert.match(r.stderr, /healthy: http:\/\/127\.0\.0\.1:\d+\/health answered 200/);
@@ -354,7 +354,7 @@ function request(cluster: string, url: string, extra: Partial<LaunchRequest> = {
     cluster,
     revision: REV,
     healthUrl: url,
-    timeoutMs: 20_000,
+    timeoutMs: 120_000,
     intervalMs: 50,
     progressEveryMs: 0,
     force: true,
@@ -400,7 +400,7 @@ test('Ctrl-C while booting stops every container; with --follow after healthy it
     follow.abort();
     const result = await pending;
     assert.equal(result.plan.nodes.length, 4);
-    await waitFor(() => (logs.every((c) => !alive(c.pid)) ? true : undefined), 5000);
+    await waitFor(() => (logs.every((c) => !alive(c.pid)) ? true : undefined), 30_000);
     assert.equal(byHost(fake2.calls(), 'stop').size, 0, 'ending --follow leaves the server running');
   } finally {
     await health.close();

@@ -201,7 +201,7 @@ export function alive(pid: number): boolean {
 }
 
 /** Polls until `check` returns a value (or throws after `ms`). */
-export async function waitFor<T>(check: () => T | undefined, ms = 10_000): Promise<T> {
+export async function waitFor<T>(check: () => T | undefined, ms = 60_000): Promise<T> {
   const end = Date.now() + ms;
   while (Date.now() < end) {
     const v = check();
