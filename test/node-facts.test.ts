@@ -4,19 +4,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdirSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { encodeMiaHeader } from '../src/engram/mia-shard.js';
 import { collectFacts, dumpSysfs, freeBytes, localHello } from '../src/preflight/facts/collect.js';
 import { probeScript } from '../src/preflight/facts/probe-sh.js';
 import { factsFromProbe } from '../src/preflight/facts/remote.js';
-import {
-  collectEngineLibs,
-  ENGINE_LIB_MAX_BYTES,
-  engineLibScript,
-  parseEngineLibs,
-} from '../src/preflight/facts/engine-lib.js';
+import { collectEngineLibs, ENGINE_LIB_MAX_BYTES } from '../src/preflight/facts/engine-lib.js';
 import { judgeProbedSnapshot, rebuildSysfs } from '../src/preflight/facts/rebuild.js';
 import { parseAddresses, parseListeners, parseNvidiaSmi, parseRoutes } from '../src/preflight/facts/parse.js';
 import { routeTo } from '../src/preflight/facts/view.js';
@@ -29,6 +23,7 @@ import { writeSyntheticCopy } from './helpers/sparse-copy.js';
 import { tempDir } from './helpers/tmp.js';
 import { factsRequest } from './helpers/facts-request.js';
 import { needs } from './helpers/external-tool.js';
+import { engineLibAnswer, engineLibVerdicts, randomFile } from './helpers/engine-lib-answer.js';
 
 /** Runs the probe for `req` on this machine under `shell`, as ssh would on a node. */
 async function probe(req: FactsRequest, shell = 'sh'): Promise<NodeFacts> {
@@ -109,42 +104,22 @@ async function sameFreeSpace(req: FactsRequest, shell: string): Promise<void> {
 }
 
 /** A file of `size` random bytes that cannot start like an ELF file (its first byte is 0). */
-function randomFile(path: string, size: number): string {
-  const b = randomBytes(size);
-  b[0] = 0;
-  writeFileSync(path, b);
-  return path;
-}
-
-/** The library command's answer for `paths`, run here under `shell` as ssh would on a node. */
-function libraryAnswer(paths: string[], shell: string) {
-  const r = spawnSync(shell, ['-c', engineLibScript(paths)], { encoding: 'utf8', maxBuffer: 256 << 20 });
-  assert.equal(r.status, 0, r.stderr);
-  return parseEngineLibs(r.stdout, paths);
-}
-
-test('the library command sends files of 5 MiB and of 64 MiB whole, read as spark reads them; one byte more is not sent', (t) => {
+test('the library command sends a file of 5 MiB whole, read as spark reads it; one byte over the limit is not sent', (t) => {
   if (!needs(t, 'dash')) return;
   const dir = tempDir();
   const five = randomFile(join(dir, 'five.so'), 5 << 20);
-  const limit = randomFile(join(dir, 'limit.so'), ENGINE_LIB_MAX_BYTES);
   const over = join(dir, 'over.so');
   writeFileSync(over, '');
   truncateSync(over, ENGINE_LIB_MAX_BYTES + 1);
-  const verdicts = (files: ReturnType<typeof parseEngineLibs>['files']) =>
-    files.map((f) => [f.kind, f.size, f.elfError ?? f.unread]);
-  // od is slow on 64 MiB: the largest file once, under sh; the others under dash and bash.
+  // The file of exactly the limit (64 MiB, slow through od) is in test/long/engine-lib-limit.test.ts.
   for (const shell of ['dash', 'bash']) {
-    const sh = libraryAnswer([five, over], shell);
+    const sh = engineLibAnswer([five, over], shell);
     assert.deepEqual(sh, collectEngineLibs([five, over]), shell);
-    assert.deepEqual(verdicts(sh.files), [
+    assert.deepEqual(engineLibVerdicts(sh.files), [
       ['file', 5 << 20, 'not an ELF file'],
       ['file', ENGINE_LIB_MAX_BYTES + 1, `larger than ${ENGINE_LIB_MAX_BYTES} bytes`],
     ]);
   }
-  const sh = libraryAnswer([limit], 'sh');
-  assert.deepEqual(sh, collectEngineLibs([limit]));
-  assert.deepEqual(verdicts(sh.files), [['file', ENGINE_LIB_MAX_BYTES, 'not an ELF file']]);
 });
 
 test("a truncated shard: the probe and spark report the same error, with the node's paths", async () => {
