@@ -269,18 +269,19 @@ test('a node that hangs is cut off at --node-timeout, named, and the rest checke
   const c = await fakeCluster();
   const began = Date.now();
   const r = await runPreflight(
-    // The healthy nodes' probes must answer within the bound on a busy 2-core machine too.
-    { recipe: c.recipe(c.dsv41Text), cluster: c.clusterFile(), sysfs: join(c.root, 'sys'), nodeTimeoutMs: 6000 },
+    // The healthy nodes' probes must answer within the bound on a busy 2-core machine too (6 s
+    // was not enough under a load of 15).
+    { recipe: c.recipe(c.dsv41Text), cluster: c.clusterFile(), sysfs: join(c.root, 'sys'), nodeTimeoutMs: 15_000 },
     io(c.env({ 'spark3 ssh': { sleep: true } })),
   );
-  assert.ok(Date.now() - began < 20_000);
+  assert.ok(Date.now() - began < 45_000);
   const errors = problems(r);
   assert.deepEqual(
     errors.map((e) => [e.rule, e.node?.rank]),
     [['nodes.reachable', 2]],
     dump(r),
   );
-  assert.match(errors[0]!.message, /did not answer: no answer within 6 s/);
+  assert.match(errors[0]!.message, /did not answer: no answer within 15 s/);
 });
 
 test("a node's [nodes.env] is that node's environment: its own interface names are checked on it", async () => {
