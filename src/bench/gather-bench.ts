@@ -43,7 +43,7 @@ import { miaDriverPath } from './mia-reader.js';
 import { engramSubTableSizes } from '../engram/primes.js';
 import { openRowSource, type RowSource, type RowSourceKind, type SnapshotOpener } from '../engram/row-source.js';
 import { usageError } from '../errors.js';
-import { MmapGather } from '../native/overlay-baseline.js';
+import { loadOverlayBaseline, MmapGather } from '../native/overlay-baseline.js';
 
 export { recommendThreads, type BenchEngine, type BenchVariant, type GatherBenchResult } from './gather-result.js';
 
@@ -171,6 +171,7 @@ export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBench
         ? undefined
         : `the Mia baseline is not built (${miaDriverPath()} missing): run 'npm run build:native'`;
   const variants = benchVariants(kind, o.variants, o.delayUs, miaRefused);
+  if (variants.includes('overlay')) loadOverlayBaseline();
   const miaCache = o.mia ?? MIA_CACHE_DEFAULT;
   if (o.delayUs !== undefined && o.engines?.includes('uring'))
     throw usageError(
