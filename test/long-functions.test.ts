@@ -8,7 +8,6 @@ import { packageRoot } from '../src/native/index.js';
 // Still over the limit, to be split by step; this list only shrinks. An entry that is no
 // longer over the limit fails the test too, so it cannot stay here after its split.
 const ALLOWED_LONG = new Set<string>([
-  'src/recipes/sparkrun/recipe.ts parseSparkrunRecipe', // 301 lines
   'src/pack/pack-sparse.ts planSparse', // 196 lines
   'src/pack/pack-dense.ts planDense', // 140 lines
   'src/pack/pack.ts packLocked', // 139 lines
