@@ -11,8 +11,6 @@ const ALLOWED_LONG = new Set<string>([
   'src/preflight/runner.ts runRules', // 100 lines
   'native/core/format/json_parser.cc Parser::ParseString', // 98 lines
   'src/launch/fanout.ts startFanOut', // 98 lines
-  'src/pack/verify-layers.ts verifyOne', // 92 lines
-  'src/net/gid.ts scanGids', // 91 lines
   'src/preflight/rules/mia.ts check', // 91 lines
 ]);
 
