@@ -11,7 +11,6 @@ const ALLOWED_LONG = new Set<string>([
   'src/preflight/runner.ts runRules', // 100 lines
   'native/core/format/json_parser.cc Parser::ParseString', // 98 lines
   'src/launch/fanout.ts startFanOut', // 98 lines
-  'src/preflight/rules/mia.ts check', // 91 lines
 ]);
 
 const body = (n: number): string => Array.from({ length: n }, (_, i) => `  x += ${i};`).join('\n');
