@@ -8,7 +8,6 @@ import { packageRoot } from '../src/native/index.js';
 // Still over the limit, to be split by step; this list only shrinks. An entry that is no
 // longer over the limit fails the test too, so it cannot stay here after its split.
 const ALLOWED_LONG = new Set<string>([
-  'src/preflight/runner.ts runRules', // 100 lines
   'native/core/format/json_parser.cc Parser::ParseString', // 98 lines
   'src/launch/fanout.ts startFanOut', // 98 lines
 ]);
