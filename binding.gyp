@@ -129,7 +129,7 @@
     },
     {
       "target_name": "spark",
-      "dependencies": ["spark_core", "overlay_mmap_baseline"],
+      "dependencies": ["spark_core"],
       "sources": [
         "native/binding/addon.cc",
         "native/binding/addon_env.cc",
@@ -143,22 +143,36 @@
         "native/binding/row_store_args.cc",
         "native/binding/pack_binding.cc",
         "native/binding/holes_binding.cc",
-        "native/binding/page_cache_binding.cc",
-        "native/binding/overlay_baseline_binding.cc"
+        "native/binding/page_cache_binding.cc"
       ],
-      # "." for the bench baseline's header (bench/baselines/overlay-mmap/mmap_gather.h).
-      "include_dirs": [".", "<!(node -p \"require('node-addon-api').include_dir\")"],
+      "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_DEPRECATED", "NAPI_CPP_EXCEPTIONS"]
     },
     # A benchmark baseline, not part of spark: the serving overlay's read path (one mmap per
     # shard, a WILLNEED pass, memcpy workers) that `spark bench gather --variants overlay`
-    # measures beside the row store (bench/baselines/overlay-mmap/mmap_gather.h). Its own
-    # library, outside spark_core; the addon links it only to expose it to the bench.
+    # measures beside the row store (bench/baselines/overlay-mmap/mmap_gather.h). A Node addon
+    # of its own, build/Release/overlay_mmap_baseline.so, that the bench loads by path only when
+    # it runs the overlay variant; spark's addon neither contains nor links it. Not named .node:
+    # node-gyp-build loads the first .node file it finds in build/Release. It compiles
+    # native/binding's argument, error and async helpers in again (nothing in native/ includes
+    # from bench/; test/no-bench-in-product.test.ts holds that).
     {
       "target_name": "overlay_mmap_baseline",
-      "type": "static_library",
+      "type": "shared_library",
+      "product_prefix": "",
+      "product_dir": "<(PRODUCT_DIR)",
       "dependencies": ["spark_core"],
-      "sources": ["bench/baselines/overlay-mmap/mmap_gather.cc"]
+      "sources": [
+        "bench/baselines/overlay-mmap/mmap_gather.cc",
+        "bench/baselines/overlay-mmap/addon/overlay_baseline_addon.cc",
+        "native/binding/addon_env.cc",
+        "native/binding/args.cc",
+        "native/binding/async.cc",
+        "native/binding/errors.cc"
+      ],
+      # "." for the baseline's own header (bench/baselines/overlay-mmap/mmap_gather.h).
+      "include_dirs": [".", "<!(node -p \"require('node-addon-api').include_dir\")"],
+      "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_DEPRECATED", "NAPI_CPP_EXCEPTIONS"]
     },
     # A benchmark baseline, not part of spark: the Mia stack's row reader re-implemented from
     # its documented behaviour (bench/baselines/mia-row-store/README.md). Plain C++ (no Node):

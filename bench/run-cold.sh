@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The gathers behind bench/RESULTS.md "Cold and warm gathers: spark's engines beside the
-# overlay's path, against the device ceiling, one run". Every case of one command shares its
+# The gathers behind bench/runs/2026-12-01-cold-warm-beside-overlay.md "Cold and warm gathers:
+# spark's engines beside the overlay's path, against the device ceiling, one run". Every case of one command shares its
 # device ceiling (fio io_uring, O_DIRECT, 2 x QD 128, before and after the cases).
 #
 #   bash bench/run-cold.sh SNAPSHOT [WORK]

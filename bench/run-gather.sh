@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The gather runs behind bench/RESULTS.md. Fixtures first: node dist/bench/make-fixtures.js .tmp/bench 400000
+# The gather runs behind bench/runs/2026-11-30-row-store-gather.md. Fixtures first: node dist/bench/make-fixtures.js .tmp/bench 400000
 set -euo pipefail
 cd "$(dirname "$0")/.."
 F=${1:-.tmp/bench}

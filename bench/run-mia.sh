@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The runs behind bench/RESULTS.md "The Mia stack's read path beside spark's row store": one
-# dense pack of one layer, each data file given the Mia stack's binary header (a pack of
-# format version 1 carries a JSON one; the rows after byte 4096 are the same), then
+# The runs behind bench/runs/2026-12-01-mia-beside-row-store.md ("The Mia stack's read path
+# beside spark's row store"): one dense pack of one layer, each data file given the Mia stack's
+# binary header (a pack of format version 1 carries a JSON one; the rows after byte 4096 are
+# the same), then
 # `spark bench gather --variants packed,mia`: both readers on the same batches, interleaved.
 #
 #   bash bench/run-mia.sh [WORK] [ROWS]
@@ -9,7 +10,7 @@
 # WORK (default /tmp/spark-bench-mia) receives the pack: ROWS (default 32,000,000) x 264 bytes,
 # 8.4 GB; delete it when done. Needs the build (npm run build:native, npm run build:ts).
 # Results go to bench/out/mia-*.json; `node dist/bench/summarize.js bench/out/mia-*.json`
-# prints them as the tables of bench/RESULTS.md.
+# prints them as the tables of the run files in bench/runs/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 W=${1:-/tmp/spark-bench-mia}

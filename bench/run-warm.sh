@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The gathers behind bench/RESULTS.md "Warm gathers: rows out of a mapping beside read calls and
-# the overlay's path". Every source is held in the page cache; each row store variant runs
-# twice, copying known-cached rows out of the mapping (the default) and with --no-map (every row
-# a read call), beside the overlay's path, in one run.
+# The gathers behind bench/runs/2026-12-01-warm-rows-mapped.md (warm gathers: rows out of a
+# mapping beside read calls and the overlay's path). Every source is held in the page cache;
+# each row store variant runs twice, copying known-cached rows out of the mapping (the default)
+# and with --no-map (every row a read call), beside the overlay's path, in one run.
 #
 #   bash bench/run-warm.sh [WORK]
 #

@@ -1,4 +1,4 @@
-// Turns `spark bench gather --json` reports into the markdown tables of bench/RESULTS.md.
+// Turns `spark bench gather --json` reports into the markdown tables of the run files in bench/runs/.
 //   node dist/bench/summarize.js bench/out/cold-snapshot.json [...]
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';

@@ -1,17 +1,19 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { createRequire } from 'node:module';
 import { drawBatch, idModel, rng } from '../src/bench/bench-ids.js';
 import { recommendThreads, type BenchVariant, type GatherBenchResult } from '../src/bench/gather-bench.js';
 import { synthRow } from '../src/synth/synth-rows.js';
-import { cli } from './helpers/cli.js';
+import { bin, cli } from './helpers/cli.js';
 import { writePackDir } from './helpers/engram-files.js';
 import { tempDir } from './helpers/tmp.js';
 import { makeSnapshot } from './helpers/synth.js';
 import { floorRange, writeSparseCopy } from './helpers/sparse-copy.js';
 import { openSnapshot } from '../src/engram/snapshot.js';
-import { MmapGather, type MmapTableSpec } from '../src/native/overlay-baseline.js';
+import { MmapGather, overlayBaselinePath, type MmapTableSpec } from '../src/native/overlay-baseline.js';
+import { addon, packageRoot } from '../src/native/index.js';
 import { NaiveGather } from '../src/bench/naive-gather.js';
 import { openRowSource } from '../src/engram/row-source.js';
 import { stampMiaHeaders } from '../bench/lib/mia-header.js';
@@ -319,6 +321,41 @@ test("the overlay's mmap gather: rows byte-exact for owned ids, zeros for the ot
     () => MmapGather.open([{ ...noRange, weight: { path: snap.dir } } as unknown as MmapTableSpec], { threads: 1 }),
     { message: /tables\[0\]\.weight\.offset/ },
   );
+});
+
+test("the overlay baseline is a module of its own: not in spark's addon, loaded by path, exit 3 naming the fix when it is not built", () => {
+  assert.equal(
+    'MmapGather' in (addon() as unknown as Record<string, unknown>),
+    false,
+    "spark's addon carries no baseline",
+  );
+  assert.equal(overlayBaselinePath({}), join(packageRoot(), 'build', 'Release', 'overlay_mmap_baseline.so'));
+  assert.ok(existsSync(overlayBaselinePath({})), 'npm install builds it (node-gyp builds every target of binding.gyp)');
+  // Not a .node file: node-gyp-build loads the first one in build/Release as spark's addon.
+  const nodeGypBuild = createRequire(import.meta.url)('node-gyp-build') as { path(dir: string): string };
+  assert.equal(basename(nodeGypBuild.path(packageRoot())), 'spark.node');
+  assert.equal(overlayBaselinePath({ SPARK_OVERLAY_BASELINE_PATH: '/x/y.node' }), '/x/y.node');
+  const snap = makeSnapshot();
+  const args = ['bench', 'gather', snap.dir, '--threads', '1', '--batch', '24', '--seconds', '1', '--no-fio'];
+  const missing = join(tempDir(), 'overlay_mmap_baseline.so');
+  const notBuilt = bin([...args, '--variants', 'overlay', '--json'], { env: { SPARK_OVERLAY_BASELINE_PATH: missing } });
+  assert.equal(notBuilt.code, 3, notBuilt.stderr);
+  const err = JSON.parse(notBuilt.stderr).error;
+  assert.equal(err.code, 'E_ADDON_LOAD');
+  assert.match(
+    err.message,
+    /the overlay baseline is not built: .*overlay_mmap_baseline\.so does not exist; build it with 'npm run build:native'/,
+  );
+  const junk = join(tempDir(), 'junk.node');
+  writeFileSync(junk, 'not a shared object\n');
+  const bad = bin([...args, '--variants', 'overlay', '--json'], { env: { SPARK_OVERLAY_BASELINE_PATH: junk } });
+  assert.equal(bad.code, 3, bad.stderr);
+  assert.match(JSON.parse(bad.stderr).error.message, /the overlay baseline could not be loaded from .*junk\.node/);
+  // Only the overlay variant needs it: the row store's variants run without it.
+  const rowStore = bin([...args, '--variants', 'snapshot', '--json'], {
+    env: { SPARK_OVERLAY_BASELINE_PATH: missing },
+  });
+  assert.equal(rowStore.code, 0, rowStore.stderr);
 });
 
 test('the naive baseline reads a sparse copy inside its range, resident scales of that range only', async () => {

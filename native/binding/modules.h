@@ -14,11 +14,9 @@ void InitExec(Napi::Env env, Napi::Object exports);         // exec_binding.cc
 void InitRowStore(Napi::Env env, Napi::Object exports);     // row_store_binding.cc
 void InitHoles(Napi::Env env, Napi::Object exports);        // holes_binding.cc
 void InitPageCache(Napi::Env env, Napi::Object exports);    // page_cache_binding.cc
-// A bench baseline (bench/baselines/overlay-mmap), not spark's read path.
-void InitOverlayBaseline(Napi::Env env, Napi::Object exports);  // overlay_baseline_binding.cc
 
 inline constexpr BindingInit kBindingModules[] = {
-    InitSafetensors, InitTiling, InitExec, InitRowStore, InitPack, InitHoles, InitPageCache, InitOverlayBaseline,
+    InitSafetensors, InitTiling, InitExec, InitRowStore, InitPack, InitHoles, InitPageCache,
 };
 
 }  // namespace spark

@@ -1,6 +1,6 @@
 // The snapshot table as JS describes it to both of its readers: the row store (tables of kind
-// 'snapshot', binding/row_store_args.cc) and the overlay's mmap gather
-// (binding/overlay_baseline_binding.cc, a bench baseline).
+// 'snapshot', binding/row_store_args.cc) and the overlay's mmap gather (a bench baseline, its
+// own addon built from bench/baselines/overlay-mmap/addon).
 // One reader for the shared fields, so the two JS shapes cannot drift apart.
 #pragma once
 

@@ -10,7 +10,7 @@ build_addon_copy() {
   cp "$root/binding.gyp" "$root/package.json" "$work/"
   cp -r "$root/native/core" "$root/native/binding" "$root/native/engines" "$work/native/"
   mkdir -p "$work/bench"
-  cp -r "$root/bench/baselines" "$work/bench/"  # binding.gyp builds the Mia bench baseline too
+  cp -r "$root/bench/baselines" "$work/bench/"  # binding.gyp builds the bench baselines too
   ln -s "$root/node_modules" "$work/node_modules"
   echo "building the addon in $work"
   # `npm run` puts npm's own node-gyp on PATH, as for `npm run build:native`.

@@ -3,8 +3,10 @@
 #   bash native/test/asan-node.sh
 # The sanitized addon is built in a scratch copy of the package (addon-copy.sh), so
 # build/Release stays the normal build. The tests load it through SPARK_ADDON_PATH (see
-# src/native/index.ts). Node itself is not instrumented, so the ASan runtime must be preloaded;
-# leak detection is off because V8 keeps memory alive until exit by design.
+# src/native/index.ts), and the overlay bench baseline's module, built beside it, through
+# SPARK_OVERLAY_BASELINE_PATH (src/native/overlay-baseline.ts). Node itself is not
+# instrumented, so the ASan runtime must be preloaded; leak detection is off because V8 keeps
+# memory alive until exit by design.
 # Needs the TypeScript built (npm run build:ts, which npm test does first).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -34,4 +36,5 @@ LD_PRELOAD="$runtime" \
   ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:halt_on_error=1" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
   SPARK_ADDON_PATH="$addon" \
+  SPARK_OVERLAY_BASELINE_PATH="$work/build/Release/overlay_mmap_baseline.so" \
   node --test --test-concurrency=2 dist/test/*.test.js

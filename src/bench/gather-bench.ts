@@ -43,7 +43,7 @@ import { miaDriverPath } from './mia-reader.js';
 import { engramSubTableSizes } from '../engram/primes.js';
 import { openRowSource, type RowSource, type RowSourceKind, type SnapshotOpener } from '../engram/row-source.js';
 import { usageError } from '../errors.js';
-import { MmapGather } from '../native/overlay-baseline.js';
+import { loadOverlayBaseline, MmapGather } from '../native/overlay-baseline.js';
 
 export { recommendThreads, type BenchEngine, type BenchVariant, type GatherBenchResult } from './gather-result.js';
 
@@ -150,8 +150,28 @@ export function benchVariants(
 }
 
 export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBenchReport> {
-  const say = o.progress ?? (() => {});
   const loadAvgBefore = loadavg();
+  const source = await probeSource(o);
+  const { variants, mia } = chooseVariants(o, source);
+  const run = new GatherRun(o, source, variants, mia, await batchDrawer(o, source));
+  // The device ceiling first (O_DIRECT: it leaves the page cache alone), then the baselines
+  // that depend on the batch alone (naive), then the cases.
+  run.measureCeiling();
+  await run.measureNaive();
+  for (const v of variants) for (const t of o.threads) await run.runCases(v, t);
+  return run.report(loadAvgBefore);
+}
+
+interface ProbedSource {
+  table: RowSource['tables'][number];
+  spec: RowSource['specs'][number];
+  /** The files of the measured layer: what a cold case evicts. */
+  files: string[];
+  kind: RowSourceKind;
+}
+
+/** Opens the source once to learn its kind, its first (or --layer) table and its files. */
+async function probeSource(o: GatherBenchOptions): Promise<ProbedSource> {
   const probe = await openRowSource(o.source, {
     threads: 1,
     direct: o.direct,
@@ -163,7 +183,17 @@ export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBench
   const files = [...new Set(probe.files.filter((f) => f.layer === table.layer).map((f) => f.path))];
   const kind = probe.kind;
   await probe.close();
-  const mia = kind === 'packed' ? miaTarget(spec, table) : { refused: 'it reads packs only' };
+  return { table, spec, files, kind };
+}
+
+type MiaChoice = ReturnType<typeof miaTarget>;
+
+/** The variants to run (refused by name when the source cannot be read so), and the Mia reader's target. */
+function chooseVariants(
+  o: GatherBenchOptions,
+  { kind, spec, table }: ProbedSource,
+): { variants: BenchVariant[]; mia: MiaChoice } {
+  const mia: MiaChoice = kind === 'packed' ? miaTarget(spec, table) : { refused: 'it reads packs only' };
   const miaRefused =
     'refused' in mia
       ? mia.refused
@@ -171,11 +201,18 @@ export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBench
         ? undefined
         : `the Mia baseline is not built (${miaDriverPath()} missing): run 'npm run build:native'`;
   const variants = benchVariants(kind, o.variants, o.delayUs, miaRefused);
-  const miaCache = o.mia ?? MIA_CACHE_DEFAULT;
+  if (variants.includes('overlay')) loadOverlayBaseline();
   if (o.delayUs !== undefined && o.engines?.includes('uring'))
     throw usageError(
       "--delay-us slows the pread pool's reads; the uring engine does not sleep per read: leave uring out of --engines",
     );
+  return { variants, mia };
+}
+
+type BatchDrawer = (batch: number) => () => number[];
+
+/** Batches of random ids as the engine asks for them: per head sub-table where the config gives them. */
+async function batchDrawer(o: GatherBenchOptions, { kind, table }: ProbedSource): Promise<BatchDrawer> {
   let sizes: number[] | undefined;
   if (kind === 'snapshot') {
     const cfg = await readModelConfig(o.source).catch(() => undefined);
@@ -184,79 +221,130 @@ export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBench
   }
   const model = idModel(table.rows, table.start, table.end, sizes);
   const random = rng(o.seed ?? 1);
-  const fresh = (b: number) => () => drawBatch(model, b, random);
-  const fio = o.fio !== false && o.delayUs === undefined ? fioVersion() : undefined;
-  const layout = spec.kind === 'packed' ? spec.layout : kind === 'sparse' ? 'sparse' : undefined;
-  const regions = readRegions(spec);
-  const readRangeBytes = regionBytes(regions);
-  const limit: PageCacheLimit | undefined = pageCacheLimit(o.sysRoot);
-  const verdict = (direct: boolean): ColdVerdict =>
-    coldVerdict({ direct, evictEveryBatch: Boolean(o.evictEveryBatch), readRangeBytes, limit });
-  const evict = (): void => {
-    for (const f of files) evictFromCache(f);
-  };
-  const prepare = async (): Promise<void> => {
-    if (o.cold) evict();
+  return (b) => () => drawBatch(model, b, random);
+}
+
+type MiaCase = Awaited<ReturnType<typeof openMiaCase>>;
+
+/** One run of the benchmark: the source, its baselines and the results, case by case. */
+class GatherRun {
+  private readonly say: (line: string) => void;
+  private readonly table: ProbedSource['table'];
+  private readonly spec: ProbedSource['spec'];
+  private readonly fio: string | undefined;
+  private readonly layout: GatherBenchResult['layout'];
+  private readonly regions: ReturnType<typeof readRegions>;
+  private readonly readRangeBytes: number;
+  private readonly limit: PageCacheLimit | undefined;
+  private readonly betweenBatches: (() => void) | undefined;
+  private readonly miaCache: MiaCacheOptions;
+  /** The Mia reader runs beside the row store's packed cases when both are asked for. */
+  private readonly miaPaired: boolean;
+  private readonly region: { file: string; offset: number; size: number; seconds: number };
+  private ceiling: Ceiling | undefined;
+  private ceilingNote: string | undefined;
+  private readonly naive = new Map<string, number>();
+  private readonly psync = new Map<number, FioResult & { direct: boolean }>();
+  private readonly results: GatherBenchResult[] = [];
+
+  constructor(
+    private readonly o: GatherBenchOptions,
+    private readonly source: ProbedSource,
+    private readonly variants: BenchVariant[],
+    private readonly mia: MiaChoice,
+    private readonly fresh: BatchDrawer,
+  ) {
+    const { spec, kind } = source;
+    this.say = o.progress ?? (() => {});
+    this.table = source.table;
+    this.spec = spec;
+    this.miaCache = o.mia ?? MIA_CACHE_DEFAULT;
+    this.fio = o.fio !== false && o.delayUs === undefined ? fioVersion() : undefined;
+    this.layout = spec.kind === 'packed' ? spec.layout : kind === 'sparse' ? 'sparse' : undefined;
+    this.regions = readRegions(spec);
+    this.readRangeBytes = regionBytes(this.regions);
+    this.limit = pageCacheLimit(o.sysRoot);
+    this.betweenBatches = o.cold && o.evictEveryBatch ? () => this.evict() : undefined;
+    this.miaPaired = variants.includes('mia') && variants.includes('packed');
+    const main = this.regions[0];
+    this.region = { file: main.path, offset: main.offset, size: main.length, seconds: o.seconds };
+  }
+
+  private verdict(direct: boolean): ColdVerdict {
+    const { o, readRangeBytes, limit } = this;
+    return coldVerdict({ direct, evictEveryBatch: Boolean(o.evictEveryBatch), readRangeBytes, limit });
+  }
+
+  private evict(): void {
+    for (const f of this.source.files) evictFromCache(f);
+  }
+
+  /** Before each case: the source evicted (cold), or the rows it holds read into the page cache (warm). */
+  private async prepare(): Promise<void> {
+    if (this.o.cold) this.evict();
     // Only the rows the source holds: a sparse copy's holes would fill the cache with zeros.
-    else for (const r of regions) await warmCache(r.path, r.offset, r.length);
-  };
-  const betweenBatches = o.cold && o.evictEveryBatch ? evict : undefined;
-  const cachedAfter = (): number | undefined => {
-    const bytes = files.map(cachedBytes);
-    if (bytes.some((x) => x === undefined) || readRangeBytes <= 0) return undefined;
-    return Math.min(1, (bytes as number[]).reduce((a, b) => a + b, 0) / readRangeBytes);
-  };
+    else for (const r of this.regions) await warmCache(r.path, r.offset, r.length);
+  }
 
-  // The device ceiling first (O_DIRECT: it leaves the page cache alone), over the large region.
-  const main = regions[0];
-  const region = { file: main.path, offset: main.offset, size: main.length, seconds: o.seconds };
-  const measured = fio
-    ? measureCeiling(region)
-    : {
-        note:
-          o.delayUs !== undefined
-            ? 'no device ceiling: a delay is injected'
-            : 'no device ceiling: fio skipped or not installed',
-      };
-  let ceiling = 'iops' in measured ? measured : undefined;
-  if (ceiling)
-    say(
-      `device ceiling (fio ${ceiling.engine}, direct, ${ceiling.jobs} x QD ${ceiling.iodepth}): ${Math.round(ceiling.iops)} IOPS`,
-    );
-  else say(measured.note ?? '');
+  private cachedAfter(): number | undefined {
+    const bytes = this.source.files.map(cachedBytes);
+    if (bytes.some((x) => x === undefined) || this.readRangeBytes <= 0) return undefined;
+    return Math.min(1, (bytes as number[]).reduce((a, b) => a + b, 0) / this.readRangeBytes);
+  }
 
-  // Baselines next: they depend on the batch (naive) or the thread count (psync fio), not both.
-  // The naive loop reads two pieces per row, or one with resident scales.
-  const naive = new Map<string, number>();
-  if (o.naive !== false && o.delayUs === undefined) {
-    for (const resident of [...new Set(variants.map((v) => v === 'snapshot+scales'))]) {
-      const ng = await NaiveGather.open(spec, resident);
+  /** The device ceiling (fio, O_DIRECT) over the large region, or why there is none. */
+  measureCeiling(): void {
+    const measured = this.fio
+      ? measureCeiling(this.region)
+      : {
+          note:
+            this.o.delayUs !== undefined
+              ? 'no device ceiling: a delay is injected'
+              : 'no device ceiling: fio skipped or not installed',
+        };
+    this.ceiling = 'iops' in measured ? measured : undefined;
+    this.ceilingNote = measured.note;
+    const c = this.ceiling;
+    if (c)
+      this.say(`device ceiling (fio ${c.engine}, direct, ${c.jobs} x QD ${c.iodepth}): ${Math.round(c.iops)} IOPS`);
+    else this.say(measured.note ?? '');
+  }
+
+  /** The naive loop per batch size: two pieces per row, or one with resident scales. */
+  async measureNaive(): Promise<void> {
+    const { o } = this;
+    if (o.naive === false || o.delayUs !== undefined) return;
+    for (const resident of [...new Set(this.variants.map((v) => v === 'snapshot+scales'))]) {
+      const ng = await NaiveGather.open(this.spec, resident);
       for (const b of o.batches) {
-        await prepare();
-        const t = await timeLoop(o.seconds, fresh(b), (ids) => ng.gather(ids));
-        naive.set(`${resident}/${b}`, t.rowsPerSec);
-        say(`naive${resident ? ' (resident scales)' : ''} batch ${b}: ${Math.round(t.rowsPerSec)} rows/s`);
+        await this.prepare();
+        const t = await timeLoop(o.seconds, this.fresh(b), (ids) => ng.gather(ids));
+        this.naive.set(`${resident}/${b}`, t.rowsPerSec);
+        this.say(`naive${resident ? ' (resident scales)' : ''} batch ${b}: ${Math.round(t.rowsPerSec)} rows/s`);
       }
       await ng.close();
     }
   }
-  // psync fio runs right before the cases of the same thread count, so both see the same
-  // moment of a shared, noisy machine.
-  const psync = new Map<number, FioResult & { direct: boolean }>();
-  const psyncAt = async (t: number): Promise<void> => {
-    if (!fio || psync.has(t)) return;
-    await prepare();
-    const direct = Boolean(o.direct && layout === 'page');
-    try {
-      psync.set(t, { ...runFio({ ...region, threads: t, direct, keepCache: !o.cold }), direct });
-      say(`fio psync ${t} jobs: ${Math.round(psync.get(t)!.iops)} IOPS`);
-    } catch (err) {
-      say((err as Error).message);
-    }
-  };
 
-  const results: GatherBenchResult[] = [];
-  const record = (v: BenchVariant, t: number, b: number, r: Timed, extra: Partial<GatherBenchResult>): void => {
+  /**
+   * psync fio runs right before the cases of the same thread count, so both see the same
+   * moment of a shared, noisy machine.
+   */
+  private async psyncAt(t: number): Promise<void> {
+    if (!this.fio || this.psync.has(t)) return;
+    await this.prepare();
+    const direct = Boolean(this.o.direct && this.layout === 'page');
+    try {
+      const r = runFio({ ...this.region, threads: t, direct, keepCache: !this.o.cold });
+      this.psync.set(t, { ...r, direct });
+      this.say(`fio psync ${t} jobs: ${Math.round(r.iops)} IOPS`);
+    } catch (err) {
+      this.say((err as Error).message);
+    }
+  }
+
+  private record(v: BenchVariant, t: number, b: number, r: Timed, extra: Partial<GatherBenchResult>): void {
+    const { o, table, layout } = this;
     const res: GatherBenchResult = {
       source: v === 'overlay' ? 'snapshot' : v === 'mia' ? 'packed' : v,
       ...(layout ? { layout } : {}),
@@ -266,175 +354,207 @@ export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBench
       threads: t,
       batch: b,
       cold: o.cold,
-      ...(o.cold ? coldFields(verdict(extra.direct === true)) : {}),
+      ...(o.cold ? coldFields(this.verdict(extra.direct === true)) : {}),
       rowsPerSec: r.rowsPerSec,
       mbPerSec: (r.rowsPerSec * table.rowBytes) / 1e6,
       p50Ms: r.p50,
       p99Ms: r.p99,
       batchesRun: r.n,
       ...timedNumbers(r),
-      cachedAfter: cachedAfter(),
+      cachedAfter: this.cachedAfter(),
       baselines: {},
     };
-    const nv = naive.get(`${v === 'snapshot+scales'}/${b}`);
+    const nv = this.naive.get(`${v === 'snapshot+scales'}/${b}`);
     if (nv !== undefined) res.baselines.naive = { rowsPerSec: nv };
-    const ps = psync.get(t);
+    const ps = this.psync.get(t);
     if (ps !== undefined) res.baselines.fio = { iops: ps.iops, engine: 'psync', jobs: t, direct: ps.direct };
-    results.push(res);
-    say(
+    this.results.push(res);
+    this.say(
       `${v} (${res.reader})${extra.merge === false ? ' (no merge)' : ''} threads ${t} batch ${b}: ${Math.round(r.rowsPerSec)} rows/s, p50 ${r.p50.toFixed(2)} ms`,
     );
-  };
-  // The Mia reader for one case, when it runs: alone, or paired with the row store's first engine.
-  const miaPaired = variants.includes('mia') && variants.includes('packed');
-  const openMia = (t: number) =>
-    variants.includes('mia') && !('refused' in mia) ? openMiaCase(mia, t, miaCache) : undefined;
-  const recordMia = async (
-    m: Awaited<ReturnType<typeof openMiaCase>>,
-    t: number,
-    b: number,
-    r: Timed,
-  ): Promise<void> => {
-    record('mia', t, b, r, await m.finish(r.rowsPerSec));
-  };
+  }
 
-  for (const v of variants) {
-    if (v === 'mia' && miaPaired) continue; // measured beside packed, below
-    for (const t of o.threads) {
-      await psyncAt(t);
-      if (v === 'mia') {
-        for (const b of o.batches) {
-          await prepare();
-          const m = (await openMia(t))!;
-          await recordMia(m, t, b, (await timeInterleaved(o.seconds, fresh(b), [m.run], betweenBatches))[0]);
-        }
-        continue;
-      }
-      if (v === 'overlay') {
-        const willneed = o.willneed !== false;
-        for (const b of o.batches) {
-          await prepare();
-          // Mapped per case (per batch with --evict-every-batch): pages this process has
-          // mapped cannot be evicted.
-          const open = () => MmapGather.open([overlayTable(spec, table)], { threads: t, willneed });
-          let g = open();
-          try {
-            const between = betweenBatches
-              ? async () => {
-                  await g.close();
-                  betweenBatches();
-                  g = open();
-                }
-              : undefined;
-            record(v, t, b, await timeLoop(o.seconds, fresh(b), (ids) => g.gather(table.layer, ids), between), {
-              willneed,
-            });
-          } finally {
-            await g.close();
-          }
-        }
-        continue;
-      }
-      const engines = o.engines ?? ['pread'];
-      for (const engine of engines)
-        for (const merge of o.mergeGain ? [true, false] : [o.store?.merge !== false]) {
-          const src: RowSource = await openRowSource(o.source, {
-            threads: t,
-            ioEngine: engine,
-            ...(engine === 'uring' ? { ioDepth: t } : {}),
-            layers: [table.layer],
-            direct: o.direct,
-            residentScales: v === 'snapshot+scales',
-            openSnapshot: o.openSnapshot,
-            faults: o.delayUs ? { delayUs: o.delayUs } : undefined,
-            ...o.store,
-            // Cold cases read every row: a page mapped into this process cannot be evicted
-            // between batches, so copies out of the mapping would turn a cold case warm.
-            mapCached: !o.cold && o.store?.mapCached !== false,
-            merge,
-          });
-          try {
-            const directActive = src.store.tables()[0].directActive;
-            for (const b of o.batches) {
-              // One output buffer per case, as a serving loop reuses its own: a fresh 13 MB buffer
-              // per batch would add thousands of first-touch page faults inside the reads.
-              const out = Buffer.alloc(b * table.rowBytes);
-              await prepare();
-              // The cache was warmed behind the store's back: tell it, as a store opened on a warm cache learns at open.
-              if (!o.cold) await src.store.learnCached();
-              const before = src.store.stats();
-              const gather = inProcess((ids) => src.store.gather(table.layer, ids, out));
-              // The Mia reader runs beside the first engine's merged case, on the same batches.
-              const m =
-                v === 'packed' && miaPaired && engine === engines[0] && merge === (o.store?.merge !== false)
-                  ? await openMia(t)
-                  : undefined;
-              const [r, rm] = await timeInterleaved(
-                o.seconds,
-                fresh(b),
-                m ? [gather, m.run] : [gather],
-                betweenBatches,
-              );
-              const after = src.store.stats();
-              const delta = {
-                rows: after.rows - before.rows,
-                reads: after.reads - before.reads,
-                duplicates: after.duplicates - before.duplicates,
-                merged: after.merged - before.merged,
-                mappedRows: after.mappedRows - before.mappedRows,
-              };
-              record(v, t, b, r, {
-                ...(spec.kind === 'packed' ? { direct: directActive } : {}),
-                reader: engine === 'uring' ? 'uring' : 'pread-pool',
-                ...(merge ? {} : { merge: false }),
-                ...storeNumbers(delta, r.rowsPerSec),
-              });
-              if (m) await recordMia(m, t, b, rm);
-            }
-          } finally {
-            await src.close();
-          }
-        }
+  /** The Mia reader for one case, when it runs: alone, or paired with the row store's first engine. */
+  private openMia(t: number): Promise<MiaCase> | undefined {
+    const { mia } = this;
+    return this.variants.includes('mia') && !('refused' in mia) ? openMiaCase(mia, t, this.miaCache) : undefined;
+  }
+
+  private async recordMia(m: MiaCase, t: number, b: number, r: Timed): Promise<void> {
+    this.record('mia', t, b, r, await m.finish(r.rowsPerSec));
+  }
+
+  /** Every case of one variant at one thread count. */
+  async runCases(v: BenchVariant, t: number): Promise<void> {
+    if (v === 'mia' && this.miaPaired) return; // measured beside packed, below
+    await this.psyncAt(t);
+    if (v === 'mia') return this.runMia(t);
+    if (v === 'overlay') return this.runOverlay(t);
+    const engines = this.o.engines ?? ['pread'];
+    const merges = this.o.mergeGain ? [true, false] : [this.o.store?.merge !== false];
+    for (const engine of engines) for (const merge of merges) await this.runStore(v, t, engine, merge, engines[0]);
+  }
+
+  private async runMia(t: number): Promise<void> {
+    for (const b of this.o.batches) {
+      await this.prepare();
+      const m = (await this.openMia(t))!;
+      const [r] = await timeInterleaved(this.o.seconds, this.fresh(b), [m.run], this.betweenBatches);
+      await this.recordMia(m, t, b, r);
     }
   }
-  if (ceiling) {
-    ceiling = closeCeiling(ceiling);
-    say(`device ceiling after the cases: ${Math.round(ceiling.iopsAfter ?? NaN)} IOPS`);
+
+  private async runOverlay(t: number): Promise<void> {
+    const willneed = this.o.willneed !== false;
+    const { table, spec } = this;
+    for (const b of this.o.batches) {
+      await this.prepare();
+      // Mapped per case (per batch with --evict-every-batch): pages this process has
+      // mapped cannot be evicted.
+      const open = () => MmapGather.open([overlayTable(spec, table)], { threads: t, willneed });
+      let g = open();
+      try {
+        const between = this.betweenBatches
+          ? async () => {
+              await g.close();
+              this.betweenBatches!();
+              g = open();
+            }
+          : undefined;
+        const r = await timeLoop(this.o.seconds, this.fresh(b), (ids) => g.gather(table.layer, ids), between);
+        this.record('overlay', t, b, r, { willneed });
+      } finally {
+        await g.close();
+      }
+    }
   }
-  for (const r of results) {
-    const f = ceilingFractions(r, ceiling);
-    if (f) r.ofCeiling = f;
+
+  private async openStore(v: BenchVariant, t: number, engine: BenchEngine, merge: boolean): Promise<RowSource> {
+    const { o, table } = this;
+    return openRowSource(o.source, {
+      threads: t,
+      ioEngine: engine,
+      ...(engine === 'uring' ? { ioDepth: t } : {}),
+      layers: [table.layer],
+      direct: o.direct,
+      residentScales: v === 'snapshot+scales',
+      openSnapshot: o.openSnapshot,
+      faults: o.delayUs ? { delayUs: o.delayUs } : undefined,
+      ...o.store,
+      // Cold cases read every row: a page mapped into this process cannot be evicted
+      // between batches, so copies out of the mapping would turn a cold case warm.
+      mapCached: !o.cold && o.store?.mapCached !== false,
+      merge,
+    });
   }
-  pairMergeGains(results);
-  const exceeded = ceilingShortfall(results);
-  const recommended = recommendThreads(results);
+
+  /** The row store's cases of one engine and merge setting, every batch size. */
+  private async runStore(
+    v: BenchVariant,
+    t: number,
+    engine: BenchEngine,
+    merge: boolean,
+    firstEngine: BenchEngine,
+  ): Promise<void> {
+    const src = await this.openStore(v, t, engine, merge);
+    try {
+      const directActive = src.store.tables()[0].directActive;
+      // The Mia reader runs beside the first engine's merged case, on the same batches.
+      const withMia =
+        v === 'packed' && this.miaPaired && engine === firstEngine && merge === (this.o.store?.merge !== false);
+      for (const b of this.o.batches) await this.runStoreBatch(src, v, t, b, { engine, merge, directActive, withMia });
+    } finally {
+      await src.close();
+    }
+  }
+
+  private async runStoreBatch(
+    src: RowSource,
+    v: BenchVariant,
+    t: number,
+    b: number,
+    c: { engine: BenchEngine; merge: boolean; directActive: boolean | undefined; withMia: boolean },
+  ): Promise<void> {
+    const { o, table } = this;
+    // One output buffer per case, as a serving loop reuses its own: a fresh 13 MB buffer
+    // per batch would add thousands of first-touch page faults inside the reads.
+    const out = Buffer.alloc(b * table.rowBytes);
+    await this.prepare();
+    // The cache was warmed behind the store's back: tell it, as a store opened on a warm cache learns at open.
+    if (!o.cold) await src.store.learnCached();
+    const before = src.store.stats();
+    const gather = inProcess((ids) => src.store.gather(table.layer, ids, out));
+    const m = c.withMia ? await this.openMia(t) : undefined;
+    const [r, rm] = await timeInterleaved(
+      o.seconds,
+      this.fresh(b),
+      m ? [gather, m.run] : [gather],
+      this.betweenBatches,
+    );
+    const after = src.store.stats();
+    const delta = {
+      rows: after.rows - before.rows,
+      reads: after.reads - before.reads,
+      duplicates: after.duplicates - before.duplicates,
+      merged: after.merged - before.merged,
+      mappedRows: after.mappedRows - before.mappedRows,
+    };
+    this.record(v, t, b, r, {
+      ...(this.spec.kind === 'packed' ? { direct: c.directActive } : {}),
+      reader: c.engine === 'uring' ? 'uring' : 'pread-pool',
+      ...(c.merge ? {} : { merge: false }),
+      ...storeNumbers(delta, r.rowsPerSec),
+    });
+    if (m) await this.recordMia(m, t, b, rm);
+  }
+
+  /** The ceiling again after the cases, each case as a fraction of it, and the report. */
+  report(loadAvgBefore: number[]): GatherBenchReport {
+    const { o, results, table, limit } = this;
+    if (this.ceiling) {
+      this.ceiling = closeCeiling(this.ceiling);
+      this.say(`device ceiling after the cases: ${Math.round(this.ceiling.iopsAfter ?? NaN)} IOPS`);
+    }
+    const ceiling = this.ceiling;
+    for (const r of results) {
+      const f = ceilingFractions(r, ceiling);
+      if (f) r.ofCeiling = f;
+    }
+    pairMergeGains(results);
+    const exceeded = ceilingShortfall(results);
+    const recommended = recommendThreads(results);
+    return {
+      results,
+      recommendedThreads: recommended.threads,
+      recommendedFor: recommended.variant,
+      sourceKind: this.source.kind,
+      machine: machineFacts(loadAvgBefore),
+      cache: o.cold
+        ? `cold: the source files are evicted from the page cache (posix_fadvise DONTNEED via dd iflag=nocache) before every ${o.evictEveryBatch ? 'batch' : 'case'}; psync fio drops them too (invalidate=1)`
+        : 'warm: each case starts with the rows the source holds read once into the page cache',
+      readRangeBytes: this.readRangeBytes,
+      ...(limit ? { pageCache: { limitBytes: limit.bytes, from: limit.from } } : {}),
+      ...(o.cold ? { cold: this.verdict(false) } : {}),
+      ...(ceiling ? { ceiling } : { ceilingNote: this.ceilingNote }),
+      ...(exceeded !== undefined ? { ceilingExceeded: exceeded } : {}),
+      ...(this.fio ? { fio: this.fio } : {}),
+      layer: table.layer,
+      rows: table.rows,
+      seconds: o.seconds,
+      ...(o.delayUs ? { delayUs: o.delayUs } : {}),
+    };
+  }
+}
+
+function machineFacts(loadAvgBefore: number[]): GatherBenchReport['machine'] {
   return {
-    results,
-    recommendedThreads: recommended.threads,
-    recommendedFor: recommended.variant,
-    sourceKind: kind,
-    machine: {
-      cpus: cpus().length,
-      cpuModel: cpus()[0]?.model ?? 'unknown',
-      memGiB: Math.round(totalmem() / 2 ** 30),
-      node: process.version,
-      arch: process.arch,
-      loadAvgBefore,
-      loadAvgAfter: loadavg(),
-    },
-    cache: o.cold
-      ? `cold: the source files are evicted from the page cache (posix_fadvise DONTNEED via dd iflag=nocache) before every ${o.evictEveryBatch ? 'batch' : 'case'}; psync fio drops them too (invalidate=1)`
-      : 'warm: each case starts with the rows the source holds read once into the page cache',
-    readRangeBytes,
-    ...(limit ? { pageCache: { limitBytes: limit.bytes, from: limit.from } } : {}),
-    ...(o.cold ? { cold: verdict(false) } : {}),
-    ...(ceiling ? { ceiling } : { ceilingNote: measured.note }),
-    ...(exceeded !== undefined ? { ceilingExceeded: exceeded } : {}),
-    ...(fio ? { fio } : {}),
-    layer: table.layer,
-    rows: table.rows,
-    seconds: o.seconds,
-    ...(o.delayUs ? { delayUs: o.delayUs } : {}),
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model ?? 'unknown',
+    memGiB: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    arch: process.arch,
+    loadAvgBefore,
+    loadAvgAfter: loadavg(),
   };
 }
 

@@ -259,61 +259,8 @@ export function parseBenchGatherFlags(source: string | undefined, f: Flags, env:
   };
 }
 
-export function benchCommand(ctx: CliContext): Command {
-  const gather = new Command('gather')
-    .description(
-      "random-id gathers through the row store and the serving overlay's mmap path, with fio and naive baselines from the same run",
-    )
-    .argument('[source]', 'snapshot, sparse copy or packed directory; default $SPARK_ENGRAM_DIR')
-    .option('--threads <list>', 'reader thread counts', GATHER_DEFAULT.threads)
-    .option(
-      '--batch <list>',
-      'ids per batch (24: one token, 144: a speculative block, 49152: a 2048-token prefill)',
-      GATHER_DEFAULT.batch,
-    )
-    .option('--seconds <s>', 'seconds per case', GATHER_DEFAULT.seconds)
-    .option('--cold', 'evict the source files from the page cache before every case')
-    .option(
-      '--evict-every-batch',
-      'with --cold: evict before every batch too (untimed), so a source smaller than the page cache stays cold',
-    )
-    .option(
-      '--merge-gain',
-      'pread pool: run every case again without page merging and report rows/s merged over unmerged',
-    )
-    .option('--layer <L>', 'layer to read (default: the first)')
-    .option('--direct', 'packed directories: O_DIRECT reads (fio runs with direct=1 too)')
-    .option('--delay-us <n>', 'inject this delay before every read (models NFS latency; no baselines)')
-    .option(
-      '--variants <list>',
-      "snapshot, snapshot+scales, overlay (snapshots and sparse copies), packed, mia (packs; mia: the Mia stack's reader, dense packs with its header); default: all the source supports",
-    )
-    .option(
-      '--engines <list>',
-      'row store engines: pread (default), uring (io_uring; its queue depth is the thread count), or both: pread,uring',
-    )
-    .option('--no-fio', 'skip fio (the device ceiling and the psync baseline)')
-    .option('--no-naive', 'skip the naive TypeScript baseline')
-    .option('--seed <n>', 'id generator seed', '1')
-    .option('--no-dedup', 'row store: do not sort and de-duplicate ids (to measure what it pays)')
-    .option('--no-merge', 'row store: one read per row piece, no page merging')
-    .option('--no-fadvise', 'row store: no POSIX_FADV_RANDOM hint')
-    .option(
-      '--no-map',
-      'row store: read every row with a read call, also the rows the page cache holds (warm cases copy those out of a mapping; cold cases always read)',
-    )
-    .option(
-      '--mia-cache-mib <n>',
-      "mia variant: the reader's row cache budget per store in MiB (its DSV41_CACHE_GIB * 1024 / (2 * ranks per host)); 0 = no cache, as the mia-tp4 env file sets",
-      '0',
-    )
-    .option('--mia-ways <n>', 'mia variant: DSV41_CACHE_WAYS, 1-16', '4')
-    .option('--no-willneed', 'overlay variant: skip the WILLNEED pass (to measure what it pays; the overlay runs it)')
-    .option('--svg <file>', 'write a chart of rows/s against threads per batch size')
-    .option('--json', 'print {results: [...], recommendedThreads}')
-    .addHelpText(
-      'after',
-      `
+/** `spark bench gather --help` after the flags: how ids are drawn, the variants, what each number means. */
+const GATHER_HELP = `
 Ids are drawn like a serving rank's: 24 per token, one inside each (order, head) sub-table, with
 repeated tokens and bigrams, all inside the rows the source holds (a sparse copy's or pack's
 range). Give it a table of real size (a rank holds ~96M rows per layer): on a small table,
@@ -368,8 +315,61 @@ What the numbers mean (the same names in --json):
                    cold by construction.
 
 Example:
-  spark bench gather /nvme/engram-pack --threads 16,32,64 --batch 144,49152 --cold --svg gather.svg`,
+  spark bench gather /nvme/engram-pack --threads 16,32,64 --batch 144,49152 --cold --svg gather.svg`;
+
+export function benchCommand(ctx: CliContext): Command {
+  const gather = new Command('gather')
+    .description(
+      "random-id gathers through the row store and the serving overlay's mmap path, with fio and naive baselines from the same run",
     )
+    .argument('[source]', 'snapshot, sparse copy or packed directory; default $SPARK_ENGRAM_DIR')
+    .option('--threads <list>', 'reader thread counts', GATHER_DEFAULT.threads)
+    .option(
+      '--batch <list>',
+      'ids per batch (24: one token, 144: a speculative block, 49152: a 2048-token prefill)',
+      GATHER_DEFAULT.batch,
+    )
+    .option('--seconds <s>', 'seconds per case', GATHER_DEFAULT.seconds)
+    .option('--cold', 'evict the source files from the page cache before every case')
+    .option(
+      '--evict-every-batch',
+      'with --cold: evict before every batch too (untimed), so a source smaller than the page cache stays cold',
+    )
+    .option(
+      '--merge-gain',
+      'pread pool: run every case again without page merging and report rows/s merged over unmerged',
+    )
+    .option('--layer <L>', 'layer to read (default: the first)')
+    .option('--direct', 'packed directories: O_DIRECT reads (fio runs with direct=1 too)')
+    .option('--delay-us <n>', 'inject this delay before every read (models NFS latency; no baselines)')
+    .option(
+      '--variants <list>',
+      "snapshot, snapshot+scales, overlay (snapshots and sparse copies), packed, mia (packs; mia: the Mia stack's reader, dense packs with its header); default: all the source supports",
+    )
+    .option(
+      '--engines <list>',
+      'row store engines: pread (default), uring (io_uring; its queue depth is the thread count), or both: pread,uring',
+    )
+    .option('--no-fio', 'skip fio (the device ceiling and the psync baseline)')
+    .option('--no-naive', 'skip the naive TypeScript baseline')
+    .option('--seed <n>', 'id generator seed', '1')
+    .option('--no-dedup', 'row store: do not sort and de-duplicate ids (to measure what it pays)')
+    .option('--no-merge', 'row store: one read per row piece, no page merging')
+    .option('--no-fadvise', 'row store: no POSIX_FADV_RANDOM hint')
+    .option(
+      '--no-map',
+      'row store: read every row with a read call, also the rows the page cache holds (warm cases copy those out of a mapping; cold cases always read)',
+    )
+    .option(
+      '--mia-cache-mib <n>',
+      "mia variant: the reader's row cache budget per store in MiB (its DSV41_CACHE_GIB * 1024 / (2 * ranks per host)); 0 = no cache, as the mia-tp4 env file sets",
+      '0',
+    )
+    .option('--mia-ways <n>', 'mia variant: DSV41_CACHE_WAYS, 1-16', '4')
+    .option('--no-willneed', 'overlay variant: skip the WILLNEED pass (to measure what it pays; the overlay runs it)')
+    .option('--svg <file>', 'write a chart of rows/s against threads per batch size')
+    .option('--json', 'print {results: [...], recommendedThreads}')
+    .addHelpText('after', GATHER_HELP)
     .action(async (source: string | undefined, flags: Flags) => {
       ctx.emit(await runBenchGather(parseBenchGatherFlags(source, flags, ctx.io.env), ctx.io), Boolean(flags.json));
     });

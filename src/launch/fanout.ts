@@ -139,43 +139,56 @@ export function startFanOut(jobs: readonly NodeJob[], options: FanOutOptions): F
         finish(null, null);
         return;
       }
-      let child: ChildProcess;
-      try {
-        child = spawn(job.argv[0]!, job.argv.slice(1), {
-          env: options.env,
-          stdio: ['ignore', 'pipe', 'pipe'],
-          detached: true,
-        });
-      } catch (err) {
-        line(`cannot run ${job.argv[0]}: ${(err as Error).message}`);
-        finish(127, null);
-        return;
-      }
-      children.set(job.rank, child);
-      const errSplit = new LineSplitter(line);
-      const outSplit = new LineSplitter(line);
-      child.stderr!.setEncoding('utf8').on('data', (d: string) => errSplit.push(d));
-      child
-        .stdout!.setEncoding('utf8')
-        .on('data', (d: string) => (options.captureStdout ? (stdout += d) : outSplit.push(d)));
-      let spawnError: Error | undefined;
-      child.on('error', (err) => (spawnError = err));
-      child.on('close', (code, signal) => {
-        errSplit.end();
-        outSplit.end();
-        if (spawnError) {
-          line(`cannot run ${job.argv[0]}: ${spawnError.message}`);
-          finish(127, null);
-        } else {
-          finish(code, signal);
-        }
-      });
+      const child = spawnJob(job, options, line, (d) => (stdout += d), finish);
+      if (child) children.set(job.rank, child);
     });
 
   const done = Promise.all(jobs.map(runOne)).finally(() => {
     if (timer) clearInterval(timer);
   });
   return { done, stop };
+}
+
+/**
+ * Starts one job's process in its own process group: its stderr (and stdout, unless captured)
+ * line by line through `line`, then `finish` with how it ended (127 when it could not run).
+ */
+function spawnJob(
+  job: NodeJob,
+  options: FanOutOptions,
+  line: (text: string) => void,
+  captured: (data: string) => void,
+  finish: (code: number | null, signal: NodeJS.Signals | null) => void,
+): ChildProcess | undefined {
+  let child: ChildProcess;
+  try {
+    child = spawn(job.argv[0]!, job.argv.slice(1), {
+      env: options.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+  } catch (err) {
+    line(`cannot run ${job.argv[0]}: ${(err as Error).message}`);
+    finish(127, null);
+    return undefined;
+  }
+  const errSplit = new LineSplitter(line);
+  const outSplit = new LineSplitter(line);
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => errSplit.push(d));
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (options.captureStdout ? captured(d) : outSplit.push(d)));
+  let spawnError: Error | undefined;
+  child.on('error', (err) => (spawnError = err));
+  child.on('close', (code, signal) => {
+    errSplit.end();
+    outSplit.end();
+    if (spawnError) {
+      line(`cannot run ${job.argv[0]}: ${spawnError.message}`);
+      finish(127, null);
+    } else {
+      finish(code, signal);
+    }
+  });
+  return child;
 }
 
 /** Runs every job to the end (see startFanOut). */

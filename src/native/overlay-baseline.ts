@@ -1,9 +1,14 @@
-// Typed wrapper over a benchmark baseline (native/binding/overlay_baseline_binding.cc): the
-// serving overlay's read path (bench/baselines/overlay-mmap/mmap_gather.h), the mmap gather
-// `spark bench gather` measures beside the row store. Not spark's own read path.
+// Typed wrapper over a benchmark baseline: the serving overlay's read path
+// (bench/baselines/overlay-mmap/mmap_gather.h), the mmap gather `spark bench gather` measures
+// beside the row store. Not spark's own read path, and not in spark's addon: a module of its
+// own (bench/baselines/overlay-mmap/addon, build/Release/overlay_mmap_baseline.so), loaded
+// here by path, lazily, only when a benchmark opens it. SPARK_OVERLAY_BASELINE_PATH names
+// another build of it to load instead.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import type { FileSlice } from '../domain/table-spec.js';
-import { toSparkError } from '../errors.js';
-import { addon } from './index.js';
+import { SparkError, toSparkError } from '../errors.js';
+import { packageRoot } from './index.js';
 import { toIdArray, type RowIds } from './row-store.js';
 
 /**
@@ -38,8 +43,38 @@ interface OverlayBaselineAddon {
   MmapGather: new (tables: MmapTableSpec[], options: { threads: number; willneed?: boolean }) => NativeMmapGather;
 }
 
+/** Where the baseline's module is: SPARK_OVERLAY_BASELINE_PATH, or the package's own build. */
+export function overlayBaselinePath(env: NodeJS.ProcessEnv = process.env): string {
+  return env.SPARK_OVERLAY_BASELINE_PATH || join(packageRoot(), 'build', 'Release', 'overlay_mmap_baseline.so');
+}
+
+let cached: OverlayBaselineAddon | undefined;
+
 function native(): OverlayBaselineAddon {
-  return addon() as unknown as OverlayBaselineAddon;
+  if (cached) return cached;
+  const path = overlayBaselinePath();
+  const how =
+    "build it with 'npm run build:native' (npm install does), or set SPARK_OVERLAY_BASELINE_PATH to a build of it";
+  if (!existsSync(path)) {
+    throw new SparkError('E_ADDON_LOAD', `the overlay baseline is not built: ${path} does not exist; ${how}`);
+  }
+  const module = { exports: {} as OverlayBaselineAddon };
+  try {
+    process.dlopen(module, path);
+  } catch (err) {
+    const why = err instanceof Error ? err.message.split('\n')[0] : String(err);
+    throw new SparkError('E_ADDON_LOAD', `the overlay baseline could not be loaded from ${path} (${why}); ${how}`);
+  }
+  cached = module.exports;
+  return cached;
+}
+
+/**
+ * Loads the baseline's module now (the bench calls it before its first case, so a missing build
+ * fails the run at once): E_ADDON_LOAD (exit 3) naming the path and the fix when it is not built.
+ */
+export function loadOverlayBaseline(): void {
+  native();
 }
 
 /**

@@ -209,6 +209,42 @@ function listCandidates(c: GidEntry[]): string {
   return c.length === 0 ? 'no configured entries' : `candidates: ${c.map(describeEntry).join('; ')}`;
 }
 
+/** One HCA port's GID entries, the index it would use, and why it cannot serve when it cannot. */
+function portGids(options: GidScanOptions, classDir: string, hca: string, port: number): PortGids {
+  const sysfs = options.sysfs ?? '/sys';
+  const policy = options.policy;
+  const portDir = join(classDir, hca, 'ports', String(port));
+  const linkLayer = readText(join(portDir, 'link_layer'));
+  const state = readText(join(portDir, 'state'));
+  const candidates = readPortGids(sysfs, hca, port, policy);
+  const chosen =
+    options.checkIndex === undefined
+      ? candidates.find((c) => c.usable)
+      : candidates.find((c) => c.index === options.checkIndex && c.usable);
+  const result: PortGids = {
+    hca,
+    port,
+    ...(linkLayer !== undefined ? { linkLayer } : {}),
+    ...(state !== undefined ? { state } : {}),
+    index: chosen ? chosen.index : null,
+    ...(chosen ? { entry: chosen } : {}),
+    candidates,
+  };
+  const name = `${hca} port ${port}`;
+  if (linkLayer !== undefined && linkLayer !== 'Ethernet') {
+    result.problem = `${name}: link layer is ${linkLayer}, not RoCE (Ethernet)`;
+  } else if (state !== undefined && !/ACTIVE/.test(state)) {
+    result.problem = `${name}: port state is '${state}', not ACTIVE (NCCL skips it; check the cable and 'ip link')`;
+  } else if (!chosen && options.checkIndex !== undefined) {
+    const entry = candidates.find((c) => c.index === options.checkIndex);
+    const why = entry ? entry.reason : 'not configured';
+    result.problem = `${name}: pinned GID index ${options.checkIndex} is not usable (${why}); ${listCandidates(candidates)}`;
+  } else if (!chosen) {
+    result.problem = `${name}: no ${wanted(policy)} GID entry; ${listCandidates(candidates)}`;
+  }
+  return result;
+}
+
 /** Scans the selected HCA ports and decides the one GID index for the node. */
 export function scanGids(options: GidScanOptions): GidReport {
   const sysfs = options.sysfs ?? '/sys';
@@ -242,35 +278,7 @@ export function scanGids(options: GidScanOptions): GidReport {
     );
   }
   const hcas: PortGids[] = selected.map(({ hca, port }) => {
-    const portDir = join(classDir, hca, 'ports', String(port));
-    const linkLayer = readText(join(portDir, 'link_layer'));
-    const state = readText(join(portDir, 'state'));
-    const candidates = readPortGids(sysfs, hca, port, policy);
-    const chosen =
-      options.checkIndex === undefined
-        ? candidates.find((c) => c.usable)
-        : candidates.find((c) => c.index === options.checkIndex && c.usable);
-    const result: PortGids = {
-      hca,
-      port,
-      ...(linkLayer !== undefined ? { linkLayer } : {}),
-      ...(state !== undefined ? { state } : {}),
-      index: chosen ? chosen.index : null,
-      ...(chosen ? { entry: chosen } : {}),
-      candidates,
-    };
-    const name = `${hca} port ${port}`;
-    if (linkLayer !== undefined && linkLayer !== 'Ethernet') {
-      result.problem = `${name}: link layer is ${linkLayer}, not RoCE (Ethernet)`;
-    } else if (state !== undefined && !/ACTIVE/.test(state)) {
-      result.problem = `${name}: port state is '${state}', not ACTIVE (NCCL skips it; check the cable and 'ip link')`;
-    } else if (!chosen && options.checkIndex !== undefined) {
-      const entry = candidates.find((c) => c.index === options.checkIndex);
-      const why = entry ? entry.reason : 'not configured';
-      result.problem = `${name}: pinned GID index ${options.checkIndex} is not usable (${why}); ${listCandidates(candidates)}`;
-    } else if (!chosen) {
-      result.problem = `${name}: no ${wanted(policy)} GID entry; ${listCandidates(candidates)}`;
-    }
+    const result = portGids(options, classDir, hca, port);
     if (result.problem) problems.push(result.problem);
     return result;
   });

@@ -81,44 +81,82 @@ async function packLocked(
   sources: Awaited<ReturnType<typeof identifySources>>,
   t0: number,
 ): Promise<PackSummary> {
-  const summary = (
-    noop: boolean,
-    fileSummaries: PackFileSummary[],
-    bytesWritten: number,
-    removed: string[],
-  ): PackSummary => ({
+  const target = await prepareTarget(req, plan, dir);
+  if (target.kind === 'same') return packSummary(req, plan, dir, t0, { noop: true, ...target.summary });
+  const { own, replacing, foreign, strays } = target;
+  const { results, fileSummaries, copied } = await copyUnits(req, plan, dir, replacing, t0);
+  // A snapshot that changed underneath is an error, not a pack.
+  await recheckSources(sources);
+  if (replacing) {
+    // Every new file is whole: only now does the old pack stop being one.
+    supersedeManifests(dir);
+    for (const u of plan.units) dir.rename(`${u.file}.partial`, u.file);
+  }
+  dir.writeFile(plan.manifestName, plan.finish(dir, results));
+  const removed = [...new Set([...strays, ...foreign, ...clearReplaced(dir, plan.files, own)])];
+  return packSummary(req, plan, dir, t0, { noop: false, files: fileSummaries, bytesWritten: copied, removed });
+}
+
+function packSummary(
+  req: PackRequest,
+  plan: LayoutPlan,
+  dir: PackDirectory,
+  t0: number,
+  r: { noop: boolean; files: PackFileSummary[]; bytesWritten: number; removed: string[] },
+): PackSummary {
+  return {
     out: dir.path,
     manifest: `${dir.path}/${plan.manifestName}`,
     rank: req.rank,
     world: req.world,
     split: req.split,
     layout: req.layout,
-    noop,
-    resumed: fileSummaries.some((f) => f.chunksKept > 0),
+    noop: r.noop,
+    resumed: r.files.some((f) => f.chunksKept > 0),
     bytes: plan.bytes,
     ...(plan.apparentBytes !== undefined ? { apparentBytes: plan.apparentBytes } : {}),
-    bytesWritten,
+    bytesWritten: r.bytesWritten,
     seconds: (performance.now() - t0) / 1000,
     layers: plan.layers,
-    files: fileSummaries,
+    files: r.files,
     io: {
-      read: overallIo(fileSummaries.map((f) => f.io.read)),
-      write: overallIo(fileSummaries.map((f) => f.io.write)),
+      read: overallIo(r.files.map((f) => f.io.read)),
+      write: overallIo(r.files.map((f) => f.io.write)),
     },
-    removed,
-  });
-  const untouched = (): PackFileSummary[] =>
-    plan.units.map((u, i) => ({
-      file: u.file,
-      layers: u.layers,
-      chunks: unitChunks(plan)[i],
-      chunksKept: 0,
-      chunksRejected: 0,
-      chunksWritten: 0,
-      journalDiscarded: false,
-      io: { read: 'none', write: 'none' },
-    }));
+    removed: r.removed,
+  };
+}
 
+/** Each file of the plan as a summary of a file nothing was done to (yet). */
+function untouchedFiles(plan: LayoutPlan): PackFileSummary[] {
+  return plan.units.map((u, i) => ({
+    file: u.file,
+    layers: u.layers,
+    chunks: unitChunks(plan)[i],
+    chunksKept: 0,
+    chunksRejected: 0,
+    chunksWritten: 0,
+    journalDiscarded: false,
+    io: { read: 'none', write: 'none' },
+  }));
+}
+
+type PreparedTarget =
+  | { kind: 'same'; summary: { files: PackFileSummary[]; bytesWritten: 0; removed: string[] } }
+  | {
+      kind: 'pack';
+      own: ReturnType<typeof ownership>;
+      replacing: boolean;
+      foreign: string[];
+      strays: string[];
+    };
+
+/**
+ * The output directory made ready: a complete pack the same as this one is a no-op; one that
+ * differs is refused without --force; foreign files, holes and space are checked before any
+ * change; stray shards go and a pack that is not kept stops being one.
+ */
+async function prepareTarget(req: PackRequest, plan: LayoutPlan, dir: PackDirectory): Promise<PreparedTarget> {
   const existing = await readExistingPack(dir);
   const own = ownership(dir, existing);
   // Replacing a complete pack (--force): it stays usable, manifest and files, until the new one
@@ -127,7 +165,10 @@ async function packLocked(
   let replacing = false;
   if (existing.kind !== 'none') {
     const d = await plan.difference(existing);
-    if (d.kind === 'same') return summary(true, untouched(), 0, clearReplaced(dir, plan.files, own));
+    if (d.kind === 'same') {
+      const removed = clearReplaced(dir, plan.files, own);
+      return { kind: 'same', summary: { files: untouchedFiles(plan), bytesWritten: 0, removed } };
+    }
     if (d.kind === 'conflict' && !req.force) {
       throw new SparkError(
         'E_PACK_EXISTS',
@@ -157,12 +198,22 @@ async function packLocked(
   // one is whole (below). A pack that is not whole (stale) is no pack from here either.
   const strays = removeStrayShards(dir, plan.shardHeaders, own);
   if (!replacing || strays.length > 0) supersedeManifests(dir);
+  return { kind: 'pack', own, replacing, foreign, strays };
+}
 
+/** Every unit copied in turn (resuming what its journal proves), with progress over the whole pack. */
+async function copyUnits(
+  req: PackRequest,
+  plan: LayoutPlan,
+  dir: PackDirectory,
+  replacing: boolean,
+  t0: number,
+): Promise<{ results: PackLayerResult[]; fileSummaries: PackFileSummary[]; copied: number }> {
   const totalBytes = plan.units.reduce((s, u) => s + u.bytes, 0);
   let doneBefore = 0;
   let copied = 0;
   const results: PackLayerResult[] = [];
-  const fileSummaries: PackFileSummary[] = untouched();
+  const fileSummaries: PackFileSummary[] = untouchedFiles(plan);
   for (const [i, unit] of plan.units.entries()) {
     const job = unit.start({
       dir,
@@ -201,17 +252,7 @@ async function packLocked(
       io: { read: r.readIo, write: r.writeIo },
     });
   }
-
-  // A snapshot that changed underneath is an error, not a pack.
-  await recheckSources(sources);
-  if (replacing) {
-    // Every new file is whole: only now does the old pack stop being one.
-    supersedeManifests(dir);
-    for (const u of plan.units) dir.rename(`${u.file}.partial`, u.file);
-  }
-  dir.writeFile(plan.manifestName, plan.finish(dir, results));
-  const removed = [...new Set([...strays, ...foreign, ...clearReplaced(dir, plan.files, own)])];
-  return summary(false, fileSummaries, copied, removed);
+  return { results, fileSummaries, copied };
 }
 
 /** One mode for several files: any page-cache copy shows; 'none' when nothing was copied. */

@@ -74,25 +74,7 @@ async function verifyOne(
     problems.push(link ? `${where}: ${link}` : `${where}: the data file is missing`);
     return { layer, problems, bytesRead: 0, readIo: 'none' };
   }
-  let source: Parameters<typeof verifyLayer>[0]['source'];
-  if (req.source && req.rows !== 'none') {
-    const t = req.source.tables.find((x) => x.layer === e.layer);
-    if (!t)
-      throw new SparkError('E_ENGRAM_NOT_FOUND', `layer ${e.layer} has no Engram table in ${req.source.snapshotDir}`);
-    if (t.rows !== e.rows || t.dim !== g.dim) {
-      throw new SparkError(
-        'E_PACK_MISMATCH',
-        `${where}: the source table is ${t.rows} x ${t.dim}, the pack says ${e.rows} x ${g.dim}: not the snapshot this was packed from`,
-      );
-    }
-    source = {
-      weight: { path: t.weight.file, offset: t.weight.fileOffset },
-      scale: { path: t.scale.file, offset: t.scale.fileOffset },
-      start: e.start,
-      allRows: req.rows === 'full',
-      sampleRows: req.rows === 'sample' ? sampleRows(g.count, req.sample ?? 4096) : [],
-    };
-  }
+  const source = layerSource(req, e, g.dim, g.count, where);
   const job = verifyLayer({
     path,
     rows: g.count,
@@ -117,15 +99,7 @@ async function verifyOne(
     problems.push(
       `${where}: the header block (bytes 0-4095) is not the one ${m.version === 1 || e.layout === 'page' ? 'the manifest implies' : "the Mia stack's reader expects for this range"}`,
     );
-  if (r.badChunkCount > 0) {
-    const k = r.badChunks[0];
-    const s = chunkSpan(e, k);
-    layer.chunks.first = { index: k, offset: s.offset, bytes: s.bytes, firstRow: s.firstRow, lastRow: s.lastRow };
-    const more = r.badChunkCount > 1 ? ` (${r.badChunkCount} bad chunks in all)` : '';
-    problems.push(
-      `${where}: chunk ${k} (bytes ${s.offset}-${s.offset + s.bytes - 1}, rows ${s.firstRow}-${s.lastRow}) fails its checksum${more}`,
-    );
-  }
+  if (r.badChunkCount > 0) problems.push(badChunkFinding(layer, e, r, where));
   if (source) {
     layer.rows = { mode: req.rows === 'full' ? 'full' : 'sample', compared: r.rowsCompared, bad: r.badRowCount };
     if (r.badRowCount > 0) {
@@ -138,4 +112,47 @@ async function verifyOne(
   }
   layer.ok = problems.length === 0;
   return { layer, problems, bytesRead: r.bytesRead, readIo: r.readIo };
+}
+
+type LayerSource = Parameters<typeof verifyLayer>[0]['source'];
+
+/** The source snapshot's rows to compare with (all, or a sample), when a source is given: it must have the pack's shape. */
+function layerSource(
+  req: VerifyRequest,
+  e: PackedLayer,
+  dim: number,
+  count: number,
+  where: string,
+): LayerSource | undefined {
+  if (!req.source || req.rows === 'none') return undefined;
+  const t = req.source.tables.find((x) => x.layer === e.layer);
+  if (!t)
+    throw new SparkError('E_ENGRAM_NOT_FOUND', `layer ${e.layer} has no Engram table in ${req.source.snapshotDir}`);
+  if (t.rows !== e.rows || t.dim !== dim) {
+    throw new SparkError(
+      'E_PACK_MISMATCH',
+      `${where}: the source table is ${t.rows} x ${t.dim}, the pack says ${e.rows} x ${dim}: not the snapshot this was packed from`,
+    );
+  }
+  return {
+    weight: { path: t.weight.file, offset: t.weight.fileOffset },
+    scale: { path: t.scale.file, offset: t.scale.fileOffset },
+    start: e.start,
+    allRows: req.rows === 'full',
+    sampleRows: req.rows === 'sample' ? sampleRows(count, req.sample ?? 4096) : [],
+  };
+}
+
+/** The first bad chunk into the layer report, and the problem that names it. */
+function badChunkFinding(
+  layer: VerifyLayerReport,
+  e: PackedLayer,
+  r: { badChunks: number[]; badChunkCount: number },
+  where: string,
+): string {
+  const k = r.badChunks[0];
+  const s = chunkSpan(e, k);
+  layer.chunks.first = { index: k, offset: s.offset, bytes: s.bytes, firstRow: s.firstRow, lastRow: s.lastRow };
+  const more = r.badChunkCount > 1 ? ` (${r.badChunkCount} bad chunks in all)` : '';
+  return `${where}: chunk ${k} (bytes ${s.offset}-${s.offset + s.bytes - 1}, rows ${s.firstRow}-${s.lastRow}) fails its checksum${more}`;
 }

@@ -53,35 +53,8 @@ export async function verifyMia(req: VerifyRequest, dir: string, shards: MiaShar
     report.checked.push('identity.json against the shards');
     report.problems.push(...identityProblems(identity, shards));
   }
-  // The split: floor and front from the headers alone; heads with the source's config.json.
   const sane = shards.filter((s) => !s.problem);
-  if (one && sane.length === shards.length) {
-    const config = req.source?.config;
-    const tables = config?.engram
-      ? withSubTables(
-          sane.map((s) => ({ layer: s.layer, rows: s.header!.rows })),
-          config,
-          dir,
-        )
-      : [];
-    const split = shardSplit(sane, tables);
-    report.split = split;
-    if (split === 'unknown') {
-      report.checked.push(
-        config?.engram
-          ? 'the split (floor, front, heads)'
-          : 'the split (floor, front; heads needs --source with config.json)',
-      );
-      if (config?.engram)
-        report.problems.push(
-          `${dir}: the shards' ranges are no floor or heads split's share of rank ${one.rank} of ${one.world}: the stack's reader aborts on them`,
-        );
-    } else if (!STACK_SPLITS.has(split)) {
-      report.problems.push(
-        `${dir}: the shards hold the ${split} split's rows; the stack's reader expects floor (SGLang) or heads (vLLM): ${repackCommand(dir, one.rank, one.world)}`,
-      );
-    }
-  }
+  if (one && sane.length === shards.length) checkSplit(req, dir, report, sane, one);
   if (req.source)
     report.checked.push(req.rows === 'full' ? 'every row against the source' : 'a sample of rows against the source');
   // The data pass: each sane shard read as a dense layer of format version 2, without checksums.
@@ -106,4 +79,42 @@ export async function verifyMia(req: VerifyRequest, dir: string, shards: MiaShar
   report.ok = problems.length === 0;
   report.seconds = (performance.now() - t0) / 1000;
   return report;
+}
+
+/**
+ * The split the shards' ranges are: floor and front from the headers alone; heads with the
+ * source's config.json. The stack's reader takes floor or heads.
+ */
+function checkSplit(
+  req: VerifyRequest,
+  dir: string,
+  report: VerifyReport,
+  sane: MiaShardFile[],
+  one: MiaShardFile,
+): void {
+  const config = req.source?.config;
+  const tables = config?.engram
+    ? withSubTables(
+        sane.map((s) => ({ layer: s.layer, rows: s.header!.rows })),
+        config,
+        dir,
+      )
+    : [];
+  const split = shardSplit(sane, tables);
+  report.split = split;
+  if (split === 'unknown') {
+    report.checked.push(
+      config?.engram
+        ? 'the split (floor, front, heads)'
+        : 'the split (floor, front; heads needs --source with config.json)',
+    );
+    if (config?.engram)
+      report.problems.push(
+        `${dir}: the shards' ranges are no floor or heads split's share of rank ${one.rank} of ${one.world}: the stack's reader aborts on them`,
+      );
+  } else if (!STACK_SPLITS.has(split)) {
+    report.problems.push(
+      `${dir}: the shards hold the ${split} split's rows; the stack's reader expects floor (SGLang) or heads (vLLM): ${repackCommand(dir, one.rank, one.world)}`,
+    );
+  }
 }

@@ -200,10 +200,40 @@ async function verifyTable(
     problems.push(
       `${where}: weight and scale are in different shards (${t.scale.fileName}); the overlay needs both in one`,
     );
-  const sb = t.dim / 32;
+  const hole = firstHole(r, t);
+  if (hole) {
+    layer.hole = hole;
+    problems.push(
+      `${where}: row ${hole.row} (${hole.column}, byte ${hole.offset}) is a hole inside the copy's range [${r.start}, ${r.end}): the copy is damaged or incomplete; make it again`,
+    );
+  }
+  const table = req.manifest.spark?.tables.find((x) => x.layer === r.layer);
+  const src = sourceTable(req, r, t, where);
+  const compareAll = src !== undefined && req.rows === 'full';
+  const sample = src !== undefined && req.rows === 'sample' ? sampleIds(r, req.sample ?? 1000) : undefined;
+  if (!table && !src) return finish();
+  const res = await scanTable(scanJob(req, r, t, { table, src, sample, onBytes }));
+  report.bytesRead += res.bytesRead;
+  if (res.readIo !== 'none' && report.io !== 'buffered') report.io = res.readIo;
+  layer.chunks = { total: table?.checksum.values.length ?? 0, checked: res.chunksChecked, bad: res.badChunkCount };
+  if (res.badChunkCount > 0 && table) problems.push(badChunkFinding(layer, res, table.checksum.chunkRows, r, t, where));
+  if (src) {
+    layer.rows = { mode: compareAll ? 'full' : 'sample', compared: res.rowsCompared, bad: res.badRowCount };
+    if (res.badRowCount > 0) {
+      layer.rows.first = res.badRows[0];
+      const more =
+        res.badRowCount > 1 ? ` (${res.badRowCount} differing rows${compareAll ? '' : ' in the sample'})` : '';
+      problems.push(`${where}: row ${res.badRows[0]} differs from the source${more}`);
+    }
+  }
+  return finish();
+}
+
+/** The first hole inside the copy's range, weight column first, as the layer report names it. */
+function firstHole(r: SparseRange, t: EngramTable): VerifyLayerReport['hole'] {
   for (const [column, offset, pitch] of [
     ['weight', t.weight.fileOffset, t.dim],
-    ['scale', t.scale.fileOffset, sb],
+    ['scale', t.scale.fileOffset, t.dim / 32],
   ] as const) {
     const at = findHole(
       column === 'weight' ? t.weight.file : t.scale.file,
@@ -211,14 +241,13 @@ async function verifyTable(
       offset + r.end * pitch,
     );
     if (at === undefined) continue;
-    const row = Math.floor((at - offset) / pitch);
-    layer.hole = { column, row, offset: at };
-    problems.push(
-      `${where}: row ${row} (${column}, byte ${at}) is a hole inside the copy's range [${r.start}, ${r.end}): the copy is damaged or incomplete; make it again`,
-    );
-    break;
+    return { column, row: Math.floor((at - offset) / pitch), offset: at };
   }
-  const table = req.manifest.spark?.tables.find((x) => x.layer === r.layer);
+  return undefined;
+}
+
+/** The source snapshot's table of this layer, when a source is given: it must exist and have the copy's shape. */
+function sourceTable(req: SparseVerifyRequest, r: SparseRange, t: EngramTable, where: string): SourceTable | undefined {
   const src = req.source?.tables.find((x) => x.layer === r.layer);
   if (req.source && !src)
     throw new SparkError('E_ENGRAM_NOT_FOUND', `layer ${r.layer} has no Engram table in ${req.source.snapshotDir}`);
@@ -228,10 +257,26 @@ async function verifyTable(
       `${where}: the source table is ${src.rows} x ${src.dim}, the copy's header says ${t.rows} x ${t.dim}: not the snapshot this was copied from`,
     );
   }
-  const compareAll = src !== undefined && req.rows === 'full';
-  const sample = src !== undefined && req.rows === 'sample' ? sampleIds(r, req.sample ?? 1000) : undefined;
-  if (!table && !src) return finish();
-  const job: ScanJob = {
+  return src;
+}
+
+type SparkTable = NonNullable<SparseManifest['spark']>['tables'][number];
+type SourceTable = NonNullable<SparseVerifyRequest['source']>['tables'][number];
+
+/** The native scan of one table: checksums where spark made the copy, rows against the source where given. */
+function scanJob(
+  req: SparseVerifyRequest,
+  r: SparseRange,
+  t: EngramTable,
+  o: {
+    table: SparkTable | undefined;
+    src: SourceTable | undefined;
+    sample: number[] | undefined;
+    onBytes: (n: number) => void;
+  },
+): ScanJob {
+  const { table, src, sample } = o;
+  return {
     copy: {
       weightPath: t.weight.file,
       weightOffset: t.weight.fileOffset,
@@ -243,7 +288,7 @@ async function verifyTable(
     end: r.end,
     chunkRows: table?.checksum.chunkRows ?? PLAIN_CHUNK_ROWS,
     threads: req.threads,
-    onBytes,
+    onBytes: o.onBytes,
     ...(table ? { checksums: table.checksum.values } : {}),
     ...(src
       ? {
@@ -257,35 +302,29 @@ async function verifyTable(
       : {}),
     ...(sample ? { sample } : {}),
   };
-  const res = await scanTable(job);
-  report.bytesRead += res.bytesRead;
-  if (res.readIo !== 'none' && report.io !== 'buffered') report.io = res.readIo;
-  layer.chunks = { total: table?.checksum.values.length ?? 0, checked: res.chunksChecked, bad: res.badChunkCount };
-  if (res.badChunkCount > 0 && table) {
-    const k = res.badChunks[0];
-    const cr = table.checksum.chunkRows;
-    const first = r.start + k * cr;
-    const last = Math.min(first + cr, r.end) - 1;
-    layer.chunks.first = {
-      index: k,
-      offset: t.weight.fileOffset + first * t.dim,
-      bytes: (last - first + 1) * (t.dim + sb),
-      firstRow: first,
-      lastRow: last,
-    };
-    const more = res.badChunkCount > 1 ? ` (${res.badChunkCount} bad chunks in all)` : '';
-    problems.push(`${where}: chunk ${k} (rows ${first}-${last}) fails its checksum${more}`);
-  }
-  if (src) {
-    layer.rows = { mode: compareAll ? 'full' : 'sample', compared: res.rowsCompared, bad: res.badRowCount };
-    if (res.badRowCount > 0) {
-      layer.rows.first = res.badRows[0];
-      const more =
-        res.badRowCount > 1 ? ` (${res.badRowCount} differing rows${compareAll ? '' : ' in the sample'})` : '';
-      problems.push(`${where}: row ${res.badRows[0]} differs from the source${more}`);
-    }
-  }
-  return finish();
+}
+
+/** The first bad chunk into the layer report, and the problem that names it. */
+function badChunkFinding(
+  layer: VerifyLayerReport,
+  res: Awaited<ReturnType<typeof scanTable>>,
+  chunkRows: number,
+  r: SparseRange,
+  t: EngramTable,
+  where: string,
+): string {
+  const k = res.badChunks[0];
+  const first = r.start + k * chunkRows;
+  const last = Math.min(first + chunkRows, r.end) - 1;
+  layer.chunks.first = {
+    index: k,
+    offset: t.weight.fileOffset + first * t.dim,
+    bytes: (last - first + 1) * (t.dim + t.dim / 32),
+    firstRow: first,
+    lastRow: last,
+  };
+  const more = res.badChunkCount > 1 ? ` (${res.badChunkCount} bad chunks in all)` : '';
+  return `${where}: chunk ${k} (rows ${first}-${last}) fails its checksum${more}`;
 }
 
 /** The first and last row of the range and `n` more at random (global ids, ascending). */

@@ -291,6 +291,22 @@ async function runRules(
     }),
   );
   if (bug) throw bug;
+  return preflightReport(ctx, { rules, selected, findings, skipped, ran, began });
+}
+
+/** The report: findings by severity then rule order, counts, every node and what ran or was skipped. */
+function preflightReport(
+  ctx: PreflightContext,
+  r: {
+    rules: readonly Rule[];
+    selected: Rule[];
+    findings: Finding[];
+    skipped: PreflightReport['skipped'];
+    ran: Set<string>;
+    began: number;
+  },
+): PreflightReport {
+  const { rules, selected, findings, skipped, ran, began } = r;
   // Stable: by severity, then rule order, then as each rule listed them.
   const order = new Map(rules.map((r, i) => [r.id, i]));
   findings.sort((a, b) => ORDER[a.severity] - ORDER[b.severity] || order.get(a.rule)! - order.get(b.rule)!);

@@ -237,6 +237,34 @@ bool Parser::IsDuplicate(Frame& f, KeyRef key) {
   return false;
 }
 
+namespace {
+
+// The character a one-letter escape stands for (\" \\ \/ \b \f \n \r \t), or nullptr.
+const char* SimpleEscape(uint8_t e) {
+  switch (e) {
+    case '"':
+      return "\"";
+    case '\\':
+      return "\\";
+    case '/':
+      return "/";
+    case 'b':
+      return "\b";
+    case 'f':
+      return "\f";
+    case 'n':
+      return "\n";
+    case 'r':
+      return "\r";
+    case 't':
+      return "\t";
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
 bool Parser::ParseString(KeyRef* out) {
   std::string& pool = doc_->pool_;
   size_t open = pos_++;
@@ -267,35 +295,7 @@ bool Parser::ParseString(KeyRef* out) {
     // An escape.
     if (n_ - pos_ < 2) return Fail(Error::Kind::kSyntax, "unterminated string", open);
     uint8_t e = s_[pos_ + 1];
-    const char* simple = nullptr;
-    switch (e) {
-      case '"':
-        simple = "\"";
-        break;
-      case '\\':
-        simple = "\\";
-        break;
-      case '/':
-        simple = "/";
-        break;
-      case 'b':
-        simple = "\b";
-        break;
-      case 'f':
-        simple = "\f";
-        break;
-      case 'n':
-        simple = "\n";
-        break;
-      case 'r':
-        simple = "\r";
-        break;
-      case 't':
-        simple = "\t";
-        break;
-      default:
-        break;
-    }
+    const char* simple = SimpleEscape(e);
     if (simple != nullptr) {
       pool.push_back(*simple);
       pos_ += 2;

@@ -23,7 +23,7 @@ import { snapshotRows } from './pack.js';
 import type { MiaDirFact, MiaFileFact } from '../facts/types.js';
 import { MIA_IDENTITY_NAME } from '../facts/mia-dir.js';
 import { join } from 'node:path';
-import type { PreflightContext, RuleOutcome } from '../types.js';
+import type { Finding, PreflightContext, RuleOutcome } from '../types.js';
 
 /** The text a version-1 spark pack's `.bin` starts with (its JSON header block). */
 const SPARK_V1_START = '{"format":"spark-engram-packed"';
@@ -205,29 +205,7 @@ export const packs = defineRule({
           }),
         );
       } else if (v.status === 'aborts') {
-        const share =
-          v.header && (v.header.lo !== e.want.lo || v.header.hi !== e.want.hi)
-            ? floorShareOf(v.header.lo, v.header.hi, v.header.rows)
-            : undefined;
-        const whose = share ? ` (rank ${share.rank} of ${share.world}'s rows; this is rank ${p.rank} of ${p.tp})` : '';
-        // A file that cannot be opened with O_DIRECT is never opened at all: no abort yet.
-        const unseen = e.file?.direct === false;
-        const fate = unseen
-          ? ': the reader would abort on it, and does not only because its filesystem refuses O_DIRECT (see mia.o-direct)'
-          : e.file?.kind !== 'file'
-            ? ": the Mia stack's reader cannot attach it, and the rank fails or hangs at boot"
-            : ": the Mia stack's reader aborts on it, and the rank dies at boot";
-        out.push(
-          finding(this, {
-            ...(unseen ? { severity: 'warn' as const } : {}),
-            message: `${e.path} on ${node} ${v.why}${whose}${fate}`,
-            where: e.path,
-            fix:
-              e.file?.kind === 'file'
-                ? `re-pack it: ${repackCommand(ctx, p, true)}`
-                : `remove it (${shJoin(['rm', '-r', e.path])}), then: ${repackCommand(ctx, p, false)}`,
-          }),
-        );
+        out.push(abortFinding(this, ctx, p, e, v));
       } else if (v.oversize) {
         out.push(
           finding(this, {
@@ -239,33 +217,67 @@ export const packs = defineRule({
         );
       }
     }
-    if (absent.length === 0) return out;
-    const strays = p.others.filter((f) => parseMiaShardName(f.name));
-    const noneAtAll = absent.length === p.expected.length;
-    if (noneAtAll && strays.length === 0) {
-      out.push(
-        finding(this, {
-          severity: 'info',
-          message: `no packs for rank ${p.rank} of ${p.tp} in ${p.host} on ${node} (${p.dir.from}): ${SERVES_FROM_CHECKPOINT}`,
-          where: p.host,
-          fix: `pack them: ${repackCommand(ctx, p, false)} (every node at once: spark fanout pack --layout dense)`,
-        }),
-      );
-      return out;
-    }
-    const also =
-      strays.length > 0 ? `; the directory holds ${describeOthers(strays)}: packed for another rank or world` : '';
-    out.push(
-      finding(this, {
-        severity: 'warn',
-        message: `${absent.join(' and ')} ${absent.length > 1 ? 'are' : 'is'} missing from ${p.host} on ${node}${also}: ${SERVES_FROM_CHECKPOINT}`,
-        where: join(p.host, absent[0]!),
-        fix: `pack rank ${p.rank} of ${p.tp} there: ${repackCommand(ctx, p, false)}`,
-      }),
-    );
+    if (absent.length > 0) out.push(absentFinding(this, ctx, p, absent));
     return out;
   },
 });
+
+type RuleHead = Parameters<typeof finding>[0];
+
+/** A pack the Mia stack's reader would abort on (or cannot attach): whose rows it holds, what happens, the fix. */
+function abortFinding(
+  rule: RuleHead,
+  ctx: PreflightContext,
+  p: MiaNodePacks,
+  e: MiaExpected,
+  v: Extract<MiaVerdict, { status: 'aborts' }>,
+): Finding {
+  const node = whereNode(ctx);
+  const share =
+    v.header && (v.header.lo !== e.want.lo || v.header.hi !== e.want.hi)
+      ? floorShareOf(v.header.lo, v.header.hi, v.header.rows)
+      : undefined;
+  const whose = share ? ` (rank ${share.rank} of ${share.world}'s rows; this is rank ${p.rank} of ${p.tp})` : '';
+  // A file that cannot be opened with O_DIRECT is never opened at all: no abort yet.
+  const unseen = e.file?.direct === false;
+  const fate = unseen
+    ? ': the reader would abort on it, and does not only because its filesystem refuses O_DIRECT (see mia.o-direct)'
+    : e.file?.kind !== 'file'
+      ? ": the Mia stack's reader cannot attach it, and the rank fails or hangs at boot"
+      : ": the Mia stack's reader aborts on it, and the rank dies at boot";
+  return finding(rule, {
+    ...(unseen ? { severity: 'warn' as const } : {}),
+    message: `${e.path} on ${node} ${v.why}${whose}${fate}`,
+    where: e.path,
+    fix:
+      e.file?.kind === 'file'
+        ? `re-pack it: ${repackCommand(ctx, p, true)}`
+        : `remove it (${shJoin(['rm', '-r', e.path])}), then: ${repackCommand(ctx, p, false)}`,
+  });
+}
+
+/** This rank's packs missing from the directory: none at all (info), or some (warn), naming other ranks' packs there. */
+function absentFinding(rule: RuleHead, ctx: PreflightContext, p: MiaNodePacks, absent: string[]): Finding {
+  const node = whereNode(ctx);
+  const strays = p.others.filter((f) => parseMiaShardName(f.name));
+  const noneAtAll = absent.length === p.expected.length;
+  if (noneAtAll && strays.length === 0) {
+    return finding(rule, {
+      severity: 'info',
+      message: `no packs for rank ${p.rank} of ${p.tp} in ${p.host} on ${node} (${p.dir.from}): ${SERVES_FROM_CHECKPOINT}`,
+      where: p.host,
+      fix: `pack them: ${repackCommand(ctx, p, false)} (every node at once: spark fanout pack --layout dense)`,
+    });
+  }
+  const also =
+    strays.length > 0 ? `; the directory holds ${describeOthers(strays)}: packed for another rank or world` : '';
+  return finding(rule, {
+    severity: 'warn',
+    message: `${absent.join(' and ')} ${absent.length > 1 ? 'are' : 'is'} missing from ${p.host} on ${node}${also}: ${SERVES_FROM_CHECKPOINT}`,
+    where: join(p.host, absent[0]!),
+    fix: `pack rank ${p.rank} of ${p.tp} there: ${repackCommand(ctx, p, false)}`,
+  });
+}
 
 export const oDirect = defineRule({
   id: 'mia.o-direct',

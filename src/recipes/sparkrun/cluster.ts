@@ -132,6 +132,25 @@ export function parseSparkrunCluster(source: string, file: string, sshUser?: str
       'write transfer_interface: cx7',
     );
   const fileName = file.replace(/^.*\//, '').replace(/\.ya?ml$/, '');
+  const diagnostics = clusterFindings(top, file, (key) => doc.root.keys.get(key)?.line);
+  const out: SparkrunCluster = {
+    file,
+    name: typeof top.name === 'string' && top.name !== '' ? top.name : fileName,
+    hosts,
+    transferInterface: ti as TransferInterface,
+    diagnostics,
+    line: (key) => doc.root.keys.get(key)?.line,
+  };
+  if (typeof top.topology === 'string') out.topology = top.topology;
+  return out;
+}
+
+/** A warning per key spark does not know, and per sparkrun setting it does not read. */
+function clusterFindings(
+  top: Record<string, unknown>,
+  file: string,
+  lineOf: (key: string) => number | undefined,
+): FileDiagnostic[] {
   const diagnostics: FileDiagnostic[] = [];
   for (const key of Object.keys(top)) {
     if (KNOWN.includes(key)) continue;
@@ -139,7 +158,7 @@ export function parseSparkrunCluster(source: string, file: string, sshUser?: str
       kind: 'unknown-key',
       severity: 'warn',
       file,
-      ...(doc.root.keys.get(key) ? { line: doc.root.keys.get(key)!.line } : {}),
+      ...(lineOf(key) !== undefined ? { line: lineOf(key)! } : {}),
       key,
       message: `unknown key ${key} in the sparkrun cluster file (ignored)`,
       fix: `spark reads ${KNOWN.join(', ')}`,
@@ -147,7 +166,7 @@ export function parseSparkrunCluster(source: string, file: string, sshUser?: str
   }
   for (const key of ['env', 'env_file', 'runtime_cache']) {
     if (top[key] === undefined) continue;
-    const line = doc.root.keys.get(key)?.line;
+    const line = lineOf(key);
     diagnostics.push({
       kind: 'sparkrun-not-run',
       severity: 'warn',
@@ -161,16 +180,7 @@ export function parseSparkrunCluster(source: string, file: string, sshUser?: str
           : "put the values in the recipe's env, or in a spark cluster file's [nccl] or [nodes.env]",
     });
   }
-  const out: SparkrunCluster = {
-    file,
-    name: typeof top.name === 'string' && top.name !== '' ? top.name : fileName,
-    hosts,
-    transferInterface: ti as TransferInterface,
-    diagnostics,
-    line: (key) => doc.root.keys.get(key)?.line,
-  };
-  if (typeof top.topology === 'string') out.topology = top.topology;
-  return out;
+  return diagnostics;
 }
 
 /** sparkrun's settings (config.yaml) spark uses: the ssh user and the Hugging Face cache. */

@@ -50,6 +50,79 @@ export async function parseSparkrunRecipe(
   file: string,
   options: SparkrunReadOptions,
 ): Promise<LoadedRecipe> {
+  const at = readTop(source, file);
+  const { r, top } = at;
+  const defaults = r.map(top, ['defaults']);
+  const command = r.string(top, ['command']);
+  const { engine, runtimeLine } = readRuntime(at, command, defaults);
+  const m = readModel(at, defaults);
+  const values = placeholderValues(defaults, m.model, m.revision);
+  const executor = r.map(top, ['executor_config']);
+  const entrypoint = r.string(executor, ['executor_config', 'entrypoint']);
+  const built =
+    command !== undefined
+      ? commandFromTemplate(at, command, defaults, values, m.model)
+      : commandFromDefaults(at, engine, defaults, values, runtimeLine);
+  const { args, programLine } = built;
+  const program = withEntrypoint(r, entrypoint, built.program);
+  if (m.revision !== undefined && !parseArgs(args.map((a) => a.text)).has('--revision')) {
+    args.push(
+      { text: '--revision', line: r.line('model_revision') },
+      { text: m.revision, line: r.line('model_revision') },
+    );
+  }
+  const nodes = nodeCount(at, args, m.tp, m.pp);
+  const envTable = r.map(top, ['env']);
+  const launch = await launchValues(m.model, m.revision, nodes, options);
+  const env = readEnv(at, envTable, { file, defaults, launch, processEnv: options.env, diagnostics: at.diagnostics });
+  const extraMounts = volumes(r, executor);
+  runtimeCacheMount(at, envTable, extraMounts);
+  // What spark does not do, one finding each (each mod its own); unknown keys by name.
+  at.diagnostics.push(
+    ...modFindings(top.mods, (i) => (i === undefined ? r.line('mods') : r.line('mods', i)), {
+      file,
+      model: m.model,
+      ...(launch.modelRevision !== undefined ? { commit: launch.modelRevision } : {}),
+      hfCache: options.hfCache ?? '~/.cache/huggingface',
+      nodes,
+      env,
+      mounts: extraMounts,
+    }),
+  );
+  topKeyFindings(at);
+  const shmSize =
+    executor.shm_size === undefined || executor.shm_size === null ? undefined : renderValue(executor.shm_size);
+  executorKeyFindings(at, executor, shmSize);
+  const recipe: Recipe = {
+    file,
+    engine,
+    dockerImage: m.image,
+    model: m.model,
+    requiredNodes: nodes,
+    pipelineParallelSize: m.pp,
+    args: args.map((a) => a.text),
+    extraMounts,
+    env,
+    entrypoint: program,
+    locate: locator<Recipe, RecipeField>(
+      RECIPE_FIELDS,
+      positions(r, args, programLine, extraMounts, m.tp !== undefined),
+    ),
+  };
+  setOptionalFields(at, recipe, { tp: m.tp, defaults, engine, shmSize });
+  return { recipe, diagnostics: at.diagnostics };
+}
+
+/** What every step of reading one recipe reads from and reports into. */
+interface RecipeRead {
+  file: string;
+  r: Reader;
+  top: Record<string, unknown>;
+  diagnostics: FileDiagnostic[];
+}
+
+/** The YAML map at the top of the file, and a recipe_version spark reads. */
+function readTop(source: string, file: string): RecipeRead {
   const doc = parseYamlDocument(source, file, 'E_RECIPE');
   if (!isTable(doc.value)) {
     throw new SparkError(
@@ -60,13 +133,19 @@ export async function parseSparkrunRecipe(
   }
   const top = doc.value;
   const r: Reader = new Reader(file, doc, top);
-  const diagnostics: FileDiagnostic[] = [];
   const version = top.recipe_version === undefined ? '2' : String(top.recipe_version);
   if (version !== '2' && version !== '1')
     r.fail(['recipe_version'], `recipe_version "${version}" is not one spark reads`, 'write recipe_version: "2"');
+  return { file, r, top, diagnostics: [] };
+}
 
-  const defaults = r.map(top, ['defaults']);
-  const command = r.string(top, ['command']);
+/** The engine the runtime (written or guessed) runs, and the line it is reported on. */
+function readRuntime(
+  { file, top, diagnostics, ...at }: RecipeRead,
+  command: string | undefined,
+  defaults: Record<string, unknown>,
+): { engine: Engine; runtimeLine: number | undefined } {
+  const r: Reader = at.r; // typed here, so that r.fail() (never) narrows what follows
   const runtime = guessRuntime(top, command, defaults.distributed_executor_backend);
   const choice = runtimeChoice(runtime);
   if (choice.kind === 'unsupported') {
@@ -76,7 +155,6 @@ export async function parseSparkrunRecipe(
       'use runtime: sglang or vllm, or launch this recipe with sparkrun',
     );
   }
-  const engine: Engine = choice.engine;
   // A runtime guessed from other keys is reported on the line of the key it was guessed from.
   const runtimeLine =
     r.line('runtime') ??
@@ -88,7 +166,11 @@ export async function parseSparkrunRecipe(
     r.line('model');
   if (choice.kind === 'engine-not-as-written')
     diagnostics.push(notRunDiagnostic(file, runtimeLine, `runtime ${runtime}`, choice.notRun));
+  return { engine: choice.engine, runtimeLine };
+}
 
+/** model, container, model_revision and the parallel shape the defaults give. */
+function readModel({ r, top }: RecipeRead, defaults: Record<string, unknown>) {
   const model =
     r.string(top, ['model']) ?? r.fail(['model'], 'model is missing at the top level', 'add model: org/name');
   const image =
@@ -102,101 +184,126 @@ export async function parseSparkrunRecipe(
     top.model_revision === undefined || top.model_revision === null ? undefined : renderValue(top.model_revision);
   const tp = r.count(defaults, ['defaults', 'tensor_parallel']);
   const pp = r.count(defaults, ['defaults', 'pipeline_parallel']) ?? 1;
+  return { model, image, revision, tp, pp };
+}
 
-  // Placeholder values: every default as text, then what the recipe's own top-level keys answer
-  // (a default of the same name wins, as in sparkrun).
+/**
+ * Placeholder values: every default as text, then what the recipe's own top-level keys answer
+ * (a default of the same name wins, as in sparkrun).
+ */
+function placeholderValues(
+  defaults: Record<string, unknown>,
+  model: string,
+  revision: string | undefined,
+): Map<string, string> {
   const values = new Map(Object.entries(defaults).map(([k, v]) => [k, renderValue(v)]));
   if (!values.has('model')) values.set('model', model);
   if (revision !== undefined && !values.has('model_revision')) values.set('model_revision', revision);
-  const executor = r.map(top, ['executor_config']);
-  const entrypoint = r.string(executor, ['executor_config', 'entrypoint']);
-  let program: string[];
-  let programLine: number | undefined;
-  let args: LinedArg[];
-  if (command !== undefined) {
-    const firstLine = doc.textLine('command');
-    let t: ReturnType<typeof templateCommand>;
-    try {
-      t = templateCommand(command, values, model, firstLine);
-    } catch (err) {
-      if (!(err instanceof ShellSyntaxError)) throw err;
-      const line = firstLine === undefined ? undefined : firstLine + err.line;
-      const where = line === undefined ? file : `${file}:${line}`;
-      throw new SparkError(
-        'E_RECIPE',
-        `${where}: command: ${err.message}; write the engine command alone (its environment under env:)`,
-        { path: file, key: 'command' },
-      );
-    }
-    ({ program, args, programLine } = t);
-    for (const key of t.unresolved) {
-      diagnostics.push(
-        diagnostic(
-          file,
-          firstLine,
-          'sparkrun-defaults',
-          'error',
-          `command.{${key}}`,
-          `command: {${key}} names no key of defaults and no top-level key spark answers (model, model_revision), so the engine would get it as written`,
-          `add ${key} to defaults, or correct the name`,
-        ),
-      );
-    }
-    for (const key of Object.keys(defaults)) {
-      if (t.used.has(key) || SHAPE_KEYS.has(key) || [...values.values()].some((v) => v.includes(`{${key}}`))) continue;
-      diagnostics.push(
-        diagnostic(
-          file,
-          r.line('defaults', key),
-          'sparkrun-defaults',
-          'warn',
-          `defaults.${key}`,
-          `defaults.${key} is not named in command, so it reaches nothing (sparkrun does the same with a template)`,
-          `name it in command as {${key}}, or remove it`,
-        ),
-      );
-    }
-  } else {
-    program = PROGRAMS[engine];
-    programLine = runtimeLine;
-    const built = defaultsCommand(engine, defaults, values, (key) => r.line('defaults', key));
-    args = built.args;
-    for (const o of built.outcomes) {
-      const f = outcomeFinding(engine, o);
-      if (f)
-        diagnostics.push(
-          diagnostic(
-            file,
-            r.line('defaults', o.key),
-            'sparkrun-defaults',
-            f.severity,
-            `defaults.${o.key}`,
-            f.message,
-            f.fix,
-          ),
-        );
-    }
-  }
-  if (entrypoint !== undefined && entrypoint !== '') {
-    try {
-      program = [...shellWords(entrypoint).map((w) => w.text), ...program];
-    } catch (err) {
-      if (!(err instanceof ShellSyntaxError)) throw err;
-      r.fail(
-        ['executor_config', 'entrypoint'],
-        `executor_config.entrypoint: ${err.message}`,
-        'write the program and its arguments alone',
-      );
-    }
-  }
-  if (revision !== undefined && !parseArgs(args.map((a) => a.text)).has('--revision')) {
-    args.push(
-      { text: '--revision', line: r.line('model_revision') },
-      { text: revision, line: r.line('model_revision') },
+  return values;
+}
+
+interface BuiltCommand {
+  program: string[];
+  programLine: number | undefined;
+  args: LinedArg[];
+}
+
+/** The engine command from the recipe's command template, with a finding per unresolved or unused name. */
+function commandFromTemplate(
+  { file, r, diagnostics }: RecipeRead,
+  command: string,
+  defaults: Record<string, unknown>,
+  values: Map<string, string>,
+  model: string,
+): BuiltCommand {
+  const firstLine = r.doc.textLine('command');
+  let t: ReturnType<typeof templateCommand>;
+  try {
+    t = templateCommand(command, values, model, firstLine);
+  } catch (err) {
+    if (!(err instanceof ShellSyntaxError)) throw err;
+    const line = firstLine === undefined ? undefined : firstLine + err.line;
+    const where = line === undefined ? file : `${file}:${line}`;
+    throw new SparkError(
+      'E_RECIPE',
+      `${where}: command: ${err.message}; write the engine command alone (its environment under env:)`,
+      { path: file, key: 'command' },
     );
   }
+  for (const key of t.unresolved) {
+    diagnostics.push(
+      diagnostic(
+        file,
+        firstLine,
+        'sparkrun-defaults',
+        'error',
+        `command.{${key}}`,
+        `command: {${key}} names no key of defaults and no top-level key spark answers (model, model_revision), so the engine would get it as written`,
+        `add ${key} to defaults, or correct the name`,
+      ),
+    );
+  }
+  for (const key of Object.keys(defaults)) {
+    if (t.used.has(key) || SHAPE_KEYS.has(key) || [...values.values()].some((v) => v.includes(`{${key}}`))) continue;
+    diagnostics.push(
+      diagnostic(
+        file,
+        r.line('defaults', key),
+        'sparkrun-defaults',
+        'warn',
+        `defaults.${key}`,
+        `defaults.${key} is not named in command, so it reaches nothing (sparkrun does the same with a template)`,
+        `name it in command as {${key}}, or remove it`,
+      ),
+    );
+  }
+  return { program: t.program, args: t.args, programLine: t.programLine };
+}
 
-  // Nodes: tp × pp; a tp the template writes as a flag counts when defaults has none.
+/** The engine command spark builds from the defaults when there is no template, with a finding per default it cannot pass. */
+function commandFromDefaults(
+  { file, r, diagnostics }: RecipeRead,
+  engine: Engine,
+  defaults: Record<string, unknown>,
+  values: Map<string, string>,
+  runtimeLine: number | undefined,
+): BuiltCommand {
+  const built = defaultsCommand(engine, defaults, values, (key) => r.line('defaults', key));
+  for (const o of built.outcomes) {
+    const f = outcomeFinding(engine, o);
+    if (f)
+      diagnostics.push(
+        diagnostic(
+          file,
+          r.line('defaults', o.key),
+          'sparkrun-defaults',
+          f.severity,
+          `defaults.${o.key}`,
+          f.message,
+          f.fix,
+        ),
+      );
+  }
+  return { program: PROGRAMS[engine], programLine: runtimeLine, args: built.args };
+}
+
+/** executor_config.entrypoint's words before the program. */
+function withEntrypoint(r: Reader, entrypoint: string | undefined, program: string[]): string[] {
+  if (entrypoint === undefined || entrypoint === '') return program;
+  try {
+    return [...shellWords(entrypoint).map((w) => w.text), ...program];
+  } catch (err) {
+    if (!(err instanceof ShellSyntaxError)) throw err;
+    return r.fail(
+      ['executor_config', 'entrypoint'],
+      `executor_config.entrypoint: ${err.message}`,
+      'write the program and its arguments alone',
+    );
+  }
+}
+
+/** Nodes: tp × pp; a tp the template writes as a flag counts when defaults has none. */
+function nodeCount({ file, r, top, diagnostics }: RecipeRead, args: LinedArg[], tp: number | undefined, pp: number) {
   const written = parseArgs(args.map((a) => a.text));
   const argTp = TP_FLAGS.map((f) => written.number(f)).find((n) => n !== undefined);
   const minNodes = r.count(top, ['min_nodes']);
@@ -216,11 +323,15 @@ export async function parseSparkrunRecipe(
       ),
     );
   }
+  return nodes;
+}
 
-  // env: interpolated with what spark resolves.
-  const envTable = r.map(top, ['env']);
-  const launch = await launchValues(model, revision, nodes, options);
-  const ctx = { file, defaults, launch, processEnv: options.env, diagnostics };
+/** env: interpolated with what spark resolves. */
+function readEnv(
+  { r }: RecipeRead,
+  envTable: Record<string, unknown>,
+  ctx: Parameters<typeof interpolate>[0],
+): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [key, raw] of Object.entries(envTable)) {
     if (raw !== null && typeof raw === 'object')
@@ -230,46 +341,43 @@ export async function parseSparkrunRecipe(
       r.fail(['env', key], `env key ${keyProblem}`, 'use letters, digits and _ (not starting with a digit)');
     env[key] = interpolate(ctx, key, raw, r.line('env', key));
   }
-  const extraMounts = volumes(r, executor);
-  const cacheTable = top.runtime_cache;
-  if (usesRuntimeCache(Object.values(envTable).map((v) => renderValue(v)))) {
-    const off = cacheTable === false || (isTable(cacheTable) && cacheTable.enabled === false);
-    if (off) {
-      diagnostics.push(
-        diagnostic(
-          file,
-          r.line('runtime_cache'),
-          'sparkrun-defaults',
-          'error',
-          'runtime_cache',
-          'env names {launch.runtime_cache_dir}, but runtime_cache turns the cache off, so nothing is mounted there',
-          'turn runtime_cache on, or stop naming it in env',
-        ),
-      );
-    } else {
-      const dir =
-        isTable(cacheTable) && typeof cacheTable.dir === 'string' ? cacheTable.dir : RUNTIME_CACHE_HOST_DEFAULT;
-      extraMounts.push({
-        host: dir,
-        container: RUNTIME_CACHE_CONTAINER_PATH,
-        readOnly: false,
-        ...(r.line('runtime_cache') !== undefined ? { line: r.line('runtime_cache')! } : {}),
-      });
-    }
-  }
+  return env;
+}
 
-  // What spark does not do, one finding each (each mod its own); unknown keys by name.
-  diagnostics.push(
-    ...modFindings(top.mods, (i) => (i === undefined ? r.line('mods') : r.line('mods', i)), {
-      file,
-      model,
-      ...(launch.modelRevision !== undefined ? { commit: launch.modelRevision } : {}),
-      hfCache: options.hfCache ?? '~/.cache/huggingface',
-      nodes,
-      env,
-      mounts: extraMounts,
-    }),
-  );
+/** The runtime cache mounted where env names {launch.runtime_cache_dir}, or an error when runtime_cache is off. */
+function runtimeCacheMount(
+  { file, r, top, diagnostics }: RecipeRead,
+  envTable: Record<string, unknown>,
+  mounts: Mount[],
+) {
+  const cacheTable = top.runtime_cache;
+  if (!usesRuntimeCache(Object.values(envTable).map((v) => renderValue(v)))) return;
+  const off = cacheTable === false || (isTable(cacheTable) && cacheTable.enabled === false);
+  if (off) {
+    diagnostics.push(
+      diagnostic(
+        file,
+        r.line('runtime_cache'),
+        'sparkrun-defaults',
+        'error',
+        'runtime_cache',
+        'env names {launch.runtime_cache_dir}, but runtime_cache turns the cache off, so nothing is mounted there',
+        'turn runtime_cache on, or stop naming it in env',
+      ),
+    );
+    return;
+  }
+  const dir = isTable(cacheTable) && typeof cacheTable.dir === 'string' ? cacheTable.dir : RUNTIME_CACHE_HOST_DEFAULT;
+  mounts.push({
+    host: dir,
+    container: RUNTIME_CACHE_CONTAINER_PATH,
+    readOnly: false,
+    ...(r.line('runtime_cache') !== undefined ? { line: r.line('runtime_cache')! } : {}),
+  });
+}
+
+/** A finding per top-level key spark does not run, and per key it does not know. */
+function topKeyFindings({ file, r, top, diagnostics }: RecipeRead): void {
   for (const key of Object.keys(top)) {
     if (key === 'mods') continue;
     const n = NOT_RUN[key];
@@ -291,8 +399,14 @@ export async function parseSparkrunRecipe(
       );
     }
   }
-  const shmSize =
-    executor.shm_size === undefined || executor.shm_size === null ? undefined : renderValue(executor.shm_size);
+}
+
+/** A finding per executor_config key spark does not run (unless it asks for what spark does anyway) or know. */
+function executorKeyFindings(
+  { file, r, diagnostics }: RecipeRead,
+  executor: Record<string, unknown>,
+  shmSize: string | undefined,
+): void {
   for (const key of Object.keys(executor)) {
     const n = NOT_RUN_EXECUTOR[key];
     if (n) {
@@ -312,22 +426,17 @@ export async function parseSparkrunRecipe(
       );
     }
   }
+}
 
-  const recipe: Recipe = {
-    file,
-    engine,
-    dockerImage: image,
-    model,
-    requiredNodes: nodes,
-    pipelineParallelSize: pp,
-    args: args.map((a) => a.text),
-    extraMounts,
-    env,
-    entrypoint: program,
-    locate: locator<Recipe, RecipeField>(RECIPE_FIELDS, positions(r, args, programLine, extraMounts, tp !== undefined)),
-  };
-  if (tp !== undefined) recipe.tensorParallelSize = tp;
-  const port = defaults.port;
+/** tensor_parallel, port, the vLLM backend, shm_size and the name, where the recipe gives them. */
+function setOptionalFields(
+  at: RecipeRead,
+  recipe: Recipe,
+  o: { tp: number | undefined; defaults: Record<string, unknown>; engine: Engine; shmSize: string | undefined },
+): void {
+  const r: Reader = at.r; // typed here, so that r.fail() (never) narrows what follows
+  if (o.tp !== undefined) recipe.tensorParallelSize = o.tp;
+  const port = o.defaults.port;
   if (port !== undefined) {
     if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) {
       r.fail(
@@ -338,13 +447,14 @@ export async function parseSparkrunRecipe(
     }
     recipe.port = port;
   }
-  const backend = defaults.distributed_executor_backend;
-  if (engine === 'vllm' && typeof backend === 'string') recipe.distributedBackend = backend;
-  if (shmSize !== undefined) recipe.shmSize = shmSize;
+  const backend = o.defaults.distributed_executor_backend;
+  if (o.engine === 'vllm' && typeof backend === 'string') recipe.distributedBackend = backend;
+  if (o.shmSize !== undefined) recipe.shmSize = o.shmSize;
   const name =
-    isTable(top.metadata) && typeof top.metadata.description === 'string' ? top.metadata.description : undefined;
+    isTable(at.top.metadata) && typeof at.top.metadata.description === 'string'
+      ? at.top.metadata.description
+      : undefined;
   if (name !== undefined) recipe.name = name;
-  return { recipe, diagnostics };
 }
 
 /**

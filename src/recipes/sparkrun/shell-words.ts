@@ -69,27 +69,13 @@ export function shellWords(text: string): ShellWord[] {
       i = close;
     } else if (c === '"') {
       begin();
-      let j = i + 1;
-      for (; j < text.length && text[j] !== '"'; j++) {
-        const d = text[j]!;
-        if (d === '$' || d === '`') refuse(`${d === '$' ? 'a $ expansion' : 'a backquote'} inside double quotes`);
-        if (d === '\\' && j + 1 < text.length) {
-          const n = text[j + 1]!;
-          if (n === '\n') {
-            line++;
-          } else if ('"\\$`'.includes(n)) {
-            word += n;
-          } else {
-            word += d + n;
-          }
-          j++;
-          continue;
-        }
-        if (d === '\n') line++;
-        word += d;
-      }
-      if (j >= text.length) refuse('an unclosed double quote');
-      i = j;
+      const q = doubleQuoted(text, i, (what, newlines) => {
+        line += newlines;
+        return refuse(what);
+      });
+      word += q.body;
+      line += q.newlines;
+      i = q.close;
     } else if (c === '#' && word === undefined) {
       while (i + 1 < text.length && text[i + 1] !== '\n') i++;
     } else if (c === '$' && /^[A-Za-z_{(0-9@*#?!$-]/.test(text.slice(i + 1, i + 2))) {
@@ -105,4 +91,39 @@ export function shellWords(text: string): ShellWord[] {
   }
   end();
   return words;
+}
+
+/**
+ * A double-quoted string from its opening quote at `open`: its text as the shell gives it, the
+ * index of its closing quote and the newlines inside. `refuse` gets the newlines before the
+ * refused character.
+ */
+function doubleQuoted(
+  text: string,
+  open: number,
+  refuse: (what: string, newlines: number) => never,
+): { body: string; close: number; newlines: number } {
+  let body = '';
+  let newlines = 0;
+  let j = open + 1;
+  for (; j < text.length && text[j] !== '"'; j++) {
+    const d = text[j]!;
+    if (d === '$' || d === '`') refuse(`${d === '$' ? 'a $ expansion' : 'a backquote'} inside double quotes`, newlines);
+    if (d === '\\' && j + 1 < text.length) {
+      const n = text[j + 1]!;
+      if (n === '\n') {
+        newlines++;
+      } else if ('"\\$`'.includes(n)) {
+        body += n;
+      } else {
+        body += d + n;
+      }
+      j++;
+      continue;
+    }
+    if (d === '\n') newlines++;
+    body += d;
+  }
+  if (j >= text.length) refuse('an unclosed double quote', newlines);
+  return { body, close: j, newlines };
 }

@@ -1,6 +1,9 @@
-// Node-API glue for a benchmark baseline: the serving overlay's read path as `spark bench
-// gather --variants overlay` measures it (bench/baselines/overlay-mmap/mmap_gather.h). Not part
-// of spark's own read path (that is the row store, binding/row_store_binding.cc).
+// A Node addon of its own for a benchmark baseline: the serving overlay's read path as `spark
+// bench gather --variants overlay` measures it (bench/baselines/overlay-mmap/mmap_gather.h).
+// Not part of spark and not linked into spark's addon: binding.gyp builds it as
+// build/Release/overlay_mmap_baseline.so, which the bench loads by path when the overlay
+// variant runs (src/native/overlay-baseline.ts). It shares native/binding's argument, error
+// and async helpers (compiled in again here, with their own per-environment state).
 //
 //   new MmapGather(tables, {threads, willneed})
 //     .gather(layer, ids)           Promise<void>: the rows land in memory this object owns, so
@@ -19,7 +22,6 @@
 #include "binding/async.h"
 #include "binding/errors.h"
 #include "binding/ids.h"
-#include "binding/modules.h"
 #include "binding/snapshot_table_args.h"
 
 namespace spark {
@@ -152,8 +154,15 @@ Napi::Value MmapGatherWrap::Gather(const Napi::CallbackInfo& info) {
   return Schedule(env, *pool_, std::move(baton));
 }
 
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  AddonEnv::Init(env);  // this module's own per-environment pools and baton queue
+  MmapGatherWrap::Init(env, exports);
+  return exports;
+}
+
 }  // namespace
-
-void InitOverlayBaseline(Napi::Env env, Napi::Object exports) { MmapGatherWrap::Init(env, exports); }
-
 }  // namespace spark
+
+static Napi::Object InitModule(Napi::Env env, Napi::Object exports) { return spark::Init(env, exports); }
+
+NODE_API_MODULE(NODE_GYP_MODULE_NAME, InitModule)
