@@ -2,6 +2,7 @@
 // (optionally) the first failure stops the others. Each child runs in its own process group so
 // stopping it also stops whatever it started locally.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createReadStream } from 'node:fs';
 import { killGroup } from '../remote/ssh.js';
 
 export interface NodeJob {
@@ -9,6 +10,8 @@ export interface NodeJob {
   host: string;
   /** Local argv to spawn (usually from nodeCommand). */
   argv: string[];
+  /** A local file streamed to the command's stdin (else stdin is closed). */
+  stdinFile?: string;
 }
 
 export interface NodeJobResult {
@@ -143,7 +146,7 @@ export function startFanOut(jobs: readonly NodeJob[], options: FanOutOptions): F
       try {
         child = spawn(job.argv[0]!, job.argv.slice(1), {
           env: options.env,
-          stdio: ['ignore', 'pipe', 'pipe'],
+          stdio: [job.stdinFile === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
           detached: true,
         });
       } catch (err) {
@@ -152,6 +155,16 @@ export function startFanOut(jobs: readonly NodeJob[], options: FanOutOptions): F
         return;
       }
       children.set(job.rank, child);
+      if (job.stdinFile !== undefined) {
+        // A command that ends before reading everything closes the pipe: its exit says why.
+        child.stdin!.on('error', () => {});
+        const input = createReadStream(job.stdinFile);
+        input.on('error', (err) => {
+          line(`cannot read ${job.stdinFile}: ${err.message}`);
+          child.stdin!.destroy();
+        });
+        input.pipe(child.stdin!);
+      }
       const errSplit = new LineSplitter(line);
       const outSplit = new LineSplitter(line);
       child.stderr!.setEncoding('utf8').on('data', (d: string) => errSplit.push(d));
