@@ -164,7 +164,12 @@ function nativeFiles(req: BundleRequest, scratch: string): { addon: string; libs
 
 /** Checks a native file is an ELF object of the arch that needs at most GLIBC_CEILING. */
 export function checkNative(path: string, arch: BundleArch): { machine: string; glibcMax?: string } {
-  const elf = readElf(readFileSync(path));
+  let elf;
+  try {
+    elf = readElf(readFileSync(path));
+  } catch (err) {
+    throw new SparkError('E_CHECK_FAILED', `${path}: ${(err as Error).message}`, { path });
+  }
   const want = ELF_MACHINE_OF[arch];
   if (elf.machine !== want)
     throw new SparkError('E_CHECK_FAILED', `${path} is built for ${elf.machine}, not ${want} (${arch})`, { path });
@@ -182,6 +187,8 @@ export function buildBundle(req: BundleRequest): BundleResult {
   const root = resolve(req.root);
   if (!existsSync(join(root, 'dist', 'src', 'bin.js')))
     throw new SparkError('E_FILE_NOT_FOUND', `${root}/dist/src/bin.js: not built; run npm run build:ts`);
+  if (req.commit !== undefined && !/^[0-9a-z-]+$/.test(req.commit))
+    throw new SparkError('E_USAGE', `--commit ${req.commit}: letters, digits and - only`);
   const scratch = mkdtempSync(join(tmpdir(), 'spark-bundle-'));
   try {
     const tree = join(scratch, 'tree');
@@ -224,7 +231,6 @@ export function buildBundle(req: BundleRequest): BundleResult {
         return { path, bytes: data.length, sha256: sha256(data), ...(exec ? { exec: true } : {}) };
       });
     const commit = req.commit ?? gitCommit(root) ?? 'unknown';
-    if (!/^[0-9a-z-]+$/.test(commit)) throw new SparkError('E_USAGE', `--commit ${commit}: letters, digits and - only`);
     const manifest: BundleManifest = {
       format: 1,
       name: 'spark',
