@@ -3,8 +3,8 @@
 import { Command } from 'commander';
 import type { CliContext } from './context.js';
 import { SparkError } from '../errors.js';
-import type { CommandResult, Io } from '../io.js';
-import { startLogs, type LogsRequest } from '../status/logs.js';
+import type { Io } from '../io.js';
+import { startLogs, type LogsOutcome, type LogsRequest } from '../status/logs.js';
 import { parseCount } from './options.js';
 
 interface LogsFlags {
@@ -18,7 +18,7 @@ interface LogsFlags {
   json?: boolean;
 }
 
-export async function runLogs(req: LogsRequest, io: Io): Promise<CommandResult> {
+export async function runLogs(req: LogsRequest, io: Io): Promise<LogsOutcome> {
   const run = await startLogs(req, io, io.stdout);
   // Ctrl-C ends the readers on the nodes (their stdin closes), then the command ends as usual.
   const onSignal = () => run.stop();
@@ -33,7 +33,7 @@ export async function runLogs(req: LogsRequest, io: Io): Promise<CommandResult> 
         nodes: out.nodes,
       });
     }
-    return { json: out, text: '', exitCode: 0 };
+    return out;
   } finally {
     process.removeListener('SIGINT', onSignal);
     process.removeListener('SIGTERM', onSignal);
@@ -70,6 +70,7 @@ Examples:
       if (f.grep !== undefined) req.grep = f.grep;
       if (f.name !== undefined) req.namePrefix = f.name;
       if (f.timestamps) req.timestamps = true;
-      ctx.emit(await runLogs(req, ctx.io), false);
+      // The lines went to stdout as they came: nothing more to print (errors are thrown).
+      await runLogs(req, ctx.io);
     });
 }

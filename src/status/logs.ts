@@ -61,7 +61,7 @@ export function compareLines(a: LogLine, b: LogLine): number {
 export class LogMerger {
   private held: (LogLine & { at: number })[] = [];
   private seq = 0;
-  private lastKey = '';
+  private readonly lastKey = new Map<number, string>();
   constructor(
     private readonly emit: (line: LogLine) => void,
     private readonly holdMs: number,
@@ -70,8 +70,8 @@ export class LogMerger {
   push(rank: number, host: string, raw: string, now: number): void {
     const { key, stamp, text } = splitStamp(raw);
     // A line without a timestamp (a continuation docker split) sorts with the line before it.
-    this.held.push({ rank, host, key: key || this.lastKey, stamp, text, seq: this.seq++, at: now });
-    if (key) this.lastKey = key;
+    this.held.push({ rank, host, key: key || (this.lastKey.get(rank) ?? ''), stamp, text, seq: this.seq++, at: now });
+    if (key) this.lastKey.set(rank, key);
   }
 
   /** Lets out what has been held long enough (every line without `now`), in time order. */
@@ -144,14 +144,17 @@ export async function startLogs(req: LogsRequest, io: Io, write: (text: string) 
         child.stdin!.on('error', () => {});
         let partial = '';
         let err = '';
+        // docker logs --timestamps stamps every line of the container; a line without a stamp
+        // is docker's own (no such container, daemon down): kept as the node's error.
+        const take = (text: string) => {
+          const s = splitStamp(text);
+          if (s.key === '') err += text + '\n';
+          else if (!grep || grep.test(s.text)) merger.push(n.rank, n.host, text, performance.now());
+        };
         child.stdout!.setEncoding('utf8').on('data', (d: string) => {
           const parts = (partial + d).split('\n');
           partial = parts.pop() ?? '';
-          for (const p of parts) {
-            const text = p.replace(/\r$/, '');
-            if (grep && !grep.test(splitStamp(text).text)) continue;
-            merger.push(n.rank, n.host, text, performance.now());
-          }
+          for (const p of parts) take(p.replace(/\r$/, ''));
         });
         child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
         child.on('error', (e) => resolve({ rank: n.rank, host: n.host, code: 127, error: e.message }));
