@@ -150,5 +150,5 @@ test('spark status on fake nodes: one ssh per node, the table, exit 1 naming the
   assert.equal(fake.calls().filter((c) => c.prog === 'ssh').length, 2);
   const text = await cli(['status', '--cluster', cluster], env);
   assert.match(text.stdout, /^1\s+n2\s+0\.1\.0\s+exited 3/m);
-  assert.match(text.stdout, /\[1 n2\] spark-two-r1 exited 3, its last lines:\n  boot failed: no such file/);
+  assert.match(text.stdout, /\[1 n2\] spark-two-r1 exited 3, its last lines:\n {2}boot failed: no such file/);
 });
