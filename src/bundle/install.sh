@@ -68,7 +68,8 @@ else
 fi
 
 mkdir -p "$lib_dir" || fail "cannot create $lib_dir"
-# shellcheck disable=SC2086 # the libraries and their digests, one word each
+# The libraries and their digests, one word each (paths without spaces).
+# shellcheck disable=SC2086
 set -- $libs
 while [ $# -ge 2 ]; do
   lib=$1 sha=$2
@@ -81,7 +82,8 @@ while [ $# -ge 2 ]; do
     fail "$lib_dir/$base would be $got, not $sha"
   }
 done
-# shellcheck disable=SC2086 # the libraries and their digests, one word each
+# The libraries and their digests, one word each (paths without spaces).
+# shellcheck disable=SC2086
 set -- $libs
 while [ $# -ge 2 ]; do
   base=${1##*/}
