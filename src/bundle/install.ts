@@ -117,7 +117,8 @@ export function failureReason(r: NodeJobResult): string {
   const said = [...r.tail].reverse().find((l) => l.includes('install failed: '));
   if (said) return said.slice(said.indexOf('install failed: ') + 'install failed: '.length);
   if (r.stopped) return 'stopped; the previous version stays';
-  if (r.signal) return `the copy was ${describeEnd(r)}; the previous version stays`;
+  if (r.signal || r.code === 137)
+    return `ssh ended (${describeEnd(r)}) before the node said the install was done; the previous version stays unless the summary of a retry says otherwise`;
   if (r.code === 255) return `ssh failed: ${r.tail.at(-1) ?? 'no output'}`;
   return `${r.tail.at(-1) ?? describeEnd(r)} (${describeEnd(r)})`;
 }
