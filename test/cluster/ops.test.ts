@@ -87,7 +87,7 @@ test('install on four nodes, then a newer bundle on three: status and preflight 
   );
 
   // preflight run by the newer bundle's spark (this machine's spark is then that build).
-  const recipe = writeBedRecipe(bed, 'ops', { nodes: 4 });
+  const recipe = writeBedRecipe(bed, 'ops-recipe', { nodes: 4 });
   const newer = join(
     bed.nodes[0]!.localDir,
     'spark',
@@ -97,10 +97,13 @@ test('install on four nodes, then a newer bundle on three: status and preflight 
     'src',
     'bin.js',
   );
-  const pf = spawnSync(process.execPath, [newer, 'preflight', recipe, '--cluster', all, '--json'], {
+  const pf = spawnSync(process.execPath, [newer, 'preflight', recipe, '--cluster', all, '--only', 'nodes', '--json'], {
     encoding: 'utf8',
     env: onNodes(),
+    timeout: 60_000,
+    maxBuffer: 64 << 20,
   });
+  assert.ok(pf.stdout.startsWith('{'), `preflight: exit ${pf.status} ${pf.signal ?? ''}\n${pf.stderr}`);
   const findings = (JSON.parse(pf.stdout) as { findings: { rule: string; message: string }[] }).findings;
   const mine = findings.filter((f) => f.rule === 'nodes.spark-version');
   assert.deepEqual(
