@@ -165,7 +165,7 @@ test("logs of two nodes merged in time order with launch's prefix; status reads 
       '-c',
       `${wait}; ${script}; sleep 1000`,
     ]);
-  run(0, `echo one; sleep 1; echo three; echo '${stats}' >&2`);
+  run(0, `echo one; sleep 1; echo three; sleep 0.3; echo '${stats}' >&2`);
   run(1, 'sleep 0.5; echo two; sleep 1; echo four');
   await new Promise((r) => setTimeout(r, Math.max(0, at * 1000 + 2500 - Date.now())));
   const logs = await spark(bed, ['logs', '--cluster', two]);
