@@ -4,7 +4,7 @@ import { Command, CommanderError } from 'commander';
 import type { Io } from './io.js';
 import type { CliContext } from './commands/context.js';
 import { commandEntries } from './commands/index.js';
-import { VERSION } from './version.js';
+import { versionString } from './bundle/manifest.js';
 
 /**
  * The program for one invocation: the command named in argv (or after `help`) is loaded in
@@ -18,7 +18,7 @@ export async function buildProgram(ctx: CliContext, argv: string[]): Promise<Com
     .description(
       'Engram row store, packer, range tiling and launch preflight for DeepSeek-V4.1-Flash on DGX Spark clusters.',
     )
-    .version(VERSION, '-V, --version')
+    .version(versionString(), '-V, --version')
     .addHelpText(
       'after',
       `

@@ -116,13 +116,38 @@ test('spark on the nodes: one at another version is an error naming it; the othe
   hosts[2]!.spark = { version: '0.0.9' };
   const c = await fakeCluster(hosts);
   const r = await check(c);
-  onlyError(r, 'nodes.same-spark', 2, /^node 2 \(spark3\) runs spark 0\.0\.9, the head runs 0\.1\.0$/);
+  // nodes.spark-version names the same node against this machine's spark.
+  const mine = r.findings.filter((f) => f.rule === 'nodes.spark-version');
+  assert.deepEqual(
+    mine.map((f) => [f.severity, f.message]),
+    [['error', 'node 2 (spark3) runs spark 0.0.9, this machine runs 0.1.0']],
+  );
+  onlyError(
+    { ...r, findings: r.findings.filter((f) => f.rule !== 'nodes.spark-version') },
+    'nodes.same-spark',
+    2,
+    /^node 2 \(spark3\) runs spark 0\.0\.9, the head runs 0\.1\.0$/,
+  );
   // Real spark answered for its node; the stand-in could not, and the probe checked that node.
   assert.deepEqual(
     r.nodes.map((n) => n.via),
     ['spark', 'spark', 'probe', 'spark'],
   );
   assert.match(r.nodes[2]!.notes.join(), /could not answer .*the sh probe checked it instead/);
+});
+
+test('nodes.spark-version: nodes that agree with each other but not with this machine are each named; a bundled build of this version is this version', async () => {
+  const old = await check(await fakeCluster(defaultHosts().map((h) => ({ ...h, spark: { version: '0.0.9' } }))));
+  assert.deepEqual(
+    problems(old).map((f) => [f.rule, f.node?.rank]),
+    [0, 1, 2, 3].map((rank) => ['nodes.spark-version', rank]),
+    dump(old),
+  );
+  assert.match(problems(old)[0]!.fix, /spark fanout install/);
+  const bundled = await check(
+    await fakeCluster(defaultHosts().map((h) => ({ ...h, spark: { version: '0.1.0+c0ffee001122' } }))),
+  );
+  assert.deepEqual(problems(bundled), [], dump(bundled));
 });
 
 test('a node whose snapshot is truncated, or at another revision: an error naming that node', async () => {

@@ -7,6 +7,7 @@ import type { CommandResult, Io } from '../io.js';
 import { formatDuration, runNodeTasks, type NodeTaskReport, type NodeTaskRequest } from '../launch/index.js';
 import { formatBytes, table } from '../format.js';
 import { parseCount, parseRate, parseSeconds } from './options.js';
+import { installCommand } from './fanout-install.js';
 
 interface FanoutFlags {
   cluster?: string;
@@ -138,14 +139,16 @@ Example:
       ctx.emit(await runFanout(request('verify', packdir, f), ctx.io), Boolean(f.json));
     });
   return new Command('fanout')
-    .description('run node-local work (pack, verify) on every node of a cluster at once over ssh')
+    .description('run node-local work (install, pack, verify) on every node of a cluster at once over ssh')
     .addHelpText(
       'after',
       `
 Examples:
+  spark fanout install spark-arm64.tgz --cluster recipes/clusters/4node-switch.toml
   spark fanout pack <snapshot> --out /var/lib/spark/engram --cluster recipes/clusters/4node-switch.toml
   spark fanout verify /var/lib/spark/engram --cluster recipes/clusters/4node-switch.toml`,
     )
+    .addCommand(installCommand(ctx))
     .addCommand(pack)
     .addCommand(verify);
 }

@@ -80,7 +80,22 @@ export const commandEntries: CommandEntry[] = [
   },
   {
     name: 'fanout',
-    summary: 'run node-local work (pack, verify) on every node of a cluster at once over ssh',
+    summary: 'run node-local work (install, pack, verify) on every node of a cluster at once over ssh',
     load: async () => (await import('./fanout.js')).fanoutCommand,
+  },
+  {
+    name: 'bundle',
+    summary: 'one file holding spark, its dependencies, the addon and the engine libraries, for fanout install',
+    load: async () => (await import('./bundle.js')).bundleCommand,
+  },
+  {
+    name: 'status',
+    summary: "every node of a cluster at a glance: spark, the launch's container, health, engine-library stats",
+    load: async () => (await import('./status.js')).statusCommand,
+  },
+  {
+    name: 'logs',
+    summary: "the launch's containers' logs from every node, merged in time order",
+    load: async () => (await import('./logs.js')).logsCommand,
   },
 ];

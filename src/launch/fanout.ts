@@ -2,6 +2,7 @@
 // (optionally) the first failure stops the others. Each child runs in its own process group so
 // stopping it also stops whatever it started locally.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createReadStream } from 'node:fs';
 import { killGroup } from '../remote/ssh.js';
 
 export interface NodeJob {
@@ -9,6 +10,8 @@ export interface NodeJob {
   host: string;
   /** Local argv to spawn (usually from nodeCommand). */
   argv: string[];
+  /** A local file streamed to the command's stdin (else stdin is closed). */
+  stdinFile?: string;
 }
 
 export interface NodeJobResult {
@@ -164,7 +167,7 @@ function spawnJob(
   try {
     child = spawn(job.argv[0]!, job.argv.slice(1), {
       env: options.env,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [job.stdinFile === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
       detached: true,
     });
   } catch (err) {
@@ -172,6 +175,7 @@ function spawnJob(
     finish(127, null);
     return undefined;
   }
+  if (job.stdinFile !== undefined) feedStdin(child, job.stdinFile, line);
   const errSplit = new LineSplitter(line);
   const outSplit = new LineSplitter(line);
   child.stderr!.setEncoding('utf8').on('data', (d: string) => errSplit.push(d));
@@ -189,6 +193,17 @@ function spawnJob(
     }
   });
   return child;
+}
+
+/** Streams `file` into the child's stdin; a command that ends before reading it all closes the pipe, and its exit says why. */
+function feedStdin(child: ChildProcess, file: string, line: (text: string) => void): void {
+  child.stdin!.on('error', () => {});
+  const input = createReadStream(file);
+  input.on('error', (err) => {
+    line(`cannot read ${file}: ${err.message}`);
+    child.stdin!.destroy();
+  });
+  input.pipe(child.stdin!);
 }
 
 /** Runs every job to the end (see startFanOut). */

@@ -24,6 +24,7 @@ import {
 } from './mia.js';
 import { fileIsDirectory, hostPaths } from './mounts.js';
 import { clockSkew, reachable, sameImage, sameSpark, sameVersions } from './nodes.js';
+import { sparkVersion } from './spark-version.js';
 import { freeSpace, manifest } from './pack.js';
 import { epSize, nodes, tpDivides } from './parallel.js';
 import { ports } from './ports.js';
@@ -85,6 +86,7 @@ export const RULES: readonly Rule[] = [
   sameImage,
   sameVersions,
   sameSpark,
+  sparkVersion,
   sameRevision,
   engineLibSameBuild,
   clockSkew,
