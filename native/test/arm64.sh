@@ -11,7 +11,8 @@
 #      CRC-32 tests once on the CRC extension and once on the portable fallback;
 #      both are kept in build/arm64 for the preflight tests of aarch64 nodes;
 #   4. the Mia bench baseline (bench/baselines/mia-row-store) from the same build: aarch64,
-#      its six symbols, nothing of Node's; its unit test runs under qemu with the others.
+#      its six symbols, nothing of Node's; its unit test runs under qemu with the others;
+#   5. the arm64 bundle (spark bundle --arch arm64) checked by test/arm64/.
 # Needs Debian's g++-aarch64-linux-gnu and qemu-user. Ends with "N passed, M failed".
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -93,6 +94,21 @@ else
   echo "arm64: dist/test is missing (npm run build:ts) for the aarch64 preflight tests" >&2
   exit 1
 fi
+
+# 5. spark bundle --arch arm64: the file `spark fanout install` puts on the nodes, cross-built
+#    by spark itself; its addon and libraries aarch64 with glibc <= 2.35, every file as its
+#    manifest says, and node-gyp-build resolving the prebuild as a linux-arm64 node would.
+out=$(cd "$root" && node --test dist/test/arm64/*.test.js 2>&1) || {
+  echo "$out" >&2
+  echo "arm64: the arm64 bundle's test failed" >&2
+  exit 1
+}
+grep -q '^# skipped 0$' <<<"$out" || {
+  grep -E '^# (pass|fail|skipped)|# SKIP' <<<"$out" >&2
+  echo "arm64: the arm64 bundle's test skipped" >&2
+  exit 1
+}
+echo "arm64 bundle: $(grep -E '^# pass' <<<"$out")"
 
 # Not exec: the EXIT trap above removes the scratch build once the tests end.
 bash "$here/run.sh" --arm64

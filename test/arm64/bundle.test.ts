@@ -5,8 +5,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { statSync } from 'node:fs';
-import { checkBundle, makeBundle } from './helpers/bundle.js';
-import { needs, type ExternalTool } from './helpers/external-tool.js';
+import { checkBundle, makeBundle } from '../helpers/bundle.js';
+import { needs, type ExternalTool } from '../helpers/external-tool.js';
 
 const CROSS: ExternalTool = {
   name: 'aarch64-linux-gnu-g++',
