@@ -13,6 +13,8 @@ export const ENGINE = '/engine';
  * Knobs, read from the container's environment (a recipe's [env] or a node's [nodes.env]):
  *   FAKE_ENGINE_EXIT=N            print a few lines, then exit N at start
  *   FAKE_ENGINE_HEALTHY_AFTER=S   /health answers 404 for S seconds first; `never`: always 404
+ *   FAKE_ENGINE_STATS=LINE        once started (on the head once healthy), print LINE to stderr,
+ *                                 as an engine library prints its stats line
  */
 const ENGINE_SCRIPT = `#!/bin/sh
 echo "fake-engine: started with $# argument(s)"
@@ -42,6 +44,7 @@ if [ "$rank" = 0 ] && [ -n "$port" ]; then
     echo "fake-engine: ready"
   fi
 fi
+[ -n "$FAKE_ENGINE_STATS" ] && echo "$FAKE_ENGINE_STATS" >&2
 while :; do sleep 1 & wait $!; done
 `;
 

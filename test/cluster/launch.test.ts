@@ -7,6 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startBed, type Bed } from './bed.js';
 import { PORT, spark, stderrShows, writeBedCluster, writeBedRecipe, writeCache, type Cache } from './files.js';
+import type { NodeStatus } from '../../src/status/status.js';
 
 let bed: Bed;
 let cache: Cache;
@@ -32,8 +33,13 @@ function running(): string[] {
   return everyContainer().filter((c) => c.split(' ')[2] === 'running');
 }
 
-test('a 3-node launch becomes healthy; each engine got its rank, address and args; --stop leaves nothing running', async () => {
-  const recipe = writeBedRecipe(bed, 'healthy', { nodes: 3, env: { FAKE_ENGINE_HEALTHY_AFTER: '2' } });
+test('a 3-node launch becomes healthy; each engine got its rank, address and args; status and logs see every node; --stop leaves nothing running', async () => {
+  const stats =
+    'libengram_rows: calls=12 rows=960 hit_rate=62.5% reads=360 reads_per_s=120 p50_us=41 p99_us=870 cache_bytes=1048576 pinned_scale_bytes=0 lines_dropped=0';
+  const recipe = writeBedRecipe(bed, 'healthy', {
+    nodes: 3,
+    env: { FAKE_ENGINE_HEALTHY_AFTER: '2', FAKE_ENGINE_STATS: stats },
+  });
   const cluster = writeBedCluster(bed, { name: 'ok3', hfCache: cache.hfCache });
   const head = `[0 ${bed.nodes[0]!.addr}]`;
   // --follow: the logs stream from the real containers until Ctrl-C, which then ends only that.
@@ -84,6 +90,22 @@ test('a 3-node launch becomes healthy; each engine got its rank, address and arg
   }
   // Only the head serves, on its own address: the container shares the node's network.
   assert.match(bed.logs(0, 'spark-ok3-r0'), new RegExp(`listening on port ${PORT}`));
+
+  // status: every node's container running, its engine library's stats line read, the head's
+  // /health answered (spark itself is not installed on these nodes: the ops tests install it).
+  const status = await spark(bed, ['status', '--cluster', cluster, recipe, '--json']);
+  const st = JSON.parse(status.stdout) as { nodes: NodeStatus[] };
+  assert.deepEqual(
+    st.nodes.map((n) => [n.rank, n.reachable, n.container?.state, n.stats?.hitRate, n.stats?.p99Us]),
+    [0, 1, 2].map((rank) => [rank, true, 'running', 62.5, 870]),
+    status.stdout + status.stderr,
+  );
+  assert.equal(st.nodes[0]!.health, '200', status.stdout);
+  // logs: the three containers' lines in one stream, each with launch's prefix.
+  const logs = await spark(bed, ['logs', '--cluster', cluster, '--grep', 'fake-engine: (ready|started)']);
+  assert.equal(logs.code, 0, logs.stderr);
+  for (const n of bed.nodes) assert.ok(logs.stdout.includes(`[${n.rank} ${n.addr}] fake-engine: started`), logs.stdout);
+  assert.ok(logs.stdout.includes(`${head} fake-engine: ready`), logs.stdout);
 
   const stop = await spark(bed, ['launch', '--stop', '--cluster', cluster]);
   assert.equal(stop.code, 0, stop.stderr);
