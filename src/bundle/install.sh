@@ -2,9 +2,11 @@
 # One node's part of `spark fanout install` (install.ts fills the values): the bundle arrives on
 # stdin through ssh. Nothing the node runs changes until every check passed: the bytes and their
 # sha256, every file against the manifest, the new tree's `spark --version`, its addon loading
-# and the engine libraries copied to the lib directory. Only then the `current` link is
-# replaced (a new link renamed over it) and spark put on PATH. A copy cut short, a bad file or
-# a failed check leaves the previous version in place and says why on stderr (exit 1).
+# and the engine libraries staged beside the lib directory's and checked. Only then the
+# `current` link is replaced (a new link renamed over it) and spark put on PATH, and, once that
+# spark runs, the staged libraries renamed over the old ones, so the libraries never run ahead
+# of the version. A copy cut short, a bad file or a failed check leaves the previous version in
+# place and says why on stderr (exit 1).
 # Progress goes to stderr; the result is `key value` lines on stdout.
 set -eu
 umask 022
@@ -30,7 +32,9 @@ major=$(node -p 'process.versions.node.split(".")[0]') || fail 'node does not ru
 [ "$major" -ge 20 ] || fail "Node $(node --version) is too old: spark needs Node >= 20"
 mkdir -p "$prefix/versions" || fail "cannot create $prefix/versions"
 incoming=$(mktemp -d "$prefix/.incoming.XXXXXX") || fail "cannot write in $prefix"
-trap 'rm -rf "$incoming"' EXIT
+staged=
+# shellcheck disable=SC2086
+trap 'rm -rf "$incoming"; [ -z "$staged" ] || rm -f $staged' EXIT
 trap 'exit 129' HUP
 trap 'exit 130' INT
 trap 'exit 143' TERM
@@ -75,22 +79,12 @@ while [ $# -ge 2 ]; do
   lib=$1 sha=$2
   shift 2
   base=${lib##*/}
+  staged="$staged $lib_dir/.$base.$$.partial"
   cp "$dest/$lib" "$lib_dir/.$base.$$.partial" || fail "cannot write $lib_dir/$base"
   got=$(sha256sum "$lib_dir/.$base.$$.partial" | cut -d ' ' -f 1)
-  [ "$got" = "$sha" ] || {
-    rm -f "$lib_dir/.$base.$$.partial"
-    fail "$lib_dir/$base would be $got, not $sha"
-  }
+  [ "$got" = "$sha" ] || fail "$lib_dir/$base would be $got, not $sha"
 done
-# The libraries and their digests, one word each (paths without spaces).
-# shellcheck disable=SC2086
-set -- $libs
-while [ $# -ge 2 ]; do
-  base=${1##*/}
-  shift 2
-  mv -f "$lib_dir/.$base.$$.partial" "$lib_dir/$base" || fail "cannot replace $lib_dir/$base"
-done
-say "engine libraries copied to $lib_dir"
+say "engine libraries staged in $lib_dir"
 
 previous=$(readlink "$prefix/current" 2>/dev/null || true)
 # After the switch a failure points current back at the previous version.
@@ -107,5 +101,14 @@ ln -sfn "$prefix/current/dist/src/bin.js" "$bin_dir/.spark.$$" || undo "cannot w
 mv -T "$bin_dir/.spark.$$" "$bin_dir/spark" || undo "cannot link $bin_dir/spark"
 now=$("$bin_dir/spark" --version) || undo "$bin_dir/spark does not run"
 [ "$now" = "$want_version" ] || undo "$bin_dir/spark says $now (another spark earlier on PATH?)"
+# shellcheck disable=SC2086
+set -- $libs
+while [ $# -ge 2 ]; do
+  base=${1##*/}
+  shift 2
+  mv -f "$lib_dir/.$base.$$.partial" "$lib_dir/$base" || undo "cannot replace $lib_dir/$base"
+done
+staged=
+say "engine libraries copied to $lib_dir"
 say "current -> versions/$name (was ${previous:-none}); $bin_dir/spark is spark $now"
 printf 'version %s\nprevious %s\npath %s\naddon %s\nlibdir %s\n' "$now" "${previous##*/}" "$bin_dir/spark" "$addon" "$lib_dir"
