@@ -15,9 +15,7 @@ import {
   mkdtempSync,
   readFileSync,
   readdirSync,
-  renameSync,
   rmSync,
-  statSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,6 +24,7 @@ import { SparkError } from '../errors.js';
 import { readElf, compareGlibc } from '../engine-lib/elf.js';
 import { shTemplate } from '../remote/sh-template.js';
 import { VERSION } from '../version.js';
+import { writeNewFile } from '../new-file.js';
 import {
   ELF_MACHINE_OF,
   ENGINE_LIBS,
@@ -185,89 +184,106 @@ export function checkNative(path: string, arch: BundleArch): { machine: string; 
 export function buildBundle(req: BundleRequest): BundleResult {
   const began = performance.now();
   const root = resolve(req.root);
-  if (!existsSync(join(root, 'dist', 'src', 'bin.js')))
-    throw new SparkError('E_FILE_NOT_FOUND', `${root}/dist/src/bin.js: not built; run npm run build:ts`);
-  if (req.commit !== undefined && !/^[0-9a-z-]+$/.test(req.commit))
-    throw new SparkError('E_USAGE', `--commit ${req.commit}: letters, digits and - only`);
+  checkRequest(req, root);
   const scratch = mkdtempSync(join(tmpdir(), 'spark-bundle-'));
   try {
     const tree = join(scratch, 'tree');
-    mkdirSync(tree);
-    const native = nativeFiles({ ...req, root }, scratch);
-    for (const f of [native.addon, ...native.libs]) checkNative(f, req.arch);
-
-    copyFileSync(join(root, 'package.json'), join(tree, 'package.json'));
-    // The addon's loader finds the package root by binding.gyp.
-    copyFileSync(join(root, 'binding.gyp'), join(tree, 'binding.gyp'));
-    copyTree(join(root, 'dist', 'src'), join(tree, 'dist', 'src'), (rel) => rel.endsWith('.js'));
-    copyTree(join(root, 'src'), join(tree, 'src'), (rel) => rel.endsWith('.sh'));
-    for (const stack of readdirSync(join(root, 'native', 'engines'))) {
-      const map = join(root, 'native', 'engines', stack, 'exports.map');
-      if (existsSync(map)) {
-        mkdirSync(join(tree, 'native', 'engines', stack), { recursive: true });
-        copyFileSync(map, join(tree, 'native', 'engines', stack, 'exports.map'));
-      }
-    }
-    for (const m of productionModules(root))
-      copyTree(join(root, 'node_modules', m), join(tree, 'node_modules', m), (rel) => !/\.(md|map)$/i.test(rel));
-    const addon = addonPath(req.arch);
-    mkdirSync(join(tree, dirname(addon)), { recursive: true });
-    copyFileSync(native.addon, join(tree, addon));
-    mkdirSync(join(tree, 'build', 'Release'), { recursive: true });
-    const libs = native.libs.map((l, i) => {
-      const rel = `build/Release/${ENGINE_LIBS[i]}`;
-      copyFileSync(l, join(tree, rel));
-      return rel;
-    });
-    chmodSync(join(tree, 'dist', 'src', 'bin.js'), 0o755);
-
-    const execs = new Set(['dist/src/bin.js', addon, ...libs]);
-    const files: BundleFile[] = listFiles(tree)
-      .sort()
-      .map((path) => {
-        const data = readFileSync(join(tree, path));
-        const exec = execs.has(path);
-        chmodSync(join(tree, path), exec ? 0o755 : 0o644);
-        return { path, bytes: data.length, sha256: sha256(data), ...(exec ? { exec: true } : {}) };
-      });
-    const commit = req.commit ?? gitCommit(root) ?? 'unknown';
-    const manifest: BundleManifest = {
-      format: 1,
-      name: 'spark',
-      version: VERSION,
-      commit,
-      arch: req.arch,
-      platform: 'linux',
-      addon,
-      libs,
-      files,
-    };
-    writeFileSync(join(tree, MANIFEST_NAME), JSON.stringify(manifest, null, 2) + '\n', { mode: 0o644 });
-
+    const { addon, libs } = fillTree({ ...req, root }, scratch, tree);
+    const manifest = writeManifest(tree, { ...req, root }, addon, libs);
     const out = resolve(req.out);
-    const partial = `${out}.${process.pid}.partial`;
-    const tar = spawnSync(
-      'tar',
-      ['--sort=name', '--owner=0', '--group=0', '--numeric-owner', '--mtime=@0', '-C', tree, '-czf', partial, '.'],
-      { encoding: 'utf8', env: { ...process.env, GZIP: '-9n' } },
-    );
-    if (tar.status !== 0) {
-      rmSync(partial, { force: true });
-      throw new SparkError('E_IO', `tar failed writing ${out}: ${(tar.stderr || tar.error?.message || '').trim()}`, {
-        path: out,
-      });
-    }
-    renameSync(partial, out);
-    const data = readFileSync(out);
-    const { files: list, ...rest } = manifest;
+    // tar writes in the private scratch directory; the bundle is then created beside `out`
+    // and renamed over it, never written through a link.
+    const data = tarball(tree, join(scratch, 'bundle.tgz'), out);
+    writeNewFile(out, data);
+    const { files, ...rest } = manifest;
     return {
       out,
-      bytes: statSync(out).size,
+      bytes: data.length,
       sha256: sha256(data),
-      manifest: { ...rest, files: list.length },
+      manifest: { ...rest, files: files.length },
       seconds: (performance.now() - began) / 1000,
     };
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
+}
+
+function checkRequest(req: BundleRequest, root: string): void {
+  if (!existsSync(join(root, 'dist', 'src', 'bin.js')))
+    throw new SparkError('E_FILE_NOT_FOUND', `${root}/dist/src/bin.js: not built; run npm run build:ts`);
+  if (req.commit !== undefined && !/^[0-9a-z-]+$/.test(req.commit))
+    throw new SparkError('E_USAGE', `--commit ${req.commit}: letters, digits and - only`);
+}
+
+/** The bundle's tree: the package's files, the production modules, the addon and the libraries. */
+function fillTree(req: BundleRequest, scratch: string, tree: string): { addon: string; libs: string[] } {
+  const root = req.root;
+  mkdirSync(tree);
+  const native = nativeFiles(req, scratch);
+  for (const f of [native.addon, ...native.libs]) checkNative(f, req.arch);
+  copyFileSync(join(root, 'package.json'), join(tree, 'package.json'));
+  // The addon's loader finds the package root by binding.gyp.
+  copyFileSync(join(root, 'binding.gyp'), join(tree, 'binding.gyp'));
+  copyTree(join(root, 'dist', 'src'), join(tree, 'dist', 'src'), (rel) => rel.endsWith('.js'));
+  copyTree(join(root, 'src'), join(tree, 'src'), (rel) => rel.endsWith('.sh'));
+  for (const stack of readdirSync(join(root, 'native', 'engines'))) {
+    const map = join(root, 'native', 'engines', stack, 'exports.map');
+    if (existsSync(map)) {
+      mkdirSync(join(tree, 'native', 'engines', stack), { recursive: true });
+      copyFileSync(map, join(tree, 'native', 'engines', stack, 'exports.map'));
+    }
+  }
+  for (const m of productionModules(root))
+    copyTree(join(root, 'node_modules', m), join(tree, 'node_modules', m), (rel) => !/\.(md|map)$/i.test(rel));
+  const addon = addonPath(req.arch);
+  mkdirSync(join(tree, dirname(addon)), { recursive: true });
+  copyFileSync(native.addon, join(tree, addon));
+  mkdirSync(join(tree, 'build', 'Release'), { recursive: true });
+  const libs = native.libs.map((l, i) => {
+    const rel = `build/Release/${ENGINE_LIBS[i]}`;
+    copyFileSync(l, join(tree, rel));
+    return rel;
+  });
+  chmodSync(join(tree, 'dist', 'src', 'bin.js'), 0o755);
+  return { addon, libs };
+}
+
+/** Every file's mode, size and sha256 in the tree's bundle.json, with the version and commit. */
+function writeManifest(tree: string, req: BundleRequest, addon: string, libs: string[]): BundleManifest {
+  const execs = new Set(['dist/src/bin.js', addon, ...libs]);
+  const files: BundleFile[] = listFiles(tree)
+    .sort()
+    .map((path) => {
+      const data = readFileSync(join(tree, path));
+      const exec = execs.has(path);
+      chmodSync(join(tree, path), exec ? 0o755 : 0o644);
+      return { path, bytes: data.length, sha256: sha256(data), ...(exec ? { exec: true } : {}) };
+    });
+  const manifest: BundleManifest = {
+    format: 1,
+    name: 'spark',
+    version: VERSION,
+    commit: req.commit ?? gitCommit(req.root) ?? 'unknown',
+    arch: req.arch,
+    platform: 'linux',
+    addon,
+    libs,
+    files,
+  };
+  writeFileSync(join(tree, MANIFEST_NAME), JSON.stringify(manifest, null, 2) + '\n', { mode: 0o644 });
+  return manifest;
+}
+
+/** The tree as a reproducible gzip tar (names sorted, owner 0, mtime 0), read back whole. */
+function tarball(tree: string, file: string, out: string): Buffer {
+  const tar = spawnSync(
+    'tar',
+    ['--sort=name', '--owner=0', '--group=0', '--numeric-owner', '--mtime=@0', '-C', tree, '-czf', file, '.'],
+    { encoding: 'utf8', env: { ...process.env, GZIP: '-9n' } },
+  );
+  if (tar.status !== 0)
+    throw new SparkError('E_IO', `tar failed writing ${out}: ${(tar.stderr || tar.error?.message || '').trim()}`, {
+      path: out,
+    });
+  return readFileSync(file);
 }

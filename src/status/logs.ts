@@ -110,14 +110,7 @@ export interface LogsRun {
 export async function startLogs(req: LogsRequest, io: Io, write: (text: string) => void): Promise<LogsRun> {
   const { cluster } = await openCluster(req.cluster, { env: io.env, cwd: io.cwd });
   const tools = toolsFromEnv(io.env);
-  let grep: RegExp | undefined;
-  if (req.grep !== undefined) {
-    try {
-      grep = new RegExp(req.grep);
-    } catch (err) {
-      throw usageError(`--grep ${req.grep}: ${(err as Error).message}`);
-    }
-  }
+  const grep = grepPattern(req.grep);
   const nodes = cluster.nodes.filter((n) => req.rank === undefined || n.rank === req.rank);
   if (nodes.length === 0)
     throw new SparkError('E_USAGE', `--rank ${req.rank}: ${cluster.file} has ranks 0-${cluster.nodes.length - 1}`);
@@ -133,44 +126,11 @@ export async function startLogs(req: LogsRequest, io: Io, write: (text: string) 
   const children: ChildProcess[] = [];
   let interrupted = false;
   const timer = req.follow ? setInterval(() => merger.flush(performance.now()), 100) : undefined;
-  const runs = nodes.map(
-    (n) =>
-      new Promise<LogsOutcome['nodes'][number]>((resolve) => {
-        const script = template.fill({ DOCKER: tools.docker, CONTAINER: containerName(prefix, n.rank), ARGS: args });
-        const argv = nodeArgv(n.host, ['sh', '-c', script], tools);
-        // stdin stays open (a pipe spark never writes): logs.sh stops docker logs when it closes.
-        const child = spawn(argv[0]!, argv.slice(1), { env: io.env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
-        children.push(child);
-        child.stdin!.on('error', () => {});
-        let partial = '';
-        let err = '';
-        // docker logs --timestamps stamps every line of the container; a line without a stamp
-        // is docker's own (no such container, daemon down): kept as the node's error.
-        const take = (text: string) => {
-          const s = splitStamp(text);
-          if (s.key === '') err += text + '\n';
-          else if (!grep || grep.test(s.text)) merger.push(n.rank, n.host, text, performance.now());
-        };
-        child.stdout!.setEncoding('utf8').on('data', (d: string) => {
-          const parts = (partial + d).split('\n');
-          partial = parts.pop() ?? '';
-          for (const p of parts) take(p.replace(/\r$/, ''));
-        });
-        child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
-        child.on('error', (e) => resolve({ rank: n.rank, host: n.host, code: 127, error: e.message }));
-        child.on('close', (code) => {
-          if (partial !== '' && (!grep || grep.test(splitStamp(partial).text)))
-            merger.push(n.rank, n.host, partial, performance.now());
-          const last = err
-            .trim()
-            .split('\n')
-            .filter((l) => l !== '' && !/^Terminated$/.test(l))
-            .at(-1);
-          const failed = code !== 0 && !interrupted;
-          resolve({ rank: n.rank, host: n.host, code, ...(failed ? { error: last ?? `exit ${code}` } : {}) });
-        });
-      }),
-  );
+  const runs = nodes.map((n) => {
+    const script = template.fill({ DOCKER: tools.docker, CONTAINER: containerName(prefix, n.rank), ARGS: args });
+    const reader: NodeReader = { argv: nodeArgv(n.host, ['sh', '-c', script], tools), env: io.env, grep, merger };
+    return readNode(n, reader, children, () => interrupted);
+  });
   const stop = () => {
     if (interrupted) return;
     interrupted = true;
@@ -188,4 +148,62 @@ export async function startLogs(req: LogsRequest, io: Io, write: (text: string) 
     return { nodes: results, lines: count, interrupted };
   });
   return { done, stop };
+}
+
+function grepPattern(grep: string | undefined): RegExp | undefined {
+  if (grep === undefined) return undefined;
+  try {
+    return new RegExp(grep);
+  } catch (err) {
+    throw usageError(`--grep ${grep}: ${(err as Error).message}`);
+  }
+}
+
+interface NodeReader {
+  /** ssh to the node running logs.sh. */
+  argv: string[];
+  env: NodeJS.ProcessEnv;
+  grep: RegExp | undefined;
+  merger: LogMerger;
+}
+
+/** One node's log stream into the merger, until its docker logs ends (or spark closes its stdin). */
+function readNode(
+  n: { rank: number; host: string },
+  r: NodeReader,
+  children: ChildProcess[],
+  interrupted: () => boolean,
+): Promise<LogsOutcome['nodes'][number]> {
+  return new Promise((resolve) => {
+    // stdin stays open (a pipe spark never writes): logs.sh stops docker logs when it closes.
+    const child = spawn(r.argv[0]!, r.argv.slice(1), { env: r.env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    children.push(child);
+    child.stdin!.on('error', () => {});
+    let partial = '';
+    let err = '';
+    // docker logs --timestamps stamps every line of the container; a line without a stamp
+    // is docker's own (no such container, daemon down): kept as the node's error.
+    const take = (text: string) => {
+      const s = splitStamp(text);
+      if (s.key === '') err += text + '\n';
+      else if (!r.grep || r.grep.test(s.text)) r.merger.push(n.rank, n.host, text, performance.now());
+    };
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+      const parts = (partial + d).split('\n');
+      partial = parts.pop() ?? '';
+      for (const p of parts) take(p.replace(/\r$/, ''));
+    });
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
+    child.on('error', (e) => resolve({ rank: n.rank, host: n.host, code: 127, error: e.message }));
+    child.on('close', (code) => {
+      if (partial !== '') take(partial);
+      const last = err
+        .trim()
+        .split('\n')
+        .filter((l) => l !== '' && !/^Terminated$/.test(l))
+        .at(-1);
+      const failed = code !== 0 && !interrupted();
+      resolve({ rank: n.rank, host: n.host, code, ...(failed ? { error: last ?? `exit ${code}` } : {}) });
+    });
+  });
 }
