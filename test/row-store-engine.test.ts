@@ -55,8 +55,11 @@ async function openUring(tables: TableSpec[], options: RowStoreOptions): Promise
 }
 
 test("ioEngine 'uring' and 'pread' return the same bytes from snapshots and packs", async (t) => {
-  const pread = await RowStore.open(TABLES, { threads: 4, ioEngine: 'pread' });
-  const uring = await openUring(TABLES, { threads: 4 });
+  // Every row by a read call: with mapCached, a batch whose pages the store has learned are
+  // cached (learnCached, started at open and not awaited) is copied from a mapping with no
+  // read, so the read counts would depend on when that learning ended.
+  const pread = await RowStore.open(TABLES, { threads: 4, ioEngine: 'pread', mapCached: false });
+  const uring = await openUring(TABLES, { threads: 4, mapCached: false });
   if (typeof uring === 'string') {
     await pread.close();
     t.skip(`io_uring unavailable here: ${uring}`);

@@ -33,6 +33,7 @@ major=$(node -p 'process.versions.node.split(".")[0]') || fail 'node does not ru
 mkdir -p "$prefix/versions" || fail "cannot create $prefix/versions"
 incoming=$(mktemp -d "$prefix/.incoming.XXXXXX") || fail "cannot write in $prefix"
 staged=
+# The staged libraries' names, one word each (paths without spaces), split on purpose.
 # shellcheck disable=SC2086
 trap 'rm -rf "$incoming"; [ -z "$staged" ] || rm -f $staged' EXIT
 trap 'exit 129' HUP
@@ -101,6 +102,7 @@ ln -sfn "$prefix/current/dist/src/bin.js" "$bin_dir/.spark.$$" || undo "cannot w
 mv -T "$bin_dir/.spark.$$" "$bin_dir/spark" || undo "cannot link $bin_dir/spark"
 now=$("$bin_dir/spark" --version) || undo "$bin_dir/spark does not run"
 [ "$now" = "$want_version" ] || undo "$bin_dir/spark says $now (another spark earlier on PATH?)"
+# The libraries and their digests again, one word each: the staged copies renamed into place.
 # shellcheck disable=SC2086
 set -- $libs
 while [ $# -ge 2 ]; do
