@@ -335,7 +335,10 @@ test('waitForHealth: 200 ends the wait, a closed port times out within its bound
   const port = (server.address() as { port: number }).port;
   try {
     const ok = await waitForHealth({ url: `http://127.0.0.1:${port}/health`, timeoutMs: 5000, intervalMs: 20 });
-    assert.deepEqual([ok.ok, ok.attempts], [true, 3]);
+    // The third answer is the 200; on a loaded machine a probe may give up before its answer
+    // and count as one more attempt.
+    assert.deepEqual([ok.ok, hits], [true, 3]);
+    assert.ok(ok.attempts >= 3, `${ok.attempts} attempts`);
   } finally {
     await new Promise((r) => server.close(r));
   }
