@@ -10,6 +10,7 @@ import { alive, fakeNodes, waitFor } from './helpers/fake-node.js';
 import { cli } from './helpers/cli.js';
 import { tempDir } from './helpers/tmp.js';
 import type { Io } from '../src/io.js';
+import { writeCluster } from './helpers/launch-files.js';
 
 test("docker's timestamps: fractions of any length compare as times, offsets as UTC, a line without one is kept whole", () => {
   const a = splitStamp('2026-12-06T14:00:00.1Z first');
@@ -40,20 +41,12 @@ test('the merge: time order across nodes, each node in its own order, held lines
 
 function twoNodes() {
   const fake = fakeNodes();
-  const cluster = join(tempDir('spark-logs-'), 'c.toml');
-  writeFileSync(
-    cluster,
-    [
-      'name = "two"',
-      '[[nodes]]',
-      'host = "n1"',
-      'fabric_addr = "192.168.1.1"',
-      '[[nodes]]',
-      'host = "n2"',
-      'fabric_addr = "192.168.1.2"',
-      '',
-    ].join('\n'),
-  );
+  const cluster = writeCluster({
+    name: 'two',
+    hosts: ['n1', 'n2'],
+    fabric: ['192.168.1.1', '192.168.1.2'],
+    hfCache: '/nonexistent/hf',
+  });
   return { fake, cluster };
 }
 

@@ -2,14 +2,12 @@
 // node, and a run on fake nodes.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { judge, parseInspect, parseNodeAnswer, parseStatsLine, type NodeStatus } from '../src/status/status.js';
 import { formatStatus } from '../src/commands/status.js';
 import { fakeNodes } from './helpers/fake-node.js';
 import { cli } from './helpers/cli.js';
-import { tempDir } from './helpers/tmp.js';
 import { VERSION } from '../src/version.js';
+import { writeCluster } from './helpers/launch-files.js';
 
 const OVERLAY =
   'libengram_rows: calls=120 rows=30720 hit_rate=87.5% reads=3840 reads_per_s=12800 p50_us=41 p99_us=310 cache_bytes=1073741824 pinned_scale_bytes=0 lines_dropped=0';
@@ -117,20 +115,12 @@ test('the verdict: a node on an older bundle, one another spark than this machin
 
 test('spark status on fake nodes: one ssh per node, the table, exit 1 naming the node whose container exited', async () => {
   const fake = fakeNodes();
-  const cluster = join(tempDir('spark-status-'), 'c.toml');
-  writeFileSync(
-    cluster,
-    [
-      'name = "two"',
-      '[[nodes]]',
-      'host = "n1"',
-      'fabric_addr = "192.168.1.1"',
-      '[[nodes]]',
-      'host = "n2"',
-      'fabric_addr = "192.168.1.2"',
-      '',
-    ].join('\n'),
-  );
+  const cluster = writeCluster({
+    name: 'two',
+    hosts: ['n1', 'n2'],
+    fabric: ['192.168.1.1', '192.168.1.2'],
+    hfCache: '/nonexistent/hf',
+  });
   const env = fake.env({
     'n1 docker inspect': { stdout: 'running|2026-12-06T14:00:00Z|0|0|0001-01-01T00:00:00Z\n' },
     'n2 docker inspect': { stdout: 'exited|2026-12-06T14:00:00Z|2|3|2026-12-06T14:02:00Z\n' },

@@ -76,39 +76,33 @@ for lib in libengram_rows.so librow_store.so; do
   mv -f "$root/build/arm64/.$lib.partial" "$root/build/arm64/$lib"
 done
 
-# Those tests skip where no aarch64 build exists (a plain npm test); here one does, so they run,
-# and a skip is a failure.
-if [ -d "$root/dist/test" ]; then
-  out=$(cd "$root" && node --test dist/test/preflight-engine-lib.test.js dist/test/engine-lib-reader.test.js 2>&1) || {
+# node_tests LABEL FILE...: node tests that skip where no aarch64 build exists (a plain npm
+# test); here one does, so they must run and pass, and a skip is a failure.
+node_tests() {
+  local label=$1 out
+  shift
+  out=$(cd "$root" && node --test "$@" 2>&1) || {
     echo "$out" >&2
-    echo "arm64: the preflight and ELF-reader tests failed on the aarch64 libraries" >&2
+    echo "arm64: $label failed" >&2
     exit 1
   }
   grep -q '^# skipped 0$' <<<"$out" || {
     grep -E '^# (pass|fail|skipped)|# SKIP' <<<"$out" >&2
-    echo "arm64: the aarch64 preflight tests skipped with the aarch64 libraries in build/arm64" >&2
+    echo "arm64: $label skipped with the aarch64 build there" >&2
     exit 1
   }
-  echo "aarch64 libraries: the preflight and ELF-reader tests $(grep -E '^# pass' <<<"$out")"
-else
-  echo "arm64: dist/test is missing (npm run build:ts) for the aarch64 preflight tests" >&2
+  echo "$label: $(grep -E '^# pass' <<<"$out")"
+}
+if [ ! -d "$root/dist/test" ]; then
+  echo "arm64: dist/test is missing (npm run build:ts) for the aarch64 node tests" >&2
   exit 1
 fi
-
+node_tests "the preflight and ELF-reader tests on the aarch64 libraries" \
+  dist/test/preflight-engine-lib.test.js dist/test/engine-lib-reader.test.js
 # 5. spark bundle --arch arm64: the file `spark fanout install` puts on the nodes, cross-built
 #    by spark itself; its addon and libraries aarch64 with glibc <= 2.35, every file as its
 #    manifest says, and node-gyp-build resolving the prebuild as a linux-arm64 node would.
-out=$(cd "$root" && node --test dist/test/arm64/*.test.js 2>&1) || {
-  echo "$out" >&2
-  echo "arm64: the arm64 bundle's test failed" >&2
-  exit 1
-}
-grep -q '^# skipped 0$' <<<"$out" || {
-  grep -E '^# (pass|fail|skipped)|# SKIP' <<<"$out" >&2
-  echo "arm64: the arm64 bundle's test skipped" >&2
-  exit 1
-}
-echo "arm64 bundle: $(grep -E '^# pass' <<<"$out")"
+node_tests "the arm64 bundle's test" dist/test/arm64/*.test.js
 
 # Not exec: the EXIT trap above removes the scratch build once the tests end.
 bash "$here/run.sh" --arm64
