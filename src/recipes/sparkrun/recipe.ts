@@ -5,13 +5,13 @@
 //   model, model_revision                      → model, and `--revision REV` in args
 //   defaults.tensor_parallel / pipeline_parallel → the parallel shape; nodes = tp × pp
 //   defaults.port                              → port
-//   command (a template) or defaults           → entrypoint and args (command.ts)
+//   command (a template) or defaults           → entrypoint and args (recipe-command.ts, command.ts)
 //   env                                        → env, interpolated (env.ts)
 //   executor_config.shm_size / entrypoint / volumes → shm_size, the program, extra_mounts
 //   {launch.runtime_cache_dir} in env          → the runtime cache mounted at /cache/runtime
 // Everything else is reported (features.ts), never dropped without a word.
 import { SparkError } from '../../errors.js';
-import { isTable, typeName, type FileDiagnostic } from '../fields.js';
+import { isTable, typeName } from '../fields.js';
 import { locator } from '../located.js';
 import { parseArgs } from '../args.js';
 import { PRIVILEGED, shmOf } from '../container.js';
@@ -19,8 +19,7 @@ import { TP_FLAGS } from '../topology.js';
 import { envKeyProblem } from '../env-key.js';
 import { RECIPE_FIELDS, type Engine, type LoadedRecipe, type Mount, type Recipe, type RecipeField } from '../recipe.js';
 import type { TomlPosition } from '../toml-positions.js';
-import { PROGRAMS, ShellSyntaxError, defaultsCommand, renderValue, templateCommand, type LinedArg } from './command.js';
-import { SHAPE_KEYS, outcomeFinding } from './defaults-flags.js';
+import { renderValue, type LinedArg } from './command.js';
 import { RUNTIME_CACHE_CONTAINER_PATH, RUNTIME_CACHE_HOST_DEFAULT, interpolate, usesRuntimeCache } from './env.js';
 import {
   EXECUTOR_KEYS,
@@ -32,8 +31,14 @@ import {
   runtimeChoice,
 } from './features.js';
 import { modFindings } from './mods.js';
-import { shellWords } from './shell-words.js';
 import { parseYamlDocument } from './yaml-document.js';
+import {
+  commandFromDefaults,
+  commandFromTemplate,
+  placeholderValues,
+  withEntrypoint,
+  type RecipeRead,
+} from './recipe-command.js';
 export type { SparkrunReadOptions } from './recipe-reader.js';
 import {
   type SparkrunReadOptions,
@@ -114,13 +119,6 @@ export async function parseSparkrunRecipe(
 }
 
 /** What every step of reading one recipe reads from and reports into. */
-interface RecipeRead {
-  file: string;
-  r: Reader;
-  top: Record<string, unknown>;
-  diagnostics: FileDiagnostic[];
-}
-
 /** The YAML map at the top of the file, and a recipe_version spark reads. */
 function readTop(source: string, file: string): RecipeRead {
   const doc = parseYamlDocument(source, file, 'E_RECIPE');
@@ -191,117 +189,6 @@ function readModel({ r, top }: RecipeRead, defaults: Record<string, unknown>) {
  * Placeholder values: every default as text, then what the recipe's own top-level keys answer
  * (a default of the same name wins, as in sparkrun).
  */
-function placeholderValues(
-  defaults: Record<string, unknown>,
-  model: string,
-  revision: string | undefined,
-): Map<string, string> {
-  const values = new Map(Object.entries(defaults).map(([k, v]) => [k, renderValue(v)]));
-  if (!values.has('model')) values.set('model', model);
-  if (revision !== undefined && !values.has('model_revision')) values.set('model_revision', revision);
-  return values;
-}
-
-interface BuiltCommand {
-  program: string[];
-  programLine: number | undefined;
-  args: LinedArg[];
-}
-
-/** The engine command from the recipe's command template, with a finding per unresolved or unused name. */
-function commandFromTemplate(
-  { file, r, diagnostics }: RecipeRead,
-  command: string,
-  defaults: Record<string, unknown>,
-  values: Map<string, string>,
-  model: string,
-): BuiltCommand {
-  const firstLine = r.doc.textLine('command');
-  let t: ReturnType<typeof templateCommand>;
-  try {
-    t = templateCommand(command, values, model, firstLine);
-  } catch (err) {
-    if (!(err instanceof ShellSyntaxError)) throw err;
-    const line = firstLine === undefined ? undefined : firstLine + err.line;
-    const where = line === undefined ? file : `${file}:${line}`;
-    throw new SparkError(
-      'E_RECIPE',
-      `${where}: command: ${err.message}; write the engine command alone (its environment under env:)`,
-      { path: file, key: 'command' },
-    );
-  }
-  for (const key of t.unresolved) {
-    diagnostics.push(
-      diagnostic(
-        file,
-        firstLine,
-        'sparkrun-defaults',
-        'error',
-        `command.{${key}}`,
-        `command: {${key}} names no key of defaults and no top-level key spark answers (model, model_revision), so the engine would get it as written`,
-        `add ${key} to defaults, or correct the name`,
-      ),
-    );
-  }
-  for (const key of Object.keys(defaults)) {
-    if (t.used.has(key) || SHAPE_KEYS.has(key) || [...values.values()].some((v) => v.includes(`{${key}}`))) continue;
-    diagnostics.push(
-      diagnostic(
-        file,
-        r.line('defaults', key),
-        'sparkrun-defaults',
-        'warn',
-        `defaults.${key}`,
-        `defaults.${key} is not named in command, so it reaches nothing (sparkrun does the same with a template)`,
-        `name it in command as {${key}}, or remove it`,
-      ),
-    );
-  }
-  return { program: t.program, args: t.args, programLine: t.programLine };
-}
-
-/** The engine command spark builds from the defaults when there is no template, with a finding per default it cannot pass. */
-function commandFromDefaults(
-  { file, r, diagnostics }: RecipeRead,
-  engine: Engine,
-  defaults: Record<string, unknown>,
-  values: Map<string, string>,
-  runtimeLine: number | undefined,
-): BuiltCommand {
-  const built = defaultsCommand(engine, defaults, values, (key) => r.line('defaults', key));
-  for (const o of built.outcomes) {
-    const f = outcomeFinding(engine, o);
-    if (f)
-      diagnostics.push(
-        diagnostic(
-          file,
-          r.line('defaults', o.key),
-          'sparkrun-defaults',
-          f.severity,
-          `defaults.${o.key}`,
-          f.message,
-          f.fix,
-        ),
-      );
-  }
-  return { program: PROGRAMS[engine], programLine: runtimeLine, args: built.args };
-}
-
-/** executor_config.entrypoint's words before the program. */
-function withEntrypoint(r: Reader, entrypoint: string | undefined, program: string[]): string[] {
-  if (entrypoint === undefined || entrypoint === '') return program;
-  try {
-    return [...shellWords(entrypoint).map((w) => w.text), ...program];
-  } catch (err) {
-    if (!(err instanceof ShellSyntaxError)) throw err;
-    return r.fail(
-      ['executor_config', 'entrypoint'],
-      `executor_config.entrypoint: ${err.message}`,
-      'write the program and its arguments alone',
-    );
-  }
-}
-
 /** Nodes: tp × pp; a tp the template writes as a flag counts when defaults has none. */
 function nodeCount({ file, r, top, diagnostics }: RecipeRead, args: LinedArg[], tp: number | undefined, pp: number) {
   const written = parseArgs(args.map((a) => a.text));
