@@ -11,8 +11,9 @@
 // into a full set replaces CLOCK's victim only when its id was asked for more often lately
 // than the victim's; otherwise it is not kept. Rows read ahead (prefetch) are kept regardless.
 //
-// The memory is one anonymous mapping reserved at Init and touched only as slots fill, so an
-// unused cache costs address space, not memory; Clear() gives every page back to the kernel.
+// The memory is one anonymous mapping, its pages mapped at Init (where the kernel can) so that
+// no gather pays a page fault per slot it fills; Clear() gives every page back to the kernel,
+// and after a Clear or Relayout the pages are mapped again only as slots fill.
 #pragma once
 
 #include <atomic>
