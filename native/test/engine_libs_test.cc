@@ -152,4 +152,35 @@ TEST(mia_close_rows_share_reads) {
   row_store_close(store);
 }
 
+// A warm batch of more distinct rows than the first round of lookups takes (8,192): the rest
+// are looked up where the misses are read, and only the misses are. Rows [0, 40,000) are
+// cached first; then all 48,000 are asked: every row right, 40,000 hits (and a repeat), 8,000
+// misses.
+TEST(mia_warm_batch_past_the_serial_lookups) {
+  constexpr uint64_t kBig = 48000, kCached = 40000;
+  const Table t = WriteTable("engine-warm-big.bin", kBig);
+  void* store = row_store_open(t.path.c_str(), kBig, t.woff, t.soff, uint64_t{64} << 20);
+  CHECK(store != nullptr);
+  if (store == nullptr) return;
+  row_store_range(store, 0, kBig);
+  auto shuffled = [](uint64_t n) {
+    std::vector<int64_t> ids(n);
+    for (uint64_t i = 0; i < n; ++i) ids[i] = static_cast<int64_t>((i * 7919) % n);
+    return ids;
+  };
+  std::vector<int64_t> ids = shuffled(kCached);
+  CHECK(RowsAre(Lookup(store, ids), ids, 0, kBig));
+  uint64_t before[9], after[9];
+  row_store_stats(store, before);
+  CHECK(before[7] > 1);  // the pool has threads besides the caller
+  CHECK_EQ(before[1], kCached);
+  ids = shuffled(kBig);
+  ids.push_back(5);  // a repeat: copied, counted a hit
+  CHECK(RowsAre(Lookup(store, ids), ids, 0, kBig));
+  row_store_stats(store, after);
+  CHECK_EQ(after[0] - before[0], kCached + 1);
+  CHECK_EQ(after[1] - before[1], kBig - kCached);
+  row_store_close(store);
+}
+
 int main() { return spark_test::RunAll("engine_libs_test"); }
