@@ -63,6 +63,12 @@ class MiaSide:
     def evict(self):
         pass  # O_DIRECT (or the store's own cache): nothing of the page cache to drop
 
+    def settle(self):
+        # spark's library may still be putting the last call's rows in its cache on a worker:
+        # stats wait for that. The stack's own library does nothing after a call returns.
+        if self.name == "spark":
+            self.stats()
+
     def stats(self):
         out = (u64 * 9)()
         self.lib.row_store_stats(self.store, out)
@@ -111,6 +117,12 @@ class Side:
         # The baseline's page cache of the file goes, as when the overlay's governor releases.
         if self.name == "baseline":
             self.lib.engram_rows_release(self.store)
+
+    def settle(self):
+        # spark's library may still be putting the last call's rows in its cache on a worker:
+        # resident() waits for that. The overlay's own library does nothing after a call returns.
+        if self.name == "spark":
+            self.resident()
 
     def stats(self):
         return []

@@ -33,7 +33,7 @@ case "$variant" in
   sanitize) flags+=(-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer) ;;
   tsan)
     flags+=(-O1 -g -fsanitize=thread)
-    tests=("$here"/thread_pool_test.cc "$here"/engine_libs_test.cc "$here"/overlay_abi_test.cc "$here"/engine_row_cache_test.cc "$here"/row_store_io_test.cc "$here"/row_store_cache_test.cc "$here"/uring_test.cc "$here"/span_io_test.cc "$here"/pack_test.cc "$here"/verify_sparse_test.cc "$here"/row_store_mapped_test.cc)
+    tests=("$here"/thread_pool_test.cc "$here"/engine_libs_test.cc "$here"/overlay_abi_test.cc "$here"/engine_row_cache_test.cc "$here"/engine_worker_team_test.cc "$here"/row_store_io_test.cc "$here"/row_store_cache_test.cc "$here"/uring_test.cc "$here"/span_io_test.cc "$here"/pack_test.cc "$here"/verify_sparse_test.cc "$here"/row_store_mapped_test.cc)
     export TSAN_OPTIONS="halt_on_error=1"
     ;;
   arm64)

@@ -50,6 +50,8 @@ bool Gatherer::Init(RowSource* source, RowCache* cache) {
     op_head_.resize(2 * kChunk);
     op_tail_.resize(2 * kChunk);
     pending_.resize(kChunk);
+    staged_ids_.resize(kDeferRows);
+    staged_rows_.resize(kDeferRows * kRowBytes);
   } catch (const std::bad_alloc&) {
     errno = ENOMEM;
     return false;
@@ -162,8 +164,26 @@ void Gatherer::ReadDone(void* ctx, uint32_t tag, const uint8_t* data) {
 void Gatherer::Landed(uint32_t k) {
   const DistinctRow& r = rows_[todo_[k]];
   const uint64_t pos = owned_pos_[r.pos];
-  cache_->Insert(r.id, w_ + pos * kWeightBytes, s_ + pos * kScaleBytes);
+  const uint8_t* w = w_ + pos * kWeightBytes;
+  const uint8_t* s = s_ + pos * kScaleBytes;
+  if (defer_ && staged_ < kDeferRows) {
+    uint8_t* row = staged_rows_.data() + staged_ * kRowBytes;
+    std::memcpy(row, w, kWeightBytes);
+    std::memcpy(row + kWeightBytes, s, kScaleBytes);
+    staged_ids_[staged_++] = r.id;
+  } else {
+    cache_->Insert(r.id, w, s);
+  }
   counters_.misses.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Gatherer::InsertStaged(void* ctx) {
+  auto* g = static_cast<Gatherer*>(ctx);
+  for (size_t i = 0; i < g->staged_; ++i) {
+    const uint8_t* row = g->staged_rows_.data() + i * kRowBytes;
+    g->cache_->Insert(g->staged_ids_[i], row, row + kWeightBytes);
+  }
+  g->staged_ = 0;
 }
 
 void Gatherer::Gather(WorkerTeam& team, const int64_t* ids, uint64_t count, uint8_t* w, uint8_t* s, uint64_t lo,
@@ -179,6 +199,8 @@ void Gatherer::Gather(WorkerTeam& team, const int64_t* ids, uint64_t count, uint
 }
 
 void Gatherer::Chunk(WorkerTeam& team, const int64_t* ids, size_t n, uint8_t* w, uint8_t* s, uint64_t lo, uint64_t hi) {
+  Settle();  // the last chunk's staged rows are in the cache, and the staging is free
+  defer_ = team.workers() > 0 && cache_->enabled();
   owned_ids_.clear();
   owned_pos_.clear();
   for (size_t i = 0; i < n; ++i) {
@@ -223,6 +245,10 @@ void Gatherer::Chunk(WorkerTeam& team, const int64_t* ids, size_t n, uint8_t* w,
     const uint64_t dst = owned_pos_[to], src = owned_pos_[from];
     std::memcpy(w + dst * kWeightBytes, w + src * kWeightBytes, kWeightBytes);
     std::memcpy(s + dst * kScaleBytes, s + src * kScaleBytes, kScaleBytes);
+  }
+  if (staged_ > 0) {
+    posted_to_ = &team;
+    team.Post(&InsertStaged, this);
   }
   w_ = s_ = nullptr;
   team_ = nullptr;

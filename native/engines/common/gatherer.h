@@ -10,7 +10,10 @@
 //      alone through native AIO (aio_reader.h), all reads of the chunk in flight at once,
 //      rows whose 4 KiB blocks are at most one block apart sharing one read (up to 16 KiB);
 //      otherwise one item per row on the worker team. Each row is looked up again first (a
-//      prefetch may have brought it), and kept in the cache once read.
+//      prefetch may have brought it), and kept in the cache once read: the first kDeferRows
+//      rows a chunk reads by AIO are staged and put in the cache on a worker after the call
+//      returns (a first write to a cache page is the dearest thing a cold call does on some
+//      machines), and the next call, stats and resident wait for that to finish first.
 // Batches larger than the capacity run in consecutive chunks of it.
 #pragma once
 
@@ -56,6 +59,11 @@ class Gatherer {
   // Calls must be serialised by the caller; `team` runs the reads.
   void Gather(WorkerTeam& team, const int64_t* ids, uint64_t count, uint8_t* w, uint8_t* s, uint64_t lo, uint64_t hi);
   GatherCounters& counters() { return counters_; }
+  // Waits until the rows the last call staged are in the cache: before anything that reads
+  // the cache's state or changes its layout, and before the store goes.
+  void Settle() const {
+    if (posted_to_ != nullptr) posted_to_->WaitPosted();
+  }
 
  private:
   void Chunk(WorkerTeam& team, const int64_t* ids, size_t n, uint8_t* w, uint8_t* s, uint64_t lo, uint64_t hi);
@@ -64,6 +72,7 @@ class Gatherer {
   bool ReadDirect();
   static void ReadDone(void* ctx, uint32_t tag, const uint8_t* data);
   void Landed(uint32_t k);
+  static void InsertStaged(void* ctx);
 
   RowSource* source_ = nullptr;
   RowCache* cache_ = nullptr;
@@ -88,7 +97,14 @@ class Gatherer {
   std::vector<Part> parts_;
   std::vector<uint32_t> op_head_, op_tail_;
   std::vector<uint8_t> pending_;  // reads still out per todo_ entry
-  size_t looked_ = 0;             // todo_ entries from here on were not looked up yet
+  // Rows read by AIO in this chunk, waiting to be put in the cache by InsertStaged.
+  static constexpr size_t kDeferRows = 8192;
+  std::vector<uint64_t> staged_ids_;
+  std::vector<uint8_t> staged_rows_;  // kDeferRows * kRowBytes
+  size_t staged_ = 0;
+  bool defer_ = false;               // a worker puts staged rows in the cache (false: this thread does, at once)
+  WorkerTeam* posted_to_ = nullptr;  // the team InsertStaged was last posted to
+  size_t looked_ = 0;                // todo_ entries from here on were not looked up yet
   // The chunk being run (read by MissItem).
   WorkerTeam* team_ = nullptr;
   uint8_t* w_ = nullptr;

@@ -25,6 +25,7 @@ void WorkerTeam::Stop() {
   for (std::thread& t : threads_) t.join();
   threads_.clear();
   workers_ = 0;
+  task_ = nullptr;  // a task posted but never run: its owner is going away with the team
 }
 
 bool WorkerTeam::Start(unsigned workers, IdleFn idle, void* idle_ctx) {
@@ -100,7 +101,7 @@ void WorkerTeam::WorkerLoop(unsigned index) {
   for (;;) {
     work_cv_.wait(lock, [&] {
       return stopping_ || (job_open_.load(std::memory_order_relaxed) && generation_ != seen) || idle_wanted_ != 0 ||
-             line_len_.load(std::memory_order_relaxed) != 0;
+             (task_ != nullptr && !task_running_) || line_len_.load(std::memory_order_relaxed) != 0;
     });
     if (stopping_) return;
     if (job_open_.load(std::memory_order_relaxed) && generation_ != seen) {
@@ -110,6 +111,18 @@ void WorkerTeam::WorkerLoop(unsigned index) {
       RunItems(index);
       lock.lock();
       if (--active_ == 0) done_cv_.notify_all();
+      continue;
+    }
+    if (task_ != nullptr && !task_running_) {
+      task_running_ = true;
+      const TaskFn fn = task_;
+      void* ctx = task_ctx_;
+      lock.unlock();
+      fn(ctx);
+      lock.lock();
+      task_ = nullptr;
+      task_running_ = false;
+      task_cv_.notify_all();
       continue;
     }
     const bool idle = idle_wanted_ != 0;
@@ -146,6 +159,26 @@ void WorkerTeam::PostLine(const char* line, size_t len) {
     std::lock_guard<std::mutex> lock(mu_);
   }
   work_cv_.notify_one();
+}
+
+void WorkerTeam::Post(TaskFn fn, void* ctx) {
+  if (workers_ == 0) {
+    fn(ctx);
+    return;
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    task_cv_.wait(lock, [&] { return task_ == nullptr; });
+    task_ = fn;
+    task_ctx_ = ctx;
+  }
+  work_cv_.notify_one();
+}
+
+void WorkerTeam::WaitPosted() {
+  if (workers_ == 0) return;
+  std::unique_lock<std::mutex> lock(mu_);
+  task_cv_.wait(lock, [&] { return task_ == nullptr; });
 }
 
 void WorkerTeam::Nudge(unsigned count) {

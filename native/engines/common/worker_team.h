@@ -4,10 +4,10 @@
 // touches the job. Each thread has an index (0 = the calling thread, 1..workers) and its own
 // staging buffer for O_DIRECT reads under that index.
 //
-// Between jobs the workers do background work: one log line handed over by PostLine (written
-// there rather than on the gathering thread; stderr_line.h: never waiting on stderr either
-// way), then the owner's idle hook (the overlay library's prefetch reads), which must return
-// soon after job_open() turns true.
+// Between jobs the workers do background work: a task handed over by Post (one at a time), one
+// log line handed over by PostLine (written there rather than on the gathering thread;
+// stderr_line.h: never waiting on stderr either way), then the owner's idle hook (the overlay
+// library's prefetch reads), which must return soon after job_open() turns true.
 #pragma once
 
 #include <atomic>
@@ -31,6 +31,7 @@ class WorkerTeam : NonCopyable {
  public:
   using ItemFn = void (*)(void* ctx, size_t item, unsigned thread);
   using IdleFn = void (*)(void* ctx, unsigned thread);
+  using TaskFn = void (*)(void* ctx);
 
   WorkerTeam() = default;
   ~WorkerTeam();  // stops and joins every worker
@@ -54,6 +55,12 @@ class WorkerTeam : NonCopyable {
   void PostLine(const char* line, size_t len);
   // Wakes up to `count` workers to run the idle hook (no effect without workers).
   void Nudge(unsigned count);
+  // Runs fn(ctx) once on a worker after this call returns: work a caller need not wait for
+  // (a gather's cache inserts, done while the engine uses the rows). One task at a time: Post
+  // first waits for the one before. With no workers, runs it here and now.
+  void Post(TaskFn fn, void* ctx);
+  // Returns when no posted task is waiting or running (at once when none was posted).
+  void WaitPosted();
 
  private:
   struct FreeAligned {
@@ -79,7 +86,11 @@ class WorkerTeam : NonCopyable {
   ItemFn fn_ = nullptr;
   void* ctx_ = nullptr;
   size_t n_ = 0;
-  size_t run_ = 1;  // items claimed at once
+  size_t run_ = 1;         // items claimed at once
+  TaskFn task_ = nullptr;  // the posted task, until it has run
+  void* task_ctx_ = nullptr;
+  bool task_running_ = false;
+  std::condition_variable task_cv_;
   std::atomic<bool> job_open_{false};
   std::atomic<size_t> next_{0}, completed_{0};
 

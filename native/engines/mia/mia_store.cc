@@ -98,6 +98,7 @@ MiaStore* MiaStore::Open(const char* path, uint64_t rows, uint64_t woff, uint64_
 }
 
 MiaStore::~MiaStore() {
+  gatherer_.Settle();  // the last lookup's rows may still be going in
   if (mapped_ != nullptr) munmap(mapped_, mapped_bytes_ == 0 ? 1 : mapped_bytes_);
 }
 
@@ -171,6 +172,7 @@ CallTotals MiaStore::Totals() const {
 
 void MiaStore::Stats(uint64_t out[9]) {
   Team();
+  gatherer_.Settle();  // the last lookup's rows are in the cache
   std::lock_guard<std::mutex> lock(mu_);
   const CallTotals t = Totals();
   out[0] = t.hits;

@@ -211,10 +211,14 @@ void OverlayStore::Stats(uint64_t out[4]) {
   out[3] = c.ns.load();
 }
 
-uint64_t OverlayStore::Resident() const { return cache_.rows() * kRowBytes + pinned_bytes_.load(); }
+uint64_t OverlayStore::Resident() const {
+  gatherer_.Settle();  // the last gather's rows are in the cache
+  return cache_.rows() * kRowBytes + pinned_bytes_.load();
+}
 
 void OverlayStore::Release() {
   std::lock_guard<std::mutex> lock(gather_mu_);
+  gatherer_.Settle();  // no insert of the last gather's rows runs while the cache is emptied
   fill_paused_.store(true);
   while (fill_busy_.load() != 0) sched_yield();  // a prefetch read in progress: ~0.2 ms
   // Everything resident() counts goes: the cached rows (their pages back to the kernel) and
