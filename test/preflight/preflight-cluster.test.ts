@@ -81,30 +81,61 @@ test('four nodes that agree: every node checked over ssh, every rule ran, no err
 });
 
 test('a node whose image differs, or lacks it: an error naming that node', async () => {
-  const differs = await check(await fakeCluster(oneDiffers(2, { imageId: 'sha256:' + 'cd'.repeat(32) })));
+  // One cluster, two nodes wrong in two ways: each is its own error, naming only its node.
+  const hosts = defaultHosts();
+  hosts[2]!.imageId = 'sha256:' + 'cd'.repeat(32);
+  hosts[1]!.imageId = null;
+  const r = await check(await fakeCluster(hosts));
+  const got = problems(r);
+  assert.deepEqual(
+    got.map((f) => [f.rule, f.node?.rank]),
+    [
+      ['nodes.same-image', 1],
+      ['nodes.same-image', 2],
+    ],
+    dump(r),
+  );
   onlyError(
-    differs,
+    { ...r, findings: got.filter((f) => f.node?.rank === 2) },
     'nodes.same-image',
     2,
     /production-1\.6 on node 2 \(spark3\) is sha256:cdcdcdcdcdcd, on the head node 0 \(spark1\) sha256:abababababab/,
   );
-  const missing = await check(await fakeCluster(oneDiffers(1, { imageId: null })));
-  onlyError(missing, 'nodes.same-image', 1, /is not on node 1 \(spark2\): docker would pull it at launch/);
+  onlyError(
+    { ...r, findings: got.filter((f) => f.node?.rank === 1) },
+    'nodes.same-image',
+    1,
+    /is not on node 1 \(spark2\): docker would pull it at launch/,
+  );
 });
 
 test('a node on another driver, CUDA or kernel: an error naming that node and both versions', async () => {
-  const driver = await check(await fakeCluster(oneDiffers(3, { driver: '580.82.07' })));
+  // One cluster, a node off in each of the three: three errors, each naming only its node.
+  const hosts = defaultHosts();
+  hosts[3]!.driver = '580.82.07';
+  hosts[1]!.cuda = '12.9';
+  hosts[2]!.kernel = '6.8.0-1010-nvidia';
+  const r = await check(await fakeCluster(hosts));
+  const got = problems(r);
+  assert.deepEqual(
+    got.map((f) => [f.rule, f.node?.rank]).sort(),
+    [
+      ['nodes.same-versions', 1],
+      ['nodes.same-versions', 2],
+      ['nodes.same-versions', 3],
+    ],
+    dump(r),
+  );
+  const of = (rank: number) => ({ ...r, findings: got.filter((f) => f.node?.rank === rank) });
   onlyError(
-    driver,
+    of(3),
     'nodes.same-versions',
     3,
     /^node 3 \(spark4\) runs NVIDIA driver 580\.82\.07; the head node 0 \(spark1\) runs NVIDIA driver 580\.95\.05$/,
   );
-  const cuda = await check(await fakeCluster(oneDiffers(1, { cuda: '12.9' })));
-  onlyError(cuda, 'nodes.same-versions', 1, /runs CUDA 12\.9; the head .* runs CUDA 13\.0$/);
-  const kernel = await check(await fakeCluster(oneDiffers(2, { kernel: '6.8.0-1010-nvidia' })));
+  onlyError(of(1), 'nodes.same-versions', 1, /runs CUDA 12\.9; the head .* runs CUDA 13\.0$/);
   onlyError(
-    kernel,
+    of(2),
     'nodes.same-versions',
     2,
     /runs kernel 6\.8\.0-1010-nvidia; the head .* runs kernel 6\.11\.0-1016-nvidia$/,
@@ -161,11 +192,19 @@ test('a node whose snapshot is truncated, or at another revision: an error namin
       REVISION,
       'model-00002-of-00003.safetensors',
     );
-  const truncated = await check(
-    await fakeCluster(oneDiffers(3, { ownNas: (nas) => truncateSync(shard(nas), statSync(shard(nas)).size - 100) })),
-  );
+  const other = 'e'.repeat(40);
+  // One cluster: node 3's shard is cut short, node 1's copy was downloaded at another commit
+  // (refs/main points there). Each is its own error, naming only its node.
+  const hosts = defaultHosts();
+  hosts[3]!.ownNas = (nas) => truncateSync(shard(nas), statSync(shard(nas)).size - 100);
+  hosts[1]!.ownNas = (nas) => {
+    const model = join(nas, 'hf', 'hub', 'models--deepseek-ai--DeepSeek-V4.1-Flash');
+    renameSync(join(model, 'snapshots', REVISION), join(model, 'snapshots', other));
+    writeFileSync(join(model, 'refs', 'main'), other);
+  };
+  const r = await check(await fakeCluster(hosts));
   const f = onlyError(
-    truncated,
+    { ...r, findings: problems(r).filter((e) => e.node?.rank === 3) },
     'snapshot.complete',
     3,
     /model-00002-of-00003\.safetensors.*\[E_SHARD_TRUNCATED\] on node 3 \(spark4\)$/,
@@ -174,30 +213,15 @@ test('a node whose snapshot is truncated, or at another revision: an error namin
     f.where,
     /\/nas\/hf\/hub\/models--deepseek-ai--DeepSeek-V4\.1-Flash\/snapshots\/dba1be0a\w+\/model-00002-of-00003\.safetensors$/,
   );
-  const other = 'e'.repeat(40);
-  const moved = await check(
-    await fakeCluster(
-      oneDiffers(1, {
-        ownNas: (nas) => {
-          const model = join(nas, 'hf', 'hub', 'models--deepseek-ai--DeepSeek-V4.1-Flash');
-          // This node's copy was downloaded at another commit (refs/main points there).
-          renameSync(join(model, 'snapshots', REVISION), join(model, 'snapshots', other));
-          writeFileSync(join(model, 'refs', 'main'), other);
-        },
-      }),
-    ),
-    undefined,
-    undefined,
-  );
-  const errors = problems(moved);
-  // The recipe's SPARK_ENGRAM_DIR names dba1be0a…, which that node lacks; and its model is another revision.
+  const errors = problems(r).filter((e) => e.node?.rank !== 3);
+  // The recipe's SPARK_ENGRAM_DIR names dba1be0a…, which node 1 lacks; and its model is another revision.
   assert.deepEqual(
     errors.map((e) => [e.rule, e.node?.rank]).sort(),
     [
       ['snapshot.engram-dir', 1],
       ['snapshot.same-revision', 1],
     ],
-    dump(moved),
+    dump(r),
   );
   assert.match(
     errors.find((e) => e.rule === 'snapshot.same-revision')!.message,
@@ -228,25 +252,27 @@ test('a node without room for its pack, or whose head port is taken, or without 
   );
   assert.match(room[0]!.message, /\/engram has 1\.00 MiB free; one rank's pack of 4 needs \d/);
 
-  const taken = await fakeCluster(oneDiffers(0, { listening: ['serving'] }));
-  const recipe = taken.recipe(taken.dsv41Text);
+  // One cluster: node 0's serving port is taken, node 3 has no usable GID; each names its node.
+  const hosts = defaultHosts();
+  hosts[0]!.listening = ['serving'];
+  hosts[3]!.gids = 'link-local-only';
+  const taken = await fakeCluster(hosts);
+  const r = await check(taken, taken.recipe(taken.dsv41Text));
   onlyError(
-    await check(taken, recipe),
+    { ...r, findings: problems(r).filter((e) => e.node?.rank !== 3) },
     'node.ports',
     0,
     new RegExp(`^port ${taken.servingPort}, the serving port, is in use on node 0 \\(spark1\\)$`),
   );
-
-  const noGid = await check(await fakeCluster(oneDiffers(3, { gids: 'link-local-only' })));
-  const errors = problems(noGid);
-  assert.ok(errors.length >= 1 && errors.every((e) => e.rule === 'fabric.gid' && e.node?.rank === 3), dump(noGid));
+  const errors = problems(r).filter((e) => e.node?.rank === 3);
+  assert.ok(errors.length >= 1 && errors.every((e) => e.rule === 'fabric.gid'), dump(r));
   for (const hca of ['rocep1s0f0', 'roceP2p1s0f0']) {
     const re = new RegExp(
       `^${hca} port 1: no IPv4 RoCE v2 in 192\\.168\\.200\\.0/24 GID entry; .* on node 3 \\(spark4\\)$`,
     );
     assert.ok(
       errors.some((e) => re.test(e.message)),
-      dump(noGid),
+      dump(r),
     );
   }
 });
