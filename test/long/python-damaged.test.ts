@@ -1,5 +1,7 @@
 // The Python reader on damaged inputs: every kind is one line on stderr and exit 2, never a
 // traceback, a hang or a SIGBUS. Each case damages a fresh copy of a good pack or sparse copy.
+// A long trial (npm run test:long): about thirty Python processes, each importing numpy, over a
+// minute on 2 cores; the reader's good paths are checked in npm test (test/python/).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
