@@ -155,7 +155,7 @@
     # it runs the overlay variant; spark's addon neither contains nor links it. Not named .node:
     # node-gyp-build loads the first .node file it finds in build/Release. It compiles
     # native/binding's argument, error and async helpers in again (nothing in native/ includes
-    # from bench/; test/no-bench-in-product.test.ts holds that).
+    # from bench/; test/repo/no-bench-in-product.test.ts holds that).
     {
       "target_name": "overlay_mmap_baseline",
       "type": "shared_library",

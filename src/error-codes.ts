@@ -1,5 +1,5 @@
 // The error-code table. It imports nothing: errors.ts and src/native both build on it.
-// Mirror of native/core/base/error_codes.h: code -> exit code. test/codes.test.ts keeps them equal.
+// Mirror of native/core/base/error_codes.h: code -> exit code. test/root/error-codes.test.ts keeps them equal.
 // Exit codes: 1 a check failed, 2 bad usage or input data, 3 environment / I/O.
 export const ERROR_CODES = {
   E_USAGE: 2,

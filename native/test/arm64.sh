@@ -69,7 +69,7 @@ for lib in overlay:libengram_rows.so mia:librow_store.so; do
   READELF="${prefix}readelf" bash "$root/native/engines/check-lib.sh" "$work/build/Release/${lib#*:}" "${lib%%:*}" aarch64
 done
 # Kept in build/arm64 (each written beside and renamed over): the aarch64 libraries the
-# preflight tests mount on fake aarch64 nodes (test/preflight-engine-lib.test.ts).
+# preflight tests mount on fake aarch64 nodes (test/preflight/preflight-engine-lib.test.ts).
 mkdir -p "$root/build/arm64"
 for lib in libengram_rows.so librow_store.so; do
   cp "$work/build/Release/$lib" "$root/build/arm64/.$lib.partial"
@@ -98,7 +98,7 @@ if [ ! -d "$root/dist/test" ]; then
   exit 1
 fi
 node_tests "the preflight and ELF-reader tests on the aarch64 libraries" \
-  dist/test/preflight-engine-lib.test.js dist/test/engine-lib-reader.test.js
+  dist/test/preflight/preflight-engine-lib.test.js dist/test/engine-lib/engine-lib-reader.test.js
 # 5. spark bundle --arch arm64: the file `spark fanout install` puts on the nodes, cross-built
 #    by spark itself; its addon and libraries aarch64 with glibc <= 2.35, every file as its
 #    manifest says, and node-gyp-build resolving the prebuild as a linux-arm64 node would.

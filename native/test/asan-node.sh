@@ -40,9 +40,9 @@ cd "$root"
 # is slower, and the whole suite took most of an hour on 2 cores.
 surface='/(aligned-write|bench-gather|engram-ranges-snapshot|hostile-files|input-limits|layer-source|manifest-grammar|mia-baseline|native-layout|pack[a-z-]*|row-store[a-z-]*|rows|safetensors|snapshot|sparse-[a-z]+|synth|tiling)\.test\.js$'
 files=()
-for f in dist/test/*.test.js; do
+while read -r f; do
   if [[ $f =~ $surface ]]; then files+=("$f"); fi
-done
+done < <(sh scripts/node-tests.sh --list)
 if [ "${#files[@]}" -lt 20 ]; then
   echo "asan-node: only ${#files[@]} test files of the addon's surface in dist/test (npm run build:ts?)" >&2
   exit 1

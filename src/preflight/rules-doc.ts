@@ -1,5 +1,5 @@
 // The rule reference in docs/preflight.md is generated from the rules' own metadata, so the
-// two cannot drift (test/preflight-doc.test.ts compares them).
+// two cannot drift (test/preflight/preflight-doc.test.ts compares them).
 import { RULES } from './rules/index.js';
 import type { RuleScope } from './types.js';
 

@@ -1,4 +1,4 @@
-// Every rule, one fixture that passes and one that fails (run by test/preflight-rules.test.ts).
+// Every rule, one fixture that passes and one that fails (run by test/preflight/preflight-rules.test.ts).
 
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

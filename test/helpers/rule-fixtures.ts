@@ -1,5 +1,5 @@
 // The worlds the rule cases are built in: a failing fixture for every rule starts from one of
-// these (test/preflight-rules.test.ts runs them; the cases are in rule-cases.ts).
+// these (test/preflight/preflight-rules.test.ts runs them; the cases are in rule-cases.ts).
 
 import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -13,7 +13,7 @@ constexpr int32_t kAbiVersion = 3;
 // The same number as an ELF note (name "spark", type 1, a little-endian int32), so a node's
 // copy of the file can be checked for it by reading it (spark preflight, engine-lib.abi),
 // without running code built for another machine. GAS makes a ".note.*" section SHT_NOTE; the
-// version script leaves it alone (it is no symbol). test/engine-lib-reader.test.ts checks the
+// version script leaves it alone (it is no symbol). test/engine-lib/engine-lib-reader.test.ts checks the
 // note against what the function returns.
 struct AbiNote {
   uint32_t namesz;

@@ -1,0 +1,21 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { packageRoot } from '../../src/native/index.js';
+import { RULES } from '../../src/preflight/index.js';
+import { withRulesSection } from '../../src/preflight/rules-doc.js';
+
+test('docs/preflight.md lists every rule as the rules describe themselves (npm run docs:preflight)', () => {
+  const doc = readFileSync(join(packageRoot(), 'docs', 'preflight.md'), 'utf8');
+  assert.equal(withRulesSection(doc), doc);
+  for (const r of RULES) assert.ok(doc.includes(`### \`${r.id}\``), r.id);
+});
+
+test('rule metadata is complete and ids are unique', () => {
+  assert.equal(new Set(RULES.map((r) => r.id)).size, RULES.length);
+  for (const r of RULES) {
+    assert.match(r.id, /^[a-z0-9]+\.[a-z0-9-]+$/, r.id);
+    assert.ok(r.engines.length > 0 && r.title && r.evidence.length > 20 && r.fix, r.id);
+  }
+});
