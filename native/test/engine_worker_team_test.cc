@@ -88,4 +88,31 @@ TEST(a_job_between_posts_and_a_team_going_away) {
   CHECK(t.runs.load() >= 1 && t.runs.load() <= 2);
 }
 
+// Idle work (the overlay's prefetch reads) runs until job_open(); a posted task must make it
+// return, or a gather waiting for the last one's inserts would wait as long as prefetches come.
+TEST(idle_work_gives_way_to_a_posted_task) {
+  struct Idle {
+    WorkerTeam* team = nullptr;
+    std::atomic<bool> quit{false};  // lets the hook end before the team is destroyed
+  } ctx;
+  auto idle = [](void* p, unsigned) {
+    auto* c = static_cast<Idle*>(p);
+    while (!c->team->job_open() && !c->quit.load()) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  };
+  WorkerTeam team;
+  ctx.team = &team;
+  CHECK(team.Start(2, idle, &ctx));
+  team.Nudge(2);  // both workers in the idle hook
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  Task t;
+  team.Post(&Quick, &t);
+  // Waits up to 5 s for the task; then ends the idle work anyway, so a failure is not a hang.
+  const auto start = std::chrono::steady_clock::now();
+  while (t.runs.load() == 0 && std::chrono::steady_clock::now() - start < std::chrono::seconds(5))
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  CHECK_EQ(t.runs.load(), 1);
+  ctx.quit.store(true);
+  team.WaitPosted();
+}
+
 int main() { return spark_test::RunAll("engine_worker_team_test"); }

@@ -247,7 +247,7 @@ void Gatherer::Chunk(WorkerTeam& team, const int64_t* ids, size_t n, uint8_t* w,
     std::memcpy(s + dst * kScaleBytes, s + src * kScaleBytes, kScaleBytes);
   }
   if (staged_ > 0) {
-    posted_to_ = &team;
+    posted_to_.store(&team, std::memory_order_release);
     team.Post(&InsertStaged, this);
   }
   w_ = s_ = nullptr;

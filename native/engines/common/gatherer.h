@@ -62,7 +62,7 @@ class Gatherer {
   // Waits until the rows the last call staged are in the cache: before anything that reads
   // the cache's state or changes its layout, and before the store goes.
   void Settle() const {
-    if (posted_to_ != nullptr) posted_to_->WaitPosted();
+    if (WorkerTeam* team = posted_to_.load(std::memory_order_acquire)) team->WaitPosted();
   }
 
  private:
@@ -102,9 +102,10 @@ class Gatherer {
   std::vector<uint64_t> staged_ids_;
   std::vector<uint8_t> staged_rows_;  // kDeferRows * kRowBytes
   size_t staged_ = 0;
-  bool defer_ = false;               // a worker puts staged rows in the cache (false: this thread does, at once)
-  WorkerTeam* posted_to_ = nullptr;  // the team InsertStaged was last posted to
-  size_t looked_ = 0;                // todo_ entries from here on were not looked up yet
+  bool defer_ = false;  // a worker puts staged rows in the cache (false: this thread does, at once)
+  // The team InsertStaged was last posted to (read by resident() and stats from other threads).
+  std::atomic<WorkerTeam*> posted_to_{nullptr};
+  size_t looked_ = 0;  // todo_ entries from here on were not looked up yet
   // The chunk being run (read by MissItem).
   WorkerTeam* team_ = nullptr;
   uint8_t* w_ = nullptr;

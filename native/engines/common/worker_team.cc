@@ -26,6 +26,7 @@ void WorkerTeam::Stop() {
   threads_.clear();
   workers_ = 0;
   task_ = nullptr;  // a task posted but never run: its owner is going away with the team
+  task_waiting_.store(false, std::memory_order_relaxed);
 }
 
 bool WorkerTeam::Start(unsigned workers, IdleFn idle, void* idle_ctx) {
@@ -115,6 +116,7 @@ void WorkerTeam::WorkerLoop(unsigned index) {
     }
     if (task_ != nullptr && !task_running_) {
       task_running_ = true;
+      task_waiting_.store(false, std::memory_order_relaxed);
       const TaskFn fn = task_;
       void* ctx = task_ctx_;
       lock.unlock();
@@ -171,6 +173,7 @@ void WorkerTeam::Post(TaskFn fn, void* ctx) {
     task_cv_.wait(lock, [&] { return task_ == nullptr; });
     task_ = fn;
     task_ctx_ = ctx;
+    task_waiting_.store(true, std::memory_order_relaxed);
   }
   work_cv_.notify_one();
 }

@@ -44,7 +44,10 @@ class WorkerTeam : NonCopyable {
   // Runs fn(ctx, item, thread) for every item in [0, n) and returns when all have run.
   // Calls from several threads at once run one after the other.
   void Run(ItemFn fn, void* ctx, size_t n);
-  bool job_open() const { return job_open_.load(std::memory_order_relaxed); }
+  // A job runs or a posted task waits for a worker: idle work must return soon.
+  bool job_open() const {
+    return job_open_.load(std::memory_order_relaxed) || task_waiting_.load(std::memory_order_relaxed);
+  }
 
   // The staging buffer of thread index `thread` (kStagingBytes, aligned for O_DIRECT).
   uint8_t* staging(unsigned thread) const { return staging_[thread].get(); }
@@ -90,6 +93,7 @@ class WorkerTeam : NonCopyable {
   TaskFn task_ = nullptr;  // the posted task, until it has run
   void* task_ctx_ = nullptr;
   bool task_running_ = false;
+  std::atomic<bool> task_waiting_{false};  // posted, not yet taken by a worker
   std::condition_variable task_cv_;
   std::atomic<bool> job_open_{false};
   std::atomic<size_t> next_{0}, completed_{0};
