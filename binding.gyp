@@ -17,16 +17,16 @@
       "native/core/io/random_read.cc",
       "native/core/row_store/row_plan.cc",
       "native/core/base/status.cc",
-      "native/engines/common/aio_reader.cc",
-      "native/engines/common/call_log.cc",
-      "native/engines/common/env.cc",
-      "native/engines/common/freq_sketch.cc",
-      "native/engines/common/gatherer.cc",
-      "native/engines/common/glibc_floor.cc",
-      "native/engines/common/row_cache.cc",
-      "native/engines/common/row_source.cc",
-      "native/engines/common/stderr_line.cc",
-      "native/engines/common/worker_team.cc"
+      "native/engine-libs/common/aio_reader.cc",
+      "native/engine-libs/common/call_log.cc",
+      "native/engine-libs/common/env.cc",
+      "native/engine-libs/common/freq_sketch.cc",
+      "native/engine-libs/common/gatherer.cc",
+      "native/engine-libs/common/glibc_floor.cc",
+      "native/engine-libs/common/row_cache.cc",
+      "native/engine-libs/common/row_source.cc",
+      "native/engine-libs/common/stderr_line.cc",
+      "native/engine-libs/common/worker_team.cc"
     ]
   },
   "target_defaults": {
@@ -90,19 +90,19 @@
     # own row libraries, built from native/core with no Node in them. They must load in the
     # stacks' images: the C++ runtime linked in statically, only the ABI's symbols exported
     # (exports.map), never built with the sanitizers (a sanitized library needs its runtime
-    # preloaded); native/engines/check-lib.sh checks the built files.
+    # preloaded); native/engine-libs/check-lib.sh checks the built files.
     {
       "target_name": "engram_rows",
       "type": "shared_library",
       "product_prefix": "lib",
       "sources": [
         "<@(engine_core_sources)",
-        "native/engines/overlay/engram_rows.cc",
-        "native/engines/overlay/overlay_store.cc"
+        "native/engine-libs/overlay/overlay_abi.cc",
+        "native/engine-libs/overlay/overlay_store.cc"
       ],
       "cflags_cc": ["-fPIC", "-fvisibility=hidden", "-fvisibility-inlines-hidden"],
       "ldflags": ["-static-libstdc++", "-static-libgcc", "-Wl,--exclude-libs,ALL", "-Wl,-z,defs",
-                  "-Wl,--version-script=<(module_root_dir)/native/engines/overlay/exports.map"],
+                  "-Wl,--version-script=<(module_root_dir)/native/engine-libs/overlay/exports.map"],
       "conditions": [["sanitize==1", {
         "cflags_cc!": ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"],
         "ldflags!": ["-fsanitize=address,undefined"]
@@ -114,14 +114,14 @@
       "product_prefix": "lib",
       "sources": [
         "<@(engine_core_sources)",
-        "native/engines/mia/drm_cache.cc",
-        "native/engines/mia/mia_pack.cc",
-        "native/engines/mia/mia_store.cc",
-        "native/engines/mia/row_store.cc"
+        "native/engine-libs/mia/drm_cache.cc",
+        "native/engine-libs/mia/mia_pack.cc",
+        "native/engine-libs/mia/mia_store.cc",
+        "native/engine-libs/mia/mia_abi.cc"
       ],
       "cflags_cc": ["-fPIC", "-fvisibility=hidden", "-fvisibility-inlines-hidden"],
       "ldflags": ["-static-libstdc++", "-static-libgcc", "-Wl,--exclude-libs,ALL", "-Wl,-z,defs",
-                  "-Wl,--version-script=<(module_root_dir)/native/engines/mia/exports.map"],
+                  "-Wl,--version-script=<(module_root_dir)/native/engine-libs/mia/exports.map"],
       "conditions": [["sanitize==1", {
         "cflags_cc!": ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"],
         "ldflags!": ["-fsanitize=address,undefined"]

@@ -68,7 +68,7 @@ def fio_iops(path, depth, bs="4k", seconds=1, fresh=True):
     return float(fields[7]) if out.returncode == 0 and len(fields) > 8 else None
 
 
-AIO_DEPTH = 256  # the engine libraries' AIO reads in flight per store (native/engines/common/gatherer.cc)
+AIO_DEPTH = 256  # the engine libraries' AIO reads in flight per store (native/engine-libs/common/gatherer.cc)
 
 
 def fio_batches(path, reads, batches):

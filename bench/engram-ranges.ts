@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { synthesize, SYNTH_DEFAULTS } from '../src/synth/synth.js';
-import { packageRoot } from '../src/native/index.js';
+import { packageRoot } from '../src/addon/index.js';
 import { compareProcesses, machineInfo, timingTable } from './lib/processes.js';
 
 const TARGET = 2.5;

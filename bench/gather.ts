@@ -5,9 +5,9 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Bench } from 'tinybench';
-import { drawBatch, idModel, rng } from '../src/bench/bench-ids.js';
-import { NaiveGather } from '../src/bench/naive-gather.js';
-import { warmCache } from '../src/bench/page-cache.js';
+import { drawBatch, idModel, rng } from '../src/gather-bench/bench-ids.js';
+import { NaiveGather } from '../src/gather-bench/naive-gather.js';
+import { warmCache } from '../src/gather-bench/page-cache.js';
 import { openRowSource, type RowSource, type RowSourceOptions } from '../src/engram/row-source.js';
 import { machineInfo } from './lib/processes.js';
 

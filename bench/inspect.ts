@@ -4,7 +4,7 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { synthesize, SYNTH_DEFAULTS } from '../src/synth/synth.js';
-import { packageRoot } from '../src/native/index.js';
+import { packageRoot } from '../src/addon/index.js';
 import { compareProcesses, machineInfo, timingTable } from './lib/processes.js';
 
 const rounds = Number(process.argv[2] ?? 15);

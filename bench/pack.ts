@@ -30,8 +30,8 @@ import { alignDown, alignUp, cachedBytes, requireFio, run, type CaseResult, type
 import { machineInfo } from './lib/processes.js';
 import { openSnapshot } from '../src/engram/snapshot.js';
 import { packRanges } from '../src/pack/pack-ranges.js';
-import { packageRoot } from '../src/native/index.js';
-import { crc32Implementation } from '../src/native/pack.js';
+import { packageRoot } from '../src/addon/index.js';
+import { crc32Implementation } from '../src/addon/pack.js';
 
 interface Args {
   snapshot?: string;

@@ -2,7 +2,7 @@
 //   node dist/bench/summarize.js bench/out/cold-snapshot.json [...]
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
-import type { GatherBenchReport } from '../src/bench/gather-bench.js';
+import type { GatherBenchReport } from '../src/gather-bench/gather-bench.js';
 
 const fmt = (n: number | undefined, d = 0): string => (n === undefined ? '-' : n.toFixed(d));
 const pct = (n: number | undefined): string => (n === undefined ? '-' : `${(n * 100).toFixed(0)}%`);

@@ -30,9 +30,9 @@ import { machineInfo } from './lib/processes.js';
 import { openSnapshot } from '../src/engram/snapshot.js';
 import { sparsePatterns } from '../src/engram/row-source.js';
 import { parseSparseManifest, SPARSE_MANIFEST_NAME } from '../src/engram/sparse-manifest.js';
-import { packageRoot } from '../src/native/index.js';
-import { crc32Implementation } from '../src/native/pack.js';
-import { dropCache } from '../src/native/page-cache.js';
+import { packageRoot } from '../src/addon/index.js';
+import { crc32Implementation } from '../src/addon/pack.js';
+import { dropCache } from '../src/addon/page-cache.js';
 
 interface Args {
   copy?: string;

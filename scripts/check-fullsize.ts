@@ -28,8 +28,8 @@ import { packRanges } from '../src/pack/pack-ranges.js';
 import { INDEX_FILE, openSnapshot } from '../src/engram/snapshot.js';
 import { parseSparseManifest } from '../src/engram/sparse-manifest.js';
 import { synthRow } from '../src/synth/synth-rows.js';
-import { packageRoot } from '../src/native/index.js';
-import { crc32 } from '../src/native/pack.js';
+import { packageRoot } from '../src/addon/index.js';
+import { crc32 } from '../src/addon/pack.js';
 import { openOverlayView } from '../test/helpers/overlay-view.js';
 import { safetensorsHeader } from '../test/helpers/sparse-check.js';
 

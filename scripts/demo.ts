@@ -3,7 +3,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { processIo } from '../src/io.js';
+import { processIo } from '../src/terminal/io.js';
 import { runCli } from '../src/main.js';
 
 const keep = process.argv[2];

@@ -1,8 +1,8 @@
 // Rewrites the generated rule reference in docs/preflight.md from the rules' metadata.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { packageRoot } from '../src/native/index.js';
-import { writeNewFile } from '../src/new-file.js';
+import { packageRoot } from '../src/addon/index.js';
+import { writeNewFile } from '../src/files/new-file.js';
 import { withRulesSection } from '../src/preflight/rules-doc.js';
 
 const path = join(packageRoot(), 'docs', 'preflight.md');

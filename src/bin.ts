@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The only place that reads process.argv and sets the process exit code.
-import { processIo } from './io.js';
+import { processIo } from './terminal/io.js';
 import { runCli } from './main.js';
 
 // A reader that goes away (`spark --help | head`) is not an error of ours: stop writing quietly.

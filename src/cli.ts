@@ -1,7 +1,7 @@
 // Builds the commander program. Command modules are small and import the addon lazily, so
 // `spark --help` and `spark --version` never load native code.
 import { Command, CommanderError } from 'commander';
-import type { Io } from './io.js';
+import type { Io } from './terminal/io.js';
 import type { CliContext } from './commands/context.js';
 import { commandEntries } from './commands/index.js';
 import { versionString } from './bundle/manifest.js';

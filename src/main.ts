@@ -1,8 +1,8 @@
 // Runs the CLI against an Io and returns the exit code. Shared by bin.ts and the tests.
 import { CommanderError } from 'commander';
 import { buildProgram, commanderExitCode, commanderMessage } from './cli.js';
-import { toSparkError } from './errors.js';
-import { toJson, type Io } from './io.js';
+import { toSparkError } from './errors/errors.js';
+import { toJson, type Io } from './terminal/io.js';
 
 export async function runCli(argv: string[], io: Io): Promise<number> {
   let exitCode = 0;

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { synthesize, SYNTH_DEFAULTS } from '../../src/synth/synth.js';
 import { fillRows } from '../../src/synth/synth-rows.js';
 import { packedFileName } from '../../src/engram/packed-manifest.js';
-import { writeNewFileWith } from '../../src/new-file.js';
+import { writeNewFileWith } from '../../src/files/new-file.js';
 
 export function makeBenchSnapshot(dir: string, vocab: number, layers = [1]): string {
   if (!existsSync(join(dir, 'model.safetensors.index.json'))) {

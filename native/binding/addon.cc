@@ -8,7 +8,7 @@
 namespace spark {
 namespace {
 
-// The code table as JS sees it: { E_X: exitCode, ... }; test/root/error-codes.test.ts compares it to TS.
+// The code table as JS sees it: { E_X: exitCode, ... }; test/errors/error-codes.test.ts compares it to TS.
 Napi::Object ErrorCodes(Napi::Env env) {
   Napi::Object codes = Napi::Object::New(env);
 #define SPARK_X(name, exit_code) codes.Set(#name, exit_code);

@@ -1,5 +1,5 @@
 // The row store's constructor arguments, read from JS objects into core structs (tables
-// and options as described in src/native/row-store.ts). Bad values throw a JS TypeError or
+// and options as described in src/addon/row-store.ts). Bad values throw a JS TypeError or
 // RangeError naming the field.
 #pragma once
 

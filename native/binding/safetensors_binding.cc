@@ -29,7 +29,7 @@ namespace {
 
 constexpr size_t kHeaderThreads = 32;
 
-// The one description of a header as JS sees it (RawHeader in src/native/safetensors.ts).
+// The one description of a header as JS sees it (RawHeader in src/addon/safetensors.ts).
 // `out` is a json::Writer (text for JSON.parse) or a JsBuilder (JS values, one by one).
 template <class Out>
 void RenderHeader(const safetensors::Header& h, Out& out) {

@@ -8,7 +8,7 @@ build_addon_copy() {
   shift 2
   mkdir -p "$work/native"
   cp "$root/binding.gyp" "$root/package.json" "$work/"
-  cp -r "$root/native/core" "$root/native/binding" "$root/native/engines" "$work/native/"
+  cp -r "$root/native/core" "$root/native/binding" "$root/native/engine-libs" "$work/native/"
   mkdir -p "$work/bench"
   cp -r "$root/bench/baselines" "$work/bench/"  # binding.gyp builds the bench baselines too
   ln -s "$root/node_modules" "$work/node_modules"

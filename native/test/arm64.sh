@@ -5,7 +5,7 @@
 #      aarch64 shared object whose only unresolved symbols are Node-API's and versioned
 #      libc/libstdc++ ones (a core source missing from the build would show up here);
 #   2. the engine libraries of the same build (libengram_rows.so, librow_store.so) checked to
-#      load in the stacks' aarch64 images (native/engines/check-lib.sh: exactly the ABI's
+#      load in the stacks' aarch64 images (native/engine-libs/check-lib.sh: exactly the ABI's
 #      symbols, only the C library needed, glibc <= 2.35);
 #   3. every C++ unit test cross-compiled and run under qemu-aarch64 (run.sh --arm64), the
 #      CRC-32 tests once on the CRC extension and once on the portable fallback;
@@ -66,7 +66,7 @@ fi
 echo "libmia_row_store_baseline.so: aarch64 shared object, the six row_store_* symbols, no Node-API imports"
 
 for lib in overlay:libengram_rows.so mia:librow_store.so; do
-  READELF="${prefix}readelf" bash "$root/native/engines/check-lib.sh" "$work/build/Release/${lib#*:}" "${lib%%:*}" aarch64
+  READELF="${prefix}readelf" bash "$root/native/engine-libs/check-lib.sh" "$work/build/Release/${lib#*:}" "${lib%%:*}" aarch64
 done
 # Kept in build/arm64 (each written beside and renamed over): the aarch64 libraries the
 # preflight tests mount on fake aarch64 nodes (test/preflight/preflight-engine-lib.test.ts).

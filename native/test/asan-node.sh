@@ -3,8 +3,8 @@
 #   bash native/test/asan-node.sh
 # The sanitized addon is built in a scratch copy of the package (addon-copy.sh), so
 # build/Release stays the normal build. The tests load it through SPARK_ADDON_PATH (see
-# src/native/index.ts), and the overlay bench baseline's module, built beside it, through
-# SPARK_OVERLAY_BASELINE_PATH (src/native/overlay-baseline.ts). Node itself is not
+# src/addon/index.ts), and the overlay bench baseline's module, built beside it, through
+# SPARK_OVERLAY_BASELINE_PATH (src/gather-bench/overlay-baseline.ts). Node itself is not
 # instrumented, so the ASan runtime must be preloaded; leak detection is off because V8 keeps
 # memory alive until exit by design.
 # Needs the TypeScript built (npm run build:ts, which npm test does first).

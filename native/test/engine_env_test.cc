@@ -1,11 +1,11 @@
-// The engine libraries' one parser of the environment (native/engines/common/env.h): an
+// The engine libraries' one parser of the environment (native/engine-libs/common/env.h): an
 // integer is an optional sign and digits within int64, and a value too large to hold is no
 // number (the fallback), never what it would wrap to.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 
-#include "engines/common/env.h"
+#include "engine-libs/common/env.h"
 #include "test/testing.h"
 
 using spark::engines::EnvInt;

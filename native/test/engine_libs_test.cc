@@ -1,4 +1,4 @@
-// The engine libraries' C ABIs (native/engines), linked in: rows against the fixture's known
+// The engine libraries' C ABIs (native/engine-libs), linked in: rows against the fixture's known
 // bytes, and open/gather/prefetch/release/close loops that the sanitizer runs check for leaks,
 // races on freed memory and undefined behaviour. The Python ctypes checks in test/engine-libs
 // cover the stacks' semantics on the built .so files.
@@ -109,7 +109,7 @@ bool KernelAio() {
   return true;
 }
 
-// Rows of a pack whose 4 KiB blocks are close share one read (native/engines/common/gatherer.cc:
+// Rows of a pack whose 4 KiB blocks are close share one read (native/engine-libs/common/gatherer.cc:
 // at most one block between them, up to 16 KiB a read). Row k of a pack of [0, N) is at
 // 4096 + 264 k: row 0 lies in block 1, row 15 straddles blocks 1-2, row 32 lies in block 3,
 // row 47 in block 4, row 63 in block 5. Each set's reads (no cache: every row is a miss) and

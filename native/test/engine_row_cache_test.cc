@@ -1,4 +1,4 @@
-// The engine libraries' row cache (native/engines/common/row_cache.h): what a budget buys, the
+// The engine libraries' row cache (native/engine-libs/common/row_cache.h): what a budget buys, the
 // frequency sketch counted inside it, frequency-aware admission, and many threads at once
 // (run under TSan by run.sh --tsan).
 #include <sys/mman.h>
@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "engines/common/freq_sketch.h"
-#include "engines/common/row_cache.h"
+#include "engine-libs/common/freq_sketch.h"
+#include "engine-libs/common/row_cache.h"
 #include "test/testing.h"
 
 using spark::engines::FreqSketch;

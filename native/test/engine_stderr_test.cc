@@ -1,4 +1,4 @@
-// The engine libraries' stats lines reach stderr without waiting (native/engines/common/
+// The engine libraries' stats lines reach stderr without waiting (native/engine-libs/common/
 // stderr_line.h), whatever stderr is: a full pipe, a pipe with no reader, a full socket, a
 // file, /dev/null, nothing. Each case makes fd 2 what it needs in a child process of its own;
 // fd 2's own flags are left as they were.
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string>
 
-#include "engines/common/stderr_line.h"
+#include "engine-libs/common/stderr_line.h"
 #include "test/child.h"
 #include "test/full_pipe.h"
 #include "test/row_fixtures.h"

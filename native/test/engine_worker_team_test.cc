@@ -1,4 +1,4 @@
-// The engine libraries' worker team (native/engines/common/worker_team.h): a posted task runs
+// The engine libraries' worker team (native/engine-libs/common/worker_team.h): a posted task runs
 // on a worker after Post returns, one at a time, and WaitPosted returns only once it has run;
 // with no workers it runs at once on the caller. Run under TSan by run.sh --tsan.
 #include <pthread.h>
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <thread>
 
-#include "engines/common/worker_team.h"
+#include "engine-libs/common/worker_team.h"
 #include "test/testing.h"
 
 using spark::engines::WorkerTeam;

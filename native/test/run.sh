@@ -83,8 +83,8 @@ compile_into() {
 compile_into "$out/core" "${core_sources[@]}"
 rm -f "$out/libspark_core.a"
 "$ar" rcs "$out/libspark_core.a" "$out"/core/*.o
-# The engine libraries' code (native/engines), for engine_libs_test: their C ABIs linked in.
-compile_into "$out/engines" "$native"/engines/*/*.cc
+# The engine libraries' code (native/engine-libs), for engine_libs_test: their C ABIs linked in.
+compile_into "$out/engines" "$native"/engine-libs/*/*.cc
 rm -f "$out/libspark_engines.a"
 "$ar" rcs "$out/libspark_engines.a" "$out"/engines/*.o
 compile_into "$out/tests" "${tests[@]}"

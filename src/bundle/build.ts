@@ -20,11 +20,11 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
-import { SparkError } from '../errors.js';
+import { SparkError } from '../errors/errors.js';
 import { readElf, compareGlibc } from '../engine-lib/elf.js';
 import { shTemplate } from '../remote/sh-template.js';
-import { VERSION } from '../version.js';
-import { writeNewFile } from '../new-file.js';
+import { VERSION } from '../domain/version.js';
+import { writeNewFile } from '../files/new-file.js';
 import {
   ELF_MACHINE_OF,
   ENGINE_LIBS,
@@ -226,11 +226,11 @@ function fillTree(req: BundleRequest, scratch: string, tree: string): { addon: s
   copyFileSync(join(root, 'binding.gyp'), join(tree, 'binding.gyp'));
   copyTree(join(root, 'dist', 'src'), join(tree, 'dist', 'src'), (rel) => rel.endsWith('.js'));
   copyTree(join(root, 'src'), join(tree, 'src'), (rel) => rel.endsWith('.sh'));
-  for (const stack of readdirSync(join(root, 'native', 'engines'))) {
-    const map = join(root, 'native', 'engines', stack, 'exports.map');
+  for (const stack of readdirSync(join(root, 'native', 'engine-libs'))) {
+    const map = join(root, 'native', 'engine-libs', stack, 'exports.map');
     if (existsSync(map)) {
-      mkdirSync(join(tree, 'native', 'engines', stack), { recursive: true });
-      copyFileSync(map, join(tree, 'native', 'engines', stack, 'exports.map'));
+      mkdirSync(join(tree, 'native', 'engine-libs', stack), { recursive: true });
+      copyFileSync(map, join(tree, 'native', 'engine-libs', stack, 'exports.map'));
     }
   }
   for (const m of productionModules(root))

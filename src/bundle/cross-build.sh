@@ -16,7 +16,7 @@ for tool in "${prefix}gcc" "${prefix}g++" "${prefix}ar"; do
 done
 mkdir -p "$work/native" "$work/bench"
 cp "$root/binding.gyp" "$root/package.json" "$work/"
-cp -r "$root/native/core" "$root/native/binding" "$root/native/engines" "$work/native/"
+cp -r "$root/native/core" "$root/native/binding" "$root/native/engine-libs" "$work/native/"
 # binding.gyp builds the Mia bench baseline too
 cp -r "$root/bench/baselines" "$work/bench/"
 ln -s "$root/node_modules" "$work/node_modules"

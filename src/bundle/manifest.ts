@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { VERSION } from '../version.js';
+import { VERSION } from '../domain/version.js';
 
 export type BundleArch = 'x64' | 'arm64';
 

@@ -5,8 +5,8 @@ import { Command } from 'commander';
 import { accessSync, constants, lstatSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { CliContext } from './context.js';
-import { writeNewFile } from '../new-file.js';
-import { MIA_CACHE_DEFAULT } from '../bench/mia-case.js';
+import { writeNewFile } from '../files/new-file.js';
+import { MIA_CACHE_DEFAULT } from '../gather-bench/mia-case.js';
 import {
   runGatherBench,
   type BenchEngine,
@@ -14,11 +14,11 @@ import {
   type GatherBenchOptions,
   type GatherBenchReport,
   type GatherBenchResult,
-} from '../bench/gather-bench.js';
-import { lineChartSvg } from '../bench/svg-chart.js';
-import { usageError } from '../errors.js';
-import type { CommandResult, Io } from '../io.js';
-import { table } from '../format.js';
+} from '../gather-bench/gather-bench.js';
+import { lineChartSvg } from '../gather-bench/svg-chart.js';
+import { usageError } from '../errors/errors.js';
+import type { CommandResult, Io } from '../terminal/io.js';
+import { table } from '../terminal/format.js';
 import { fromEnv, parseCount, parseCountList } from './options.js';
 
 export interface BenchGatherRun extends GatherBenchOptions {

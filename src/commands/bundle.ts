@@ -3,10 +3,10 @@
 import { Command } from 'commander';
 import { resolve } from 'node:path';
 import type { CliContext } from './context.js';
-import type { CommandResult } from '../io.js';
+import type { CommandResult } from '../terminal/io.js';
 import { buildBundle, parseArch } from '../bundle/build.js';
-import { packageRoot } from '../native/index.js';
-import { formatBytes } from '../format.js';
+import { packageRoot } from '../addon/index.js';
+import { formatBytes } from '../terminal/format.js';
 
 interface BundleFlags {
   arch?: string;

@@ -1,6 +1,6 @@
 // What every command receives from the program that runs it. A module of its own so that the
 // commands and cli.ts (which lists them) both import it and neither imports the other.
-import type { CommandResult, Io } from '../io.js';
+import type { CommandResult, Io } from '../terminal/io.js';
 
 export interface CliContext {
   io: Io;

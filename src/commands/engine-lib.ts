@@ -2,7 +2,7 @@
 // the image path to bind-mount it over, its machine and digest, or a copy of it.
 import { Command } from 'commander';
 import type { CliContext } from './context.js';
-import type { CommandResult } from '../io.js';
+import type { CommandResult } from '../terminal/io.js';
 import { copyEngineLibrary, describeLibrary, engineLibrary, parseStack } from '../engine-lib/engine-lib.js';
 
 export interface EngineLibOptions {

@@ -3,8 +3,8 @@
 import { Command } from 'commander';
 import { resolve } from 'node:path';
 import type { CliContext } from './context.js';
-import { reportCheckFailure, type CommandResult, type Io } from '../io.js';
-import { usageError } from '../errors.js';
+import { reportCheckFailure, type CommandResult, type Io } from '../terminal/io.js';
+import { usageError } from '../errors/errors.js';
 import type { LayerSource } from '../engram/layer-source.js';
 import type { RankLayerRange, TilingReport } from '../engram/ranges.js';
 import type { SplitRule } from '../domain/split-rule.js';

@@ -2,10 +2,10 @@
 // (docs/cluster-ops.md).
 import { Command } from 'commander';
 import type { CliContext } from './context.js';
-import { SparkError } from '../errors.js';
-import type { CommandResult, Io } from '../io.js';
+import { SparkError } from '../errors/errors.js';
+import type { CommandResult, Io } from '../terminal/io.js';
 import { formatDuration } from '../launch/health.js';
-import { table } from '../format.js';
+import { table } from '../terminal/format.js';
 import {
   DEFAULT_LIB_DIR,
   describePlan,

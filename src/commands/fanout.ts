@@ -2,10 +2,10 @@
 // node with its own rank (docs/launch.md).
 import { Command } from 'commander';
 import type { CliContext } from './context.js';
-import { SparkError } from '../errors.js';
-import type { CommandResult, Io } from '../io.js';
+import { SparkError } from '../errors/errors.js';
+import type { CommandResult, Io } from '../terminal/io.js';
 import { formatDuration, runNodeTasks, type NodeTaskReport, type NodeTaskRequest } from '../launch/index.js';
-import { formatBytes, table } from '../format.js';
+import { formatBytes, table } from '../terminal/format.js';
 import { parseCount, parseRate, parseSeconds } from './options.js';
 import { installCommand } from './fanout-install.js';
 

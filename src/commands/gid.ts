@@ -2,7 +2,7 @@
 // serves them all.
 import { Command } from 'commander';
 import type { CliContext } from './context.js';
-import { reportCheckFailure, type CommandResult, type Io } from '../io.js';
+import { reportCheckFailure, type CommandResult, type Io } from '../terminal/io.js';
 import { describeEntry, gidPolicy, scanGids, type GidReport } from '../net/gid.js';
 import { fromEnv, parseCount } from './options.js';
 

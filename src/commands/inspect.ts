@@ -3,8 +3,8 @@
 import { Command } from 'commander';
 import type { CliContext } from './context.js';
 import { openSnapshot, type Snapshot, type TensorRef } from '../engram/snapshot.js';
-import type { CommandResult } from '../io.js';
-import { formatBytes, table } from '../format.js';
+import type { CommandResult } from '../terminal/io.js';
+import { formatBytes, table } from '../terminal/format.js';
 import { engramPatternFlags, patternsFromFlags, snapshotArgument, type PatternFlags } from './snapshot-args.js';
 
 interface InspectFlags extends PatternFlags {

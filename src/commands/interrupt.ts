@@ -3,7 +3,7 @@
 // the status is 128 + signal (130 for Ctrl-C), and a shell loop running the command stops
 // instead of going on to the next iteration. The work itself needs no cleanup: every write is
 // journaled, so a killed run resumes (what `kill -9` already relies on).
-import { toJson, type Io } from '../io.js';
+import { toJson, type Io } from '../terminal/io.js';
 
 const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
 

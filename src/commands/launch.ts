@@ -1,8 +1,8 @@
 // `spark launch <recipe.toml> --cluster FILE`: one container per node from a recipe (docs/launch.md).
 import { Command, Option } from 'commander';
 import type { CliContext } from './context.js';
-import { usageError } from '../errors.js';
-import type { CommandResult, Io } from '../io.js';
+import { usageError } from '../errors/errors.js';
+import type { CommandResult, Io } from '../terminal/io.js';
 import {
   checkedNamePrefix,
   formatDuration,
@@ -20,7 +20,7 @@ import {
   type LaunchRequest,
 } from '../launch/index.js';
 import { clusterSpec, openCluster } from '../recipes/index.js';
-import { table } from '../format.js';
+import { table } from '../terminal/format.js';
 import { parseSeconds } from './options.js';
 
 export interface LaunchFlags {

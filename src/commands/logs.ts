@@ -2,8 +2,8 @@
 // (docs/cluster-ops.md).
 import { Command } from 'commander';
 import type { CliContext } from './context.js';
-import { SparkError } from '../errors.js';
-import type { Io } from '../io.js';
+import { SparkError } from '../errors/errors.js';
+import type { Io } from '../terminal/io.js';
 import { startLogs, type LogsOutcome, type LogsRequest } from '../status/logs.js';
 import { parseCount } from './options.js';
 

@@ -1,7 +1,7 @@
 // Shared option parsing for commands: integers, lists and environment fallbacks, each failing
 // with a usage error (exit 2) that names the flag or variable and what it accepts.
 import type { Command } from 'commander';
-import { usageError } from '../errors.js';
+import { usageError } from '../errors/errors.js';
 
 /** A non-negative decimal integer (no sign, no exponent), exact up to 2^53. */
 export function parseCount(text: string, what: string, min = 0, max = Number.MAX_SAFE_INTEGER): number {

@@ -2,9 +2,9 @@
 // otherwise fail minutes into a boot (rules: docs/preflight.md).
 import { Command, Option } from 'commander';
 import type { CliContext } from './context.js';
-import type { CommandResult, Io } from '../io.js';
+import type { CommandResult, Io } from '../terminal/io.js';
 import { formatReport, runPreflight, type PreflightOptions } from '../preflight/index.js';
-import { usageError } from '../errors.js';
+import { usageError } from '../errors/errors.js';
 import { clusterSpec } from '../recipes/index.js';
 import { fromEnv, parseCount, parseSeconds } from './options.js';
 

@@ -1,8 +1,8 @@
 // Progress on stderr. On a terminal, one line that each update rewrites (done() ends it so the
 // report starts on a fresh line); elsewhere (a log, ssh under `spark fanout`), whole lines at
 // most every few seconds.
-import type { Io } from '../io.js';
-import { formatBytes } from '../format.js';
+import type { Io } from '../terminal/io.js';
+import { formatBytes } from '../terminal/format.js';
 
 export interface ProgressLine {
   update(text: string): void;

@@ -1,7 +1,7 @@
 // Arguments every snapshot-reading command shares: the snapshot path (or $SPARK_ENGRAM_DIR)
 // and the Engram naming patterns.
 import type { Command } from 'commander';
-import { usageError } from '../errors.js';
+import { usageError } from '../errors/errors.js';
 import type { EngramPatterns } from '../engram/engram-tables.js';
 import { fromEnv } from './options.js';
 

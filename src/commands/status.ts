@@ -1,8 +1,8 @@
 // `spark status --cluster C [recipe]`: every node of a cluster at a glance (docs/cluster-ops.md).
 import { Command } from 'commander';
 import type { CliContext } from './context.js';
-import type { CommandResult, Io } from '../io.js';
-import { formatBytes, table } from '../format.js';
+import type { CommandResult, Io } from '../terminal/io.js';
+import { formatBytes, table } from '../terminal/format.js';
 import { formatDuration } from '../launch/health.js';
 import {
   collectStatus,

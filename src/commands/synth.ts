@@ -8,12 +8,12 @@ import {
   type SynthOptions,
   type SynthResult,
 } from '../synth/synth.js';
-import type { CommandResult, Io } from '../io.js';
+import type { CommandResult, Io } from '../terminal/io.js';
 import { parseCount, parseCountList } from './options.js';
-import { formatBytes } from '../format.js';
+import { formatBytes } from '../terminal/format.js';
 import { progressLine, transferText } from './progress.js';
 import { readdirSync } from 'node:fs';
-import { usageError } from '../errors.js';
+import { usageError } from '../errors/errors.js';
 
 interface SynthFlags {
   layers?: string;

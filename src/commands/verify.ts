@@ -4,10 +4,10 @@
 import { Command } from 'commander';
 import { resolve } from 'node:path';
 import type { CliContext } from './context.js';
-import { usageError } from '../errors.js';
-import type { CommandResult, Io } from '../io.js';
+import { usageError } from '../errors/errors.js';
+import type { CommandResult, Io } from '../terminal/io.js';
 import type { VerifyReport, VerifyRowsMode } from '../pack/verify-report.js';
-import { formatBytes } from '../format.js';
+import { formatBytes } from '../terminal/format.js';
 import { fromEnv, parseCount } from './options.js';
 import { progressLine, transferText } from './progress.js';
 

@@ -2,11 +2,11 @@
 // B12X_ROCE_GID_INDEX for this rank, logs one line, then becomes the engine (execve), so the
 // engine gets docker's signals and its exit status is the container's.
 // spark wrapper --emit-sh --snapshot DIR --world W: the same as a POSIX sh script.
-import { writeNewFile } from '../new-file.js';
+import { writeNewFile } from '../files/new-file.js';
 import { Command } from 'commander';
 import type { CliContext } from './context.js';
-import type { CommandResult, Io } from '../io.js';
-import { usageError } from '../errors.js';
+import type { CommandResult, Io } from '../terminal/io.js';
+import { usageError } from '../errors/errors.js';
 import { loadLayerSource, sourceAllRanges } from '../engram/layer-source.js';
 import { parseSplit } from '../engram/ranges.js';
 import { planWrapper, type LayerLoader, type WrapperPlan } from '../wrapper/plan.js';
@@ -92,7 +92,7 @@ export async function runEmitSh(
 }
 
 async function nativeExec(): Promise<Exec> {
-  const { execEngine } = await import('../native/exec.js');
+  const { execEngine } = await import('../addon/exec.js');
   return execEngine;
 }
 

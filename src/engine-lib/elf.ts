@@ -43,7 +43,7 @@ const SHT_DYNAMIC = 6;
 const SHT_DYNSYM = 11;
 const SHT_GNU_VERNEED = 0x6ffffffe;
 const DT_NEEDED = 1;
-/** The ABI note's name and type (native/engines/overlay/engram_rows.cc writes it). */
+/** The ABI note's name and type (native/engine-libs/overlay/overlay_abi.cc writes it). */
 export const SPARK_NOTE_NAME = 'spark';
 export const SPARK_NOTE_ABI = 1;
 

@@ -5,9 +5,9 @@
 import { createHash } from 'node:crypto';
 import { lstatSync, readFileSync } from 'node:fs';
 import { join, posix, resolve } from 'node:path';
-import { packageRoot } from '../native/index.js';
-import { SparkError, usageError } from '../errors.js';
-import { writeNewFile } from '../new-file.js';
+import { packageRoot } from '../addon/index.js';
+import { SparkError, usageError } from '../errors/errors.js';
+import { writeNewFile } from '../files/new-file.js';
 import { readElf, type ElfSummary } from './elf.js';
 
 /** e_type of a shared object. */
@@ -56,7 +56,7 @@ export function stackOfImagePath(containerPath: string): EngineStack | undefined
  * linker, check-lib.sh and preflight all read.
  */
 export function abiSymbols(stack: EngineStack, root = packageRoot()): string[] {
-  const map = readFileSync(join(root, 'native', 'engines', stack, 'exports.map'), 'utf8');
+  const map = readFileSync(join(root, 'native', 'engine-libs', stack, 'exports.map'), 'utf8');
   const global = /global:([^}]*?)local:/s.exec(map)?.[1] ?? '';
   return [...global.matchAll(/([A-Za-z_][A-Za-z0-9_]*)\s*;/g)].map((m) => m[1]!).sort();
 }

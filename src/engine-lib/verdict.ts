@@ -1,6 +1,6 @@
 // What a serving stack's image needs of a row library file, judged from the ELF reader's
 // summary (elf.ts): the one definition `spark preflight` applies on every node and that
-// native/engines/check-lib.sh applies to a build (docs/engine-libs.md).
+// native/engine-libs/check-lib.sh applies to a build (docs/engine-libs.md).
 import { compareGlibc, type ElfSummary } from './elf.js';
 import { ET_DYN, STACKS, type EngineStack } from './engine-lib.js';
 
@@ -55,7 +55,7 @@ export function abiVerdict(
     errors.push(`does not export ${missing.join(', ')}: the stack looks every ABI symbol up at import and fails`);
   if (extra.length > 0)
     errors.push(
-      `exports symbols beyond the ABI (${extra.slice(0, 5).join(', ')}${extra.length > 5 ? ', …' : ''}): not a build of native/engines/${stack}`,
+      `exports symbols beyond the ABI (${extra.slice(0, 5).join(', ')}${extra.length > 5 ? ', …' : ''}): not a build of native/engine-libs/${stack}`,
     );
   const want = STACKS[stack].abiVersion;
   if (want !== undefined && missing.length === 0) {

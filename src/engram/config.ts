@@ -1,8 +1,8 @@
 // config.json: the model facts the tools need. DeepSeek-V4.1 nests them under `text_config`;
 // older and flat configs keep them at the top level. Both are accepted, text_config first.
 import { join } from 'node:path';
-import { SparkError } from '../errors.js';
-import { readJsonIfExists } from '../read-optional.js';
+import { SparkError } from '../errors/errors.js';
+import { readJsonIfExists } from '../files/read-optional.js';
 
 export interface EngramConfig {
   layerIds: number[];

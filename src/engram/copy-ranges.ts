@@ -4,7 +4,7 @@
 // are inferred: the ranges must be exactly one rank's share of every table under a split rule
 // (floor, front, or heads when config.json gives the sub-tables). Any partition serves the
 // overlay, so a copy that matches none is not wrong, only unknown.
-import { SparkError } from '../errors.js';
+import { SparkError } from '../errors/errors.js';
 import type { SplitRule } from '../domain/split-rule.js';
 import { formatEngramRows, tileLayers, type EngramLayerRows, type LayerRange, type RankLayerRange } from './ranges.js';
 

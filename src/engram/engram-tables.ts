@@ -2,7 +2,7 @@
 // `layers.L.engram.embed.weight` (F8_E4M3 [N, D]) and `layers.L.engram.embed.scale`
 // (F8_E8M0 [N, D/32]), optionally behind a `model.` prefix; other namings via patterns with
 // one capture group for the layer.
-import { SparkError } from '../errors.js';
+import { SparkError } from '../errors/errors.js';
 import type { ModelConfig } from './config.js';
 import { captureLayers } from './pattern-match.js';
 

@@ -10,7 +10,7 @@ import { miaManifest, shardSplit } from './mia-dir.js';
 import { engramSubTableSizes } from './primes.js';
 import { openSnapshot } from './snapshot.js';
 import { formatEngramRows, rankRanges, tileLayers, type EngramLayerRows, type RankLayerRange } from './ranges.js';
-import { SparkError, usageError } from '../errors.js';
+import { SparkError, usageError } from '../errors/errors.js';
 import type { SplitRule } from '../domain/split-rule.js';
 
 export type { CopyIdentity, LocalCopy } from './copy-ranges.js';

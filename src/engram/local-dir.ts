@@ -10,8 +10,8 @@
 // never mistakes a dense or page pack for one.
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { SparkError } from '../errors.js';
-import { readTextIfExists } from '../read-optional.js';
+import { SparkError } from '../errors/errors.js';
+import { readTextIfExists } from '../files/read-optional.js';
 import { manifestObject, MAX_MANIFEST_BYTES } from './manifest-fields.js';
 import { PACK_MANIFEST_NAME, parsePackedManifest, type PackedManifest } from './packed-manifest.js';
 import { scanMiaShards, type MiaShardFile } from './mia-dir.js';

@@ -1,6 +1,6 @@
 // Field readers for the JSON manifests spark reads (packed and sparse): each checks one value
 // and fails with one E_PACK_MANIFEST error naming the file and the key.
-import { SparkError } from '../errors.js';
+import { SparkError } from '../errors/errors.js';
 import type { SplitRule } from '../domain/split-rule.js';
 import { manifestLexiconProblem } from './manifest-lexicon.js';
 

@@ -7,9 +7,9 @@
 // problem it is (opened O_NOFOLLOW|O_NONBLOCK, checked regular before reading), never read.
 import { closeSync, constants, fstatSync, openSync, readdirSync, readSync } from 'node:fs';
 import { join } from 'node:path';
-import { SparkError } from '../errors.js';
+import { SparkError } from '../errors/errors.js';
 import type { SplitRule } from '../domain/split-rule.js';
-import { readJsonIfExists } from '../read-optional.js';
+import { readJsonIfExists } from '../files/read-optional.js';
 import {
   decodeMiaHeader,
   MIA_HEADER_BYTES,

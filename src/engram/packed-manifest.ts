@@ -13,9 +13,9 @@
 //   page:  floor(4096 / stride) rows per 4096-byte page, row i at
 //          dataOffset + floor(i / perPage) * 4096 + (i mod perPage) * stride, stride = rowBytes.
 import { existsSync } from 'node:fs';
-import { readSmallText } from '../small-file.js';
+import { readSmallText } from '../files/small-file.js';
 import { join } from 'node:path';
-import { SparkError } from '../errors.js';
+import { SparkError } from '../errors/errors.js';
 import type { PackLayout } from '../domain/pack-layout.js';
 import type { SplitRule } from '../domain/split-rule.js';
 import {

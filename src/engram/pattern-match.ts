@@ -8,7 +8,7 @@
 // runs as a vm script with a timeout: V8 then stops it. The whole batch of names runs as ONE
 // such script (a call per name would cost more than the matching), so 100k names cost ~25 ms.
 import vm from 'node:vm';
-import { SparkError } from '../errors.js';
+import { SparkError } from '../errors/errors.js';
 
 /** Far above what a sane pattern needs for a checkpoint's names (tens of ms). */
 export const MATCH_BUDGET_MS = 2000;

@@ -8,9 +8,9 @@
 // That is the overlay's grammar, and the only one written. Read: also the form earlier versions
 // wrote, layer ":" lo "-" hi, which the overlay rejects at install (so values are rewritten, and
 // preflight flags it where it would reach the overlay).
-import { SparkError, usageError } from '../errors.js';
+import { SparkError, usageError } from '../errors/errors.js';
 import { SPLIT_RULES, type RowRange, type SplitRule } from '../domain/split-rule.js';
-import { tileHeads, tileRows } from '../native/tiling.js';
+import { tileHeads, tileRows } from '../addon/tiling.js';
 
 export interface LayerRange {
   layer: number;

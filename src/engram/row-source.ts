@@ -10,9 +10,9 @@
 //             zeros (except `spark synth --sparse` snapshots, whose config.json says so).
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
-import { SparkError } from '../errors.js';
+import { SparkError } from '../errors/errors.js';
 import type { TableSpec } from '../domain/table-spec.js';
-import { RowStore, type RowStoreOptions } from '../native/row-store.js';
+import { RowStore, type RowStoreOptions } from '../addon/row-store.js';
 import { readLocalDir } from './local-dir.js';
 import { miaManifest } from './mia-dir.js';
 import { dimOfRowBytes, type PackedManifest } from './packed-manifest.js';

@@ -3,8 +3,8 @@
 // tensor's place in its file, config.json, and the Engram tables.
 import { lstat, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join } from 'node:path';
-import { SparkError } from '../errors.js';
-import { readHeadersSettled, type SafetensorsHeader, type SafetensorsTensor } from '../native/safetensors.js';
+import { SparkError } from '../errors/errors.js';
+import { readHeadersSettled, type SafetensorsHeader, type SafetensorsTensor } from '../addon/safetensors.js';
 import { readModelConfig, type ModelConfig } from './config.js';
 import {
   engramTensorNames,
@@ -13,9 +13,9 @@ import {
   type EngramTable,
   type TensorRef,
 } from './engram-tables.js';
-import { readJsonIfExists } from '../read-optional.js';
-import { SIZE_CAPS } from '../small-file.js';
-import { revisionOfSnapshotDir } from '../hf-cache.js';
+import { readJsonIfExists } from '../files/read-optional.js';
+import { SIZE_CAPS } from '../files/small-file.js';
+import { revisionOfSnapshotDir } from './hf-cache.js';
 
 export type { EngramTable, TensorRef } from './engram-tables.js';
 

@@ -3,8 +3,8 @@
 // machine's (its home, its copy of the model cache), a launch asks the nodes over ssh and runs
 // the preflight before it asks them anything else.
 import { homedir } from 'node:os';
-import { SparkError } from '../errors.js';
-import type { Io } from '../io.js';
+import { SparkError } from '../errors/errors.js';
+import type { Io } from '../terminal/io.js';
 import { formatReport, runPreflight } from '../preflight/index.js';
 import { probeGids, probeHomes, readTextViaHead } from './probe.js';
 import { readLocalText, type ModelSnapshot } from './snapshot.js';

@@ -3,7 +3,7 @@
 // node's [nodes.env] in the cluster file says otherwise) at /engram, which DSV41_PACKED_DIR
 // names; TP_SIZE is the world the shards' names carry (docs/mia-stack.md). spark reads both
 // here, so the packs land exactly where the stack looks for them.
-import { usageError, type SparkError } from '../errors.js';
+import { usageError, type SparkError } from '../errors/errors.js';
 import type { Cluster } from '../recipes/index.js';
 import { readEnvFile, type EnvFile } from '../recipes/env-file.js';
 

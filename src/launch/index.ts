@@ -3,8 +3,8 @@
 export { buildPlan, checkedNamePrefix, containerPrefix, urlHost } from './plan.js';
 export { containerFlags, CONTAINER_FLAGS } from '../recipes/index.js';
 export type { LaunchPlan, NodePlan, PlanInput, PlanOptions } from './plan.js';
-export { engineArgs, isServeCommand, recipeModelArg } from '../engine/args.js';
-export type { NodeTopology, EngineArgs } from '../engine/args.js';
+export { engineArgs, isServeCommand, recipeModelArg } from '../recipes/engine-args.js';
+export type { NodeTopology, EngineArgs } from '../recipes/engine-args.js';
 export { resolveSnapshot, recipeRevision, revisionInPath, readLocalText } from './snapshot.js';
 export type { ModelSnapshot, ReadText, ResolveOptions } from './snapshot.js';
 export { shQuote, shJoin, shLines } from '../remote/shell.js';
@@ -18,12 +18,12 @@ export {
   DEFAULT_SSH_OPTIONS,
 } from '../remote/ssh.js';
 export type { Tools, Captured } from '../remote/ssh.js';
-export { startFanOut, fanOut, describeEnd, nodePrefix } from './fanout.js';
-export type { NodeJob, NodeJobResult, FanOutOptions, FanOutRun } from './fanout.js';
+export { startFanOut, fanOut, describeEnd, nodePrefix } from '../remote/node-jobs.js';
+export type { NodeJob, NodeJobResult, FanOutOptions, FanOutRun } from '../remote/node-jobs.js';
 export { waitForHealth, probe, formatDuration } from './health.js';
 export type { HealthOptions, HealthResult } from './health.js';
-export { planDryRun, runLaunch, startCommandLine } from './launch.js';
-export type { LaunchRequest, LaunchResult } from './launch.js';
+export { planDryRun, runLaunch, startCommandLine } from './run-launch.js';
+export type { LaunchRequest, LaunchResult } from './run-launch.js';
 export { prepareLaunch, loadInputs } from './prepare.js';
 export type { PlanRequest, LaunchInputs, NodeFacts } from './prepare.js';
 export { askNodesFacts, thisMachineFacts } from './facts.js';

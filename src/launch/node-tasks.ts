@@ -1,10 +1,10 @@
 // Node-local work on every node of a cluster at once: `spark pack` (each node packs its own
 // rank's rows to its own disk) and `spark verify`, over ssh, with prefixed output, per-node
 // progress and a summary.
-import { SparkError } from '../errors.js';
-import type { Io } from '../io.js';
+import { SparkError } from '../errors/errors.js';
+import type { Io } from '../terminal/io.js';
 import { openCluster } from '../recipes/index.js';
-import { fanOut, describeEnd, type NodeJobResult } from './fanout.js';
+import { fanOut, describeEnd, type NodeJobResult } from '../remote/node-jobs.js';
 import { formatDuration } from './health.js';
 import { nodeArgv, toolsFromEnv } from '../remote/ssh.js';
 import { envNodeDirs, noEnvDir } from './fanout-env.js';

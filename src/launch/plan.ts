@@ -1,6 +1,6 @@
 // The launch plan: from a recipe and a cluster file, each node's complete `docker run` argument
 // vector (what --dry-run prints and what the launch executes, byte for byte) and environment.
-import { SparkError, usageError } from '../errors.js';
+import { SparkError, usageError } from '../errors/errors.js';
 import {
   argvForExec,
   effectiveEnv,
@@ -25,7 +25,13 @@ import {
   RDMA_FLAGS,
   settingsFlags,
 } from '../recipes/index.js';
-import { HOST_IP_VARIABLE, engineArgs, launcherEnvKeys, recipeModelArg, type NodeTopology } from '../engine/args.js';
+import {
+  HOST_IP_VARIABLE,
+  engineArgs,
+  launcherEnvKeys,
+  recipeModelArg,
+  type NodeTopology,
+} from '../recipes/engine-args.js';
 import { requireHfCache, revisionInPath, type ModelSnapshot } from './snapshot.js';
 
 export interface NodePlan {

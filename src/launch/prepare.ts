@@ -3,8 +3,8 @@
 // the environment, the mounts, each node's argv, the container names and the health URL are
 // chosen here, by one set of rules. The two differ only in where the facts about the nodes
 // come from (NodeFacts, facts.ts): a dry run takes this machine's, a launch asks the nodes.
-import type { Io } from '../io.js';
-import { SparkError } from '../errors.js';
+import type { Io } from '../terminal/io.js';
+import { SparkError } from '../errors/errors.js';
 import {
   effectiveEnv,
   envValues,
@@ -17,7 +17,7 @@ import {
   type FileDiagnostic,
   type Recipe,
 } from '../recipes/index.js';
-import { recipeModelArg } from '../engine/args.js';
+import { recipeModelArg } from '../recipes/engine-args.js';
 import { buildPlan, type LaunchPlan } from './plan.js';
 import { gidQuery } from './probe.js';
 import { resolveSnapshot, type ModelSnapshot, type ReadText } from './snapshot.js';

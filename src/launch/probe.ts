@@ -2,7 +2,7 @@
 // `~` in host paths), the RoCE GID index for the b12x runtime (`spark gid` on the node), and a
 // ref file of the model cache when this machine does not mount it.
 import { homedir } from 'node:os';
-import { SparkError } from '../errors.js';
+import { SparkError } from '../errors/errors.js';
 import type { ClusterNode } from '../recipes/index.js';
 import { readLocalText, type ReadText } from './snapshot.js';
 import { shJoin } from '../remote/shell.js';

@@ -2,7 +2,7 @@
 // hub/models--org--name/snapshots/<rev>. The revision is pinned (--revision on the command
 // line, else --revision in the recipe's args, else the snapshot the recipe's SPARK_ENGRAM_DIR
 // names) or read from refs/main, as huggingface_hub does.
-import { SparkError } from '../errors.js';
+import { SparkError } from '../errors/errors.js';
 import {
   COMMIT,
   hfModelDir,
@@ -11,7 +11,7 @@ import {
   resolveRevision,
   revisionInModelPath,
   type ReadText,
-} from '../hf-cache.js';
+} from '../engram/hf-cache.js';
 import { HF_CACHE_CONTAINER_PATH, expandHome, parseArgs, type Cluster, type Recipe } from '../recipes/index.js';
 
 export { readLocalText, type ReadText };

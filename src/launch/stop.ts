@@ -1,9 +1,9 @@
 // Stopping a launch's containers on every node (`spark launch --stop`, and after a failed
 // launch). `docker stop` keeps the stopped container, so `docker logs` still shows why a boot
 // failed; the next launch removes it before starting a new one.
-import { SparkError } from '../errors.js';
+import { SparkError } from '../errors/errors.js';
 import type { Cluster } from '../recipes/index.js';
-import { fanOut, type NodeJobResult } from './fanout.js';
+import { fanOut, type NodeJobResult } from '../remote/node-jobs.js';
 import { checkedNamePrefix, containerName, containerPrefix } from './plan.js';
 import { nodeArgv, type Tools } from '../remote/ssh.js';
 import { shJoin } from '../remote/shell.js';

@@ -6,8 +6,8 @@
 // serves every HCA of a node, so HCAs that disagree are a failure too.
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { SparkError } from '../errors.js';
-import { readSmallTextSync, SIZE_CAPS } from '../small-file.js';
+import { SparkError } from '../errors/errors.js';
+import { readSmallTextSync, SIZE_CAPS } from '../files/small-file.js';
 import { formatHcaItem, hcaListMatches, parseHcaList, unmatchedItems } from './hca-list.js';
 import {
   gidAddress,

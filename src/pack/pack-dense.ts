@@ -3,7 +3,7 @@
 // and the manifest spark-pack.json.
 import { createHash } from 'node:crypto';
 import { join, resolve } from 'node:path';
-import { packLayer } from '../native/pack.js';
+import { packLayer } from '../addon/pack.js';
 import { PACK_MANIFEST_NAME } from '../engram/local-dir.js';
 import { parseMiaShardName } from '../engram/mia-shard.js';
 import {

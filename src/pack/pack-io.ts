@@ -2,8 +2,8 @@
 // source files' identity, directory fsync and progress polling.
 import { constants } from 'node:fs';
 import { lstat, open, type FileHandle } from 'node:fs/promises';
-import { SparkError } from '../errors.js';
-import { crc32 } from '../native/pack.js';
+import { SparkError } from '../errors/errors.js';
+import { crc32 } from '../addon/pack.js';
 import { checksumHex, type PackedSourceFile } from './pack-format.js';
 
 /** What pack and verify need of one tensor (a subset of the snapshot model's TensorRef). */

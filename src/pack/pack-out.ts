@@ -14,9 +14,9 @@
 // finishes the cleanup.
 import { realpath, stat } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep, isAbsolute, basename } from 'node:path';
-import { SparkError, usageError } from '../errors.js';
-import { makeWritableDir } from '../writable-dir.js';
-import type { PackDirectory } from '../native/pack.js';
+import { SparkError, usageError } from '../errors/errors.js';
+import { makeWritableDir } from '../files/writable-dir.js';
+import type { PackDirectory } from '../addon/pack.js';
 import { readLocalDir, type LocalDir } from '../engram/local-dir.js';
 import { MAX_MANIFEST_BYTES } from '../engram/manifest-fields.js';
 import { fsyncDir } from './pack-io.js';

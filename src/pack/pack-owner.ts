@@ -17,8 +17,8 @@
 // and --force replaces it (listed in the summary's `removed`).
 import { lstatSync } from 'node:fs';
 import { join, sep } from 'node:path';
-import { SparkError } from '../errors.js';
-import { crc32, type PackDirectory } from '../native/pack.js';
+import { SparkError } from '../errors/errors.js';
+import { crc32, type PackDirectory } from '../addon/pack.js';
 import { LEGACY_PACK_MANIFEST_NAME, PACK_MANIFEST_NAME, type LocalDir } from '../engram/local-dir.js';
 import { MAX_MANIFEST_BYTES } from '../engram/manifest-fields.js';
 import { parsePackedManifest } from '../engram/packed-manifest.js';

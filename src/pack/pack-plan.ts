@@ -1,8 +1,8 @@
 // What `spark pack` asks for and what a layout plans from it: the request, the summary it
 // returns, and the plan each layout (pack-dense.ts, pack-sparse.ts) hands the driver (pack.ts),
 // which owns what every layout shares: the directory, the lock, resume, space, the manifest.
-import { SparkError, usageError } from '../errors.js';
-import { formatBytes } from '../format.js';
+import { SparkError, usageError } from '../errors/errors.js';
+import { formatBytes } from '../terminal/format.js';
 import { MAX_MANIFEST_BYTES } from '../engram/manifest-fields.js';
 import type {
   IoMode,
@@ -11,7 +11,7 @@ import type {
   PackFileJob,
   PackLayerProgress,
   PackLayerResult,
-} from '../native/pack.js';
+} from '../addon/pack.js';
 import type { LocalDir } from '../engram/local-dir.js';
 import { INDEX_FILE } from '../engram/snapshot.js';
 import type { SplitRule } from '../domain/split-rule.js';

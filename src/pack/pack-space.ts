@@ -3,7 +3,7 @@
 // already allocated (the .partial, or a finished file) is subtracted.
 import { statfs } from 'node:fs/promises';
 import { join } from 'node:path';
-import { SparkError } from '../errors.js';
+import { SparkError } from '../errors/errors.js';
 import { fileInfo } from './pack-io.js';
 
 export interface SpaceNeed {

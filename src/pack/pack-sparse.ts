@@ -5,8 +5,8 @@
 // overlay's manifest with spark's metadata under one key (engram/sparse-manifest.ts).
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { SparkError } from '../errors.js';
-import { crc32, packSparseShard } from '../native/pack.js';
+import { SparkError } from '../errors/errors.js';
+import { crc32, packSparseShard } from '../addon/pack.js';
 import { checksumHex } from './pack-format.js';
 import { fileInfo, recordedChange, sourceFileEntry, sourceKey, type SourceIdentity } from './pack-io.js';
 import type { LayoutPlan, PackDifference, PackRequest, PackUnit, PlannedRange } from './pack-plan.js';

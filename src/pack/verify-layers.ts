@@ -2,8 +2,8 @@
 // file's size and header block, the chunk checksums, and with a source the rows (verify.ts).
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { SparkError } from '../errors.js';
-import { verifyLayer, type IoMode, type VerifyLayerProgress } from '../native/pack.js';
+import { SparkError } from '../errors/errors.js';
+import { verifyLayer, type IoMode, type VerifyLayerProgress } from '../addon/pack.js';
 import { linkOutside } from './copy-files.js';
 import { chunkSpan, headerBlock, layerGeometry, type PackedLayer } from './pack-format.js';
 import { NO_CHECKSUMS } from '../engram/mia-dir.js';

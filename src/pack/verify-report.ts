@@ -1,7 +1,7 @@
 // What `spark verify` is asked and what it answers, for both kinds of copy: verify.ts checks a
 // dense/page pack, verify-sparse.ts a sparse copy, and both fill these in.
 import type { ModelConfig } from '../engram/config.js';
-import type { IoMode } from '../native/pack.js';
+import type { IoMode } from '../addon/pack.js';
 import type { PackTable } from './pack-io.js';
 
 export type VerifyRowsMode = 'none' | 'full' | 'sample';

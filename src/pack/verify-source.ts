@@ -7,7 +7,7 @@
 // `--source --full` every row is compared instead, which proves more.
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { SparkError } from '../errors.js';
+import { SparkError } from '../errors/errors.js';
 import type { RecordedSourceFile } from '../engram/manifest-fields.js';
 import { identifySources, recordedChange } from './pack-io.js';
 import type { VerifyReport, VerifyRequest } from './verify-report.js';

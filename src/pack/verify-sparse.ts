@@ -12,11 +12,11 @@
 //     sample) compared with the source's.
 // Every problem is one line naming the file, the layer and the first bad row or chunk.
 import { stat } from 'node:fs/promises';
-import { readFilePrefix, readSmallBytes, readSmallText, SIZE_CAPS } from '../small-file.js';
+import { readFilePrefix, readSmallBytes, readSmallText, SIZE_CAPS } from '../files/small-file.js';
 import { join } from 'node:path';
-import { SparkError } from '../errors.js';
-import { crc32 } from '../native/pack.js';
-import { findHole } from '../native/holes.js';
+import { SparkError } from '../errors/errors.js';
+import { crc32 } from '../addon/pack.js';
+import { findHole } from '../addon/holes.js';
 import { linkOutside } from './copy-files.js';
 import { packRanges } from './pack-ranges.js';
 import { sparsePatterns } from '../engram/row-source.js';

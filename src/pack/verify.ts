@@ -7,7 +7,7 @@
 // a sample. A data file that is a link out of the directory fails the check and is not read.
 import { readdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { SparkError } from '../errors.js';
+import { SparkError } from '../errors/errors.js';
 import { LEGACY_PACK_MANIFEST_NAME, PACK_MANIFEST_NAME, readLocalDir } from '../engram/local-dir.js';
 import { miaAbortsOnV1 } from './pack-verdict.js';
 import type { PackedManifest } from '../engram/packed-manifest.js';

@@ -5,8 +5,8 @@
 import { homedir } from 'node:os';
 import { resolve } from 'node:path';
 import { parseModelConfig, readModelConfig, type ModelConfig } from '../engram/config.js';
-import type { Io } from '../io.js';
-import { SparkError } from '../errors.js';
+import type { Io } from '../terminal/io.js';
+import { SparkError } from '../errors/errors.js';
 import {
   containerToHost,
   effectiveEnv,

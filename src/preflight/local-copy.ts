@@ -8,7 +8,7 @@ import { loadLocalCopy, type LocalCopy } from '../engram/layer-source.js';
 import { PACK_MANIFEST_NAME, readLocalDir } from '../engram/local-dir.js';
 import { checkManifest } from '../pack/pack-manifest-check.js';
 import { SPARSE_MANIFEST_NAME } from '../engram/sparse-manifest.js';
-import { toSparkError, type SparkError } from '../errors.js';
+import { toSparkError, type SparkError } from '../errors/errors.js';
 
 /** A directory holding a copy's manifest: a sparse copy (which has an index too) or a pack. */
 export function hasCopyManifest(dir: string): boolean {

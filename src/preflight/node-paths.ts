@@ -1,7 +1,7 @@
 // The host paths node rules look at, named in one place: the request a node answers is built
 // from these (facts/request.ts), and the rules read the answers by the same names.
 import { join, posix } from 'node:path';
-import { hfModelDir } from '../hf-cache.js';
+import { hfModelDir } from '../engram/hf-cache.js';
 import { stackOfImagePath, type EngineStack } from '../engine-lib/engine-lib.js';
 import {
   HF_CACHE_CONTAINER_PATH,

@@ -2,7 +2,7 @@
 // sense for the node they run on, and the report names it.
 import { hostname, networkInterfaces } from 'node:os';
 import type { Cluster } from '../recipes/index.js';
-import { usageError } from '../errors.js';
+import { usageError } from '../errors/errors.js';
 import type { LocalNode } from './types.js';
 
 export interface NodeHints {

@@ -4,11 +4,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { Io } from '../io.js';
-import { SparkError, toSparkError, usageError } from '../errors.js';
-import { configFamily, hasFabricAddresses, stackOf } from '../recipes/index.js';
+import type { Io } from '../terminal/io.js';
+import { SparkError, toSparkError, usageError } from '../errors/errors.js';
+import { configFamily, hasFabricAddresses, engineFamilyOf } from '../recipes/index.js';
 import { toolsFromEnv } from '../remote/ssh.js';
-import { VERSION } from '../version.js';
+import { VERSION } from '../domain/version.js';
 import { buildContext, forNode, type PreflightOptions } from './context.js';
 import { collectFacts, localHello } from './facts/collect.js';
 import { gatherNode } from './facts/remote.js';
@@ -318,7 +318,7 @@ function preflightReport(
   return {
     recipe: ctx.recipe.file,
     engine: ctx.recipe.engine,
-    stack: stackOf(ctx.recipe, ctx.family),
+    stack: engineFamilyOf(ctx.recipe, ctx.family),
     family: { name: ctx.family, from: ctx.familyFrom },
     world: ctx.world,
     cluster: ctx.cluster?.file ?? null,

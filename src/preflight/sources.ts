@@ -3,7 +3,7 @@
 // shard; config.json is one small file.
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { hfModelDir, hfSnapshotPath, resolveRevision } from '../hf-cache.js';
+import { hfModelDir, hfSnapshotPath, resolveRevision } from '../engram/hf-cache.js';
 import { hostPath, type EffectiveEnv, type HostPath } from '../recipes/index.js';
 import { hasCopyManifest } from './local-copy.js';
 

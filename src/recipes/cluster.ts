@@ -3,7 +3,7 @@
 // cache and the cluster's NCCL environment (format in docs/recipes.md; examples in
 // recipes/clusters/).
 import { isIP } from 'node:net';
-import { SparkError } from '../errors.js';
+import { SparkError } from '../errors/errors.js';
 import { FieldReader, type FileDiagnostic } from './fields.js';
 import { locator, type Locate } from './located.js';
 import { sshHostProblem } from './ssh-target.js';

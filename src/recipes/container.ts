@@ -8,7 +8,7 @@
 // addresses); the GPUs and the RDMA devices with IPC_LOCK and unlimited locked memory for
 // NCCL's registered buffers (left out by --cpu-only); never --privileged (PRIVILEGED).
 import { posix } from 'node:path';
-import { SparkError } from '../errors.js';
+import { SparkError } from '../errors/errors.js';
 import { HF_CACHE_CONTAINER_PATH } from './cluster.js';
 import { expandHome, relativeHostProblem } from './paths.js';
 import type { Mount, Recipe } from './recipe.js';

@@ -3,7 +3,7 @@
 // "double" quotes (escapes and expansion, may span lines), and $VAR / ${VAR} / ${VAR:-word}
 // expansion (src/recipes/env-expand.ts). A variable resolves against the keys defined earlier
 // in the same file first, then the environment: what the file says is what a reader sees.
-import { SparkError } from '../errors.js';
+import { SparkError } from '../errors/errors.js';
 import { composeOnlyDiagnostic } from './compose-only.js';
 import { expand, ExpandError, type Lookup } from './env-expand.js';
 import type { FileDiagnostic } from './fields.js';

@@ -1,8 +1,8 @@
 // Typed reads of one TOML table, with errors that name the file, line and key. Shared by the
 // recipe and cluster readers: a wrong type is refused (SparkError, exit 2), an unknown key is a
 // warning the caller reports.
-import { SparkError } from '../errors.js';
-import type { ErrorCode } from '../error-codes.js';
+import { SparkError } from '../errors/errors.js';
+import type { ErrorCode } from '../errors/error-codes.js';
 import { pathSegment, type TomlPosition } from './toml-positions.js';
 import { envKeyProblem, envValueProblem } from './env-key.js';
 

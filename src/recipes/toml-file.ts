@@ -1,9 +1,9 @@
 // One TOML document: values from smol-toml, positions from one pass over the text it accepted
 // (toml-positions.ts), and syntax errors as one-line SparkErrors naming file:line:column.
 import { parse, TomlError, type TomlTable } from 'smol-toml';
-import { SparkError, toSparkError } from '../errors.js';
-import type { ErrorCode } from '../error-codes.js';
-import { readSmallText } from '../small-file.js';
+import { SparkError, toSparkError } from '../errors/errors.js';
+import type { ErrorCode } from '../errors/error-codes.js';
+import { readSmallText } from '../files/small-file.js';
 import { tomlPositions, type TomlPositions } from './toml-positions.js';
 
 export interface TomlDocument {

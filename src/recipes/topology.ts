@@ -4,7 +4,7 @@
 import { parseArgs, type ArgFlag } from './args.js';
 import { nodeAddress, type Cluster, type ClusterNode } from './cluster.js';
 import { recipeKey, type Recipe, type RecipeField } from './recipe.js';
-import { defaultPort } from './stack.js';
+import { defaultPort } from './model-family.js';
 
 /** The port the head serves on: the recipe's `port`, else its `--port` argument, else the engine's default. */
 export function servingPort(recipe: Recipe): number {

@@ -4,12 +4,12 @@
 // lines are held for a short window and let out in time order, so nodes whose lines arrive a
 // little apart still interleave by time.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { SparkError, usageError } from '../errors.js';
-import type { Io } from '../io.js';
+import { SparkError, usageError } from '../errors/errors.js';
+import type { Io } from '../terminal/io.js';
 import { openCluster } from '../recipes/index.js';
 import { killGroup, nodeArgv, toolsFromEnv } from '../remote/ssh.js';
 import { shTemplate } from '../remote/sh-template.js';
-import { nodePrefix } from '../launch/fanout.js';
+import { nodePrefix } from '../remote/node-jobs.js';
 import { checkedNamePrefix, containerName, containerPrefix } from '../launch/plan.js';
 
 export interface LogsRequest {

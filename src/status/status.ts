@@ -3,8 +3,8 @@
 // library in its log, the pack directory's free space and the GPUs' memory; and the head's
 // /health from this machine. A node is healthy when it answered, runs this machine's spark (and
 // the version most nodes run), its container runs, and, on the head, /health answers 200.
-import { SparkError } from '../errors.js';
-import type { Io } from '../io.js';
+import { SparkError } from '../errors/errors.js';
+import type { Io } from '../terminal/io.js';
 import { openCluster, readRecipe, type Cluster } from '../recipes/index.js';
 import { servingPort } from '../recipes/topology.js';
 import { capture, lastLine, nodeArgv, toolsFromEnv, type Tools } from '../remote/ssh.js';

@@ -3,8 +3,8 @@
 // the data is not 4 KiB aligned, and row bytes from synth-rows.ts that any reader can check.
 import { ftruncateSync, mkdirSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { usageError } from '../errors.js';
-import { writeNewFile, writeNewFileWith } from '../new-file.js';
+import { usageError } from '../errors/errors.js';
+import { writeNewFile, writeNewFileWith } from '../files/new-file.js';
 import type { EngramConfig } from '../engram/config.js';
 import { engramSubTableSizes, prefixOffsets } from '../engram/primes.js';
 import { fillRows, tableBytes } from './synth-rows.js';

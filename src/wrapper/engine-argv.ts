@@ -1,7 +1,7 @@
 // What the wrapper reads from the engine's own command line: the launcher appends --nnodes,
 // --node-rank and the tensor-parallel size (SGLang: --tp/--tp-size; vLLM:
 // --tensor-parallel-size/-tp), as "--flag N" or "--flag=N".
-import { usageError } from '../errors.js';
+import { usageError } from '../errors/errors.js';
 
 const NNODES = ['--nnodes'];
 const NODE_RANK = ['--node-rank'];

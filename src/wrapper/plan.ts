@@ -1,7 +1,7 @@
 // What the container entrypoint decides before it becomes the engine: this rank's Engram rows
 // (SPARK_ENGRAM_ROWS) and the RoCE GID index of its HCAs (B12X_ROCE_GID_INDEX). A wrong value
 // found here costs a second; found by the engine it costs a ten-minute boot.
-import { SparkError, usageError } from '../errors.js';
+import { SparkError, usageError } from '../errors/errors.js';
 import { formatEngramRows, parseEngramRows, parseSplit, rankRanges, type RankLayerRange } from '../engram/ranges.js';
 import { sourceRankRanges, type LayerSource } from '../engram/layer-source.js';
 import { describeIdentity } from '../engram/copy-ranges.js';

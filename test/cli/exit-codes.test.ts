@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { toSparkError, withPath } from '../../src/errors.js';
+import { toSparkError, withPath } from '../../src/errors/errors.js';
 import { binPath } from '../helpers/cli.js';
 import { recordingEngine } from '../helpers/engine.js';
 import { makeSnapshot } from '../helpers/synth.js';

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { packageRoot } from '../../src/native/index.js';
+import { packageRoot } from '../../src/addon/index.js';
 import { cli } from '../helpers/cli.js';
 import { buildSysfs, typical } from '../helpers/sysfs.js';
 import { tempDir } from '../helpers/tmp.js';

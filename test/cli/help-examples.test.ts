@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { binPath } from '../helpers/cli.js';
 import { fakeNodes } from '../helpers/fake-node.js';
-import { packageRoot } from '../../src/native/index.js';
+import { packageRoot } from '../../src/addon/index.js';
 
 function examples(command: string): string[] {
   const r = spawnSync(process.execPath, [binPath, command, '--help'], { encoding: 'utf8' });

@@ -7,7 +7,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MATCH_BUDGET_MS } from '../../src/engram/pattern-match.js';
-import { readSmallText, readSmallTextSync } from '../../src/small-file.js';
+import { readSmallText, readSmallTextSync } from '../../src/files/small-file.js';
 import { binPath } from '../helpers/cli.js';
 import { world } from '../helpers/preflight.js';
 import { buildSysfs, typical } from '../helpers/sysfs.js';

@@ -11,8 +11,8 @@ import { runCli } from '../../src/main.js';
 import { runSynth } from '../../src/commands/synth.js';
 import { transferText } from '../../src/commands/progress.js';
 import { SYNTH_DEFAULTS } from '../../src/synth/synth.js';
-import { packageRoot } from '../../src/native/index.js';
-import type { Io } from '../../src/io.js';
+import { packageRoot } from '../../src/addon/index.js';
+import type { Io } from '../../src/terminal/io.js';
 
 /** An Io whose stderr is a terminal, as a person at a shell has it. */
 function ttyIo(): Io & { out: () => string; err: () => string } {

@@ -1,15 +1,15 @@
-// The built engine libraries load in the stacks' images: native/engines/check-lib.sh on each
+// The built engine libraries load in the stacks' images: native/engine-libs/check-lib.sh on each
 // (ELF machine, exactly the ABI's symbols, only the C library needed, glibc <= 2.35). The
 // aarch64 builds are checked by npm run test:arm64.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { packageRoot } from '../../src/native/index.js';
+import { packageRoot } from '../../src/addon/index.js';
 import { LIBRARIES } from '../helpers/engine-lib.js';
 import { needs } from '../helpers/external-tool.js';
 
-const checker = join(packageRoot(), 'native', 'engines', 'check-lib.sh');
+const checker = join(packageRoot(), 'native', 'engine-libs', 'check-lib.sh');
 const check = (file: string, stack: string) => spawnSync('bash', [checker, file, stack], { encoding: 'utf8' });
 
 for (const [stack, file] of Object.entries(LIBRARIES)) {

@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ELF_MAX_SECTIONS, ELF_MAX_WALK_BYTES, ElfError, readElf } from '../../src/engine-lib/elf.js';
 import { abiSymbols } from '../../src/engine-lib/engine-lib.js';
-import { packageRoot } from '../../src/native/index.js';
+import { packageRoot } from '../../src/addon/index.js';
 import { LIBRARIES } from '../helpers/engine-lib.js';
 import { noteFlood, oneLongName } from '../helpers/crafted-elf.js';
 

@@ -10,10 +10,10 @@ import {
 import { formatEngramRows } from '../../src/engram/ranges.js';
 import { parseModelConfig } from '../../src/engram/config.js';
 import { runWrapper, type Exec } from '../../src/commands/wrapper.js';
-import type { Io } from '../../src/io.js';
+import type { Io } from '../../src/terminal/io.js';
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { packageRoot } from '../../src/native/index.js';
+import { packageRoot } from '../../src/addon/index.js';
 import { join } from 'node:path';
 import { bin, cli } from '../helpers/cli.js';
 import { rankRangesJson } from '../helpers/ranges.js';

@@ -16,7 +16,7 @@ import { writeMiaPack } from '../helpers/mia-pack.js';
 import { edit, MIA_ENV, preflight, world, write } from '../helpers/preflight.js';
 import { openSnapshot } from '../../src/engram/snapshot.js';
 import { miaShardName } from '../../src/engram/mia-shard.js';
-import { packageRoot } from '../../src/native/index.js';
+import { packageRoot } from '../../src/addon/index.js';
 import { needs } from '../helpers/external-tool.js';
 
 const WORLD = 4;

@@ -8,7 +8,7 @@ import { inferIdentity } from '../../src/engram/copy-ranges.js';
 import { loadLayerSource } from '../../src/engram/layer-source.js';
 import { tileLayers, type RankLayerRange } from '../../src/engram/ranges.js';
 import { runWrapper, type Exec } from '../../src/commands/wrapper.js';
-import type { Io } from '../../src/io.js';
+import type { Io } from '../../src/terminal/io.js';
 import { cli } from '../helpers/cli.js';
 import { writeSyntheticCopy, type SyntheticCopySpec } from '../helpers/sparse-copy.js';
 import { tempDir } from '../helpers/tmp.js';

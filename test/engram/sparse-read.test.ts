@@ -17,7 +17,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { PACK_MANIFEST_NAME } from '../../src/engram/local-dir.js';
-import { packEngram } from '../../src/pack/pack.js';
+import { packEngram } from '../../src/pack/pack-engram.js';
 import { packRanges } from '../../src/pack/pack-ranges.js';
 import { openRowSource } from '../../src/engram/row-source.js';
 import { openSnapshot } from '../../src/engram/snapshot.js';

@@ -2,8 +2,8 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { runCli } from '../../src/main.js';
-import type { Io } from '../../src/io.js';
-import { packageRoot } from '../../src/native/index.js';
+import type { Io } from '../../src/terminal/io.js';
+import { packageRoot } from '../../src/addon/index.js';
 
 export interface CliRun {
   code: number;

@@ -3,7 +3,7 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { packageRoot } from '../../src/native/index.js';
+import { packageRoot } from '../../src/addon/index.js';
 import { openSnapshot } from '../../src/engram/snapshot.js';
 import { makeSnapshot } from './synth.js';
 import { floorRange, writeSparseCopy } from './sparse-copy.js';

@@ -1,11 +1,11 @@
 // Pack requests and refusals for the pack tests.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import type { PackRequest } from '../../src/pack/pack.js';
+import type { PackRequest } from '../../src/pack/pack-engram.js';
 import type { PackTable } from '../../src/pack/pack-io.js';
 import { packRanges } from '../../src/pack/pack-ranges.js';
 import { INDEX_FILE } from '../../src/engram/snapshot.js';
-import { SparkError } from '../../src/errors.js';
+import { SparkError } from '../../src/errors/errors.js';
 
 /** A request for rank `rank` of `world` (floor split) of the snapshot's tables; `over` wins. */
 export function packRequest(

@@ -4,8 +4,8 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { dirname, join } from 'node:path';
-import type { Io } from '../../src/io.js';
-import { packageRoot } from '../../src/native/index.js';
+import type { Io } from '../../src/terminal/io.js';
+import { packageRoot } from '../../src/addon/index.js';
 import { runPreflight, type PreflightOptions, type PreflightReport } from '../../src/preflight/index.js';
 import { makeSnapshot } from './synth.js';
 import { buildSysfs, typical } from './sysfs.js';

@@ -1,5 +1,5 @@
 // Seeded generators for property tests: the same cases on every run, so a failure replays.
-export { rng } from '../../src/bench/bench-ids.js';
+export { rng } from '../../src/gather-bench/bench-ids.js';
 
 /** An integer in [0, 2^bits) for bits <= 52, log-uniform over the bit length so small values occur. */
 export function randomBelowPow2(next: () => number, maxBits: number): number {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { busyPort, edit, MIA, MIA_ENV, repoFile, REVISION, write } from './preflight.js';
 import { writeMiaPack } from './mia-pack.js';
 import { LIBRARIES } from './engine-lib.js';
-import { packageRoot } from '../../src/native/index.js';
+import { packageRoot } from '../../src/addon/index.js';
 import { mountRamfs } from './tmpfs.js';
 import { seedYaml } from './sparkrun.js';
 import {

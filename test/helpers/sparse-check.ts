@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseSparseManifest } from '../../src/engram/sparse-manifest.js';
-import { crc32 } from '../../src/native/pack.js';
+import { crc32 } from '../../src/addon/pack.js';
 import { openOverlayView } from './overlay-view.js';
 
 function readAt(fd: number, at: number, bytes: number): Buffer {

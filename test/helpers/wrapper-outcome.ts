@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { runWrapper, type Exec } from '../../src/commands/wrapper.js';
 import type { LayerLoader } from '../../src/wrapper/plan.js';
-import type { Io } from '../../src/io.js';
+import type { Io } from '../../src/terminal/io.js';
 import { recordingEngine } from './engine.js';
 
 export interface Outcome {

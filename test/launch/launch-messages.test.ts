@@ -2,7 +2,7 @@
 // after it; the last lines of an engine's output, on one line.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { dockerError } from '../../src/launch/launch.js';
+import { dockerError } from '../../src/launch/run-launch.js';
 import { lastLines } from '../../src/remote/ssh.js';
 
 test("dockerError: the daemon's error line, without docker run's --help hint", () => {

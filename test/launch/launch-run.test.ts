@@ -7,8 +7,8 @@ import { cli, type CliRun } from '../helpers/cli.js';
 import { healthServer } from '../helpers/health-server.js';
 import { alive, fakeNodes, waitFor, type Behavior, type FakeCall } from '../helpers/fake-node.js';
 import { AIDEN16, EUGR, REV, writeCluster, writeRecipe } from '../helpers/launch-files.js';
-import type { Io } from '../../src/io.js';
-import type { SparkError } from '../../src/errors.js';
+import type { Io } from '../../src/terminal/io.js';
+import type { SparkError } from '../../src/errors/errors.js';
 import { runLaunch, type LaunchRequest } from '../../src/launch/index.js';
 
 interface LaunchDoc {

@@ -20,10 +20,10 @@ import {
   closeSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { packEngram } from '../../src/pack/pack.js';
+import { packEngram } from '../../src/pack/pack-engram.js';
 import { packRanges } from '../../src/pack/pack-ranges.js';
 import { openSnapshot } from '../../src/engram/snapshot.js';
-import { packageRoot } from '../../src/native/index.js';
+import { packageRoot } from '../../src/addon/index.js';
 import { floorRange, writeSparseCopy } from '../helpers/sparse-copy.js';
 import { makeSnapshot } from '../helpers/synth.js';
 import { tempDir } from '../helpers/tmp.js';

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runEmitSh } from '../../src/commands/wrapper.js';
 import type { LayerLoader } from '../../src/wrapper/plan.js';
-import { packageRoot } from '../../src/native/index.js';
+import { packageRoot } from '../../src/addon/index.js';
 import { buildSysfs, type FakePort } from '../helpers/sysfs.js';
 import { outcome, quietIo, viaNode, viaSh } from '../helpers/wrapper-outcome.js';
 import { tempDir } from '../helpers/tmp.js';

@@ -12,7 +12,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { packEngram, type PackLayoutName } from '../../src/pack/pack.js';
+import { packEngram, type PackLayoutName } from '../../src/pack/pack-engram.js';
 import { packRanges } from '../../src/pack/pack-ranges.js';
 import { INDEX_FILE, openSnapshot } from '../../src/engram/snapshot.js';
 import { synthRow } from '../../src/synth/synth-rows.js';

@@ -10,7 +10,7 @@ import { needsRoot } from '../helpers/external-tool.js';
 import { fakeNodes } from '../helpers/fake-node.js';
 import { writeCluster } from '../helpers/launch-files.js';
 import { readManifest } from '../helpers/packed.js';
-import { formatBytes } from '../../src/format.js';
+import { formatBytes } from '../../src/terminal/format.js';
 
 const snap = makeSnapshot();
 

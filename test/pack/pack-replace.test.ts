@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { packEngram, type PackRequest } from '../../src/pack/pack.js';
+import { packEngram, type PackRequest } from '../../src/pack/pack-engram.js';
 import { verifyPack } from '../../src/pack/verify.js';
 import { openSnapshot } from '../../src/engram/snapshot.js';
 import { makeSnapshot } from '../helpers/synth.js';

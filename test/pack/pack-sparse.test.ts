@@ -16,12 +16,12 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { packEngram, type PackRequest } from '../../src/pack/pack.js';
+import { packEngram, type PackRequest } from '../../src/pack/pack-engram.js';
 import { packRanges } from '../../src/pack/pack-ranges.js';
 import { INDEX_FILE, openSnapshot } from '../../src/engram/snapshot.js';
 import { parseSparseManifest } from '../../src/engram/sparse-manifest.js';
 import { readLocalDir } from '../../src/engram/local-dir.js';
-import { crc32 } from '../../src/native/pack.js';
+import { crc32 } from '../../src/addon/pack.js';
 import { cli } from '../helpers/cli.js';
 import { engramPair, writeTensors } from '../helpers/safetensors.js';
 import { makeSnapshot } from '../helpers/synth.js';

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, renameSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RULES, runPreflight, type Finding, type PreflightReport } from '../../src/preflight/index.js';
-import type { Io } from '../../src/io.js';
+import type { Io } from '../../src/terminal/io.js';
 import { REVISION } from '../helpers/preflight.js';
 import { defaultHosts, fakeCluster, IMAGE_ID, type FakeCluster, type HostSpec } from '../helpers/fake-cluster.js';
 import type { Behavior } from '../helpers/fake-node.js';

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { packageRoot } from '../../src/native/index.js';
+import { packageRoot } from '../../src/addon/index.js';
 import { RULES } from '../../src/preflight/index.js';
 import { withRulesSection } from '../../src/preflight/rules-doc.js';
 

@@ -27,7 +27,7 @@ import {
   engineLibScript,
   parseEngineLibs,
 } from '../../src/preflight/facts/engine-lib.js';
-import { packageRoot } from '../../src/native/index.js';
+import { packageRoot } from '../../src/addon/index.js';
 import { cli } from '../helpers/cli.js';
 import { LIBRARIES } from '../helpers/engine-lib.js';
 import { noteFlood } from '../helpers/crafted-elf.js';

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SparkError } from '../../src/errors.js';
+import { SparkError } from '../../src/errors/errors.js';
 import {
   argvForExec,
   parseArgs,

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify as tomlStringify } from 'smol-toml';
 import { stringify as yamlStringify } from 'yaml';
-import { SparkError } from '../../src/errors.js';
+import { SparkError } from '../../src/errors/errors.js';
 import { argvForExec, parseAnyRecipe, type Recipe } from '../../src/recipes/index.js';
 import { convertRecipe } from '../../src/recipes/sparkrun/round-trip.js';
 import { cli } from '../helpers/cli.js';

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SparkError } from '../../src/errors.js';
+import { SparkError } from '../../src/errors/errors.js';
 import {
   containerToHost,
   effectiveEnv,
@@ -13,7 +13,7 @@ import {
   readCluster,
   readRecipe,
   parseDockerSize,
-  stackOf,
+  engineFamilyOf,
 } from '../../src/recipes/index.js';
 import { DSV41, EUGR, PACKED, edit, repoFile } from '../helpers/preflight.js';
 import { cli } from '../helpers/cli.js';
@@ -48,7 +48,7 @@ test('the three seed recipes and env file parse as they are, into typed objects'
   ]);
   assert.equal(Object.keys(d.env).length, 40);
   assert.equal(d.env.NCCL_PROTO, '^LL128');
-  assert.equal(stackOf(d), 'sglang-dsv41');
+  assert.equal(engineFamilyOf(d), 'sglang-dsv41');
 
   const { recipe: e, diagnostics: ed } = await readRecipe(EUGR);
   assert.deepEqual(ed, []);
@@ -59,7 +59,7 @@ test('the three seed recipes and env file parse as they are, into typed objects'
   assert.equal(e.args.length, 44);
   assert.equal(e.extraMounts[0]?.readOnly, false);
   assert.equal(e.env.PYTORCH_CUDA_ALLOC_CONF, 'expandable_segments:True');
-  assert.equal(stackOf(e), 'vllm-dsv4');
+  assert.equal(engineFamilyOf(e), 'vllm-dsv4');
 
   const { recipe: p, diagnostics: pd } = await readRecipe(PACKED);
   assert.deepEqual(pd, []);

@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { packageRoot } from '../../src/native/index.js';
+import { packageRoot } from '../../src/addon/index.js';
 import { quoted, ShTemplate, sourceDir } from '../../src/remote/sh-template.js';
 import { emitWrapperSh } from '../../src/wrapper/emit-sh.js';
 import { tileLayers } from '../../src/engram/ranges.js';

@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { packageRoot } from '../../src/native/index.js';
+import { packageRoot } from '../../src/addon/index.js';
 import { missingLine, needs, TOOLS, type ExternalTool } from '../helpers/external-tool.js';
 import { tempDir } from '../helpers/tmp.js';
 

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
-import { packageRoot } from '../../src/native/index.js';
+import { packageRoot } from '../../src/addon/index.js';
 
 const root = packageRoot();
 
@@ -62,7 +62,7 @@ test('the scans see an include or an import into bench/ (so the checks below can
     ),
     ['../../bench/lib/mia-header.js', '../../bench/x.js', '../../bench/y.js'],
   );
-  // src/bench/ is the product's bench command, not the bench/ folder.
+  // src/gather-bench/ is the product's bench command, not the bench/ folder.
   assert.deepEqual(tsIntoBench(ts, "import { b } from './gather-bench.js';\nimport '../bench/svg-chart.js';\n"), []);
 });
 

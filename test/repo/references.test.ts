@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
-import { packageRoot } from '../../src/native/index.js';
+import { packageRoot } from '../../src/addon/index.js';
 
 const root = packageRoot();
 const SCANNED = ['src', 'native', 'python', 'docs', 'test', 'bench', 'scripts', 'recipes', 'README.md'];

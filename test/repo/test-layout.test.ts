@@ -1,18 +1,18 @@
 // Where the tests are (README.md, "Where the tests are"): every test file sits in a folder of
-// test/ named for the src/ area it tests (or cli/, root/, repo/, python/), none flat in test/,
+// test/ named for the src/ area it tests (or cli/, repo/, python/), none flat in test/,
 // and npm test runs every one of them but the suites run apart (long/, cluster/, arm64/).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { packageRoot } from '../../src/native/index.js';
+import { packageRoot } from '../../src/addon/index.js';
 
 const root = packageRoot();
 /** Run by their own scripts: npm run test:long, test:cluster, test:arm64. */
 const APART = ['long', 'cluster', 'arm64'];
-/** Folders of test/ for what is not a src/ area: whole-CLI runs, src/*.ts, checks of the repository, python/. */
-const NOT_AREAS = ['cli', 'root', 'repo', 'python'];
+/** Folders of test/ for what is not a src/ area: whole-CLI runs, checks of the repository, python/. */
+const NOT_AREAS = ['cli', 'repo', 'python'];
 
 /** The *.test.ts files under test/, as paths relative to test/ with '/' between folders. */
 function testFiles(dir = join(root, 'test'), prefix = ''): string[] {
@@ -63,4 +63,9 @@ test('the suites run apart are flat folders their scripts glob', () => {
   }
   assert.match(pkg.scripts['test:long'], /dist\/test\/long\/\*\.test\.js$/);
   assert.match(pkg.scripts['test:cluster'], /dist\/test\/cluster\/\*\.test\.js$/);
+});
+
+test('the root of src/ holds only the entry points; every other module is in a named folder', () => {
+  const loose = readdirSync(join(root, 'src')).filter((n) => !statSync(join(root, 'src', n)).isDirectory());
+  assert.deepEqual(loose.sort(), ['bin.ts', 'cli.ts', 'main.ts']);
 });

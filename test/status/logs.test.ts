@@ -9,7 +9,7 @@ import { LogMerger, splitStamp, startLogs, type LogLine } from '../../src/status
 import { alive, fakeNodes, waitFor } from '../helpers/fake-node.js';
 import { cli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/tmp.js';
-import type { Io } from '../../src/io.js';
+import type { Io } from '../../src/terminal/io.js';
 import { writeCluster } from '../helpers/launch-files.js';
 
 test("docker's timestamps: fractions of any length compare as times, offsets as UTC, a line without one is kept whole", () => {

@@ -6,7 +6,7 @@ import { judge, parseInspect, parseNodeAnswer, parseStatsLine, type NodeStatus }
 import { formatStatus } from '../../src/commands/status.js';
 import { fakeNodes } from '../helpers/fake-node.js';
 import { cli } from '../helpers/cli.js';
-import { VERSION } from '../../src/version.js';
+import { VERSION } from '../../src/domain/version.js';
 import { writeCluster } from '../helpers/launch-files.js';
 
 const OVERLAY =

@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runEmitSh, runWrapper, type Exec } from '../../src/commands/wrapper.js';
-import type { Io } from '../../src/io.js';
+import type { Io } from '../../src/terminal/io.js';
 import { tileLayers } from '../../src/engram/ranges.js';
 import { recordingEngine } from '../helpers/engine.js';
 import { writePackDir } from '../helpers/engram-files.js';

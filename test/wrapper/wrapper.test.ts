@@ -5,7 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runWrapper, type Exec } from '../../src/commands/wrapper.js';
 import type { LayerLoader } from '../../src/wrapper/plan.js';
-import type { Io } from '../../src/io.js';
+import type { Io } from '../../src/terminal/io.js';
 import { bin, binPath } from '../helpers/cli.js';
 import { recordingEngine, trappingEngine } from '../helpers/engine.js';
 import { buildSysfs, typical } from '../helpers/sysfs.js';

@@ -1,6 +1,6 @@
 // The baseline's rows, zeros, cache and pool, standalone (built and run by native/test/run.sh
 // in every variant: plain, ASan+UBSan, TSan, arm64 under qemu). Its aborts are tested from
-// Node in child processes (test/bench/mia-baseline.test.ts).
+// Node in child processes (test/repo/mia-baseline.test.ts).
 #include "row_store.h"
 
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 // The one table of error codes shared by the core, the binding and TypeScript.
-// src/error-codes.ts mirrors it; test/root/error-codes.test.ts fails when the two disagree.
+// src/errors/error-codes.ts mirrors it; test/errors/error-codes.test.ts fails when the two disagree.
 // X(name, exit code): exit 1 a check failed, 2 bad usage or input data, 3 environment / I/O.
 #pragma once
 

@@ -1,8 +1,8 @@
 // `spark preflight --node-facts REQUEST` on a node: answers the launching machine's request
 // with this machine's facts (the sysfs dump included, since the rules run over there).
 import { homedir } from 'node:os';
-import { usageError } from '../../errors.js';
-import { VERSION } from '../../version.js';
+import { usageError } from '../../errors/errors.js';
+import { VERSION } from '../../domain/version.js';
 import { collectFacts, localHello } from './collect.js';
 import { FACTS_VERSION, type FactsRequest, type NodeFacts, type SnapshotCandidate } from './types.js';
 

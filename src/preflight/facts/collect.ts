@@ -6,9 +6,9 @@ import { existsSync, readdirSync, readFileSync, statSync, statfsSync } from 'nod
 import { hostname, networkInterfaces, release } from 'node:os';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
-import { toSparkError } from '../../errors.js';
-import { readSmallTextSync, SIZE_CAPS } from '../../small-file.js';
-import { hfSnapshotPath, resolveRevision } from '../../hf-cache.js';
+import { toSparkError } from '../../errors/errors.js';
+import { readSmallTextSync, SIZE_CAPS } from '../../files/small-file.js';
+import { hfSnapshotPath, resolveRevision } from '../../engram/hf-cache.js';
 import { isSnapshotPath } from '../sources.js';
 import { openSnapshotFacts } from '../snapshot-reader.js';
 import { hasCopyManifest, inspectCopy } from '../local-copy.js';

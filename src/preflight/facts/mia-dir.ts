@@ -9,7 +9,7 @@
 import { closeSync, constants, fstatSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ShValue } from '../../remote/sh-template.js';
-import { readSmallTextSync } from '../../small-file.js';
+import { readSmallTextSync } from '../../files/small-file.js';
 import { MIA_HEADER_FIELDS_BYTES } from '../../engram/mia-shard.js';
 import type { MiaDirFact, MiaFileFact, PathKind } from './types.js';
 

@@ -6,7 +6,7 @@
 import { closeSync, ftruncateSync, mkdirSync, openSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { openSnapshotFacts } from '../snapshot-reader.js';
-import { revisionOfSnapshotDir } from '../../hf-cache.js';
+import { revisionOfSnapshotDir } from '../../engram/hf-cache.js';
 import { copyFact, errorFact } from './collect.js';
 import type { ProbedDir, ProbedSnapshot } from './probe-sh.js';
 import type { CopyFact, SnapshotFact, SysfsDump } from './types.js';

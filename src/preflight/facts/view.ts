@@ -1,7 +1,7 @@
 // A node's facts as the rules ask for them: by the path, port or image they requested. Asking
 // for something the request did not name is a bug in the request builder (request.ts), and
 // throws so the rule shows up as not checked rather than passing on a guess.
-import { SparkError } from '../../errors.js';
+import { SparkError } from '../../errors/errors.js';
 import type { SnapshotFacts } from '../sources.js';
 import type { LocalCopy } from '../../engram/layer-source.js';
 import type {

@@ -1,6 +1,6 @@
 // The container's /dev/shm, as the launch gives it (plannedContainer, recipes/container.ts).
 import { parseDockerSize } from '../../recipes/index.js';
-import { formatBytes } from '../../format.js';
+import { formatBytes } from '../../terminal/format.js';
 import { plannedContainer } from '../node-paths.js';
 import { defineRule, finding, whereField } from '../rule.js';
 

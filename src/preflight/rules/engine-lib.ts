@@ -150,7 +150,7 @@ export const loads = defineRule({
   severity: 'error',
   scope: 'local-node',
   evidence:
-    "The stacks' images carry their own C++ runtime and the oldest is Ubuntu 22.04 (glibc 2.35): a library that needs libstdc++ or a newer glibc symbol fails dlopen in some of them; spark links its C++ runtime in and checks the build (native/engines/check-lib.sh, docs/engine-libs.md).",
+    "The stacks' images carry their own C++ runtime and the oldest is Ubuntu 22.04 (glibc 2.35): a library that needs libstdc++ or a newer glibc symbol fails dlopen in some of them; spark links its C++ runtime in and checks the build (native/engine-libs/check-lib.sh, docs/engine-libs.md).",
   fix: "spark engine-lib --stack STACK --copy DIR on that node (spark's build needs only the C library)",
   check(ctx) {
     return nodeLibraries(ctx).flatMap(({ lib, file: f, machine }) => {

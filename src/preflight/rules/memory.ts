@@ -1,6 +1,6 @@
 // GPU memory fractions on unified memory: on GB10 the 128 GB is both host RAM and GPU memory,
 // so what the engine reserves is taken from the OS, page cache and pinned NCCL buffers.
-import { formatBytes } from '../../format.js';
+import { formatBytes } from '../../terminal/format.js';
 import { defineRule, finding, whereArg, whereField } from '../rule.js';
 
 /** vLLM: above this the server boots and then dies under traffic. */

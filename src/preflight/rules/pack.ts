@@ -3,11 +3,11 @@
 // world, engine and snapshot. The copy is read on the node (facts/collect.ts, or rebuilt here
 // from the sh probe's answer) by the readers the row store, verify and the wrapper use.
 import { type Engine } from '../../recipes/index.js';
-import { formatBytes } from '../../format.js';
+import { formatBytes } from '../../terminal/format.js';
 import { defineRule, envSourceName, finding, whereEnv, whereNode } from '../rule.js';
 import { formatEngramRows, parseEngramRows } from '../../engram/ranges.js';
 import type { LocalCopy } from '../../engram/layer-source.js';
-import { revisionOfSnapshotDir } from '../../hf-cache.js';
+import { revisionOfSnapshotDir } from '../../engram/hf-cache.js';
 import { dirKind, hasCopy, packTarget } from '../node-paths.js';
 import type { PreflightContext } from '../types.js';
 import { expectedEngramRows } from './snapshot.js';

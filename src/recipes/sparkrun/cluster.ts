@@ -5,8 +5,8 @@
 // each node for its own.
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { SparkError } from '../../errors.js';
-import { readSmallText } from '../../small-file.js';
+import { SparkError } from '../../errors/errors.js';
+import { readSmallText } from '../../files/small-file.js';
 import { isTable, typeName, type FileDiagnostic } from '../fields.js';
 import { sshHostProblem, sshUserProblem, withUser } from '../ssh-target.js';
 import { parseYamlDocument } from './yaml-document.js';

@@ -3,7 +3,7 @@
 // the ConnectX-7 (an interface backed by an RDMA device: sysfs class/net/IF/device/infiniband);
 // `mgmt` is the interface of the default route. A node that does not answer, or has no such
 // address, is one error saying how to give the address instead.
-import { SparkError } from '../../errors.js';
+import { SparkError } from '../../errors/errors.js';
 import { capture, lastLine, nodeCommand, type Tools } from '../../remote/ssh.js';
 import { shTemplate } from '../../remote/sh-template.js';
 import type { SparkrunCluster } from './cluster.js';

@@ -2,7 +2,7 @@
 // running without it means, and a mod whose job spark does itself (packing the Mia stack's
 // Engram rows) gets spark's command for that job.
 import { posix } from 'node:path';
-import { hfModelDir, hfSnapshotPath } from '../../hf-cache.js';
+import { hfModelDir, hfSnapshotPath } from '../../engram/hf-cache.js';
 import type { FileDiagnostic } from '../fields.js';
 import type { Mount } from '../recipe.js';
 

@@ -1,7 +1,7 @@
 // The engine command of a sparkrun recipe: from its command template, or from its defaults
 // through sparkrun's flag table, with the executor's entrypoint in front (recipe.ts reads the
 // rest of the recipe).
-import { SparkError } from '../../errors.js';
+import { SparkError } from '../../errors/errors.js';
 import type { FileDiagnostic } from '../fields.js';
 import type { Engine } from '../recipe.js';
 import { PROGRAMS, ShellSyntaxError, defaultsCommand, renderValue, templateCommand, type LinedArg } from './command.js';

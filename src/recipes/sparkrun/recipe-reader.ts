@@ -1,7 +1,7 @@
 // The reading side of a sparkrun recipe: positions, diagnostics, the {launch.*} values and
 // executor volumes, for parseSparkrunRecipe (recipe.ts).
-import { COMMIT, hfModelDir, hfSnapshotPath, resolveRevision } from '../../hf-cache.js';
-import { SparkError } from '../../errors.js';
+import { COMMIT, hfModelDir, hfSnapshotPath, resolveRevision } from '../../engram/hf-cache.js';
+import { SparkError } from '../../errors/errors.js';
 import { HF_CACHE_CONTAINER_PATH } from '../cluster.js';
 import { isTable, typeName, type FileDiagnostic } from '../fields.js';
 import { expandHome } from '../paths.js';

@@ -10,7 +10,7 @@
 //   executor_config.shm_size / entrypoint / volumes → shm_size, the program, extra_mounts
 //   {launch.runtime_cache_dir} in env          → the runtime cache mounted at /cache/runtime
 // Everything else is reported (features.ts), never dropped without a word.
-import { SparkError } from '../../errors.js';
+import { SparkError } from '../../errors/errors.js';
 import { isTable, typeName } from '../fields.js';
 import { locator } from '../located.js';
 import { parseArgs } from '../args.js';

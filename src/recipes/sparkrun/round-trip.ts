@@ -3,7 +3,7 @@
 // and its line (exit 2). Two guards: the values each format is known not to carry (a
 // placeholder a template would fill, a ":" in a volume), with a reason; then the converted
 // text read back by spark's own reader and compared field by field with the original.
-import { SparkError } from '../../errors.js';
+import { SparkError } from '../../errors/errors.js';
 import { argvForExec } from '../args.js';
 import { parseRecipe, recipeKey, type LoadedRecipe, type Recipe, type RecipeField } from '../recipe.js';
 import { parallelShape } from '../topology.js';

@@ -24,8 +24,8 @@ import {
   type Pair,
   type YAMLMap,
 } from 'yaml';
-import { SparkError } from '../../errors.js';
-import type { ErrorCode } from '../../error-codes.js';
+import { SparkError } from '../../errors/errors.js';
+import type { ErrorCode } from '../../errors/error-codes.js';
 import type { TomlPosition } from '../toml-positions.js';
 
 /**

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { chmodSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { clusterSpec, openCluster } from '../../../src/recipes/index.js';
-import { SparkError } from '../../../src/errors.js';
+import { SparkError } from '../../../src/errors/errors.js';
 import { RULES } from '../../../src/preflight/rules/index.js';
 import { cli } from '../../helpers/cli.js';
 import { fakeNodes, type FakeNodes } from '../../helpers/fake-node.js';

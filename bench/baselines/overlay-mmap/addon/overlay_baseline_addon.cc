@@ -2,7 +2,7 @@
 // bench gather --variants overlay` measures it (bench/baselines/overlay-mmap/mmap_gather.h).
 // Not part of spark and not linked into spark's addon: binding.gyp builds it as
 // build/Release/overlay_mmap_baseline.so, which the bench loads by path when the overlay
-// variant runs (src/native/overlay-baseline.ts). It shares native/binding's argument, error
+// variant runs (src/gather-bench/overlay-baseline.ts). It shares native/binding's argument, error
 // and async helpers (compiled in again here, with their own per-environment state).
 //
 //   new MmapGather(tables, {threads, willneed})
