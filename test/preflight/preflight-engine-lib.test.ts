@@ -196,7 +196,7 @@ test('a directory, a dangling link, no file, a library with an extra symbol and 
       r,
       'enginelib.abi',
       3,
-      /does not export engram_rows_abi_version, .*: the stack looks every ABI symbol up at import and fails; exports symbols beyond the ABI \(_ZN5spark.*\): not a build of native\/engines\/overlay$/,
+      /does not export engram_rows_abi_version, .*: the stack looks every ABI symbol up at import and fails; exports symbols beyond the ABI \(_ZN5spark.*\): not a build of native\/engine-libs\/overlay$/,
       copy,
     );
     on(r, 'enginelib.loads', 3, /needs libstdc\+\+\.so\.6/, copy);
