@@ -48,7 +48,8 @@ async function source(
   split: SplitRule,
   required: boolean,
 ): Promise<LayerSource | undefined> {
-  const { loadLayerSource, parseLayerRows, subTablesFromDir } = await import('../engram/layer-source.js');
+  const { parseLayerRows, subTablesFromDir } = await import('../engram/layer-source.js');
+  const { loadLayerSource } = await import('../stacks/local-copy.js');
   if (o.rows !== undefined) {
     const layers = parseLayerRows(o.rows);
     if (split !== 'heads') return { kind: 'explicit', path: '--rows', layers };

@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import type { CliContext } from './context.js';
 import { usageError } from '../errors/errors.js';
 import type { CommandResult, Io } from '../terminal/io.js';
-import type { PackLayoutName, PackProgressInfo, PackSummary } from '../pack/pack-engram.js';
+import type { PackLayoutName, PackProgressInfo, PackSummary } from '../stacks/pack-engram.js';
 import { parseSplit } from '../engram/ranges.js';
 import { formatBytes } from '../terminal/format.js';
 import { fromEnv, parseCount, parseRate, rankShareFlags, requireOption } from './options.js';
@@ -128,7 +128,7 @@ function progressText(p: PackProgressInfo): string {
 export async function runPack(o: PackOptions, io: Io): Promise<CommandResult> {
   const { openSnapshot, INDEX_FILE } = await import('../engram/snapshot.js');
   const { packRanges } = await import('../pack/pack-ranges.js');
-  const { packEngram } = await import('../pack/pack-engram.js');
+  const { packEngram } = await import('../stacks/pack-engram.js');
   const snapshot = await openSnapshot(o.snapshot, {
     engramOnly: true,
     ...(o.weightPattern ? { weightPattern: o.weightPattern } : {}),

@@ -66,7 +66,7 @@ function reportText(r: VerifyReport): string {
 }
 
 export async function runVerify(o: VerifyOptions, io: Io): Promise<CommandResult> {
-  const { verifyPack } = await import('../pack/verify.js');
+  const { verifyPack } = await import('../stacks/verify.js');
   let source: Parameters<typeof verifyPack>[0]['source'];
   if (o.source !== undefined) {
     const { openSnapshot } = await import('../engram/snapshot.js');

@@ -2,13 +2,9 @@
 // heads split, its sub-table sizes): a checkpoint's headers, a node-local copy's manifest, or
 // explicit counts. This runs at every rank's boot against NFS, so a snapshot is opened with
 // engramOnly: the index and the headers of the shards holding Engram tensors, nothing else.
-import { statSync } from 'node:fs';
 import { readModelConfig, type ModelConfig } from './config.js';
-import { copyRanges, describeIdentity, inferIdentity, type LocalCopy } from './copy-ranges.js';
-import { readLocalDir } from './local-dir.js';
-import { miaManifest, shardSplit } from './mia-dir.js';
+import { describeIdentity, type LocalCopy } from './copy-ranges.js';
 import { engramSubTableSizes } from './primes.js';
-import { openSnapshot } from './snapshot.js';
 import { formatEngramRows, rankRanges, tileLayers, type EngramLayerRows, type RankLayerRange } from './ranges.js';
 import { SparkError, usageError } from '../errors/errors.js';
 import type { SplitRule } from '../domain/split-rule.js';
@@ -175,95 +171,4 @@ export async function subTablesFromDir(layers: EngramLayerRows[], dir: string): 
 export interface EngramNamePatterns {
   weightPattern?: RegExp;
   scalePattern?: RegExp;
-}
-
-/**
- * A directory's node-local copy, if it holds one: a sparse copy's engram-local.json (with
- * spark's metadata, or the overlay tool's without: then its tables' row counts come from the
- * copy's own index and headers, and its rank and world are inferred), or a pack's manifest.
- */
-export async function loadLocalCopy(path: string): Promise<LocalCopy | undefined> {
-  if (!isDirectory(path)) return undefined;
-  const local = await readLocalDir(path);
-  if (local.kind === 'none') return undefined;
-  if (local.kind === 'mia') {
-    // No manifest: rank and world from the shard names, ranges and N from their headers.
-    const m = miaManifest(path, local.shards);
-    const layers = m.layers.map(({ layer, rows, start, end }) => ({ layer, rows, start, end }));
-    const split = shardSplit(local.shards);
-    const manifestPath = `${path}/${m.layers[0]!.file}`;
-    const base = { kind: 'packed' as const, manifestPath, layers, named: { rank: m.rank, world: m.world } };
-    if (split === 'unknown')
-      return { ...base, unknown: `its ranges are no floor or front split's share of rank ${m.rank} of ${m.world}` };
-    return { ...base, identity: { rank: m.rank, world: m.world, split, from: 'shards' } };
-  }
-  if (local.kind === 'packed') {
-    const m = local.manifest;
-    const layers = m.layers
-      .map(({ layer, rows, start, end }) => ({ layer, rows, start, end }))
-      .sort((a, b) => a.layer - b.layer);
-    const copy: LocalCopy = {
-      kind: 'packed',
-      manifestPath: local.manifestPath,
-      identity: { rank: m.rank, world: m.world, split: m.split, from: 'manifest' },
-      layers,
-    };
-    if (m.source.revision !== undefined) copy.revision = m.source.revision;
-    return copy;
-  }
-  const m = local.manifest;
-  if (m.spark) {
-    const rows = new Map(m.spark.tables.map((t) => [t.layer, t.rows]));
-    const layers = copyRanges(local.manifestPath, m.layers, rows);
-    const { rank, world, split } = m.spark;
-    const copy: LocalCopy = {
-      kind: 'sparse',
-      manifestPath: local.manifestPath,
-      identity: { rank, world, split, from: 'manifest' },
-      layers,
-    };
-    if (m.spark.source.revision !== undefined) copy.revision = m.spark.source.revision;
-    return copy;
-  }
-  const snap = await openSnapshot(path, { engramOnly: true });
-  const layers = copyRanges(local.manifestPath, m.layers, new Map(snap.engram.map((t) => [t.layer, t.rows])));
-  let tables: EngramLayerRows[] = layers.map(({ layer, rows }) => ({ layer, rows }));
-  const sizes = snap.config?.engram ? engramSubTableSizes(snap.config.engram) : undefined;
-  if (sizes && tables.every((t) => sizes.has(t.layer)))
-    tables = tables.map((t) => ({ ...t, subTables: sizes.get(t.layer)! }));
-  const inferred = inferIdentity(layers, tables);
-  const base = { kind: 'sparse' as const, manifestPath: local.manifestPath, layers };
-  return 'unknown' in inferred ? { ...base, unknown: inferred.unknown } : { ...base, identity: inferred };
-}
-
-function isDirectory(path: string): boolean {
-  try {
-    return statSync(path).isDirectory();
-  } catch {
-    return false; // openSnapshot says what is wrong with the path
-  }
-}
-
-/**
- * The row source at `path`: a node-local copy's manifest when it holds one, otherwise a
- * snapshot's headers (engramOnly: the index plus the shards that hold Engram tensors). For the
- * heads split, config.json's sub-table sizes too.
- */
-export async function loadLayerSource(
-  path: string,
-  split: SplitRule,
-  patterns: EngramNamePatterns = {},
-): Promise<LayerSource> {
-  const copy = await loadLocalCopy(path);
-  if (copy) return copySource(path, copy);
-  const snap = await openSnapshot(path, { engramOnly: true, ...patterns });
-  if (snap.engram.length === 0) {
-    throw new SparkError(
-      'E_ENGRAM_NOT_FOUND',
-      `${path}: no Engram tables (layers.L.engram.embed.weight / .scale); other namings need --weight-pattern and --scale-pattern`,
-      { path },
-    );
-  }
-  const layers = snap.engram.map((t) => ({ layer: t.layer, rows: t.rows }));
-  return { kind: 'snapshot', path, layers: split === 'heads' ? withSubTables(layers, snap.config, path) : layers };
 }

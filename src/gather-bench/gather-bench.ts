@@ -25,7 +25,7 @@ import { type BenchVariant } from './gather-result.js';
 import { miaTarget } from './mia-case.js';
 import { miaDriverPath } from './mia-reader.js';
 import { engramSubTableSizes } from '../engram/primes.js';
-import { openRowSource, type RowSourceKind } from '../engram/row-source.js';
+import { openRowSource, type RowSourceKind } from '../stacks/row-source.js';
 import { usageError } from '../errors/errors.js';
 import { loadOverlayBaseline } from './overlay-baseline.js';
 import { GatherRun } from './gather-run.js';

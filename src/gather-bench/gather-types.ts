@@ -3,7 +3,7 @@ import { type ColdVerdict } from './cold.js';
 import { type Ceiling } from './fio.js';
 import { type BenchEngine, type BenchVariant, type GatherBenchResult } from './gather-result.js';
 import { miaTarget, type MiaCacheOptions } from './mia-case.js';
-import { type RowSource, type RowSourceKind, type SnapshotOpener } from '../engram/row-source.js';
+import { type RowSource, type RowSourceKind, type SnapshotOpener } from '../stacks/row-source.js';
 
 export interface GatherBenchOptions {
   source: string;

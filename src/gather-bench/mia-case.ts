@@ -4,7 +4,7 @@
 // It reads only what the stack attaches: a dense file whose header is the stack's own for this
 // layer and range; anything else would abort it, so it is refused here first.
 import { closeSync, openSync, readSync } from 'node:fs';
-import { decodeMiaHeader, MIA_HEADER_BYTES, MIA_ROW_BYTES, miaMismatch } from '../engram/mia-shard.js';
+import { decodeMiaHeader, MIA_HEADER_BYTES, MIA_ROW_BYTES, miaMismatch } from '../stacks/mia/mia-shard.js';
 import type { TableSpec } from '../domain/table-spec.js';
 import { storeNumbers, type GatherBenchResult } from './gather-result.js';
 import { MiaReader, type MiaStats } from './mia-reader.js';

@@ -1,6 +1,6 @@
 // The bytes a gather case can read, per source kind: what fio's runs cover, what "warm"
 // preloads, and what is compared with the page cache to tell whether "cold" stays cold.
-import type { RowSource } from '../engram/row-source.js';
+import type { RowSource } from '../stacks/row-source.js';
 
 /** One table as the row store opens it (a snapshot's two columns or a pack's data file). */
 type TableSpec = RowSource['specs'][number];

@@ -4,7 +4,15 @@ import { constants } from 'node:fs';
 import { lstat, open, type FileHandle } from 'node:fs/promises';
 import { SparkError } from '../errors/errors.js';
 import { crc32 } from '../addon/pack.js';
-import { checksumHex, type PackedSourceFile } from './pack-format.js';
+import type { RecordedSourceFile } from '../engram/manifest-fields.js';
+
+/** The checksum every pack and sparse copy records per chunk of rows. */
+export const CHECKSUM_ALGORITHM = 'crc32';
+
+/** A CRC-32 as a manifest writes it: 8 lowercase hex digits. */
+export function checksumHex(crc: number): string {
+  return (crc >>> 0).toString(16).padStart(8, '0');
+}
 
 /** What pack and verify need of one tensor (a subset of the snapshot model's TensorRef). */
 export interface PackTensor {
@@ -108,7 +116,7 @@ export async function identifyTensorSources(tensors: PackTensor[]): Promise<Sour
 }
 
 /** What the manifests record of a source file: the whole identity, as the journal keys on it. */
-export function sourceFileEntry(s: SourceIdentity): PackedSourceFile {
+export function sourceFileEntry(s: SourceIdentity): RecordedSourceFile {
   return {
     name: s.name,
     bytes: s.bytes,
@@ -129,7 +137,7 @@ export function sourceChange(before: SourceIdentity, after: SourceIdentity): str
  * How a source file changed since a manifest recorded it ('' when it did not). Fields an older
  * manifest lacks are not compared: such a copy is held to its size and mtime only.
  */
-export function recordedChange(before: PackedSourceFile, after: SourceIdentity): string {
+export function recordedChange(before: RecordedSourceFile, after: SourceIdentity): string {
   if (after.bytes !== before.bytes) return `size ${before.bytes} -> ${after.bytes}`;
   if (after.mtimeMs !== before.mtimeMs) return `mtime ${before.mtimeMs} -> ${after.mtimeMs}`;
   if (before.ino !== undefined && after.ino !== before.ino)

@@ -4,10 +4,11 @@
 // on this machine against the node's manifests and headers, rebuilt by facts/rebuild.ts).
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { loadLocalCopy, type LocalCopy } from '../engram/layer-source.js';
-import { PACK_MANIFEST_NAME, readLocalDir } from '../engram/local-dir.js';
-import { checkManifest } from '../pack/pack-manifest-check.js';
-import { SPARSE_MANIFEST_NAME } from '../engram/sparse-manifest.js';
+import type { LocalCopy } from '../engram/layer-source.js';
+import { loadLocalCopy } from '../stacks/local-copy.js';
+import { PACK_MANIFEST_NAME, readLocalDir } from '../stacks/local-dir.js';
+import { checkManifest } from '../stacks/packed/manifest-check.js';
+import { SPARSE_MANIFEST_NAME } from '../stacks/overlay/sparse-manifest.js';
 import { toSparkError, type SparkError } from '../errors/errors.js';
 
 /** A directory holding a copy's manifest: a sparse copy (which has an index too) or a pack. */

@@ -13,8 +13,8 @@ import {
   type Bind,
   type ContainerSettings,
 } from '../recipes/index.js';
-import { PACK_MANIFEST_NAME } from '../engram/local-dir.js';
-import { SPARSE_MANIFEST_NAME } from '../engram/sparse-manifest.js';
+import { PACK_MANIFEST_NAME } from '../stacks/local-dir.js';
+import { SPARSE_MANIFEST_NAME } from '../stacks/overlay/sparse-manifest.js';
 import type { NodeView } from './facts/view.js';
 import type { SnapshotCandidate } from './facts/types.js';
 import type { PreflightContext } from './types.js';

@@ -31,7 +31,7 @@ export function isSnapshotPath(path: string): boolean {
 }
 
 /** A packed Engram directory (its manifest is written last, so present = complete). */
-export { isPackedDir as isPackDir } from '../engram/packed-manifest.js';
+export { isPackedDir as isPackDir } from '../stacks/packed/packed-manifest.js';
 
 export interface SourceInputs {
   /** --snapshot, relative to cwd. */

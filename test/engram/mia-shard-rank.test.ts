@@ -15,7 +15,7 @@ import { miaAttach, type MiaAttach } from '../helpers/engine-lib.js';
 import { writeMiaPack } from '../helpers/mia-pack.js';
 import { edit, MIA_ENV, preflight, world, write } from '../helpers/preflight.js';
 import { openSnapshot } from '../../src/engram/snapshot.js';
-import { miaShardName } from '../../src/engram/mia-shard.js';
+import { miaShardName } from '../../src/stacks/mia/mia-shard.js';
 import { packageRoot } from '../../src/addon/index.js';
 import { needs } from '../helpers/external-tool.js';
 

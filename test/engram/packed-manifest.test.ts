@@ -8,7 +8,7 @@ import {
   packedRowOffset,
   parsePackedManifest,
   readPackedManifest,
-} from '../../src/engram/packed-manifest.js';
+} from '../../src/stacks/packed/packed-manifest.js';
 import { writePackDir } from '../helpers/engram-files.js';
 import { tempDir } from '../helpers/tmp.js';
 

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { inferIdentity } from '../../src/engram/copy-ranges.js';
-import { loadLayerSource } from '../../src/engram/layer-source.js';
+import { loadLayerSource } from '../../src/stacks/local-copy.js';
 import { tileLayers, type RankLayerRange } from '../../src/engram/ranges.js';
 import { runWrapper, type Exec } from '../../src/commands/wrapper.js';
 import type { Io } from '../../src/terminal/io.js';

@@ -4,7 +4,7 @@
 // independent of spark's packer. Options damage a shard the ways preflight must catch.
 import { closeSync, mkdirSync, openSync, readSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { encodeMiaHeader, miaShardName, MIA_HEADER_BYTES, MIA_ROW_BYTES } from '../../src/engram/mia-shard.js';
+import { encodeMiaHeader, miaShardName, MIA_HEADER_BYTES, MIA_ROW_BYTES } from '../../src/stacks/mia/mia-shard.js';
 import { synthSnapshotLike } from './snapshot-like.js';
 
 export interface MiaPackOptions {

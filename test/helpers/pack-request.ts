@@ -1,7 +1,7 @@
 // Pack requests and refusals for the pack tests.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import type { PackRequest } from '../../src/pack/pack-engram.js';
+import type { PackRequest } from '../../src/stacks/pack-engram.js';
 import type { PackTable } from '../../src/pack/pack-io.js';
 import { packRanges } from '../../src/pack/pack-ranges.js';
 import { INDEX_FILE } from '../../src/engram/snapshot.js';

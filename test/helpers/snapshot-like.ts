@@ -2,7 +2,7 @@
 // tests of the row source that must not depend on the snapshot reader.
 import { readFileSync, openSync, readSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
-import type { SnapshotLike, SnapshotTableLike } from '../../src/engram/row-source.js';
+import type { SnapshotLike, SnapshotTableLike } from '../../src/stacks/row-source.js';
 
 export async function synthSnapshotLike(dir: string): Promise<SnapshotLike> {
   const index = JSON.parse(readFileSync(join(dir, 'model.safetensors.index.json'), 'utf8')) as {

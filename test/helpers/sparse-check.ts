@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseSparseManifest } from '../../src/engram/sparse-manifest.js';
+import { parseSparseManifest } from '../../src/stacks/overlay/sparse-manifest.js';
 import { crc32 } from '../../src/addon/pack.js';
 import { openOverlayView } from './overlay-view.js';
 

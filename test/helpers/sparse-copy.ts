@@ -21,7 +21,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import type { SparseTable } from '../../src/engram/sparse-manifest.js';
+import type { SparseTable } from '../../src/stacks/overlay/sparse-manifest.js';
 import { writeSparseShard, type ShardTable } from './engram-files.js';
 
 export const INDEX = 'model.safetensors.index.json';

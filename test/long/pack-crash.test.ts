@@ -6,7 +6,7 @@ import { bin } from '../helpers/cli.js';
 import { killTrials } from '../helpers/pack-process.js';
 import { makeSnapshot } from '../helpers/synth.js';
 import { tempDir } from '../helpers/tmp.js';
-import { encodeMiaHeader, miaShardBytes, miaShardName, parseMiaShardName } from '../../src/engram/mia-shard.js';
+import { encodeMiaHeader, miaShardBytes, miaShardName, parseMiaShardName } from '../../src/stacks/mia/mia-shard.js';
 import { openSnapshot } from '../../src/engram/snapshot.js';
 import { synthRow } from '../../src/synth/synth-rows.js';
 

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { readLocalDir } from '../../src/engram/local-dir.js';
+import { readLocalDir } from '../../src/stacks/local-dir.js';
 import { bin } from '../helpers/cli.js';
 import { killTrials } from '../helpers/pack-process.js';
 import { checkSparseCopy } from '../helpers/sparse-check.js';

@@ -20,7 +20,7 @@ import {
   closeSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { packEngram } from '../../src/pack/pack-engram.js';
+import { packEngram } from '../../src/stacks/pack-engram.js';
 import { packRanges } from '../../src/pack/pack-ranges.js';
 import { openSnapshot } from '../../src/engram/snapshot.js';
 import { packageRoot } from '../../src/addon/index.js';

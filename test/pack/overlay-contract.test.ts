@@ -12,7 +12,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { packEngram, type PackLayoutName } from '../../src/pack/pack-engram.js';
+import { packEngram, type PackLayoutName } from '../../src/stacks/pack-engram.js';
 import { packRanges } from '../../src/pack/pack-ranges.js';
 import { INDEX_FILE, openSnapshot } from '../../src/engram/snapshot.js';
 import { synthRow } from '../../src/synth/synth-rows.js';
@@ -26,7 +26,7 @@ import {
 } from '../helpers/overlay-view.js';
 import { makeSnapshot } from '../helpers/synth.js';
 import { writeSparseCopy } from '../helpers/sparse-copy.js';
-import { openRowSource } from '../../src/engram/row-source.js';
+import { openRowSource } from '../../src/stacks/row-source.js';
 import { tempDir } from '../helpers/tmp.js';
 import { packRequest } from '../helpers/pack-request.js';
 

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { packEngram, type PackRequest } from '../../src/pack/pack-engram.js';
+import { packEngram, type PackRequest } from '../../src/stacks/pack-engram.js';
 import { INDEX_FILE, openSnapshot } from '../../src/engram/snapshot.js';
 import { bin } from '../helpers/cli.js';
 import { writeMiaPack } from '../helpers/mia-pack.js';

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { packEngram } from '../../src/pack/pack-engram.js';
+import { packEngram } from '../../src/stacks/pack-engram.js';
 import { packRanges } from '../../src/pack/pack-ranges.js';
 import { INDEX_FILE, openSnapshot } from '../../src/engram/snapshot.js';
 import { synthRow } from '../../src/synth/synth-rows.js';

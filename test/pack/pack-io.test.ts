@@ -18,7 +18,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { packEngram, type PackRequest } from '../../src/pack/pack-engram.js';
+import { packEngram, type PackRequest } from '../../src/stacks/pack-engram.js';
 import { openSnapshot } from '../../src/engram/snapshot.js';
 import { cli } from '../helpers/cli.js';
 import { packRequest, rejects } from '../helpers/pack-request.js';

@@ -16,11 +16,11 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { packEngram, type PackRequest } from '../../src/pack/pack-engram.js';
+import { packEngram, type PackRequest } from '../../src/stacks/pack-engram.js';
 import { packRanges } from '../../src/pack/pack-ranges.js';
 import { INDEX_FILE, openSnapshot } from '../../src/engram/snapshot.js';
-import { parseSparseManifest } from '../../src/engram/sparse-manifest.js';
-import { readLocalDir } from '../../src/engram/local-dir.js';
+import { parseSparseManifest } from '../../src/stacks/overlay/sparse-manifest.js';
+import { readLocalDir } from '../../src/stacks/local-dir.js';
 import { crc32 } from '../../src/addon/pack.js';
 import { cli } from '../helpers/cli.js';
 import { engramPair, writeTensors } from '../helpers/safetensors.js';

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { encodeMiaHeader } from '../../src/engram/mia-shard.js';
+import { encodeMiaHeader } from '../../src/stacks/mia/mia-shard.js';
 import { collectFacts, dumpSysfs, freeBytes, localHello } from '../../src/preflight/facts/collect.js';
 import { probeScript } from '../../src/preflight/facts/probe-sh.js';
 import { factsFromProbe } from '../../src/preflight/facts/remote.js';

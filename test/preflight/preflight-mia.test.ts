@@ -18,7 +18,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { runPreflight, type Finding, type PreflightReport } from '../../src/preflight/index.js';
-import { miaShardName } from '../../src/engram/mia-shard.js';
+import { miaShardName } from '../../src/stacks/mia/mia-shard.js';
 import { formatBytes } from '../../src/terminal/format.js';
 import { edit, MIA, MIA_ENV, preflight, quietIo, repoFile, REVISION, world, write } from '../helpers/preflight.js';
 import { defaultHosts, fakeCluster, type FakeCluster, type HostSpec } from '../helpers/fake-cluster.js';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { packEngram } from '../../src/pack/pack-engram.js';
+import { packEngram } from '../../src/stacks/pack-engram.js';
 import { packRanges } from '../../src/pack/pack-ranges.js';
 import { synthRow } from '../../src/synth/synth-rows.js';
 import { packageRoot } from '../../src/addon/index.js';

@@ -10,7 +10,7 @@ import { closeSync, constants, fstatSync, openSync, readdirSync, readSync, statS
 import { join } from 'node:path';
 import type { ShValue } from '../../remote/sh-template.js';
 import { readSmallTextSync } from '../../files/small-file.js';
-import { MIA_HEADER_FIELDS_BYTES } from '../../engram/mia-shard.js';
+import { MIA_HEADER_FIELDS_BYTES } from '../../stacks/mia/mia-shard.js';
 import type { MiaDirFact, MiaFileFact, PathKind } from './types.js';
 
 /** Files the stack could be asked to open; more than any directory of real packs holds. */

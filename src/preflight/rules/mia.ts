@@ -16,7 +16,7 @@ import {
   miaShardName,
   parseMiaShardName,
   type MiaHeader,
-} from '../../engram/mia-shard.js';
+} from '../../stacks/mia/mia-shard.js';
 import { floorShareOf, rankRanges } from '../../engram/ranges.js';
 import { miaPackDir, type MiaPackDir } from '../node-paths.js';
 import { snapshotRows } from './pack.js';

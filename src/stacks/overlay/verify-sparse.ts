@@ -12,18 +12,18 @@
 //     sample) compared with the source's.
 // Every problem is one line naming the file, the layer and the first bad row or chunk.
 import { stat } from 'node:fs/promises';
-import { readFilePrefix, readSmallBytes, readSmallText, SIZE_CAPS } from '../files/small-file.js';
+import { readFilePrefix, readSmallBytes, readSmallText, SIZE_CAPS } from '../../files/small-file.js';
 import { join } from 'node:path';
-import { SparkError } from '../errors/errors.js';
-import { crc32 } from '../addon/pack.js';
-import { findHole } from '../addon/holes.js';
-import { linkOutside } from './copy-files.js';
-import { packRanges } from './pack-ranges.js';
-import { sparsePatterns } from '../engram/row-source.js';
-import { INDEX_FILE, openSnapshot, type EngramTable } from '../engram/snapshot.js';
-import type { SparseManifest, SparseRange } from '../engram/sparse-manifest.js';
+import { SparkError } from '../../errors/errors.js';
+import { crc32 } from '../../addon/pack.js';
+import { findHole } from '../../addon/holes.js';
+import { linkOutside } from '../../pack/copy-files.js';
+import { packRanges } from '../../pack/pack-ranges.js';
+import { sparsePatterns } from '../row-source.js';
+import { INDEX_FILE, openSnapshot, type EngramTable } from '../../engram/snapshot.js';
+import type { SparseManifest, SparseRange } from './sparse-manifest.js';
 import { scanTable, type ScanJob } from './sparse-scan.js';
-import type { VerifyLayerReport, VerifyReport, VerifyRequest } from './verify-report.js';
+import type { VerifyLayerReport, VerifyReport, VerifyRequest } from '../../pack/verify-report.js';
 
 export interface SparseVerifyRequest extends VerifyRequest {
   manifest: SparseManifest;

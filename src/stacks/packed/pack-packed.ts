@@ -3,9 +3,9 @@
 // and the manifest spark-pack.json.
 import { createHash } from 'node:crypto';
 import { join, resolve } from 'node:path';
-import { packLayer } from '../addon/pack.js';
-import { PACK_MANIFEST_NAME } from '../engram/local-dir.js';
-import { parseMiaShardName } from '../engram/mia-shard.js';
+import { packLayer } from '../../addon/pack.js';
+import { PACK_MANIFEST_NAME } from '../local-dir.js';
+import { parseMiaShardName } from '../mia/mia-shard.js';
 import {
   CHECKSUM_ALGORITHM,
   checksumHex,
@@ -20,8 +20,8 @@ import {
   type PackedLayer,
   type PackedManifest,
 } from './pack-format.js';
-import { fileInfo, recordedChange, sourceFileEntry, sourceKey, type SourceIdentity } from './pack-io.js';
-import type { LayoutPlan, PackDifference, PackRequest, PackUnit, PlannedRange } from './pack-plan.js';
+import { fileInfo, recordedChange, sourceFileEntry, sourceKey, type SourceIdentity } from '../../pack/pack-io.js';
+import type { LayoutPlan, PackDifference, PackRequest, PackUnit, PlannedRange } from '../pack-plan.js';
 
 export function planDense(req: PackRequest, ranges: PlannedRange[], sources: SourceIdentity[]): LayoutPlan {
   const layout = req.layout === 'page' ? 'page' : 'dense';

@@ -17,12 +17,12 @@ import { dirname, join, relative, resolve, sep, isAbsolute, basename } from 'nod
 import { SparkError, usageError } from '../errors/errors.js';
 import { makeWritableDir } from '../files/writable-dir.js';
 import type { PackDirectory } from '../addon/pack.js';
-import { readLocalDir, type LocalDir } from '../engram/local-dir.js';
+import { readLocalDir, type LocalDir } from './local-dir.js';
 import { MAX_MANIFEST_BYTES } from '../engram/manifest-fields.js';
-import { fsyncDir } from './pack-io.js';
-import { SPARSE_MANIFEST_NAME } from '../engram/sparse-manifest.js';
+import { fsyncDir } from '../pack/pack-io.js';
+import { SPARSE_MANIFEST_NAME } from './overlay/sparse-manifest.js';
 import { INDEX_FILE } from '../engram/snapshot.js';
-import { readShardHead, scanMiaShards } from '../engram/mia-dir.js';
+import { readShardHead, scanMiaShards } from './mia/mia-dir.js';
 import { manifestFiles, MANIFEST_NAMES, present, REPLACED_SUFFIX, type Ownership } from './pack-owner.js';
 
 /** The real path of `p`, or of its nearest existing ancestor joined with the rest. */

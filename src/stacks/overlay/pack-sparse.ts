@@ -5,13 +5,13 @@
 // overlay's manifest with spark's metadata under one key (engram/sparse-manifest.ts).
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { SparkError } from '../errors/errors.js';
-import { crc32, packSparseShard } from '../addon/pack.js';
-import { checksumHex } from './pack-format.js';
-import { fileInfo, recordedChange, sourceFileEntry, sourceKey, type SourceIdentity } from './pack-io.js';
-import type { LayoutPlan, PackDifference, PackRequest, PackUnit, PlannedRange } from './pack-plan.js';
-import { blockSpan } from './pack-space.js';
-import { INDEX_FILE } from '../engram/snapshot.js';
+import { SparkError } from '../../errors/errors.js';
+import { crc32, packSparseShard } from '../../addon/pack.js';
+import { checksumHex } from '../../pack/pack-io.js';
+import { fileInfo, recordedChange, sourceFileEntry, sourceKey, type SourceIdentity } from '../../pack/pack-io.js';
+import type { LayoutPlan, PackDifference, PackRequest, PackUnit, PlannedRange } from '../pack-plan.js';
+import { blockSpan } from '../../pack/pack-space.js';
+import { INDEX_FILE } from '../../engram/snapshot.js';
 import {
   SPARSE_CHECKSUM_ALGORITHM,
   SPARSE_FORMAT,
@@ -19,7 +19,7 @@ import {
   SPARSE_VERSION,
   sparseManifestText,
   type SparkSparseMeta,
-} from '../engram/sparse-manifest.js';
+} from './sparse-manifest.js';
 
 /** Default rows per checksum chunk: 16 MiB of weight rows (65536 rows of 256 bytes). */
 export function defaultSparseChunkRows(dim: number): number {

@@ -19,10 +19,10 @@ import { lstatSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import { SparkError } from '../errors/errors.js';
 import { crc32, type PackDirectory } from '../addon/pack.js';
-import { LEGACY_PACK_MANIFEST_NAME, PACK_MANIFEST_NAME, type LocalDir } from '../engram/local-dir.js';
+import { LEGACY_PACK_MANIFEST_NAME, PACK_MANIFEST_NAME, type LocalDir } from './local-dir.js';
 import { MAX_MANIFEST_BYTES } from '../engram/manifest-fields.js';
-import { parsePackedManifest } from '../engram/packed-manifest.js';
-import { hasSparseLayers, parseSparseManifest, SPARSE_MANIFEST_NAME } from '../engram/sparse-manifest.js';
+import { parsePackedManifest } from './packed/packed-manifest.js';
+import { hasSparseLayers, parseSparseManifest, SPARSE_MANIFEST_NAME } from './overlay/sparse-manifest.js';
 import type { LayoutPlan } from './pack-plan.js';
 
 /** Every manifest name a pack directory may hold, the one readers prefer first. */

@@ -6,9 +6,9 @@
 // one is checked, `threads` workers), so the page cache -- GPU memory there -- is left alone;
 // a sample of rows is a few single-row reads here, their pages dropped behind.
 import { open, type FileHandle } from 'node:fs/promises';
-import { verifySparseTable, type SparseVerifyResult } from '../addon/pack.js';
-import { dropCache } from '../addon/page-cache.js';
-import { pollWhile } from './pack-io.js';
+import { verifySparseTable, type SparseVerifyResult } from '../../addon/pack.js';
+import { dropCache } from '../../addon/page-cache.js';
+import { pollWhile } from '../../pack/pack-io.js';
 
 export interface Column {
   weightPath: string;

@@ -2,10 +2,10 @@
 // file named as the format names it, each layer's range equal to what the split it claims
 // gives this rank, chunk sizes the layout allows, and checksums in the format's own notation.
 // Returns one line per problem (empty: sane).
-import type { ModelConfig } from '../engram/config.js';
+import type { ModelConfig } from '../../engram/config.js';
 import { CHECKSUM_ALGORITHM, packedFileName, layerGeometry } from './pack-format.js';
-import { packRanges } from './pack-ranges.js';
-import type { PackedManifest } from '../engram/packed-manifest.js';
+import { packRanges } from '../../pack/pack-ranges.js';
+import type { PackedManifest } from './packed-manifest.js';
 
 export function checkManifest(m: PackedManifest, config?: ModelConfig): string[] {
   const out: string[] = [];

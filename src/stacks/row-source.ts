@@ -14,10 +14,10 @@ import { SparkError } from '../errors/errors.js';
 import type { TableSpec } from '../domain/table-spec.js';
 import { RowStore, type RowStoreOptions } from '../addon/row-store.js';
 import { readLocalDir } from './local-dir.js';
-import { miaManifest } from './mia-dir.js';
-import { dimOfRowBytes, type PackedManifest } from './packed-manifest.js';
-import { openSnapshot } from './snapshot.js';
-import type { SparseManifest } from './sparse-manifest.js';
+import { miaManifest } from './mia/mia-dir.js';
+import { dimOfRowBytes, type PackedManifest } from './packed/packed-manifest.js';
+import { openSnapshot } from '../engram/snapshot.js';
+import type { SparseManifest } from './overlay/sparse-manifest.js';
 
 /** What the row source needs of a snapshot (a structural subset of snapshot.ts's Snapshot). */
 export interface SnapshotTensorLike {

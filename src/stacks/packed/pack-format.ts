@@ -11,18 +11,13 @@ import {
   packedFileName,
   type PackedLayer,
   type PackedManifest,
-} from '../engram/packed-manifest.js';
-import type { PackLayout } from '../domain/pack-layout.js';
-import { encodeMiaHeader } from '../engram/mia-shard.js';
+} from './packed-manifest.js';
+import type { PackLayout } from '../../domain/pack-layout.js';
+import { encodeMiaHeader } from '../mia/mia-shard.js';
 
 export { MANIFEST_FORMAT, MANIFEST_VERSION, PACK_HEADER_BYTES, PAGE_BYTES, packedFileName };
-export type { PackedLayer, PackedManifest, PackedSourceFile } from '../engram/packed-manifest.js';
-export const CHECKSUM_ALGORITHM = 'crc32';
-
-/** A CRC-32 as the manifest writes it: 8 lowercase hex digits. */
-export function checksumHex(crc: number): string {
-  return (crc >>> 0).toString(16).padStart(8, '0');
-}
+export type { PackedLayer, PackedManifest, PackedSourceFile } from './packed-manifest.js';
+export { CHECKSUM_ALGORITHM, checksumHex } from '../../pack/pack-io.js';
 
 /** Sizes that follow from an entry: see native/core/pack/pack_format.h for the same rules. */
 export interface LayerGeometry {

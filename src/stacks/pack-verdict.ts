@@ -26,10 +26,10 @@
 // A malformed manifest throws the reader's E_PACK_MANIFEST error.
 import { join } from 'node:path';
 import type { SplitRule } from '../domain/split-rule.js';
-import { readLocalDir } from '../engram/local-dir.js';
-import { readShardHead, repackCommand, scanMiaShards, shardSplit } from '../engram/mia-dir.js';
-import { decodeMiaHeader, MIA_MAGIC, miaMismatch, miaShardBytes } from '../engram/mia-shard.js';
-import type { PackedManifest } from '../engram/packed-manifest.js';
+import { readLocalDir } from './local-dir.js';
+import { readShardHead, repackCommand, scanMiaShards, shardSplit } from './mia/mia-dir.js';
+import { decodeMiaHeader, MIA_MAGIC, miaMismatch, miaShardBytes } from './mia/mia-shard.js';
+import type { PackedManifest } from './packed/packed-manifest.js';
 import { rankRanges } from '../engram/ranges.js';
 
 export type PackDirKind = 'spark-v2-dense' | 'spark-v2-page' | 'spark-v1' | 'mia-native' | 'sparse' | 'none';

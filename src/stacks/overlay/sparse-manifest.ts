@@ -31,8 +31,8 @@ import {
   sourceFiles,
   str,
   type RecordedSourceFile,
-} from './manifest-fields.js';
-import type { SplitRule } from '../domain/split-rule.js';
+} from '../../engram/manifest-fields.js';
+import type { SplitRule } from '../../domain/split-rule.js';
 
 export const SPARSE_MANIFEST_NAME = 'engram-local.json';
 export const SPARSE_FORMAT = 'spark-engram-sparse';

@@ -8,16 +8,16 @@
 import { readdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { SparkError } from '../errors/errors.js';
-import { LEGACY_PACK_MANIFEST_NAME, PACK_MANIFEST_NAME, readLocalDir } from '../engram/local-dir.js';
+import { LEGACY_PACK_MANIFEST_NAME, PACK_MANIFEST_NAME, readLocalDir } from './local-dir.js';
 import { miaAbortsOnV1 } from './pack-verdict.js';
-import type { PackedManifest } from '../engram/packed-manifest.js';
-import { checkManifest } from './pack-manifest-check.js';
+import type { PackedManifest } from './packed/packed-manifest.js';
+import { checkManifest } from './packed/manifest-check.js';
 import type { ModelConfig } from '../engram/config.js';
-import type { VerifyReport, VerifyRequest } from './verify-report.js';
-import { verifySparse } from './verify-sparse.js';
-import { checkSourceIdentity } from './verify-source.js';
-import { checkLayers } from './verify-layers.js';
-import { verifyMia } from './verify-mia.js';
+import type { VerifyReport, VerifyRequest } from '../pack/verify-report.js';
+import { verifySparse } from './overlay/verify-sparse.js';
+import { checkSourceIdentity } from '../pack/verify-source.js';
+import { checkLayers } from './packed/verify-layers.js';
+import { verifyMia } from './mia/verify-mia.js';
 
 /** The directory's manifest, strictly parsed; any problem with it fails the check (exit 1). */
 async function readManifests(dir: string) {

@@ -2,14 +2,14 @@
 // file's size and header block, the chunk checksums, and with a source the rows (verify.ts).
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { SparkError } from '../errors/errors.js';
-import { verifyLayer, type IoMode, type VerifyLayerProgress } from '../addon/pack.js';
-import { linkOutside } from './copy-files.js';
+import { SparkError } from '../../errors/errors.js';
+import { verifyLayer, type IoMode, type VerifyLayerProgress } from '../../addon/pack.js';
+import { linkOutside } from '../../pack/copy-files.js';
 import { chunkSpan, headerBlock, layerGeometry, type PackedLayer } from './pack-format.js';
-import { NO_CHECKSUMS } from '../engram/mia-dir.js';
-import type { PackedManifest } from '../engram/packed-manifest.js';
-import { pollWhile } from './pack-io.js';
-import type { VerifyLayerReport, VerifyReport, VerifyRequest } from './verify-report.js';
+import { NO_CHECKSUMS } from '../mia/mia-dir.js';
+import type { PackedManifest } from './packed-manifest.js';
+import { pollWhile } from '../../pack/pack-io.js';
+import type { VerifyLayerReport, VerifyReport, VerifyRequest } from '../../pack/verify-report.js';
 
 /** Sample rows (local indices): the first, the last and `n` spread at random. */
 function sampleRows(count: number, n: number): number[] {

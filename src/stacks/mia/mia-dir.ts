@@ -7,9 +7,9 @@
 // problem it is (opened O_NOFOLLOW|O_NONBLOCK, checked regular before reading), never read.
 import { closeSync, constants, fstatSync, openSync, readdirSync, readSync } from 'node:fs';
 import { join } from 'node:path';
-import { SparkError } from '../errors/errors.js';
-import type { SplitRule } from '../domain/split-rule.js';
-import { readJsonIfExists } from '../files/read-optional.js';
+import { SparkError } from '../../errors/errors.js';
+import type { SplitRule } from '../../domain/split-rule.js';
+import { readJsonIfExists } from '../../files/read-optional.js';
 import {
   decodeMiaHeader,
   MIA_HEADER_BYTES,
@@ -18,8 +18,8 @@ import {
   parseMiaShardName,
   type MiaHeader,
 } from './mia-shard.js';
-import { floorShareOf, tileLayers, type EngramLayerRows } from './ranges.js';
-import type { PackedLayer, PackedManifest } from './packed-manifest.js';
+import { floorShareOf, tileLayers, type EngramLayerRows } from '../../engram/ranges.js';
+import type { PackedLayer, PackedManifest } from '../packed/packed-manifest.js';
 
 /** The command that re-packs rank/world of a pack in dir as the Mia stack's shards (a finding's fix). */
 export function repackCommand(dir: string, rank: number, world: number, layout = 'dense', split?: string): string {

@@ -13,11 +13,11 @@
 //   page:  floor(4096 / stride) rows per 4096-byte page, row i at
 //          dataOffset + floor(i / perPage) * 4096 + (i mod perPage) * stride, stride = rowBytes.
 import { existsSync } from 'node:fs';
-import { readSmallText } from '../files/small-file.js';
+import { readSmallText } from '../../files/small-file.js';
 import { join } from 'node:path';
-import { SparkError } from '../errors/errors.js';
-import type { PackLayout } from '../domain/pack-layout.js';
-import type { SplitRule } from '../domain/split-rule.js';
+import { SparkError } from '../../errors/errors.js';
+import type { PackLayout } from '../../domain/pack-layout.js';
+import type { SplitRule } from '../../domain/split-rule.js';
 import {
   arr,
   bad,
@@ -29,8 +29,8 @@ import {
   sourceFiles,
   str,
   type RecordedSourceFile,
-} from './manifest-fields.js';
-import { miaShardName } from './mia-shard.js';
+} from '../../engram/manifest-fields.js';
+import { miaShardName } from '../mia/mia-shard.js';
 
 /** The manifest of layouts dense and page (local-dir.ts tells it from a sparse copy's). */
 export const PACK_MANIFEST_NAME = 'spark-pack.json';

@@ -14,8 +14,8 @@ import { resolve } from 'node:path';
 import { SparkError } from '../errors/errors.js';
 import { lockDirectory, type IoMode, type PackDirectory, type PackLayerResult } from '../addon/pack.js';
 import { formatBytes } from '../terminal/format.js';
-import { planDense } from './pack-dense.js';
-import { identifySources, pollWhile, recheckSources } from './pack-io.js';
+import { planDense } from './packed/pack-packed.js';
+import { identifySources, pollWhile, recheckSources } from '../pack/pack-io.js';
 import {
   checkOutPath,
   clearReplaced,
@@ -36,8 +36,8 @@ import {
   type Planner,
   unitChunks,
 } from './pack-plan.js';
-import { checkSpace, fsInfo } from './pack-space.js';
-import { planSparse } from './pack-sparse.js';
+import { checkSpace, fsInfo } from '../pack/pack-space.js';
+import { planSparse } from './overlay/pack-sparse.js';
 
 export type {
   PackFileSummary,

@@ -4,8 +4,8 @@
 // --source every row (or a sample) against the snapshot. There are no checksums to check: the
 // stack's packer writes none, and the report says so.
 import { readdir } from 'node:fs/promises';
-import type { PackedManifest } from '../engram/packed-manifest.js';
-import { parseMiaShardName } from '../engram/mia-shard.js';
+import type { PackedManifest } from '../packed/packed-manifest.js';
+import { parseMiaShardName } from './mia-shard.js';
 import {
   identityProblems,
   readMiaIdentity,
@@ -13,10 +13,10 @@ import {
   shardEntry,
   shardSplit,
   type MiaShardFile,
-} from '../engram/mia-dir.js';
-import { withSubTables } from '../engram/layer-source.js';
-import { checkLayers } from './verify-layers.js';
-import type { VerifyReport, VerifyRequest } from './verify-report.js';
+} from './mia-dir.js';
+import { withSubTables } from '../../engram/layer-source.js';
+import { checkLayers } from '../packed/verify-layers.js';
+import type { VerifyReport, VerifyRequest } from '../../pack/verify-report.js';
 
 /** The split rules the stack's two lanes use: SGLang's floor, vLLM's heads. */
 const STACK_SPLITS = new Set(['floor', 'heads']);

@@ -12,11 +12,11 @@ import type {
   PackLayerProgress,
   PackLayerResult,
 } from '../addon/pack.js';
-import type { LocalDir } from '../engram/local-dir.js';
+import type { LocalDir } from './local-dir.js';
 import { INDEX_FILE } from '../engram/snapshot.js';
 import type { SplitRule } from '../domain/split-rule.js';
-import type { PackTable, SourceIdentity } from './pack-io.js';
-import type { SpaceNeed } from './pack-space.js';
+import type { PackTable, SourceIdentity } from '../pack/pack-io.js';
+import type { SpaceNeed } from '../pack/pack-space.js';
 
 /** sparse: the overlay's copy (the default); dense, page: spark's one-read layouts. */
 export type PackLayoutName = 'sparse' | 'dense' | 'page';
