@@ -8,7 +8,8 @@ import { Bench } from 'tinybench';
 import { drawBatch, idModel, rng } from '../src/gather-bench/bench-ids.js';
 import { NaiveGather } from '../src/gather-bench/naive-gather.js';
 import { warmCache } from '../src/gather-bench/page-cache.js';
-import { openRowSource, type RowSource, type RowSourceOptions } from '../src/engram/row-source.js';
+import { type RowSource, type RowSourceOptions } from '../src/stacks/row-source.js';
+import { openRowSource } from '../src/stacks/local-copy.js';
 import { machineInfo } from './lib/processes.js';
 
 const dir = process.argv[2] ?? '.tmp/bench';

@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { synthesize, SYNTH_DEFAULTS } from '../../src/synth/synth.js';
 import { fillRows } from '../../src/synth/synth-rows.js';
-import { packedFileName } from '../../src/engram/packed-manifest.js';
+import { packedFileName } from '../../src/stacks/packed/packed-manifest.js';
 import { writeNewFileWith } from '../../src/files/new-file.js';
 
 export function makeBenchSnapshot(dir: string, vocab: number, layers = [1]): string {

@@ -11,8 +11,8 @@ import {
   MIA_HEADER_BYTES,
   MIA_ROW_BYTES,
   miaMismatch,
-} from '../../src/engram/mia-shard.js';
-import { readPackedManifest } from '../../src/engram/packed-manifest.js';
+} from '../../src/stacks/mia/mia-shard.js';
+import { readPackedManifest } from '../../src/stacks/packed/packed-manifest.js';
 
 export async function stampMiaHeaders(dir: string): Promise<string[]> {
   const m = await readPackedManifest(dir);

@@ -3,7 +3,8 @@
 import { Command } from 'commander';
 import type { CliContext } from './context.js';
 import { dequantRow, dequantRowText } from '../engram/dequant.js';
-import { openRowSource, type RowSourceKind, type SnapshotOpener } from '../stacks/row-source.js';
+import { type RowSourceKind, type SnapshotOpener } from '../stacks/row-source.js';
+import { openRowSource } from '../stacks/local-copy.js';
 import { usageError } from '../errors/errors.js';
 import type { CommandResult, Io } from '../terminal/io.js';
 import { threadsFromEnv } from '../addon/row-store.js';

@@ -19,7 +19,8 @@ import { cachedBytes, evictFromCache, warmCache } from './page-cache.js';
 import { overlayTable, readRegions, regionBytes } from './read-range.js';
 import { inProcess, timeInterleaved, timeLoop, type Timed } from './time-loop.js';
 import { MIA_CACHE_DEFAULT, openMiaCase, type MiaCacheOptions } from './mia-case.js';
-import { openRowSource, type RowSource } from '../stacks/row-source.js';
+import { type RowSource } from '../stacks/row-source.js';
+import { openRowSource } from '../stacks/local-copy.js';
 import { MmapGather } from './overlay-baseline.js';
 
 type MiaCase = Awaited<ReturnType<typeof openMiaCase>>;

@@ -2,15 +2,14 @@
 // copy's ranges (each format read by its room through local-dir.ts), or a snapshot's Engram
 // tables from its headers (engram/layer-source.ts does the rest).
 import { statSync } from 'node:fs';
-import { copyRanges, inferIdentity, type LocalCopy } from '../engram/copy-ranges.js';
+import type { LocalCopy } from '../engram/copy-ranges.js';
 import { copySource, withSubTables, type EngramNamePatterns, type LayerSource } from '../engram/layer-source.js';
-import { engramSubTableSizes } from '../engram/primes.js';
 import { openSnapshot } from '../engram/snapshot.js';
-import type { EngramLayerRows } from '../engram/ranges.js';
 import { SparkError } from '../errors/errors.js';
 import type { SplitRule } from '../domain/split-rule.js';
 import { readLocalDir } from './local-dir.js';
-import { miaManifest, shardSplit } from './mia/mia-dir.js';
+import { formatOf } from './registry.js';
+import { openTwoColumn, type RowSource, type RowSourceOptions } from './row-source.js';
 
 /**
  * A directory's node-local copy, if it holds one: a sparse copy's engram-local.json (with
@@ -21,54 +20,24 @@ export async function loadLocalCopy(path: string): Promise<LocalCopy | undefined
   if (!isDirectory(path)) return undefined;
   const local = await readLocalDir(path);
   if (local.kind === 'none') return undefined;
-  if (local.kind === 'mia') {
-    // No manifest: rank and world from the shard names, ranges and N from their headers.
-    const m = miaManifest(path, local.shards);
-    const layers = m.layers.map(({ layer, rows, start, end }) => ({ layer, rows, start, end }));
-    const split = shardSplit(local.shards);
-    const manifestPath = `${path}/${m.layers[0]!.file}`;
-    const base = { kind: 'packed' as const, manifestPath, layers, named: { rank: m.rank, world: m.world } };
-    if (split === 'unknown')
-      return { ...base, unknown: `its ranges are no floor or front split's share of rank ${m.rank} of ${m.world}` };
-    return { ...base, identity: { rank: m.rank, world: m.world, split, from: 'shards' } };
+  return formatOf(local).copy(path, local);
+}
+
+/** The rows at `path`: a node-local copy's through its room, otherwise a snapshot's. */
+export async function openRowSource(path: string, options: RowSourceOptions = {}): Promise<RowSource> {
+  let isDir = false;
+  try {
+    isDir = statSync(path).isDirectory();
+  } catch {
+    throw new SparkError(
+      'E_FILE_NOT_FOUND',
+      `${path} does not exist (give a snapshot, a sparse copy or a packed directory)`,
+      { path },
+    );
   }
-  if (local.kind === 'packed') {
-    const m = local.manifest;
-    const layers = m.layers
-      .map(({ layer, rows, start, end }) => ({ layer, rows, start, end }))
-      .sort((a, b) => a.layer - b.layer);
-    const copy: LocalCopy = {
-      kind: 'packed',
-      manifestPath: local.manifestPath,
-      identity: { rank: m.rank, world: m.world, split: m.split, from: 'manifest' },
-      layers,
-    };
-    if (m.source.revision !== undefined) copy.revision = m.source.revision;
-    return copy;
-  }
-  const m = local.manifest;
-  if (m.spark) {
-    const rows = new Map(m.spark.tables.map((t) => [t.layer, t.rows]));
-    const layers = copyRanges(local.manifestPath, m.layers, rows);
-    const { rank, world, split } = m.spark;
-    const copy: LocalCopy = {
-      kind: 'sparse',
-      manifestPath: local.manifestPath,
-      identity: { rank, world, split, from: 'manifest' },
-      layers,
-    };
-    if (m.spark.source.revision !== undefined) copy.revision = m.spark.source.revision;
-    return copy;
-  }
-  const snap = await openSnapshot(path, { engramOnly: true });
-  const layers = copyRanges(local.manifestPath, m.layers, new Map(snap.engram.map((t) => [t.layer, t.rows])));
-  let tables: EngramLayerRows[] = layers.map(({ layer, rows }) => ({ layer, rows }));
-  const sizes = snap.config?.engram ? engramSubTableSizes(snap.config.engram) : undefined;
-  if (sizes && tables.every((t) => sizes.has(t.layer)))
-    tables = tables.map((t) => ({ ...t, subTables: sizes.get(t.layer)! }));
-  const inferred = inferIdentity(layers, tables);
-  const base = { kind: 'sparse' as const, manifestPath: local.manifestPath, layers };
-  return 'unknown' in inferred ? { ...base, unknown: inferred.unknown } : { ...base, identity: inferred };
+  const local = isDir ? await readLocalDir(path) : ({ kind: 'none' } as const);
+  if (local.kind === 'none') return openTwoColumn(path, undefined, options);
+  return formatOf(local).openRows(path, local, options);
 }
 
 function isDirectory(path: string): boolean {

@@ -15,7 +15,12 @@ import { readTextIfExists } from '../files/read-optional.js';
 import { manifestObject, MAX_MANIFEST_BYTES } from '../engram/manifest-fields.js';
 import { PACK_MANIFEST_NAME, parsePackedManifest, type PackedManifest } from './packed/packed-manifest.js';
 import { scanMiaShards, type MiaShardFile } from './mia/mia-dir.js';
-import { hasSparseLayers, parseSparseManifest, SPARSE_MANIFEST_NAME, type SparseManifest } from './overlay/sparse-manifest.js';
+import {
+  hasSparseLayers,
+  parseSparseManifest,
+  SPARSE_MANIFEST_NAME,
+  type SparseManifest,
+} from './overlay/sparse-manifest.js';
 
 /** The manifest of spark's own one-read layouts (dense, page). */
 export { PACK_MANIFEST_NAME };

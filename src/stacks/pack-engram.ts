@@ -1,6 +1,6 @@
-// `spark pack` without the CLI: copies one rank's Engram rows into a node-local directory, in
-// the overlay's sparse layout (pack-sparse.ts) or spark's own one-read layouts (pack-dense.ts),
-// resumably, then writes the manifest last and atomically.
+// `spark pack` without the CLI: copies one rank's Engram rows into a node-local directory in the
+// layout asked for, planned by the room that owns it (registry.ts: overlay/pack-sparse.ts,
+// packed/pack-packed.ts), resumably, then writes the manifest last and atomically.
 //
 // Order of durability: the output directory is checked (never the snapshot, pack-out.ts),
 // created (parents fsync'd) and locked; what it holds under the names the pack writes must be
@@ -14,7 +14,6 @@ import { resolve } from 'node:path';
 import { SparkError } from '../errors/errors.js';
 import { lockDirectory, type IoMode, type PackDirectory, type PackLayerResult } from '../addon/pack.js';
 import { formatBytes } from '../terminal/format.js';
-import { planDense } from './packed/pack-packed.js';
 import { identifySources, pollWhile, recheckSources } from '../pack/pack-io.js';
 import {
   checkOutPath,
@@ -25,6 +24,7 @@ import {
   supersedeManifests,
 } from './pack-out.js';
 import { ownership, refuseForeign } from './pack-owner.js';
+import { layoutNamed } from './registry.js';
 import {
   checkManifestSize,
   plannedRanges,
@@ -33,11 +33,9 @@ import {
   type PackFileSummary,
   type PackRequest,
   type PackSummary,
-  type Planner,
   unitChunks,
 } from './pack-plan.js';
 import { checkSpace, fsInfo } from '../pack/pack-space.js';
-import { planSparse } from './overlay/pack-sparse.js';
 
 export type {
   PackFileSummary,
@@ -55,10 +53,10 @@ export async function packEngram(req: PackRequest): Promise<PackSummary> {
     throw new SparkError('E_USAGE', '--out is empty: name the node-local directory to write the pack to');
   const out = resolve(req.out);
   const ranges = plannedRanges(req);
-  const files = sourceFiles(ranges, req.layout === 'sparse' ? req.index : undefined);
+  const layout = layoutNamed(req.layout);
+  const files = sourceFiles(ranges, layout.copiesIndex ? req.index : undefined);
   const sources = await identifySources(files);
-  const planner: Planner = req.layout === 'sparse' ? planSparse : planDense;
-  const plan = planner(req, ranges, sources);
+  const plan = layout.plan(req, ranges, sources);
   checkManifestSize(plan);
   await checkOutPath(
     out,

@@ -24,6 +24,7 @@ import { MAX_MANIFEST_BYTES } from '../engram/manifest-fields.js';
 import { parsePackedManifest } from './packed/packed-manifest.js';
 import { hasSparseLayers, parseSparseManifest, SPARSE_MANIFEST_NAME } from './overlay/sparse-manifest.js';
 import type { LayoutPlan } from './pack-plan.js';
+import { formatOf } from './registry.js';
 
 /** Every manifest name a pack directory may hold, the one readers prefer first. */
 export const MANIFEST_NAMES = [PACK_MANIFEST_NAME, SPARSE_MANIFEST_NAME] as const;
@@ -99,11 +100,7 @@ export function manifestFiles(name: string, text: string, path: string): string[
 /** Every file a spark manifest in `dir` names: the pack's own, and those of a replaced pack (`.replaced`). */
 function manifestNamed(dir: PackDirectory, existing: LocalDir): Set<string> {
   const named = new Set<string>();
-  if (existing.kind === 'packed') for (const l of existing.manifest.layers) named.add(l.file);
-  if (existing.kind === 'sparse' && existing.manifest.spark) {
-    for (const s of existing.manifest.spark.shards) named.add(s.name);
-    named.add(existing.manifest.spark.index.name);
-  }
+  if (existing.kind !== 'none') for (const f of formatOf(existing).namedFiles(existing)) named.add(f);
   for (const name of MANIFEST_NAMES) {
     const text = dir.readFile(name + REPLACED_SUFFIX, MAX_MANIFEST_BYTES);
     if (text === undefined) continue;

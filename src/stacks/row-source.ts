@@ -8,13 +8,10 @@
 //   snapshot  no manifest: two reads per row (one with resident scales). Holes where a table's
 //             rows should be mean a sparse copy that lost its manifest: refused, never read as
 //             zeros (except `spark synth --sparse` snapshots, whose config.json says so).
-import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { SparkError } from '../errors/errors.js';
 import type { TableSpec } from '../domain/table-spec.js';
 import { RowStore, type RowStoreOptions } from '../addon/row-store.js';
-import { readLocalDir } from './local-dir.js';
-import { miaManifest } from './mia/mia-dir.js';
 import { dimOfRowBytes, type PackedManifest } from './packed/packed-manifest.js';
 import { openSnapshot } from '../engram/snapshot.js';
 import type { SparseManifest } from './overlay/sparse-manifest.js';
@@ -113,24 +110,11 @@ function pickLayers<T extends { layer: number }>(all: T[], wanted: number[] | un
   });
 }
 
-export async function openRowSource(path: string, options: RowSourceOptions = {}): Promise<RowSource> {
-  let isDir = false;
-  try {
-    isDir = statSync(path).isDirectory();
-  } catch {
-    throw new SparkError(
-      'E_FILE_NOT_FOUND',
-      `${path} does not exist (give a snapshot, a sparse copy or a packed directory)`,
-      { path },
-    );
-  }
-  const local = isDir ? await readLocalDir(path) : ({ kind: 'none' } as const);
-  if (local.kind === 'packed') return openPacked(path, local.manifest, options);
-  if (local.kind === 'mia') return openPacked(path, miaManifest(path, local.shards), options);
-  return openTwoColumn(path, local.kind === 'sparse' ? local.manifest : undefined, options);
-}
-
-async function openPacked(path: string, manifest: PackedManifest, options: RowSourceOptions): Promise<RowSource> {
+export async function openPacked(
+  path: string,
+  manifest: PackedManifest,
+  options: RowSourceOptions,
+): Promise<RowSource> {
   const { layers, direct, storeOptions } = splitOptions(options);
   const entries = pickLayers(manifest.layers, layers, path);
   const specs: TableSpec[] = entries.map((e) => ({
@@ -175,7 +159,7 @@ export function sparsePatterns(m: SparseManifest): { weightPattern: RegExp; scal
 }
 
 /** A snapshot or a sparse copy: global ids, weight and scale read from their own tensors. */
-async function openTwoColumn(
+export async function openTwoColumn(
   path: string,
   sparse: SparseManifest | undefined,
   options: RowSourceOptions,

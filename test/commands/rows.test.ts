@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeE4M3, decodeE8M0, dequantRow } from '../../src/engram/dequant.js';
-import { openRowSource } from '../../src/stacks/row-source.js';
+import { openRowSource } from '../../src/stacks/local-copy.js';
 import { synthRow } from '../../src/synth/synth-rows.js';
 import { runRows } from '../../src/commands/rows.js';
 import { cli } from '../helpers/cli.js';

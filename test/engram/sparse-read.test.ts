@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { PACK_MANIFEST_NAME } from '../../src/stacks/local-dir.js';
 import { packEngram } from '../../src/stacks/pack-engram.js';
 import { packRanges } from '../../src/pack/pack-ranges.js';
-import { openRowSource } from '../../src/stacks/row-source.js';
+import { openRowSource } from '../../src/stacks/local-copy.js';
 import { openSnapshot } from '../../src/engram/snapshot.js';
 import { synthRow } from '../../src/synth/synth-rows.js';
 import { cli } from '../helpers/cli.js';

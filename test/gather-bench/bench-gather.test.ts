@@ -15,7 +15,7 @@ import { openSnapshot } from '../../src/engram/snapshot.js';
 import { MmapGather, overlayBaselinePath, type MmapTableSpec } from '../../src/gather-bench/overlay-baseline.js';
 import { addon, packageRoot } from '../../src/addon/index.js';
 import { NaiveGather } from '../../src/gather-bench/naive-gather.js';
-import { openRowSource } from '../../src/stacks/row-source.js';
+import { openRowSource } from '../../src/stacks/local-copy.js';
 import { stampMiaHeaders } from '../../bench/lib/mia-header.js';
 
 test('bench ids: 24 per token, each inside its head sub-range, with repeats', () => {

@@ -10,7 +10,7 @@ import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, wr
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { packEngram } from '../../src/stacks/pack-engram.js';
-import { packDirVerdict } from '../../src/stacks/pack-verdict.js';
+import { packDirVerdict } from '../../src/stacks/mia/reader-verdict.js';
 import { openSnapshot } from '../../src/engram/snapshot.js';
 import { synthRow } from '../../src/synth/synth-rows.js';
 import { packageRoot } from '../../src/addon/index.js';

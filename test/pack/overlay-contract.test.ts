@@ -26,7 +26,7 @@ import {
 } from '../helpers/overlay-view.js';
 import { makeSnapshot } from '../helpers/synth.js';
 import { writeSparseCopy } from '../helpers/sparse-copy.js';
-import { openRowSource } from '../../src/stacks/row-source.js';
+import { openRowSource } from '../../src/stacks/local-copy.js';
 import { tempDir } from '../helpers/tmp.js';
 import { packRequest } from '../helpers/pack-request.js';
 

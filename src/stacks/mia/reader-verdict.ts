@@ -25,12 +25,12 @@
 //
 // A malformed manifest throws the reader's E_PACK_MANIFEST error.
 import { join } from 'node:path';
-import type { SplitRule } from '../domain/split-rule.js';
-import { readLocalDir } from './local-dir.js';
-import { readShardHead, repackCommand, scanMiaShards, shardSplit } from './mia/mia-dir.js';
-import { decodeMiaHeader, MIA_MAGIC, miaMismatch, miaShardBytes } from './mia/mia-shard.js';
-import type { PackedManifest } from './packed/packed-manifest.js';
-import { rankRanges } from '../engram/ranges.js';
+import type { SplitRule } from '../../domain/split-rule.js';
+import { readLocalDir } from '../local-dir.js';
+import { readShardHead, repackCommand, scanMiaShards, shardSplit } from './mia-dir.js';
+import { decodeMiaHeader, MIA_MAGIC, miaMismatch, miaShardBytes } from './mia-shard.js';
+import type { PackedManifest } from '../packed/packed-manifest.js';
+import { rankRanges } from '../../engram/ranges.js';
 
 export type PackDirKind = 'spark-v2-dense' | 'spark-v2-page' | 'spark-v1' | 'mia-native' | 'sparse' | 'none';
 
@@ -114,7 +114,7 @@ export async function packDirVerdict(dir: string, expect: PackExpectation = {}):
   const verdict: PackDirVerdict = { dir, kind: 'none', shards };
   if (local.kind === 'packed') {
     const m = local.manifest;
-    verdict.kind = m.version === 1 ? 'spark-v1' : m.layers[0]?.layout === 'page' ? 'spark-v2-page' : 'spark-v2-dense';
+    verdict.kind = m.version === 1 ? 'spark-v1' : (`spark-v2-${m.layers[0]?.layout ?? 'dense'}` as const);
     verdict.split = m.split;
     if (m.version === 1 || shards.some((s) => s.miaReader === 'abort'))
       verdict.fix = repackCommand(dir, m.rank, m.world, m.layers[0]?.layout, m.split);
@@ -124,8 +124,8 @@ export async function packDirVerdict(dir: string, expect: PackExpectation = {}):
     verdict.split = ranks.size === 1 ? shardSplit(files) : 'unknown';
     const bad = shards.find((s) => s.miaReader === 'abort');
     if (bad) verdict.fix = repackCommand(dir, bad.rank, bad.world);
-  } else if (local.kind === 'sparse') {
-    verdict.kind = 'sparse';
+  } else {
+    verdict.kind = local.kind;
   }
   return verdict;
 }

@@ -1,0 +1,46 @@
+// The Mia stack: its library (librow_store.so, DSV41_*), the packs its own packer writes (shards
+// under engram-l{L}-r{R}of{W}.bin with no manifest) and how spark reads and verifies them. The
+// layout `spark pack` writes for it (dense) is spark-pack.json's, in the packed room.
+import type { LocalCopy } from '../../engram/copy-ranges.js';
+import { dirFormat, type Room } from '../room.js';
+import { openPacked } from '../row-source.js';
+import { miaManifest, shardSplit, type MiaShardFile } from './mia-dir.js';
+import { verifyMia } from './verify-mia.js';
+
+/** No manifest: rank and world from the shard names, ranges and N from their headers. */
+function miaCopy(path: string, shards: MiaShardFile[]): LocalCopy {
+  const m = miaManifest(path, shards);
+  const layers = m.layers.map(({ layer, rows, start, end }) => ({ layer, rows, start, end }));
+  const split = shardSplit(shards);
+  const manifestPath = `${path}/${m.layers[0]!.file}`;
+  const base = { kind: 'packed' as const, manifestPath, layers, named: { rank: m.rank, world: m.world } };
+  if (split === 'unknown')
+    return { ...base, unknown: `its ranges are no floor or front split's share of rank ${m.rank} of ${m.world}` };
+  return { ...base, identity: { rank: m.rank, world: m.world, split, from: 'shards' } };
+}
+
+export const miaRoom: Room = {
+  name: 'mia',
+  formats: [
+    dirFormat({
+      kind: 'mia',
+      noun: 'pack',
+      copy: async (path, local) => miaCopy(path, local.shards),
+      openRows: (path, local, options) => openPacked(path, miaManifest(path, local.shards), options),
+      verify: (req, dir, local) => verifyMia(req, dir, local.shards),
+      // The stack's own packer writes no manifest: nothing in it is spark's.
+      namedFiles: () => [],
+    }),
+  ],
+  layouts: [],
+  stacks: [
+    {
+      name: 'mia',
+      title: 'the Mia stack',
+      envHint: 'DSV41_*',
+      libraryFile: 'librow_store.so',
+      imagePath: '/opt/dsv41/adapter/librow_store.so',
+      layout: 'dense',
+    },
+  ],
+};
