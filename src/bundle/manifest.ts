@@ -2,6 +2,7 @@
 // put in it, so that `spark fanout install` can check every file on a node and `spark
 // --version` on that node names the build it runs (docs/cluster-ops.md).
 import { readFileSync } from 'node:fs';
+import { STACKS } from '../stacks/registry.js';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { VERSION } from '../domain/version.js';
@@ -17,7 +18,7 @@ export const GLIBC_CEILING = 'GLIBC_2.35';
 export const MANIFEST_NAME = 'bundle.json';
 
 /** The engine libraries a bundle carries, where `spark engine-lib` finds them (build/Release). */
-export const ENGINE_LIBS = ['libengram_rows.so', 'librow_store.so'] as const;
+export const ENGINE_LIBS: readonly string[] = STACKS.map((s) => s.libraryFile);
 
 export interface BundleFile {
   path: string;

@@ -3,7 +3,8 @@
 import { Command } from 'commander';
 import type { CliContext } from './context.js';
 import type { CommandResult } from '../terminal/io.js';
-import { copyEngineLibrary, describeLibrary, engineLibrary, parseStack } from '../engine-lib/engine-lib.js';
+import { copyEngineLibrary, describeLibrary, engineLibrary } from '../engine-lib/engine-lib.js';
+import { parseStack, STACKS } from '../stacks/registry.js';
 
 export interface EngineLibOptions {
   stack?: string;
@@ -26,7 +27,10 @@ export function runEngineLib(options: EngineLibOptions): CommandResult {
 export function engineLibCommand(ctx: CliContext): Command {
   return new Command('engine-lib')
     .description("print (or copy) spark's drop-in row library for a serving stack, built from the row store's core")
-    .requiredOption('--stack <stack>', 'overlay (libengram_rows.so, ABI 3) or mia (librow_store.so)')
+    .requiredOption(
+      '--stack <stack>',
+      STACKS.map((s) => `${s.name} (${s.libraryFile}${s.abiVersion ? `, ABI ${s.abiVersion}` : ''})`).join(' or '),
+    )
     .option('--copy <dir>', 'copy the library into this existing directory and print the copy')
     .option('--json', 'one JSON document: library, imagePath (the mount target), machine, bytes, sha256, symbols')
     .addHelpText(

@@ -7,7 +7,8 @@ import { join, resolve } from 'node:path';
 import type { CliContext } from './context.js';
 import { usageError } from '../errors/errors.js';
 import type { CommandResult, Io } from '../terminal/io.js';
-import type { PackLayoutName, PackProgressInfo, PackSummary } from '../stacks/pack-engram.js';
+import type { PackProgressInfo, PackSummary } from '../stacks/pack-engram.js';
+import { DEFAULT_LAYOUT, LAYOUTS, parseLayout } from '../stacks/registry.js';
 import { parseSplit } from '../engram/ranges.js';
 import { formatBytes } from '../terminal/format.js';
 import { fromEnv, parseCount, parseRate, rankShareFlags, requireOption } from './options.js';
@@ -45,7 +46,8 @@ export interface PackOptions {
   world: number;
   split: 'floor' | 'front' | 'heads';
   threads: number;
-  layout: PackLayoutName;
+  /** A layout's name (stacks/registry.ts). */
+  layout: string;
   chunkRows?: number;
   syncBytes?: number;
   /** Bytes per second read from the snapshot, at most. */
@@ -67,9 +69,7 @@ export function parsePackFlags(snapshot: string | undefined, f: PackFlags, io: I
   const rank = parseCount(requireOption(f.rank, io.env, '--rank', 'NODE_RANK'), '--rank', 0);
   if (rank >= world) throw usageError(`rank ${rank} is outside the world of ${world} ranks (ranks are 0-${world - 1})`);
   const split = parseSplit(f.split, '--split');
-  const layout = f.layout ?? 'sparse';
-  if (layout !== 'sparse' && layout !== 'dense' && layout !== 'page')
-    throw usageError(`--layout must be sparse, dense or page, got '${layout}'`);
+  const layout = parseLayout(f.layout ?? DEFAULT_LAYOUT).name;
   const threadsText = fromEnv(f.threads, io.env, 'SPARK_ENGRAM_THREADS');
   const threads =
     threadsText === undefined ? 4 : Math.min(MAX_PACK_THREADS, parseCount(threadsText, '--threads', 1, 1024));
@@ -176,10 +176,7 @@ export function packCommand(ctx: CliContext): Command {
     .argument('[snapshot]', 'snapshot directory or .safetensors file (default SPARK_ENGRAM_DIR)')
     .option('--out <dir>', 'node-local directory to write (created if missing)');
   const cmd = rankShareFlags(head)
-    .option(
-      '--layout <l>',
-      "sparse (default: Aiden's overlay reads it), dense (the Mia stack's packed shards) or page (spark's own row store)",
-    )
+    .option('--layout <l>', LAYOUTS.map((l) => `${l.name} (${l.summary})`).join(', '))
     .option(
       '--threads <n>',
       `copy workers (default SPARK_ENGRAM_THREADS, else 4; at most ${MAX_PACK_THREADS} are used)`,

@@ -10,6 +10,7 @@ import type { VerifyReport, VerifyRowsMode } from '../pack/verify-report.js';
 import { formatBytes } from '../terminal/format.js';
 import { fromEnv, parseCount } from './options.js';
 import { progressLine, transferText } from './progress.js';
+import { copyNoun } from '../stacks/registry.js';
 
 export const DEFAULT_SAMPLE = 1000;
 const MAX_VERIFY_THREADS = 64;
@@ -58,7 +59,7 @@ function reportText(r: VerifyReport): string {
   }
   const rate = r.seconds > 0 ? `, ${formatBytes(r.bytesRead / r.seconds)}/s` : '';
   const tail = `${formatBytes(r.bytesRead)} read in ${r.seconds.toFixed(2)} s${rate}`;
-  const what = r.kind === 'sparse' ? `sparse copy made by ${r.madeBy}` : 'pack';
+  const what = copyNoun(r.kind, r.madeBy);
   const whose = r.rank !== undefined ? `rank ${r.rank} of ${r.world} in ${r.dir} (${what}; ` : `${what} in ${r.dir} (`;
   const checked = `  checked: ${r.checked.join('; ')}`;
   if (r.ok) return [`ok: ${whose}${tail})`, checked, ...lines].join('\n');

@@ -1,22 +1,21 @@
-// The engine libraries (docs/engine-libs.md): where the build puts each stack's library, the
-// path the stack's image loads it from (the bind mount's target), and a copy of the built file
-// that a recipe can mount. The ELF facts a node can check without binutils (machine, size,
+// The engine libraries (docs/engine-libs.md): where the build puts a stack's library (its file
+// name and image path are its room's, stacks/registry.ts), its ABI's symbols, and a copy of the
+// built file that a recipe can mount. The ELF facts a node can check without binutils (machine, size,
 // sha256: the same build on every node) come from reading the file itself.
 import { createHash } from 'node:crypto';
 import { lstatSync, readFileSync } from 'node:fs';
-import { join, posix, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { packageRoot } from '../addon/index.js';
-import { SparkError, usageError } from '../errors/errors.js';
+import { SparkError } from '../errors/errors.js';
+import type { ServingStack } from '../stacks/registry.js';
 import { writeNewFile } from '../files/new-file.js';
 import { readElf, type ElfSummary } from './elf.js';
 
 /** e_type of a shared object. */
 export const ET_DYN = 3;
 
-export type EngineStack = 'overlay' | 'mia';
-
 export interface EngineLibraryInfo {
-  stack: EngineStack;
+  stack: string;
   /** The library's file name, the same in the build and in the image. */
   name: string;
   /** The built file. */
@@ -27,58 +26,23 @@ export interface EngineLibraryInfo {
   symbols: string[];
 }
 
-interface StackFacts {
-  stack: EngineStack;
-  name: string;
-  imagePath: string;
-  /** The ABI version the library reports (engram_rows_abi_version), for the stack that has one. */
-  abiVersion?: number;
-}
-
-export const STACKS: Record<EngineStack, StackFacts> = {
-  overlay: {
-    stack: 'overlay',
-    name: 'libengram_rows.so',
-    imagePath: '/opt/dsv41-spark/overlay/libengram_rows.so',
-    abiVersion: 3,
-  },
-  mia: { stack: 'mia', name: 'librow_store.so', imagePath: '/opt/dsv41/adapter/librow_store.so' },
-};
-
-/** The stack whose image loads its row library from `containerPath`, if any. */
-export function stackOfImagePath(containerPath: string): EngineStack | undefined {
-  const p = posix.normalize(containerPath);
-  return (Object.keys(STACKS) as EngineStack[]).find((k) => STACKS[k].imagePath === p);
-}
-
 /**
  * The ABI's symbols: the `global:` names of the stack's version script, the one list the
  * linker, check-lib.sh and preflight all read.
  */
-export function abiSymbols(stack: EngineStack, root = packageRoot()): string[] {
+export function abiSymbols(stack: string, root = packageRoot()): string[] {
   const map = readFileSync(join(root, 'native', 'engine-libs', stack, 'exports.map'), 'utf8');
   const global = /global:([^}]*?)local:/s.exec(map)?.[1] ?? '';
   return [...global.matchAll(/([A-Za-z_][A-Za-z0-9_]*)\s*;/g)].map((m) => m[1]!).sort();
 }
 
-export function parseStack(value: string | undefined): EngineStack {
-  if (value === 'overlay' || value === 'mia') return value;
-  throw usageError(
-    `--stack must be overlay (Aiden's overlay, SPARK_ENGRAM_*) or mia (the Mia stack, DSV41_*), not '${value ?? ''}'`,
-    {
-      key: '--stack',
-    },
-  );
-}
-
-export function engineLibrary(stack: EngineStack, root = packageRoot()): EngineLibraryInfo {
-  const { stack: st, name, imagePath } = STACKS[stack];
+export function engineLibrary(stack: ServingStack, root = packageRoot()): EngineLibraryInfo {
   return {
-    stack: st,
-    name,
-    imagePath,
-    library: join(root, 'build', 'Release', name),
-    symbols: abiSymbols(stack, root),
+    stack: stack.name,
+    name: stack.libraryFile,
+    imagePath: stack.imagePath,
+    library: join(root, 'build', 'Release', stack.libraryFile),
+    symbols: abiSymbols(stack.name, root),
   };
 }
 

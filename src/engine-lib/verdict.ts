@@ -2,7 +2,8 @@
 // summary (elf.ts): the one definition `spark preflight` applies on every node and that
 // native/engine-libs/check-lib.sh applies to a build (docs/engine-libs.md).
 import { compareGlibc, type ElfSummary } from './elf.js';
-import { ET_DYN, STACKS, type EngineStack } from './engine-lib.js';
+import { ET_DYN } from './engine-lib.js';
+import type { ServingStack } from '../stacks/registry.js';
 
 /** The newest glibc symbol version the oldest base image of the stacks (Ubuntu 22.04) has. */
 export const GLIBC_FLOOR = 'GLIBC_2.35';
@@ -32,22 +33,28 @@ export interface AbiVerdict {
   warnings: string[];
 }
 
+/** Another stack's ABI, to name a library that is that stack's. */
+export interface OtherAbi {
+  stack: ServingStack;
+  symbols: readonly string[];
+}
+
 /** How the file's exports and version note stand against the stack's ABI (`symbols`: abiSymbols(stack)). */
 export function abiVerdict(
   elf: ElfSummary,
-  stack: EngineStack,
+  stack: ServingStack,
   symbols: readonly string[],
-  otherSymbols: readonly string[],
+  others: readonly OtherAbi[],
 ): AbiVerdict {
   const errors: string[] = [];
   const warnings: string[] = [];
   const has = new Set(elf.exports);
   const missing = symbols.filter((s) => !has.has(s));
   const extra = elf.exports.filter((s) => !symbols.includes(s));
-  const other = Object.values(STACKS).find((s) => s.stack !== stack)!;
-  if (otherSymbols.length > 0 && otherSymbols.every((s) => has.has(s)) && missing.length > 0) {
+  const other = others.find((o) => o.symbols.length > 0 && o.symbols.every((s) => has.has(s)));
+  if (other && missing.length > 0) {
     errors.push(
-      `is ${other.name}, the other stack's library (it exports ${otherSymbols[0]} and the rest of that ABI), not ${STACKS[stack].name}`,
+      `is ${other.stack.libraryFile}, the other stack's library (it exports ${other.symbols[0]} and the rest of that ABI), not ${stack.libraryFile}`,
     );
     return { errors, warnings };
   }
@@ -55,9 +62,9 @@ export function abiVerdict(
     errors.push(`does not export ${missing.join(', ')}: the stack looks every ABI symbol up at import and fails`);
   if (extra.length > 0)
     errors.push(
-      `exports symbols beyond the ABI (${extra.slice(0, 5).join(', ')}${extra.length > 5 ? ', …' : ''}): not a build of native/engine-libs/${stack}`,
+      `exports symbols beyond the ABI (${extra.slice(0, 5).join(', ')}${extra.length > 5 ? ', …' : ''}): not a build of native/engine-libs/${stack.name}`,
     );
-  const want = STACKS[stack].abiVersion;
+  const want = stack.abiVersion;
   if (want !== undefined && missing.length === 0) {
     if (elf.abiNote === undefined)
       warnings.push(

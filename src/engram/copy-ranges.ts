@@ -19,8 +19,11 @@ export interface CopyIdentity {
   from: 'manifest' | 'inferred' | 'shards';
 }
 
+/** A copy's shape: two tensors per layer at their snapshot offsets, or one data file per layer. */
+export const COPY_NOUN = { sparse: 'copy', packed: 'pack' } as const;
+
 export interface LocalCopy {
-  kind: 'sparse' | 'packed';
+  kind: keyof typeof COPY_NOUN;
   /** The manifest read (engram-local.json or spark-pack.json), for messages. */
   manifestPath: string;
   /** Absent when the manifest does not say and the ranges match no single rank's share. */

@@ -3,7 +3,7 @@
 // explicit counts. This runs at every rank's boot against NFS, so a snapshot is opened with
 // engramOnly: the index and the headers of the shards holding Engram tensors, nothing else.
 import { readModelConfig, type ModelConfig } from './config.js';
-import { describeIdentity, type LocalCopy } from './copy-ranges.js';
+import { COPY_NOUN, describeIdentity, type LocalCopy } from './copy-ranges.js';
 import { engramSubTableSizes } from './primes.js';
 import { formatEngramRows, rankRanges, tileLayers, type EngramLayerRows, type RankLayerRange } from './ranges.js';
 import { SparkError, usageError } from '../errors/errors.js';
@@ -32,7 +32,7 @@ export function copySource(path: string, copy: LocalCopy): LayerSource {
 }
 
 function wrongCopy(source: LayerSource, copy: LocalCopy, rank: number, world: number): SparkError {
-  const what = copy.kind === 'sparse' ? 'copy' : 'pack';
+  const what = COPY_NOUN[copy.kind];
   return new SparkError(
     'E_ROW_RANGE',
     `${source.path} holds the rows of ${describeIdentity(copy)}, not rank ${rank} of ${world}'s: ` +

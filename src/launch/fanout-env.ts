@@ -6,6 +6,7 @@
 import { usageError, type SparkError } from '../errors/errors.js';
 import type { Cluster } from '../recipes/index.js';
 import { readEnvFile, type EnvFile } from '../recipes/env-file.js';
+import { STACKS } from '../stacks/registry.js';
 
 /** The host directory of the stack's packs, as its .env names it. */
 export const MIA_HOST_DIR_VAR = 'ENGRAM_DIR';
@@ -32,9 +33,10 @@ export async function envNodeDirs(
         'the packs carry the world in their names; use a cluster file of TP_SIZE nodes, or fix TP_SIZE',
     );
   }
-  if (envFile.vars.has('DSV41_PACKED_DIR') && layout !== undefined && layout !== 'dense') {
+  const reader = STACKS.find((s) => envFile.vars.has(s.dirEnv));
+  if (reader && layout !== undefined && layout !== reader.layout) {
     throw usageError(
-      `${at('DSV41_PACKED_DIR')}: this env file's stack reads packed shards (DSV41_PACKED_DIR): pass --layout dense, not --layout ${layout}`,
+      `${at(reader.dirEnv)}: this env file's stack reads ${reader.reads} (${reader.dirEnv}): pass --layout ${reader.layout}, not --layout ${layout}`,
     );
   }
   const shared = envFile.vars.get(MIA_HOST_DIR_VAR)?.value;

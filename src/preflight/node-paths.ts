@@ -2,7 +2,7 @@
 // from these (facts/request.ts), and the rules read the answers by the same names.
 import { join, posix } from 'node:path';
 import { hfModelDir } from '../engram/hf-cache.js';
-import { stackOfImagePath, type EngineStack } from '../engine-lib/engine-lib.js';
+import { stackOfImagePath } from '../stacks/registry.js';
 import {
   HF_CACHE_CONTAINER_PATH,
   hostPath,
@@ -171,7 +171,8 @@ export function underHfCache(containerPath: string): boolean {
 /** A mount of a host file over a serving stack's row library (docs/engine-libs.md). */
 export interface EngineLibMount {
   mount: Mount;
-  stack: EngineStack;
+  /** The serving stack's name (stacks/registry.ts). */
+  stack: string;
   /** The host file on the node. */
   host: string;
   /** The bind of the container that mounts it. */
@@ -184,7 +185,7 @@ export function engineLibMounts(ctx: PreflightContext): EngineLibMount[] {
   for (const bind of nodeBinds(ctx)) {
     const stack = stackOfImagePath(bind.target);
     if (stack !== undefined && bind.from.kind === 'extra_mount')
-      out.push({ mount: bind.from.mount, stack, host: bind.source, bind });
+      out.push({ mount: bind.from.mount, stack: stack.name, host: bind.source, bind });
   }
   return out;
 }

@@ -1,6 +1,6 @@
 // What a recipe serves, as rules need to know it: the engine, the model family, and the
 // engine's names for the flags rules read. The engine family is engine + model family (not a
-// serving stack, which is EngineStack): a fact that holds on the SGLang DeepSeek-V4.1 family
+// serving stack, stacks/registry.ts): a fact that holds on the SGLang DeepSeek-V4.1 family
 // may be false on the vLLM DeepSeek-V4 one.
 import type { Engine, Recipe } from './recipe.js';
 

@@ -40,7 +40,6 @@ import { checkSpace, fsInfo } from '../pack/pack-space.js';
 export type {
   PackFileSummary,
   PackLayerSummary,
-  PackLayoutName,
   PackProgressInfo,
   PackRange,
   PackRequest,

@@ -18,9 +18,6 @@ import type { SplitRule } from '../domain/split-rule.js';
 import type { PackTable, SourceIdentity } from '../pack/pack-io.js';
 import type { SpaceNeed } from '../pack/pack-space.js';
 
-/** sparse: the overlay's copy (the default); dense, page: spark's one-read layouts. */
-export type PackLayoutName = 'sparse' | 'dense' | 'page';
-
 export interface PackRange {
   layer: number;
   start: number;
@@ -40,7 +37,8 @@ export interface PackRequest {
   split: SplitRule;
   /** This rank's rows per layer. */
   ranges: PackRange[];
-  layout: PackLayoutName;
+  /** A layout's name (registry.ts). */
+  layout: string;
   threads: number;
   /** Rows per checksum chunk; default ~16 MiB of rows. */
   chunkRows?: number;
@@ -111,7 +109,8 @@ export interface PackSummary {
   rank: number;
   world: number;
   split: SplitRule;
-  layout: PackLayoutName;
+  /** A layout's name (registry.ts). */
+  layout: string;
   /** True when the directory already held this exact pack: nothing was done. */
   noop: boolean;
   /** True when an interrupted run's chunks were kept. */

@@ -1,6 +1,7 @@
 // The one registry of serving stacks, pack layouts and node-local directory formats. Each room
 // (a folder beside this file, room.ts) owns its entries; a new stack or format is one more
 // folder and one more line in ROOMS. Everything else asks here, by name or by directory.
+import { posix } from 'node:path';
 import { usageError } from '../errors/errors.js';
 import { miaRoom } from './mia/room.js';
 import { overlayRoom } from './overlay/room.js';
@@ -51,8 +52,8 @@ export function parseLayout(value: string): PackLayout {
 }
 
 /** The stack whose image loads its row library from `containerPath`, if any. */
-export function stackOfImagePath(containerPath: string, normalize: (p: string) => string): ServingStack | undefined {
-  const p = normalize(containerPath);
+export function stackOfImagePath(containerPath: string): ServingStack | undefined {
+  const p = posix.normalize(containerPath);
   return STACKS.find((s) => s.imagePath === p);
 }
 
@@ -63,7 +64,9 @@ export function formatOf<D extends HeldDir>(local: D): DirFormat<D['kind']> {
   return f as unknown as DirFormat<D['kind']>;
 }
 
-/** What messages call a node-local copy of this kind: "sparse copy", "pack". */
-export function copyNoun(kind: string): string {
-  return FORMATS.find((x) => x.kind === kind)?.noun ?? 'pack';
+/** What messages call a node-local copy of this kind ("sparse copy", "pack"), and who made it where that is worth saying. */
+export function copyNoun(kind: string, madeBy?: string): string {
+  const f = FORMATS.find((x) => x.kind === kind);
+  const noun = f?.noun ?? 'pack';
+  return f?.namesMaker && madeBy !== undefined ? `${noun} made by ${madeBy}` : noun;
 }

@@ -19,6 +19,8 @@ export interface DirFormat<K extends HeldKind = HeldKind> {
   kind: K;
   /** What it is called in messages: "sparse copy", "pack". */
   noun: string;
+  /** Other tools make it too, so a message says who made it. */
+  namesMaker: boolean;
   /** Its rank's ranges and identity (wrapper, engram-ranges, preflight). */
   copy(path: string, local: HeldOf<K>): Promise<LocalCopy>;
   /** Its rows through the row store (rows, bench gather, verify). */
@@ -60,6 +62,9 @@ export interface ServingStack {
   abiVersion?: number;
   /** The layout its reader opens. */
   layout: string;
+  /** The variable its reader takes the node-local directory from, and what it expects there. */
+  dirEnv: string;
+  reads: string;
 }
 
 export interface Room {

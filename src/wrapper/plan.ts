@@ -8,6 +8,7 @@ import { describeIdentity } from '../engram/copy-ranges.js';
 import { gidPolicy, scanGids } from '../net/gid.js';
 import { SPLIT_RULES, type SplitRule } from '../domain/split-rule.js';
 import { decideRank, decideWorld } from './engine-argv.js';
+import { copyNoun } from '../stacks/registry.js';
 
 export interface WrapperOptions {
   split?: string;
@@ -89,7 +90,7 @@ async function decideRows(
 function origin(source: LayerSource, split: SplitRule): string {
   const c = source.copy;
   if (!c) return `${split} split of ${source.path}`;
-  const what = c.kind === 'sparse' ? 'sparse copy' : 'pack';
+  const what = copyNoun(c.kind);
   return `from the manifest of the ${what} ${source.path}, ${describeIdentity(c)}`;
 }
 

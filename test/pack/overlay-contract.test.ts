@@ -12,7 +12,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { packEngram, type PackLayoutName } from '../../src/stacks/pack-engram.js';
+import { packEngram } from '../../src/stacks/pack-engram.js';
 import { packRanges } from '../../src/pack/pack-ranges.js';
 import { INDEX_FILE, openSnapshot } from '../../src/engram/snapshot.js';
 import { synthRow } from '../../src/synth/synth-rows.js';
@@ -43,7 +43,7 @@ async function pack(
   rank: number,
   world: number,
   split: (typeof SPLITS)[number],
-  layout: PackLayoutName = 'sparse',
+  layout = 'sparse',
 ): Promise<string> {
   const out = join(tempDir(), `r${rank}of${world}-${split}-${layout}`);
   const ranges = packRanges(tables, opened.config, rank, world, split);

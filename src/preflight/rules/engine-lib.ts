@@ -7,7 +7,8 @@
 import { basename, dirname } from 'node:path';
 import { at, missingSourceOutcome, type Bind } from '../../recipes/index.js';
 import { shJoin } from '../../remote/shell.js';
-import { abiSymbols, STACKS, type EngineStack } from '../../engine-lib/engine-lib.js';
+import { abiSymbols } from '../../engine-lib/engine-lib.js';
+import { STACKS, stackNamed } from '../../stacks/registry.js';
 import type { ElfSummary } from '../../engine-lib/elf.js';
 import { abiVerdict, loadProblems, machineProblem } from '../../engine-lib/verdict.js';
 import { forNode } from '../context.js';
@@ -43,7 +44,7 @@ function nodeLibraries(ctx: PreflightContext): NodeLibrary[] {
 
 /** `spark engine-lib --copy` putting the built library at the mount's host path, on that node. */
 function copyFix(lib: EngineLibMount): string {
-  const name = STACKS[lib.stack].name;
+  const name = stackNamed(lib.stack).libraryFile;
   const copy = (dir: string) => shJoin(['spark', 'engine-lib', '--stack', lib.stack, '--copy', dir]);
   return basename(lib.host) === name
     ? `${copy(dirname(lib.host))} on that node`
@@ -77,20 +78,20 @@ function goodElf(f: EngineLibFileFact, machine: string): ElfSummary | undefined 
   return fileProblem(f, machine, { mustExist: true }) === undefined ? f.elf : undefined;
 }
 
-function verdictOf(elf: ElfSummary, stack: EngineStack) {
-  const other: EngineStack = stack === 'overlay' ? 'mia' : 'overlay';
-  return abiVerdict(elf, stack, abiSymbols(stack), abiSymbols(other));
+function verdictOf(elf: ElfSummary, stackName: string) {
+  const stack = stackNamed(stackName);
+  const others = STACKS.filter((o) => o !== stack).map((o) => ({ stack: o, symbols: abiSymbols(o.name) }));
+  return abiVerdict(elf, stack, abiSymbols(stack.name), others);
 }
 
-const abiErrors = (elf: ElfSummary, stack: EngineStack) => verdictOf(elf, stack).errors;
+const abiErrors = (elf: ElfSummary, stack: string) => verdictOf(elf, stack).errors;
 
 export const file = defineRule({
   id: 'enginelib.file',
   title: "the host file mounted over a serving stack's row library is a shared object for the node's machine",
   severity: 'error',
   scope: 'local-node',
-  evidence:
-    "Both stacks load their row library with ctypes from a fixed image path (/opt/dsv41-spark/overlay/libengram_rows.so, /opt/dsv41/adapter/librow_store.so); a missing host file stops the container (a read-only mount, --mount) or is mounted as an empty directory (a writable one, -v), a dangling link is refused by docker, and a library of another machine fails dlopen. A file preflight could not read (over 64 MiB, unreadable, or the node's answer about it cut short) or that the ELF reader refuses (more section headers, or more notes, symbols and names to walk, than any library has) is an error too, never a pass (docs/engine-libs.md).",
+  evidence: `Both stacks load their row library with ctypes from a fixed image path (${STACKS.map((s) => s.imagePath).join(', ')}); a missing host file stops the container (a read-only mount, --mount) or is mounted as an empty directory (a writable one, -v), a dangling link is refused by docker, and a library of another machine fails dlopen. A file preflight could not read (over 64 MiB, unreadable, or the node's answer about it cut short) or that the ELF reader refuses (more section headers, or more notes, symbols and names to walk, than any library has) is an error too, never a pass (docs/engine-libs.md).`,
   fix: 'spark engine-lib --stack STACK --copy DIR on that node (spark built there: npm install in its checkout builds for its machine)',
   check(ctx) {
     const out: Finding[] = [];

@@ -25,6 +25,7 @@ export const miaRoom: Room = {
     dirFormat({
       kind: 'mia',
       noun: 'pack',
+      namesMaker: false,
       copy: async (path, local) => miaCopy(path, local.shards),
       openRows: (path, local, options) => openPacked(path, miaManifest(path, local.shards), options),
       verify: (req, dir, local) => verifyMia(req, dir, local.shards),
@@ -41,6 +42,8 @@ export const miaRoom: Room = {
       libraryFile: 'librow_store.so',
       imagePath: '/opt/dsv41/adapter/librow_store.so',
       layout: 'dense',
+      dirEnv: 'DSV41_PACKED_DIR',
+      reads: 'packed shards',
     },
   ],
 };

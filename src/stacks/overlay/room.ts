@@ -44,6 +44,7 @@ export const overlayRoom: Room = {
     dirFormat({
       kind: 'sparse',
       noun: 'sparse copy',
+      namesMaker: true,
       copy: (path, local) => sparseCopy(path, local.manifestPath, local.manifest),
       openRows: (path, local, options) => openTwoColumn(path, local.manifest, options),
       verify: async (req, dir, local) => {
@@ -59,7 +60,7 @@ export const overlayRoom: Room = {
   layouts: [
     {
       name: 'sparse',
-      summary: "Aiden's overlay reads it (the default)",
+      summary: "the default: Aiden's overlay reads it",
       kind: 'sparse',
       copiesIndex: true,
       plan: planSparse,
@@ -76,6 +77,8 @@ export const overlayRoom: Room = {
       imagePath: '/opt/dsv41-spark/overlay/libengram_rows.so',
       abiVersion: 3,
       layout: 'sparse',
+      dirEnv: 'SPARK_ENGRAM_DIR',
+      reads: 'a sparse copy',
     },
   ],
 };

@@ -30,6 +30,7 @@ export const packedRoom: Room = {
     dirFormat({
       kind: 'packed',
       noun: 'pack',
+      namesMaker: false,
       copy: async (_path, local) => packedCopy(local.manifestPath, local.manifest),
       openRows: (path, local, options) => openPacked(path, local.manifest, options),
       verify: (req, dir, local) => verifyPackedDir(req, dir, local.manifest, local.manifestPath),
