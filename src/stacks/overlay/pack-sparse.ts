@@ -208,7 +208,8 @@ async function sparseDifference(
   existing: Parameters<LayoutPlan['difference']>[0],
 ): Promise<PackDifference> {
   const conflict = (why: string) => ({ kind: 'conflict' as const, why });
-  if (existing.kind === 'mia') return { kind: 'stale', why: 'it holds shards without spark-pack.json' };
+  // Shards without a manifest (local-dir.ts): an interrupted pack's, or the Mia stack's own.
+  if (!('manifest' in existing)) return { kind: 'stale', why: 'it holds shards without spark-pack.json' };
   if (existing.kind !== 'sparse') return conflict(`it is a ${existing.manifest.layers[0]?.layout ?? 'dense'} pack`);
   const m = existing.manifest;
   const s = m.spark;

@@ -143,7 +143,8 @@ async function denseDifference(
   // A pack without spark's manifest: an interrupted one of spark's is resumed (its journals
   // prove its files spark's); another tool's (the Mia stack's own) is refused without
   // --force before any work (pack-owner.ts).
-  if (existing.kind === 'mia') return { kind: 'stale', why: 'it holds shards without spark-pack.json' };
+  // Shards without a manifest (local-dir.ts): an interrupted pack's, or the Mia stack's own.
+  if (!('manifest' in existing)) return { kind: 'stale', why: 'it holds shards without spark-pack.json' };
   if (existing.kind !== 'packed') return conflict('it is a sparse copy');
   const m = existing.manifest;
   if (m.rank !== req.rank || m.world !== req.world) return conflict(`it is rank ${m.rank} of ${m.world}`);
