@@ -10,12 +10,14 @@ import { MIA_CACHE_DEFAULT } from '../gather-bench/mia-case.js';
 import {
   runGatherBench,
   type BenchEngine,
+  ALL_VARIANTS,
   type BenchVariant,
   type GatherBenchOptions,
   type GatherBenchReport,
   type GatherBenchResult,
 } from '../gather-bench/gather-bench.js';
 import { lineChartSvg } from '../gather-bench/svg-chart.js';
+import { readerOf } from '../gather-bench/originals.js';
 import { usageError } from '../errors/errors.js';
 import type { CommandResult, Io } from '../terminal/io.js';
 import { table } from '../terminal/format.js';
@@ -141,7 +143,7 @@ export function benchText(r: GatherBenchReport): string {
     table(head, rows),
     '',
     footer(r),
-    `recommended: SPARK_ENGRAM_THREADS=${r.recommendedThreads} (fewest threads within 5% of the best rows/s at the largest batch, ${r.recommendedFor === 'overlay' ? "on the overlay's mmap path, what the engine runs" : `on the ${r.recommendedFor} variant`})`,
+    `recommended: SPARK_ENGRAM_THREADS=${r.recommendedThreads} (fewest threads within 5% of the best rows/s at the largest batch, ${readerOf(r.recommendedFor) === 'mmap' ? `on the ${r.recommendedFor}'s mmap path, what the engine runs` : `on the ${r.recommendedFor} variant`})`,
   ].join('\n');
 }
 
@@ -209,7 +211,7 @@ interface Flags {
   miaWays?: string;
 }
 
-const VARIANTS: BenchVariant[] = ['snapshot', 'snapshot+scales', 'overlay', 'packed', 'mia'];
+const VARIANTS: BenchVariant[] = ALL_VARIANTS;
 
 /** The case grid when a flag is left out: shown by --help and applied by parseBenchGatherFlags. */
 const GATHER_DEFAULT = { threads: '1,4,16,32,64,96', batch: '24,144,49152', seconds: '2' } as const;

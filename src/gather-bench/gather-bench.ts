@@ -29,6 +29,7 @@ import { type RowSourceKind } from '../stacks/row-source.js';
 import { openRowSource } from '../stacks/local-copy.js';
 import { usageError } from '../errors/errors.js';
 import { loadOverlayBaseline } from './overlay-baseline.js';
+import { originalOf, originalsReading, readerOf, variantWith } from './originals.js';
 import { GatherRun } from './gather-run.js';
 import type { BatchDrawer, GatherBenchOptions, GatherBenchReport, MiaChoice, ProbedSource } from './gather-types.js';
 
@@ -37,10 +38,13 @@ export type { GatherBenchOptions, GatherBenchReport } from './gather-types.js';
 
 /** The variants a source can be measured with: each reads the source the way its name says. */
 export const VARIANTS_OF: Record<RowSourceKind, BenchVariant[]> = {
-  snapshot: ['snapshot', 'snapshot+scales', 'overlay'],
-  sparse: ['snapshot', 'snapshot+scales', 'overlay'],
-  packed: ['packed', 'mia'],
+  snapshot: ['snapshot', 'snapshot+scales', ...originalsReading('snapshot')],
+  sparse: ['snapshot', 'snapshot+scales', ...originalsReading('sparse')],
+  packed: ['packed', ...originalsReading('packed')],
 };
+
+/** Every variant, in the order --help lists them. */
+export const ALL_VARIANTS: BenchVariant[] = [...new Set(Object.values(VARIANTS_OF).flat())];
 
 /**
  * Variants asked for that this source cannot be read with are refused (exit 2), never
@@ -59,15 +63,15 @@ export function benchVariants(
     throw usageError(
       `--variants ${wrong} cannot be measured on a ${kind === 'packed' ? 'packed directory' : kind === 'sparse' ? 'sparse copy' : 'snapshot'}: it takes ${possible.join(', ')}`,
     );
-  for (const v of ['overlay', 'mia'] as const) {
-    if (asked?.includes(v) && delayUs !== undefined)
+  for (const v of possible.filter((p) => originalOf(p) && asked?.includes(p))) {
+    if (delayUs !== undefined)
       throw usageError(`--delay-us slows the row store's reads; the ${v} variant has none to slow: leave it out`);
   }
-  if (asked?.includes('mia') && miaRefused) throw usageError(`--variants mia: ${miaRefused}`);
-  return (
-    asked ??
-    possible.filter((v) => (v !== 'overlay' && v !== 'mia') || (delayUs === undefined && (v !== 'mia' || !miaRefused)))
-  );
+  const pool = variantWith('mia-pool', asked ?? []);
+  if (pool && miaRefused) throw usageError(`--variants ${pool}: ${miaRefused}`);
+  const runs = (v: BenchVariant) =>
+    !originalOf(v) || (delayUs === undefined && (readerOf(v) !== 'mia-pool' || !miaRefused));
+  return asked ?? possible.filter(runs);
 }
 
 export async function runGatherBench(o: GatherBenchOptions): Promise<GatherBenchReport> {
@@ -112,7 +116,7 @@ function chooseVariants(
         ? undefined
         : `the Mia baseline is not built (${miaDriverPath()} missing): run 'npm run build:native'`;
   const variants = benchVariants(kind, o.variants, o.delayUs, miaRefused);
-  if (variants.includes('overlay')) loadOverlayBaseline();
+  if (variantWith('mmap', variants)) loadOverlayBaseline();
   if (o.delayUs !== undefined && o.engines?.includes('uring'))
     throw usageError(
       "--delay-us slows the pread pool's reads; the uring engine does not sleep per read: leave uring out of --engines",

@@ -4,15 +4,17 @@
 import type { Ceiling, FioEngine } from './fio.js';
 import type { Timed } from './time-loop.js';
 
-export type BenchVariant = 'snapshot' | 'snapshot+scales' | 'packed' | 'overlay' | 'mia';
+/** A row store variant ('snapshot', 'snapshot+scales', 'packed') or a stack's name: its own reader (originals.ts). */
+export type BenchVariant = string;
 /** The row store's read engines (RowStoreOptions.ioEngine), measured side by side. */
 export type BenchEngine = 'pread' | 'uring';
 
 export interface GatherBenchResult {
   /** What was read (docs/row-store.md, bench gather's JSON): a snapshot's (or sparse copy's) two columns, with resident scales, or a pack. */
-  source: 'snapshot' | 'snapshot+scales' | 'packed';
+  /** What the variant reads: 'snapshot', 'snapshot+scales', 'packed' (a stack's reader: its room's `original.source`). */
+  source: string;
   /** dense or page for a pack, sparse for a sparse copy; absent for a full snapshot. */
-  layout?: 'dense' | 'page' | 'sparse';
+  layout?: string;
   /** The --variants name that produced this result. */
   variant: BenchVariant;
   /**
@@ -154,9 +156,9 @@ export function pairMergeGains(results: GatherBenchResult[]): void {
  */
 export function recommendThreads(all: GatherBenchResult[]): { threads: number; variant: BenchVariant } {
   // The Mia stack's reader is a baseline: its DSV41_IO_THREADS is not SPARK_ENGRAM_THREADS.
-  const results = all.filter((r) => r.merge !== false && r.variant !== 'mia');
+  const results = all.filter((r) => r.merge !== false && r.reader !== 'mia-pool');
   if (results.length === 0) return { threads: 64, variant: 'snapshot' };
-  const variant = results.some((r) => r.variant === 'overlay') ? 'overlay' : results[0].variant;
+  const variant = results.find((r) => r.reader === 'mmap')?.variant ?? results[0].variant;
   const batch = Math.max(...results.map((r) => r.batch));
   // Threads are what SPARK_ENGRAM_THREADS sets: io_uring cases (threads = queue depth) only when nothing else ran.
   const threaded = results.filter((r) => r.reader !== 'uring');

@@ -22,6 +22,8 @@ import { MIA_CACHE_DEFAULT, openMiaCase, type MiaCacheOptions } from './mia-case
 import { type RowSource } from '../stacks/row-source.js';
 import { openRowSource } from '../stacks/local-copy.js';
 import { MmapGather } from './overlay-baseline.js';
+import { originalOf, readerOf, variantWith } from './originals.js';
+import { LAYOUTS, layoutNamed } from '../stacks/registry.js';
 
 type MiaCase = Awaited<ReturnType<typeof openMiaCase>>;
 
@@ -39,6 +41,8 @@ export class GatherRun {
   private readonly miaCache: MiaCacheOptions;
   /** The Mia reader runs beside the row store's packed cases when both are asked for. */
   private readonly miaPaired: boolean;
+  /** The variant that runs the Mia stack's pool, when one is asked for. */
+  private readonly poolVariant: BenchVariant | undefined;
   private readonly region: { file: string; offset: number; size: number; seconds: number };
   private ceiling: Ceiling | undefined;
   private ceilingNote: string | undefined;
@@ -59,12 +63,14 @@ export class GatherRun {
     this.spec = spec;
     this.miaCache = o.mia ?? MIA_CACHE_DEFAULT;
     this.fio = o.fio !== false && o.delayUs === undefined ? fioVersion() : undefined;
-    this.layout = spec.kind === 'packed' ? spec.layout : kind === 'sparse' ? 'sparse' : undefined;
+    // A pack's layout is in its table; a sparse copy's is the layout that writes that kind of directory.
+    this.layout = spec.kind === 'packed' ? spec.layout : LAYOUTS.find((l) => l.kind === kind)?.name;
     this.regions = readRegions(spec);
     this.readRangeBytes = regionBytes(this.regions);
     this.limit = pageCacheLimit(o.sysRoot);
     this.betweenBatches = o.cold && o.evictEveryBatch ? () => this.evict() : undefined;
-    this.miaPaired = variants.includes('mia') && variants.includes('packed');
+    this.poolVariant = variantWith('mia-pool', variants);
+    this.miaPaired = this.poolVariant !== undefined && variants.includes('packed');
     const main = this.regions[0];
     this.region = { file: main.path, offset: main.offset, size: main.length, seconds: o.seconds };
   }
@@ -132,7 +138,7 @@ export class GatherRun {
   private async psyncAt(t: number): Promise<void> {
     if (!this.fio || this.psync.has(t)) return;
     await this.prepare();
-    const direct = Boolean(this.o.direct && this.layout === 'page');
+    const direct = Boolean(this.o.direct && this.layout !== undefined && layoutNamed(this.layout).pageAligned);
     try {
       const r = runFio({ ...this.region, threads: t, direct, keepCache: !this.o.cold });
       this.psync.set(t, { ...r, direct });
@@ -145,10 +151,10 @@ export class GatherRun {
   private record(v: BenchVariant, t: number, b: number, r: Timed, extra: Partial<GatherBenchResult>): void {
     const { o, table, layout } = this;
     const res: GatherBenchResult = {
-      source: v === 'overlay' ? 'snapshot' : v === 'mia' ? 'packed' : v,
+      source: originalOf(v)?.original.source ?? v,
       ...(layout ? { layout } : {}),
       variant: v,
-      reader: v === 'overlay' ? 'mmap' : v === 'mia' ? 'mia-pool' : 'pread-pool',
+      reader: readerOf(v) ?? 'pread-pool',
       ...extra,
       threads: t,
       batch: b,
@@ -176,19 +182,20 @@ export class GatherRun {
   /** The Mia reader for one case, when it runs: alone, or paired with the row store's first engine. */
   private openMia(t: number): Promise<MiaCase> | undefined {
     const { mia } = this;
-    return this.variants.includes('mia') && !('refused' in mia) ? openMiaCase(mia, t, this.miaCache) : undefined;
+    return this.poolVariant !== undefined && !('refused' in mia) ? openMiaCase(mia, t, this.miaCache) : undefined;
   }
 
   private async recordMia(m: MiaCase, t: number, b: number, r: Timed): Promise<void> {
-    this.record('mia', t, b, r, await m.finish(r.rowsPerSec));
+    this.record(this.poolVariant!, t, b, r, await m.finish(r.rowsPerSec));
   }
 
   /** Every case of one variant at one thread count. */
   async runCases(v: BenchVariant, t: number): Promise<void> {
-    if (v === 'mia' && this.miaPaired) return; // measured beside packed, below
+    const reader = readerOf(v);
+    if (reader === 'mia-pool' && this.miaPaired) return; // measured beside packed, below
     await this.psyncAt(t);
-    if (v === 'mia') return this.runMia(t);
-    if (v === 'overlay') return this.runOverlay(t);
+    if (reader === 'mia-pool') return this.runMia(t);
+    if (reader === 'mmap') return this.runOverlay(v, t);
     const engines = this.o.engines ?? ['pread'];
     const merges = this.o.mergeGain ? [true, false] : [this.o.store?.merge !== false];
     for (const engine of engines) for (const merge of merges) await this.runStore(v, t, engine, merge, engines[0]);
@@ -203,7 +210,7 @@ export class GatherRun {
     }
   }
 
-  private async runOverlay(t: number): Promise<void> {
+  private async runOverlay(v: BenchVariant, t: number): Promise<void> {
     const willneed = this.o.willneed !== false;
     const { table, spec } = this;
     for (const b of this.o.batches) {
@@ -221,7 +228,7 @@ export class GatherRun {
             }
           : undefined;
         const r = await timeLoop(this.o.seconds, this.fresh(b), (ids) => g.gather(table.layer, ids), between);
-        this.record('overlay', t, b, r, { willneed });
+        this.record(v, t, b, r, { willneed });
       } finally {
         await g.close();
       }

@@ -3,6 +3,7 @@
 // per case (DSV41_IO_THREADS is read once per process; the row cache starts empty, as at boot).
 // It reads only what the stack attaches: a dense file whose header is the stack's own for this
 // layer and range; anything else would abort it, so it is refused here first.
+import { layoutReadBy } from './originals.js';
 import { closeSync, openSync, readSync } from 'node:fs';
 import { decodeMiaHeader, MIA_HEADER_BYTES, MIA_ROW_BYTES, miaMismatch } from '../stacks/mia/mia-shard.js';
 import type { TableSpec } from '../domain/table-spec.js';
@@ -34,9 +35,10 @@ export function miaTarget(
   table: { rows: number; start: number; end: number },
 ): MiaTarget | { refused: string } {
   if (spec.kind !== 'packed') return { refused: 'it reads packs only' };
-  if (spec.layout !== 'dense' || spec.rowBytes !== MIA_ROW_BYTES)
+  const layout = layoutReadBy('mia-pool');
+  if (spec.layout !== layout || spec.rowBytes !== MIA_ROW_BYTES)
     return {
-      refused: `the Mia stack reads dense packs of ${MIA_ROW_BYTES}-byte rows; this one is ${spec.layout} with ${spec.rowBytes}-byte rows`,
+      refused: `the Mia stack reads ${layout} packs of ${MIA_ROW_BYTES}-byte rows; this one is ${spec.layout} with ${spec.rowBytes}-byte rows`,
     };
   const head = Buffer.alloc(MIA_HEADER_BYTES);
   const fd = openSync(spec.path, 'r');

@@ -1,6 +1,7 @@
 // The naive baseline: what a first TypeScript version would do. One fs read per row piece
 // (weight and scale for a snapshot, the whole row for a pack), all issued at once with
 // Promise.all on libuv's thread pool, no sorting, no de-duplication.
+import { packedRowOffset } from '../stacks/packed/packed-manifest.js';
 import { open, type FileHandle } from 'node:fs/promises';
 import type { TableSpec } from '../domain/table-spec.js';
 
@@ -35,18 +36,9 @@ export class NaiveGather {
     if (s.kind === 'packed') {
       const fh = this.handles.get(s.path)!;
       const rb = s.rowBytes;
-      const per = Math.floor(4096 / s.stride);
+      const place = { layout: s.layout, start: Number(s.start), dataOffset: Number(s.dataOffset), stride: s.stride };
       const out = Buffer.allocUnsafe(ids.length * rb);
-      await Promise.all(
-        ids.map((id, i) => {
-          const local = id - Number(s.start);
-          const off =
-            s.layout === 'dense'
-              ? Number(s.dataOffset) + local * s.stride
-              : Number(s.dataOffset) + Math.floor(local / per) * 4096 + (local % per) * s.stride;
-          return fh.read(out, i * rb, rb, off);
-        }),
-      );
+      await Promise.all(ids.map((id, i) => fh.read(out, i * rb, rb, packedRowOffset(place, id))));
       return out;
     }
     const dim = s.dim;

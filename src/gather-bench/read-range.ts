@@ -1,5 +1,6 @@
 // The bytes a gather case can read, per source kind: what fio's runs cover, what "warm"
 // preloads, and what is compared with the page cache to tell whether "cold" stays cold.
+import { packedFileBytes } from '../stacks/packed/packed-manifest.js';
 import type { RowSource } from '../stacks/row-source.js';
 
 /** One table as the row store opens it (a snapshot's two columns or a pack's data file). */
@@ -18,10 +19,9 @@ export interface ByteRegion {
  */
 export function readRegions(spec: TableSpec): ByteRegion[] {
   if (spec.kind === 'packed') {
-    const rows = Number(spec.end) - Number(spec.start);
-    const length =
-      spec.layout === 'page' ? Math.ceil(rows / Math.floor(4096 / spec.stride)) * 4096 : rows * spec.stride;
-    return [{ path: spec.path, offset: Number(spec.dataOffset), length }];
+    const [start, end, dataOffset] = [spec.start, spec.end, spec.dataOffset].map(Number) as [number, number, number];
+    const length = packedFileBytes({ layout: spec.layout, start, end, dataOffset, stride: spec.stride }) - dataOffset;
+    return [{ path: spec.path, offset: dataOffset, length }];
   }
   const [lo, hi] = (spec.range ?? [0, spec.rows]).map(Number);
   const sb = spec.dim / 32;

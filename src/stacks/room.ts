@@ -65,6 +65,12 @@ export interface ServingStack {
   /** The variable its reader takes the node-local directory from, and what it expects there. */
   dirEnv: string;
   reads: string;
+  /**
+   * The stack's own row reader, which `spark bench gather` runs as a baseline under the stack's
+   * name: how it reads ('mmap': one mapping, WILLNEED, memcpy workers; 'mia-pool': the stack's
+   * pread pool and cache), the sources it can read and the source it reports.
+   */
+  original: { reader: 'mmap' | 'mia-pool'; reads: readonly ('snapshot' | 'sparse' | 'packed')[]; source: string };
 }
 
 export interface Room {

@@ -20,12 +20,6 @@ function tsFiles(dir: string): string[] {
 
 const NAMES = new Set([...STACKS.map((s) => s.name), ...LAYOUTS.map((l) => l.name)]);
 
-/**
- * `spark bench gather` runs each stack's original reader as a baseline beside the row store
- * (variants named after the stacks); those readers are benchmark code and stay in gather-bench/.
- */
-const BASELINE_VARIANTS = ['src/gather-bench/', 'src/commands/bench-gather.ts'];
-
 /** Every name of NAMES a line compares: `=== 'x'`, `'x' !==`, `case 'x':`, `.includes('x')`. */
 function comparedNames(text: string): { name: string; line: number }[] {
   const out: { name: string; line: number }[] = [];
@@ -58,18 +52,14 @@ function allowed(rel: string): Set<string> {
 
 test("no stack's or layout's name is compared outside its room and the registry", () => {
   const found: string[] = [];
-  let baseline = 0;
   for (const file of tsFiles(src)) {
     const rel = relative(packageRoot(), file).split(sep).join('/');
     const ok = allowed(rel);
     for (const c of comparedNames(readFileSync(file, 'utf8'))) {
-      if (ok.has(c.name)) continue;
-      if (BASELINE_VARIANTS.some((p) => rel.startsWith(p))) baseline++;
-      else found.push(`${rel}:${c.line} compares '${c.name}'`);
+      if (!ok.has(c.name)) found.push(`${rel}:${c.line} compares '${c.name}'`);
     }
   }
   assert.deepEqual(found, [], 'ask src/stacks/registry.ts, or move the knowledge into its room');
-  assert.ok(baseline > 0, 'the bench baselines compare no stack name any more: drop BASELINE_VARIANTS');
 });
 
 test('the checker sees each form of comparison, and only outside comments', () => {

@@ -44,6 +44,7 @@ export const miaRoom: Room = {
       layout: 'dense',
       dirEnv: 'DSV41_PACKED_DIR',
       reads: 'packed shards',
+      original: { reader: 'mia-pool', reads: ['packed'], source: 'packed' },
     },
   ],
 };

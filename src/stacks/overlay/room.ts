@@ -79,6 +79,7 @@ export const overlayRoom: Room = {
       layout: 'sparse',
       dirEnv: 'SPARK_ENGRAM_DIR',
       reads: 'a sparse copy',
+      original: { reader: 'mmap', reads: ['snapshot', 'sparse'], source: 'snapshot' },
     },
   ],
 };

@@ -106,8 +106,11 @@ export function rowsPerPage(entry: Pick<PackedLayer, 'stride'>): number {
   return Math.floor(PAGE_BYTES / entry.stride);
 }
 
+/** Where a layer's rows sit in its data file. */
+export type RowPlacement = Pick<PackedLayer, 'layout' | 'start' | 'dataOffset' | 'stride'>;
+
 /** Byte offset of global id `id` in the layer's data file. */
-export function packedRowOffset(entry: PackedLayer, id: number): number {
+export function packedRowOffset(entry: RowPlacement, id: number): number {
   const i = id - entry.start;
   if (entry.layout === 'dense') return entry.dataOffset + i * entry.stride;
   const per = rowsPerPage(entry);
@@ -115,7 +118,7 @@ export function packedRowOffset(entry: PackedLayer, id: number): number {
 }
 
 /** The size a complete data file has: header block plus rows (page layout: whole pages). */
-export function packedFileBytes(entry: PackedLayer): number {
+export function packedFileBytes(entry: RowPlacement & Pick<PackedLayer, 'end'>): number {
   const n = entry.end - entry.start;
   if (entry.layout === 'dense') return entry.dataOffset + n * entry.stride;
   return entry.dataOffset + Math.ceil(n / rowsPerPage(entry)) * PAGE_BYTES;
