@@ -26,7 +26,7 @@ import {
 import { join } from 'node:path';
 import { packRanges } from '../src/pack/pack-ranges.js';
 import { INDEX_FILE, openSnapshot } from '../src/engram/snapshot.js';
-import { parseSparseManifest } from '../src/engram/sparse-manifest.js';
+import { parseSparseManifest } from '../src/stacks/overlay/sparse-manifest.js';
 import { synthRow } from '../src/synth/synth-rows.js';
 import { packageRoot } from '../src/addon/index.js';
 import { crc32 } from '../src/addon/pack.js';

@@ -151,7 +151,7 @@ export class GatherRun {
   private record(v: BenchVariant, t: number, b: number, r: Timed, extra: Partial<GatherBenchResult>): void {
     const { o, table, layout } = this;
     const res: GatherBenchResult = {
-      source: originalOf(v)?.original.source ?? v,
+      source: originalOf(v)?.original?.source ?? v,
       ...(layout ? { layout } : {}),
       variant: v,
       reader: readerOf(v) ?? 'pread-pool',

@@ -5,25 +5,25 @@
 import { STACKS, type ServingStack } from '../stacks/registry.js';
 import type { RowSourceKind } from '../stacks/row-source.js';
 
-export type OriginalReader = ServingStack['original']['reader'];
+export type OriginalReader = NonNullable<ServingStack['original']>['reader'];
 
 /** The stack whose original reader a variant runs, when the variant is a stack's name. */
 export function originalOf(variant: string): ServingStack | undefined {
-  return STACKS.find((s) => s.name === variant);
+  return STACKS.find((s) => s.name === variant && s.original);
 }
 
 export function readerOf(variant: string): OriginalReader | undefined {
-  return originalOf(variant)?.original.reader;
+  return originalOf(variant)?.original?.reader;
 }
 
 /** The variants of the stacks whose own readers can read this kind of source. */
 export function originalsReading(kind: RowSourceKind): string[] {
-  return STACKS.filter((s) => s.original.reads.includes(kind)).map((s) => s.name);
+  return STACKS.filter((s) => s.original?.reads.includes(kind)).map((s) => s.name);
 }
 
 /** The layout the stack whose original is `reader` reads (its packs' layout). */
 export function layoutReadBy(reader: OriginalReader): string | undefined {
-  return STACKS.find((s) => s.original.reader === reader)?.layout;
+  return STACKS.find((s) => s.original?.reader === reader)?.layout;
 }
 
 /** Among `variants`, the one that runs `reader`. */

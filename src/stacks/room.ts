@@ -68,9 +68,10 @@ export interface ServingStack {
   /**
    * The stack's own row reader, which `spark bench gather` runs as a baseline under the stack's
    * name: how it reads ('mmap': one mapping, WILLNEED, memcpy workers; 'mia-pool': the stack's
-   * pread pool and cache), the sources it can read and the source it reports.
+   * pread pool and cache), the sources it can read and the source it reports. A stack whose
+   * reader the bench does not reproduce has none.
    */
-  original: { reader: 'mmap' | 'mia-pool'; reads: readonly ('snapshot' | 'sparse' | 'packed')[]; source: string };
+  original?: { reader: 'mmap' | 'mia-pool'; reads: readonly ('snapshot' | 'sparse' | 'packed')[]; source: string };
 }
 
 export interface Room {
