@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# check-lib.sh FILE overlay|mia [MACHINE]: checks a built engine library is a file the serving
+# check-lib.sh FILE STACK [MACHINE]: checks a built engine library is a file the serving
 # stack's image can load in place of its own (docs/engine-libs.md):
 #   - an ELF shared object for MACHINE (x86-64 or aarch64; default: this machine's);
 #   - exports exactly the stack's ABI symbols (defined, global, default visibility);
@@ -16,13 +16,11 @@ stack=${2:-}
 machine=${3:-$(uname -m)}
 readelf=${READELF:-readelf}
 here=$(cd "$(dirname "$0")" && pwd)
-case "$stack" in
-  overlay | mia) ;;
-  *)
-    echo "check-lib.sh: usage: check-lib.sh FILE overlay|mia [x86_64|aarch64]" >&2
-    exit 2
-    ;;
-esac
+# A stack is a folder of native/engine-libs with the version script of its ABI.
+if [ -z "$stack" ] || [ ! -f "$here/$stack/exports.map" ]; then
+  echo "check-lib.sh: usage: check-lib.sh FILE STACK [x86_64|aarch64], STACK a folder of $here with an exports.map" >&2
+  exit 2
+fi
 # The ABI is the version script's global names (the one list; spark engine-lib and preflight read it too).
 abi=$(sed -n '/global:/,/local:/s/^ *\([A-Za-z_][A-Za-z0-9_]*\);.*/\1/p' "$here/$stack/exports.map" | sort | tr '\n' ' ' | sed 's/ $//')
 case "$machine" in

@@ -65,13 +65,20 @@ if grep -Eq 'napi_|node_api_' <<<"$mia_syms" || [ "$(grep -Ec ' row_store_(open|
 fi
 echo "libmia_row_store_baseline.so: aarch64 shared object, the six row_store_* symbols, no Node-API imports"
 
-for lib in overlay:libengram_rows.so mia:librow_store.so; do
+# Each serving stack's library, as the registry lists them (src/stacks/registry.ts, built to dist/).
+registered=$(cd "$root" && node --input-type=module -e \
+  "const r = await import('./dist/src/stacks/registry.js'); for (const s of r.STACKS) console.log(s.name + ':' + s.libraryFile)") || {
+  echo "arm64: the stacks' registry is not built: run npm run build:ts" >&2
+  exit 1
+}
+mapfile -t libs <<<"$registered"
+for lib in "${libs[@]}"; do
   READELF="${prefix}readelf" bash "$root/native/engine-libs/check-lib.sh" "$work/build/Release/${lib#*:}" "${lib%%:*}" aarch64
 done
 # Kept in build/arm64 (each written beside and renamed over): the aarch64 libraries the
 # preflight tests mount on fake aarch64 nodes (test/preflight/preflight-engine-lib.test.ts).
 mkdir -p "$root/build/arm64"
-for lib in libengram_rows.so librow_store.so; do
+for lib in "${libs[@]#*:}"; do
   cp "$work/build/Release/$lib" "$root/build/arm64/.$lib.partial"
   mv -f "$root/build/arm64/.$lib.partial" "$root/build/arm64/$lib"
 done
