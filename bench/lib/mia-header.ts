@@ -1,4 +1,4 @@
-// Gives a dense pack's data files the Mia stack's binary header (src/engram/mia-shard.ts) in
+// Gives a dense pack's data files the Mia stack's binary header (src/stacks/mia/mia-shard.ts) in
 // place of the JSON one packs of format version 1 carry: the rows after byte 4096 are already
 // where the stack reads them, so spark's row store (which reads the manifest) and the Mia
 // reader then read the very same file. For benchmarks and tests only: a file already carrying

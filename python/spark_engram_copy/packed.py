@@ -173,7 +173,7 @@ def not_rank_range(lo, hi, rows, rank, world):
     the Mia stack uses (None: they can be). The floor split's share is; the vLLM lane's heads
     share cannot be told without config.json, but under every split rank 0's rows start at 0 and
     the last rank's end at N, and another rank's floor share is a shard under the wrong name
-    (the same rule as spark's TypeScript readers, src/engram/mia-dir.ts)."""
+    (the same rule as spark's TypeScript readers, src/stacks/mia/mia-dir.ts)."""
     if rank >= world:
         return f"its name says rank {rank} of {world}, which is no rank"
     if (lo, hi) == (rows * rank // world, rows * (rank + 1) // world):

@@ -1,6 +1,6 @@
 // Typed wrapper over the addon's RowStore: the Engram row store's whole TypeScript surface.
 // Tables are described explicitly (src/domain/table-spec.ts: file paths and absolute byte
-// offsets); src/engram/row-source.ts builds those descriptions from a snapshot or a pack.
+// offsets); src/stacks/row-source.ts builds those descriptions from a snapshot or a pack.
 import { addon } from './index.js';
 import { usageError } from '../errors/errors.js';
 import type { TableSpec, U64 } from '../domain/table-spec.js';

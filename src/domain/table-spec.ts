@@ -1,5 +1,5 @@
 // The tables the row store reads, described by file paths and absolute byte offsets:
-// src/engram/row-source.ts builds them from a snapshot or a pack, src/addon/row-store.ts hands
+// src/stacks/row-source.ts builds them from a snapshot or a pack, src/addon/row-store.ts hands
 // them to the addon.
 import type { PackLayout } from './pack-layout.js';
 

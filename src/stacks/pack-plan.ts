@@ -1,6 +1,7 @@
 // What `spark pack` asks for and what a layout plans from it: the request, the summary it
-// returns, and the plan each layout (pack-dense.ts, pack-sparse.ts) hands the driver (pack.ts),
-// which owns what every layout shares: the directory, the lock, resume, space, the manifest.
+// returns, and the plan each layout's room (packed/pack-packed.ts, overlay/pack-sparse.ts)
+// hands the driver (pack-engram.ts), which owns what every layout shares: the directory, the
+// lock, resume, space, the manifest.
 import { SparkError, usageError } from '../errors/errors.js';
 import { formatBytes } from '../terminal/format.js';
 import { MAX_MANIFEST_BYTES } from '../engram/manifest-fields.js';

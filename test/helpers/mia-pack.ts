@@ -1,5 +1,5 @@
 // A small writer of the Mia stack's packed shards for tests, of the test's own: the layout
-// docs/mia-stack.md describes (the 4096-byte header from engram/mia-shard.ts, then rows
+// docs/mia-stack.md describes (the 4096-byte header from stacks/mia/mia-shard.ts, then rows
 // lo..hi-1 of the floor split, each weight then scale, read straight from a synth snapshot),
 // independent of spark's packer. Options damage a shard the ways preflight must catch.
 import { closeSync, mkdirSync, openSync, readSync, writeFileSync } from 'node:fs';

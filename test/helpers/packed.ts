@@ -2,7 +2,12 @@
 // with the format's own rules (docs/packed-format.md), independently of the packer.
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
-import { layerGeometry, PAGE_BYTES, type PackedLayer, type PackedManifest } from '../../src/stacks/packed/pack-format.js';
+import {
+  layerGeometry,
+  PAGE_BYTES,
+  type PackedLayer,
+  type PackedManifest,
+} from '../../src/stacks/packed/pack-format.js';
 
 export function readManifest(dir: string): PackedManifest {
   return JSON.parse(readFileSync(join(dir, 'spark-pack.json'), 'utf8')) as PackedManifest;

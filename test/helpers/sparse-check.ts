@@ -1,7 +1,7 @@
 // Checks a sparse copy made by `spark pack` without spark's own reader or verifier: the
 // overlay's view of it (overlay-view.ts) against the snapshot's, row for row, and every chunk
 // checksum in its manifest recomputed from the copy's bytes (CRC-32 of the chunk's weight
-// bytes, then its scale bytes: src/engram/sparse-manifest.ts).
+// bytes, then its scale bytes: src/stacks/overlay/sparse-manifest.ts).
 import assert from 'node:assert/strict';
 import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';

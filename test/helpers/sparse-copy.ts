@@ -3,7 +3,7 @@
 // index, only the shards holding the copied Engram tables, each with its full apparent size
 // (ftruncate) and its header bytes, the rank's weight and scale rows at their original
 // offsets, holes elsewhere; engram-local.json {source, layers, quant, created, note}. The
-// spark flavour adds the `spark` key of src/engram/sparse-manifest.ts, with checksums
+// spark flavour adds the `spark` key of src/stacks/overlay/sparse-manifest.ts, with checksums
 // computed here (CRC-32 of a chunk's weight rows followed by its scale rows). Two ways in:
 //   writeSparseCopy(src, dst, o)    rows copied from a snapshot directory
 //   writeSyntheticCopy(dir, spec)   the tables written from scratch (writeTablesDir), rows only

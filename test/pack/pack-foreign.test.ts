@@ -1,4 +1,4 @@
-// spark pack replaces or removes only what it can prove is its own (src/pack/pack-owner.ts):
+// spark pack replaces or removes only what it can prove is its own (src/stacks/pack-owner.ts):
 // a complete shard another tool wrote under a name the pack writes (the Mia stack's packer's,
 // of another snapshot or of this one), that tool's NAME.partial, a file a user put there, in
 // every layout, is refused without --force and left byte for byte; --force replaces it and

@@ -15,7 +15,7 @@
 // new `.partial` before the journal naming it is durable. A `.partial` (or a finished file
 // without its manifest) is spark's exactly when the journal beside it names it (Claim); any
 // other file under those names is someone else's, and the pack leaves it alone unless told to
-// replace it (src/pack/pack-owner.ts).
+// replace it (src/stacks/pack-owner.ts).
 #pragma once
 
 #include <cstdint>

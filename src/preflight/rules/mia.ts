@@ -3,7 +3,7 @@
 // (it aborts the rank on anything else under that name), on a filesystem that takes O_DIRECT
 // (else it silently serves from the checkpoint), without pinning scale rows the packs already
 // hold, and with an identity.json receipt, if any, that agrees with the packs. Judged from the
-// node's facts (facts/mia-dir.ts) with the one definition of the shard (engram/mia-shard.ts).
+// node's facts (facts/mia-dir.ts) with the one definition of the shard (stacks/mia/mia-shard.ts).
 import { formatBytes } from '../../terminal/format.js';
 import { shJoin } from '../../remote/shell.js';
 import { defineRule, envSourceName, finding, whereEnv, whereNode } from '../rule.js';

@@ -2,13 +2,19 @@
 // stack A). For every shard holding an Engram layer's weight and scale, a file of the same
 // name and apparent size with the header bytes copied verbatim and this rank's rows at their
 // original offsets (holes elsewhere); the index copied verbatim; then engram-local.json, the
-// overlay's manifest with spark's metadata under one key (engram/sparse-manifest.ts).
+// overlay's manifest with spark's metadata under one key (stacks/overlay/sparse-manifest.ts).
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { SparkError } from '../../errors/errors.js';
 import { crc32, packSparseShard } from '../../addon/pack.js';
-import { checksumHex } from '../../pack/pack-io.js';
-import { fileInfo, recordedChange, sourceFileEntry, sourceKey, type SourceIdentity } from '../../pack/pack-io.js';
+import {
+  checksumHex,
+  fileInfo,
+  recordedChange,
+  sourceFileEntry,
+  sourceKey,
+  type SourceIdentity,
+} from '../../pack/pack-io.js';
 import type { LayoutPlan, PackDifference, PackRequest, PackUnit, PlannedRange } from '../pack-plan.js';
 import { blockSpan } from '../../pack/pack-space.js';
 import { INDEX_FILE } from '../../engram/snapshot.js';

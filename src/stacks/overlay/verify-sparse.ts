@@ -1,4 +1,4 @@
-// `spark verify` on a sparse copy (the overlay's layout, engram/sparse-manifest.ts), spark's or one
+// `spark verify` on a sparse copy (the overlay's layout, stacks/overlay/sparse-manifest.ts), spark's or one
 // made by the overlay's engram_local.py:
 //   - the files first, before reading any: the index and the shards the tables live in are the
 //     copy's own (no link out of the directory);

@@ -1,4 +1,4 @@
-// What verify checks of a manifest beyond the strict reader (engram/packed-manifest.ts): each data
+// What verify checks of a manifest beyond the strict reader (stacks/packed/packed-manifest.ts): each data
 // file named as the format names it, each layer's range equal to what the split it claims
 // gives this rank, chunk sizes the layout allows, and checksums in the format's own notation.
 // Returns one line per problem (empty: sane).

@@ -1,7 +1,7 @@
 // The packed directory format (docs/packed-format.md), versions 2 (written) and 1 (read): file
 // names, the layer geometry, each data file's 4096-byte header block and the manifest JSON
-// text. The strict reader of the manifest is engram/packed-manifest.ts; the Mia stack's shard
-// header is engram/mia-shard.ts's.
+// text. The strict reader of the manifest is stacks/packed/packed-manifest.ts; the Mia stack's shard
+// header is stacks/mia/mia-shard.ts's.
 import {
   MANIFEST_FORMAT,
   MANIFEST_VERSION,

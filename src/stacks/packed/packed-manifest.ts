@@ -3,7 +3,7 @@
 // reader. `spark pack` writes version 2 with these types; the row store, `spark verify` and
 // `engram-ranges` read both here.
 //
-// Version 2: a dense data file IS the Mia stack's packed shard (engram/mia-shard.ts: its name
+// Version 2: a dense data file IS the Mia stack's packed shard (stacks/mia/mia-shard.ts: its name
 // and binary header); a page data file is named spark-page-l{L}-r{R}of{W}.rows, a name the
 // Mia reader never opens, with the JSON header block. Version 1 (earlier spark): both layouts
 // under the shard names with the JSON header block, on which the Mia reader aborts.
