@@ -1,6 +1,6 @@
 // `npm run check:fullsize`: a whole rank's sparse copy of the full-size DSV4.1-shaped snapshot,
 // made by the real CLI and checked without spark's reader. Too large for `npm test` (the copy
-// allocates ~47 GiB for rank 1 of 4); test/pack/pack-fullsize.test.ts checks the same properties on
+// allocates ~47 GiB for rank 1 of 4); test/stacks/pack-fullsize.test.ts checks the same properties on
 // the rows at the range ends.
 //
 //   node dist/scripts/check-fullsize.js [--dir /var/tmp/spark-fullsize] [--rank 1] [--world 4] [--keep]

@@ -10,14 +10,14 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { closeSync, constants, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { bin } from '../helpers/cli.js';
-import { miaAttach, type MiaAttach } from '../helpers/engine-lib.js';
-import { writeMiaPack } from '../helpers/mia-pack.js';
-import { edit, MIA_ENV, preflight, world, write } from '../helpers/preflight.js';
-import { openSnapshot } from '../../src/engram/snapshot.js';
-import { miaShardName } from '../../src/stacks/mia/mia-shard.js';
-import { packageRoot } from '../../src/addon/index.js';
-import { needs } from '../helpers/external-tool.js';
+import { bin } from '../../helpers/cli.js';
+import { miaAttach, type MiaAttach } from '../../helpers/engine-lib.js';
+import { writeMiaPack } from '../../helpers/mia-pack.js';
+import { edit, MIA_ENV, preflight, world, write } from '../../helpers/preflight.js';
+import { openSnapshot } from '../../../src/engram/snapshot.js';
+import { miaShardName } from '../../../src/stacks/mia/mia-shard.js';
+import { packageRoot } from '../../../src/addon/index.js';
+import { needs } from '../../helpers/external-tool.js';
 
 const WORLD = 4;
 

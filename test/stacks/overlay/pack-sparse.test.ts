@@ -16,19 +16,19 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { packEngram, type PackRequest } from '../../src/stacks/pack-engram.js';
-import { packRanges } from '../../src/pack/pack-ranges.js';
-import { INDEX_FILE, openSnapshot } from '../../src/engram/snapshot.js';
-import { parseSparseManifest } from '../../src/stacks/overlay/sparse-manifest.js';
-import { readLocalDir } from '../../src/stacks/local-dir.js';
-import { crc32 } from '../../src/addon/pack.js';
-import { cli } from '../helpers/cli.js';
-import { engramPair, writeTensors } from '../helpers/safetensors.js';
-import { makeSnapshot } from '../helpers/synth.js';
-import { tempDir } from '../helpers/tmp.js';
-import { mountTmpfs } from '../helpers/tmpfs.js';
-import { needsRoot } from '../helpers/external-tool.js';
-import { packRequest, rejects } from '../helpers/pack-request.js';
+import { packEngram, type PackRequest } from '../../../src/stacks/pack-engram.js';
+import { packRanges } from '../../../src/pack/pack-ranges.js';
+import { INDEX_FILE, openSnapshot } from '../../../src/engram/snapshot.js';
+import { parseSparseManifest } from '../../../src/stacks/overlay/sparse-manifest.js';
+import { readLocalDir } from '../../../src/stacks/local-dir.js';
+import { crc32 } from '../../../src/addon/pack.js';
+import { cli } from '../../helpers/cli.js';
+import { engramPair, writeTensors } from '../../helpers/safetensors.js';
+import { makeSnapshot } from '../../helpers/synth.js';
+import { tempDir } from '../../helpers/tmp.js';
+import { mountTmpfs } from '../../helpers/tmpfs.js';
+import { needsRoot } from '../../helpers/external-tool.js';
+import { packRequest, rejects } from '../../helpers/pack-request.js';
 
 const snap = makeSnapshot();
 const opened = await openSnapshot(snap.dir);

@@ -12,23 +12,23 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { packEngram } from '../../src/stacks/pack-engram.js';
-import { packRanges } from '../../src/pack/pack-ranges.js';
-import { INDEX_FILE, openSnapshot } from '../../src/engram/snapshot.js';
-import { synthRow } from '../../src/synth/synth-rows.js';
-import type { PackTable } from '../../src/pack/pack-io.js';
+import { packEngram } from '../../../src/stacks/pack-engram.js';
+import { packRanges } from '../../../src/pack/pack-ranges.js';
+import { INDEX_FILE, openSnapshot } from '../../../src/engram/snapshot.js';
+import { synthRow } from '../../../src/synth/synth-rows.js';
+import type { PackTable } from '../../../src/pack/pack-io.js';
 import {
   checkTiling,
   openOverlayView,
   parseEngramRows,
   type OverlayView,
   type Ranges,
-} from '../helpers/overlay-view.js';
-import { makeSnapshot } from '../helpers/synth.js';
-import { writeSparseCopy } from '../helpers/sparse-copy.js';
-import { openRowSource } from '../../src/stacks/local-copy.js';
-import { tempDir } from '../helpers/tmp.js';
-import { packRequest } from '../helpers/pack-request.js';
+} from '../../helpers/overlay-view.js';
+import { makeSnapshot } from '../../helpers/synth.js';
+import { writeSparseCopy } from '../../helpers/sparse-copy.js';
+import { openRowSource } from '../../../src/stacks/local-copy.js';
+import { tempDir } from '../../helpers/tmp.js';
+import { packRequest } from '../../helpers/pack-request.js';
 
 // spark pack's sparse copies, read the way the serving overlay reads SPARK_ENGRAM_DIR
 // (helpers/overlay-view.ts, written from docs/serving-stacks.md): every rank of world 2, 3 and 4 under

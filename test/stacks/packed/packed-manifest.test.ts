@@ -8,9 +8,9 @@ import {
   packedRowOffset,
   parsePackedManifest,
   readPackedManifest,
-} from '../../src/stacks/packed/packed-manifest.js';
-import { writePackDir } from '../helpers/engram-files.js';
-import { tempDir } from '../helpers/tmp.js';
+} from '../../../src/stacks/packed/packed-manifest.js';
+import { writePackDir } from '../../helpers/engram-files.js';
+import { tempDir } from '../../helpers/tmp.js';
 
 function sample(): Record<string, unknown> {
   const dir = join(tempDir(), 'pack');

@@ -16,16 +16,16 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { PACK_MANIFEST_NAME } from '../../src/stacks/local-dir.js';
-import { packEngram } from '../../src/stacks/pack-engram.js';
-import { packRanges } from '../../src/pack/pack-ranges.js';
-import { openRowSource } from '../../src/stacks/local-copy.js';
-import { openSnapshot } from '../../src/engram/snapshot.js';
-import { synthRow } from '../../src/synth/synth-rows.js';
-import { cli } from '../helpers/cli.js';
-import { floorRange, INDEX, writeSparseCopy, type CopyRange, type SparseCopyOptions } from '../helpers/sparse-copy.js';
-import { makeSnapshot } from '../helpers/synth.js';
-import { tempDir } from '../helpers/tmp.js';
+import { PACK_MANIFEST_NAME } from '../../../src/stacks/local-dir.js';
+import { packEngram } from '../../../src/stacks/pack-engram.js';
+import { packRanges } from '../../../src/pack/pack-ranges.js';
+import { openRowSource } from '../../../src/stacks/local-copy.js';
+import { openSnapshot } from '../../../src/engram/snapshot.js';
+import { synthRow } from '../../../src/synth/synth-rows.js';
+import { cli } from '../../helpers/cli.js';
+import { floorRange, INDEX, writeSparseCopy, type CopyRange, type SparseCopyOptions } from '../../helpers/sparse-copy.js';
+import { makeSnapshot } from '../../helpers/synth.js';
+import { tempDir } from '../../helpers/tmp.js';
 
 const snap = makeSnapshot({ seed: 0 });
 const ranges = snap.layers.map((l) => floorRange(l.layer, l.rows, 1, 2));

@@ -2,14 +2,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { readLocalDir, PACK_MANIFEST_NAME } from '../../src/stacks/local-dir.js';
+import { readLocalDir, PACK_MANIFEST_NAME } from '../../../src/stacks/local-dir.js';
 import {
   parseSparseManifest,
   sparseManifestText,
   type SparseManifest,
-} from '../../src/stacks/overlay/sparse-manifest.js';
-import { writePackDir } from '../helpers/engram-files.js';
-import { tempDir } from '../helpers/tmp.js';
+} from '../../../src/stacks/overlay/sparse-manifest.js';
+import { writePackDir } from '../../helpers/engram-files.js';
+import { tempDir } from '../../helpers/tmp.js';
 
 // What the overlay's own tool writes: no spark key.
 const overlayText = JSON.stringify({

@@ -4,14 +4,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { inferIdentity } from '../../src/engram/copy-ranges.js';
-import { loadLayerSource } from '../../src/stacks/local-copy.js';
-import { tileLayers, type RankLayerRange } from '../../src/engram/ranges.js';
-import { runWrapper, type Exec } from '../../src/commands/wrapper.js';
-import type { Io } from '../../src/terminal/io.js';
-import { cli } from '../helpers/cli.js';
-import { writeSyntheticCopy, type SyntheticCopySpec } from '../helpers/sparse-copy.js';
-import { tempDir } from '../helpers/tmp.js';
+import { inferIdentity } from '../../../src/engram/copy-ranges.js';
+import { loadLayerSource } from '../../../src/stacks/local-copy.js';
+import { tileLayers, type RankLayerRange } from '../../../src/engram/ranges.js';
+import { runWrapper, type Exec } from '../../../src/commands/wrapper.js';
+import type { Io } from '../../../src/terminal/io.js';
+import { cli } from '../../helpers/cli.js';
+import { writeSyntheticCopy, type SyntheticCopySpec } from '../../helpers/sparse-copy.js';
+import { tempDir } from '../../helpers/tmp.js';
 
 const TABLES = [
   { layer: 1, rows: 1000, dim: 256 },
