@@ -18,6 +18,7 @@ import {
 } from '../gather-bench/gather-bench.js';
 import { lineChartSvg } from '../gather-bench/svg-chart.js';
 import { readerOf } from '../gather-bench/originals.js';
+import { SOURCE_NOUN } from '../stacks/row-source.js';
 import { usageError } from '../errors/errors.js';
 import type { CommandResult, Io } from '../terminal/io.js';
 import { table } from '../terminal/format.js';
@@ -135,7 +136,7 @@ export function benchText(r: GatherBenchReport): string {
     'mapped',
   ];
   return [
-    `${r.sourceKind === 'sparse' ? 'sparse copy' : r.sourceKind === 'packed' ? 'packed directory' : 'snapshot'}, layer ${r.layer} (${r.rows} rows), ${r.seconds} s per case${r.delayUs ? `, ${r.delayUs} us injected per read` : ''}`,
+    `${SOURCE_NOUN[r.sourceKind]}, layer ${r.layer} (${r.rows} rows), ${r.seconds} s per case${r.delayUs ? `, ${r.delayUs} us injected per read` : ''}`,
     r.cache,
     `machine: ${r.machine.cpus} x ${r.machine.cpuModel}, ${r.machine.memGiB} GiB, node ${r.machine.node} ${r.machine.arch}, load average ${r.machine.loadAvgBefore.map((x) => x.toFixed(2)).join(' ')} before, ${r.machine.loadAvgAfter.map((x) => x.toFixed(2)).join(' ')} after; ${r.fio ?? 'no fio (not installed, skipped, or a delay is injected)'}`,
     ...headerLines(r),

@@ -25,7 +25,7 @@ import { type BenchVariant } from './gather-result.js';
 import { miaTarget } from './mia-case.js';
 import { miaDriverPath } from './mia-reader.js';
 import { engramSubTableSizes } from '../engram/primes.js';
-import { type RowSourceKind } from '../stacks/row-source.js';
+import { SOURCE_NOUN, type RowSourceKind } from '../stacks/row-source.js';
 import { openRowSource } from '../stacks/local-copy.js';
 import { usageError } from '../errors/errors.js';
 import { loadOverlayBaseline } from './overlay-baseline.js';
@@ -61,7 +61,7 @@ export function benchVariants(
   const wrong = asked?.find((v) => !possible.includes(v));
   if (wrong)
     throw usageError(
-      `--variants ${wrong} cannot be measured on a ${kind === 'packed' ? 'packed directory' : kind === 'sparse' ? 'sparse copy' : 'snapshot'}: it takes ${possible.join(', ')}`,
+      `--variants ${wrong} cannot be measured on a ${SOURCE_NOUN[kind]}: it takes ${possible.join(', ')}`,
     );
   for (const v of possible.filter((p) => originalOf(p) && asked?.includes(p))) {
     if (delayUs !== undefined)

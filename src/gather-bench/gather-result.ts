@@ -1,6 +1,7 @@
 // What one gather case reports, and the numbers derived from its raw counts: reads and rows
 // as fractions of the device ceiling, CPU time per row, what de-duplication and page merging
 // saved. Pure functions, so the arithmetic is tested apart from the I/O.
+import { readerOf } from './originals.js';
 import type { Ceiling, FioEngine } from './fio.js';
 import type { Timed } from './time-loop.js';
 
@@ -156,9 +157,9 @@ export function pairMergeGains(results: GatherBenchResult[]): void {
  */
 export function recommendThreads(all: GatherBenchResult[]): { threads: number; variant: BenchVariant } {
   // The Mia stack's reader is a baseline: its DSV41_IO_THREADS is not SPARK_ENGRAM_THREADS.
-  const results = all.filter((r) => r.merge !== false && r.reader !== 'mia-pool');
+  const results = all.filter((r) => r.merge !== false && readerOf(r.variant) !== 'mia-pool');
   if (results.length === 0) return { threads: 64, variant: 'snapshot' };
-  const variant = results.find((r) => r.reader === 'mmap')?.variant ?? results[0].variant;
+  const variant = results.find((r) => readerOf(r.variant) === 'mmap')?.variant ?? results[0].variant;
   const batch = Math.max(...results.map((r) => r.batch));
   // Threads are what SPARK_ENGRAM_THREADS sets: io_uring cases (threads = queue depth) only when nothing else ran.
   const threaded = results.filter((r) => r.reader !== 'uring');

@@ -68,6 +68,13 @@ export interface RowSourceTable {
 
 export type RowSourceKind = 'snapshot' | 'sparse' | 'packed';
 
+/** What messages call a source of each kind. */
+export const SOURCE_NOUN: Record<RowSourceKind, string> = {
+  snapshot: 'snapshot',
+  sparse: 'sparse copy',
+  packed: 'packed directory',
+};
+
 export interface RowSource {
   kind: RowSourceKind;
   path: string;
