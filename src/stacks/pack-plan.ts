@@ -4,7 +4,8 @@
 // lock, resume, space, the manifest.
 import { SparkError, usageError } from '../errors/errors.js';
 import { formatBytes } from '../terminal/format.js';
-import { MAX_MANIFEST_BYTES } from '../engram/manifest-fields.js';
+import { resolve } from 'node:path';
+import { MAX_MANIFEST_BYTES, type RecordedSourceFile } from '../engram/manifest-fields.js';
 import type {
   IoMode,
   NativeJob,
@@ -266,4 +267,10 @@ export function checkManifestSize(plan: LayoutPlan): void {
     `--chunk-rows: ${chunks} checksum chunks for ${rows} rows would make the manifest ${atLeast ? 'at least ' : ''}${formatBytes(bytes)}, ` +
       `more than the ${formatBytes(MAX_MANIFEST_BYTES)} every reader of it accepts; use --chunk-rows ${suggest} or more, or leave it out (about 16 MiB of rows a chunk)`,
   );
+}
+
+/** What every manifest records of where its rows came from: the rank, the split, the source and its files. */
+export function recordedOrigin(req: PackRequest, files: RecordedSourceFile[]) {
+  const source = { snapshot: resolve(req.snapshotDir), ...(req.revision ? { revision: req.revision } : {}), files };
+  return { rank: req.rank, world: req.world, split: req.split, source };
 }

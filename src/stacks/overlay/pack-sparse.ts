@@ -15,7 +15,14 @@ import {
   sourceKey,
   type SourceIdentity,
 } from '../../pack/pack-io.js';
-import type { LayoutPlan, PackDifference, PackRequest, PackUnit, PlannedRange } from '../pack-plan.js';
+import {
+  recordedOrigin,
+  type LayoutPlan,
+  type PackDifference,
+  type PackRequest,
+  type PackUnit,
+  type PlannedRange,
+} from '../pack-plan.js';
 import { blockSpan } from '../../pack/pack-space.js';
 import { INDEX_FILE } from '../../engram/snapshot.js';
 import {
@@ -177,14 +184,10 @@ function sparseMeta({ req, shards, id, index }: SparseContext): SparkSparseMeta 
   return {
     format: SPARSE_FORMAT,
     version: SPARSE_VERSION,
-    rank: req.rank,
-    world: req.world,
-    split: req.split,
-    source: {
-      snapshot: resolve(req.snapshotDir),
-      ...(req.revision ? { revision: req.revision } : {}),
-      files: shards.map((s) => sourceFileEntry(id(s.name))),
-    },
+    ...recordedOrigin(
+      req,
+      shards.map((s) => sourceFileEntry(id(s.name))),
+    ),
     index: { name: INDEX_FILE, bytes: index.bytes, crc32: checksumHex(index.crc) },
     shards: shards.map((s) => ({
       name: s.name,

@@ -2,7 +2,7 @@
 // layer (dense: the Mia stack's shard engram-l{L}-r{R}of{W}.bin; page: spark-page-l{L}-r{R}of{W}.rows)
 // and the manifest spark-pack.json.
 import { createHash } from 'node:crypto';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { packLayer } from '../../addon/pack.js';
 import { PACK_MANIFEST_NAME } from '../local-dir.js';
 import { parseMiaShardName } from '../mia/mia-shard.js';
@@ -21,7 +21,14 @@ import {
   type PackedManifest,
 } from './pack-format.js';
 import { fileInfo, recordedChange, sourceFileEntry, sourceKey, type SourceIdentity } from '../../pack/pack-io.js';
-import type { LayoutPlan, PackDifference, PackRequest, PackUnit, PlannedRange } from '../pack-plan.js';
+import {
+  recordedOrigin,
+  type LayoutPlan,
+  type PackDifference,
+  type PackRequest,
+  type PackUnit,
+  type PlannedRange,
+} from '../pack-plan.js';
 
 export function planDense(req: PackRequest, ranges: PlannedRange[], sources: SourceIdentity[]): LayoutPlan {
   const layout = req.layout === 'page' ? 'page' : 'dense';
@@ -184,14 +191,7 @@ function denseManifest({ req, layers, sources }: DenseContext, checksums: number
   const doc: PackedManifest = {
     format: MANIFEST_FORMAT,
     version: MANIFEST_VERSION,
-    rank: req.rank,
-    world: req.world,
-    split: req.split,
-    source: {
-      snapshot: resolve(req.snapshotDir),
-      ...(req.revision ? { revision: req.revision } : {}),
-      files: sources.map(sourceFileEntry),
-    },
+    ...recordedOrigin(req, sources.map(sourceFileEntry)),
     layers: layers.map((l) => l.entry),
   };
   return manifestText(doc);
