@@ -23,7 +23,13 @@ import { openRowSource } from '../../../src/stacks/local-copy.js';
 import { openSnapshot } from '../../../src/engram/snapshot.js';
 import { synthRow } from '../../../src/synth/synth-rows.js';
 import { cli } from '../../helpers/cli.js';
-import { floorRange, INDEX, writeSparseCopy, type CopyRange, type SparseCopyOptions } from '../../helpers/sparse-copy.js';
+import {
+  floorRange,
+  INDEX,
+  writeSparseCopy,
+  type CopyRange,
+  type SparseCopyOptions,
+} from '../../helpers/sparse-copy.js';
 import { makeSnapshot } from '../../helpers/synth.js';
 import { tempDir } from '../../helpers/tmp.js';
 
