@@ -6,8 +6,8 @@
 // Chunk k walks the tables in order: table t's rows in chunks of chunk_rows rows.
 // A chunk is copied as two runs (its weight rows, then its scale rows), each one read from the
 // source and one write at the same offset (O_DIRECT where possible, core/pack/span_io.h); its checksum is the CRC-32 of
-// the weight bytes followed by the scale bytes (src/stacks/overlay/sparse-manifest.ts). Only the header and the rows' byte
-// ranges are allocated (fallocate, so a full disk shows before the copy, not in it).
+// the weight bytes followed by the scale bytes (src/stacks/overlay/sparse-manifest.ts). Only the header and the rows'
+// byte ranges are allocated (fallocate, so a full disk shows before the copy, not in it).
 #pragma once
 
 #include <cstdint>
