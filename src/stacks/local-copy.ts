@@ -1,6 +1,7 @@
-// What a path holds, as the wrapper, `spark engram-ranges` and preflight need it: a node-local
-// copy's ranges (each format read by its room through local-dir.ts), or a snapshot's Engram
-// tables from its headers (engram/layer-source.ts does the rest).
+// What a path holds, read through the room of its kind (local-dir.ts tells the kind,
+// registry.ts finds the room): a node-local copy's ranges, as the wrapper, `spark engram-ranges`
+// and preflight need them, or a snapshot's Engram tables from its headers
+// (engram/layer-source.ts does the rest); and the rows of any of them (`spark rows`, `bench gather`).
 import { statSync } from 'node:fs';
 import type { LocalCopy } from '../engram/copy-ranges.js';
 import { copySource, withSubTables, type EngramNamePatterns, type LayerSource } from '../engram/layer-source.js';
