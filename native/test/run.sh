@@ -4,11 +4,13 @@
 #   bash native/test/run.sh --sanitize   AddressSanitizer + UndefinedBehaviorSanitizer
 #   bash native/test/run.sh --tsan       ThreadSanitizer, on the tests that race threads
 #   bash native/test/run.sh --arm64      cross-compiled for aarch64, run under qemu-aarch64
-# native/core is compiled once into libspark_core.a (the spark_core target of binding.gyp),
-# and every *_test.cc links against it; the bench baselines (bench/baselines/mia-row-store on
+# native/core is compiled once into libspark_core.a (the spark_core target of binding.gyp; the
+# plain build takes node-gyp's when it is current), and every *_test.cc links against it; the bench baselines (bench/baselines/mia-row-store on
 # its own, bench/baselines/overlay-mmap over libspark_core) are built and tested beside it.
 # crc32_test runs twice: on the path this CPU takes and with the portable fallback forced.
 # Ends with one line "N passed, M failed" over all runs; exits 1 if anything failed.
+# Run again, it compiles only what changed (native/test/build/VARIANT; JOBS=N sets how many
+# compiler runs at once, default nproc).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 native=$(dirname "$here")
@@ -71,41 +73,130 @@ if [ -n "$dup" ]; then
   exit 1
 fi
 
-# Each compiler run writes NAME.o into the current directory; up to JOBS at once.
+# Builds are incremental: each compiler run also writes NAME.d (-MMD), the headers NAME.o was
+# built from, and an object is compiled again only when its source or one of those headers is
+# newer than it; the compilers and flags of the last build are kept in $out/build-flags, and a
+# change of them starts the variant's build afresh. Up to JOBS compiler (and linker) runs at once.
 jobs=${JOBS:-$(nproc)}
-compile_into() {
-  local dir=$1
+stamp=$(printf '%s\n' "$cxx" "$ar" "${flags[@]}")
+if [ "$(cat "$out/build-flags" 2>/dev/null)" != "$stamp" ]; then
+  rm -rf "$out"
+  mkdir -p "$out"
+  printf '%s\n' "$stamp" >"$out/build-flags"
+fi
+# newer_than TARGET FILE...: whether TARGET exists and is newer than every FILE (which all exist).
+newer_than() {
+  local target=$1 f
   shift
-  rm -rf "$dir"
-  mkdir -p "$dir"
-  (cd "$dir" && printf '%s\0' "$@" | xargs -0 -n 1 -P "$jobs" "$cxx" "${flags[@]}" -c)
+  [ -e "$target" ] || return 1
+  for f in "$@"; do
+    [ -e "$f" ] && [ "$f" -ot "$target" ] || return 1
+  done
 }
-compile_into "$out/core" "${core_sources[@]}"
-rm -f "$out/libspark_core.a"
-"$ar" rcs "$out/libspark_core.a" "$out"/core/*.o
+# compile_into DIR SOURCE...: DIR/NAME.o for each SOURCE, compiling only the stale ones; objects
+# of sources no longer given are removed. Sets `compiled` to how many were compiled.
+compile_into() {
+  local dir=$1 src name keep=() stale=()
+  shift
+  mkdir -p "$dir"
+  for src in "$@"; do
+    name=$(basename "$src" .cc)
+    keep+=("$name")
+    local deps=()
+    if [ -f "$dir/$name.d" ]; then
+      read -r -d '' -a deps < <(sed -e 's/^[^:]*://' -e 's/\\$//' "$dir/$name.d") || true
+    fi
+    newer_than "$dir/$name.o" "$src" "${deps[@]}" || stale+=("$src")
+  done
+  for obj in "$dir"/*.o; do
+    [ -e "$obj" ] || continue
+    name=$(basename "$obj" .o)
+    [[ " ${keep[*]} " == *" $name "* ]] || rm -f "$obj" "$dir/$name.d"
+  done
+  compiled=${#stale[@]}
+  [ "$compiled" -eq 0 ] && return 0
+  for src in "${stale[@]}"; do rm -f "$dir/$(basename "$src" .cc).o"; done
+  (cd "$dir" && printf '%s\0' "${stale[@]}" | xargs -0 -n 1 -P "$jobs" "$cxx" "${flags[@]}" -MMD -c)
+}
+# archive LIB DIR: LIB of DIR's objects, made again only when one of them is newer than it.
+archive() {
+  local lib=$1 dir=$2
+  newer_than "$lib" "$dir"/*.o && [ "$compiled" -eq 0 ] && return 0
+  rm -f "$lib"
+  "$ar" rcs "$lib" "$dir"/*.o
+}
+# link OUTPUT INPUT... [-lNAME...]: links OUTPUT unless it is newer than every input file.
+link() {
+  local output=$1 a inputs=()
+  shift
+  for a in "$@"; do [[ "$a" == -* ]] || inputs+=("$a"); done
+  newer_than "$output" "${inputs[@]}" || "$cxx" "${flags[@]}" "$@" -o "$output"
+}
+
+# native/core as a static library. The plain build links the one `npm install` built
+# (node-gyp's spark_core target: the same sources and -O2, -D_FILE_OFFSET_BITS=64, exceptions on)
+# when it is newer than every core source and header and than binding.gyp, and not a sanitizer
+# build; else it builds its own. node-gyp builds it without -Werror, so a warning in native/core
+# fails this script only when it builds the library itself (always under --sanitize, --tsan and
+# --arm64, which CI runs).
+core_lib=""
+if [ "$variant" = plain ] && [ -z "${CXX:-}" ]; then
+  gyp_lib="$root/build/Release/spark_core.a"
+  gyp_mk="$root/build/spark_core.target.mk"
+  if [ -f "$gyp_lib" ] && [ -f "$gyp_mk" ] && ! grep -q -- -fsanitize "$gyp_mk" &&
+    [ -z "$(find "$native/core" "$root/binding.gyp" -newer "$gyp_lib" -print -quit)" ]; then
+    core_lib=$gyp_lib
+    echo "run.sh: native/core from node-gyp's build: $gyp_lib"
+  fi
+fi
+if [ -z "$core_lib" ]; then
+  compile_into "$out/core" "${core_sources[@]}"
+  core_lib="$out/libspark_core.a"
+  archive "$core_lib" "$out/core"
+fi
 # The engine libraries' code (native/engine-libs), for engine_libs_test: their C ABIs linked in.
 compile_into "$out/engines" "$native"/engine-libs/*/*.cc
-rm -f "$out/libspark_engines.a"
-"$ar" rcs "$out/libspark_engines.a" "$out"/engines/*.o
+engines_lib="$out/libspark_engines.a"
+archive "$engines_lib" "$out/engines"
 compile_into "$out/tests" "${tests[@]}"
-for obj in "$out"/tests/*.o; do
-  "$cxx" "${flags[@]}" "$obj" -L"$out" -lspark_engines -lspark_core -o "$out/$(basename "$obj" .o)"
-done
 # The Mia stack's reader re-implemented as a bench baseline (bench/baselines/mia-row-store):
 # its own sources, no spark_core; its driver is linked too, so a warning there fails here.
 mia="$root/bench/baselines/mia-row-store"
 compile_into "$out/mia" "$mia"/*.cc
 mia_lib=("$out"/mia/io_pool.o "$out"/mia/row_cache.o "$out"/mia/row_store.o)
-"$cxx" "${flags[@]}" "${mia_lib[@]}" "$out/mia/row_store_test.o" -o "$out/mia_row_store_test"
-"$cxx" "${flags[@]}" "${mia_lib[@]}" "$out/mia/driver.o" -o "$out/mia_row_store_bench"
 # The overlay's read path as a bench baseline (bench/baselines/overlay-mmap): on spark_core's
 # thread pool and status, outside the library, with its test beside it.
 overlay="$root/bench/baselines/overlay-mmap"
 compile_into "$out/overlay-mmap" "$overlay"/*.cc
-"$cxx" "${flags[@]}" "$out"/overlay-mmap/*.o -L"$out" -lspark_core -o "$out/overlay_mmap_test"
-# The first-write probe the engine libraries' benchmark runs cite (bench/baselines/page-touch):
+# The links, JOBS at once (each in the background; wait -n takes them back one by one). The
+# first-write probe the engine libraries' benchmark runs cite (bench/baselines/page-touch) is
 # built here so a warning in it fails here; not run (it maps 1 GiB three times).
-"$cxx" "${flags[@]}" "$root/bench/baselines/page-touch/page_touch.cc" -o "$out/page_touch"
+pool=0
+pool_failed=0
+start() {
+  "$@" &
+  pool=$((pool + 1))
+  if [ "$pool" -ge "$jobs" ]; then
+    wait -n || pool_failed=1
+    pool=$((pool - 1))
+  fi
+}
+for t in "${tests[@]}"; do
+  name=$(basename "$t" .cc)
+  start link "$out/$name" "$out/tests/$name.o" "$engines_lib" "$core_lib"
+done
+start link "$out/mia_row_store_test" "${mia_lib[@]}" "$out/mia/row_store_test.o"
+start link "$out/mia_row_store_bench" "${mia_lib[@]}" "$out/mia/driver.o"
+start link "$out/overlay_mmap_test" "$out"/overlay-mmap/*.o "$core_lib"
+start link "$out/page_touch" "$root/bench/baselines/page-touch/page_touch.cc"
+while [ "$pool" -gt 0 ]; do
+  wait -n || pool_failed=1
+  pool=$((pool - 1))
+done
+[ "$pool_failed" -eq 0 ] || {
+  echo "run.sh: a link failed" >&2
+  exit 1
+}
 
 passed=0
 failed=0
