@@ -5,8 +5,9 @@
 #   bash native/test/run.sh --tsan       ThreadSanitizer, on the tests that race threads
 #   bash native/test/run.sh --arm64      cross-compiled for aarch64, run under qemu-aarch64
 # native/core is compiled once into libspark_core.a (the spark_core target of binding.gyp; the
-# plain build takes node-gyp's when it is current), and every *_test.cc links against it; the bench baselines (bench/baselines/mia-row-store on
-# its own, bench/baselines/overlay-mmap over libspark_core) are built and tested beside it.
+# plain build takes node-gyp's when it is current), and every *_test.cc links against it; the
+# bench baselines (bench/baselines/mia-row-store on its own, bench/baselines/overlay-mmap over
+# libspark_core) are built and tested beside it.
 # crc32_test runs twice: on the path this CPU takes and with the portable fallback forced.
 # Ends with one line "N passed, M failed" over all runs; exits 1 if anything failed.
 # Run again, it compiles only what changed (native/test/build/VARIANT; JOBS=N sets how many
