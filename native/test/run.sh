@@ -10,8 +10,8 @@
 # libspark_core) are built and tested beside it.
 # crc32_test runs twice: on the path this CPU takes and with the portable fallback forced.
 # Ends with one line "N passed, M failed" over all runs; exits 1 if anything failed.
-# Run again, it compiles only what changed (native/test/build/VARIANT; JOBS=N sets how many
-# compiler runs at once, default nproc).
+# Run again, it compiles only what changed (native/test/build/VARIANT). JOBS=N compiler runs,
+# links and suites at once (default nproc); each suite's output is printed whole, in order.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 native=$(dirname "$here")
@@ -199,16 +199,53 @@ done
   exit 1
 }
 
+# The suites run JOBS at once, each into its own log; then each log is printed in order with its
+# label, as if they had run one after another.
+labels=()
+bins=()
+envs=()
+suite() {
+  labels+=("$1")
+  bins+=("$2")
+  envs+=("${3-}")
+}
+for t in "${tests[@]}"; do
+  name=$(basename "$t" .cc)
+  if [ "$name" = crc32_test ]; then
+    suite "crc32_test (the path this CPU takes)" "$out/$name" "${crc_expect:+SPARK_CRC32_EXPECT=$crc_expect}"
+    suite "crc32_test (portable fallback)" "$out/$name" "SPARK_CRC32_PORTABLE=1 SPARK_CRC32_EXPECT=slice-by-8"
+  else
+    suite "$name" "$out/$name"
+  fi
+done
+suite mia_row_store_test "$out/mia_row_store_test"
+suite overlay_mmap_test "$out/overlay_mmap_test"
+log_of() { echo "$out/${1//[^a-z0-9_]/_}.log"; }
+# execute LABEL BINARY ENV: runs one suite into its log, its exit status into LOG.status.
+execute() {
+  local log status=0 vars=()
+  log=$(log_of "$1")
+  read -r -a vars <<<"$3" || true
+  env "${vars[@]}" "${runner[@]}" "$2" >"$log" 2>&1 || status=$?
+  echo "$status" >"$log.status"
+}
+for i in "${!labels[@]}"; do
+  start execute "${labels[$i]}" "${bins[$i]}" "${envs[$i]}"
+done
+while [ "$pool" -gt 0 ]; do
+  wait -n || true
+  pool=$((pool - 1))
+done
+
 passed=0
 failed=0
-# run LABEL BINARY [ENV=VALUE...]: runs one suite and adds its "N passed, M failed" line to
-# the totals; a suite that dies without its summary, or exits non-zero with none failed, counts
-# as one failure.
-run() {
-  local label=$1 bin=$2 log="$out/${1//[^a-z0-9_]/_}.log" status=0
-  shift 2
+# report LABEL: prints one suite's log and adds its "N passed, M failed" line to the totals; a
+# suite that dies without its summary, or exits non-zero with none failed, counts as one failure.
+report() {
+  local label=$1 log status
+  log=$(log_of "$label")
+  status=$(cat "$log.status")
   echo "== $label"
-  env "$@" "${runner[@]}" "$bin" >"$log" 2>&1 || status=$?
   cat "$log"
   local summary p f
   summary=$(grep -E '^[a-z0-9_]+: [0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1 || true)
@@ -225,17 +262,6 @@ run() {
     failed=$((failed + 1))
   fi
 }
-
-for t in "${tests[@]}"; do
-  name=$(basename "$t" .cc)
-  if [ "$name" = crc32_test ]; then
-    run "crc32_test (the path this CPU takes)" "$out/$name" ${crc_expect:+SPARK_CRC32_EXPECT=$crc_expect}
-    run "crc32_test (portable fallback)" "$out/$name" SPARK_CRC32_PORTABLE=1 SPARK_CRC32_EXPECT=slice-by-8
-  else
-    run "$name" "$out/$name"
-  fi
-done
-run mia_row_store_test "$out/mia_row_store_test"
-run overlay_mmap_test "$out/overlay_mmap_test"
+for label in "${labels[@]}"; do report "$label"; done
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
