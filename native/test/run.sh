@@ -5,9 +5,9 @@
 #   bash native/test/run.sh --tsan       ThreadSanitizer, on the tests that race threads
 #   bash native/test/run.sh --arm64      cross-compiled for aarch64, run under qemu-aarch64
 # native/core is compiled once into libspark_core.a (the spark_core target of binding.gyp; the
-# plain build takes node-gyp's when it is current), and every *_test.cc links against it; the
-# bench baselines (bench/baselines/mia-row-store on its own, bench/baselines/overlay-mmap over
-# libspark_core) are built and tested beside it.
+# plain build takes node-gyp's when it is current, and its objects of native/engine-libs), and
+# every *_test.cc links against it; the bench baselines (bench/baselines/mia-row-store on its
+# own, bench/baselines/overlay-mmap over libspark_core) are built and tested beside it.
 # crc32_test runs twice: on the path this CPU takes and with the portable fallback forced.
 # Ends with one line "N passed, M failed" over all runs; exits 1 if anything failed.
 # Run again, it compiles only what changed (native/test/build/VARIANT). JOBS=N compiler runs,
@@ -156,9 +156,46 @@ if [ -z "$core_lib" ]; then
   archive "$core_lib" "$out/core"
 fi
 # The engine libraries' code (native/engine-libs), for engine_libs_test: their C ABIs linked in.
-compile_into "$out/engines" "$native"/engine-libs/*/*.cc
+# The plain build takes the objects node-gyp compiled for libengram_rows.so and librow_store.so
+# (the same -O2, position-independent and hidden, which a static link does not mind) when there
+# is one for every source and each is newer than every file of native/engine-libs and
+# native/core and than binding.gyp; else it compiles its own.
 engines_lib="$out/libspark_engines.a"
-archive "$engines_lib" "$out/engines"
+engine_objs=()
+if [ "$variant" = plain ] && [ -z "${CXX:-}" ]; then
+  for src in "$native"/engine-libs/*/*.cc; do
+    rel=${src#"$root"/}
+    obj=""
+    for target in engram_rows row_store; do
+      candidate="$root/build/Release/obj.target/$target/${rel%.cc}.o"
+      if [ -f "$candidate" ] &&
+        [ -z "$(find "$native/engine-libs" "$native/core" "$root/binding.gyp" -newer "$candidate" -print -quit)" ]; then
+        obj=$candidate
+        break
+      fi
+    done
+    if [ -z "$obj" ]; then
+      engine_objs=()
+      break
+    fi
+    engine_objs+=("$obj")
+  done
+fi
+if [ ${#engine_objs[@]} -gt 0 ]; then
+  echo "run.sh: native/engine-libs from node-gyp's build: $root/build/Release/obj.target"
+  # The objects the library was made of are listed beside it: a library of other objects is made again.
+  if ! newer_than "$engines_lib" "${engine_objs[@]}" ||
+    [ "$(cat "$engines_lib.objects" 2>/dev/null)" != "$(printf '%s\n' "${engine_objs[@]}")" ]; then
+    rm -f "$engines_lib"
+    "$ar" rcs "$engines_lib" "${engine_objs[@]}"
+    printf '%s\n' "${engine_objs[@]}" >"$engines_lib.objects"
+  fi
+else
+  compile_into "$out/engines" "$native"/engine-libs/*/*.cc
+  [ -f "$engines_lib.objects" ] && compiled=1
+  rm -f "$engines_lib.objects"
+  archive "$engines_lib" "$out/engines"
+fi
 compile_into "$out/tests" "${tests[@]}"
 # The Mia stack's reader re-implemented as a bench baseline (bench/baselines/mia-row-store):
 # its own sources, no spark_core; its driver is linked too, so a warning there fails here.
