@@ -13,6 +13,7 @@ import { packageRoot } from '../../src/addon/index.js';
 import { readHeaders } from '../../src/addon/safetensors.js';
 import { SparkError } from '../../src/errors/errors.js';
 import { cli } from '../helpers/cli.js';
+import { writeManyTensors } from '../helpers/safetensors.js';
 import { makeSnapshot } from '../helpers/synth.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -114,27 +115,19 @@ test('rows --dequant text: every (weight byte, scale byte) pair prints as 6 sign
   }
 });
 
-test('safetensors: a header of 1,000,000 tensors is refused after the 262,144th, one line naming the file and the limit', async () => {
-  const dir = tempDir();
-  const write = (name: string, n: number): string => {
-    const parts: string[] = [];
-    for (let i = 0; i < n; i++) parts.push(`"t${i}":{"dtype":"U8","shape":[1],"data_offsets":[${i},${i + 1}]}`);
-    const json = Buffer.from(`{${parts.join(',')}}`);
-    const len = Buffer.alloc(8);
-    len.writeBigUInt64LE(BigInt(json.length));
-    const path = join(dir, name);
-    writeFileSync(path, Buffer.concat([len, json, Buffer.alloc(n)]));
-    return path;
-  };
-  const big = write('big.safetensors', 1_000_000);
-  const r = await cli(['inspect', big]);
-  assert.equal(r.code, 2);
-  assert.match(
-    r.stderr,
-    new RegExp(
-      `^spark: ${big}: the header lists more than 262145 entries; spark reads at most 262144 tensors from one file \\(a checkpoint shard lists a few thousand\\) \\(at byte \\d+\\)\\n$`,
-    ),
+/** The message for a header of more tensors than the cap, `file` named. */
+const tooManyTensors = (file: string) =>
+  new RegExp(
+    `^spark: ${file}: the header lists more than 262145 entries; spark reads at most 262144 tensors from one file \\(a checkpoint shard lists a few thousand\\) \\(at byte \\d+\\)\\n$`,
   );
-  const [atCap] = await readHeaders([write('cap.safetensors', 262_144)]);
+
+// A header of 1,000,000 tensors, refused after the 262,144th: test/long/safetensors-many-tensors.test.ts.
+test('safetensors: a header of 262,146 entries (one over the bound, __metadata__ allowed for) is refused, one line naming the file and the limit; one of 262,144 tensors is read', async () => {
+  const dir = tempDir();
+  const over = writeManyTensors(join(dir, 'over.safetensors'), 262_146);
+  const r = await cli(['inspect', over]);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, tooManyTensors(over));
+  const [atCap] = await readHeaders([writeManyTensors(join(dir, 'cap.safetensors'), 262_144)]);
   assert.equal(atCap.tensors.length, 262_144);
 });

@@ -159,6 +159,14 @@ function subnetOf(cidr: string): string {
   return `${[24, 16, 8, 0].map((s) => (net >>> s) & 0xff).join('.')}/${n}`;
 }
 
+let pristine: string | undefined;
+
+/** The default synthetic snapshot, made once per process: each cluster gets a copy of its own to change. */
+function pristineSnapshot(): string {
+  pristine ??= makeSnapshot({ dir: join(tempDir('spark-fakecluster-snap-'), 'snap') }).dir;
+  return pristine;
+}
+
 export async function fakeCluster(hosts: HostSpec[] = defaultHosts()): Promise<FakeCluster> {
   const fake = fakeNodes();
   const base = tempDir('spark-fakecluster-');
@@ -166,7 +174,7 @@ export async function fakeCluster(hosts: HostSpec[] = defaultHosts()): Promise<F
   const nas = join(base, 'nas');
   const hfCache = join(root, 'nas', 'hf');
   const modelDir = join(nas, 'hf', 'hub', 'models--deepseek-ai--DeepSeek-V4.1-Flash');
-  makeSnapshot({ dir: join(modelDir, 'snapshots', REVISION) });
+  cpSync(pristineSnapshot(), join(modelDir, 'snapshots', REVISION), { recursive: true });
   write(join(modelDir, 'refs', 'main'), REVISION);
   const wrapperText =
     '#!/bin/sh\nexport SPARK_ENGRAM_ROWS="$(spark engram-ranges "$SPARK_ENGRAM_DIR" --rank "$NODE_RANK" --world 4)"\nexec "$@"\n';

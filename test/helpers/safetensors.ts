@@ -1,6 +1,6 @@
 // Writes safetensors files for tests: exact header text (so malformed headers can be
 // crafted byte by byte) and a data section that is a hole, so multi-GiB files cost nothing.
-import { closeSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, ftruncateSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 
 export type Int = number | bigint;
 
@@ -79,4 +79,15 @@ export function engramPair(layer: number, rows: number, dim = 64): TensorSpec[] 
     { name: `layers.${layer}.engram.embed.weight`, dtype: 'F8_E4M3', shape: [rows, dim] },
     { name: `layers.${layer}.engram.embed.scale`, dtype: 'F8_E8M0', shape: [rows, dim / 32] },
   ];
+}
+
+/** A safetensors file at `path` listing `n` one-byte U8 tensors t0..t(n-1), with their data. */
+export function writeManyTensors(path: string, n: number): string {
+  const parts: string[] = [];
+  for (let i = 0; i < n; i++) parts.push(`"t${i}":{"dtype":"U8","shape":[1],"data_offsets":[${i},${i + 1}]}`);
+  const json = Buffer.from(`{${parts.join(',')}}`);
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(json.length));
+  writeFileSync(path, Buffer.concat([len, json, Buffer.alloc(n)]));
+  return path;
 }

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { encodeMiaHeader } from '../../src/stacks/mia/mia-shard.js';
 import { collectFacts, dumpSysfs, freeBytes, localHello } from '../../src/preflight/facts/collect.js';
@@ -21,6 +21,7 @@ import { procRoutes } from '../helpers/fake-cluster.js';
 import { makeSnapshot } from '../helpers/synth.js';
 import { writeSyntheticCopy } from '../helpers/sparse-copy.js';
 import { tempDir } from '../helpers/tmp.js';
+import { buildSysfs, FE80, V1, V2, ZERO, type FakeGid } from '../helpers/sysfs.js';
 import { factsRequest } from '../helpers/facts-request.js';
 import { needs } from '../helpers/external-tool.js';
 import { engineLibAnswer, engineLibVerdicts, randomFile } from '../helpers/engine-lib-answer.js';
@@ -83,6 +84,35 @@ test('the sh probe and spark answer the same request the same way (dash and bash
   }
 });
 
+test("the probe reads a port's GID table with one od, however many entries it has; each value as spark reads it", async () => {
+  // A port of 4 entries and one of 256 (a real table's size): od runs as often for both.
+  const table = (n: number) => ({
+    linkLayer: 'Ethernet',
+    state: '4: ACTIVE',
+    gids: Array.from({ length: n }, (_, i): FakeGid => [i % 2 ? ZERO : FE80, i % 3 ? V2 : V1, `enp${i}s0\tx y`]),
+  });
+  const bin = tempDir('spark-od-');
+  const count = join(bin, 'count');
+  const od = spawnSync('sh', ['-c', 'command -v od'], { encoding: 'utf8' }).stdout.trim();
+  writeFileSync(join(bin, 'od'), `#!/bin/sh\necho >> '${count}'\nexec '${od}' "$@"\n`, { mode: 0o755 });
+  const runs = async (n: number) => {
+    const req = factsRequest({ sysfs: buildSysfs({ mlx5_0: { 1: table(n) }, mlx5_1: { 1: table(2) } }) });
+    writeFileSync(count, '');
+    const r = spawnSync('sh', ['-c', probeScript(req)], {
+      encoding: 'utf8',
+      env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}` },
+    });
+    assert.equal(r.status, 0, r.stderr);
+    const sh = await factsFromProbe(r.stdout, req, localHello('/home/x', '0.1.0'), tempDir('spark-shadow-'));
+    const spark = await collectFacts(req, localHello('/home/x', '0.1.0'), { via: 'spark', dumpSysfs: true });
+    assert.deepEqual(sh.sysfs, spark.sysfs);
+    assert.equal(sh.sysfs!.files['class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/1'], 'enp1s0\tx y');
+    assert.equal(Object.keys(sh.sysfs!.files).length, 2 + 3 * n + 2 + 3 * 2);
+    return readFileSync(count, 'utf8').length;
+  };
+  assert.equal(await runs(256), await runs(4));
+});
+
 /**
  * df's free space (KiB) is statfs's (bytes), rounded down. Others write to the same disk
  * meanwhile, so the probe's figure is taken between two of spark's until one pair brackets it.
@@ -104,19 +134,20 @@ async function sameFreeSpace(req: FactsRequest, shell: string): Promise<void> {
 }
 
 /** A file of `size` random bytes that cannot start like an ELF file (its first byte is 0). */
-test('the library command sends a file of 5 MiB whole, read as spark reads it; one byte over the limit is not sent', (t) => {
+test('the library command sends a file of 256 KiB whole, read as spark reads it; one byte over the limit is not sent', (t) => {
   if (!needs(t, 'dash')) return;
   const dir = tempDir();
-  const five = randomFile(join(dir, 'five.so'), 5 << 20);
+  const small = randomFile(join(dir, 'small.so'), 256 << 10);
   const over = join(dir, 'over.so');
   writeFileSync(over, '');
   truncateSync(over, ENGINE_LIB_MAX_BYTES + 1);
-  // The file of exactly the limit (64 MiB, slow through od) is in test/long/engine-lib-limit.test.ts.
+  // Files of 5 MiB (a library's size) and of exactly the limit (64 MiB), slow through od, are
+  // in test/long/engine-lib-limit.test.ts.
   for (const shell of ['dash', 'bash']) {
-    const sh = engineLibAnswer([five, over], shell);
-    assert.deepEqual(sh, collectEngineLibs([five, over]), shell);
+    const sh = engineLibAnswer([small, over], shell);
+    assert.deepEqual(sh, collectEngineLibs([small, over]), shell);
     assert.deepEqual(engineLibVerdicts(sh.files), [
-      ['file', 5 << 20, 'not an ELF file'],
+      ['file', 256 << 10, 'not an ELF file'],
       ['file', ENGINE_LIB_MAX_BYTES + 1, `larger than ${ENGINE_LIB_MAX_BYTES} bytes`],
     ]);
   }

@@ -134,8 +134,12 @@ export function parseProbe(out: string, request: FactsRequest, hello: NodeHello)
     else if (tag === 'routes') facts.routes = parseRoutes(text(f[1] ?? ''));
     else if (tag === 'addrs') facts.addresses = parseAddresses(text(f[1] ?? ''));
     else if (tag === 'sysdir') sysfs.dirs.push(f.slice(1).join(' '));
-    else if (tag === 'sys') sysfs.files[f[1] ?? ''] = text(f[2] ?? '');
-    else if (tag === 'snapshot') {
+    else if (tag === 'sysfiles') {
+      for (const entry of text(f[1] ?? '').split('\n')) {
+        const tab = entry.indexOf('\t');
+        if (tab > 0) sysfs.files[entry.slice(0, tab)] = entry.slice(tab + 1);
+      }
+    } else if (tag === 'snapshot') {
       snapshot = { candidate: i, path: text(f[2] ?? ''), files: {}, shards: [] };
       dump = snapshot;
     } else if (tag === 'copy') {

@@ -42,19 +42,20 @@ printf 'routes '
 cat "$proc_net"/route 2>/dev/null | hx
 printf 'addrs '; { ip -o addr show 2>/dev/null || hostname -I 2>/dev/null; } | hx
 
-# The RDMA part of sysfs, for the GID rules that run on the machine asking.
+# The RDMA part of sysfs, for the GID rules that run on the machine asking: its directories, then
+# every file's first line in one record (a port has hundreds of GID files; one hx for them all),
+# `NAME<tab>LINE` a line each.
 if [ -d "$sys/class/infiniband" ]; then
   printf 'sysdir class/infiniband\n'
-  for h in "$sys"/class/infiniband/*; do
-    for p in "$h"/ports/*; do
-      [ -d "$p" ] || continue
-      printf 'sysdir %s\n' "${p#"$sys"/}"
-      for f in "$p"/link_layer "$p"/state "$p"/gids/* "$p"/gid_attrs/types/* "$p"/gid_attrs/ndevs/*; do
-        [ -f "$f" ] || continue
-        if IFS= read -r v 2>/dev/null < "$f"; then printf 'sys %s ' "${f#"$sys"/}"; printf '%s' "$v" | hx; fi
-      done
+  for p in "$sys"/class/infiniband/*/ports/*; do [ -d "$p" ] && printf 'sysdir %s\n' "${p#"$sys"/}"; done
+  printf 'sysfiles '
+  for p in "$sys"/class/infiniband/*/ports/*; do
+    [ -d "$p" ] || continue
+    for f in "$p"/link_layer "$p"/state "$p"/gids/* "$p"/gid_attrs/types/* "$p"/gid_attrs/ndevs/*; do
+      [ -f "$f" ] || continue
+      if IFS= read -r v 2>/dev/null < "$f"; then printf '%s\t%s\n' "${f#"$sys"/}" "$v"; fi
     done
-  done
+  done | hx
 fi
 for n in "$sys"/class/net/*; do [ -e "$n" ] && printf 'sysdir class/net/%s\n' "${n##*/}"; done
 
