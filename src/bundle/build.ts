@@ -27,13 +27,16 @@ import { VERSION } from '../domain/version.js';
 import { writeNewFile } from '../files/new-file.js';
 import {
   ELF_MACHINE_OF,
-  ENGINE_LIBS,
   GLIBC_CEILING,
   MANIFEST_NAME,
   type BundleArch,
   type BundleFile,
   type BundleManifest,
 } from './manifest.js';
+import { STACKS } from '../stacks/registry.js';
+
+/** The engine libraries a bundle carries, where `spark engine-lib` finds them (build/Release). */
+const ENGINE_LIBS: readonly string[] = STACKS.map((s) => s.libraryFile);
 
 export interface BundleRequest {
   arch: BundleArch;

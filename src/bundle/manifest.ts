@@ -2,7 +2,6 @@
 // put in it, so that `spark fanout install` can check every file on a node and `spark
 // --version` on that node names the build it runs (docs/cluster-ops.md).
 import { readFileSync } from 'node:fs';
-import { STACKS } from '../stacks/registry.js';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { VERSION } from '../domain/version.js';
@@ -16,9 +15,6 @@ export const ELF_MACHINE_OF: Record<BundleArch, string> = { x64: 'x86_64', arm64
 export const GLIBC_CEILING = 'GLIBC_2.35';
 
 export const MANIFEST_NAME = 'bundle.json';
-
-/** The engine libraries a bundle carries, where `spark engine-lib` finds them (build/Release). */
-export const ENGINE_LIBS: readonly string[] = STACKS.map((s) => s.libraryFile);
 
 export interface BundleFile {
   path: string;

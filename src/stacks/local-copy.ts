@@ -10,7 +10,7 @@ import { SparkError } from '../errors/errors.js';
 import type { SplitRule } from '../domain/split-rule.js';
 import { readLocalDir } from './local-dir.js';
 import { formatOf } from './registry.js';
-import { openTwoColumn, type RowSource, type RowSourceOptions } from './row-source.js';
+import type { RowSource, RowSourceOptions } from './row-source.js';
 
 /**
  * A directory's node-local copy, if it holds one: a sparse copy's engram-local.json (with
@@ -37,7 +37,7 @@ export async function openRowSource(path: string, options: RowSourceOptions = {}
     );
   }
   const local = isDir ? await readLocalDir(path) : ({ kind: 'none' } as const);
-  if (local.kind === 'none') return openTwoColumn(path, undefined, options);
+  if (local.kind === 'none') return (await import('./row-source.js')).openTwoColumn(path, undefined, options);
   return formatOf(local).openRows(path, local, options);
 }
 

@@ -55,7 +55,7 @@ export async function packEngram(req: PackRequest): Promise<PackSummary> {
   const layout = layoutNamed(req.layout);
   const files = sourceFiles(ranges, layout.copiesIndex ? req.index : undefined);
   const sources = await identifySources(files);
-  const plan = layout.plan(req, ranges, sources);
+  const plan = (await layout.planner())(req, ranges, sources);
   checkManifestSize(plan);
   await checkOutPath(
     out,

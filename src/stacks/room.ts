@@ -14,7 +14,11 @@ export type HeldDir = Exclude<LocalDir, { kind: 'none' }>;
 export type HeldKind = HeldDir['kind'];
 export type HeldOf<K extends HeldKind> = Extract<HeldDir, { kind: K }>;
 
-/** One kind of node-local directory, as every command reads it. */
+/**
+ * One kind of node-local directory, as every command reads it. The registry is loaded at every
+ * boot (the wrapper, engram-ranges), so what reads rows, verifies or plans a pack is imported
+ * when it is called.
+ */
 export interface DirFormat<K extends HeldKind = HeldKind> {
   kind: K;
   /** What it is called in messages: "sparse copy", "pack". */
@@ -40,7 +44,8 @@ export interface PackLayout {
   kind: HeldKind;
   /** It copies the snapshot's index too (the overlay opens a sparse copy as a snapshot). */
   copiesIndex: boolean;
-  plan: Planner;
+  /** Its pack plan, loaded when a pack runs (the rooms' entries stay light to import). */
+  planner(): Promise<Planner>;
   /** The stack whose reader opens it by its own names; spark's own layouts have none. */
   stack?: string;
   /** Rows never straddle a 4 KiB page, so a gather may read with O_DIRECT. */

@@ -3,9 +3,7 @@
 // layout `spark pack` writes for it (dense) is spark-pack.json's, in the packed room.
 import type { LocalCopy } from '../../engram/copy-ranges.js';
 import { dirFormat, type Room } from '../room.js';
-import { openPacked } from '../row-source.js';
 import { miaManifest, shardSplit, type MiaShardFile } from './mia-dir.js';
-import { verifyMia } from './verify-mia.js';
 
 /** No manifest: rank and world from the shard names, ranges and N from their headers. */
 function miaCopy(path: string, shards: MiaShardFile[]): LocalCopy {
@@ -27,8 +25,9 @@ export const miaRoom: Room = {
       noun: 'pack',
       namesMaker: false,
       copy: async (path, local) => miaCopy(path, local.shards),
-      openRows: (path, local, options) => openPacked(path, miaManifest(path, local.shards), options),
-      verify: (req, dir, local) => verifyMia(req, dir, local.shards),
+      openRows: async (path, local, options) =>
+        (await import('../row-source.js')).openPacked(path, miaManifest(path, local.shards), options),
+      verify: async (req, dir, local) => (await import('./verify-mia.js')).verifyMia(req, dir, local.shards),
       // The stack's own packer writes no manifest: nothing in it is spark's.
       namedFiles: () => [],
     }),

@@ -5,12 +5,8 @@ import { copyRanges, inferIdentity, type LocalCopy } from '../../engram/copy-ran
 import { engramSubTableSizes } from '../../engram/primes.js';
 import type { EngramLayerRows } from '../../engram/ranges.js';
 import { openSnapshot } from '../../engram/snapshot.js';
-import { checkSourceIdentity } from '../../pack/verify-source.js';
 import { dirFormat, type Room } from '../room.js';
-import { openTwoColumn } from '../row-source.js';
-import { planSparse } from './pack-sparse.js';
 import type { SparseManifest } from './sparse-manifest.js';
-import { verifySparse } from './verify-sparse.js';
 
 /** A copy with spark's metadata says what it is; one the overlay's tools made is read from its own headers. */
 async function sparseCopy(path: string, manifestPath: string, m: SparseManifest): Promise<LocalCopy> {
@@ -46,8 +42,11 @@ export const overlayRoom: Room = {
       noun: 'sparse copy',
       namesMaker: true,
       copy: (path, local) => sparseCopy(path, local.manifestPath, local.manifest),
-      openRows: (path, local, options) => openTwoColumn(path, local.manifest, options),
+      openRows: async (path, local, options) =>
+        (await import('../row-source.js')).openTwoColumn(path, local.manifest, options),
       verify: async (req, dir, local) => {
+        const { verifySparse } = await import('./verify-sparse.js');
+        const { checkSourceIdentity } = await import('../../pack/verify-source.js');
         const report = await verifySparse({ ...req, dir, manifest: local.manifest });
         await checkSourceIdentity(report, local.manifest.spark?.source, req);
         report.ok = report.problems.length === 0;
@@ -63,7 +62,7 @@ export const overlayRoom: Room = {
       summary: "the default: Aiden's overlay reads it",
       kind: 'sparse',
       copiesIndex: true,
-      plan: planSparse,
+      planner: async () => (await import('./pack-sparse.js')).planSparse,
       stack: 'overlay',
       pageAligned: false,
     },

@@ -3,10 +3,7 @@
 // spark's own (no row crosses a 4 KiB page), for spark's row store and the Python reader.
 import type { LocalCopy } from '../../engram/copy-ranges.js';
 import { dirFormat, type Room } from '../room.js';
-import { openPacked } from '../row-source.js';
-import { planDense } from './pack-packed.js';
 import type { PackedManifest } from './packed-manifest.js';
-import { verifyPackedDir } from './verify-packed.js';
 
 function packedCopy(manifestPath: string, m: PackedManifest): LocalCopy {
   const layers = m.layers
@@ -22,7 +19,11 @@ function packedCopy(manifestPath: string, m: PackedManifest): LocalCopy {
   return copy;
 }
 
-const onePerRow = { kind: 'packed', copiesIndex: false, plan: planDense } as const;
+const onePerRow = {
+  kind: 'packed',
+  copiesIndex: false,
+  planner: async () => (await import('./pack-packed.js')).planDense,
+} as const;
 
 export const packedRoom: Room = {
   name: 'packed',
@@ -32,8 +33,10 @@ export const packedRoom: Room = {
       noun: 'pack',
       namesMaker: false,
       copy: async (_path, local) => packedCopy(local.manifestPath, local.manifest),
-      openRows: (path, local, options) => openPacked(path, local.manifest, options),
-      verify: (req, dir, local) => verifyPackedDir(req, dir, local.manifest, local.manifestPath),
+      openRows: async (path, local, options) =>
+        (await import('../row-source.js')).openPacked(path, local.manifest, options),
+      verify: async (req, dir, local) =>
+        (await import('./verify-packed.js')).verifyPackedDir(req, dir, local.manifest, local.manifestPath),
       namedFiles: (local) => local.manifest.layers.map((l) => l.file),
     }),
   ],
