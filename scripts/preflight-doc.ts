@@ -6,6 +6,6 @@ import { writeNewFile } from '../src/files/new-file.js';
 import { withRulesSection } from '../src/preflight/rules-doc.js';
 
 const path = join(packageRoot(), 'docs', 'preflight.md');
-const next = withRulesSection(readFileSync(path, 'utf8'));
+const next = await withRulesSection(readFileSync(path, 'utf8'));
 writeNewFile(path, next);
 process.stdout.write(`updated ${path}\n`);

@@ -21,7 +21,7 @@ import {
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { SparkError } from '../errors/errors.js';
-import { readElf, compareGlibc } from '../engine-lib/elf.js';
+import { readElf, compareGlibc } from '../files/elf.js';
 import { shTemplate } from '../remote/sh-template.js';
 import { VERSION } from '../domain/version.js';
 import { writeNewFile } from '../files/new-file.js';

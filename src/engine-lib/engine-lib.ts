@@ -9,7 +9,7 @@ import { packageRoot } from '../addon/index.js';
 import { SparkError } from '../errors/errors.js';
 import type { ServingStack } from '../stacks/registry.js';
 import { writeNewFile } from '../files/new-file.js';
-import { readElf, type ElfSummary } from './elf.js';
+import { readElf, type ElfSummary } from '../files/elf.js';
 
 /** e_type of a shared object. */
 export const ET_DYN = 3;

@@ -1,7 +1,7 @@
 // What a serving stack's image needs of a row library file, judged from the ELF reader's
 // summary (elf.ts): the one definition `spark preflight` applies on every node and that
 // native/engine-libs/check-lib.sh applies to a build (docs/engine-libs.md).
-import { compareGlibc, type ElfSummary } from './elf.js';
+import { compareGlibc, type ElfSummary } from '../files/elf.js';
 import { ET_DYN } from './engine-lib.js';
 import type { ServingStack } from '../stacks/registry.js';
 

@@ -20,9 +20,10 @@ import {
   type FileDiagnostic,
   type HostPath,
 } from '../recipes/index.js';
-import type { NodeView } from './facts/view.js';
-import { findSnapshotSource, isSnapshotPath, type SnapshotSource } from './sources.js';
-import type { CheckedNode, LocalNode, PreflightContext } from './types.js';
+import type { NodeView } from '../preflight-api/view.js';
+import { findSnapshotSource, isSnapshotPath } from './sources.js';
+import { stackPreflights } from '../stacks/registry.js';
+import type { CheckedNode, LocalNode, PreflightContext, SnapshotSource } from '../preflight-api/types.js';
 
 export interface PreflightOptions {
   recipe: string;
@@ -99,6 +100,7 @@ export async function buildContext(options: PreflightOptions, io: Io): Promise<P
   const snapshotSource = (): SnapshotSource | undefined => source;
 
   let config: Promise<ModelConfig | undefined> | undefined;
+  const stacks = await stackPreflights();
   const ctx: PreflightContext = {
     recipe,
     recipeDiagnostics,
@@ -129,6 +131,7 @@ export async function buildContext(options: PreflightOptions, io: Io): Promise<P
       })();
       return config;
     },
+    stacks,
   };
   if (cluster) ctx.placement = placement(recipe, cluster);
   return ctx;

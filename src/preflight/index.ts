@@ -5,8 +5,8 @@ export type { PreflightReport } from './runner.js';
 export { buildContext, clusterMode } from './context.js';
 export type { PreflightOptions } from './context.js';
 export { formatReport } from './report.js';
-export { RULES } from './rules/index.js';
-export { identifyNode, nodeLabel } from './node.js';
+export { preflightRules } from './rules/index.js';
+export { identifyNode, nodeLabel } from '../preflight-api/node.js';
 export type {
   Finding,
   Severity,
@@ -18,7 +18,7 @@ export type {
   PreflightContext,
   LocalNode,
   CheckedNode,
-} from './types.js';
-export type { NodeFacts, FactsRequest } from './facts/types.js';
-export { SEVERITIES } from './types.js';
-export type { SnapshotFacts, SnapshotSource } from './sources.js';
+} from '../preflight-api/types.js';
+export type { NodeFacts, FactsRequest } from '../preflight-api/node-facts.js';
+export { SEVERITIES } from '../preflight-api/types.js';
+export type { SnapshotFacts, SnapshotSource } from '../preflight-api/types.js';

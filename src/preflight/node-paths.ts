@@ -1,11 +1,10 @@
 // The host paths node rules look at, named in one place: the request a node answers is built
 // from these (facts/request.ts), and the rules read the answers by the same names.
-import { join, posix } from 'node:path';
+import { join } from 'node:path';
 import { hfModelDir } from '../engram/hf-cache.js';
 import { stackOfImagePath } from '../stacks/registry.js';
 import {
   HF_CACHE_CONTAINER_PATH,
-  hostPath,
   type EnvValue,
   type HostPath,
   type Mount,
@@ -15,9 +14,9 @@ import {
 } from '../recipes/index.js';
 import { PACK_MANIFEST_NAME } from '../stacks/local-dir.js';
 import { SPARSE_MANIFEST_NAME } from '../stacks/overlay/sparse-manifest.js';
-import type { NodeView } from './facts/view.js';
-import type { SnapshotCandidate } from './facts/types.js';
-import type { PreflightContext } from './types.js';
+import type { NodeView } from '../preflight-api/view.js';
+import type { SnapshotCandidate } from '../preflight-api/node-facts.js';
+import type { PreflightContext } from '../preflight-api/types.js';
 
 export const INDEX_NAME = 'model.safetensors.index.json';
 export const SINGLE_NAME = 'model.safetensors';
@@ -66,42 +65,6 @@ export function packTarget(ctx: PreflightContext): { host: string; from: string;
     from: `${e.value.file}${e.value.line !== undefined ? `:${e.value.line}` : ''}`,
     given: false,
   };
-}
-
-/** Where the Mia stack's container sees its packs, and where the mia-tp4 `.env`'s start.sh mounts ENGRAM_DIR. */
-export const MIA_PACKED_VAR = 'DSV41_PACKED_DIR';
-const MIA_MOUNT = '/engram';
-
-export interface MiaPackDir {
-  value: EnvValue;
-  /** The host directory on the node; undefined when no mount brings DSV41_PACKED_DIR in. */
-  host?: string;
-  /** How the host directory was found, for messages. */
-  from: string;
-}
-
-/**
- * DSV41_PACKED_DIR and its host directory on the node: --pack-dir, else through one of the
- * recipe's mounts, else through ENGRAM_DIR, which the Mia stack's own launcher mounts at /engram.
- */
-export function miaPackDir(ctx: PreflightContext): MiaPackDir | undefined {
-  const value = ctx.env.get(MIA_PACKED_VAR);
-  if (!value) return undefined;
-  if (ctx.packDir !== undefined) return { value, host: ctx.packDir, from: '--pack-dir' };
-  const mapped = ctx.toHost(value.value);
-  if (mapped)
-    return { value, host: mapped.host, from: `${MIA_PACKED_VAR}=${value.value} through the mount of ${mapped.host}` };
-  const engram = ctx.env.get('ENGRAM_DIR');
-  const inside = posix.relative(MIA_MOUNT, posix.normalize(value.value));
-  if (engram && engram.value !== '' && !inside.startsWith('..') && !posix.isAbsolute(inside)) {
-    const host = join(hostPath(engram.value, ctx.home, ctx.cwd), inside);
-    return {
-      value,
-      host,
-      from: `ENGRAM_DIR=${engram.value} (${engram.file}${engram.line !== undefined ? `:${engram.line}` : ''}), mounted at ${MIA_MOUNT}`,
-    };
-  }
-  return { value, from: `${MIA_PACKED_VAR}=${value.value}` };
 }
 
 /**

@@ -1,8 +1,8 @@
 // The human report: findings grouped by severity, each with where and the fix, and the nodes
 // looked at (how each answered, or why it did not).
-import { nodeLabel } from './node.js';
+import { nodeLabel } from '../preflight-api/node.js';
 import type { PreflightReport } from './runner.js';
-import type { Severity } from './types.js';
+import type { Severity } from '../preflight-api/types.js';
 
 const HEADINGS: Record<Severity, string> = { error: 'ERRORS', warn: 'WARNINGS', info: 'NOTES' };
 const COLORS: Record<Severity, string> = { error: '\x1b[31m', warn: '\x1b[33m', info: '\x1b[36m' };

@@ -1,7 +1,7 @@
 // The rule reference in docs/preflight.md is generated from the rules' own metadata, so the
 // two cannot drift (test/preflight/preflight-doc.test.ts compares them).
-import { RULES } from './rules/index.js';
-import type { RuleScope } from './types.js';
+import { preflightRules } from './rules/index.js';
+import type { RuleScope } from '../preflight-api/types.js';
 
 const SCOPES: Record<RuleScope, string> = {
   files: 'the recipe, cluster and env files (same answer on every node)',
@@ -15,9 +15,9 @@ const FAMILIES: Record<string, string> = { dsv41: 'DeepSeek-V4.1', dsv4: 'DeepSe
 export const RULES_DOC_BEGIN = '<!-- rules:begin (generated from src/preflight/rules; npm run docs:preflight) -->';
 export const RULES_DOC_END = '<!-- rules:end -->';
 
-export function rulesMarkdown(): string {
+export async function rulesMarkdown(): Promise<string> {
   const out: string[] = [];
-  for (const r of RULES) {
+  for (const r of await preflightRules()) {
     const families = r.families ? ` · ${r.families.map((f) => FAMILIES[f]).join(', ')} only` : '';
     out.push(
       `### \`${r.id}\``,
@@ -36,9 +36,9 @@ export function rulesMarkdown(): string {
 }
 
 /** `doc` with the text between the markers replaced by the generated reference. */
-export function withRulesSection(doc: string): string {
+export async function withRulesSection(doc: string): Promise<string> {
   const a = doc.indexOf(RULES_DOC_BEGIN);
   const b = doc.indexOf(RULES_DOC_END);
   if (a < 0 || b < a) throw new Error('docs/preflight.md lacks the rules markers');
-  return `${doc.slice(0, a + RULES_DOC_BEGIN.length)}\n\n${rulesMarkdown()}\n${doc.slice(b)}`;
+  return `${doc.slice(0, a + RULES_DOC_BEGIN.length)}\n\n${await rulesMarkdown()}\n${doc.slice(b)}`;
 }

@@ -13,10 +13,10 @@ import { buildContext, forNode, type PreflightOptions } from './context.js';
 import { collectFacts, localHello } from './facts/collect.js';
 import { gatherNode } from './facts/remote.js';
 import { buildRequest } from './facts/request.js';
-import { nodeView } from './facts/view.js';
-import { identifyNode } from './node.js';
-import { RULES } from './rules/index.js';
-import { UNCHECKED_REASON } from './rule.js';
+import { nodeView } from '../preflight-api/view.js';
+import { identifyNode } from '../preflight-api/node.js';
+import { preflightRules } from './rules/index.js';
+import { UNCHECKED_REASON } from '../preflight-api/rule.js';
 import type {
   CheckedNode,
   Finding,
@@ -26,7 +26,7 @@ import type {
   Rule,
   Severity,
   UncheckedRule,
-} from './types.js';
+} from '../preflight-api/types.js';
 
 export interface PreflightReport {
   recipe: string;
@@ -202,13 +202,14 @@ export function uncheckedRules(ctx: PreflightContext, rules: readonly Rule[]): U
   });
 }
 
-/** `rules` is for tests; the CLI runs RULES. */
+/** `rules` is for tests; the CLI runs every rule (preflightRules). */
 export async function runPreflight(
   options: PreflightOptions,
   io: Io,
-  rules: readonly Rule[] = RULES,
+  given?: readonly Rule[],
 ): Promise<PreflightReport> {
   const began = performance.now();
+  const rules = given ?? (await preflightRules());
   validatePatterns(options.only, '--only', rules);
   validatePatterns(options.skip, '--skip', rules);
   const ctx = await buildContext(options, io);

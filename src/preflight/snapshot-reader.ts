@@ -1,7 +1,7 @@
 // The snapshot rules' view of an opened snapshot, through the one reader of shard headers
 // (src/engram/snapshot.ts). Loaded on first use, so a preflight that reads no snapshot never
 // loads the reader or the native addon.
-import type { SnapshotFacts } from './sources.js';
+import type { SnapshotFacts } from '../preflight-api/types.js';
 
 /**
  * Opens the snapshot at `dir`, validating the index, every shard header and each file's size

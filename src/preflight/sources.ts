@@ -5,24 +5,8 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { hfModelDir, hfSnapshotPath, resolveRevision } from '../engram/hf-cache.js';
 import { hostPath, type EffectiveEnv, type HostPath } from '../recipes/index.js';
+import type { SnapshotSource } from '../preflight-api/types.js';
 import { hasCopyManifest } from './local-copy.js';
-
-export interface SnapshotSource {
-  /** Host directory (or single .safetensors file). */
-  dir: string;
-  /** How it was found: the --snapshot flag, the snapshot `spark launch` resolved and serves,
-   *  the recipe's SPARK_ENGRAM_DIR through its mounts, or the model id under the cluster's
-   *  hf_cache (refs/main, else its only snapshot). */
-  how: '--snapshot' | 'launch' | 'SPARK_ENGRAM_DIR' | 'hf_cache';
-}
-
-/** What the snapshot rules need from an opened snapshot. */
-export interface SnapshotFacts {
-  dir: string;
-  revision?: string;
-  shards: number;
-  engram: { layer: number; rows: number; dim: number; rowBytes: number }[];
-}
 
 /** A checkpoint: an index, a single model.safetensors, or one .safetensors file. */
 export function isSnapshotPath(path: string): boolean {

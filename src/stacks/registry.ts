@@ -7,6 +7,7 @@ import { miaRoom } from './mia/room.js';
 import { overlayRoom } from './overlay/room.js';
 import { packedRoom } from './packed/room.js';
 import type { DirFormat, HeldDir, PackLayout, Room, ServingStack } from './room.js';
+import type { StackPreflight } from '../preflight-api/types.js';
 
 export type { DirFormat, PackLayout, ServingStack } from './room.js';
 
@@ -69,4 +70,9 @@ export function copyNoun(kind: string, madeBy?: string): string {
   const f = FORMATS.find((x) => x.kind === kind);
   const noun = f?.noun ?? 'pack';
   return f?.namesMaker && madeBy !== undefined ? `${noun} made by ${madeBy}` : noun;
+}
+
+/** What every stack adds to preflight (its rules, its reader directory), loaded on first use. */
+export function stackPreflights(): Promise<StackPreflight[]> {
+  return Promise.all(STACKS.flatMap((s) => (s.preflight ? [s.preflight()] : [])));
 }

@@ -8,6 +8,7 @@ import type { VerifyReport, VerifyRequest } from '../pack/verify-report.js';
 import type { LocalDir } from './local-dir.js';
 import type { Planner } from './pack-plan.js';
 import type { RowSource, RowSourceOptions } from './row-source.js';
+import type { StackPreflight } from '../preflight-api/types.js';
 
 /** A directory that holds rows (local-dir.ts): every kind but 'none'. */
 export type HeldDir = Exclude<LocalDir, { kind: 'none' }>;
@@ -77,6 +78,8 @@ export interface ServingStack {
    * reader the bench does not reproduce has none.
    */
   original?: { reader: 'mmap' | 'mia-pool'; reads: readonly ('snapshot' | 'sparse' | 'packed')[]; source: string };
+  /** What preflight checks of this stack on each node, loaded when preflight runs. */
+  preflight?: () => Promise<StackPreflight>;
 }
 
 export interface Room {

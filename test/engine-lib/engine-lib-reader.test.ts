@@ -1,4 +1,4 @@
-// The one ELF reader of the engine libraries (src/engine-lib/elf.ts) on the real builds: what it
+// The one ELF reader of the engine libraries (src/files/elf.ts) on the real builds: what it
 // finds is what readelf finds (check-lib.sh passes on the same files), the overlay's ABI note
 // says what engram_rows_abi_version() returns when Python ctypes calls it, a cut or scribbled
 // copy only ever gives an ElfError, and a file whose sections ask for far more work than a
@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ELF_MAX_SECTIONS, ELF_MAX_WALK_BYTES, ElfError, readElf } from '../../src/engine-lib/elf.js';
+import { ELF_MAX_SECTIONS, ELF_MAX_WALK_BYTES, ElfError, readElf } from '../../src/files/elf.js';
 import { abiSymbols } from '../../src/engine-lib/engine-lib.js';
 import { packageRoot } from '../../src/addon/index.js';
 import { LIBRARIES } from '../helpers/engine-lib.js';

@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { compareGlibc, readElf } from '../../src/engine-lib/elf.js';
+import { compareGlibc, readElf } from '../../src/files/elf.js';
 import {
   ELF_MACHINE_OF,
   GLIBC_CEILING,

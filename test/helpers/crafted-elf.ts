@@ -1,4 +1,4 @@
-// Hostile shared objects for the ELF reader's bounds (src/engine-lib/elf.ts): well-formed
+// Hostile shared objects for the ELF reader's bounds (src/files/elf.ts): well-formed
 // headers whose sections ask for far more work than a library's, built byte by byte.
 
 const EHDR = 64;

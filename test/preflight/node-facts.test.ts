@@ -13,9 +13,9 @@ import { factsFromProbe } from '../../src/preflight/facts/remote.js';
 import { collectEngineLibs, ENGINE_LIB_MAX_BYTES } from '../../src/preflight/facts/engine-lib.js';
 import { judgeProbedSnapshot, rebuildSysfs } from '../../src/preflight/facts/rebuild.js';
 import { parseAddresses, parseListeners, parseNvidiaSmi, parseRoutes } from '../../src/preflight/facts/parse.js';
-import { routeTo } from '../../src/preflight/facts/view.js';
+import { routeTo } from '../../src/preflight-api/view.js';
 import { parseFactsRequest } from '../../src/preflight/facts/answer.js';
-import type { FactsRequest, NodeFacts } from '../../src/preflight/facts/types.js';
+import type { FactsRequest, NodeFacts } from '../../src/preflight-api/node-facts.js';
 import { busyPort, freePort, REVISION, world, write } from '../helpers/preflight.js';
 import { procRoutes } from '../helpers/fake-cluster.js';
 import { makeSnapshot } from '../helpers/synth.js';
@@ -248,7 +248,7 @@ test('spark preflight --node-facts refuses a malformed request (exit 2 naming wh
   assert.throws(() => parseFactsRequest('{'), /--node-facts: not JSON/);
   assert.throws(
     () => parseFactsRequest(JSON.stringify({ ...factsRequest({}), version: 99 })),
-    /request version 99, this spark answers 2/,
+    /request version 99, this spark answers 3/,
   );
   assert.throws(
     () => parseFactsRequest(JSON.stringify({ ...factsRequest({}), paths: [1] })),
@@ -258,6 +258,18 @@ test('spark preflight --node-facts refuses a malformed request (exit 2 naming wh
     () => parseFactsRequest(JSON.stringify({ ...factsRequest({}), ports: [70000] })),
     /ports must be a list of port numbers/,
   );
+  for (const readerDir of [
+    { dir: '/d', glob: 'a b*.bin', headBytes: 48 },
+    { dir: '/d', glob: "x'*", headBytes: 48 },
+    { dir: '/d', glob: '*.bin', headBytes: 0 },
+    { dir: '/d', glob: '*.bin', headBytes: 48, receipt: '../id.json' },
+    { dir: 1, glob: '*.bin', headBytes: 48 },
+  ])
+    assert.throws(
+      () => parseFactsRequest(JSON.stringify({ ...factsRequest({}), readerDir })),
+      /readerDir must be \{dir, glob, headBytes, receipt\?\} with a plain glob/,
+      JSON.stringify(readerDir),
+    );
   assert.deepEqual(parseFactsRequest(JSON.stringify(factsRequest({ paths: ['/x'] }))).paths, ['/x']);
 });
 
@@ -314,7 +326,7 @@ test("a node-local copy: the probe and spark read it alike (spark's sparse copy,
   }
 });
 
-test("the Mia stack's packed directory: the probe and spark report it alike, reading only what they may", async (t) => {
+test("a stack's reader directory (the Mia stack's packs): the probe and spark report it alike, reading only what they may", async (t) => {
   if (!needs(t, 'dash')) return;
   const dir = join(tempDir(), 'engram');
   mkdirSync(dir);
@@ -328,11 +340,12 @@ test("the Mia stack's packed directory: the probe and spark report it alike, rea
   symlinkSync('nowhere', join(dir, 'engram-l14-r3of4.bin'));
   writeFileSync(join(dir, 'engram-local.json'), '{}');
   writeFileSync(join(dir, 'identity.json'), '{"format":"DSV41EN1","tp":4}');
-  const req = factsRequest({ miaDir: dir });
+  const mia = { glob: 'engram-l*-r*of*.bin', headBytes: 48, receipt: 'identity.json' };
+  const req = factsRequest({ readerDir: { dir, ...mia } });
   const spark = await collectFacts(req, localHello('/home/x', '0.1.0'), { via: 'spark', dumpSysfs: false });
-  const direct = spark.miaDir!.files[0]!.direct!;
+  const direct = spark.readerDir!.files[0]!.direct!;
   const file = (name: string, size: number, head: string) => ({ name, kind: 'file', size, head, direct });
-  assert.deepEqual(spark.miaDir, {
+  assert.deepEqual(spark.readerDir, {
     dir,
     kind: 'dir',
     files: [
@@ -344,13 +357,25 @@ test("the Mia stack's packed directory: the probe and spark report it alike, rea
       file('engram-l14-r1of4.bin', 0, ''),
       { name: 'engram-l14-r3of4.bin', kind: 'missing' },
     ],
-    identity: '{"format":"DSV41EN1","tp":4}',
+    receipt: '{"format":"DSV41EN1","tp":4}',
   });
-  for (const shell of ['dash', 'bash']) assert.deepEqual((await probe(req, shell)).miaDir, spark.miaDir, shell);
-  const gone = factsRequest({ miaDir: join(dir, 'not-there') });
-  assert.deepEqual((await probe(gone)).miaDir, { dir: join(dir, 'not-there'), kind: 'missing', files: [] });
+  for (const shell of ['dash', 'bash']) assert.deepEqual((await probe(req, shell)).readerDir, spark.readerDir, shell);
+  // Another stack's names and header size: only what its glob names, only as many bytes as it asks.
+  const other = factsRequest({ readerDir: { dir, glob: '*-r0of4.bin', headBytes: 8 } });
+  const otherFacts = await collectFacts(other, localHello('/home/x', '0.1.0'), { via: 'spark', dumpSysfs: false });
+  assert.deepEqual(otherFacts.readerDir, {
+    dir,
+    kind: 'dir',
+    files: [
+      file('engram-l1-r0of4.bin', 4096 + 2640, header.subarray(0, 8).toString('hex')),
+      file('engram-l14-r0of4.bin', 20, header.subarray(0, 8).toString('hex')),
+    ],
+  });
+  assert.deepEqual((await probe(other)).readerDir, otherFacts.readerDir);
+  const gone = factsRequest({ readerDir: { dir: join(dir, 'not-there'), ...mia } });
+  assert.deepEqual((await probe(gone)).readerDir, { dir: join(dir, 'not-there'), kind: 'missing', files: [] });
   assert.deepEqual(
-    (await collectFacts(gone, localHello('/home/x', '0.1.0'), { via: 'spark', dumpSysfs: false })).miaDir,
+    (await collectFacts(gone, localHello('/home/x', '0.1.0'), { via: 'spark', dumpSysfs: false })).readerDir,
     { dir: join(dir, 'not-there'), kind: 'missing', files: [] },
   );
 });

@@ -5,11 +5,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, renameSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { RULES, runPreflight, type Finding, type PreflightReport } from '../../src/preflight/index.js';
+import { preflightRules, runPreflight, type Finding, type PreflightReport } from '../../src/preflight/index.js';
 import type { Io } from '../../src/terminal/io.js';
 import { REVISION } from '../helpers/preflight.js';
 import { defaultHosts, fakeCluster, IMAGE_ID, type FakeCluster, type HostSpec } from '../helpers/fake-cluster.js';
 import type { Behavior } from '../helpers/fake-node.js';
+
+const RULES = await preflightRules();
 
 function io(env: NodeJS.ProcessEnv): Io {
   return { stdout: () => {}, stderr: () => {}, env, cwd: process.cwd(), stderrIsTTY: false, color: false };

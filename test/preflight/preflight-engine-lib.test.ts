@@ -20,7 +20,7 @@ import {
 } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { runPreflight, type Finding, type PreflightReport } from '../../src/preflight/index.js';
-import { ELF_MAX_SECTIONS } from '../../src/engine-lib/elf.js';
+import { ELF_MAX_SECTIONS } from '../../src/files/elf.js';
 import {
   collectEngineLibs,
   ENGINE_LIB_MAX_BYTES,

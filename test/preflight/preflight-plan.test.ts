@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { planDryRun } from '../../src/launch/index.js';
 import { runPreflight } from '../../src/preflight/index.js';
-import type { Finding } from '../../src/preflight/types.js';
+import type { Finding } from '../../src/preflight-api/types.js';
 import { parseDockerSize } from '../../src/recipes/index.js';
 import { edit, quietIo, world, write, type World } from '../helpers/preflight.js';
 import { seedYaml } from '../helpers/sparkrun.js';

@@ -3,11 +3,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { RULES } from '../../src/preflight/index.js';
+import { preflightRules } from '../../src/preflight/index.js';
 import { edit, preflight, world, write } from '../helpers/preflight.js';
 import { CASES } from '../helpers/rule-cases.js';
 import { needsRoot } from '../helpers/external-tool.js';
 import { type RuleCase, fullRange, tables, manifest, heldPorts } from '../helpers/rule-fixtures.js';
+
+const RULES = await preflightRules();
 
 const dottedSpec = (text: string) =>
   edit(

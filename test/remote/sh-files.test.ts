@@ -123,7 +123,7 @@ test('every script spark makes of them passes shellcheck and dash -n', (t) => {
           { hfCache: '/hf', model: 'x/y', modelDir: '/hf/models--x--y' },
         ],
         copyDir: '/copy',
-        miaDir: '/mia dir',
+        readerDir: { dir: '/mia dir', glob: 'engram-l*-r*of*.bin', headBytes: 48, receipt: 'identity.json' },
       }),
     ),
     'sparkrun fabric probe': fabricProbe('/sys'),

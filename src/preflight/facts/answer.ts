@@ -4,7 +4,13 @@ import { homedir } from 'node:os';
 import { usageError } from '../../errors/errors.js';
 import { VERSION } from '../../domain/version.js';
 import { collectFacts, localHello } from './collect.js';
-import { FACTS_VERSION, type FactsRequest, type NodeFacts, type SnapshotCandidate } from './types.js';
+import { checkReaderDirRequest } from './reader-dir.js';
+import {
+  FACTS_VERSION,
+  type FactsRequest,
+  type NodeFacts,
+  type SnapshotCandidate,
+} from '../../preflight-api/node-facts.js';
 
 const isStrings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
 
@@ -15,6 +21,19 @@ function isCandidate(v: unknown): v is SnapshotCandidate {
     typeof c.dir === 'string' ||
     (typeof c.hfCache === 'string' && typeof c.model === 'string' && typeof c.modelDir === 'string')
   );
+}
+
+function isReaderDir(v: unknown): boolean {
+  if (typeof v !== 'object' || v === null) return false;
+  const r = v as Record<string, unknown>;
+  if (typeof r.dir !== 'string' || typeof r.glob !== 'string' || typeof r.headBytes !== 'number') return false;
+  if (r.receipt !== undefined && typeof r.receipt !== 'string') return false;
+  try {
+    checkReaderDirRequest(r as { dir: string; glob: string; headBytes: number; receipt?: string });
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** The request as JSON text, checked for shape (exit 2 naming what is wrong). */
@@ -40,10 +59,10 @@ export function parseFactsRequest(text: string): FactsRequest {
     throw usageError('--node-facts: snapshot must be a list of candidates');
   if (doc.engineLibs !== undefined && !isStrings(doc.engineLibs))
     throw usageError('--node-facts: engineLibs must be a list of strings');
-  for (const key of ['copyDir', 'miaDir'] as const) {
-    if (doc[key] !== undefined && typeof doc[key] !== 'string')
-      throw usageError(`--node-facts: ${key} must be a string`);
-  }
+  if (doc.copyDir !== undefined && typeof doc.copyDir !== 'string')
+    throw usageError('--node-facts: copyDir must be a string');
+  if (doc.readerDir !== undefined && !isReaderDir(doc.readerDir))
+    throw usageError('--node-facts: readerDir must be {dir, glob, headBytes, receipt?} with a plain glob');
   return doc as unknown as FactsRequest;
 }
 

@@ -12,7 +12,7 @@ import { hfSnapshotPath, resolveRevision } from '../../engram/hf-cache.js';
 import { isSnapshotPath } from '../sources.js';
 import { openSnapshotFacts } from '../snapshot-reader.js';
 import { hasCopyManifest, inspectCopy } from '../local-copy.js';
-import { collectMiaDir } from './mia-dir.js';
+import { collectReaderDir } from './reader-dir.js';
 import { collectEngineLibs } from './engine-lib.js';
 import { parseAddresses, parseNvidiaSmi, parseRoutes } from './parse.js';
 import {
@@ -26,7 +26,7 @@ import {
   type PathFact,
   type SnapshotFact,
   type SysfsDump,
-} from './types.js';
+} from '../../preflight-api/node-facts.js';
 
 function pathFact(p: string): PathFact {
   try {
@@ -246,7 +246,7 @@ export async function collectFacts(
   if (snap) facts.snapshot = snap;
   const copy = request.copyDir === undefined ? undefined : await copyFact(request.copyDir);
   if (copy) facts.copy = copy;
-  if (request.miaDir !== undefined) facts.miaDir = collectMiaDir(request.miaDir);
+  if (request.readerDir !== undefined) facts.readerDir = collectReaderDir(request.readerDir);
   if (request.engineLibs !== undefined) facts.engineLibs = collectEngineLibs(request.engineLibs);
   return facts;
 }

@@ -3,16 +3,16 @@
 // in-process (spark on the node, or this machine) and by a short sh command of its own, sent
 // after the probe (`engineLibScript`). For each host path: what it is (following links, as
 // docker's bind mount does, and whether it is a link), and for a regular file its size, its
-// sha256 and what the one ELF reader (engine-lib/elf.ts) finds in it. Nothing but a regular
+// sha256 and what the one ELF reader (files/elf.ts) finds in it. Nothing but a regular
 // file of at most ENGINE_LIB_MAX_BYTES is read; the sh command sends its bytes, and this
 // machine computes the digest and reads the ELF from them, as spark on the node does.
 import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, statSync } from 'node:fs';
 import { machine } from 'node:os';
 import { shQuote } from '../../remote/shell.js';
-import { readElf } from '../../engine-lib/elf.js';
+import { readElf } from '../../files/elf.js';
 import { hexBytes } from './hex.js';
-import type { EngineLibFileFact, EngineLibsFact, PathKind } from './types.js';
+import type { EngineLibFileFact, EngineLibsFact, PathKind } from '../../preflight-api/node-facts.js';
 
 /** A real library is well under 1 MiB; anything this large is not one and is not sent. */
 export const ENGINE_LIB_MAX_BYTES = 64 << 20;

@@ -1,7 +1,7 @@
 // Readers for the text a node's tools print: nvidia-smi's banner, /proc/net/route, the
 // listening sockets of /proc/net/tcp{,6}, and `ip -o addr` / `hostname -I`.
 import { isIP } from 'node:net';
-import type { RouteFact } from './types.js';
+import type { RouteFact } from '../../preflight-api/node-facts.js';
 
 /** Driver and CUDA versions from nvidia-smi's banner ("Driver Version: 580.95.05   CUDA Version: 13.0"). */
 export function parseNvidiaSmi(text: string): { driver?: string; cuda?: string } {

@@ -1,21 +1,21 @@
 // The facts of a node without spark, gathered by the self-contained POSIX sh scripts hello.sh
-// and probe.sh (with its fragments node-lib.sh and mia-dir.sh) sent over ssh, and parsed here.
+// and probe.sh (with its fragments node-lib.sh and reader-dir.sh) sent over ssh, and parsed here.
 // Every value of arbitrary content travels hex-encoded (od), keyed by its index in the request,
 // so the answer parses the same whatever the paths or files hold.
 import { quoted, shTemplate } from '../../remote/sh-template.js';
 import { parseAddresses, parseListeners, parseNvidiaSmi, parseRoutes } from './parse.js';
 import { imageFailure } from './collect.js';
-import { miaDirValues, parseMiaDirLine } from './mia-dir.js';
+import { parseReaderDirLine, readerDirValues } from './reader-dir.js';
 import { hexBytes } from './hex.js';
 import {
   TEXT_LIMIT,
   type FactsRequest,
-  type MiaDirFact,
+  type ReaderDirFact,
   type NodeFacts,
   type NodeHello,
   type PathKind,
   type SysfsDump,
-} from './types.js';
+} from '../../preflight-api/node-facts.js';
 
 const HELLO = shTemplate(import.meta.url, 'hello.sh');
 const PROBE = shTemplate(import.meta.url, 'probe.sh');
@@ -44,7 +44,7 @@ export function probeScript(request: FactsRequest): string {
       ),
     ),
     COPY_DIRS: request.copyDir === undefined ? [] : [request.copyDir],
-    ...miaDirValues(request.miaDir),
+    ...readerDirValues(request.readerDir),
   });
 }
 
@@ -116,7 +116,7 @@ export function parseProbe(out: string, request: FactsRequest, hello: NodeHello)
   let copy: ProbedDir | undefined;
   let dump: ProbedDir | undefined;
   let listeners = new Set<number>();
-  let mia: MiaDirFact | undefined;
+  let readerDir: ReaderDirFact | undefined;
   for (const line of lines.slice(start + 1)) {
     const f = line.split(' ');
     const tag = f[0];
@@ -149,9 +149,10 @@ export function parseProbe(out: string, request: FactsRequest, hello: NodeHello)
     else if (tag === 'shard' && dump)
       dump.shards.push({ name: text(f[3] ?? ''), size: Number(f[1]), headerLength: Number(f[2]) });
     else if (tag === 'header' && dump?.shards.length) dump.shards.at(-1)!.header = unhex(f[1] ?? '');
-    else if (tag === 'mdir' || tag === 'mfile' || tag === 'mident') mia = parseMiaDirLine(f, mia, unhex);
+    else if (tag === 'rdir' || tag === 'rfile' || tag === 'rreceipt')
+      readerDir = parseReaderDirLine(f, readerDir, unhex);
   }
-  if (mia) facts.miaDir = mia;
+  if (readerDir) facts.readerDir = readerDir;
   facts.ports = request.ports.map((p) => (listeners.has(p) ? 'in-use' : 'free'));
   facts.sysfs = sysfs;
   return { facts, ...(snapshot ? { snapshot } : {}), ...(copy ? { copy } : {}) };

@@ -106,5 +106,5 @@ set -- @COPY_DIRS@
 for c in "$@"; do
   if [ -f "$c/engram-local.json" ] || [ -f "$c/spark-pack.json" ]; then printf 'copy '; printf '%s' "$c" | hx; dump_files "$c" "$c"/*.safetensors; fi
 done
-. ./mia-dir.sh
+. ./reader-dir.sh
 printf 'end\n'

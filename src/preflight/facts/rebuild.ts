@@ -9,7 +9,7 @@ import { openSnapshotFacts } from '../snapshot-reader.js';
 import { revisionOfSnapshotDir } from '../../engram/hf-cache.js';
 import { copyFact, errorFact } from './collect.js';
 import type { ProbedDir, ProbedSnapshot } from './probe-sh.js';
-import type { CopyFact, SnapshotFact, SysfsDump } from './types.js';
+import type { CopyFact, SnapshotFact, SysfsDump } from '../../preflight-api/node-facts.js';
 
 const NAME = /^[A-Za-z0-9_.:@+-]+$/;
 const SYSFS_PATH =

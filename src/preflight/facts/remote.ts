@@ -7,7 +7,7 @@ import { capture, lastLine, nodeArgv, type Tools } from '../../remote/ssh.js';
 import { helloScript, parseHello, parseProbe, probeScript } from './probe-sh.js';
 import { engineLibScript, parseEngineLibs, unreadEngineLibs } from './engine-lib.js';
 import { judgeProbedCopy, judgeProbedSnapshot, rebuildSysfs } from './rebuild.js';
-import { FACTS_VERSION, type FactsRequest, type NodeFacts, type NodeHello } from './types.js';
+import { FACTS_VERSION, type FactsRequest, type NodeFacts, type NodeHello } from '../../preflight-api/node-facts.js';
 
 export interface GatherTarget {
   rank: number;

@@ -4,15 +4,14 @@ import {
   dirProbes,
   engineLibMounts,
   engramDirOnNode,
-  miaPackDir,
   nodeBinds,
   packTarget,
   snapshotCandidates,
   wrapperOnNode,
 } from '../node-paths.js';
 import { headPorts } from '../rules/ports.js';
-import type { PreflightContext } from '../types.js';
-import { FACTS_VERSION, type FactsRequest } from './types.js';
+import type { PreflightContext } from '../../preflight-api/types.js';
+import { FACTS_VERSION, type FactsRequest } from '../../preflight-api/node-facts.js';
 
 export interface RequestOptions {
   /** --snapshot: the snapshot directory as the node sees it. */
@@ -41,7 +40,8 @@ export function buildRequest(ctx: PreflightContext, options: RequestOptions): Fa
     paths.add(wrapper.host);
     texts.add(wrapper.host);
   }
-  const mia = miaPackDir(ctx)?.host;
+  // One reader directory a node: the first stack whose variable the recipe sets.
+  const readerDir = ctx.stacks.map((s) => s.readerDir?.(ctx)).find((r) => r !== undefined);
   const libs = engineLibMounts(ctx).map((l) => l.host);
   return {
     version: FACTS_VERSION,
@@ -55,7 +55,7 @@ export function buildRequest(ctx: PreflightContext, options: RequestOptions): Fa
     procNet: '/proc/net',
     snapshot: snapshotCandidates(ctx, options),
     ...(pack ? { copyDir: pack.host } : {}),
-    ...(mia !== undefined ? { miaDir: mia } : {}),
+    ...(readerDir ? { readerDir } : {}),
     ...(libs.length > 0 ? { engineLibs: [...new Set(libs)] } : {}),
   };
 }

@@ -1,7 +1,7 @@
 // PyTorch allocator settings that break one stack and are fine on another. PyTorch reads them
 // from PYTORCH_ALLOC_CONF (the newer name) or PYTORCH_CUDA_ALLOC_CONF (the older one, still
 // honoured); which wins when both are set has changed between releases, so both are checked.
-import { defineRule, envSourceName, finding, whereEnv } from '../rule.js';
+import { defineRule, envSourceName, finding, whereEnv } from '../../preflight-api/rule.js';
 
 /** The allocator variables PyTorch reads, newer name first. */
 export const ALLOC_CONF_VARS = ['PYTORCH_ALLOC_CONF', 'PYTORCH_CUDA_ALLOC_CONF'] as const;

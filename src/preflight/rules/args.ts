@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { at, type Engine } from '../../recipes/index.js';
 import type { ArgFlag } from '../../recipes/args.js';
 import { launcherEnvKeys } from '../../recipes/engine-args.js';
-import { defineRule, envSourceName, finding, whereArg, whereEnv } from '../rule.js';
+import { defineRule, envSourceName, finding, whereArg, whereEnv } from '../../preflight-api/rule.js';
 
 export const jsonValue = defineRule({
   id: 'args.json-value',

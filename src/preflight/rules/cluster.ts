@@ -2,8 +2,8 @@
 import { isIPv4 } from 'node:net';
 import { gidInRange, parseCidr, parseIpv6 } from '../../net/ip.js';
 import { at } from '../../recipes/index.js';
-import { defineRule, finding, whereEnv } from '../rule.js';
-import type { UncheckedRule } from '../types.js';
+import { defineRule, finding, whereEnv } from '../../preflight-api/rule.js';
+import type { UncheckedRule } from '../../preflight-api/types.js';
 
 /** Whether an address lies in NCCL_IB_ADDR_RANGE, compared the way NCCL compares GIDs. */
 export function addressInRange(address: string, rangeText: string): boolean | undefined {

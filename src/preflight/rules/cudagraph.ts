@@ -1,7 +1,7 @@
 // CUDA graph sizes against the decode batch: a batch larger than the largest captured graph
 // runs eagerly (slow), and vLLM with speculative decoding captures in multiples of k+1.
 import type { ArgFlag, ParsedArgs } from '../../recipes/index.js';
-import { defineRule, finding, whereArg, whereField } from '../rule.js';
+import { defineRule, finding, whereArg, whereField } from '../../preflight-api/rule.js';
 
 /** k, the number of speculative tokens, from vLLM's --speculative-config JSON. */
 export function speculativeTokens(config: unknown): number | undefined {

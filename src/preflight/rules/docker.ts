@@ -2,7 +2,7 @@
 import { parseDockerSize } from '../../recipes/index.js';
 import { formatBytes } from '../../terminal/format.js';
 import { plannedContainer } from '../node-paths.js';
-import { defineRule, finding, whereField } from '../rule.js';
+import { defineRule, finding, whereField } from '../../preflight-api/rule.js';
 
 export const MIN_SHM_BYTES = 2 ** 30;
 /** What docker gives a container with neither --shm-size nor --ipc host ("64m"). */

@@ -3,20 +3,20 @@
 // shared object for the node's machine, exports exactly the ABI's symbols (the overlay's saying
 // version 3), loads in the stacks' images (only the C library needed, glibc <= 2.35), and is the
 // same build everywhere. Judged from the node's facts (facts/engine-lib.ts) by the one ELF
-// reader and verdict (engine-lib/elf.ts, engine-lib/verdict.ts).
+// reader and verdict (files/elf.ts, engine-lib/verdict.ts).
 import { basename, dirname } from 'node:path';
 import { at, missingSourceOutcome, type Bind } from '../../recipes/index.js';
 import { shJoin } from '../../remote/shell.js';
 import { abiSymbols } from '../../engine-lib/engine-lib.js';
 import { STACKS, stackNamed } from '../../stacks/registry.js';
-import type { ElfSummary } from '../../engine-lib/elf.js';
+import type { ElfSummary } from '../../files/elf.js';
 import { abiVerdict, loadProblems, machineProblem } from '../../engine-lib/verdict.js';
 import { forNode } from '../context.js';
-import { nodeLabel } from '../node.js';
+import { nodeLabel } from '../../preflight-api/node.js';
 import { engineLibMounts, type EngineLibMount } from '../node-paths.js';
-import { defineRule, finding, whereNode } from '../rule.js';
-import type { EngineLibFileFact } from '../facts/types.js';
-import type { CheckedNode, Finding, PreflightContext, RuleOutcome } from '../types.js';
+import { defineRule, finding, whereNode } from '../../preflight-api/rule.js';
+import type { EngineLibFileFact } from '../../preflight-api/node-facts.js';
+import type { CheckedNode, Finding, PreflightContext, RuleOutcome } from '../../preflight-api/types.js';
 
 interface NodeLibrary {
   lib: EngineLibMount;

@@ -3,11 +3,11 @@
 import { basename } from 'node:path';
 import { checkTiling, dashEntries, formatEngramRows, parseEngramRows, type LayerRange } from '../../engram/ranges.js';
 import type { EnvValue } from '../../recipes/index.js';
-import { defineRule, envSourceName, finding, whereEnv, whereNode } from '../rule.js';
+import { defineRule, envSourceName, finding, whereEnv, whereNode } from '../../preflight-api/rule.js';
 import { dirKind, underHfCache, wrapperOnNode } from '../node-paths.js';
-import type { PreflightContext } from '../types.js';
+import type { PreflightContext } from '../../preflight-api/types.js';
 import { scriptSetsEngramRows } from '../wrapper-script.js';
-import { expectedEngramRows } from './snapshot.js';
+import { expectedEngramRows } from '../../preflight-api/rows.js';
 import { shJoin } from '../../remote/shell.js';
 
 /**

@@ -5,8 +5,8 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { formatHcaItem, parseHcaList, unmatchedItems, type HcaList } from '../../net/hca-list.js';
 import { envValues, type EnvValue } from '../../recipes/index.js';
-import { defineRule, finding, whereEnv, whereNode } from '../rule.js';
-import type { PreflightContext } from '../types.js';
+import { defineRule, finding, whereEnv, whereNode } from '../../preflight-api/rule.js';
+import type { PreflightContext } from '../../preflight-api/types.js';
 
 function listDir(path: string): string[] | undefined {
   try {

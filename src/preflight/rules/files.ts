@@ -1,8 +1,8 @@
 // Rules about the files themselves: keys a table header swallowed, unknown keys, variables an
 // env file expands without a definition.
 import { at, type FileDiagnostic } from '../../recipes/index.js';
-import { defineRule, finding, type RuleInput } from '../rule.js';
-import type { Rule } from '../types.js';
+import { defineRule, finding, type RuleInput } from '../../preflight-api/rule.js';
+import type { Rule } from '../../preflight-api/types.js';
 
 /**
  * A rule that reports, one finding each, the diagnostics of `kind` the file readers made, at the

@@ -1,5 +1,8 @@
-// Every preflight rule, in the order the report and docs/preflight.md list them.
-import type { Rule } from '../types.js';
+// Every preflight rule, in the order the report and docs/preflight.md list them: preflight's
+// own, with each serving stack's rules (its room's `preflight` entry) after the copy rules
+// they build on.
+import type { Rule } from '../../preflight-api/types.js';
+import { stackPreflights } from '../../stacks/registry.js';
 import { expandableSegments } from './alloc.js';
 import { jsonValue, launcherOwned } from './args.js';
 import { fabricRange, localOnly } from './cluster.js';
@@ -16,12 +19,6 @@ import { gid, hca, socketIfname } from './fabric.js';
 import { composeOnly, swallowedKey, undefinedVariable, unknownKey } from './files.js';
 import { utilizationCeiling } from './memory.js';
 import { contextLength, snapshotMatches } from './model.js';
-import {
-  identity as miaIdentity,
-  oDirect as miaODirect,
-  packs as miaPacks,
-  residentScales as miaResidentScales,
-} from './mia.js';
 import { fileIsDirectory, hostPaths } from './mounts.js';
 import { clockSkew, reachable, sameImage, sameSpark, sameVersions } from './nodes.js';
 import { sparkVersion } from './spark-version.js';
@@ -33,7 +30,8 @@ import { rowsGrammar } from './rows-grammar.js';
 import { defaultsReach, notRun } from './sparkrun.js';
 import { complete, engramDir, engramTables, sameRevision } from './snapshot.js';
 
-export const RULES: readonly Rule[] = [
+/** Preflight's own rules up to the node-local copy's, which the stacks' rules build on. */
+const BEFORE_STACKS: readonly Rule[] = [
   // the files
   swallowedKey,
   unknownKey,
@@ -67,10 +65,10 @@ export const RULES: readonly Rule[] = [
   rangesSource,
   freeSpace,
   manifest,
-  miaPacks,
-  miaODirect,
-  miaResidentScales,
-  miaIdentity,
+];
+
+/** Preflight's own rules after the stacks': the node's mounts, libraries and fabric, then across the nodes. */
+const AFTER_STACKS: readonly Rule[] = [
   hostPaths,
   fileIsDirectory,
   engineLibFile,
@@ -91,3 +89,9 @@ export const RULES: readonly Rule[] = [
   engineLibSameBuild,
   clockSkew,
 ];
+
+/** Every rule, with the stacks' in their place. */
+export async function preflightRules(): Promise<readonly Rule[]> {
+  const own = (await stackPreflights()).flatMap((s) => s.rules);
+  return [...BEFORE_STACKS, ...own, ...AFTER_STACKS];
+}

@@ -1,7 +1,7 @@
 // GPU memory fractions on unified memory: on GB10 the 128 GB is both host RAM and GPU memory,
 // so what the engine reserves is taken from the OS, page cache and pinned NCCL buffers.
 import { formatBytes } from '../../terminal/format.js';
-import { defineRule, finding, whereArg, whereField } from '../rule.js';
+import { defineRule, finding, whereArg, whereField } from '../../preflight-api/rule.js';
 
 /** vLLM: above this the server boots and then dies under traffic. */
 export const VLLM_GMU_CEILING = 0.85;

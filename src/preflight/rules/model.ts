@@ -1,6 +1,6 @@
 // Settings checked against the model's own config.json.
 import { configFamily, ENGINE_FLAGS, modelFamily, type Engine } from '../../recipes/index.js';
-import { defineRule, finding, whereArg, whereEnv, whereField } from '../rule.js';
+import { defineRule, finding, whereArg, whereEnv, whereField } from '../../preflight-api/rule.js';
 
 /** `524288`, `128k` (×1000), `128K` (×1024), `1m` / `1M`; undefined for `auto` or junk. */
 export function parseTokenCount(text: string): number | undefined {

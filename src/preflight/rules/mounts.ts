@@ -4,9 +4,9 @@
 // empty directory (-v) is the plan's choice, and the finding says what that launch would do.
 import { posix } from 'node:path';
 import { at, missingSourceOutcome, type Bind } from '../../recipes/index.js';
-import { defineRule, finding, whereNode } from '../rule.js';
+import { defineRule, finding, whereNode } from '../../preflight-api/rule.js';
 import { nodeBinds, plannedContainer, wrapperScript } from '../node-paths.js';
-import type { PreflightContext } from '../types.js';
+import type { PreflightContext } from '../../preflight-api/types.js';
 import { shJoin } from '../../remote/shell.js';
 
 /** Whether anything the container runs names a path inside the bind's container path. */

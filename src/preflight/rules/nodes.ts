@@ -1,10 +1,10 @@
 // What must agree across the nodes, read from every node at once: each node answered, runs the
 // same image, the same NVIDIA driver, CUDA and kernel, the same spark, and keeps the same time.
 // Each finding names the node that differs from the head.
-import { nodeLabel } from '../node.js';
-import { defineRule, finding } from '../rule.js';
-import type { CheckedNode, PreflightContext } from '../types.js';
-import type { NodeFacts } from '../facts/types.js';
+import { nodeLabel } from '../../preflight-api/node.js';
+import { defineRule, finding } from '../../preflight-api/rule.js';
+import type { CheckedNode, PreflightContext } from '../../preflight-api/types.js';
+import type { NodeFacts } from '../../preflight-api/node-facts.js';
 
 const ref = (c: CheckedNode) => ({ rank: c.node.rank, host: c.node.host });
 

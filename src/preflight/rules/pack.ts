@@ -4,13 +4,13 @@
 // from the sh probe's answer) by the readers the row store, verify and the wrapper use.
 import { type Engine } from '../../recipes/index.js';
 import { formatBytes } from '../../terminal/format.js';
-import { defineRule, envSourceName, finding, whereEnv, whereNode } from '../rule.js';
+import { defineRule, envSourceName, finding, whereEnv, whereNode } from '../../preflight-api/rule.js';
 import { formatEngramRows, parseEngramRows } from '../../engram/ranges.js';
 import type { LocalCopy } from '../../engram/layer-source.js';
 import { revisionOfSnapshotDir } from '../../engram/hf-cache.js';
 import { dirKind, hasCopy, packTarget } from '../node-paths.js';
-import type { PreflightContext } from '../types.js';
-import { expectedEngramRows } from './snapshot.js';
+import type { PreflightContext } from '../../preflight-api/types.js';
+import { expectedEngramRows, snapshotRows } from '../../preflight-api/rows.js';
 
 /** Header block in front of each packed data file (contract: packed directory format 1). */
 const PACK_HEADER_BYTES = 4096;
@@ -64,14 +64,6 @@ export const ENGINE_SPLIT: Record<Engine, string> = { sglang: 'floor', vllm: 'he
 
 /** How the copy's rank and world are known, for messages. */
 const known = (c: LocalCopy): string => (c.identity?.from === 'inferred' ? ' (inferred from its ranges)' : '');
-
-/** Row counts per layer of the snapshot the engine loads on this node: its headers, else config.json. */
-export async function snapshotRows(ctx: PreflightContext): Promise<Map<number, number> | undefined> {
-  const s = ctx.view!.snapshot();
-  if (s && 'facts' in s) return new Map(s.facts.engram.map((t) => [t.layer, t.rows]));
-  const config = await ctx.modelConfig().catch(() => undefined);
-  return config ? expectedEngramRows(config) : undefined;
-}
 
 /** What is wrong with the copy for this node, recipe and snapshot, one line each. */
 async function copyProblems(

@@ -2,8 +2,8 @@
 // dimensions it splits, and SGLang's expert parallelism must fit inside TP. The shape and the
 // nodes that run come from src/recipes/topology.ts, which the launcher uses too.
 import { at } from '../../recipes/index.js';
-import { defineRule, finding, whereArg, whereField } from '../rule.js';
-import type { PreflightContext } from '../types.js';
+import { defineRule, finding, whereArg, whereField } from '../../preflight-api/rule.js';
+import type { PreflightContext } from '../../preflight-api/types.js';
 
 /** Tensor-parallel size as the launcher passes it (the recipe key, else args, else required_nodes). */
 export function tensorParallel(ctx: PreflightContext): number {

@@ -1,8 +1,8 @@
 // Ports the head node will listen on must be free there (the node's facts say: a bind test
 // with spark, the listening sockets of /proc/net/tcp with the sh probe).
 import { DEFAULT_DIST_PORT, defaultPort, servingPort } from '../../recipes/index.js';
-import { defineRule, finding, whereNode } from '../rule.js';
-import type { PreflightContext } from '../types.js';
+import { defineRule, finding, whereNode } from '../../preflight-api/rule.js';
+import type { PreflightContext } from '../../preflight-api/types.js';
 
 /** The ports this node listens on: the serving port and the rendezvous port, on the head only. */
 export function headPorts(ctx: PreflightContext): { port: number; what: string }[] {

@@ -5,9 +5,9 @@
 // file must give each node a dist_addr they all reach (usually the LAN).
 import { isIPv4 } from 'node:net';
 import { at, isAddressed, nodeAddress, type AddressedNode, type Cluster } from '../../recipes/index.js';
-import { routeTo } from '../facts/view.js';
-import { nodeLabel } from '../node.js';
-import { defineRule, finding } from '../rule.js';
+import { routeTo } from '../../preflight-api/view.js';
+import { nodeLabel } from '../../preflight-api/node.js';
+import { defineRule, finding } from '../../preflight-api/rule.js';
 import { addressInRange } from './cluster.js';
 
 /** The fabric prefix length assumed when fabric_addr has none. */

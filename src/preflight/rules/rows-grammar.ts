@@ -3,8 +3,8 @@
 // manifest gives the ranges (docs/serving-stacks.md, stack A); spark before this version wrote
 // `layer:lo-hi`, so recipes, env files and cluster files may still carry that form.
 import { dashEntries, formatEngramRows, parseEngramRows } from '../../engram/ranges.js';
-import { defineRule, envSourceName, finding, whereEnv } from '../rule.js';
-import type { PreflightContext } from '../types.js';
+import { defineRule, envSourceName, finding, whereEnv } from '../../preflight-api/rule.js';
+import type { PreflightContext } from '../../preflight-api/types.js';
 import { engramTables, sharedRowsFix, sharedRowsProblem } from './engram.js';
 
 /** The value in the overlay's grammar, or undefined when it does not parse at all. */

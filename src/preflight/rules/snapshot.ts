@@ -1,13 +1,12 @@
 // The checkpoint on each node: every shard present at the size its header implies, the Engram
 // tables the config promises, the Engram directory the containers will read, and the same
 // revision everywhere.
-import { engramSubTableSizes } from '../../engram/primes.js';
-import type { ModelConfig } from '../../engram/config.js';
-import { defineRule, finding, whereEnv, whereNode } from '../rule.js';
-import { nodeLabel } from '../node.js';
+import { defineRule, finding, whereEnv, whereNode } from '../../preflight-api/rule.js';
+import { nodeLabel } from '../../preflight-api/node.js';
 import { dirKind, engramDirOnNode, underHfCache } from '../node-paths.js';
-import type { SnapshotFacts } from '../sources.js';
-import type { PreflightContext } from '../types.js';
+import type { SnapshotFacts } from '../../preflight-api/types.js';
+import { expectedEngramRows } from '../../preflight-api/rows.js';
+import type { PreflightContext } from '../../preflight-api/types.js';
 import { shJoin } from '../../remote/shell.js';
 
 const NO_SNAPSHOT = 'no snapshot on this node: pass --snapshot DIR (or --cluster with hf_cache)';
@@ -39,15 +38,6 @@ function isEngramError(code: string): boolean {
 
 function engramTablesApply(ctx: PreflightContext): boolean {
   return ctx.family === 'dsv41' && ctx.env.has('SPARK_ENGRAM_DIR');
-}
-
-/** Rows per Engram layer the config promises: engram_num_embeddings, else the prime rule. */
-export function expectedEngramRows(config: ModelConfig): Map<number, number> | undefined {
-  const e = config.engram;
-  if (!e) return undefined;
-  if (e.numEmbeddings) return new Map(e.layerIds.map((l, i) => [l, e.numEmbeddings![i]!]));
-  const sizes = engramSubTableSizes(e);
-  return new Map([...sizes].map(([l, s]) => [l, s.reduce((a, b) => a + b, 0)]));
 }
 
 /** Problems between the tables a snapshot holds and the rows the config promises. */

@@ -2,8 +2,8 @@
 // from this machine's bundle. A bundled spark names its commit (`0.1.0+<commit>`); a checkout
 // or an npm install names the package version only, and then only that is compared.
 import { baseVersion, versionString } from '../../bundle/manifest.js';
-import { nodeLabel } from '../node.js';
-import { defineRule, finding } from '../rule.js';
+import { nodeLabel } from '../../preflight-api/node.js';
+import { defineRule, finding } from '../../preflight-api/rule.js';
 
 /** Whether a node's `spark --version` is this machine's (`local`): the same version, and the same commit when both name one. */
 export function sameSparkAs(local: string, node: string): boolean {

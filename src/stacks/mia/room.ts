@@ -17,6 +17,9 @@ function miaCopy(path: string, shards: MiaShardFile[]): LocalCopy {
   return { ...base, identity: { rank: m.rank, world: m.world, split, from: 'shards' } };
 }
 
+/** The variable the stack's reader takes its packs' directory from. */
+export const MIA_PACKED_VAR = 'DSV41_PACKED_DIR';
+
 export const miaRoom: Room = {
   name: 'mia',
   formats: [
@@ -41,9 +44,10 @@ export const miaRoom: Room = {
       libraryFile: 'librow_store.so',
       imagePath: '/opt/dsv41/adapter/librow_store.so',
       layout: 'dense',
-      dirEnv: 'DSV41_PACKED_DIR',
+      dirEnv: MIA_PACKED_VAR,
       reads: 'packed shards',
       original: { reader: 'mia-pool', reads: ['packed'], source: 'packed' },
+      preflight: async () => (await import('./preflight.js')).miaPreflight,
     },
   ],
 };

@@ -7,11 +7,13 @@ import { chmodSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { clusterSpec, openCluster } from '../../../src/recipes/index.js';
 import { SparkError } from '../../../src/errors/errors.js';
-import { RULES } from '../../../src/preflight/rules/index.js';
+import { preflightRules } from '../../../src/preflight/rules/index.js';
 import { cli } from '../../helpers/cli.js';
 import { fakeNodes, type FakeNodes } from '../../helpers/fake-node.js';
 import { REVISION, world, write } from '../../helpers/preflight.js';
 import { tempDir } from '../../helpers/tmp.js';
+
+const RULES = await preflightRules();
 
 /** The fake ssh maps this prefix of a command to each host's own directory: its own sysfs. */
 const FAKE_ROOT = '/sys';

@@ -1,19 +1,19 @@
 // A node's facts as the rules ask for them: by the path, port or image they requested. Asking
 // for something the request did not name is a bug in the request builder (request.ts), and
 // throws so the rule shows up as not checked rather than passing on a guess.
-import { SparkError } from '../../errors/errors.js';
-import type { SnapshotFacts } from '../sources.js';
-import type { LocalCopy } from '../../engram/layer-source.js';
+import { SparkError } from '../errors/errors.js';
+import type { SnapshotFacts } from './types.js';
+import type { LocalCopy } from '../engram/layer-source.js';
 import type {
   EngineLibsFact,
   ErrorFact,
-  MiaDirFact,
   FactsRequest,
   ImageFact,
   NodeFacts,
   PathFact,
   PortState,
-} from './types.js';
+  ReaderDirFact,
+} from './node-facts.js';
 
 export interface NodeView {
   facts: NodeFacts;
@@ -28,8 +28,8 @@ export interface NodeView {
   image(ref: string): ImageFact;
   /** The node's snapshot, validated; undefined when no candidate holds one. */
   snapshot(): { dir: string; facts: SnapshotFacts } | { dir: string; error: SparkError } | undefined;
-  /** The Mia stack's packed directory on the node, when the request named one. */
-  miaDir(): MiaDirFact | undefined;
+  /** The serving stack's reader directory on the node, when the request named one. */
+  readerDir(): ReaderDirFact | undefined;
   /** The node's machine and the files mounted over a stack's row library, when the request named any. */
   engineLibs(): EngineLibsFact | undefined;
   /** The node's copy of its Engram rows, read; undefined when it holds none. */
@@ -53,7 +53,7 @@ export function nodeView(facts: NodeFacts, request: FactsRequest): NodeView {
     port: (n) => lookup(request.ports, n, facts.ports, 'the port'),
     image: (ref) => lookup(request.images, ref, facts.images, 'the image'),
     copy: () => facts.copy?.result,
-    miaDir: () => (request.miaDir !== undefined ? facts.miaDir : undefined),
+    readerDir: () => (request.readerDir !== undefined ? facts.readerDir : undefined),
     engineLibs: () => (request.engineLibs !== undefined ? facts.engineLibs : undefined),
     snapshot() {
       const s = facts.snapshot;

@@ -13,8 +13,8 @@ import type {
 } from '../recipes/index.js';
 import type { ModelConfig } from '../engram/config.js';
 import type { ParallelShape, Placement } from '../recipes/index.js';
-import type { NodeView } from './facts/view.js';
-import type { SnapshotSource } from './sources.js';
+import type { NodeView } from './view.js';
+import type { ReaderDirRequest } from './node-facts.js';
 
 export type Severity = 'error' | 'warn' | 'info';
 export const SEVERITIES: readonly Severity[] = ['error', 'warn', 'info'];
@@ -147,4 +147,33 @@ export interface PreflightContext {
   snapshotSource(): SnapshotSource | undefined;
   /** The model's config.json: from this machine's snapshot, else from a node's. */
   modelConfig(): Promise<ModelConfig | undefined>;
+  /** What each serving stack adds: the rules are run from the rule list, the reader directories asked of each node. */
+  stacks: readonly StackPreflight[];
+}
+
+export interface SnapshotSource {
+  /** Host directory (or single .safetensors file). */
+  dir: string;
+  /** How it was found: the --snapshot flag, the snapshot `spark launch` resolved and serves,
+   *  the recipe's SPARK_ENGRAM_DIR through its mounts, or the model id under the cluster's
+   *  hf_cache (refs/main, else its only snapshot). */
+  how: '--snapshot' | 'launch' | 'SPARK_ENGRAM_DIR' | 'hf_cache';
+}
+
+/** What the snapshot rules need from an opened snapshot. */
+export interface SnapshotFacts {
+  dir: string;
+  revision?: string;
+  shards: number;
+  engram: { layer: number; rows: number; dim: number; rowBytes: number }[];
+}
+
+/**
+ * What a serving stack adds to preflight (its room's `preflight` entry): the rules only it
+ * needs, and the directory its reader opens files from, which each node then reports.
+ */
+export interface StackPreflight {
+  rules: readonly Rule[];
+  /** The stack's reader directory on this node, as the recipe sets it; undefined when it sets none. */
+  readerDir?(ctx: PreflightContext): ReaderDirRequest | undefined;
 }

@@ -17,12 +17,12 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { runPreflight, type Finding, type PreflightReport } from '../../src/preflight/index.js';
-import { miaShardName } from '../../src/stacks/mia/mia-shard.js';
-import { formatBytes } from '../../src/terminal/format.js';
-import { edit, MIA, MIA_ENV, preflight, quietIo, repoFile, REVISION, world, write } from '../helpers/preflight.js';
-import { defaultHosts, fakeCluster, type FakeCluster, type HostSpec } from '../helpers/fake-cluster.js';
-import { writeMiaPack, writeVersion1Shard } from '../helpers/mia-pack.js';
+import { runPreflight, type Finding, type PreflightReport } from '../../../src/preflight/index.js';
+import { miaShardName } from '../../../src/stacks/mia/mia-shard.js';
+import { formatBytes } from '../../../src/terminal/format.js';
+import { edit, MIA, MIA_ENV, preflight, quietIo, repoFile, REVISION, world, write } from '../../helpers/preflight.js';
+import { defaultHosts, fakeCluster, type FakeCluster, type HostSpec } from '../../helpers/fake-cluster.js';
+import { writeMiaPack, writeVersion1Shard } from '../../helpers/mia-pack.js';
 
 const MIA_RULES = ['mia.packs', 'mia.o-direct', 'mia.resident-scales', 'mia.identity'];
 

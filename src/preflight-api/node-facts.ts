@@ -3,13 +3,14 @@
 // node answers with facts, through spark when it is installed there, else through a POSIX sh
 // probe sent over ssh, or in-process for this machine. Node rules read only these facts, so a
 // node gets the same verdict whichever way its facts were gathered.
-import type { LocalCopy } from '../../engram/layer-source.js';
-import type { SnapshotFacts } from '../sources.js';
-import type { ElfSummary } from '../../engine-lib/elf.js';
+import type { LocalCopy } from '../engram/layer-source.js';
+import type { SnapshotFacts } from './types.js';
+import type { ElfSummary } from '../files/elf.js';
 
-// 2: the Mia stack's packed directory (miaDir) joined the request; a node answering 1 would
-// leave it out, so it is refused and the sh probe answers instead.
-export const FACTS_VERSION = 2;
+// 2: the Mia stack's packed directory (miaDir) joined the request. 3: it became any stack's
+// reader directory (readerDir, with the names and header size its room asks for). A node
+// answering another version is refused and the sh probe answers instead.
+export const FACTS_VERSION = 3;
 /** Texts larger than this are cut (config.json, an index, a wrapper script, a manifest). */
 export const TEXT_LIMIT = 4 * 1024 * 1024;
 
@@ -42,8 +43,8 @@ export interface FactsRequest {
   snapshot: SnapshotCandidate[];
   /** Where the node's copy of its Engram rows is (or will be written). */
   copyDir?: string;
-  /** The host directory behind the Mia stack's DSV41_PACKED_DIR on the node. */
-  miaDir?: string;
+  /** The directory a serving stack's reader opens its files from on the node, as its room asks. */
+  readerDir?: ReaderDirRequest;
   /**
    * Host files mounted over a serving stack's row library (engine-lib.ts). A node whose spark
    * predates this field answers without it; the short sh command then reads them (remote.ts).
@@ -102,26 +103,40 @@ export interface CopyFact {
   result: { copy: LocalCopy; manifestProblems: string[] } | { error: ErrorFact };
 }
 
-/** A file the Mia stack's reader may open, in its packed directory (see mia-dir.ts). */
-export interface MiaFileFact {
+/**
+ * A directory a serving stack's reader opens files from by name (facts/reader-dir.ts gathers
+ * it): the host directory, the names the reader may open, and how much of each file to report.
+ */
+export interface ReaderDirRequest {
+  dir: string;
+  /** The shell glob of the names the reader opens: letters, digits, `.`, `_`, `-` and `*` only. */
+  glob: string;
+  /** How many leading bytes of each file to report: the reader's header. */
+  headBytes: number;
+  /** A small receipt beside the files to report whole, if the stack's tools write one. */
+  receipt?: string;
+}
+
+/** A file a stack's reader may open, in its reader directory. */
+export interface ReaderFileFact {
   name: string;
   kind: PathKind;
   /** For a regular file. */
   size?: number;
-  /** For a regular file: its first 48 bytes, in hex (fewer when the file is shorter). */
+  /** For a regular file: its first `headBytes` bytes, in hex (fewer when the file is shorter). */
   head?: string;
   /** For a regular file: whether it opened with O_DIRECT. */
   direct?: boolean;
 }
 
-/** The Mia stack's packed directory on the node (see mia-dir.ts). */
-export interface MiaDirFact {
+/** A stack's reader directory on the node. */
+export interface ReaderDirFact {
   dir: string;
   kind: PathKind;
-  /** The candidate files, by name in byte order (at most MIA_DIR_MAX_FILES). */
-  files: MiaFileFact[];
-  /** identity.json's text, when it is a regular file of at most 64 KiB. */
-  identity?: string;
+  /** The files the glob names, by name in byte order (at most READER_DIR_MAX_FILES). */
+  files: ReaderFileFact[];
+  /** The receipt's text, when it is a regular file of at most 64 KiB. */
+  receipt?: string;
 }
 
 /** A host file mounted over a stack's row library (see engine-lib.ts). */
@@ -177,6 +192,6 @@ export interface NodeFacts extends NodeHello {
   sysfs?: SysfsDump;
   snapshot?: SnapshotFact;
   copy?: CopyFact;
-  miaDir?: MiaDirFact;
+  readerDir?: ReaderDirFact;
   engineLibs?: EngineLibsFact;
 }

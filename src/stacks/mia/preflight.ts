@@ -3,10 +3,16 @@
 // (it aborts the rank on anything else under that name), on a filesystem that takes O_DIRECT
 // (else it silently serves from the checkpoint), without pinning scale rows the packs already
 // hold, and with an identity.json receipt, if any, that agrees with the packs. Judged from the
-// node's facts (facts/mia-dir.ts) with the one definition of the shard (stacks/mia/mia-shard.ts).
+// node's facts (its reader directory, which miaPreflight asks each node for) with the one
+// definition of the shard (mia-shard.ts).
+import { join } from 'node:path';
 import { formatBytes } from '../../terminal/format.js';
 import { shJoin } from '../../remote/shell.js';
-import { defineRule, envSourceName, finding, whereEnv, whereNode } from '../rule.js';
+import { floorShareOf, rankRanges } from '../../engram/ranges.js';
+import { defineRule, envSourceName, finding, whereEnv, whereNode } from '../../preflight-api/rule.js';
+import { snapshotRows } from '../../preflight-api/rows.js';
+import type { ReaderDirFact, ReaderFileFact } from '../../preflight-api/node-facts.js';
+import type { Finding, PreflightContext, RuleOutcome, StackPreflight } from '../../preflight-api/types.js';
 import {
   decodeMiaHeader,
   MIA_HEADER_BYTES,
@@ -16,14 +22,13 @@ import {
   miaShardName,
   parseMiaShardName,
   type MiaHeader,
-} from '../../stacks/mia/mia-shard.js';
-import { floorShareOf, rankRanges } from '../../engram/ranges.js';
-import { miaPackDir, type MiaPackDir } from '../node-paths.js';
-import { snapshotRows } from './pack.js';
-import type { MiaDirFact, MiaFileFact } from '../facts/types.js';
-import { MIA_IDENTITY_NAME } from '../facts/mia-dir.js';
-import { join } from 'node:path';
-import type { Finding, PreflightContext, RuleOutcome } from '../types.js';
+} from './mia-shard.js';
+import { miaPackDir, type MiaPackDir } from './pack-dir.js';
+
+/** The sparkrun registry's receipt beside the packs. */
+const MIA_IDENTITY_NAME = 'identity.json';
+/** The names the stack's reader opens: `engram-l{L}-r{R}of{TP}.bin` (it parses them further). */
+const MIA_SHARD_GLOB = 'engram-l*-r*of*.bin';
 
 /** The text a version-1 spark pack's `.bin` starts with (its JSON header block). */
 const SPARK_V1_START = '{"format":"spark-engram-packed"';
@@ -34,18 +39,18 @@ interface MiaExpected {
   name: string;
   path: string;
   want: { layer: number; lo: number; hi: number; rows: number };
-  file?: MiaFileFact;
+  file?: ReaderFileFact;
 }
 
 interface MiaNodePacks {
   dir: MiaPackDir;
   host: string;
-  fact: MiaDirFact;
+  fact: ReaderDirFact;
   rank: number;
   tp: number;
   expected: MiaExpected[];
   /** Candidate files that are no layer's pack for this rank and TP. */
-  others: MiaFileFact[];
+  others: ReaderFileFact[];
 }
 
 /** What the reader does with one layer's file. */
@@ -63,7 +68,8 @@ async function miaNodePacks(
   const dir = miaPackDir(ctx);
   if (!dir) return undefined;
   if (dir.host === undefined) return { unmapped: dir };
-  const fact = ctx.view!.miaDir();
+  // The node lists one reader directory: this stack's, unless another stack's came first.
+  const fact = ctx.view!.request.readerDir?.dir === dir.host ? ctx.view!.readerDir() : undefined;
   if (!fact) return { skip: `the node did not report ${dir.host}` };
   const rank = ctx.node?.rank ?? null;
   if (rank === null) return { skip: "this node's rank is unknown: pass --node-rank R (or --cluster)" };
@@ -116,7 +122,7 @@ function miaVerdict(e: MiaExpected): MiaVerdict {
 }
 
 /** The files of another rank or world in the directory, named with the rank and world their names say. */
-function describeOthers(others: readonly MiaFileFact[]): string {
+function describeOthers(others: readonly ReaderFileFact[]): string {
   return others
     .map((f) => {
       const id = parseMiaShardName(f.name);
@@ -363,7 +369,7 @@ export const identity = defineRule({
   async check(ctx) {
     const p = await packsOrOutcome(ctx);
     if (!isPacks(p)) return p;
-    const text = p.fact.identity;
+    const text = p.fact.receipt;
     const present = p.expected.filter((e) => e.file?.kind === 'file');
     if (text === undefined || present.length === 0) return [];
     const path = join(p.host, MIA_IDENTITY_NAME);
@@ -399,3 +405,14 @@ export const identity = defineRule({
     ];
   },
 });
+
+/** The Mia stack's part of preflight: its packs' directory listed on each node, and the rules that read it. */
+export const miaPreflight: StackPreflight = {
+  rules: [packs, oDirect, residentScales, identity],
+  readerDir(ctx) {
+    const host = miaPackDir(ctx)?.host;
+    return host === undefined
+      ? undefined
+      : { dir: host, glob: MIA_SHARD_GLOB, headBytes: MIA_HEADER_FIELDS_BYTES, receipt: MIA_IDENTITY_NAME };
+  },
+};
