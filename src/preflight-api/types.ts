@@ -147,6 +147,8 @@ export interface PreflightContext {
   snapshotSource(): SnapshotSource | undefined;
   /** The model's config.json: from this machine's snapshot, else from a node's. */
   modelConfig(): Promise<ModelConfig | undefined>;
+  /** The files whose presence makes a directory a node-local copy (each copy format's manifest). */
+  copyManifests: readonly string[];
   /** What each serving stack adds: the rules are run from the rule list, the reader directories asked of each node. */
   stacks: readonly StackPreflight[];
 }
@@ -173,7 +175,8 @@ export interface SnapshotFacts {
  * needs, and the directory its reader opens files from, which each node then reports.
  */
 export interface StackPreflight {
-  rules: readonly Rule[];
+  /** Its rules, each group run (and listed in the report and docs) after the preflight rule it names. */
+  rules: readonly { after: string; rules: readonly Rule[] }[];
   /** The stack's reader directory on this node, as the recipe sets it; undefined when it sets none. */
   readerDir?(ctx: PreflightContext): ReaderDirRequest | undefined;
 }

@@ -23,6 +23,7 @@ import {
 import type { NodeView } from '../preflight-api/view.js';
 import { findSnapshotSource, isSnapshotPath } from './sources.js';
 import { stackPreflights } from '../stacks/registry.js';
+import { COPY_MANIFESTS } from '../stacks/local-dir.js';
 import type { CheckedNode, LocalNode, PreflightContext, SnapshotSource } from '../preflight-api/types.js';
 
 export interface PreflightOptions {
@@ -131,6 +132,7 @@ export async function buildContext(options: PreflightOptions, io: Io): Promise<P
       })();
       return config;
     },
+    copyManifests: COPY_MANIFESTS,
     stacks,
   };
   if (cluster) ctx.placement = placement(recipe, cluster);

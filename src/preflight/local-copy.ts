@@ -6,14 +6,13 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { LocalCopy } from '../engram/layer-source.js';
 import { loadLocalCopy } from '../stacks/local-copy.js';
-import { PACK_MANIFEST_NAME, readLocalDir } from '../stacks/local-dir.js';
+import { COPY_MANIFESTS, readLocalDir } from '../stacks/local-dir.js';
 import { checkManifest } from '../stacks/packed/manifest-check.js';
-import { SPARSE_MANIFEST_NAME } from '../stacks/overlay/sparse-manifest.js';
 import { toSparkError, type SparkError } from '../errors/errors.js';
 
 /** A directory holding a copy's manifest: a sparse copy (which has an index too) or a pack. */
 export function hasCopyManifest(dir: string): boolean {
-  return existsSync(join(dir, PACK_MANIFEST_NAME)) || existsSync(join(dir, SPARSE_MANIFEST_NAME));
+  return COPY_MANIFESTS.some((m) => existsSync(join(dir, m)));
 }
 
 /** The copy in `dir`, undefined when there is none, or the error reading it. */

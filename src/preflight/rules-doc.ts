@@ -12,7 +12,8 @@ const SCOPES: Record<RuleScope, string> = {
 
 const FAMILIES: Record<string, string> = { dsv41: 'DeepSeek-V4.1', dsv4: 'DeepSeek-V4', other: 'other models' };
 
-export const RULES_DOC_BEGIN = '<!-- rules:begin (generated from src/preflight/rules; npm run docs:preflight) -->';
+export const RULES_DOC_BEGIN =
+  "<!-- rules:begin (generated from src/preflight/rules and the stacks' rooms; npm run docs:preflight) -->";
 export const RULES_DOC_END = '<!-- rules:end -->';
 
 export async function rulesMarkdown(): Promise<string> {

@@ -26,6 +26,8 @@ import {
 export { PACK_MANIFEST_NAME };
 /** The name version 1 packs were first written under, read still. */
 export const LEGACY_PACK_MANIFEST_NAME = SPARSE_MANIFEST_NAME;
+/** The files whose presence makes a directory a node-local copy: a sparse copy's (which has an index too) and a pack's. */
+export const COPY_MANIFESTS: readonly string[] = [SPARSE_MANIFEST_NAME, PACK_MANIFEST_NAME];
 
 export type LocalDir =
   | { kind: 'sparse'; dir: string; manifestPath: string; manifest: SparseManifest }

@@ -1,14 +1,19 @@
 // The small functions behind the rules, on inputs the fixtures do not reach.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { sharedRowsProblem, wrapperScript } from '../../src/preflight/rules/engram.js';
+import { sharedRowsProblem } from '../../src/stacks/overlay/ranges-rules.js';
+import { wrapperScript } from '../../src/preflight-api/node-paths.js';
 import { expandableSegmentsOn } from '../../src/preflight/rules/alloc.js';
 import { speculativeTokens } from '../../src/preflight/rules/cudagraph.js';
 import { addressInRange } from '../../src/preflight/rules/cluster.js';
 import { missingInterfaces, pinnedIndex } from '../../src/preflight/rules/fabric.js';
 import { parseTokenCount } from '../../src/preflight/rules/model.js';
 import { packBytesPerRank } from '../../src/preflight/rules/pack.js';
-import { ruleSelected } from '../../src/preflight/index.js';
+import { preflightRules, ruleSelected } from '../../src/preflight/index.js';
+import { withStackRules } from '../../src/preflight/rules/index.js';
+import { defineRule } from '../../src/preflight-api/rule.js';
+import type { Rule, StackPreflight } from '../../src/preflight-api/types.js';
+import { stackPreflights } from '../../src/stacks/registry.js';
 
 const REAL = [
   { layer: 1, rows: 384_006_168 },
@@ -91,4 +96,32 @@ test('a rule that cannot read what it needs is reported as not checked, and the 
     ['parallel.tp-divides'],
   );
   assert.match(r.skipped[0]!.reason, /^could not check: .*config\.json: not valid JSON/);
+});
+
+test("each stack's preflight rules sit after the rule its room names, stacks in registry order", async () => {
+  const rule = (id: string): Rule =>
+    defineRule({ id, title: id, severity: 'info', scope: 'files', evidence: '', fix: '', check: () => [] });
+  const [a, b, c, x, y, z] = ['own.a', 'own.b', 'own.c', 'one.x', 'two.y', 'two.z'].map(rule) as Rule[];
+  const stacks: StackPreflight[] = [
+    { rules: [{ after: 'own.b', rules: [x!] }] },
+    {
+      rules: [
+        { after: 'own.b', rules: [y!] },
+        { after: 'own.a', rules: [z!] },
+      ],
+    },
+  ];
+  assert.deepEqual(
+    withStackRules([a!, b!, c!], stacks).map((r) => r.id),
+    ['own.a', 'two.z', 'own.b', 'one.x', 'two.y', 'own.c'],
+  );
+  assert.throws(
+    () => withStackRules([a!], [{ rules: [{ after: 'own.gone', rules: [x!] }] }]),
+    /follow 'own.gone', which is no preflight rule/,
+  );
+  // The registry's stacks: every rule of each appears once in the list preflight runs.
+  const all = (await preflightRules()).map((r) => r.id);
+  const theirs = (await stackPreflights()).flatMap((s) => s.rules.flatMap((g) => g.rules.map((r) => r.id)));
+  assert.ok(theirs.length > 0);
+  for (const id of theirs) assert.equal(all.filter((x) => x === id).length, 1, id);
 });

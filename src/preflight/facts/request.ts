@@ -2,14 +2,14 @@
 // rules will read for that node (named by ../node-paths.ts, which the rules use too).
 import {
   dirProbes,
-  engineLibMounts,
   engramDirOnNode,
   nodeBinds,
   packTarget,
   snapshotCandidates,
   wrapperOnNode,
-} from '../node-paths.js';
+} from '../../preflight-api/node-paths.js';
 import { headPorts } from '../rules/ports.js';
+import { engineLibMounts } from '../rules/engine-lib.js';
 import type { PreflightContext } from '../../preflight-api/types.js';
 import { FACTS_VERSION, type FactsRequest } from '../../preflight-api/node-facts.js';
 
@@ -29,10 +29,10 @@ export function buildRequest(ctx: PreflightContext, options: RequestOptions): Fa
   const free = new Set<string>();
   for (const b of nodeBinds(ctx)) paths.add(b.source);
   const engram = engramDirOnNode(ctx);
-  if (engram?.mapped) for (const p of dirProbes(engram.mapped.host)) paths.add(p);
+  if (engram?.mapped) for (const p of dirProbes(ctx, engram.mapped.host)) paths.add(p);
   const pack = packTarget(ctx);
   if (pack) {
-    for (const p of dirProbes(pack.host)) paths.add(p);
+    for (const p of dirProbes(ctx, pack.host)) paths.add(p);
     free.add(pack.host);
   }
   const wrapper = wrapperOnNode(ctx);

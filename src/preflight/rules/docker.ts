@@ -1,7 +1,7 @@
 // The container's /dev/shm, as the launch gives it (plannedContainer, recipes/container.ts).
 import { parseDockerSize } from '../../recipes/index.js';
 import { formatBytes } from '../../terminal/format.js';
-import { plannedContainer } from '../node-paths.js';
+import { plannedContainer } from '../../preflight-api/node-paths.js';
 import { defineRule, finding, whereField } from '../../preflight-api/rule.js';
 
 export const MIN_SHM_BYTES = 2 ** 30;

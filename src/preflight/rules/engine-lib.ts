@@ -5,18 +5,40 @@
 // same build everywhere. Judged from the node's facts (facts/engine-lib.ts) by the one ELF
 // reader and verdict (files/elf.ts, engine-lib/verdict.ts).
 import { basename, dirname } from 'node:path';
-import { at, missingSourceOutcome, type Bind } from '../../recipes/index.js';
+import { at, missingSourceOutcome, type Bind, type Mount } from '../../recipes/index.js';
 import { shJoin } from '../../remote/shell.js';
 import { abiSymbols } from '../../engine-lib/engine-lib.js';
-import { STACKS, stackNamed } from '../../stacks/registry.js';
+import { STACKS, stackNamed, stackOfImagePath } from '../../stacks/registry.js';
 import type { ElfSummary } from '../../files/elf.js';
 import { abiVerdict, loadProblems, machineProblem } from '../../engine-lib/verdict.js';
 import { forNode } from '../context.js';
 import { nodeLabel } from '../../preflight-api/node.js';
-import { engineLibMounts, type EngineLibMount } from '../node-paths.js';
+import { nodeBinds } from '../../preflight-api/node-paths.js';
 import { defineRule, finding, whereNode } from '../../preflight-api/rule.js';
 import type { EngineLibFileFact } from '../../preflight-api/node-facts.js';
 import type { CheckedNode, Finding, PreflightContext, RuleOutcome } from '../../preflight-api/types.js';
+
+/** A mount of a host file over a serving stack's row library (docs/engine-libs.md). */
+export interface EngineLibMount {
+  mount: Mount;
+  /** The serving stack's name (stacks/registry.ts). */
+  stack: string;
+  /** The host file on the node. */
+  host: string;
+  /** The bind of the container that mounts it. */
+  bind: Bind;
+}
+
+/** The recipe's mounts whose container path is a stack's row library (relative host paths, which launch refuses, left out). */
+export function engineLibMounts(ctx: PreflightContext): EngineLibMount[] {
+  const out: EngineLibMount[] = [];
+  for (const bind of nodeBinds(ctx)) {
+    const stack = stackOfImagePath(bind.target);
+    if (stack !== undefined && bind.from.kind === 'extra_mount')
+      out.push({ mount: bind.from.mount, stack: stack.name, host: bind.source, bind });
+  }
+  return out;
+}
 
 interface NodeLibrary {
   lib: EngineLibMount;

@@ -1,14 +1,13 @@
 // Every preflight rule, in the order the report and docs/preflight.md list them: preflight's
-// own, with each serving stack's rules (its room's `preflight` entry) after the copy rules
-// they build on.
-import type { Rule } from '../../preflight-api/types.js';
+// own, with each serving stack's rules (its room's `preflight` entry) after the rule each
+// group names.
+import type { Rule, StackPreflight } from '../../preflight-api/types.js';
 import { stackPreflights } from '../../stacks/registry.js';
 import { expandableSegments } from './alloc.js';
 import { jsonValue, launcherOwned } from './args.js';
 import { fabricRange, localOnly } from './cluster.js';
 import { sglangGraphBs, vllmCapture } from './cudagraph.js';
 import { shmSize } from './docker.js';
-import { rangesSource, rangesTile } from './engram.js';
 import {
   abi as engineLibAbi,
   file as engineLibFile,
@@ -26,12 +25,11 @@ import { freeSpace, manifest } from './pack.js';
 import { epSize, nodes, tpDivides } from './parallel.js';
 import { ports } from './ports.js';
 import { route, subnet } from './rendezvous.js';
-import { rowsGrammar } from './rows-grammar.js';
 import { defaultsReach, notRun } from './sparkrun.js';
-import { complete, engramDir, engramTables, sameRevision } from './snapshot.js';
+import { complete, engramTables, sameRevision } from './snapshot.js';
 
-/** Preflight's own rules up to the node-local copy's, which the stacks' rules build on. */
-const BEFORE_STACKS: readonly Rule[] = [
+/** Preflight's own rules: what every stack shares. */
+const OWN_RULES: readonly Rule[] = [
   // the files
   swallowedKey,
   unknownKey,
@@ -42,8 +40,6 @@ const BEFORE_STACKS: readonly Rule[] = [
   jsonValue,
   launcherOwned,
   // the stack
-  rowsGrammar,
-  rangesTile,
   vllmCapture,
   sglangGraphBs,
   utilizationCeiling,
@@ -61,14 +57,8 @@ const BEFORE_STACKS: readonly Rule[] = [
   // each node
   complete,
   engramTables,
-  engramDir,
-  rangesSource,
   freeSpace,
   manifest,
-];
-
-/** Preflight's own rules after the stacks': the node's mounts, libraries and fabric, then across the nodes. */
-const AFTER_STACKS: readonly Rule[] = [
   hostPaths,
   fileIsDirectory,
   engineLibFile,
@@ -90,8 +80,18 @@ const AFTER_STACKS: readonly Rule[] = [
   clockSkew,
 ];
 
-/** Every rule, with the stacks' in their place. */
+/** Every rule: preflight's own with each stack's (registry order) in their place. */
 export async function preflightRules(): Promise<readonly Rule[]> {
-  const own = (await stackPreflights()).flatMap((s) => s.rules);
-  return [...BEFORE_STACKS, ...own, ...AFTER_STACKS];
+  return withStackRules(OWN_RULES, await stackPreflights());
+}
+
+/** `own` with each stack's groups of rules after the rule each names; a name that is no rule of `own` is a bug. */
+export function withStackRules(own: readonly Rule[], stacks: readonly StackPreflight[]): Rule[] {
+  const after = new Map<string, Rule[]>();
+  for (const group of stacks.flatMap((s) => s.rules)) {
+    if (!own.some((r) => r.id === group.after))
+      throw new Error(`a stack's preflight rules follow '${group.after}', which is no preflight rule`);
+    after.set(group.after, [...(after.get(group.after) ?? []), ...group.rules]);
+  }
+  return own.flatMap((r) => [r, ...(after.get(r.id) ?? [])]);
 }

@@ -5,7 +5,7 @@
 import { posix } from 'node:path';
 import { at, missingSourceOutcome, type Bind } from '../../recipes/index.js';
 import { defineRule, finding, whereNode } from '../../preflight-api/rule.js';
-import { nodeBinds, plannedContainer, wrapperScript } from '../node-paths.js';
+import { nodeBinds, plannedContainer, wrapperScript } from '../../preflight-api/node-paths.js';
 import type { PreflightContext } from '../../preflight-api/types.js';
 import { shJoin } from '../../remote/shell.js';
 

@@ -8,7 +8,7 @@ import { defineRule, envSourceName, finding, whereEnv, whereNode } from '../../p
 import { formatEngramRows, parseEngramRows } from '../../engram/ranges.js';
 import type { LocalCopy } from '../../engram/layer-source.js';
 import { revisionOfSnapshotDir } from '../../engram/hf-cache.js';
-import { dirKind, hasCopy, packTarget } from '../node-paths.js';
+import { dirKind, hasCopy, packTarget } from '../../preflight-api/node-paths.js';
 import type { PreflightContext } from '../../preflight-api/types.js';
 import { expectedEngramRows, snapshotRows } from '../../preflight-api/rows.js';
 
@@ -19,7 +19,7 @@ const PACK_HEADER_BYTES = 4096;
 function usablePackTarget(ctx: PreflightContext): { host: string; from: string } | undefined {
   const target = packTarget(ctx);
   if (!target) return undefined;
-  return !target.given && dirKind(ctx.view!, target.host) === 'snapshot' ? undefined : target;
+  return !target.given && dirKind(ctx, target.host) === 'snapshot' ? undefined : target;
 }
 
 /** Bytes of one rank's dense pack: the largest floor share of each table, rows of D + D/32 bytes. */
@@ -42,7 +42,7 @@ export const freeSpace = defineRule({
   async check(ctx) {
     const target = usablePackTarget(ctx);
     if (!target) return [];
-    if (hasCopy(ctx.view!, target.host)) return []; // already made: pack.manifest checks it
+    if (hasCopy(ctx, target.host)) return []; // already made: pack.manifest checks it
     const config = await ctx.modelConfig();
     const rows = config ? expectedEngramRows(config) : undefined;
     if (!config?.engram || !rows) return { skip: 'no config.json with Engram keys: pass --snapshot DIR' };
@@ -152,7 +152,7 @@ export const manifest = defineRule({
   fix: "make this node's copy: spark pack <snapshot> --out DIR --rank R --world W (or spark fanout pack for every node)",
   async check(ctx) {
     const target = usablePackTarget(ctx);
-    if (!target || !hasCopy(ctx.view!, target.host)) return [];
+    if (!target || !hasCopy(ctx, target.host)) return [];
     // Read on the node by the same readers the row store, verify and the wrapper use.
     const read = ctx.view!.copy();
     if (!read) return [];

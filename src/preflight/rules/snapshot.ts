@@ -1,13 +1,9 @@
 // The checkpoint on each node: every shard present at the size its header implies, the Engram
-// tables the config promises, the Engram directory the containers will read, and the same
-// revision everywhere.
-import { defineRule, finding, whereEnv, whereNode } from '../../preflight-api/rule.js';
+// tables the config promises, and the same revision everywhere.
+import { defineRule, finding, whereNode } from '../../preflight-api/rule.js';
 import { nodeLabel } from '../../preflight-api/node.js';
-import { dirKind, engramDirOnNode, underHfCache } from '../node-paths.js';
-import type { SnapshotFacts } from '../../preflight-api/types.js';
 import { expectedEngramRows } from '../../preflight-api/rows.js';
-import type { PreflightContext } from '../../preflight-api/types.js';
-import { shJoin } from '../../remote/shell.js';
+import type { PreflightContext, SnapshotFacts } from '../../preflight-api/types.js';
 
 const NO_SNAPSHOT = 'no snapshot on this node: pass --snapshot DIR (or --cluster with hf_cache)';
 
@@ -76,62 +72,6 @@ export const engramTables = defineRule({
     const config = await ctx.modelConfig();
     const expected = config ? expectedEngramRows(config) : undefined;
     return engramTableProblems(s.facts, expected).map((message) => finding(this, { message, where: s.facts.dir }));
-  },
-});
-
-export const engramDir = defineRule({
-  id: 'snapshot.engram-dir',
-  title: 'SPARK_ENGRAM_DIR is mounted into the container and exists on the node',
-  families: ['dsv41'],
-  severity: 'error',
-  scope: 'local-node',
-  evidence:
-    'SPARK_ENGRAM_DIR is a container path: the launcher mounts hf_cache at /root/.cache/huggingface and each ' +
-    'extra_mount at its container path (recipes/dsv41-flash-4x-sglang-aiden16); a path under no mount, or missing on the node, fails at boot.',
-  fix: 'mount the directory (extra_mounts or the cluster hf_cache) and make sure it exists on every node',
-  check(ctx) {
-    const e = engramDirOnNode(ctx);
-    if (!e) return [];
-    const v = e.value;
-    if (!e.mapped) {
-      if (underHfCache(v.value) && !ctx.cluster?.hfCache) {
-        return {
-          skip: `${v.value} is under the Hugging Face cache: pass --cluster (with hf_cache) to map it to this node`,
-        };
-      }
-      return [
-        finding(this, {
-          message: `SPARK_ENGRAM_DIR=${v.value} is under no mount (extra_mounts, hf_cache): the container cannot see it`,
-          where: whereEnv(v),
-        }),
-      ];
-    }
-    const host = e.mapped.host;
-    const via =
-      e.mapped.via.kind === 'hf_cache' ? `hf_cache ${e.mapped.via.hfCache}` : `the mount of ${e.mapped.via.mount.host}`;
-    const kind = dirKind(ctx.view!, host);
-    if (kind === 'missing') {
-      const pack = e.mapped.via.kind === 'extra_mount';
-      return [
-        finding(this, {
-          message: `SPARK_ENGRAM_DIR=${v.value} is ${host} on ${whereNode(ctx)} (through ${via}), which does not exist`,
-          where: whereEnv(v),
-          fix: pack
-            ? `write this rank's pack there: spark pack <snapshot> ${shJoin(['--out', host])} --rank R --world ${ctx.world}`
-            : 'download the snapshot into the Hugging Face cache, or fix the revision in the path',
-        }),
-      ];
-    }
-    if (kind === 'other') {
-      return [
-        finding(this, {
-          message: `${host} (SPARK_ENGRAM_DIR=${v.value}) on ${whereNode(ctx)} is neither a snapshot (no model.safetensors.index.json) nor a pack (no engram-local.json)`,
-          where: whereEnv(v),
-          fix: `finish the pack there (spark pack <snapshot> ${shJoin(['--out', host])} --rank R --world ${ctx.world}) or point SPARK_ENGRAM_DIR at the snapshot`,
-        }),
-      ];
-    }
-    return [];
   },
 });
 

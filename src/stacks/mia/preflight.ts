@@ -408,7 +408,7 @@ export const identity = defineRule({
 
 /** The Mia stack's part of preflight: its packs' directory listed on each node, and the rules that read it. */
 export const miaPreflight: StackPreflight = {
-  rules: [packs, oDirect, residentScales, identity],
+  rules: [{ after: 'pack.manifest', rules: [packs, oDirect, residentScales, identity] }],
   readerDir(ctx) {
     const host = miaPackDir(ctx)?.host;
     return host === undefined

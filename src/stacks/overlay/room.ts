@@ -79,6 +79,7 @@ export const overlayRoom: Room = {
       dirEnv: 'SPARK_ENGRAM_DIR',
       reads: 'a sparse copy',
       original: { reader: 'mmap', reads: ['snapshot', 'sparse'], source: 'snapshot' },
+      preflight: async () => (await import('./preflight.js')).overlayPreflight,
     },
   ],
 };

@@ -4,9 +4,9 @@ import { basename } from 'node:path';
 import { checkTiling, dashEntries, formatEngramRows, parseEngramRows, type LayerRange } from '../../engram/ranges.js';
 import type { EnvValue } from '../../recipes/index.js';
 import { defineRule, envSourceName, finding, whereEnv, whereNode } from '../../preflight-api/rule.js';
-import { dirKind, underHfCache, wrapperOnNode } from '../node-paths.js';
+import { dirKind, underHfCache, wrapperOnNode } from '../../preflight-api/node-paths.js';
 import type { PreflightContext } from '../../preflight-api/types.js';
-import { scriptSetsEngramRows } from '../wrapper-script.js';
+import { scriptSetsEngramRows } from './wrapper-script.js';
 import { expectedEngramRows } from '../../preflight-api/rows.js';
 import { shJoin } from '../../remote/shell.js';
 
@@ -87,8 +87,6 @@ export const rangesTile = defineRule({
   },
 });
 
-export { wrapperScript } from '../node-paths.js';
-
 function rowsSource(
   ctx: PreflightContext,
   dir: EnvValue,
@@ -101,7 +99,7 @@ function rowsSource(
     return undefined; // snapshot.engram-dir reports an unmounted directory
   }
   const view = ctx.view!;
-  const kind = dirKind(view, mapped.host);
+  const kind = dirKind(ctx, mapped.host);
   if (kind === 'copy') return undefined; // a node-local copy: its manifest holds this rank's ranges
   if (kind !== 'snapshot') return undefined; // nothing there yet: snapshot.engram-dir reports it
   const wrapper = wrapperOnNode(ctx);

@@ -2,21 +2,16 @@
 // from these (facts/request.ts), and the rules read the answers by the same names.
 import { join } from 'node:path';
 import { hfModelDir } from '../engram/hf-cache.js';
-import { stackOfImagePath } from '../stacks/registry.js';
 import {
   HF_CACHE_CONTAINER_PATH,
   type EnvValue,
   type HostPath,
-  type Mount,
   containerSettings,
   type Bind,
   type ContainerSettings,
 } from '../recipes/index.js';
-import { PACK_MANIFEST_NAME } from '../stacks/local-dir.js';
-import { SPARSE_MANIFEST_NAME } from '../stacks/overlay/sparse-manifest.js';
-import type { NodeView } from '../preflight-api/view.js';
-import type { SnapshotCandidate } from '../preflight-api/node-facts.js';
-import type { PreflightContext } from '../preflight-api/types.js';
+import type { SnapshotCandidate } from './node-facts.js';
+import type { PreflightContext } from './types.js';
 
 export const INDEX_NAME = 'model.safetensors.index.json';
 export const SINGLE_NAME = 'model.safetensors';
@@ -29,27 +24,25 @@ export function engramDirOnNode(ctx: PreflightContext): { value: EnvValue; mappe
   return mapped ? { value, mapped } : { value };
 }
 
-/** The manifests of a node-local copy: a sparse copy's (which has an index too) and a pack's. */
-export const COPY_MANIFESTS = [SPARSE_MANIFEST_NAME, PACK_MANIFEST_NAME] as const;
-
 /** The paths that tell what a directory is: itself, an index, a single model file, a copy's manifests. */
-export function dirProbes(dir: string): string[] {
-  return [dir, join(dir, INDEX_NAME), join(dir, SINGLE_NAME), ...COPY_MANIFESTS.map((m) => join(dir, m))];
+export function dirProbes(ctx: PreflightContext, dir: string): string[] {
+  return [dir, join(dir, INDEX_NAME), join(dir, SINGLE_NAME), ...ctx.copyManifests.map((m) => join(dir, m))];
 }
 
 /** Whether the node's directory holds a node-local copy (the paths of dirProbes must have been requested). */
-export function hasCopy(view: NodeView, dir: string): boolean {
-  return COPY_MANIFESTS.some((m) => view.path(join(dir, m)).kind === 'file');
+export function hasCopy(ctx: PreflightContext, dir: string): boolean {
+  return ctx.copyManifests.some((m) => ctx.view!.path(join(dir, m)).kind === 'file');
 }
 
 /**
  * What a directory is on the node: a node-local copy (a sparse copy holds an index too), a
  * snapshot, missing, or neither (the paths of dirProbes must have been requested).
  */
-export function dirKind(view: NodeView, dir: string): 'missing' | 'snapshot' | 'copy' | 'other' {
+export function dirKind(ctx: PreflightContext, dir: string): 'missing' | 'snapshot' | 'copy' | 'other' {
+  const view = ctx.view!;
   if (dir.endsWith('.safetensors')) return view.path(dir).kind === 'file' ? 'snapshot' : 'missing';
   if (view.path(dir).kind === 'missing') return 'missing';
-  if (hasCopy(view, dir)) return 'copy';
+  if (hasCopy(ctx, dir)) return 'copy';
   if (view.path(join(dir, INDEX_NAME)).kind === 'file' || view.path(join(dir, SINGLE_NAME)).kind === 'file')
     return 'snapshot';
   return 'other';
@@ -129,26 +122,4 @@ export function snapshotCandidates(
 /** True when a path is under the Hugging Face cache mount (mapped only through a cluster's hf_cache). */
 export function underHfCache(containerPath: string): boolean {
   return containerPath === HF_CACHE_CONTAINER_PATH || containerPath.startsWith(HF_CACHE_CONTAINER_PATH + '/');
-}
-
-/** A mount of a host file over a serving stack's row library (docs/engine-libs.md). */
-export interface EngineLibMount {
-  mount: Mount;
-  /** The serving stack's name (stacks/registry.ts). */
-  stack: string;
-  /** The host file on the node. */
-  host: string;
-  /** The bind of the container that mounts it. */
-  bind: Bind;
-}
-
-/** The recipe's mounts whose container path is a stack's row library (relative host paths, which launch refuses, left out). */
-export function engineLibMounts(ctx: PreflightContext): EngineLibMount[] {
-  const out: EngineLibMount[] = [];
-  for (const bind of nodeBinds(ctx)) {
-    const stack = stackOfImagePath(bind.target);
-    if (stack !== undefined && bind.from.kind === 'extra_mount')
-      out.push({ mount: bind.from.mount, stack: stack.name, host: bind.source, bind });
-  }
-  return out;
 }

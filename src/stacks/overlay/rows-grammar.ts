@@ -5,7 +5,7 @@
 import { dashEntries, formatEngramRows, parseEngramRows } from '../../engram/ranges.js';
 import { defineRule, envSourceName, finding, whereEnv } from '../../preflight-api/rule.js';
 import type { PreflightContext } from '../../preflight-api/types.js';
-import { engramTables, sharedRowsFix, sharedRowsProblem } from './engram.js';
+import { engramTables, sharedRowsFix, sharedRowsProblem } from './ranges-rules.js';
 
 /** The value in the overlay's grammar, or undefined when it does not parse at all. */
 function rewritten(value: string): string | undefined {
