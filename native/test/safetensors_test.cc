@@ -313,6 +313,18 @@ TEST(TensorAndValueCapsAreOneLineErrors) {
   CHECK_EQ(s.message, std::string("the header lists more than 262145 entries; spark reads at most 262144 tensors from "
                                   "one file (a checkpoint shard lists a few thousand)"));
   CHECK(h.tensors.empty());
+  // One tensor past the cap with no __metadata__: within the parser's member cap, still refused.
+  json = "{";
+  for (uint64_t i = 0; i <= spark::safetensors::kMaxTensors; ++i)
+    json += (i ? ",\"t" : "\"t") + std::to_string(i) + "\":{}";
+  s = Parse(json + "}", 0, &h);
+  CHECK(s.code == Code::E_SAFETENSORS_HEADER_SIZE);
+  CHECK_EQ(s.message, std::string("the header lists 262145 tensors; spark reads at most 262144 tensors from one file "
+                                  "(a checkpoint shard lists a few thousand)"));
+  // At the cap with __metadata__ beside it: counted, then refused only for what its entries are.
+  json.replace(1, json.find(',') - 1, "\"__metadata__\":{}");
+  s = Parse(json + "}", 0, &h);
+  CHECK(s.code != Code::E_SAFETENSORS_HEADER_SIZE);
   // A shape of millions of zeros: few tensors, but past the values a header may hold.
   std::string zeros;
   zeros.reserve(2 * spark::safetensors::kMaxHeaderValues + 8);

@@ -84,7 +84,20 @@ Status HeaderParser::Run() {
                        "the header is " + doc_.Describe(root) +
                            ", expected a JSON object mapping tensor names to entries; " + kReexport);
   }
-  out_->tensors.reserve(doc_.At(root).len);
+  // The parser's cap counts __metadata__ as a member; the limit is on tensors.
+  uint64_t tensors = doc_.At(root).len;
+  doc_.ForEachMember(root, [&](Index k, Index) {
+    if (doc_.Str(k) == "__metadata__") --tensors;
+    return true;
+  });
+  if (tensors > kMaxTensors) {
+    return Status::Error(Code::E_SAFETENSORS_HEADER_SIZE,
+                         "the header lists " + std::to_string(tensors) + " tensors; spark reads at most " +
+                             std::to_string(kMaxTensors) +
+                             " tensors from one file (a checkpoint shard lists a few thousand)",
+                         path_);
+  }
+  out_->tensors.reserve(tensors);
   Status status;
   doc_.ForEachMember(root, [&](Index k, Index v) {
     std::string_view name = doc_.Str(k);
