@@ -2,7 +2,7 @@
 // `spark preflight --local`, and on a node through `spark preflight --node-facts` (which also
 // dumps the RDMA part of sysfs, since the rules then run on another machine).
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync, statfsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statfsSync } from 'node:fs';
 import { hostname, networkInterfaces, release } from 'node:os';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -13,6 +13,7 @@ import { isSnapshotPath } from '../sources.js';
 import { openSnapshotFacts } from '../snapshot-reader.js';
 import { hasCopyManifest, inspectCopy } from '../local-copy.js';
 import { collectReaderDir } from './reader-dir.js';
+import { pathFact } from './path-fact.js';
 import { collectEngineLibs } from './engine-lib.js';
 import { parseAddresses, parseNvidiaSmi, parseRoutes } from './parse.js';
 import {
@@ -23,20 +24,9 @@ import {
   type ImageFact,
   type NodeFacts,
   type NodeHello,
-  type PathFact,
   type SnapshotFact,
   type SysfsDump,
 } from '../../preflight-api/node-facts.js';
-
-function pathFact(p: string): PathFact {
-  try {
-    const s = statSync(p);
-    if (s.isFile()) return { kind: 'file', size: s.size };
-    return { kind: s.isDirectory() ? 'dir' : 'other' };
-  } catch {
-    return { kind: 'missing' };
-  }
-}
 
 /** A small regular file's text; null when absent, not a regular file, unreadable or over TEXT_LIMIT. */
 function readText(p: string): string | null {

@@ -6,10 +6,11 @@
 // whether it opens with O_DIRECT; and the receipt the stack's tools write beside them. Nothing
 // but a regular file is ever opened, and of its data only the header bytes are read (the
 // probe's O_DIRECT try reads one aligned 4 KiB block; spark only opens the file).
-import { closeSync, constants, fstatSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readdirSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ShValue } from '../../remote/sh-template.js';
 import { readSmallTextSync } from '../../files/small-file.js';
+import { pathFact } from './path-fact.js';
 import type { PathKind, ReaderDirFact, ReaderDirRequest, ReaderFileFact } from '../../preflight-api/node-facts.js';
 
 /** Files the reader could be asked to open; more than any directory of real shards holds. */
@@ -38,16 +39,6 @@ export function globPattern(glob: string): RegExp {
     .map((part) => part.replace(/[.\\^$+?()[\]{}|-]/g, '\\$&'))
     .join('.*');
   return new RegExp(`^${body}$`, 's');
-}
-
-function kindOf(path: string): { kind: PathKind; size?: number } {
-  try {
-    const s = statSync(path);
-    if (s.isFile()) return { kind: 'file', size: s.size };
-    return { kind: s.isDirectory() ? 'dir' : 'other' };
-  } catch {
-    return { kind: 'missing' };
-  }
 }
 
 /** The first `bytes` bytes of a regular file (O_NONBLOCK: a FIFO swapped in after the stat does not block). */
@@ -84,7 +75,7 @@ function opensDirect(path: string): boolean {
 /** The reader directory's facts, read on this machine. */
 export function collectReaderDir(request: ReaderDirRequest): ReaderDirFact {
   const { dir, glob, headBytes, receipt } = checkReaderDirRequest(request);
-  const fact: ReaderDirFact = { dir, kind: kindOf(dir).kind, files: [] };
+  const fact: ReaderDirFact = { dir, kind: pathFact(dir).kind, files: [] };
   if (fact.kind !== 'dir') return fact;
   const named = globPattern(glob);
   let names: string[] = [];
@@ -95,7 +86,7 @@ export function collectReaderDir(request: ReaderDirRequest): ReaderDirFact {
   }
   for (const name of names.sort(byteOrder).slice(0, READER_DIR_MAX_FILES)) {
     const path = join(dir, name);
-    const k = kindOf(path);
+    const k = pathFact(path);
     const f: ReaderFileFact = { name, ...k };
     if (k.kind === 'file') {
       const h = head(path, headBytes);
