@@ -1,5 +1,5 @@
 // The host paths node rules look at, named in one place: the request a node answers is built
-// from these (facts/request.ts), and the rules read the answers by the same names.
+// from these (preflight/facts/request.ts), and the rules read the answers by the same names.
 import { join } from 'node:path';
 import { hfModelDir } from '../engram/hf-cache.js';
 import {

@@ -1,5 +1,5 @@
 // The request one node answers: every path, text, free-space figure, port and image the node
-// rules will read for that node (named by ../node-paths.ts, which the rules use too).
+// rules will read for that node (named by preflight-api/node-paths.ts, which the rules use too).
 import {
   dirProbes,
   engramDirOnNode,
