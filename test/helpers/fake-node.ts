@@ -1,6 +1,7 @@
 // Fake `ssh`, `docker` and `spark` executables for launch tests (POSIX sh, so a 4-node launch
 // costs milliseconds). They go first on PATH, record every call (argv NUL-separated, byte-exact,
-// with the host it ran "on" and its pid) into one file per call, and behave as the test says.
+// with the host it ran "on" and its pid) into one file per call, numbered in the order the
+// calls began, and behave as the test says.
 // The fake ssh does what real ssh does with its command: joins the arguments after the host
 // with spaces and has `sh -c` parse the result, so quoting is exercised for real.
 //
@@ -45,9 +46,16 @@ export interface FakeNodes {
 }
 
 const COMMON = `
+# rec PROG HOST ARG...: the call, as call N (the first number free: taken by noclobber's
+# O_EXCL create, so calls at once never share one, and in the order they began); N.rec holds
+# it whole once N.done exists. No program runs: a fake called hundreds of times stays cheap.
 rec() {
-  f="$FAKE_DIR/calls/$(date +%s%N)-$$"
-  { printf '%s\\0' "$1" "$2" "$$"; shift 2; printf '%s\\0' "$@"; } > "$f.part" && mv "$f.part" "$f"
+  set -C
+  n=0
+  until { true > "$FAKE_DIR/calls/$n"; } 2>/dev/null; do n=$((n + 1)); done
+  set +C
+  f=$FAKE_DIR/calls/$n
+  { printf '%s\\0' "$1" "$2" "$$"; shift 2; printf '%s\\0' "$@"; } > "$f.rec" && true > "$f.done"
 }
 # act KEY: behave as the test's files for KEY say; returns 1 when there are none. The file's
 # name is KEY with each blank a dot and each * an underscore (spelled out in sh: a fake called
@@ -188,10 +196,11 @@ export function fakeNodes(): FakeNodes {
       const cdir = join(dir, 'calls');
       if (!existsSync(cdir)) return [];
       return readdirSync(cdir)
-        .filter((f) => !f.endsWith('.part'))
-        .sort()
-        .map((f) => {
-          const fields = readFileSync(join(cdir, f), 'utf8').split('\0');
+        .filter((f) => f.endsWith('.done'))
+        .map((f) => Number(f.slice(0, -'.done'.length)))
+        .sort((a, b) => a - b)
+        .map((n) => {
+          const fields = readFileSync(join(cdir, `${n}.rec`), 'utf8').split('\0');
           fields.pop();
           const [prog, host, pid, ...argv] = fields;
           return { prog: prog as FakeCall['prog'], host: host!, pid: Number(pid), argv };
