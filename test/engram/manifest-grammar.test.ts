@@ -15,6 +15,7 @@ import { recordingEngine } from '../helpers/engine.js';
 import { writeSparseShard } from '../helpers/engram-files.js';
 import { needs } from '../helpers/external-tool.js';
 import { tempDir } from '../helpers/tmp.js';
+import { distinctShells } from '../helpers/shells.js';
 
 interface Case {
   name: string;
@@ -29,7 +30,8 @@ const TABLES = [
   { layer: 1, rows: 1000, dim: 256 },
   { layer: 14, rows: 1010, dim: 256 },
 ];
-const SHELLS = ['/bin/sh', '/usr/bin/dash', '/bin/bash'];
+// dash and bash, and /bin/sh when it is neither (helpers/shells.ts).
+const SHELLS = distinctShells(['/usr/bin/dash', '/bin/bash', '/bin/sh']);
 
 function io(): Io {
   return { stdout: () => {}, stderr: () => {}, env: {}, cwd: '/', stderrIsTTY: false, color: false };

@@ -1,6 +1,7 @@
 // Fake `ssh`, `docker` and `spark` executables for launch tests (POSIX sh, so a 4-node launch
 // costs milliseconds). They go first on PATH, record every call (argv NUL-separated, byte-exact,
-// with the host it ran "on" and its pid) into one file per call, and behave as the test says.
+// with the host it ran "on" and its pid) into one file per call, numbered in the order the
+// calls began, and behave as the test says.
 // The fake ssh does what real ssh does with its command: joins the arguments after the host
 // with spaces and has `sh -c` parse the result, so quoting is exercised for real.
 //
@@ -45,17 +46,32 @@ export interface FakeNodes {
 }
 
 const COMMON = `
+# rec PROG HOST ARG...: the call, as call N (the first number free: taken by noclobber's
+# O_EXCL create, so calls at once never share one, and in the order they began); N.rec holds
+# it whole once N.done exists. No program runs: a fake called hundreds of times stays cheap.
 rec() {
-  f="$FAKE_DIR/calls/$(date +%s%N)-$$"
-  { printf '%s\\0' "$1" "$2" "$$"; shift 2; printf '%s\\0' "$@"; } > "$f.part" && mv "$f.part" "$f"
+  set -C
+  n=0
+  until { true > "$FAKE_DIR/calls/$n"; } 2>/dev/null; do n=$((n + 1)); done
+  set +C
+  f=$FAKE_DIR/calls/$n
+  { printf '%s\\0' "$1" "$2" "$$"; shift 2; printf '%s\\0' "$@"; } > "$f.rec" && true > "$f.done"
 }
-# act KEY: behave as the test's files for KEY say; returns 1 when there are none.
+# act KEY: behave as the test's files for KEY say; returns 1 when there are none. The file's
+# name is KEY with each blank a dot and each * an underscore (spelled out in sh: a fake called
+# hundreds of times in a test runs no program it can do without).
 act() {
-  b="$FAKE_DIR/behavior/$(printf '%s' "$1" | tr ' *' '._')"
+  k=$1; b=
+  while [ -n "$k" ]; do
+    c=\${k%"\${k#?}"}; k=\${k#?}
+    case $c in ' ') c=. ;; '*') c=_ ;; esac
+    b=$b$c
+  done
+  b=$FAKE_DIR/behavior/$b
   [ -e "$b.exit" ] || return 1
   [ -e "$b.out" ] && cat "$b.out"
   [ -e "$b.err" ] && cat "$b.err" >&2
-  code=$(cat "$b.exit")
+  IFS= read -r code < "$b.exit" || :
   [ "$code" = sleep ] && exec sleep 100000
   exit "$code"
 }
@@ -94,9 +110,16 @@ FAKE_HOST=$host; export FAKE_HOST
 cmd=$*
 hd=$FAKE_DIR/hosts/$host
 [ -d "$hd/bin" ] && { PATH=$hd/bin:$PATH; export PATH; }
-[ -f "$hd/home" ] && { HOME=$(cat "$hd/home"); export HOME; }
-if [ -n "\${FAKE_ROOT:-}" ] && [ -d "$hd/root" ]; then cmd=$(printf '%s\n' "$cmd" | sed "s#$FAKE_ROOT#$hd/root#g"); fi
-[ -d "$hd/proc/net" ] && cmd=$(printf '%s\n' "$cmd" | sed "s#/proc/net#$hd/proc/net#g")
+[ -f "$hd/home" ] && { IFS= read -r HOME < "$hd/home" || :; export HOME; }
+# One sed for both rewrites, and none for a command that names neither path.
+set --
+if [ -n "\${FAKE_ROOT:-}" ] && [ -d "$hd/root" ]; then
+  case $cmd in *"$FAKE_ROOT"*) set -- -e "s#$FAKE_ROOT#$hd/root#g" ;; esac
+fi
+if [ -d "$hd/proc/net" ]; then
+  case $cmd in */proc/net*) set -- "$@" -e "s#/proc/net#$hd/proc/net#g" ;; esac
+fi
+[ $# -gt 0 ] && cmd=$(printf '%s\n' "$cmd" | sed "$@")
 exec /bin/sh -c "$cmd"
 `;
 
@@ -173,10 +196,11 @@ export function fakeNodes(): FakeNodes {
       const cdir = join(dir, 'calls');
       if (!existsSync(cdir)) return [];
       return readdirSync(cdir)
-        .filter((f) => !f.endsWith('.part'))
-        .sort()
-        .map((f) => {
-          const fields = readFileSync(join(cdir, f), 'utf8').split('\0');
+        .filter((f) => f.endsWith('.done'))
+        .map((f) => Number(f.slice(0, -'.done'.length)))
+        .sort((a, b) => a - b)
+        .map((n) => {
+          const fields = readFileSync(join(cdir, `${n}.rec`), 'utf8').split('\0');
           fields.pop();
           const [prog, host, pid, ...argv] = fields;
           return { prog: prog as FakeCall['prog'], host: host!, pid: Number(pid), argv };

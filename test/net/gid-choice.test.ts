@@ -13,6 +13,7 @@ import { buildSysfs, type FakePort } from '../helpers/sysfs.js';
 import { outcome, quietIo, viaNode, viaSh } from '../helpers/wrapper-outcome.js';
 import { tempDir } from '../helpers/tmp.js';
 import { needs } from '../helpers/external-tool.js';
+import { distinctShells } from '../helpers/shells.js';
 
 interface GidCase {
   tree: string | null;
@@ -28,7 +29,8 @@ interface GidTable {
 }
 
 const TABLE = JSON.parse(readFileSync(join(packageRoot(), 'test', 'fixtures', 'gid-choice.json'), 'utf8')) as GidTable;
-const SHELLS = ['/bin/sh', '/usr/bin/dash', '/bin/bash'];
+// dash and bash, and /bin/sh when it is neither (helpers/shells.ts).
+const SHELLS = distinctShells(['/usr/bin/dash', '/bin/bash', '/bin/sh']);
 const load: LayerLoader = async (dir) => ({ kind: 'snapshot', path: dir, layers: [{ layer: 1, rows: 1000 }] });
 
 function sysfsOf(tree: string): string {

@@ -1,177 +1,23 @@
 // The --emit-sh script and `spark wrapper` agree on node-local copies in SPARK_ENGRAM_DIR: the
 // same exported SPARK_ENGRAM_ROWS (the manifest's), the same refusals with the same exit codes,
 // for spark's sparse copies, the overlay tool's (rank and world inferred), packs, and broken
-// manifests. The script runs under dash; the Node wrapper reads the same directories.
+// manifests (helpers/emit-sh-copy.ts). The script runs under dash; the Node wrapper reads the
+// same directories. Every rank of every copy: test/long/emit-sh-copy-ranks.test.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { runEmitSh, runWrapper, type Exec } from '../../src/commands/wrapper.js';
-import type { Io } from '../../src/terminal/io.js';
-import { tileLayers } from '../../src/engram/ranges.js';
-import { recordingEngine } from '../helpers/engine.js';
-import { writePackDir } from '../helpers/engram-files.js';
-import { writeSyntheticCopy, writeTablesDir, type SyntheticCopySpec } from '../helpers/sparse-copy.js';
-import { tempDir } from '../helpers/tmp.js';
+import { writeTablesDir } from '../helpers/sparse-copy.js';
+import { broken, buildCopies, compare, dir, root, script, TABLES, viaNode, viaSh } from '../helpers/emit-sh-copy.js';
 import { needs } from '../helpers/external-tool.js';
 
-const DASH = '/usr/bin/dash';
-const TABLES = [
-  { layer: 1, rows: 1000, dim: 256 },
-  { layer: 14, rows: 1010, dim: 256 },
-];
-const ROWS = TABLES.map(({ layer, rows }) => ({ layer, rows }));
-const root = tempDir('spark-emit-copy-');
-
-function io(env: NodeJS.ProcessEnv): Io {
-  return { stdout: () => {}, stderr: () => {}, env, cwd: '/', stderrIsTTY: false, color: false };
-}
-
-interface Outcome {
-  code: number;
-  rows?: string;
-}
-
-async function viaNode(env: NodeJS.ProcessEnv): Promise<Outcome & { message?: string }> {
-  let exported: NodeJS.ProcessEnv | undefined;
-  const exec: Exec = (_argv, e) => {
-    exported = e;
-    throw new Error('execed');
-  };
-  try {
-    await runWrapper(['engine', '--nnodes', '4'], {}, io(env), exec);
-  } catch (e) {
-    if (!exported) return { code: (e as { exitCode?: number }).exitCode ?? 99, message: (e as Error).message };
-  }
-  return { code: 0, rows: exported!.SPARK_ENGRAM_ROWS ?? 'unset' };
-}
-
-function viaSh(script: string, env: NodeJS.ProcessEnv): Outcome & { stderr: string } {
-  const engine = recordingEngine();
-  const r = spawnSync(DASH, [script, engine.path, '--nnodes', '4'], {
-    encoding: 'utf8',
-    env: { PATH: process.env.PATH, RECORD: engine.record, ...env },
-  });
-  if (r.status !== 0) return { code: r.status ?? 99, stderr: r.stderr };
-  const rows = /^rows=(.*)$/m.exec(readFileSync(engine.record, 'utf8'))![1]!;
-  return { code: 0, rows, stderr: r.stderr };
-}
-
-const snapshot = join(root, 'snap');
-mkdirSync(snapshot);
-writeTablesDir(snapshot, TABLES);
-
-function dir(name: string): string {
-  const d = join(root, name);
-  mkdirSync(d);
-  return d;
-}
-
-function sparse(name: string, spec: Omit<SyntheticCopySpec, 'tables'>): string {
-  const d = dir(name);
-  writeSyntheticCopy(d, { tables: TABLES, ...spec });
-  return d;
-}
-
-/** A copy of rank r of `world` under `split`, in the layer order and JSON style given. */
-function share(
-  name: string,
-  rank: number,
-  world: number,
-  split: 'floor' | 'front',
-  o: Partial<SyntheticCopySpec> = {},
-): string {
-  const ranges = tileLayers(ROWS, world, split)[rank]!.map(({ layer, start, end }) => ({ layer, start, end }));
-  return sparse(name, { ranges: o.style === 'one-line' ? [...ranges].reverse() : ranges, ...o });
-}
-
-function broken(name: string, text: string): string {
-  const d = dir(name);
-  writeTablesDir(d, TABLES);
-  writeFileSync(join(d, 'engram-local.json'), text);
-  return d;
-}
-
-async function script(): Promise<string> {
-  const out = join(root, 'spark-wrapper.sh');
-  await runEmitSh({ snapshot, world: '4', out }, io({}));
-  return out;
-}
-
-test("sh and Node agree on every copy, rank and preset: the manifest's ranges, or the same refusal", async (t) => {
+test("sh and Node agree on every copy, at two ranks of each, and preset: the manifest's ranges, or the same refusal", async (t) => {
   if (!needs(t, 'dash')) return;
   const sh = await script();
-  const copies: Record<string, string> = { snapshot };
-  for (let r = 0; r < 4; r++) {
-    copies[`spark-r${r}`] = share(`spark-r${r}`, r, 4, 'floor', { spark: { rank: r, world: 4, split: 'floor' } });
-    copies[`overlay-r${r}`] = share(`overlay-r${r}`, r, 4, 'floor', { style: 'one-line' });
-  }
-  copies['front-r1of3'] = share('front-r1of3', 1, 3, 'front');
-  copies['floor-r1of2'] = share('floor-r1of2', 1, 2, 'floor', { style: 'one-line' });
-  copies['spark-r1of2'] = share('spark-r1of2', 1, 2, 'floor', { spark: { rank: 1, world: 2, split: 'floor' } });
-  copies.custom = sparse('custom', {
-    ranges: [
-      { layer: 1, start: 0, end: 10 },
-      { layer: 14, start: 0, end: 700 },
-    ],
-  });
-  copies.extra = share('extra', 2, 4, 'floor', { extra: { rank: 0, world: 1, layers_note: { '1': [0, 1] } } });
-  const pack = dir('pack-v1');
-  writePackDir(pack, {
-    rank: 2,
-    world: 4,
-    layout: 'dense',
-    dim: 256,
-    layers: [
-      { layer: 1, rows: 1000, start: 500, end: 750 },
-      { layer: 14, rows: 1010, start: 505, end: 757 },
-    ],
-  });
-  copies['pack-v1'] = pack;
-  const pack2 = dir('pack-v2');
-  writePackDir(pack2, {
-    rank: 3,
-    world: 4,
-    layout: 'page',
-    dim: 256,
-    layers: [
-      { layer: 1, rows: 1000, start: 750, end: 1000 },
-      { layer: 14, rows: 1010, start: 757, end: 1010 },
-    ],
-  });
-  renameSync(join(pack2, 'engram-local.json'), join(pack2, 'spark-pack.json'));
-  copies['pack-v2'] = pack2;
-  copies.truncated = broken('truncated', '{"layers": {"1": [0, 250], "14": [0, 252]');
-  copies.strings = broken('strings', '{"layers": {"1": ["0", "250"], "14": [0, 252]}}');
-  copies.backwards = broken('backwards', '{"layers": {"1": [250, 0]}}');
-  copies.scalar = broken('scalar', '{"layers": {"1": 250, "14": [0, 252]}}');
-  copies.triple = broken('triple', '{"layers": {"1": [0, 250, 9], "14": [0, 252]}}');
-  copies.empty = broken('empty', '{"layers": {}}');
-  copies.list = broken('list', '{"layers": [1, 2]}');
-  copies.nolayers = broken('nolayers', '{"source": "x"}');
-  copies.badrank = share('badrank', 1, 4, 'floor', { spark: { rank: 5, world: 4, split: 'floor' } });
-
-  let compared = 0;
-  for (const [name, path] of Object.entries(copies)) {
-    for (const rank of ['0', '1', '2', '3']) {
-      const node = await viaNode({ SPARK_ENGRAM_DIR: path, NODE_RANK: rank });
-      const presets = [undefined, '1:0:1,14:0:1'];
-      if (node.code === 0) presets.push(node.rows!.replace(/:(\d+):(\d+)/g, ':$1-$2'));
-      for (const preset of presets) {
-        const env = { SPARK_ENGRAM_DIR: path, NODE_RANK: rank, ...(preset ? { SPARK_ENGRAM_ROWS: preset } : {}) };
-        const n = preset ? await viaNode(env) : node;
-        const s = viaSh(sh, env);
-        assert.deepEqual(
-          { code: s.code, rows: s.rows },
-          { code: n.code, rows: n.rows },
-          `${name} rank ${rank} preset ${preset}: ${s.stderr} / ${n.message}`,
-        );
-        compared++;
-      }
-    }
-  }
-  assert.ok(compared > 150, `${compared} cases`);
+  const copies = buildCopies();
+  // Two ranks a copy, turning with the copy's place (every rank of every copy: test/long).
+  const compared = await compare(sh, copies, (i) => [String(i % 4), String((i + 2) % 4)]);
+  assert.ok(compared > 75, `${compared} cases`);
   // The exported values are the manifests' (not the baked ones) and the refusals say why.
   assert.equal(viaSh(sh, { SPARK_ENGRAM_DIR: copies.custom!, NODE_RANK: '2' }).rows, '1:0:10,14:0:700');
   assert.equal(viaSh(sh, { SPARK_ENGRAM_DIR: copies['overlay-r3']!, NODE_RANK: '3' }).rows, '1:750:1000,14:757:1010');
