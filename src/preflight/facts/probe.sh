@@ -16,7 +16,7 @@ text_limit=@TEXT_LIMIT@
 listen=@LISTEN@
 printf 'spark-probe 1\n'
 set -- @PATHS@
-i=0; for p in "$@"; do kind "$p"; s=; [ "$k" = file ] && s=$(wc -c < "$p" 2>/dev/null | tr -d ' '); printf 'path %s %s %s\n' "$i" "$k" "$s"; i=$((i+1)); done
+i=0; for p in "$@"; do kind "$p"; s=; [ "$k" = file ] && s=$(wc -c < "$p" 2>/dev/null) && s=${s##* }; printf 'path %s %s %s\n' "$i" "$k" "$s"; i=$((i+1)); done
 set -- @TEXTS@
 i=0; for p in "$@"; do
   if [ -f "$p" ] && [ -r "$p" ] && [ "$(wc -c < "$p" | tr -d ' ')" -le "$text_limit" ]; then printf 'text %s ' "$i"; hx < "$p"
@@ -67,14 +67,17 @@ dump_files() {
   done
   for f in "$@"; do
     [ -f "$f" ] || continue
-    size=$(wc -c < "$f" | tr -d ' ')
-    b=$(od -An -v -tx1 -N8 "$f" | tr -d ' \n')
+    size=$(wc -c < "$f"); size=${size##* }
+    # The header's length: 8 bytes little-endian, read as decimals (the loop's list is already expanded).
+    # shellcheck disable=SC2046
+    set -- $(od -An -v -tu1 -N8 "$f")
     n=-1
-    if [ ${#b} = 16 ]; then
-      n=$((0x$(printf '%s' "$b" | sed 's/\(..\)\(..\)\(..\)\(..\)\(..\)\(..\)\(..\)\(..\)/\8\7\6\5\4\3\2\1/')))
-    fi
-    printf 'shard %s %s ' "$size" "$n"; printf '%s' "${f##*/}" | tr -d '\n' | hx
-    if [ "$n" -ge 0 ] && [ "$n" -le 100000000 ] && [ $((n + 8)) -le "$size" ]; then printf 'header '; tail -c +9 "$f" | head -c "$n" | hx; fi
+    [ $# = 8 ] && n=$(( $1 | $2 << 8 | $3 << 16 | $4 << 24 | $5 << 32 | $6 << 40 | $7 << 48 | $8 << 56 ))
+    name=${f##*/}
+    printf 'shard %s %s ' "$size" "$n"
+    case $name in *'
+'*) printf '%s' "$name" | tr -d '\n' | hx ;; *) printf '%s' "$name" | hx ;; esac
+    if [ "$n" -ge 0 ] && [ "$n" -le 100000000 ] && [ $((n + 8)) -le "$size" ]; then printf 'header '; od -An -v -tx1 -j8 -N"$n" "$f" | tr -d ' \n'; echo; fi
   done
 }
 snap=

@@ -26,7 +26,7 @@ for d in "$@"; do
     n=$((n+1))
     kind "$f"; s=-; o=-; h=-
     if [ "$k" = file ]; then
-      s=$(wc -c < "$f" | tr -d ' ')
+      s=$(wc -c < "$f"); s=${s##* }
       [ -r "$f" ] && h=x$(dd if="$f" bs=4096 count=1 2>/dev/null | od -An -v -N "$reader_head_bytes" -tx1 | tr -d ' \n')
       if dd if="$f" of=/dev/null bs=4096 count=1 iflag=direct 2>/dev/null; then o=1; else o=0; fi
     fi
