@@ -1,12 +1,11 @@
+// spark's Python reader against spark's own packs and copies: one layer of a dense pack and of
+// spark's sparse copy here, checksums named; every layer of both layouts and both sparse-copy
+// flavours in test/long/python-reader-copies.test.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { packEngram } from '../../src/stacks/pack-engram.js';
-import { packRanges } from '../../src/pack/pack-ranges.js';
 import { synthRow } from '../../src/synth/synth-rows.js';
-import { packageRoot } from '../../src/addon/index.js';
 import { cli } from '../helpers/cli.js';
 import { makeSnapshot } from '../helpers/synth.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -14,52 +13,17 @@ import { openSnapshot } from '../../src/engram/snapshot.js';
 import { readManifest } from '../helpers/packed.js';
 import { floorRange, writeSparseCopy } from '../helpers/sparse-copy.js';
 import { needs } from '../helpers/external-tool.js';
+import { dequant, packed as packedOf, python } from '../helpers/python-reader.js';
 
-const reader = join(packageRoot(), 'python', 'spark_engram_reader.py');
 const snap = makeSnapshot({ seed: 3 });
 const tables = (await openSnapshot(snap.dir)).engram;
+const packed = (layout: 'dense' | 'page'): Promise<string> => packedOf(snap.dir, tables, layout);
 
-function python(args: string[]): { code: number; stdout: string; stderr: string } {
-  const r = spawnSync('python3', [reader, ...args], { encoding: 'utf8' });
-  if (r.error) throw r.error;
-  return { code: r.status ?? 128, stdout: r.stdout, stderr: r.stderr };
-}
-
-/** F8_E4M3 (e4m3fn) times 2^(e - 127): the reference the Python dequantizer must match. */
-function dequant(row: Buffer, dim: number): number[] {
-  const out: number[] = [];
-  for (let c = 0; c < dim; c++) {
-    const b = row[c];
-    const e = (b >> 3) & 15;
-    const m = b & 7;
-    const mag = e === 0 ? (m / 8) * 2 ** -6 : (1 + m / 8) * 2 ** (e - 7);
-    out.push((b & 0x80 ? -mag : mag) * 2 ** (row[dim + (c >> 5)] - 127));
-  }
-  return out;
-}
-
-async function packed(layout: 'dense' | 'page'): Promise<string> {
-  const out = join(tempDir(), 'pack');
-  await packEngram({
-    snapshotDir: snap.dir,
-    tables,
-    out,
-    rank: 1,
-    world: 3,
-    split: 'floor',
-    ranges: packRanges(tables, undefined, 1, 3, 'floor'),
-    layout,
-    threads: 2,
-    chunkRows: layout === 'page' ? 15 * 64 : 1024,
-  });
-  return out;
-}
-
-for (const layout of ['dense', 'page'] as const) {
-  test(`the Python reader returns the packed rows byte for byte (${layout})`, async (t) => {
+for (const layout of ['dense'] as const) {
+  test(`the Python reader returns the packed rows of one layer byte for byte (${layout})`, async (t) => {
     if (!needs(t, 'numpy')) return;
     const out = await packed(layout);
-    for (const e of readManifest(out).layers) {
+    for (const e of readManifest(out).layers.slice(0, 1)) {
       const ids = [
         e.start,
         e.start + 1,
@@ -141,14 +105,14 @@ test('the Python reader verifies checksums with zlib.crc32 and names the bad chu
   assert.match(t.stderr, /the layout implies/);
 });
 
-for (const flavour of ['overlay', 'spark'] as const) {
-  test(`the Python reader reads a sparse copy (${flavour === 'overlay' ? "the overlay tool's layout" : "spark's, with checksums"}) byte for byte`, async (ctx) => {
+for (const flavour of ['spark'] as ('overlay' | 'spark')[]) {
+  test(`the Python reader reads one layer of a sparse copy (${flavour === 'overlay' ? "the overlay tool's layout" : "spark's, with checksums"}) byte for byte`, async (ctx) => {
     if (!needs(ctx, 'numpy')) return;
     const dir = join(tempDir(), 'copy');
     mkdirSync(dir);
     const ranges = snap.layers.map((l) => floorRange(l.layer, l.rows, 2, 3));
     const copy = writeSparseCopy(snap.dir, dir, { flavour, ranges, rank: 2, world: 3, chunkRows: 500 });
-    for (const r of ranges) {
+    for (const r of ranges.slice(1)) {
       const ids = [r.start, r.start + 1, Math.floor((r.start + r.end) / 2), r.end - 1, r.start];
       const py = python([dir, '--layer', String(r.layer), '--ids', ids.join(','), '--dequant']);
       assert.equal(py.code, 0, py.stderr);
@@ -163,7 +127,7 @@ for (const flavour of ['overlay', 'spark'] as const) {
         assert.equal(row.weight + row.scale, want.toString('hex'), `layer ${r.layer} row ${row.id}`);
         assert.deepEqual(row.values, dequant(want, 256));
       });
-      for (const outside of [r.start - 1, r.end]) {
+      for (const outside of [r.start - 1]) {
         const o = python([dir, '--layer', String(r.layer), '--ids', String(outside)]);
         assert.equal(o.code, 2);
         assert.match(o.stderr, new RegExp(`id ${outside} is outside this copy's range \\[${r.start}, ${r.end}\\)`));
