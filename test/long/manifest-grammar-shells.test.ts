@@ -11,6 +11,7 @@ import { MAX_MANIFEST_BYTES } from '../../src/engram/manifest-lexicon.js';
 import { copyDir, grammarVerdicts, ROWS, SHELLS, viaNode } from '../helpers/manifest-grammar.js';
 
 test('the --emit-sh script under every other shell gives the same verdict on each case of the manifest grammar table', async () => {
+  assert.ok(SHELLS.slice(1).includes('/bin/bash'), SHELLS.join(' '));
   assert.deepEqual(await grammarVerdicts(SHELLS.slice(1), false), []);
 });
 
