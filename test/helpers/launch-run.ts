@@ -20,7 +20,7 @@ export const cluster4 = () =>
   });
 export const FAST = ['--revision', REV, '--interval', '0.05', '--timeout', '120'];
 // The fake nodes hold none of the recipes' files, so preflight (which now asks every node)
-// finds errors on them; the launches tested with these are about what happens after it, hence --force.
+// finds errors on them; the launches here are about what happens after it, hence --force.
 // preflight-cluster.test.ts checks nodes that pass.
 export const FORCED = [...FAST, '--force'];
 
