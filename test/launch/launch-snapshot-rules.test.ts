@@ -4,26 +4,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cli } from '../helpers/cli.js';
-import { fakeNodes, type FakeCall } from '../helpers/fake-node.js';
+import { fakeNodes } from '../helpers/fake-node.js';
 import { healthServer } from '../helpers/health-server.js';
 import { PACKED, hfCacheWith, writeCluster } from '../helpers/launch-files.js';
 import { tempDir } from '../helpers/tmp.js';
-
-const MODEL = 'deepseek-ai/DeepSeek-V4.1-Flash';
-const MAIN = 'c'.repeat(40);
-const HOSTS = ['k1', 'k2', 'k3', 'k4'];
-const FABRIC = ['10.66.0.1', '10.66.0.2', '10.66.0.3', '10.66.0.4'];
-const RUN = ['--interval', '0.05', '--timeout', '20', '--force', '--json'];
+import { dockerRuns, errorOf, FABRIC, HOSTS, MAIN, MODEL, RUN } from '../helpers/launch-snapshot-rules.js';
 
 interface Doc {
   model: { id: string; path: string; revision?: string; from?: string; hostPath?: string };
   nodes: { argv: string[] }[];
   notes: string[];
 }
-
-const dockerRuns = (calls: FakeCall[]) => calls.filter((c) => c.prog === 'docker' && c.argv[0] === 'run');
-const errorOf = (stderr: string) =>
-  (JSON.parse(stderr.trim().split('\n').at(-1)!) as { error: { code: string; message: string } }).error;
 
 test("~ in hf_cache is the head's home when the launch reads the ref, as in the cache it mounts", async () => {
   // The nodes' home holds the cache; this machine's home holds nothing (a workstation).
@@ -87,21 +78,6 @@ test('a ref neither this machine nor the head can read: the dry run stands the m
   // Preflight asked every node first (its report says why better than the missing ref); nothing started.
   assert.deepEqual([...new Set(calls.filter((c) => c.prog === 'ssh').map((c) => c.host))].sort(), HOSTS);
   assert.equal(dockerRuns(calls).length, 0);
-});
-
-test('a ref that holds no commit stops the dry run and the launch alike (exit 2, nothing started)', async () => {
-  const fake = fakeNodes();
-  const env = fake.env();
-  const cache = hfCacheWith(MODEL, MAIN, { main: 'not-a-hash' });
-  const cluster = writeCluster({ name: 'badref', hosts: HOSTS, fabric: FABRIC, hfCache: cache });
-  const dry = await cli(['launch', PACKED, '--cluster', cluster, '--dry-run', '--json'], env);
-  const run = await cli(['launch', PACKED, '--cluster', cluster, ...RUN], env);
-  for (const r of [dry, run]) {
-    assert.equal(r.code, 2, r.stderr);
-    assert.equal(errorOf(r.stderr).code, 'E_SNAPSHOT');
-    assert.match(errorOf(r.stderr).message, /refs\/main holds "not-a-hash", not a commit hash/);
-  }
-  assert.equal(dockerRuns(fake.calls()).length, 0);
 });
 
 test('the dry run names the docker program the launch runs (SPARK_DOCKER), as --stop --dry-run does', async () => {

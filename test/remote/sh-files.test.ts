@@ -17,10 +17,9 @@ import { probeScript as fabricProbe } from '../../src/recipes/sparkrun/fabric.js
 import { tempDir } from '../helpers/tmp.js';
 import { factsRequest } from '../helpers/facts-request.js';
 import { needs } from '../helpers/external-tool.js';
+import { checkMade, dashN, LAYERS, shellcheck } from '../helpers/sh-files.js';
 
 const root = packageRoot();
-const SHELLCHECK = 'shellcheck';
-const DASH = '/usr/bin/dash';
 const ENTRY = '#!/bin/sh\n';
 const FRAGMENT = '# shellcheck shell=sh\n';
 const INCLUDE = /^\. \.\/([a-z0-9-]+\.sh)$/gm;
@@ -33,20 +32,6 @@ function shFiles(dir: string): string[] {
 
 const FILES = shFiles(join(root, 'src'));
 const includes = (f: string) => [...readFileSync(f, 'utf8').matchAll(INCLUDE)].map((m) => join(dirname(f), m[1]!));
-
-/** shellcheck at every severity (style and up), POSIX sh; its findings as one string, '' when clean. */
-function shellcheck(args: string[], cwd: string): string {
-  const r = spawnSync(SHELLCHECK, ['--shell=sh', '--severity=style', '--format=gcc', ...args], {
-    encoding: 'utf8',
-    cwd,
-  });
-  return r.stdout + r.stderr;
-}
-
-function dashN(path: string): string {
-  const r = spawnSync(DASH, ['-n', path], { encoding: 'utf8' });
-  return r.status === 0 ? '' : r.stderr || `exit ${r.status}`;
-}
 
 test('the sh programs under src/ are files that shellcheck and dash -n pass', (t) => {
   if (!needs(t, 'shellcheck', 'dash')) return;
@@ -81,35 +66,17 @@ test('the sh programs under src/ are files that shellcheck and dash -n pass', (t
   }
 });
 
-const LAYERS = [
-  { layer: 1, rows: 384006168 },
-  { layer: 14, rows: 384016682 },
-];
-
 test('every script spark makes of them passes shellcheck and dash -n', (t) => {
   if (!needs(t, 'shellcheck', 'dash')) return;
-  const made: Record<string, string> = {
+  // One of each kind here; the other inputs of each: test/long/sh-files-variants.test.ts.
+  checkMade({
     'entrypoint, 4 ranks floor': emitWrapperSh({
       world: 4,
       split: 'floor',
       source: '/models/dsv41',
       ranks: tileLayers(LAYERS, 4, 'floor'),
     }),
-    'entrypoint, 1 rank front, a path with spaces and a quote': emitWrapperSh({
-      world: 1,
-      split: 'front',
-      source: "/my models/it's",
-      ranks: tileLayers(LAYERS, 1, 'front'),
-    }),
-    'entrypoint, 3 ranks of one table': emitWrapperSh({
-      world: 3,
-      split: 'front',
-      source: '/m',
-      ranks: tileLayers(LAYERS.slice(0, 1), 3, 'front'),
-    }),
     hello: helloScript('spark'),
-    'hello, a spark path with a space': helloScript('/opt/my spark/bin/spark'),
-    'probe, an empty request': probeScript(factsRequest({})),
     'probe, every part': probeScript(
       factsRequest({
         paths: ['/a', '/b c'],
@@ -127,16 +94,7 @@ test('every script spark makes of them passes shellcheck and dash -n', (t) => {
       }),
     ),
     'sparkrun fabric probe': fabricProbe('/sys'),
-  };
-  const dir = tempDir('spark-made-sh-');
-  for (const [what, text] of Object.entries(made)) {
-    const path = join(dir, 'made.sh');
-    writeFileSync(path, text);
-    assert.equal(dashN(path), '', `${what}: dash -n`);
-    assert.equal(shellcheck([path], dir), '', `${what}: shellcheck`);
-    assert.doesNotMatch(text, /@[A-Z][A-Z0-9_]*@/, `${what}: a placeholder left`);
-    assert.doesNotMatch(text, /^\. \.\//m, `${what}: an include left`);
-  }
+  });
 });
 
 test('the placeholder mechanism quotes every value and refuses a missing, unused, commented or half-word one', () => {
