@@ -3,7 +3,7 @@
 // in test/long/bench-gather-cases.test.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { createRequire } from 'node:module';
 import { drawBatch, idModel, rng } from '../../src/gather-bench/bench-ids.js';
@@ -19,6 +19,7 @@ import { MmapGather, overlayBaselinePath, type MmapTableSpec } from '../../src/g
 import { addon, packageRoot } from '../../src/addon/index.js';
 import { NaiveGather } from '../../src/gather-bench/naive-gather.js';
 import { openRowSource } from '../../src/stacks/local-copy.js';
+import { benchPackCases } from '../helpers/bench-gather.js';
 import { stampMiaHeaders } from '../../bench/lib/mia-header.js';
 
 test('bench ids: 24 per token, each inside its head sub-range, with repeats', () => {
@@ -67,63 +68,7 @@ test('the recommendation is the fewest threads within 5% of the best at the larg
 });
 
 test('spark bench gather on a pack, one case: contract JSON keys, a naive baseline, and an SVG chart', async () => {
-  const dir = join(tempDir(), 'pack');
-  mkdirSync(dir);
-  writePackDir(
-    dir,
-    { rank: 0, world: 1, layout: 'page', dim: 256, layers: [{ layer: 1, rows: 3000, start: 0, end: 3000 }] },
-    synthRow,
-  );
-  const svg = join(dir, '..', 'chart.svg');
-  const r = await cli([
-    'bench',
-    'gather',
-    dir,
-    '--threads',
-    '1',
-    '--batch',
-    '24',
-    '--seconds',
-    '1',
-    '--no-fio',
-    '--svg',
-    svg,
-    '--json',
-  ]);
-  assert.equal(r.code, 0, r.stderr);
-  const report = JSON.parse(r.stdout);
-  assert.equal(report.results.length, 1);
-  const [x] = report.results;
-  for (const k of [
-    'source',
-    'layout',
-    'threads',
-    'batch',
-    'cold',
-    'rowsPerSec',
-    'mbPerSec',
-    'p50Ms',
-    'p99Ms',
-    'baselines',
-  ]) {
-    assert.ok(k in x, k);
-  }
-  assert.deepEqual(
-    [x.source, x.layout, x.variant, x.reader, x.cold],
-    ['packed', 'page', 'packed', 'pread-pool', false],
-  );
-  assert.ok(x.rowsPerSec > 0 && x.baselines.naive.rowsPerSec > 0);
-  assert.equal(x.baselines.fio, undefined);
-  assert.equal(report.recommendedThreads, 1);
-  assert.match(readFileSync(svg, 'utf8'), /^<svg [^]*<polyline /);
-  const bad = await cli(['bench', 'gather', dir, '--variants', 'nope']);
-  assert.equal(bad.code, 2);
-  const overlay = await cli(['bench', 'gather', dir, '--variants', 'overlay', '--json']);
-  assert.equal(overlay.code, 2);
-  assert.match(
-    JSON.parse(overlay.stderr).error.message,
-    /--variants overlay cannot be measured on a packed directory: it takes packed/,
-  );
+  await benchPackCases([1], [24]);
 });
 
 test("spark bench gather on a dense pack with the Mia header, one batch size: the Mia stack's reader beside the row store, interleaved on the same batches", async () => {

@@ -5,7 +5,7 @@
 // case runs at least one whole second.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { createRequire } from 'node:module';
 import { type GatherBenchResult } from '../../src/gather-bench/gather-bench.js';
@@ -17,74 +17,11 @@ import { makeSnapshot } from '../helpers/synth.js';
 import { floorRange, writeSparseCopy } from '../helpers/sparse-copy.js';
 import { overlayBaselinePath } from '../../src/gather-bench/overlay-baseline.js';
 import { addon, packageRoot } from '../../src/addon/index.js';
+import { benchPackCases } from '../helpers/bench-gather.js';
 import { stampMiaHeaders } from '../../bench/lib/mia-header.js';
 
 test('spark bench gather on a pack: contract JSON keys, a naive baseline, and an SVG chart', async () => {
-  const dir = join(tempDir(), 'pack');
-  mkdirSync(dir);
-  writePackDir(
-    dir,
-    { rank: 0, world: 1, layout: 'page', dim: 256, layers: [{ layer: 1, rows: 3000, start: 0, end: 3000 }] },
-    synthRow,
-  );
-  const svg = join(dir, '..', 'chart.svg');
-  const r = await cli([
-    'bench',
-    'gather',
-    dir,
-    '--threads',
-    '1,2',
-    '--batch',
-    '24,48',
-    '--seconds',
-    '1',
-    '--no-fio',
-    '--svg',
-    svg,
-    '--json',
-  ]);
-  assert.equal(r.code, 0, r.stderr);
-  const report = JSON.parse(r.stdout);
-  assert.equal(report.results.length, 4);
-  for (const x of report.results) {
-    assert.deepEqual(
-      Object.keys(x).filter((k) =>
-        [
-          'source',
-          'layout',
-          'threads',
-          'batch',
-          'cold',
-          'rowsPerSec',
-          'mbPerSec',
-          'p50Ms',
-          'p99Ms',
-          'baselines',
-        ].includes(k),
-      ).length,
-      10,
-    );
-    assert.equal(x.source, 'packed');
-    assert.equal(x.layout, 'page');
-    assert.equal(x.variant, 'packed');
-    assert.equal(x.reader, 'pread-pool');
-    assert.equal(x.cold, false);
-    assert.ok(x.rowsPerSec > 0 && x.baselines.naive.rowsPerSec > 0);
-    assert.equal(x.baselines.fio, undefined);
-  }
-  assert.ok([1, 2].includes(report.recommendedThreads));
-  const chart = readFileSync(svg, 'utf8');
-  assert.match(chart, /^<svg /);
-  assert.equal((chart.match(/<polyline /g) ?? []).length, 2);
-  const bad = await cli(['bench', 'gather', dir, '--variants', 'nope']);
-  assert.equal(bad.code, 2);
-  // A variant the source cannot be read with is refused, never run on something else and relabelled.
-  const overlay = await cli(['bench', 'gather', dir, '--variants', 'overlay', '--json']);
-  assert.equal(overlay.code, 2);
-  assert.match(
-    JSON.parse(overlay.stderr).error.message,
-    /--variants overlay cannot be measured on a packed directory: it takes packed/,
-  );
+  await benchPackCases([1, 2], [24, 48]);
 });
 
 test("spark bench gather on a dense pack with the Mia header: the Mia stack's reader beside the row store, interleaved on the same batches", async () => {
