@@ -19,8 +19,7 @@ import { MmapGather, overlayBaselinePath, type MmapTableSpec } from '../../src/g
 import { addon, packageRoot } from '../../src/addon/index.js';
 import { NaiveGather } from '../../src/gather-bench/naive-gather.js';
 import { openRowSource } from '../../src/stacks/local-copy.js';
-import { benchPackCases } from '../helpers/bench-gather.js';
-import { stampMiaHeaders } from '../../bench/lib/mia-header.js';
+import { benchMiaCases, benchPackCases, benchSparseCases } from '../helpers/bench-gather.js';
 
 test('bench ids: 24 per token, each inside its head sub-range, with repeats', () => {
   const sizes = Array.from({ length: 24 }, (_, i) => 1000 + i);
@@ -72,66 +71,7 @@ test('spark bench gather on a pack, one case: contract JSON keys, a naive baseli
 });
 
 test("spark bench gather on a dense pack with the Mia header, one batch size: the Mia stack's reader beside the row store, interleaved on the same batches", async () => {
-  const dir = join(tempDir(), 'pack');
-  mkdirSync(dir);
-  writePackDir(
-    dir,
-    { rank: 0, world: 1, layout: 'dense', dim: 256, layers: [{ layer: 1, rows: 3000, start: 0, end: 3000 }] },
-    synthRow,
-  );
-  // Before the header is the stack's own, its reader would abort: the variant is refused, and left out by default.
-  const v1 = await cli(['bench', 'gather', dir, '--variants', 'mia', '--json']);
-  assert.equal(v1.code, 2);
-  assert.match(
-    JSON.parse(v1.stderr).error.message,
-    /--variants mia: .*is not the stack's packed shard \(magic is .*its reader would abort on it/,
-  );
-  await stampMiaHeaders(dir);
-  const r = await cli([
-    'bench',
-    'gather',
-    dir,
-    '--threads',
-    '2',
-    '--batch',
-    '24',
-    '--seconds',
-    '1',
-    '--no-fio',
-    '--mia-cache-mib',
-    '1',
-    '--mia-ways',
-    '8',
-    '--json',
-  ]);
-  assert.equal(r.code, 0, r.stderr);
-  const report = JSON.parse(r.stdout);
-  assert.deepEqual(
-    report.results.map((x: GatherBenchResult) => [x.variant, x.source, x.layout, x.reader, x.threads, x.batch]),
-    [
-      ['packed', 'packed', 'dense', 'pread-pool', 2, 24],
-      ['mia', 'packed', 'dense', 'mia-pool', 2, 24],
-    ],
-  );
-  for (const [a, b] of [report.results]) {
-    // Interleaved: both ran the same batches.
-    assert.equal(a.batchesRun, b.batchesRun);
-    assert.ok(b.rowsPerSec > 0 && b.p99Ms >= b.p50Ms && b.baselines.naive.rowsPerSec > 0);
-    // 1 MiB, 8 ways: 1048576 / (272 * 8 + 1) = 481 sets.
-    assert.deepEqual(b.mia, { ...b.mia, budgetBytes: 1 << 20, ways: 8, cacheSlots: 481 * 8, ioThreads: 2 });
-    assert.ok(b.readsPerRow > 0 && b.readsPerRow <= 1);
-  }
-  assert.equal(report.recommendedFor, 'packed');
-  const page = join(tempDir(), 'page');
-  mkdirSync(page);
-  writePackDir(
-    page,
-    { rank: 0, world: 1, layout: 'page', dim: 256, layers: [{ layer: 1, rows: 300, start: 0, end: 300 }] },
-    synthRow,
-  );
-  const refused = await cli(['bench', 'gather', page, '--variants', 'mia', '--json']);
-  assert.equal(refused.code, 2);
-  assert.match(JSON.parse(refused.stderr).error.message, /the Mia stack reads dense packs/);
+  await benchMiaCases([24]);
 });
 
 test('spark bench gather on a snapshot refuses --variants packed', async () => {
@@ -144,39 +84,9 @@ test('spark bench gather on a snapshot refuses --variants packed', async () => {
   );
 });
 
-for (const flavour of ['overlay'] as const) {
-  test(`spark bench gather on a sparse copy (${flavour}), one case: the overlay's mmap path, labelled with what was read`, async () => {
-    const snap = makeSnapshot();
-    const dir = join(tempDir(), 'copy');
-    mkdirSync(dir);
-    writeSparseCopy(snap.dir, dir, { flavour, ranges: snap.layers.map((l) => floorRange(l.layer, l.rows, 0, 2)) });
-    const r = await cli([
-      'bench',
-      'gather',
-      dir,
-      '--threads',
-      '1',
-      '--batch',
-      '24',
-      '--seconds',
-      '1',
-      '--no-fio',
-      '--variants',
-      'overlay',
-      '--json',
-    ]);
-    assert.equal(r.code, 0, r.stderr);
-    const report = JSON.parse(r.stdout);
-    assert.equal(report.sourceKind, 'sparse');
-    assert.deepEqual(
-      report.results.map((x: GatherBenchResult) => [x.variant, x.source, x.layout, x.reader, x.threads]),
-      [['overlay', 'snapshot', 'sparse', 'mmap', 1]],
-    );
-    for (const x of report.results) assert.ok(x.rowsPerSec > 0 && x.baselines.naive.rowsPerSec > 0);
-    assert.equal(report.recommendedFor, 'overlay');
-    assert.equal(report.recommendedThreads, 1);
-  });
-}
+test("spark bench gather on a sparse copy (overlay), one case: the overlay's mmap path, labelled with what was read", async () => {
+  await benchSparseCases('overlay', ['overlay'], [1]);
+});
 
 test("the overlay's mmap gather: rows byte-exact for owned ids, zeros for the others, ids past the table refused", async () => {
   const snap = makeSnapshot();
