@@ -24,7 +24,7 @@ import { headerBlock } from '../../../src/stacks/packed/pack-format.js';
 import type { PackedManifest } from '../../../src/stacks/packed/packed-manifest.js';
 import { packRanges } from '../../../src/pack/pack-ranges.js';
 import { needs } from '../../helpers/external-tool.js';
-import { floor, headerBytes, writeStackPack as writeStackPackOf } from '../../helpers/mia-contract.js';
+import { checkDenseShards, floor, writeStackPack as writeStackPackOf } from '../../helpers/mia-contract.js';
 
 const snap = makeSnapshot({ vocab: 3000 });
 const tables = (await openSnapshot(snap.dir, { engramOnly: true })).engram;
@@ -34,33 +34,7 @@ const writeStackPack = (dir: string, rank: number, world: number, range = floor)
   writeStackPackOf(tables, dir, rank, world, range);
 
 test('dense is the Mia shard: every rank of world 3, both layers, header, zeros, size, name and the rows at both range ends', async () => {
-  for (const world of [3]) {
-    for (let rank = 0; rank < world; rank++) {
-      const out = join(tempDir(), `w${world}r${rank}`);
-      await packEngram(packRequest(snap.dir, tables, out, { rank, world, layout: 'dense' }));
-      for (const t of tables) {
-        const [lo, hi] = floor(t.rows, rank, world);
-        const data = readFileSync(join(out, `engram-l${t.layer}-r${rank}of${world}.bin`));
-        const where = `layer ${t.layer} rank ${rank} of ${world}`;
-        assert.deepEqual(data.subarray(0, 48), headerBytes(t.layer, lo, hi, t.rows), where);
-        assert.ok(
-          data.subarray(48, 4096).every((b) => b === 0),
-          `${where}: bytes 48-4095 are zero`,
-        );
-        assert.equal(data.length, 4096 + (hi - lo) * 264, where);
-        for (const id of [lo, lo + 1, hi - 2, hi - 1]) {
-          const at = 4096 + (id - lo) * 264;
-          assert.deepEqual(data.subarray(at, at + 264), synthRow(t.layer, id, 256), `${where}: row ${id}`);
-        }
-      }
-      const v = await packDirVerdict(out);
-      assert.equal(v.kind, 'spark-v2-dense');
-      assert.deepEqual(
-        v.shards.map((s) => [s.file, s.miaReader, s.exactSize]),
-        tables.map((t) => [`engram-l${t.layer}-r${rank}of${world}.bin`, 'attach', true]),
-      );
-    }
-  }
+  await checkDenseShards(snap.dir, tables, 3);
 });
 
 test('the page layout never uses a name the Mia reader opens', async () => {
