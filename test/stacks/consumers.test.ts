@@ -15,6 +15,7 @@ import {
   type PackedLayer,
 } from '../../src/stacks/packed/packed-manifest.js';
 import { SPARSE_MANIFEST_NAME } from '../../src/stacks/overlay/sparse-manifest.js';
+import type { PreflightContext } from '../../src/preflight-api/types.js';
 
 /** The shard name the Mia reader opens in DSV41_PACKED_DIR. */
 const MIA_NAME = /^engram-l\d+-r\d+of\d+\.bin$/;
@@ -116,4 +117,27 @@ test('what spark writes for no stack is under a name no stack opens, and each ma
   // Each stack's layout is read by that stack, and no layout claims a stack that does not read it.
   for (const s of STACKS) assert.equal(layoutNamed(s.layout).stack, s.name);
   for (const l of LAYOUTS) if (l.stack !== undefined) assert.equal(stackNamed(l.stack).layout, l.name);
+});
+
+test("preflight asks each node for what the Mia reader opens: DSV41_PACKED_DIR's engram-l{L}-r{R}of{TP}.bin, the header's 48 bytes, identity.json", async () => {
+  const { miaPreflight } = await import('../../src/stacks/mia/preflight.js');
+  const { globPattern } = await import('../../src/preflight/facts/reader-dir.js');
+  const env = new Map([['DSV41_PACKED_DIR', { value: '/engram', file: '.env' }]]);
+  const ctx = { env, packDir: '/packs', toHost: () => undefined } as unknown as PreflightContext;
+  const asked = miaPreflight.readerDir!(ctx)!;
+  assert.deepEqual(asked, { dir: '/packs', glob: asked.glob, headBytes: 48, receipt: 'identity.json' });
+  // The header's fields: "DSV41EN1", then layer, lo, hi, N and row bytes as little-endian u64.
+  assert.equal(asked.headBytes, 8 + 5 * 8);
+  const named = globPattern(asked.glob);
+  for (const [l, r, tp] of [
+    [1, 0, 4],
+    [14, 3, 4],
+    [1, 2, 3],
+    [14, 0, 1],
+  ])
+    assert.ok(named.test(`engram-l${l}-r${r}of${tp}.bin`), `${l} ${r} ${tp}`);
+  // Every name the glob lists is one the reader could be asked to open, and spark's other files are not.
+  for (const other of ['spark-pack.json', 'engram-local.json', 'identity.json', 'engram-l1-r0of4.bin.partial'])
+    assert.equal(named.test(other), false, other);
+  assert.equal(miaPreflight.readerDir!({ ...ctx, env: new Map() } as unknown as PreflightContext), undefined);
 });
