@@ -6,6 +6,7 @@ import { quoted, shTemplate } from '../../remote/sh-template.js';
 import { parseAddresses, parseListeners, parseNvidiaSmi, parseRoutes } from './parse.js';
 import { imageFailure } from './collect.js';
 import { parseReaderDirLine, readerDirValues } from './reader-dir.js';
+import { COPY_MANIFESTS } from '../../stacks/local-dir.js';
 import { hexBytes } from './hex.js';
 import {
   TEXT_LIMIT,
@@ -44,6 +45,7 @@ export function probeScript(request: FactsRequest): string {
       ),
     ),
     COPY_DIRS: request.copyDir === undefined ? [] : [request.copyDir],
+    COPY_MANIFESTS: COPY_MANIFESTS.join(' '),
     ...readerDirValues(request.readerDir),
   });
 }

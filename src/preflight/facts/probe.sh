@@ -14,6 +14,8 @@ sys=@SYSFS@
 docker=@DOCKER@
 text_limit=@TEXT_LIMIT@
 listen=@LISTEN@
+# The manifests that make a directory a node-local copy (the registry's COPY_MANIFESTS).
+copy_manifests=@COPY_MANIFESTS@
 printf 'spark-probe 1\n'
 set -- @PATHS@
 i=0; for p in "$@"; do kind "$p"; s=; [ "$k" = file ] && s=$(wc -c < "$p" 2>/dev/null) && s=${s##* }; printf 'path %s %s %s\n' "$i" "$k" "$s"; i=$((i+1)); done
@@ -62,7 +64,9 @@ for n in "$sys"/class/net/*; do [ -e "$n" ] && printf 'sysdir class/net/%s\n' "$
 # dump_files DIR SHARD...: the small files a reader needs, and each shard's size and header.
 dump_files() {
   d=$1; shift
-  for m in config.json model.safetensors.index.json engram-local.json spark-pack.json; do
+  # The names are plain words (no blanks): they split as meant.
+  # shellcheck disable=SC2086
+  for m in config.json model.safetensors.index.json $copy_manifests; do
     [ -f "$d/$m" ] && { printf 'sfile %s ' $m; head -c "$text_limit" "$d/$m" | hx; }
   done
   for f in "$@"; do
@@ -80,11 +84,18 @@ dump_files() {
     if [ "$n" -ge 0 ] && [ "$n" -le 100000000 ] && [ $((n + 8)) -le "$size" ]; then printf 'header '; od -An -v -tx1 -j8 -N"$n" "$f" | tr -d ' \n'; echo; fi
   done
 }
+# has_copy DIR: whether DIR holds a copy's manifest.
+has_copy() {
+  # Plain words, as above.
+  # shellcheck disable=SC2086
+  for m in $copy_manifests; do [ -f "$1/$m" ] && return 0; done
+  return 1
+}
 snap=
 # snap_dir CANDIDATE DIR NOTCOPY: a checkpoint directory or file (with NOTCOPY=1, not a node-local copy).
 snap_dir() { if [ -f "$2" ]; then case $2 in *.safetensors) snap=$2; cand=$1 ;; esac
   elif [ -f "$2/model.safetensors.index.json" ] || [ -f "$2/model.safetensors" ]; then
-    if [ "$3" = 1 ] && { [ -f "$2/engram-local.json" ] || [ -f "$2/spark-pack.json" ]; }; then return; fi
+    if [ "$3" = 1 ] && has_copy "$2"; then return; fi
     snap=$2; cand=$1
   fi; }
 # snap_model CANDIDATE MODELDIR: refs/main (a 40-hex commit), else the only snapshot, as huggingface_hub.
@@ -107,7 +118,7 @@ if [ -n "$snap" ]; then
 fi
 set -- @COPY_DIRS@
 for c in "$@"; do
-  if [ -f "$c/engram-local.json" ] || [ -f "$c/spark-pack.json" ]; then printf 'copy '; printf '%s' "$c" | hx; dump_files "$c" "$c"/*.safetensors; fi
+  if has_copy "$c"; then printf 'copy '; printf '%s' "$c" | hx; dump_files "$c" "$c"/*.safetensors; fi
 done
 . ./reader-dir.sh
 printf 'end\n'
