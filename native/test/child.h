@@ -39,20 +39,26 @@ struct ChildResult {
 
 using Env = std::vector<std::pair<std::string, std::string>>;
 
-inline ChildResult RunChild(const std::function<void()>& body, const Env& env = {}, double deadline_s = 60) {
+// A child started and not yet waited for: RunChild's two halves, for cases that start several
+// children at once (each waiting seconds of its own) and then finish them in turn.
+struct StartedChild {
+  pid_t pid = -1;
+  std::string err_path;
+  std::chrono::steady_clock::time_point until;
+};
+
+inline StartedChild StartChild(const std::function<void()>& body, const Env& env = {}, double deadline_s = 60) {
   static const std::string dir = ScratchDir("/tmp", "spark-child");
   static int serial = 0;
-  const std::string err_path = dir + "/stderr-" + std::to_string(++serial);
+  StartedChild c;
+  c.err_path = dir + "/stderr-" + std::to_string(++serial);
+  c.until = std::chrono::steady_clock::now() +
+            std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(deadline_s));
   std::fflush(stdout);
   std::fflush(stderr);
-  ChildResult r;
-  const pid_t pid = fork();
-  if (pid < 0) {
-    r.exit_code = -2;
-    return r;
-  }
-  if (pid == 0) {
-    const int fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  c.pid = fork();
+  if (c.pid == 0) {
+    const int fd = ::open(c.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd >= 0) ::dup2(fd, 2);
     for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
     const int before = Failures();
@@ -60,14 +66,23 @@ inline ChildResult RunChild(const std::function<void()>& body, const Env& env = 
     std::fflush(stdout);
     _exit(Failures() == before ? 0 : 1);
   }
+  return c;
+}
+
+// Waits for the child until its deadline (then SIGKILL) and reads back its stderr.
+inline ChildResult FinishChild(const StartedChild& c) {
+  ChildResult r;
+  if (c.pid < 0) {
+    r.exit_code = -2;
+    return r;
+  }
   int status = 0;
-  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(deadline_s);
   for (;;) {
-    const pid_t got = waitpid(pid, &status, WNOHANG);
-    if (got == pid) break;
-    if (std::chrono::steady_clock::now() > until) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
+    const pid_t got = waitpid(c.pid, &status, WNOHANG);
+    if (got == c.pid) break;
+    if (std::chrono::steady_clock::now() > c.until) {
+      kill(c.pid, SIGKILL);
+      waitpid(c.pid, &status, 0);
       r.timed_out = true;
       break;
     }
@@ -77,11 +92,15 @@ inline ChildResult RunChild(const std::function<void()>& body, const Env& env = 
     if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
     if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
   }
-  std::ifstream in(err_path);
+  std::ifstream in(c.err_path);
   std::stringstream ss;
   ss << in.rdbuf();
   r.err = ss.str();
   return r;
+}
+
+inline ChildResult RunChild(const std::function<void()>& body, const Env& env = {}, double deadline_s = 60) {
+  return FinishChild(StartChild(body, env, deadline_s));
 }
 
 // The lines of `text` that begin with `prefix`.

@@ -22,7 +22,10 @@
 using namespace engine_abi;
 using spark_test::ChildResult;
 using spark_test::Env;
+using spark_test::FinishChild;
 using spark_test::RunChild;
+using spark_test::StartChild;
+using spark_test::StartedChild;
 
 namespace mia_abi {
 
@@ -88,12 +91,15 @@ inline void ExpectAbort(const char* what, const std::function<void()>& body, con
   CHECK(ok);
 }
 
-inline void ExpectOk(const char* what, const std::function<void()>& body, const Env& env = {}) {
-  const ChildResult r = RunChild(body, env);
+inline void ExpectOk(const char* what, const ChildResult& r) {
   if (!r.ok())
     std::printf("  %s: child %s (exit %d, signal %d): %s\n", what, r.timed_out ? "hung" : "failed", r.exit_code,
                 r.signal, r.err.c_str());
   CHECK(r.ok());
+}
+
+inline void ExpectOk(const char* what, const std::function<void()>& body, const Env& env = {}) {
+  ExpectOk(what, RunChild(body, env));
 }
 
 }  // namespace mia_abi

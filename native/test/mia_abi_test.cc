@@ -264,34 +264,35 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 // The stats line never blocks: with stderr a full pipe nobody reads, a lookup whose end is due
 // to print it returns at once, with no pool (DSV41_IO_THREADS <= 1: the line is the caller's
 // to write) or with one (a worker writes it, and must not be stuck writing it). The line is
-// dropped and counted; the next line that gets out is the next one, and says so.
+// dropped and counted; the next line that gets out is the next one, and says so. Each pool size
+// is a child of its own, all three at once (each spends its ~2.4 s waiting for the line).
 TEST(stats_line_never_blocks_on_a_full_stderr) {
-  for (const char* io : {"1", "0", "4"}) {
-    ExpectOk(io,
-             [] {
-               const int pipe_read = FullStderrPipe();
-               void* s = Open(0);
-               row_store_range(s, 0, 9000);
-               Lookup(s, {1, 3000, 6000, 9500});
-               std::this_thread::sleep_for(std::chrono::milliseconds(1100));
-               const auto start = std::chrono::steady_clock::now();
-               Lookup(s, {1, 3000});  // the line is due
-               CHECK(Seconds(start) < 0.5);
-               std::this_thread::sleep_for(std::chrono::milliseconds(100));  // a worker's turn at it
-               Drain(pipe_read);
-               std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-               Lookup(s, {6000});  // due again, and the pipe has room
-               std::this_thread::sleep_for(std::chrono::milliseconds(200));
-               const std::string got = Drain(pipe_read);
-               const bool right = got.find("librow_store: lookups=6 ") == 0 &&
-                                  got.find(" lines_dropped=1\n") != std::string::npos &&
-                                  std::count(got.begin(), got.end(), '\n') == 1;
-               if (!right) std::printf("  after the drop: %s\n", got.c_str());
-               CHECK(right);
-               row_store_close(s);
-             },
-             {{"DSV41_IO_THREADS", io}, {"DSV41_STATS_SECONDS", "1"}});
-  }
+  const auto body = [] {
+    const int pipe_read = FullStderrPipe();
+    void* s = Open(0);
+    row_store_range(s, 0, 9000);
+    Lookup(s, {1, 3000, 6000, 9500});
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    const auto start = std::chrono::steady_clock::now();
+    Lookup(s, {1, 3000});  // the line is due
+    CHECK(Seconds(start) < 0.5);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // a worker's turn at it
+    Drain(pipe_read);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    Lookup(s, {6000});  // due again, and the pipe has room
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const std::string got = Drain(pipe_read);
+    const bool right = got.find("librow_store: lookups=6 ") == 0 &&
+                       got.find(" lines_dropped=1\n") != std::string::npos &&
+                       std::count(got.begin(), got.end(), '\n') == 1;
+    if (!right) std::printf("  after the drop: %s\n", got.c_str());
+    CHECK(right);
+    row_store_close(s);
+  };
+  std::vector<std::pair<const char*, StartedChild>> children;
+  for (const char* io : {"1", "0", "4"})
+    children.emplace_back(io, StartChild(body, {{"DSV41_IO_THREADS", io}, {"DSV41_STATS_SECONDS", "1"}}));
+  for (const auto& [io, child] : children) ExpectOk(io, FinishChild(child));
 }
 
 int main() {

@@ -386,40 +386,47 @@ using full_pipe::FullStderrPipe;
 // to print it returns at once (threads = 0: the line is the caller's to write), and so does
 // close() (with workers, one of them writes it and must not be stuck in the write). The line
 // is dropped and counted; the next line that gets out says how many were.
+// Each thread count is a child of its own, both at once (each spends ~2.4 s waiting).
 TEST(stats_line_never_blocks_on_a_full_stderr) {
   const Table& t = Small();
+  std::vector<std::pair<int, spark_test::StartedChild>> children;
   for (int threads : {0, 2}) {
-    const spark_test::ChildResult r = spark_test::RunChild(
-        [&] {
-          const int pipe_read = FullStderrPipe();
-          void* s = engram_rows_open(t.path.c_str(), t.woff, t.soff, 0, t.rows, threads);
-          CHECK(s != nullptr);
-          if (s == nullptr) return;
-          Gather(s, {1, 2, 3});
-          std::this_thread::sleep_for(std::chrono::milliseconds(1100));
-          auto start = std::chrono::steady_clock::now();
-          Gather(s, {1, 2, 3});  // the line is due
-          CHECK(Seconds(start) < 0.5);
-          std::this_thread::sleep_for(std::chrono::milliseconds(100));  // a worker's turn at it
-          start = std::chrono::steady_clock::now();
-          engram_rows_close(s);  // the pipe still full
-          CHECK(Seconds(start) < 0.5);
-          Drain(pipe_read);
-          s = engram_rows_open(t.path.c_str(), t.woff, t.soff, 0, t.rows, threads);
-          CHECK(s != nullptr);
-          if (s == nullptr) return;
-          Gather(s, {1, 2, 3});
-          std::this_thread::sleep_for(std::chrono::milliseconds(1100));
-          Gather(s, {4});  // due, and the pipe has room
-          std::this_thread::sleep_for(std::chrono::milliseconds(200));
-          const std::string line = Drain(pipe_read);
-          if (line.find("libengram_rows: calls=2 rows=4 ") != 0 || line.find(" lines_dropped=1\n") == std::string::npos)
-            std::printf("  threads=%d: the line after the drop: %s\n", threads, line.c_str());
-          CHECK(line.find("libengram_rows: calls=2 rows=4 ") == 0);
-          CHECK(line.find(" lines_dropped=1\n") != std::string::npos);
-          engram_rows_close(s);
-        },
-        {{"SPARK_ENGRAM_STATS_SECONDS", "1"}}, 20);
+    children.emplace_back(threads,
+                          spark_test::StartChild(
+                              [&t, threads] {
+                                const int pipe_read = FullStderrPipe();
+                                void* s = engram_rows_open(t.path.c_str(), t.woff, t.soff, 0, t.rows, threads);
+                                CHECK(s != nullptr);
+                                if (s == nullptr) return;
+                                Gather(s, {1, 2, 3});
+                                std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+                                auto start = std::chrono::steady_clock::now();
+                                Gather(s, {1, 2, 3});  // the line is due
+                                CHECK(Seconds(start) < 0.5);
+                                std::this_thread::sleep_for(std::chrono::milliseconds(100));  // a worker's turn at it
+                                start = std::chrono::steady_clock::now();
+                                engram_rows_close(s);  // the pipe still full
+                                CHECK(Seconds(start) < 0.5);
+                                Drain(pipe_read);
+                                s = engram_rows_open(t.path.c_str(), t.woff, t.soff, 0, t.rows, threads);
+                                CHECK(s != nullptr);
+                                if (s == nullptr) return;
+                                Gather(s, {1, 2, 3});
+                                std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+                                Gather(s, {4});  // due, and the pipe has room
+                                std::this_thread::sleep_for(std::chrono::milliseconds(200));
+                                const std::string line = Drain(pipe_read);
+                                if (line.find("libengram_rows: calls=2 rows=4 ") != 0 ||
+                                    line.find(" lines_dropped=1\n") == std::string::npos)
+                                  std::printf("  threads=%d: the line after the drop: %s\n", threads, line.c_str());
+                                CHECK(line.find("libengram_rows: calls=2 rows=4 ") == 0);
+                                CHECK(line.find(" lines_dropped=1\n") != std::string::npos);
+                                engram_rows_close(s);
+                              },
+                              {{"SPARK_ENGRAM_STATS_SECONDS", "1"}}, 20));
+  }
+  for (const auto& [threads, child] : children) {
+    const spark_test::ChildResult r = spark_test::FinishChild(child);
     if (!r.ok())
       std::printf("  threads=%d: child %s (exit %d, signal %d)\n", threads, r.timed_out ? "hung" : "failed",
                   r.exit_code, r.signal);

@@ -5,8 +5,6 @@
 
 #include <stdlib.h>
 
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,15 +22,8 @@ inline std::string TempDir(const std::string& parent = "/tmp") {
   return spark_test::ScratchDir(parent, "spark-pack-test");
 }
 
-inline std::vector<uint8_t> ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
-
-inline void WriteAll(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc)
-      .write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-}
+using spark_test::ReadAll;
+using spark_test::WriteAll;
 
 inline spark::ThreadPool& Pool() {
   static spark::ThreadPool pool(6);

@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -190,6 +189,10 @@ TEST(ResumeKeepsGoodChunksAndRedoesBadOnes) {
   // one journaled chunk damaged on disk, one unjournaled chunk garbage.
   CHECK_EQ(::rename(out->path().c_str(), out->partial().c_str()), 0);
   auto journal = ReadAll(out->journal());
+  if (journal.size() < 13 * 16) {
+    CHECK(journal.size() >= 13 * 16);  // the journal of 13 chunks, read back
+    return;
+  }
   uint64_t records_at = journal.size() - 13 * 16;
   journal.resize(records_at + 6 * 16 + 7);
   WriteAll(out->journal(), journal);
@@ -321,6 +324,10 @@ TEST(VerifyNamesFlippedChunkTruncationHeaderAndRows) {
   PackJob job = MakeJob(src, 0, 400, PackLayout::kDense, 32, *out);
   PackResult r = PackOk(job);
   auto good = ReadAll(out->path());
+  if (good.size() < 16 * 66 + 100) {
+    CHECK(good.size() >= 16 * 66 + 100);  // the packed layer, read back
+    return;
+  }
   VerifyProgress vp;
   VerifyResult vr;
   // One flipped byte in chunk 5 (row 5*32+3).

@@ -2,7 +2,9 @@
 // each test binary prints "N passed, N failed" and exits non-zero on any failure.
 #pragma once
 
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -40,9 +42,16 @@ struct Register {
 
 inline int RunAll(const char* suite) {
   int passed = 0, failed = 0;
+  // SPARK_TEST_TIMES=1 prints each case's wall time, to find the slow ones.
+  const bool times = std::getenv("SPARK_TEST_TIMES") != nullptr;
   for (auto& c : Cases()) {
     int before = Failures();
+    auto start = std::chrono::steady_clock::now();
     c.fn();
+    if (times) {
+      std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+      std::printf("  %s: %.3f s\n", c.name, took.count());
+    }
     if (Failures() == before) {
       ++passed;
     } else {
