@@ -10,8 +10,9 @@
 # own, bench/baselines/overlay-mmap over libspark_core) are built and tested beside it.
 # crc32_test runs twice: on the path this CPU takes and with the portable fallback forced.
 # Ends with one line "N passed, M failed" over all runs; exits 1 if anything failed.
-# Run again, it compiles only what changed (native/test/build/VARIANT). JOBS=N compiler runs,
-# links and suites at once (default nproc); each suite's output is printed whole, in order.
+# Run again, it compiles only what changed (native/test/build/VARIANT). JOBS=N compiler runs and
+# links at once (default nproc), and four times as many suites; each suite's output is printed
+# whole, in order. SPARK_TEST_TIMES=1 makes each suite print its cases' times.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 native=$(dirname "$here")

@@ -322,83 +322,16 @@ test("a page pack's read range covers its rows' whole pages; a sparse copy's, th
   ]);
 });
 
-test('spark bench gather --cold on a small pack: coldValid false with the reason, per-row numbers on every case; --evict-every-batch makes it valid; --merge-gain adds no-merge twins', async () => {
+// The --cold runs themselves (coldValid false and why, --evict-every-batch making it valid,
+// --merge-gain's twins) take seconds of benchmarking: test/long/bench-gather-cold.test.ts.
+test('--evict-every-batch without --cold is exit 2, naming the fix', async () => {
   const dir = join(tempDir(), 'pack');
   mkdirSync(dir);
   writePackDir(
     dir,
-    { rank: 0, world: 1, layout: 'page', dim: 256, layers: [{ layer: 1, rows: 3000, start: 0, end: 3000 }] },
+    { rank: 0, world: 1, layout: 'page', dim: 256, layers: [{ layer: 1, rows: 30, start: 0, end: 30 }] },
     synthRow,
   );
-  const r = await cli([
-    'bench',
-    'gather',
-    dir,
-    '--cold',
-    '--threads',
-    '2',
-    '--batch',
-    '48',
-    '--seconds',
-    '1',
-    '--no-fio',
-    '--no-naive',
-    '--merge-gain',
-    '--json',
-  ]);
-  assert.equal(r.code, 0, r.stderr);
-  const report = JSON.parse(r.stdout);
-  assert.equal(report.readRangeBytes, 200 * 4096); // 3000 rows, 15 per page
-  assert.equal(report.cold.valid, false);
-  assert.match(report.ceilingNote, /no device ceiling/);
-  assert.deepEqual(
-    report.results.map((x: GatherBenchResult) => x.merge),
-    [undefined, false],
-  );
-  for (const x of report.results as GatherBenchResult[]) {
-    assert.equal(x.coldValid, false);
-    assert.match(x.coldReason!, /fits in the page cache/);
-    assert.ok(x.cpuUsPerRow > 0 && x.readsPerRow! > 0 && x.readsPerSec! > 0);
-    assert.ok(x.mergedFraction! >= 0 && x.duplicateFraction! > 0, 'the id model repeats tokens');
-    assert.equal(x.ofCeiling, undefined);
-  }
-  assert.equal(report.results[1].mergedFraction, 0, 'merging off merges nothing');
-  assert.ok(report.results[0].mergeGain > 0);
-  const evicting = await cli([
-    'bench',
-    'gather',
-    dir,
-    '--cold',
-    '--evict-every-batch',
-    '--threads',
-    '1',
-    '--batch',
-    '24',
-    '--seconds',
-    '1',
-    '--no-fio',
-    '--no-naive',
-    '--json',
-  ]);
-  assert.equal(evicting.code, 0, evicting.stderr);
-  const ev = JSON.parse(evicting.stdout);
-  assert.equal(ev.cold.valid, true);
-  assert.equal(ev.results[0].coldValid, true);
-  const text = await cli([
-    'bench',
-    'gather',
-    dir,
-    '--cold',
-    '--threads',
-    '1',
-    '--batch',
-    '24',
-    '--seconds',
-    '1',
-    '--no-fio',
-    '--no-naive',
-  ]);
-  assert.match(text.stdout, /WARNING: cold cases read through the page cache are NOT cold/);
   const bad = await cli(['bench', 'gather', dir, '--evict-every-batch', '--json']);
   assert.equal(bad.code, 2);
   assert.match(JSON.parse(bad.stderr).error.message, /--evict-every-batch is for cold runs: add --cold/);

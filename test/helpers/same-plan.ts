@@ -34,6 +34,8 @@ export const RECIPES = [
     .map((d) => join('recipes', d.name, 'recipe.toml')),
   ...readdirSync('test/fixtures/sparkrun').map((f) => join('test/fixtures/sparkrun', f)),
 ];
+/** What npm test launches: one recipe of each stack from recipes/, and the overlay's sparkrun seed (the YAML reader); test:long launches the rest. */
+export const ONE_OF_EACH = RECIPES.filter((r) => /sglang-(aiden16|mia)[/.]/.test(r));
 // refs/main names another snapshot than the aiden16 recipe's SPARK_ENGRAM_DIR: the rule that
 // picks one of the two must be the same on both sides.
 export const MAIN = 'e'.repeat(40);
