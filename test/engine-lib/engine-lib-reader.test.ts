@@ -13,12 +13,13 @@ import { abiSymbols } from '../../src/engine-lib/engine-lib.js';
 import { packageRoot } from '../../src/addon/index.js';
 import { LIBRARIES } from '../helpers/engine-lib.js';
 import { noteFlood, oneLongName } from '../helpers/crafted-elf.js';
+import { python3 } from '../helpers/python3.js';
 
 const THIS_MACHINE = process.arch === 'arm64' ? 'aarch64' : 'x86_64';
 
 test("the overlay library's ABI note is what engram_rows_abi_version() returns through ctypes", () => {
   const r = spawnSync(
-    'python3',
+    python3(),
     ['-c', 'import ctypes, sys; print(ctypes.CDLL(sys.argv[1]).engram_rows_abi_version())', LIBRARIES.overlay],
     { encoding: 'utf8' },
   );

@@ -21,6 +21,7 @@ import { writePackDir } from '../helpers/engram-files.js';
 import { makeSnapshot } from '../helpers/synth.js';
 import { tempDir } from '../helpers/tmp.js';
 import { needs } from '../helpers/external-tool.js';
+import { python3 } from '../helpers/python3.js';
 
 const RANK2 = [
   { layer: 14, rows: 384016682, start: 192008341, end: 288012511 },
@@ -224,6 +225,6 @@ test("the Python reader gives a pack's SPARK_ENGRAM_ROWS in the overlay's gramma
   assert.match(expected, /^1:\d+:\d+,14:\d+:\d+\n$/);
   const code =
     'import sys; sys.path.insert(0, sys.argv[1]); from spark_engram_reader import PackedDir; print(PackedDir(sys.argv[2]).engram_rows())';
-  const py = spawnSync('python3', ['-c', code, join(packageRoot(), 'python'), out], { encoding: 'utf8' });
+  const py = spawnSync(python3(), ['-c', code, join(packageRoot(), 'python'), out], { encoding: 'utf8' });
   assert.equal(py.stdout, expected, py.stderr);
 });

@@ -8,6 +8,7 @@ import { openSnapshot } from '../../src/engram/snapshot.js';
 import { makeSnapshot } from './synth.js';
 import { floorRange, writeSparseCopy } from './sparse-copy.js';
 import { tempDir } from './tmp.js';
+import { python3 } from './python3.js';
 
 export const LIBRARIES = {
   overlay: join(packageRoot(), 'build', 'Release', 'libengram_rows.so'),
@@ -62,7 +63,7 @@ export async function engineFixtures(): Promise<EngineFixtures> {
 /** Runs test/engine-libs/SCRIPT with the library and the fixtures; returns its output. */
 export function runCheck(script: string, lib: string, fixtures: EngineFixtures, args: string[] = []) {
   const r = spawnSync(
-    'python3',
+    python3(),
     [join(packageRoot(), 'test', 'engine-libs', script), lib, JSON.stringify(fixtures), ...args],
     {
       encoding: 'utf8',
@@ -78,7 +79,7 @@ export type MiaAttach = { outcome: 'attached' | 'absent' } | { outcome: 'aborted
 
 export function miaAttach(table: TableFile, layer: number, pack: string): MiaAttach {
   const r = spawnSync(
-    'python3',
+    python3(),
     [
       join(packageRoot(), 'test', 'engine-libs', 'mia_attach.py'),
       LIBRARIES.mia,

@@ -13,6 +13,7 @@ import { recordingEngine } from './engine.js';
 import { writeSparseShard } from './engram-files.js';
 import { tempDir } from './tmp.js';
 import { distinctShells } from './shells.js';
+import { python3 } from './python3.js';
 
 export interface Case {
   name: string;
@@ -99,7 +100,7 @@ for text in json.load(sys.stdin):
         codes.append(r.main([${JSON.stringify(dir)}, "--layer", "1", "--ids", "250,499"]))
 print(json.dumps(codes))
 `;
-  const r = spawnSync('python3', ['-c', driver], {
+  const r = spawnSync(python3(), ['-c', driver], {
     encoding: 'utf8',
     input: JSON.stringify(texts),
     maxBuffer: 1 << 26,

@@ -13,6 +13,7 @@ import { edit, MIA_ENV, preflight, world, write } from './preflight.js';
 import { openSnapshot } from '../../src/engram/snapshot.js';
 import { miaShardName } from '../../src/stacks/mia/mia-shard.js';
 import { packageRoot } from '../../src/addon/index.js';
+import { python3 } from './python3.js';
 
 export const WORLD = 4;
 
@@ -81,7 +82,7 @@ export async function shardRankWorld(): Promise<{
     const attach: MiaAttach = miaAttach(table, 1, join(engram, miaShardName(1, rank, WORLD)));
     // spark's Python reader reads the same shards and must refuse what the others refuse.
     const py = spawnSync(
-      'python3',
+      python3(),
       [join(packageRoot(), 'python', 'spark_engram_reader.py'), engram, '--layer', '1', '--ids', String(lo)],
       {
         encoding: 'utf8',

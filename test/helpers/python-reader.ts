@@ -15,6 +15,7 @@ import { cli } from './cli.js';
 import { readManifest } from './packed.js';
 import { floorRange, writeSparseCopy } from './sparse-copy.js';
 import type { makeSnapshot } from './synth.js';
+import { python3 } from './python3.js';
 
 type Snapshot = ReturnType<typeof makeSnapshot>;
 
@@ -22,7 +23,7 @@ const reader = join(packageRoot(), 'python', 'spark_engram_reader.py');
 
 /** spark's Python reader as a process: its exit code and output. */
 export function python(args: string[]): { code: number; stdout: string; stderr: string } {
-  const r = spawnSync('python3', [reader, ...args], { encoding: 'utf8' });
+  const r = spawnSync(python3(), [reader, ...args], { encoding: 'utf8' });
   if (r.error) throw r.error;
   return { code: r.status ?? 128, stdout: r.stdout, stderr: r.stderr };
 }

@@ -15,6 +15,7 @@ import { makeSnapshot } from '../helpers/synth.js';
 import { tempDir } from '../helpers/tmp.js';
 import { needs } from '../helpers/external-tool.js';
 import { checkDenseShards, floor, writeStackPack as writeStackPackOf } from '../helpers/mia-contract.js';
+import { python3 } from '../helpers/python3.js';
 
 const snap = makeSnapshot({ vocab: 3000 });
 const tables = (await openSnapshot(snap.dir, { engramOnly: true })).engram;
@@ -61,7 +62,7 @@ test("a pack laid out as the stack's packer lays it out reads the same through v
   assert.equal(w.code, 0, w.stderr);
   assert.equal(JSON.parse(w.stdout).exported.SPARK_ENGRAM_ROWS, spec);
 
-  const pyv = spawnSync('python3', [reader, dir, '--verify'], { encoding: 'utf8' });
+  const pyv = spawnSync(python3(), [reader, dir, '--verify'], { encoding: 'utf8' });
   assert.equal(pyv.status, 0, pyv.stderr);
   assert.equal(JSON.parse(pyv.stdout).checksums, false);
 

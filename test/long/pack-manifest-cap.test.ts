@@ -22,6 +22,7 @@ import { makeFullSizeSnapshot, makeSnapshot } from '../helpers/synth.js';
 import { tempDir } from '../helpers/tmp.js';
 import { packRequest, rejects } from '../helpers/pack-request.js';
 import { needs } from '../helpers/external-tool.js';
+import { python3 } from '../helpers/python3.js';
 
 const full = makeFullSizeSnapshot();
 const fullTables = (await openSnapshot(full.dir)).engram;
@@ -96,7 +97,7 @@ test('every reader accepts a manifest of exactly MAX_MANIFEST_BYTES and refuses 
   const text = readFileSync(path, 'utf8').trimEnd();
   const reader = join(packageRoot(), 'python', 'spark_engram_reader.py');
   const python = () =>
-    spawnSync('python3', [reader, out, '--layer', String(tables[0].layer), '--ids', '0'], { encoding: 'utf8' });
+    spawnSync(python3(), [reader, out, '--layer', String(tables[0].layer), '--ids', '0'], { encoding: 'utf8' });
   // JSON allows trailing whitespace: pad to the cap.
   writeFileSync(path, text + ' '.repeat(MAX_MANIFEST_BYTES - Buffer.byteLength(text)));
   assert.equal((await readLocalDir(out)).kind, 'packed');

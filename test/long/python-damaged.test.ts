@@ -28,6 +28,7 @@ import { floorRange, writeSparseCopy } from '../helpers/sparse-copy.js';
 import { makeSnapshot } from '../helpers/synth.js';
 import { tempDir } from '../helpers/tmp.js';
 import { needs } from '../helpers/external-tool.js';
+import { python3 } from '../helpers/python3.js';
 
 const reader = join(packageRoot(), 'python', 'spark_engram_reader.py');
 const snap = makeSnapshot({ seed: 5 });
@@ -336,7 +337,7 @@ test(`the Python reader: ${cases.length} kinds of damaged input, each one line a
   assert.ok(new Set(cases.map((c) => c.name)).size >= 11);
   for (const c of cases) {
     const dir = c.make();
-    const r = spawnSync('python3', [reader, dir, ...(c.args ?? readPack)], { encoding: 'utf8', timeout: 30_000 });
+    const r = spawnSync(python3(), [reader, dir, ...(c.args ?? readPack)], { encoding: 'utf8', timeout: 30_000 });
     assert.equal(r.error, undefined, `${c.name}: ${r.error?.message}`);
     assert.equal(r.signal, null, `${c.name}: killed by ${r.signal}`);
     assert.equal(r.status, 2, `${c.name}: exit ${r.status}, stderr ${r.stderr}`);
@@ -351,7 +352,7 @@ test('the Python reader reads a pack whose manifest is spark-pack.json', (t) => 
   if (!needs(t, 'numpy')) return;
   const d = freshPack();
   renameSync(join(d, 'engram-local.json'), join(d, 'spark-pack.json'));
-  const r = spawnSync('python3', [reader, d, ...readPack], { encoding: 'utf8' });
+  const r = spawnSync(python3(), [reader, d, ...readPack], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
   const doc = JSON.parse(r.stdout);
   assert.equal(doc.source, 'packed');
@@ -361,7 +362,7 @@ test('the Python reader reads a pack whose manifest is spark-pack.json', (t) => 
 test("the Python reader --verify: a hole inside a sparse copy's range fails the check (exit 1), naming the row", (t) => {
   if (!needs(t, 'numpy')) return;
   const d = freshSparse({ layer: 1, from: ranges[0].start + 40, to: ranges[0].start + 1100 });
-  const r = spawnSync('python3', [reader, d, '--verify'], { encoding: 'utf8' });
+  const r = spawnSync(python3(), [reader, d, '--verify'], { encoding: 'utf8' });
   assert.equal(r.status, 1, r.stderr);
   assert.match(
     r.stderr,

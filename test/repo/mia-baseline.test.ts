@@ -16,6 +16,7 @@ import { stampMiaHeaders } from '../../bench/lib/mia-header.js';
 import { makeSnapshot } from '../helpers/synth.js';
 import { readManifest } from '../helpers/packed.js';
 import { needs } from '../helpers/external-tool.js';
+import { python3 } from '../helpers/python3.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const snap = makeSnapshot({ seed: 5 });
@@ -98,7 +99,7 @@ function python(
   // The checkpoint row_store_open wants: the snapshot's shard of this layer (weight and scale in it).
   const t = tables.find((x) => x.layer === layer.layer)!;
   const r = spawnSync(
-    'python3',
+    python3(),
     [
       '-c',
       PY,

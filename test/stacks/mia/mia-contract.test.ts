@@ -25,6 +25,7 @@ import type { PackedManifest } from '../../../src/stacks/packed/packed-manifest.
 import { packRanges } from '../../../src/pack/pack-ranges.js';
 import { needs } from '../../helpers/external-tool.js';
 import { checkDenseShards, floor, writeStackPack as writeStackPackOf } from '../../helpers/mia-contract.js';
+import { python3 } from '../../helpers/python3.js';
 
 const snap = makeSnapshot({ vocab: 3000 });
 const tables = (await openSnapshot(snap.dir, { engramOnly: true })).engram;
@@ -74,7 +75,7 @@ test("a pack laid out as the stack's packer lays it out reads the same through r
   const outside = bin(['rows', dir, '--layer', String(t.layer), '--ids', String(hi)]);
   assert.equal(outside.code, 2);
 
-  const py = spawnSync('python3', [reader, dir, '--layer', String(t.layer), '--ids', ids.join(',')], {
+  const py = spawnSync(python3(), [reader, dir, '--layer', String(t.layer), '--ids', ids.join(',')], {
     encoding: 'utf8',
   });
   assert.equal(py.status, 0, py.stderr);
