@@ -1,29 +1,32 @@
 #!/usr/bin/env bash
-# npm test: the TypeScript build, lint, the C++ tests and the node tests, failing on the first
-# step that fails. The C++ tests (native/test/run.sh: mostly compiling) run beside the build and
-# lint, whose tsc and checkers leave a core idle much of the time; their output is printed whole
-# once the two are done, so every step's output still reads in this order.
+# npm test: the TypeScript build, then the node tests, with lint and the C++ tests beside them;
+# exits 1 if any of the four failed. Lint and the C++ tests (native/test/run.sh: mostly
+# compiling) need nothing the build makes, so they start at once and fill the cores that tsc and
+# the node tests leave idle; their output is printed whole after the node tests', lint's first.
+# A failed build stops the run: the node tests run the built JavaScript.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
-native_log=$(mktemp)
-bash native/test/run.sh >"$native_log" 2>&1 &
+logs=$(mktemp -d)
+bash native/test/run.sh >"$logs/native" 2>&1 &
 native=$!
-trap 'kill "$native" 2>/dev/null; rm -f "$native_log"' EXIT
-step() {
-  echo "> $*"
-  "$@" || {
-    echo "npm test: '$*' failed" >&2
-    exit 1
-  }
-}
-step npm run build:ts
-step npm run lint
-echo "> bash native/test/run.sh"
-wait "$native"
-native_status=$?
-cat "$native_log"
-[ "$native_status" = 0 ] || {
-  echo "npm test: 'bash native/test/run.sh' failed" >&2
+npm run lint >"$logs/lint" 2>&1 &
+lint=$!
+trap 'kill "$native" "$lint" 2>/dev/null; rm -rf "$logs"' EXIT
+echo "> npm run build:ts"
+npm run build:ts || {
+  echo "npm test: 'npm run build:ts' failed" >&2
   exit 1
 }
-step npm run test:node
+failed=()
+echo "> npm run test:node"
+npm run test:node || failed+=("npm run test:node")
+# after NAME PID LOG: waits for the step started beside the others and prints its output.
+after() {
+  echo "> $1"
+  wait "$2" || failed+=("$1")
+  cat "$3"
+}
+after "npm run lint" "$lint" "$logs/lint"
+after "bash native/test/run.sh" "$native" "$logs/native"
+for step in "${failed[@]}"; do echo "npm test: '$step' failed" >&2; done
+[ "${#failed[@]}" -eq 0 ]

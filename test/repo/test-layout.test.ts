@@ -44,7 +44,7 @@ test('each test file is in a folder that names the src/ area it tests, none flat
 test('npm test runs every test file outside test/long, test/cluster and test/arm64', () => {
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
   assert.equal(pkg.scripts.test, 'bash scripts/test.sh');
-  assert.match(readFileSync(join(root, 'scripts', 'test.sh'), 'utf8'), /\nstep npm run test:node\n$/);
+  assert.match(readFileSync(join(root, 'scripts', 'test.sh'), 'utf8'), /^npm run test:node \|\| failed\+=/m);
   assert.equal(pkg.scripts['test:node'], 'sh scripts/node-tests.sh');
   const listed = execFileSync('sh', ['scripts/node-tests.sh', '--list'], { cwd: root, encoding: 'utf8' })
     .trim()
