@@ -58,7 +58,8 @@ inline StartedChild StartChild(const std::function<void()>& body, const Env& env
   std::fflush(stderr);
   c.pid = fork();
   if (c.pid == 0) {
-    const int fd = ::open(c.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // A new file, never a link planted under its name (the scratch directory is the test's own).
+    const int fd = ::open(c.err_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) ::dup2(fd, 2);
     for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
     const int before = Failures();
