@@ -16,6 +16,9 @@ import {
 } from '../../src/stacks/packed/packed-manifest.js';
 import { SPARSE_MANIFEST_NAME } from '../../src/stacks/overlay/sparse-manifest.js';
 import type { PreflightContext } from '../../src/preflight-api/types.js';
+import { COPY_MANIFESTS } from '../../src/stacks/local-dir.js';
+import { probeScript } from '../../src/preflight/facts/probe-sh.js';
+import { factsRequest } from '../helpers/facts-request.js';
 
 /** The shard name the Mia reader opens in DSV41_PACKED_DIR. */
 const MIA_NAME = /^engram-l\d+-r\d+of\d+\.bin$/;
@@ -140,4 +143,16 @@ test("preflight asks each node for what the Mia reader opens: DSV41_PACKED_DIR's
   for (const other of ['spark-pack.json', 'engram-local.json', 'identity.json', 'engram-l1-r0of4.bin.partial'])
     assert.equal(named.test(other), false, other);
   assert.equal(miaPreflight.readerDir!({ ...ctx, env: new Map() } as unknown as PreflightContext), undefined);
+});
+
+test("a node's probe takes a directory for a node-local copy by exactly the overlay's manifest and spark's, never by a Mia pack's identity.json", () => {
+  // The overlay reads engram-local.json; spark's packs carry spark-pack.json; the Mia stack's
+  // packs have no manifest (identity.json is the sparkrun registry's receipt, not a copy's).
+  assert.deepEqual(COPY_MANIFESTS, [SPARSE_MANIFEST_NAME, PACK_MANIFEST_NAME]);
+  assert.deepEqual(COPY_MANIFESTS, ['engram-local.json', 'spark-pack.json']);
+  const lines = probeScript(factsRequest({ copyDir: '/c' })).split('\n');
+  assert.deepEqual(
+    lines.filter((l) => l.startsWith('copy_manifests=')),
+    ["copy_manifests='engram-local.json spark-pack.json'"],
+  );
 });
