@@ -3,21 +3,14 @@
 // be set up is an E_IO error at open.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RowStore, type RowStoreOptions } from '../../src/addon/row-store.js';
 import type { TableSpec } from '../../src/domain/table-spec.js';
-import { synthRow } from '../../src/synth/synth-rows.js';
+import { benchPack } from '../helpers/bench-gather.js';
 import { cli } from '../helpers/cli.js';
-import {
-  packedTable,
-  rawSnapshotTable,
-  testRow,
-  writePackDir,
-  writePacked,
-  writeRawSnapshot,
-} from '../helpers/engram-files.js';
+import { packedTable, rawSnapshotTable, testRow, writePacked, writeRawSnapshot } from '../helpers/engram-files.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'row-store-engine-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));
@@ -125,13 +118,7 @@ test('auto falls back to the pread pool when io_uring_setup is refused; a forced
 });
 
 test('spark bench gather --engines pread,uring measures both engines side by side, labelled', async (t) => {
-  const pack = join(dir, 'pack');
-  mkdirSync(pack);
-  writePackDir(
-    pack,
-    { rank: 0, world: 1, layout: 'page', dim: 256, layers: [{ layer: 1, rows: 3000, start: 0, end: 3000 }] },
-    synthRow,
-  );
+  const pack = benchPack('page', 3000, dir);
   const bad = await cli(['bench', 'gather', pack, '--engines', 'pread,aio', '--json']);
   assert.equal(bad.code, 2);
   assert.match(JSON.parse(bad.stderr).error.message, /--engines takes pread, uring; got 'aio'/);

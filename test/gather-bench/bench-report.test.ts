@@ -28,9 +28,8 @@ import {
 } from '../../src/gather-bench/gather-result.js';
 import { readRegions, regionBytes } from '../../src/gather-bench/read-range.js';
 import { processReadBytes } from '../../src/gather-bench/time-loop.js';
-import { synthRow } from '../../src/synth/synth-rows.js';
+import { benchPack } from '../helpers/bench-gather.js';
 import { cli } from '../helpers/cli.js';
-import { writePackDir } from '../helpers/engram-files.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const GiB = 2 ** 30;
@@ -325,13 +324,7 @@ test("a page pack's read range covers its rows' whole pages; a sparse copy's, th
 // The --cold runs themselves (coldValid false and why, --evict-every-batch making it valid,
 // --merge-gain's twins) take seconds of benchmarking: test/long/bench-gather-cold.test.ts.
 test('--evict-every-batch without --cold is exit 2, naming the fix', async () => {
-  const dir = join(tempDir(), 'pack');
-  mkdirSync(dir);
-  writePackDir(
-    dir,
-    { rank: 0, world: 1, layout: 'page', dim: 256, layers: [{ layer: 1, rows: 30, start: 0, end: 30 }] },
-    synthRow,
-  );
+  const dir = benchPack('page', 30);
   const bad = await cli(['bench', 'gather', dir, '--evict-every-batch', '--json']);
   assert.equal(bad.code, 2);
   assert.match(JSON.parse(bad.stderr).error.message, /--evict-every-batch is for cold runs: add --cold/);

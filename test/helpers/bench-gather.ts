@@ -1,6 +1,7 @@
 // Shared by test/gather-bench/bench-gather.test.ts (one case of each) and
 // test/long/bench-gather-cases.test.ts (the matrices): `spark bench gather` on a page pack, on a
-// dense pack beside the Mia stack's reader, and on a sparse copy.
+// dense pack beside the Mia stack's reader, and on a sparse copy; and the pack every bench test
+// reads (benchPack).
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,6 +14,18 @@ import { floorRange, writeSparseCopy } from './sparse-copy.js';
 import type { GatherBenchResult } from '../../src/gather-bench/gather-bench.js';
 import { stampMiaHeaders } from '../../bench/lib/mia-header.js';
 
+/** A rank-0-of-1 pack of one layer of `rows` synthetic rows in `layout`, in a new directory `pack`. */
+export function benchPack(layout: 'page' | 'dense', rows = 3000, parent = tempDir()): string {
+  const dir = join(parent, 'pack');
+  mkdirSync(dir);
+  writePackDir(
+    dir,
+    { rank: 0, world: 1, layout, dim: 256, layers: [{ layer: 1, rows, start: 0, end: rows }] },
+    synthRow,
+  );
+  return dir;
+}
+
 const KEYS = ['source', 'layout', 'threads', 'batch', 'cold', 'rowsPerSec', 'mbPerSec', 'p50Ms', 'p99Ms', 'baselines'];
 
 /**
@@ -21,13 +34,7 @@ const KEYS = ['source', 'layout', 'threads', 'batch', 'cold', 'rowsPerSec', 'mbP
  * line per batch; an unknown variant and one the pack cannot be read with refused (exit 2).
  */
 export async function benchPackCases(threads: number[], batches: number[]): Promise<void> {
-  const dir = join(tempDir(), 'pack');
-  mkdirSync(dir);
-  writePackDir(
-    dir,
-    { rank: 0, world: 1, layout: 'page', dim: 256, layers: [{ layer: 1, rows: 3000, start: 0, end: 3000 }] },
-    synthRow,
-  );
+  const dir = benchPack('page');
   const svg = join(dir, '..', 'chart.svg');
   const args = ['--threads', threads.join(','), '--batch', batches.join(','), '--seconds', '1', '--no-fio'];
   const r = await cli(['bench', 'gather', dir, ...args, '--svg', svg, '--json']);
@@ -64,13 +71,7 @@ export async function benchPackCases(threads: number[], batches: number[]): Prom
  * the cache geometry asked for; refused on a page pack, which the stack does not read.
  */
 export async function benchMiaCases(batches: number[]): Promise<void> {
-  const dir = join(tempDir(), 'pack');
-  mkdirSync(dir);
-  writePackDir(
-    dir,
-    { rank: 0, world: 1, layout: 'dense', dim: 256, layers: [{ layer: 1, rows: 3000, start: 0, end: 3000 }] },
-    synthRow,
-  );
+  const dir = benchPack('dense');
   // Before the header is the stack's own, its reader would abort: the variant is refused, and left out by default.
   const v1 = await cli(['bench', 'gather', dir, '--variants', 'mia', '--json']);
   assert.equal(v1.code, 2);

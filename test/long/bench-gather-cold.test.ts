@@ -4,38 +4,16 @@
 // more each; npm test holds the verdict itself (test/gather-bench/bench-report.test.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import type { GatherBenchResult } from '../../src/gather-bench/gather-result.js';
-import { synthRow } from '../../src/synth/synth-rows.js';
 import { cli } from '../helpers/cli.js';
-import { writePackDir } from '../helpers/engram-files.js';
-import { tempDir } from '../helpers/tmp.js';
+import { benchPack } from '../helpers/bench-gather.js';
 
 test('spark bench gather --cold on a small pack: coldValid false with the reason, per-row numbers on every case; --evict-every-batch makes it valid; --merge-gain adds no-merge twins; the text names the WARNING', async () => {
-  const dir = join(tempDir(), 'pack');
-  mkdirSync(dir);
-  writePackDir(
-    dir,
-    { rank: 0, world: 1, layout: 'page', dim: 256, layers: [{ layer: 1, rows: 3000, start: 0, end: 3000 }] },
-    synthRow,
-  );
-  const r = await cli([
-    'bench',
-    'gather',
-    dir,
-    '--cold',
-    '--threads',
-    '2',
-    '--batch',
-    '48',
-    '--seconds',
-    '1',
-    '--no-fio',
-    '--no-naive',
-    '--merge-gain',
-    '--json',
-  ]);
+  const dir = benchPack('page');
+  // One cold case of a second, no fio and no naive loop; `args` adds the threads, batch and the rest.
+  const cold = (...args: string[]) =>
+    cli(['bench', 'gather', dir, '--cold', '--seconds', '1', '--no-fio', '--no-naive', ...args]);
+  const r = await cold('--threads', '2', '--batch', '48', '--merge-gain', '--json');
   assert.equal(r.code, 0, r.stderr);
   const report = JSON.parse(r.stdout);
   assert.equal(report.readRangeBytes, 200 * 4096); // 3000 rows, 15 per page
@@ -54,39 +32,11 @@ test('spark bench gather --cold on a small pack: coldValid false with the reason
   }
   assert.equal(report.results[1].mergedFraction, 0, 'merging off merges nothing');
   assert.ok(report.results[0].mergeGain > 0);
-  const evicting = await cli([
-    'bench',
-    'gather',
-    dir,
-    '--cold',
-    '--evict-every-batch',
-    '--threads',
-    '1',
-    '--batch',
-    '24',
-    '--seconds',
-    '1',
-    '--no-fio',
-    '--no-naive',
-    '--json',
-  ]);
+  const evicting = await cold('--evict-every-batch', '--threads', '1', '--batch', '24', '--json');
   assert.equal(evicting.code, 0, evicting.stderr);
   const ev = JSON.parse(evicting.stdout);
   assert.equal(ev.cold.valid, true);
   assert.equal(ev.results[0].coldValid, true);
-  const text = await cli([
-    'bench',
-    'gather',
-    dir,
-    '--cold',
-    '--threads',
-    '1',
-    '--batch',
-    '24',
-    '--seconds',
-    '1',
-    '--no-fio',
-    '--no-naive',
-  ]);
+  const text = await cold('--threads', '1', '--batch', '24');
   assert.match(text.stdout, /WARNING: cold cases read through the page cache are NOT cold/);
 });
