@@ -18,10 +18,10 @@ listen=@LISTEN@
 copy_manifests=@COPY_MANIFESTS@
 printf 'spark-probe 1\n'
 set -- @PATHS@
-i=0; for p in "$@"; do kind "$p"; s=; [ "$k" = file ] && s=$(wc -c < "$p" 2>/dev/null) && s=${s##* }; printf 'path %s %s %s\n' "$i" "$k" "$s"; i=$((i+1)); done
+i=0; for p in "$@"; do kind "$p"; s=; [ "$k" = file ] && size_of "$p" && s=$z; printf 'path %s %s %s\n' "$i" "$k" "$s"; i=$((i+1)); done
 set -- @TEXTS@
 i=0; for p in "$@"; do
-  if [ -f "$p" ] && [ -r "$p" ] && [ "$(wc -c < "$p" | tr -d ' ')" -le "$text_limit" ]; then printf 'text %s ' "$i"; hx < "$p"
+  if [ -f "$p" ] && [ -r "$p" ] && size_of "$p" && [ "$z" -le "$text_limit" ]; then printf 'text %s ' "$i"; hx < "$p"
   else printf 'text %s -\n' "$i"; fi; i=$((i+1))
 done
 set -- @FREE@
@@ -71,7 +71,7 @@ dump_files() {
   done
   for f in "$@"; do
     [ -f "$f" ] || continue
-    size=$(wc -c < "$f"); size=${size##* }
+    size_of "$f"; size=$z
     # The header's length: 8 bytes little-endian, read as decimals (the loop's list is already expanded).
     # shellcheck disable=SC2046
     set -- $(od -An -v -tu1 -N8 "$f")

@@ -26,7 +26,7 @@ for d in "$@"; do
     n=$((n+1))
     kind "$f"; s=-; o=-; h=-
     if [ "$k" = file ]; then
-      s=$(wc -c < "$f"); s=${s##* }
+      size_of "$f"; s=$z
       [ -r "$f" ] && h=x$(dd if="$f" bs=4096 count=1 2>/dev/null | od -An -v -N "$reader_head_bytes" -tx1 | tr -d ' \n')
       if dd if="$f" of=/dev/null bs=4096 count=1 iflag=direct 2>/dev/null; then o=1; else o=0; fi
     fi
@@ -34,5 +34,5 @@ for d in "$@"; do
   done
   [ -n "$reader_receipt" ] || continue
   i=$d/$reader_receipt
-  if [ -f "$i" ] && [ -r "$i" ] && [ "$(wc -c < "$i" | tr -d ' ')" -le "$reader_receipt_max" ]; then printf 'rreceipt '; hx < "$i"; fi
+  if [ -f "$i" ] && [ -r "$i" ] && size_of "$i" && [ "$z" -le "$reader_receipt_max" ]; then printf 'rreceipt '; hx < "$i"; fi
 done
